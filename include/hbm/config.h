@@ -1,0 +1,109 @@
+/* hbm/config.h - allocator configuration from "key=value,..." strings or the environment.
+ *
+ * One table (HBM_CONFIG_OPTIONS) drives parsing, `hbm config`, the docs and JSON.
+ * Each option has a key, an hbm environment variable and, where one exists, the variable
+ * JAX / TensorFlow users already set. Precedence, highest first:
+ *   config string  >  HBM_* variable  >  framework variable  >  policy default.
+ * hbm_allocator_open(dev, NULL, ...) reads the environment; with a config string it uses
+ * that string and the defaults only (no environment), so programs get what they ask for.
+ * A bad value is an error naming the variable or key, the value and what is accepted.
+ */
+#ifndef HBM_CONFIG_H
+#define HBM_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hbm/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hbm_allocator_kind {
+    HBM_ALLOCATOR_BFC,
+    HBM_ALLOCATOR_PLATFORM,
+    HBM_ALLOCATOR_CUDA_ASYNC,
+    HBM_ALLOCATOR_VMM
+} hbm_allocator_kind;
+
+typedef enum hbm_policy {
+    HBM_POLICY_JAX,        /* current JAX: fraction (0.75) of total device memory */
+    HBM_POLICY_JAX_LEGACY  /* JAX before 0.4.1: fraction (0.90) of memory free at open */
+} hbm_policy;
+
+/* X(field, key, hbm variable, framework variable(s) or NULL, accepted values, doc) */
+#define HBM_CONFIG_OPTIONS(X)                                                               \
+    X(allocator, "allocator", "HBM_ALLOCATOR",                                              \
+      "XLA_PYTHON_CLIENT_ALLOCATOR, TF_GPU_ALLOCATOR",                                      \
+      "bfc|platform|cuda_async|vmm (XLA: default|bfc|platform|cuda_async; "                 \
+      "TF: cuda_malloc_async)",                                                             \
+      "allocation policy")                                                                  \
+    X(policy, "policy", "HBM_POLICY", NULL, "jax|jax_legacy",                               \
+      "jax: fraction of total memory (default 0.75); jax_legacy: of free memory (0.90)")   \
+    X(preallocate, "preallocate", "HBM_PREALLOCATE", "XLA_PYTHON_CLIENT_PREALLOCATE",       \
+      "true|false|1|0|yes|no", "bfc: take the whole limit at open instead of growing")      \
+    X(fraction, "fraction", "HBM_MEM_FRACTION",                                             \
+      "XLA_PYTHON_CLIENT_MEM_FRACTION, XLA_CLIENT_MEM_FRACTION",                            \
+      "a number in (0, 1], e.g. .6", "share of device memory the allocator may use")        \
+    X(limit, "limit", "HBM_LIMIT", NULL, "a size (e.g. 40GiB); 0 = use fraction",           \
+      "absolute byte limit, overrides fraction")                                            \
+    X(initial_region, "initial_region", "HBM_INITIAL_REGION", NULL,                         \
+      "a size >= 256 (e.g. 2MiB)", "bfc growth: first region size, doubling after")         \
+    X(release_on_oom, "release_on_oom", "HBM_RELEASE_ON_OOM", NULL, "true|false",           \
+      "bfc growth: on OOM return wholly free regions to the device and retry")              \
+    X(async_prealloc, "async_prealloc", "HBM_ASYNC_PREALLOC",                               \
+      "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "bytes >= -1 (-1 = the pool size)",        \
+      "cuda_async: bytes to preallocate in the pool")                                       \
+    X(report_top, "report_top", "HBM_REPORT_TOP", NULL, "an integer in [0, 1000]",          \
+      "live buffers listed in the OOM report")
+
+typedef enum hbm_config_option {
+#define HBM_CONFIG_ENUM_(field, key, hv, fv, acc, doc) HBM_OPT_##field,
+    HBM_CONFIG_OPTIONS(HBM_CONFIG_ENUM_)
+#undef HBM_CONFIG_ENUM_
+    HBM_OPT_COUNT_
+} hbm_config_option;
+
+typedef struct hbm_config {
+    hbm_allocator_kind allocator;
+    hbm_policy policy;
+    int preallocate;
+    double fraction;
+    uint64_t limit;
+    uint64_t initial_region;
+    int release_on_oom;
+    int64_t async_prealloc;
+    int report_top;
+    /* Where each value came from: "default", "policy jax_legacy", "config", or the name
+     * of the environment variable that set it. Indexed by hbm_config_option. */
+    char source[HBM_OPT_COUNT_][40];
+} hbm_config;
+
+typedef const char *(*hbm_getenv_fn)(void *user, const char *name);
+
+/* Defaults of the jax policy: bfc, preallocate, fraction 0.75 of total memory. */
+void hbm_config_default(hbm_config *c);
+/* Defaults, then the environment (getenv). */
+hbm_status hbm_config_from_env(hbm_config *c);
+/* The same with an injectable getenv (tests; NULL fn = getenv). */
+hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user);
+/* Apply "key=value,key=value" on top of c (whitespace around items is ignored). */
+hbm_status hbm_config_apply(hbm_config *c, const char *text);
+/* NULL: from the environment; else defaults + text. */
+hbm_status hbm_config_resolve(const char *text, hbm_config *out);
+
+/* The byte limit this configuration gives on a device with total and free memory. */
+uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now);
+
+const char *hbm_allocator_kind_str(hbm_allocator_kind k);
+
+/* The resolved configuration with sources, as a table or JSON. */
+hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json);
+/* Every option: key, variables, accepted values and meaning. */
+hbm_status hbm_config_write_doc(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,54 @@
+/* alloc_internal.h - the allocator handle and the policy constructors. */
+#ifndef HBM_ALLOC_INTERNAL_H
+#define HBM_ALLOC_INTERNAL_H
+
+#include <pthread.h>
+
+#include "core/internal.h"
+#include "hbm/alloc.h"
+
+/* What the allocator looked like when an allocation failed for lack of memory. */
+typedef struct hbmi_oom_record {
+    int valid;
+    uint64_t requested;
+    uint64_t rounded;
+    uint32_t tag_id;
+    hbm_stats stats;
+    uint64_t dev_free;   /* device free memory at the failure */
+    uint64_t dev_total;
+    uint64_t count;      /* how many OOMs so far */
+} hbmi_oom_record;
+
+struct hbm_allocator {
+    const hbm_allocator_ops *ops;
+    void *self;
+    hbm_device *dev;
+    hbm_config cfg;
+    pthread_mutex_t lock;
+    hbmi_tagtab *tags;
+    hbmi_oom_record oom;
+    hbm_oom_fn oom_fn;
+    void *oom_user;
+};
+
+/* Policy constructors: bytes_limit already resolved from cfg and the device. */
+typedef hbm_status (*hbmi_policy_create_fn)(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                                            const hbm_allocator_ops **ops, void **self);
+hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                           const hbm_allocator_ops **ops, void **self);
+hbm_status hbmi_platform_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                                const hbm_allocator_ops **ops, void **self);
+
+/* Update peak fields after a change of the current ones. */
+static inline void hbmi_stats_update_peaks(hbm_stats *s) {
+    if (s->bytes_in_use > s->peak_bytes_in_use) s->peak_bytes_in_use = s->bytes_in_use;
+    if (s->bytes_reserved > s->peak_bytes_reserved) s->peak_bytes_reserved = s->bytes_reserved;
+    if (s->pool_bytes > s->peak_pool_bytes) s->peak_pool_bytes = s->pool_bytes;
+}
+static inline void hbmi_stats_reset_peaks(hbm_stats *s) {
+    s->peak_bytes_in_use = s->bytes_in_use;
+    s->peak_bytes_reserved = s->bytes_reserved;
+    s->peak_pool_bytes = s->pool_bytes;
+}
+
+#endif

@@ -1,0 +1,219 @@
+/* allocator.c - the allocator handle: picks the policy from the configuration, serializes
+ * calls, interns tags and records the state at each out-of-memory failure. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+
+static const struct {
+    hbm_allocator_kind kind;
+    hbmi_policy_create_fn create;
+} policies[] = {
+    {HBM_ALLOCATOR_BFC, hbmi_bfc_create},
+    {HBM_ALLOCATOR_PLATFORM, hbmi_platform_create},
+};
+
+hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out) {
+    hbm_config cfg;
+    hbm_status s = hbm_config_resolve(config, &cfg);
+    if (s) return s;
+    return hbm_allocator_open_config(dev, &cfg, out);
+}
+
+hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out) {
+    if (!dev || !cfg || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_open: NULL argument");
+    *out = NULL;
+    hbmi_policy_create_fn create = NULL;
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
+        if (policies[i].kind == cfg->allocator) create = policies[i].create;
+    if (!create)
+        return hbmi_error(HBM_ERR_NOT_AVAILABLE,
+                          "allocator '%s' (from %s) is not available in this build yet; accepted now: bfc, platform",
+                          hbm_allocator_kind_str(cfg->allocator), cfg->source[HBM_OPT_allocator]);
+    uint64_t free_now = 0, total = 0;
+    hbm_status s = hbm_device_mem_info(dev, &free_now, &total);
+    if (s) return s;
+    uint64_t limit = hbm_config_bytes_limit(cfg, total, free_now);
+    if (limit == 0) return hbmi_error(HBM_ERR_CONFIG, "the configuration leaves a byte limit of 0 on this device");
+    const hbm_allocator_ops *ops;
+    void *self;
+    s = create(dev, cfg, limit, &ops, &self);
+    if (s) return s;
+    return hbm_allocator_wrap(ops, self, dev, cfg, out);
+}
+
+hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_device *dev, const hbm_config *cfg,
+                              hbm_allocator **out) {
+    if (!ops || !out || !ops->alloc || !ops->free || !ops->stats || !ops->destroy) {
+        if (ops && ops->destroy) ops->destroy(self);
+        return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_wrap: NULL argument or incomplete ops");
+    }
+    hbm_allocator *a = hbmi_calloc(1, sizeof *a);
+    hbm_status s = a ? hbmi_tagtab_new(&a->tags) : hbmi_error(HBM_ERR_NOMEM, "out of host memory for an allocator");
+    if (s) {
+        hbmi_free(a);
+        ops->destroy(self);
+        return s;
+    }
+    a->ops = ops;
+    a->self = self;
+    a->dev = dev;
+    if (cfg)
+        a->cfg = *cfg;
+    else
+        hbm_config_default(&a->cfg);
+    pthread_mutex_init(&a->lock, NULL);
+    *out = a;
+    return HBM_OK;
+}
+
+void hbm_allocator_close(hbm_allocator *a) {
+    if (!a) return;
+    a->ops->destroy(a->self);
+    hbmi_tagtab_free(a->tags);
+    pthread_mutex_destroy(&a->lock);
+    hbmi_free(a);
+}
+
+static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
+    hbmi_oom_record *r = &a->oom;
+    r->valid = 1;
+    r->count++;
+    r->requested = size;
+    r->rounded = a->ops->rounded_size ? a->ops->rounded_size(a->self, size) : size;
+    r->tag_id = tag_id;
+    memset(&r->stats, 0, sizeof r->stats);
+    a->ops->stats(a->self, &r->stats);
+    r->stats.version = HBM_STATS_VERSION;
+    r->dev_free = r->dev_total = 0;
+    if (a->dev) hbm_device_mem_info(a->dev, &r->dev_free, &r->dev_total);
+}
+
+hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
+    if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
+    if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");
+    pthread_mutex_lock(&a->lock);
+    uint32_t tag_id = 0;
+    hbm_status s = tag ? hbmi_tagtab_intern(a->tags, tag, &tag_id) : HBM_OK;
+    if (!s) s = a->ops->alloc(a->self, size, tag, tag_id, addr_out);
+    if (s == HBM_ERR_OOM) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", hbm_last_error());
+        record_oom(a, size, tag_id);
+        hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
+    }
+    hbm_oom_fn fn = a->oom_fn;
+    void *user = a->oom_user;
+    pthread_mutex_unlock(&a->lock);
+    if (s == HBM_ERR_OOM && fn) fn(user, a, size);
+    return s;
+}
+
+hbm_status hbm_free(hbm_allocator *a, uint64_t addr) {
+    if (HBMI_UNLIKELY(!a)) return hbmi_error(HBM_ERR_INVALID, "hbm_free: NULL allocator");
+    pthread_mutex_lock(&a->lock);
+    hbm_status s = a->ops->free(a->self, addr);
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out) {
+    if (!a || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&a->lock);
+    a->ops->stats(a->self, out);
+    pthread_mutex_unlock(&a->lock);
+    out->version = HBM_STATS_VERSION;
+    return HBM_OK;
+}
+
+hbm_status hbm_stats_reset_peaks(hbm_allocator *a) {
+    if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_reset_peaks: NULL allocator");
+    pthread_mutex_lock(&a->lock);
+    if (a->ops->reset_peaks) a->ops->reset_peaks(a->self);
+    pthread_mutex_unlock(&a->lock);
+    return HBM_OK;
+}
+
+hbm_status hbm_check(hbm_allocator *a) {
+    if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_check: NULL allocator");
+    pthread_mutex_lock(&a->lock);
+    hbm_status s = a->ops->check ? a->ops->check(a->self) : HBM_OK;
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+hbm_status hbm_allocator_trim(hbm_allocator *a) {
+    if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_trim: NULL allocator");
+    pthread_mutex_lock(&a->lock);
+    hbm_status s = a->ops->trim ? a->ops->trim(a->self) : HBM_OK;
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+const char *hbm_allocator_name(const hbm_allocator *a) { return a ? a->ops->name : ""; }
+hbm_device *hbm_allocator_device(const hbm_allocator *a) { return a ? a->dev : NULL; }
+const hbm_config *hbm_allocator_config(const hbm_allocator *a) { return a ? &a->cfg : NULL; }
+
+const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id) {
+    return a ? hbmi_tagtab_get(a->tags, tag_id) : NULL;
+}
+
+void hbm_allocator_set_oom_handler(hbm_allocator *a, hbm_oom_fn fn, void *user) {
+    if (!a) return;
+    pthread_mutex_lock(&a->lock);
+    a->oom_fn = fn;
+    a->oom_user = user;
+    pthread_mutex_unlock(&a->lock);
+}
+
+typedef struct walk_ctx {
+    hbm_allocator *a;
+    hbm_block_fn fn;
+    void *user;
+} walk_ctx;
+
+static int walk_tramp(void *user, const hbm_block *b, uint32_t tag_id) {
+    walk_ctx *w = user;
+    hbm_block c = *b;
+    c.tag = b->kind == HBM_BLOCK_LIVE ? hbmi_tagtab_get(w->a->tags, tag_id) : NULL;
+    return w->fn(w->user, &c);
+}
+
+hbm_status hbm_allocator_walk(hbm_allocator *a, hbm_block_fn fn, void *user) {
+    if (!a || !fn) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_walk: NULL argument");
+    if (!a->ops->walk) return hbmi_error(HBM_ERR_UNSUPPORTED, "allocator %s cannot list its blocks", a->ops->name);
+    walk_ctx w = {a, fn, user};
+    pthread_mutex_lock(&a->lock);
+    hbm_status s = a->ops->walk(a->self, walk_tramp, &w);
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+/* ---- stats helpers ------------------------------------------------------------------ */
+
+double hbm_stats_fragmentation(const hbm_stats *s) {
+    if (!s || s->bytes_reserved <= s->bytes_in_use) return 0.0;
+    uint64_t avail = s->bytes_reserved - s->bytes_in_use;
+    uint64_t largest = s->largest_free_block_bytes < avail ? s->largest_free_block_bytes : avail;
+    return (double)(avail - largest) / (double)avail;
+}
+
+hbm_status hbm_stats_write_text(const hbm_stats *s, FILE *f) {
+    if (!s || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_write_text: NULL argument");
+#define HBMI_PRINT_(name, desc) fprintf(f, "%-26s %20" PRIu64 "\n", #name ":", s->name);
+    HBM_STATS_FIELDS(HBMI_PRINT_)
+#undef HBMI_PRINT_
+    fprintf(f, "%-26s %20.4f\n", "fragmentation:", hbm_stats_fragmentation(s));
+    return HBM_OK;
+}
+
+hbm_status hbm_stats_write_json(const hbm_stats *s, FILE *f) {
+    if (!s || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_write_json: NULL argument");
+    fprintf(f, "{\"version\": %u", s->version);
+#define HBMI_PRINT_(name, desc) fprintf(f, ", \"%s\": %" PRIu64, #name, s->name);
+    HBM_STATS_FIELDS(HBMI_PRINT_)
+#undef HBMI_PRINT_
+    fprintf(f, ", \"fragmentation\": %.6f}", hbm_stats_fragmentation(s));
+    return HBM_OK;
+}

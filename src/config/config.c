@@ -1,0 +1,278 @@
+/* config.c - options from "key=value,..." strings and from the environment variables
+ * JAX, XLA and TensorFlow users already set. One table (HBM_CONFIG_OPTIONS in
+ * hbm/config.h) names every option; this file parses, prints and documents them. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/config.h"
+#include "hbm/size.h"
+
+typedef struct opt_desc {
+    const char *key, *hbm_env, *framework_env, *accepted, *doc;
+} opt_desc;
+
+static const opt_desc opts[HBM_OPT_COUNT_] = {
+#define HBMI_DESC_(field, key, hv, fv, acc, doc) {key, hv, fv, acc, doc},
+    HBM_CONFIG_OPTIONS(HBMI_DESC_)
+#undef HBMI_DESC_
+};
+
+static const char *const allocator_names[] = {"bfc", "platform", "cuda_async", "vmm"};
+
+const char *hbm_allocator_kind_str(hbm_allocator_kind k) {
+    return (unsigned)k < sizeof allocator_names / sizeof allocator_names[0] ? allocator_names[k] : "?";
+}
+
+static void set_source(hbm_config *c, hbm_config_option o, const char *src) {
+    snprintf(c->source[o], sizeof c->source[o], "%s", src);
+}
+
+void hbm_config_default(hbm_config *c) {
+    memset(c, 0, sizeof *c);
+    c->allocator = HBM_ALLOCATOR_BFC;
+    c->policy = HBM_POLICY_JAX;
+    c->preallocate = 1;
+    c->fraction = 0.75;
+    c->limit = 0;
+    c->initial_region = 2u << 20;
+    c->release_on_oom = 1;
+    c->async_prealloc = 0;
+    c->report_top = 10;
+    for (int i = 0; i < HBM_OPT_COUNT_; i++) set_source(c, (hbm_config_option)i, "default");
+}
+
+/* ---- value parsers; `who` names the key or variable for messages -------------------- */
+
+static hbm_status bad_value(hbm_config_option o, const char *who, const char *value, const char *accepted) {
+    return hbmi_error(HBM_ERR_CONFIG, "%s=%s is not valid: expected %s", who, value,
+                      accepted ? accepted : opts[o].accepted);
+}
+
+static hbm_status parse_bool(hbm_config_option o, const char *who, const char *v, int *out) {
+    static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (hbmi_streq_ci(v, yes[i])) return *out = 1, HBM_OK;
+        if (hbmi_streq_ci(v, no[i])) return *out = 0, HBM_OK;
+    }
+    return bad_value(o, who, v, "true or false (also 1/0, yes/no, on/off)");
+}
+
+static hbm_status parse_allocator(const char *who, const char *v, hbm_allocator_kind *out) {
+    if (!strcmp(who, "TF_GPU_ALLOCATOR")) {
+        if (hbmi_streq_ci(v, "cuda_malloc_async")) return *out = HBM_ALLOCATOR_CUDA_ASYNC, HBM_OK;
+        if (hbmi_streq_ci(v, "bfc")) return *out = HBM_ALLOCATOR_BFC, HBM_OK;
+        return bad_value(HBM_OPT_allocator, who, v, "cuda_malloc_async (or bfc)");
+    }
+    if (hbmi_streq_ci(v, "default")) return *out = HBM_ALLOCATOR_BFC, HBM_OK;
+    for (unsigned i = 0; i < sizeof allocator_names / sizeof allocator_names[0]; i++)
+        if (hbmi_streq_ci(v, allocator_names[i])) return *out = (hbm_allocator_kind)i, HBM_OK;
+    if (!strcmp(who, "XLA_PYTHON_CLIENT_ALLOCATOR"))
+        return bad_value(HBM_OPT_allocator, who, v, "default, bfc, platform or cuda_async");
+    return bad_value(HBM_OPT_allocator, who, v, "default, bfc, platform, cuda_async or vmm");
+}
+
+static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *who, const char *v) {
+    char *end;
+    switch (o) {
+    case HBM_OPT_allocator: return parse_allocator(who, v, &c->allocator);
+    case HBM_OPT_policy:
+        if (hbmi_streq_ci(v, "jax")) return c->policy = HBM_POLICY_JAX, HBM_OK;
+        if (hbmi_streq_ci(v, "jax_legacy")) return c->policy = HBM_POLICY_JAX_LEGACY, HBM_OK;
+        return bad_value(o, who, v, NULL);
+    case HBM_OPT_preallocate: return parse_bool(o, who, v, &c->preallocate);
+    case HBM_OPT_release_on_oom: return parse_bool(o, who, v, &c->release_on_oom);
+    case HBM_OPT_fraction: {
+        errno = 0;
+        double f = strtod(v, &end);
+        if (!*v || *end || errno || !(f > 0.0 && f <= 1.0)) return bad_value(o, who, v, NULL);
+        c->fraction = f;
+        return HBM_OK;
+    }
+    case HBM_OPT_limit:
+    case HBM_OPT_initial_region: {
+        uint64_t n;
+        if (hbm_size_parse(v, &n)) return bad_value(o, who, v, NULL);
+        if (o == HBM_OPT_initial_region && n < 256) return bad_value(o, who, v, NULL);
+        *(o == HBM_OPT_limit ? &c->limit : &c->initial_region) = n;
+        return HBM_OK;
+    }
+    case HBM_OPT_async_prealloc: {
+        if (!strcmp(v, "-1")) return c->async_prealloc = -1, HBM_OK;
+        uint64_t n;
+        if (hbm_size_parse(v, &n) || n > INT64_MAX) return bad_value(o, who, v, NULL);
+        c->async_prealloc = (int64_t)n;
+        return HBM_OK;
+    }
+    case HBM_OPT_report_top: {
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || errno || n < 0 || n > 1000) return bad_value(o, who, v, NULL);
+        c->report_top = (int)n;
+        return HBM_OK;
+    }
+    case HBM_OPT_COUNT_: break;
+    }
+    return hbmi_error(HBM_ERR_CONFIG, "internal: unknown option %d", (int)o);
+}
+
+/* ---- environment ----------------------------------------------------------------------- */
+
+static const char *env_get(hbm_getenv_fn fn, void *user, const char *name) {
+    const char *v = fn ? fn(user, name) : getenv(name);
+    return v && *v ? v : NULL; /* an empty variable counts as unset */
+}
+
+static hbm_status apply_env(hbm_config *c, hbm_config_option o, hbm_getenv_fn fn, void *user, const char *name) {
+    const char *v = env_get(fn, user, name);
+    if (!v) return HBM_OK;
+    hbm_status s = parse_value(c, o, name, v);
+    if (!s) set_source(c, o, name);
+    return s;
+}
+
+static void apply_policy_defaults(hbm_config *c) {
+    if (c->policy == HBM_POLICY_JAX_LEGACY && !strcmp(c->source[HBM_OPT_fraction], "default")) {
+        c->fraction = 0.90;
+        set_source(c, HBM_OPT_fraction, "policy jax_legacy");
+    }
+}
+
+hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user) {
+    if (!c) return hbmi_error(HBM_ERR_INVALID, "hbm_config_from_env: NULL config");
+    hbm_config_default(c);
+    const char *f1 = env_get(fn, user, "XLA_PYTHON_CLIENT_MEM_FRACTION");
+    const char *f2 = env_get(fn, user, "XLA_CLIENT_MEM_FRACTION");
+    if (f1 && f2)
+        return hbmi_error(HBM_ERR_CONFIG,
+                          "XLA_PYTHON_CLIENT_MEM_FRACTION=%s and XLA_CLIENT_MEM_FRACTION=%s are both set; "
+                          "set only one (JAX refuses both too)", f1, f2);
+    /* framework variables first, hbm's own after: later ones win */
+    struct { hbm_config_option o; const char *name; } order[] = {
+        {HBM_OPT_allocator, "TF_GPU_ALLOCATOR"},
+        {HBM_OPT_preallocate, "XLA_PYTHON_CLIENT_PREALLOCATE"},
+        {HBM_OPT_fraction, "XLA_PYTHON_CLIENT_MEM_FRACTION"},
+        {HBM_OPT_fraction, "XLA_CLIENT_MEM_FRACTION"},
+        {HBM_OPT_async_prealloc, "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC"},
+    };
+    hbm_status s;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if ((s = apply_env(c, order[i].o, fn, user, order[i].name))) return s;
+    /* XLA_PYTHON_CLIENT_ALLOCATOR=default leaves TF_GPU_ALLOCATOR's choice in place */
+    const char *xa = env_get(fn, user, "XLA_PYTHON_CLIENT_ALLOCATOR");
+    if (xa && !hbmi_streq_ci(xa, "default")) {
+        if ((s = apply_env(c, HBM_OPT_allocator, fn, user, "XLA_PYTHON_CLIENT_ALLOCATOR"))) return s;
+    } else if (xa && (s = parse_allocator("XLA_PYTHON_CLIENT_ALLOCATOR", xa, &(hbm_allocator_kind){0}))) {
+        return s;
+    }
+    for (int o = 0; o < HBM_OPT_COUNT_; o++)
+        if ((s = apply_env(c, (hbm_config_option)o, fn, user, opts[o].hbm_env))) return s;
+    apply_policy_defaults(c);
+    return HBM_OK;
+}
+
+hbm_status hbm_config_from_env(hbm_config *c) { return hbm_config_from_env_fn(c, NULL, NULL); }
+
+hbm_status hbm_config_apply(hbm_config *c, const char *text) {
+    if (!c || !text) return hbmi_error(HBM_ERR_INVALID, "hbm_config_apply: NULL argument");
+    const char *p = text;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        const char *item = p;
+        while (*p && *p != ',') p++;
+        size_t n = (size_t)(p - item);
+        while (n && isspace((unsigned char)item[n - 1])) n--;
+        char buf[256];
+        if (n >= sizeof buf) return hbmi_error(HBM_ERR_CONFIG, "config item '%.40s...' is too long", item);
+        memcpy(buf, item, n);
+        buf[n] = 0;
+        char *eq = strchr(buf, '=');
+        if (!eq) return hbmi_error(HBM_ERR_CONFIG, "config item '%s' is not key=value (e.g. fraction=0.6)", buf);
+        *eq = 0;
+        char *key = buf, *val = eq + 1;
+        size_t kl = strlen(key);
+        while (kl && isspace((unsigned char)key[kl - 1])) key[--kl] = 0;
+        while (isspace((unsigned char)*val)) val++;
+        int found = -1;
+        for (int o = 0; o < HBM_OPT_COUNT_; o++)
+            if (!strcmp(key, opts[o].key)) found = o;
+        if (found < 0) {
+            char keys[512] = "";
+            for (int o = 0; o < HBM_OPT_COUNT_; o++) {
+                strcat(keys, o ? ", " : "");
+                strcat(keys, opts[o].key);
+            }
+            return hbmi_error(HBM_ERR_CONFIG, "unknown config key '%s' (accepted: %s)", key, keys);
+        }
+        hbm_status s = parse_value(c, (hbm_config_option)found, key, val);
+        if (s) return s;
+        set_source(c, (hbm_config_option)found, "config");
+    }
+    apply_policy_defaults(c);
+    return HBM_OK;
+}
+
+hbm_status hbm_config_resolve(const char *text, hbm_config *out) {
+    if (!out) return hbmi_error(HBM_ERR_INVALID, "hbm_config_resolve: NULL config");
+    if (!text) return hbm_config_from_env(out);
+    hbm_config_default(out);
+    return hbm_config_apply(out, text);
+}
+
+uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now) {
+    if (c->limit) return c->limit < total ? c->limit : total;
+    uint64_t base = c->policy == HBM_POLICY_JAX_LEGACY ? free_now : total;
+    return (uint64_t)((double)base * c->fraction);
+}
+
+/* ---- printing ------------------------------------------------------------------------- */
+
+static void value_str(const hbm_config *c, hbm_config_option o, char *buf, size_t n) {
+    char h[32];
+    switch (o) {
+    case HBM_OPT_allocator: snprintf(buf, n, "%s", hbm_allocator_kind_str(c->allocator)); break;
+    case HBM_OPT_policy: snprintf(buf, n, "%s", c->policy == HBM_POLICY_JAX ? "jax" : "jax_legacy"); break;
+    case HBM_OPT_preallocate: snprintf(buf, n, "%s", c->preallocate ? "true" : "false"); break;
+    case HBM_OPT_release_on_oom: snprintf(buf, n, "%s", c->release_on_oom ? "true" : "false"); break;
+    case HBM_OPT_fraction: snprintf(buf, n, "%g", c->fraction); break;
+    case HBM_OPT_limit:
+        if (c->limit) snprintf(buf, n, "%s", hbm_size_human(c->limit, h));
+        else snprintf(buf, n, "0");
+        break;
+    case HBM_OPT_initial_region: snprintf(buf, n, "%s", hbm_size_human(c->initial_region, h)); break;
+    case HBM_OPT_async_prealloc: snprintf(buf, n, "%" PRId64, c->async_prealloc); break;
+    case HBM_OPT_report_top: snprintf(buf, n, "%d", c->report_top); break;
+    case HBM_OPT_COUNT_: buf[0] = 0; break;
+    }
+}
+
+hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json) {
+    if (!c || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_config_write: NULL argument");
+    char v[64];
+    if (json) fputc('{', f);
+    else fprintf(f, "%-16s %-12s %s\n", "option", "value", "source");
+    for (int o = 0; o < HBM_OPT_COUNT_; o++) {
+        value_str(c, (hbm_config_option)o, v, sizeof v);
+        if (json)
+            fprintf(f, "%s\"%s\": {\"value\": \"%s\", \"source\": \"%s\"}", o ? ", " : "", opts[o].key, v, c->source[o]);
+        else
+            fprintf(f, "%-16s %-12s %s\n", opts[o].key, v, c->source[o]);
+    }
+    if (json) fputs("}\n", f);
+    return HBM_OK;
+}
+
+hbm_status hbm_config_write_doc(FILE *f) {
+    if (!f) return hbmi_error(HBM_ERR_INVALID, "hbm_config_write_doc: NULL stream");
+    for (int o = 0; o < HBM_OPT_COUNT_; o++) {
+        fprintf(f, "  %-15s %s\n", opts[o].key, opts[o].doc);
+        fprintf(f, "  %-15s   values: %s\n", "", opts[o].accepted);
+        fprintf(f, "  %-15s   env:    %s%s%s\n", "", opts[o].hbm_env, opts[o].framework_env ? ", " : "",
+                opts[o].framework_env ? opts[o].framework_env : "");
+    }
+    return HBM_OK;
+}

@@ -1,0 +1,88 @@
+/* src/core/internal.h - what every part of libhbm shares and no user sees.
+ * Internal names start with hbmi_. */
+#ifndef HBM_CORE_INTERNAL_H
+#define HBM_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/status.h"
+#include "hbm/tag.h"
+
+#if defined(__GNUC__)
+#define HBMI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define HBMI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HBMI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define HBMI_PRINTF(f, a)
+#define HBMI_LIKELY(x) (x)
+#define HBMI_UNLIKELY(x) (x)
+#endif
+
+/* --- errors ------------------------------------------------------------------------- */
+/* Set the thread's last-error message and return s, so: return hbmi_error(S, "...", ...). */
+hbm_status hbmi_error(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
+/* Prefix the current last-error message with context ("config: " + old). Returns s. */
+hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
+
+/* --- host memory, with SQLite-style fault injection ------------------------------------ */
+/* All metadata allocations of libhbm go through these. When a test arms the fault
+ * injector (hbm_debug_fail_host_alloc), the Nth call from now fails. */
+void *hbmi_malloc(size_t n);
+void *hbmi_calloc(size_t count, size_t size);
+void *hbmi_realloc(void *p, size_t n);
+void hbmi_free(void *p);
+char *hbmi_strdup(const char *s);
+/* Grow *arr (element size elem) to hold at least need elements; doubles. */
+hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* Test hook (also exported for tests, not in public headers): make the nth host allocation
+ * from now fail (1 = the next one); 0 disarms. Returns how many host allocations were made
+ * since the last arm call. */
+uint64_t hbm_debug_fail_host_alloc(uint64_t nth);
+
+/* --- u64 -> u64 open-addressing hash map (no tombstones: backward-shift deletion) ----- */
+typedef struct hbmi_map {
+    uint64_t *keys; /* key+1 stored; 0 = empty */
+    uint64_t *vals;
+    size_t cap;     /* power of two or 0 */
+    size_t count;
+} hbmi_map;
+
+void hbmi_map_init(hbmi_map *m);
+void hbmi_map_destroy(hbmi_map *m);
+hbm_status hbmi_map_reserve(hbmi_map *m, size_t n);
+/* Insert or overwrite. Key UINT64_MAX is not allowed. */
+hbm_status hbmi_map_put(hbmi_map *m, uint64_t key, uint64_t val);
+/* 1 and *val if present, else 0. */
+int hbmi_map_get(const hbmi_map *m, uint64_t key, uint64_t *val);
+/* 1 and *val (may be NULL) if removed, else 0. */
+int hbmi_map_del(hbmi_map *m, uint64_t key, uint64_t *val);
+
+static inline uint64_t hbmi_hash64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* --- tag table: interned hbm_tag copies, ids 1..n ------------------------------------- */
+typedef struct hbmi_tagtab hbmi_tagtab;
+hbm_status hbmi_tagtab_new(hbmi_tagtab **out);
+void hbmi_tagtab_free(hbmi_tagtab *t);
+/* NULL tag -> 0. Equal tags get equal ids. */
+hbm_status hbmi_tagtab_intern(hbmi_tagtab *t, const hbm_tag *tag, uint32_t *id_out);
+const hbm_tag *hbmi_tagtab_get(const hbmi_tagtab *t, uint32_t id);
+uint32_t hbmi_tagtab_count(const hbmi_tagtab *t);
+
+/* --- misc ---------------------------------------------------------------------------- */
+static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+/* Case-insensitive equality of ASCII strings. */
+int hbmi_streq_ci(const char *a, const char *b);
+/* Monotonic clock in nanoseconds. */
+uint64_t hbmi_now_ns(void);
+
+#endif

@@ -1,0 +1,25 @@
+/* cli.h - shared by the subcommands of the hbm tool. Each subcommand is one function
+ * `int cmd_NAME(int argc, char **argv)` (argv[0] is the subcommand's name) returning the
+ * process exit status: 0 success, 1 failure of the work, 2 bad usage. */
+#ifndef HBM_CLI_H
+#define HBM_CLI_H
+
+#include <stdio.h>
+
+#include "hbm/hbm.h"
+
+/* Print "hbm NAME: <status text>: <last error>" to stderr and return 1. */
+int cli_fail(const char *cmd, hbm_status s);
+/* Print "hbm NAME: message" + usage hint to stderr and return 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* argv[i] equals a or b (b may be NULL). */
+int cli_is(const char *arg, const char *a, const char *b);
+
+#define HBM_COMMANDS(X)                                                                     \
+    X(config, "print the resolved allocator configuration and where each value came from")
+
+#define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
+HBM_COMMANDS(HBM_CMD_DECL_)
+#undef HBM_CMD_DECL_
+
+#endif
