@@ -15,6 +15,7 @@
 #include "hbm/alloc.h"
 #include "hbm/config.h"
 #include "hbm/device.h"
+#include "hbm/pack.h"
 #include "hbm/size.h"
 #include "hbm/status.h"
 #include "hbm/tag.h"

@@ -1,0 +1,76 @@
+/* hbm/pack.h - static memory packing: give every buffer of a timeline an offset so that
+ * no two buffers live at the same time overlap in memory (the dynamic storage allocation
+ * problem), with heuristics and an exact search.
+ *
+ *   hbm_pack_options o;  hbm_pack_result r;
+ *   hbm_pack_options_default(&o);
+ *   o.algo = HBM_PACK_EXACT;  o.capacity = 1 << 20;
+ *   hbm_status s = hbm_pack(tl, &o, &r);   // offsets written into tl->buffers[i].offset
+ */
+#ifndef HBM_PACK_H
+#define HBM_PACK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hbm/status.h"
+#include "hbm/timeline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hbm_pack_algo {
+    HBM_PACK_GREEDY_SIZE,  /* TFLite's greedy by size */
+    HBM_PACK_XLA_SPATIAL,  /* XLA's decreasing-size best fit, spatial order */
+    HBM_PACK_XLA_TEMPORAL, /* XLA's decreasing-size best fit, temporal order */
+    HBM_PACK_XLA,          /* the smaller of the two, as XLA's buffer assignment does */
+    HBM_PACK_BEST,         /* hbm's best heuristic */
+    HBM_PACK_EXACT         /* exact search (anytime with a timeout) */
+} hbm_pack_algo;
+
+typedef struct hbm_pack_progress {
+    double seconds;
+    uint64_t nodes;
+    uint64_t best;        /* best packing extent found so far (UINT64_MAX = none) */
+    uint64_t lower_bound; /* best bound proven so far */
+} hbm_pack_progress;
+
+typedef struct hbm_pack_options {
+    hbm_pack_algo algo;
+    uint64_t capacity;    /* 0 = unbounded */
+    int minimize;         /* exact: find and prove the minimum extent */
+    double timeout_s;     /* 0 = none */
+    uint64_t alignment;   /* for buffers whose own alignment is 0 (0 or 1 = none) */
+    void (*progress)(void *user, const hbm_pack_progress *p); /* may be NULL */
+    void *progress_user;
+} hbm_pack_options;
+
+typedef struct hbm_pack_result {
+    uint64_t extent;      /* max offset + size of the packing (0 if none found) */
+    uint64_t lower_bound; /* proven: no packing has a smaller extent */
+    int feasible;         /* a packing within capacity was found and written */
+    int proven;           /* extent == lower_bound, or (not feasible) infeasibility proven */
+    int timed_out;
+    double seconds;
+    uint64_t nodes;       /* search nodes (exact) */
+} hbm_pack_result;
+
+void hbm_pack_options_default(hbm_pack_options *o);
+const char *hbm_pack_algo_str(hbm_pack_algo a);
+hbm_status hbm_pack_algo_parse(const char *text, hbm_pack_algo *out);
+
+/* Pack tl in place (buffers with HBM_TL_PINNED keep their offsets). Every packing is
+ * verified with hbm_timeline_verify before this returns. HBM_ERR_INFEASIBLE when no
+ * packing within capacity exists (proven) or none was found in time. */
+hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *o, hbm_pack_result *r);
+
+/* MiniMalloc's CSV: header id,lower,upper,size[,alignment][,offset] (or begin/end). */
+hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
+hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);
+hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
