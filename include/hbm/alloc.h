@@ -127,6 +127,27 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f);
 /* The same into buf (always NUL-terminated when cap > 0); *len gets the full length. */
 hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t *len);
 
+/* Why the most recent allocation failed, and the setting that would have avoided it. */
+typedef enum hbm_oom_cause {
+    HBM_OOM_CAUSE_NONE,           /* no allocation has failed */
+    HBM_OOM_CAUSE_EXCEEDS_DEVICE, /* the request alone is larger than the device */
+    HBM_OOM_CAUSE_TOO_BIG,        /* live + request exceed what the device can give */
+    HBM_OOM_CAUSE_LIMIT,          /* the framework's fraction/limit binds; the device has room */
+    HBM_OOM_CAUSE_DEVICE_SHARED,  /* the pool may grow but others hold the device's memory */
+    HBM_OOM_CAUSE_FRAGMENTATION   /* enough free in total, not in one block */
+} hbm_oom_cause;
+
+typedef struct hbm_oom_diagnosis {
+    hbm_oom_cause cause;
+    uint64_t requested, rounded;
+    uint64_t must_free;   /* TOO_BIG: bytes that must go */
+    char env[128];        /* the setting to try as an environment assignment, or "" */
+    char config[128];     /* the same as a config string item, or "" */
+} hbm_oom_diagnosis;
+
+hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out);
+const char *hbm_oom_cause_str(hbm_oom_cause c);
+
 /* --- Writing your own policy or adaptor ------------------------------------------------
  * A policy is a vtable over an opaque self. The wrapper (hbm_allocator) serializes every
  * call with its own lock, interns tags (tag_id, stable for the allocator's life, 0 = none)

@@ -37,6 +37,11 @@ hbm_status hbm_device_open(const char *spec, hbm_device **out) {
     if (!colon)
         return hbmi_error(HBM_ERR_INVALID, "device '%s': expected KIND:ARGS, e.g. sim:80GiB, host:1GiB or cuda:0", spec);
     size_t klen = (size_t)(colon - spec);
+    int is_sim = klen == 3 && !strncmp(spec, "sim", 3), is_host = klen == 4 && !strncmp(spec, "host", 4);
+    int is_cuda = klen == 4 && !strncmp(spec, "cuda", 4);
+    if (!is_sim && !is_host && !is_cuda)
+        return hbmi_error(HBM_ERR_INVALID, "device '%s': unknown kind '%.*s' (accepted: sim, host, cuda)", spec, (int)klen,
+                          spec);
     char buf[512];
     if (strlen(colon + 1) >= sizeof buf) return hbmi_error(HBM_ERR_INVALID, "device spec is too long");
     strcpy(buf, colon + 1);
@@ -47,7 +52,6 @@ hbm_status hbm_device_open(const char *spec, hbm_device **out) {
     /* first item: size (sim/host) or ordinal (cuda); then key=value options */
     char *save = NULL, *item = strtok_r(buf, ",", &save);
     if (!item) return hbmi_error(HBM_ERR_INVALID, "device '%s': missing size or ordinal after ':'", spec);
-    int is_cuda = klen == 4 && !strncmp(spec, "cuda", 4);
     if (is_cuda) {
         char *end;
         long n = strtol(item, &end, 10);
@@ -90,15 +94,12 @@ hbm_status hbm_device_open(const char *spec, hbm_device **out) {
     hbm_device_info info;
     memset(&info, 0, sizeof info);
     hbm_status s;
-    if (klen == 3 && !strncmp(spec, "sim", 3))
+    if (is_sim)
         s = hbmi_sim_device_create(&args, &ops, &ctx, &info);
-    else if (klen == 4 && !strncmp(spec, "host", 4))
+    else if (is_host)
         s = hbmi_host_device_create(&args, &ops, &ctx, &info);
-    else if (is_cuda)
-        s = hbmi_cuda_device_create(&args, &ops, &ctx, &info);
     else
-        return hbmi_error(HBM_ERR_INVALID, "device '%s': unknown kind '%.*s' (accepted: sim, host, cuda)", spec, (int)klen,
-                          spec);
+        s = hbmi_cuda_device_create(&args, &ops, &ctx, &info);
     if (s) return s;
     if (info.granularity < gran) info.granularity = gran;
     hbm_device *dev;

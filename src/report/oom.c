@@ -1,0 +1,375 @@
+/* oom.c - the out-of-memory report: XLA's first line, the numbers, the largest live
+ * buffers with their tags, an occupancy map like BFC's, and a diagnosis that names the
+ * setting to try. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+#include "hbm/size.h"
+
+#define MAP_WIDTH 100
+
+typedef struct live_buf {
+    uint64_t addr, size, requested, seq;
+    hbm_tag tag; /* strings owned by the allocator's tag table (never freed while open) */
+    int has_tag;
+} live_buf;
+
+typedef struct region {
+    uint64_t addr, size;
+    uint64_t base; /* where the region starts when regions are laid end to end */
+} region;
+
+typedef struct collect {
+    live_buf *live;
+    size_t nlive, cap;
+    region *regs;
+    size_t nregs, rcap;
+    hbm_status err;
+} collect;
+
+static int collect_fn(void *user, const hbm_block *b) {
+    collect *c = user;
+    if (b->kind == HBM_BLOCK_REGION) {
+        if (hbmi_grow((void **)&c->regs, &c->rcap, c->nregs + 1, sizeof *c->regs)) {
+            c->err = HBM_ERR_NOMEM;
+            return 1;
+        }
+        c->regs[c->nregs++] = (region){b->addr, b->size, 0};
+        return 0;
+    }
+    if (b->kind != HBM_BLOCK_LIVE) return 0;
+    if (hbmi_grow((void **)&c->live, &c->cap, c->nlive + 1, sizeof *c->live)) {
+        c->err = HBM_ERR_NOMEM;
+        return 1;
+    }
+    live_buf *l = &c->live[c->nlive++];
+    l->addr = b->addr;
+    l->size = b->size;
+    l->requested = b->requested;
+    l->seq = b->seq;
+    l->has_tag = b->tag != NULL;
+    if (b->tag) l->tag = *b->tag;
+    return 0;
+}
+
+static int region_cmp(const void *a, const void *b) {
+    const region *x = a, *y = b;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* Distribute a live span [lo, hi) of the concatenated reserved space over the cells. */
+static void map_add(uint64_t *cells, uint64_t total, uint64_t lo, uint64_t hi) {
+    if (!total) return;
+    for (uint64_t pos = lo; pos < hi;) {
+        uint64_t cell = (uint64_t)((long double)pos * MAP_WIDTH / total);
+        if (cell >= MAP_WIDTH) cell = MAP_WIDTH - 1;
+        uint64_t cell_end = (uint64_t)ceill((long double)(cell + 1) * total / MAP_WIDTH);
+        if (cell_end <= pos) cell_end = pos + 1;
+        uint64_t end = hi < cell_end ? hi : cell_end;
+        cells[cell] += end - pos;
+        pos = end;
+    }
+}
+
+static int by_size_desc(const void *a, const void *b) {
+    const live_buf *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void print_tag(FILE *f, const live_buf *l) {
+    if (!l->has_tag) {
+        fprintf(f, "(untagged)");
+        return;
+    }
+    const hbm_tag *t = &l->tag;
+    int any = 0;
+    if (t->label && *t->label) fprintf(f, "%s%s", any++ ? " " : "", t->label);
+    if (t->op_name && *t->op_name) fprintf(f, "%sop=%s", any++ ? " " : "", t->op_name);
+    if (t->shape && *t->shape) fprintf(f, "%s%s", any++ ? " " : "", t->shape);
+    if (t->category != HBM_CAT_NONE) fprintf(f, "%s[%s]", any++ ? " " : "", hbm_category_str(t->category));
+    if (t->source_file && *t->source_file) {
+        fprintf(f, "%s%s", any++ ? " " : "", t->source_file);
+        if (t->source_line) fprintf(f, ":%d", t->source_line);
+    }
+    if (!any) fprintf(f, "(untagged)");
+}
+
+/* ".85" as JAX users write it; "1.0" for the whole device. */
+static void fraction_str(double f, char *buf, size_t n) {
+    int pct = (int)ceil(f * 100.0 - 1e-9);
+    if (pct >= 100) snprintf(buf, n, "1.0");
+    else snprintf(buf, n, ".%02d", pct < 1 ? 1 : pct);
+}
+
+const char *hbm_oom_cause_str(hbm_oom_cause c) {
+    switch (c) {
+    case HBM_OOM_CAUSE_NONE: return "none";
+    case HBM_OOM_CAUSE_EXCEEDS_DEVICE: return "request larger than the device";
+    case HBM_OOM_CAUSE_TOO_BIG: return "too big for the device";
+    case HBM_OOM_CAUSE_LIMIT: return "framework limit";
+    case HBM_OOM_CAUSE_DEVICE_SHARED: return "device memory held elsewhere";
+    case HBM_OOM_CAUSE_FRAGMENTATION: return "fragmentation";
+    }
+    return "?";
+}
+
+/* The numbers every diagnosis works from. */
+typedef struct oom_facts {
+    uint64_t R, used, limit, reserved, free_pool, physical, need, headroom;
+} oom_facts;
+
+static oom_facts facts_of(const hbmi_oom_record *r) {
+    const hbm_stats *s = &r->stats;
+    oom_facts x;
+    x.R = r->rounded;
+    x.used = s->bytes_in_use;
+    x.limit = s->bytes_limit;
+    x.reserved = s->bytes_reserved;
+    x.free_pool = x.reserved > x.used ? x.reserved - x.used : 0;
+    x.physical = x.reserved + r->dev_free; /* the most this process could hold */
+    x.need = x.used + x.R;
+    x.headroom = x.limit > x.reserved ? x.limit - x.reserved : 0;
+    return x;
+}
+
+static void diagnose_record(const hbm_allocator *a, const hbmi_oom_record *r, hbm_oom_diagnosis *d) {
+    memset(d, 0, sizeof *d);
+    if (!r->valid) return;
+    const hbm_config *cfg = &a->cfg;
+    oom_facts x = facts_of(r);
+    d->requested = r->requested;
+    d->rounded = r->rounded;
+    char fs[16];
+    if (x.R > r->dev_total) {
+        d->cause = HBM_OOM_CAUSE_EXCEEDS_DEVICE;
+        d->must_free = x.R - r->dev_total;
+    } else if (x.need > x.physical) {
+        d->cause = HBM_OOM_CAUSE_TOO_BIG;
+        d->must_free = x.need - x.physical;
+    } else if (x.need > x.limit) {
+        d->cause = HBM_OOM_CAUSE_LIMIT;
+        if (cfg->limit) {
+            snprintf(d->env, sizeof d->env, "HBM_LIMIT=%" PRIu64, x.need);
+            snprintf(d->config, sizeof d->config, "limit=%" PRIu64, x.need);
+        } else {
+            fraction_str((double)x.need / (double)r->dev_total, fs, sizeof fs);
+            snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fs);
+            snprintf(d->config, sizeof d->config, "fraction=%s", fs);
+        }
+    } else if (x.headroom >= x.R && r->dev_free < x.R) {
+        d->cause = HBM_OOM_CAUSE_DEVICE_SHARED;
+    } else {
+        d->cause = HBM_OOM_CAUSE_FRAGMENTATION;
+        snprintf(d->env, sizeof d->env, "TF_GPU_ALLOCATOR=cuda_malloc_async");
+        snprintf(d->config, sizeof d->config, "allocator=cuda_async");
+    }
+}
+
+hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out) {
+    if (!a || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_diagnose: NULL argument");
+    pthread_mutex_lock(&a->lock);
+    hbmi_oom_record r = a->oom;
+    pthread_mutex_unlock(&a->lock);
+    diagnose_record(a, &r, out);
+    return HBM_OK;
+}
+
+static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_record *r, const live_buf *live,
+                            size_t nlive) {
+    const hbm_stats *s = &r->stats;
+    const hbm_config *cfg = &a->cfg;
+    hbm_oom_diagnosis d;
+    diagnose_record(a, r, &d);
+    oom_facts x = facts_of(r);
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+    fprintf(f, "Diagnosis: %s.\n", hbm_oom_cause_str(d.cause));
+    switch (d.cause) {
+    case HBM_OOM_CAUSE_NONE: break;
+    case HBM_OOM_CAUSE_EXCEEDS_DEVICE:
+        fprintf(f, "  The request alone (%s) is larger than the whole device (%s): no setting can make it fit.\n"
+                   "  Find the operation that asks for it (the tag above) and shrink it: a smaller batch, sharding,\n"
+                   "  or an algorithm that does not materialize this buffer.\n",
+                hbm_size_xla((int64_t)x.R, b1), hbm_size_xla((int64_t)r->dev_total, b2));
+        break;
+    case HBM_OOM_CAUSE_TOO_BIG: {
+        fprintf(f, "  %s live + %s requested = %s, but at most %s is available\n"
+                   "  (%s held by this allocator + %s free on the device). At least %s must go.\n",
+                hbm_size_xla((int64_t)x.used, b1), hbm_size_xla((int64_t)x.R, b2), hbm_size_xla((int64_t)x.need, b3),
+                hbm_size_xla((int64_t)x.physical, b4), hbm_size_xla((int64_t)x.reserved, b5),
+                hbm_size_xla((int64_t)r->dev_free, b6), hbm_size_xla((int64_t)d.must_free, b7));
+        uint64_t acc = 0;
+        size_t k = 0;
+        while (k < nlive && acc < d.must_free) acc += live[k++].size;
+        if (acc >= d.must_free && k)
+            fprintf(f, "  Freeing the %zu largest live buffer%s listed above (%s) would be enough; otherwise reduce\n"
+                       "  the batch size, shard the model, or rematerialize activations.\n",
+                    k, k == 1 ? "" : "s", hbm_size_xla((int64_t)acc, b1));
+        else
+            fprintf(f, "  Reduce the batch size, shard the model, or rematerialize activations.\n");
+        if (x.physical < r->dev_total)
+            fprintf(f, "  Note: %s of the device is held outside this allocator (other processes or allocators);\n"
+                       "  if another JAX process preallocates, start it with XLA_PYTHON_CLIENT_PREALLOCATE=false.\n",
+                    hbm_size_xla((int64_t)(r->dev_total - x.physical), b1));
+        break;
+    }
+    case HBM_OOM_CAUSE_LIMIT:
+        fprintf(f, "  %s live + %s requested = %s > the limit %s, while the device could give %s.\n",
+                hbm_size_xla((int64_t)x.used, b1), hbm_size_xla((int64_t)x.R, b2), hbm_size_xla((int64_t)x.need, b3),
+                hbm_size_xla((int64_t)x.limit, b4), hbm_size_xla((int64_t)x.physical, b5));
+        if (cfg->limit)
+            fprintf(f, "  The limit comes from %s.\n", cfg->source[HBM_OPT_limit]);
+        else if (cfg->policy == HBM_POLICY_JAX_LEGACY)
+            fprintf(f, "  The jax_legacy policy takes %.2f of the memory free at start-up; with HBM_POLICY=jax the\n"
+                       "  fraction below applies to the device's total.\n", cfg->fraction);
+        else
+            fprintf(f, "  The fraction %.2f (from %s) allows %s of %s.\n", cfg->fraction, cfg->source[HBM_OPT_fraction],
+                    hbm_size_xla((int64_t)x.limit, b1), hbm_size_xla((int64_t)r->dev_total, b2));
+        fprintf(f, "  Try: %s\n", d.env);
+        if (!cfg->limit && (double)x.need / (double)r->dev_total > 0.95)
+            fprintf(f, "  (that leaves under 5%% of the device for the CUDA context and other libraries: tight)\n");
+        break;
+    case HBM_OOM_CAUSE_DEVICE_SHARED:
+        fprintf(f, "  The pool could grow by %s under its limit, but the device has only %s free:\n"
+                   "  other processes or allocators hold the rest. Start them with XLA_PYTHON_CLIENT_PREALLOCATE=false\n"
+                   "  or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION.\n",
+                hbm_size_xla((int64_t)x.headroom, b1), hbm_size_xla((int64_t)r->dev_free, b2));
+        break;
+    case HBM_OOM_CAUSE_FRAGMENTATION:
+        fprintf(f, "  %s is free under the limit (%s in the pool, %s not yet reserved) but the largest free\n"
+                   "  block is %s, smaller than the %s requested; fragmentation is %.1f%%.\n",
+                hbm_size_xla((int64_t)(x.limit - x.used), b1), hbm_size_xla((int64_t)x.free_pool, b2),
+                hbm_size_xla((int64_t)x.headroom, b3), hbm_size_xla((int64_t)s->largest_free_block_bytes, b4),
+                hbm_size_xla((int64_t)x.R, b5), 100.0 * hbm_stats_fragmentation(s));
+        fprintf(f, "  Try: %s (a stream-ordered pool that does not fragment this way),\n"
+                   "  or XLA_PYTHON_CLIENT_ALLOCATOR=platform (exact allocations, slower), or allocate the largest\n"
+                   "  long-lived buffers first.\n", d.env);
+        break;
+    }
+}
+
+hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
+    if (!a || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: NULL argument");
+    pthread_mutex_lock(&a->lock);
+    hbmi_oom_record r = a->oom;
+    pthread_mutex_unlock(&a->lock);
+    if (!r.valid) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: no allocation has failed for lack of memory");
+
+    collect c;
+    memset(&c, 0, sizeof c);
+    if (a->ops->walk) {
+        hbm_status s = hbm_allocator_walk(a, collect_fn, &c);
+        if (!s && c.err) s = hbmi_error(c.err, "out of host memory writing the OOM report");
+        if (s) {
+            hbmi_free(c.live);
+            hbmi_free(c.regs);
+            return s;
+        }
+    }
+    /* The occupancy map lays the regions end to end in address order, like BFC's. */
+    if (c.nregs) qsort(c.regs, c.nregs, sizeof *c.regs, region_cmp);
+    uint64_t span = 0, cells[MAP_WIDTH] = {0};
+    for (size_t i = 0; i < c.nregs; i++) {
+        c.regs[i].base = span;
+        span += c.regs[i].size;
+    }
+    for (size_t i = 0; i < c.nlive; i++) {
+        /* find the region holding the block (binary search) */
+        size_t lo = 0, hi = c.nregs;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (c.regs[mid].addr <= c.live[i].addr) lo = mid;
+            else hi = mid;
+        }
+        if (!c.nregs || c.live[i].addr < c.regs[lo].addr) continue;
+        uint64_t off = c.regs[lo].base + (c.live[i].addr - c.regs[lo].addr);
+        map_add(cells, span, off, off + c.live[i].size);
+    }
+    if (c.nlive) qsort(c.live, c.nlive, sizeof *c.live, by_size_desc);
+
+    const hbm_stats *st = &r.stats;
+    char b1[32], b2[32], b3[32];
+    hbm_device_info di;
+    memset(&di, 0, sizeof di);
+    if (a->dev) hbm_device_info_get(a->dev, &di);
+    fprintf(f, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %" PRIu64 " bytes.\n", r.requested);
+    fprintf(f, "hbm: allocator %s on %s could not allocate %s (rounded to %" PRIu64 ")",
+            a->ops->name, di.name[0] ? di.name : "?", hbm_size_xla((int64_t)r.requested, b1), r.rounded);
+    const hbm_tag *t = hbmi_tagtab_get(a->tags, r.tag_id);
+    if (t) {
+        live_buf tmp = {.has_tag = 1, .tag = *t};
+        fprintf(f, " for ");
+        print_tag(f, &tmp);
+    }
+    fprintf(f, "\n");
+    fprintf(f, "  %-22s %12s", "limit:", hbm_size_xla((int64_t)st->bytes_limit, b1));
+    if (a->cfg.limit)
+        fprintf(f, "  (limit from %s)\n", a->cfg.source[HBM_OPT_limit]);
+    else if (!strcmp(a->ops->name, "platform"))
+        fprintf(f, "  (the device; the platform allocator ignores the memory fraction)\n");
+    else
+        fprintf(f, "  (fraction %.2f of %s %s; fraction from %s)\n", a->cfg.fraction,
+                hbm_size_xla((int64_t)(a->cfg.policy == HBM_POLICY_JAX ? r.dev_total : 0), b2),
+                a->cfg.policy == HBM_POLICY_JAX ? "total" : "free at start-up", a->cfg.source[HBM_OPT_fraction]);
+    fprintf(f, "  %-22s %12s  in %zu live buffers\n", "in use:", hbm_size_xla((int64_t)st->bytes_in_use, b1), c.nlive);
+    fprintf(f, "  %-22s %12s  in %" PRIu64 " region%s; peak %s\n", "reserved:",
+            hbm_size_xla((int64_t)st->bytes_reserved, b1), st->num_regions, st->num_regions == 1 ? "" : "s",
+            hbm_size_xla((int64_t)st->peak_bytes_reserved, b2));
+    fprintf(f, "  %-22s %12s\n", "free in pool:",
+            hbm_size_xla((int64_t)(st->bytes_reserved > st->bytes_in_use ? st->bytes_reserved - st->bytes_in_use : 0), b1));
+    fprintf(f, "  %-22s %12s\n", "largest free block:", hbm_size_xla((int64_t)st->largest_free_block_bytes, b1));
+    fprintf(f, "  %-22s %11.1f%%  ((free - largest free block) / free, as XLA)\n", "fragmentation:",
+            100.0 * hbm_stats_fragmentation(st));
+    fprintf(f, "  %-22s %12s  of %s\n", "device free:", hbm_size_xla((int64_t)r.dev_free, b1),
+            hbm_size_xla((int64_t)r.dev_total, b2));
+
+    size_t top = (size_t)a->cfg.report_top < c.nlive ? (size_t)a->cfg.report_top : c.nlive;
+    if (top) {
+        uint64_t shown = 0;
+        for (size_t i = 0; i < top; i++) shown += c.live[i].size;
+        fprintf(f, "Largest live buffers (%zu of %zu, %s of %s in use):\n", top, c.nlive,
+                hbm_size_xla((int64_t)shown, b1), hbm_size_xla((int64_t)st->bytes_in_use, b2));
+        for (size_t i = 0; i < top; i++) {
+            const live_buf *l = &c.live[i];
+            fprintf(f, "  %3zu. %10s  at 0x%012" PRIx64 "  #%-6" PRIu64 " ", i + 1, hbm_size_xla((int64_t)l->size, b1),
+                    l->addr, l->seq);
+            print_tag(f, l);
+            fputc('\n', f);
+        }
+    }
+    fprintf(f, "Occupancy of the %s reserved (%d cells; '#' in use, '+' part, '.' free):\n  [", hbm_size_xla((int64_t)span, b3),
+            MAP_WIDTH);
+    for (int i = 0; i < MAP_WIDTH; i++) {
+        uint64_t lo = (uint64_t)ceill((long double)i * span / MAP_WIDTH);
+        uint64_t hi = (uint64_t)ceill((long double)(i + 1) * span / MAP_WIDTH);
+        uint64_t w = hi > lo ? hi - lo : 1;
+        fputc(cells[i] == 0 ? '.' : cells[i] >= w ? '#' : '+', f);
+    }
+    fprintf(f, "]\n");
+    print_diagnosis(f, a, &r, c.live, c.nlive);
+    hbmi_free(c.live);
+    hbmi_free(c.regs);
+    return HBM_OK;
+}
+
+hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t *len) {
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting the OOM report");
+    hbm_status s = hbm_oom_report_write(a, f);
+    fclose(f);
+    if (!s) {
+        if (cap) {
+            size_t k = n < cap - 1 ? n : cap - 1;
+            memcpy(buf, mem, k);
+            buf[k] = 0;
+        }
+        if (len) *len = n;
+    }
+    free(mem);
+    return s;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# test_cli.sh HBM SHARED_DATA - the hbm tool's front door: help, version, config, errors.
+set -u
+hbm="$1"
+fails=0
+check() { # check NAME WANT_RC WANT_TEXT -- CMD...
+  local name="$1" want_rc="$2" want="$3"; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want_rc" ]; then echo "FAIL $name: exit $rc, want $want_rc"; echo "$out"; fails=$((fails+1)); return; fi
+  if ! grep -qF -- "$want" <<<"$out"; then echo "FAIL $name: output lacks '$want'"; echo "$out"; fails=$((fails+1)); return; fi
+  echo "ok   $name"
+}
+check help 0 "Usage: hbm COMMAND" -- "$hbm" --help
+check version 0 "hbm 0.1.0" -- "$hbm" --version
+check no-args 2 "Usage: hbm COMMAND" -- "$hbm"
+check unknown 2 "unknown command 'frobnicate'" -- "$hbm" frobnicate
+check config 0 "fraction         0.75         default" -- "$hbm" config
+check config-env 0 "fraction         0.6          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+  env XLA_PYTHON_CLIENT_MEM_FRACTION=.6 "$hbm" config
+check config-json 0 '"preallocate": {"value": "false", "source": "XLA_PYTHON_CLIENT_PREALLOCATE"}' -- \
+  env XLA_PYTHON_CLIENT_PREALLOCATE=false "$hbm" config --json
+check config-bad 1 "XLA_PYTHON_CLIENT_PREALLOCATE=maybe is not valid: expected true or false" -- \
+  env XLA_PYTHON_CLIENT_PREALLOCATE=maybe "$hbm" config
+check config-both 1 "are both set" -- \
+  env XLA_PYTHON_CLIENT_MEM_FRACTION=.5 XLA_CLIENT_MEM_FRACTION=.6 "$hbm" config
+check config-string 0 "allocator        platform     config" -- "$hbm" config --config allocator=platform
+check config-help 0 "XLA_PYTHON_CLIENT_MEM_FRACTION" -- "$hbm" config --help
+check config-badarg 2 "unknown argument '--frob'" -- "$hbm" config --frob
+[ "$fails" = 0 ] || { echo "$fails failures"; exit 1; }

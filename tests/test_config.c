@@ -1,0 +1,144 @@
+/* test_config.c - configuration from strings and (injected) environments. */
+#include "test.h"
+
+typedef struct env { const char *const *kv; } env; /* NULL-terminated name, value pairs */
+
+static const char *fake_getenv(void *user, const char *name) {
+    const env *e = user;
+    for (const char *const *p = e->kv; *p; p += 2)
+        if (!strcmp(p[0], name)) return p[1];
+    return NULL;
+}
+
+static hbm_status from(hbm_config *c, const char *const *kv) {
+    env e = {kv};
+    return hbm_config_from_env_fn(c, fake_getenv, &e);
+}
+
+static void test_defaults(void) {
+    hbm_config c;
+    const char *none[] = {NULL};
+    CHECK_OK(from(&c, none));
+    CHECK(c.allocator == HBM_ALLOCATOR_BFC && c.preallocate == 1 && c.fraction == 0.75);
+    CHECK(c.policy == HBM_POLICY_JAX && c.initial_region == 2u << 20 && c.report_top == 10);
+    CHECK_STR(c.source[HBM_OPT_fraction], "default");
+    CHECK_EQ_U64(hbm_config_bytes_limit(&c, 80ULL << 30, 70ULL << 30), 60ULL << 30);
+}
+
+static void test_jax_variables(void) {
+    hbm_config c;
+    const char *kv[] = {"XLA_PYTHON_CLIENT_PREALLOCATE", "false", "XLA_PYTHON_CLIENT_MEM_FRACTION", ".5",
+                        "XLA_PYTHON_CLIENT_ALLOCATOR", "platform", "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "-1",
+                        NULL};
+    CHECK_OK(from(&c, kv));
+    CHECK(c.preallocate == 0 && c.fraction == 0.5 && c.allocator == HBM_ALLOCATOR_PLATFORM && c.async_prealloc == -1);
+    CHECK_STR(c.source[HBM_OPT_fraction], "XLA_PYTHON_CLIENT_MEM_FRACTION");
+    CHECK_STR(c.source[HBM_OPT_preallocate], "XLA_PYTHON_CLIENT_PREALLOCATE");
+    const char *kv2[] = {"XLA_CLIENT_MEM_FRACTION", "0.9", NULL};
+    CHECK_OK(from(&c, kv2));
+    CHECK(c.fraction == 0.9);
+    CHECK_STR(c.source[HBM_OPT_fraction], "XLA_CLIENT_MEM_FRACTION");
+}
+
+static void test_allocator_selection(void) {
+    hbm_config c;
+    const char *tf[] = {"TF_GPU_ALLOCATOR", "cuda_malloc_async", NULL};
+    CHECK_OK(from(&c, tf));
+    CHECK(c.allocator == HBM_ALLOCATOR_CUDA_ASYNC);
+    /* "default" leaves TF's choice; an explicit XLA choice wins over TF */
+    const char *both[] = {"TF_GPU_ALLOCATOR", "cuda_malloc_async", "XLA_PYTHON_CLIENT_ALLOCATOR", "default", NULL};
+    CHECK_OK(from(&c, both));
+    CHECK(c.allocator == HBM_ALLOCATOR_CUDA_ASYNC);
+    const char *both2[] = {"TF_GPU_ALLOCATOR", "cuda_malloc_async", "XLA_PYTHON_CLIENT_ALLOCATOR", "bfc", NULL};
+    CHECK_OK(from(&c, both2));
+    CHECK(c.allocator == HBM_ALLOCATOR_BFC);
+    /* hbm's own variable wins over the frameworks' */
+    const char *own[] = {"XLA_PYTHON_CLIENT_ALLOCATOR", "platform", "HBM_ALLOCATOR", "vmm", NULL};
+    CHECK_OK(from(&c, own));
+    CHECK(c.allocator == HBM_ALLOCATOR_VMM);
+    CHECK_STR(c.source[HBM_OPT_allocator], "HBM_ALLOCATOR");
+}
+
+static void test_bad_values(void) {
+    static const struct { const char *name, *value, *expect; } bad[] = {
+        {"XLA_PYTHON_CLIENT_MEM_FRACTION", "1.7", "XLA_PYTHON_CLIENT_MEM_FRACTION=1.7"},
+        {"XLA_PYTHON_CLIENT_MEM_FRACTION", "0", "(0, 1]"},
+        {"XLA_PYTHON_CLIENT_MEM_FRACTION", "half", "half"},
+        {"XLA_PYTHON_CLIENT_PREALLOCATE", "maybe", "XLA_PYTHON_CLIENT_PREALLOCATE=maybe"},
+        {"XLA_PYTHON_CLIENT_ALLOCATOR", "tlsf", "default, bfc, platform or cuda_async"},
+        {"TF_GPU_ALLOCATOR", "cuda_malloc", "cuda_malloc_async"},
+        {"HBM_LIMIT", "lots", "HBM_LIMIT=lots"},
+        {"HBM_REPORT_TOP", "-3", "[0, 1000]"},
+        {"TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "-2", "-1"},
+        {"HBM_POLICY", "tf", "jax|jax_legacy"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hbm_config c;
+        const char *kv[] = {bad[i].name, bad[i].value, NULL};
+        CHECK_STATUS(from(&c, kv), HBM_ERR_CONFIG);
+        CHECK_CONTAINS(hbm_last_error(), bad[i].expect);
+    }
+    hbm_config c;
+    const char *both[] = {"XLA_PYTHON_CLIENT_MEM_FRACTION", ".5", "XLA_CLIENT_MEM_FRACTION", ".6", NULL};
+    CHECK_STATUS(from(&c, both), HBM_ERR_CONFIG);
+    CHECK_CONTAINS(hbm_last_error(), "both set");
+    const char *empty[] = {"XLA_PYTHON_CLIENT_PREALLOCATE", "", NULL}; /* empty = unset */
+    CHECK_OK(from(&c, empty));
+    CHECK(c.preallocate == 1);
+}
+
+static void test_strings(void) {
+    hbm_config c;
+    CHECK_OK(hbm_config_resolve("allocator=platform, fraction=0.6 ,preallocate=no,limit=40GiB", &c));
+    CHECK(c.allocator == HBM_ALLOCATOR_PLATFORM && c.fraction == 0.6 && !c.preallocate && c.limit == 40ULL << 30);
+    CHECK_STR(c.source[HBM_OPT_limit], "config");
+    CHECK_EQ_U64(hbm_config_bytes_limit(&c, 80ULL << 30, 0), 40ULL << 30);
+    CHECK_OK(hbm_config_resolve("", &c));
+    CHECK(c.allocator == HBM_ALLOCATOR_BFC);
+    CHECK_STATUS(hbm_config_resolve("fraction=1.7", &c), HBM_ERR_CONFIG);
+    CHECK_CONTAINS(hbm_last_error(), "fraction=1.7");
+    CHECK_STATUS(hbm_config_resolve("colour=blue", &c), HBM_ERR_CONFIG);
+    CHECK_CONTAINS(hbm_last_error(), "unknown config key 'colour'");
+    CHECK_CONTAINS(hbm_last_error(), "fraction");
+    CHECK_STATUS(hbm_config_resolve("fraction", &c), HBM_ERR_CONFIG);
+    CHECK_STATUS(hbm_config_resolve("initial_region=100", &c), HBM_ERR_CONFIG);
+}
+
+static void test_legacy_policy(void) {
+    hbm_config c;
+    CHECK_OK(hbm_config_resolve("policy=jax_legacy", &c));
+    CHECK(c.fraction == 0.90);
+    CHECK_STR(c.source[HBM_OPT_fraction], "policy jax_legacy");
+    /* 90% of what is free at open, not of the total */
+    CHECK_EQ_U64(hbm_config_bytes_limit(&c, 80ULL << 30, 40ULL << 30), 36ULL << 30);
+    CHECK_OK(hbm_config_resolve("policy=jax_legacy,fraction=0.5", &c));
+    CHECK(c.fraction == 0.5);
+}
+
+static void test_write(void) {
+    hbm_config c;
+    const char *kv[] = {"XLA_PYTHON_CLIENT_MEM_FRACTION", ".9", NULL};
+    CHECK_OK(from(&c, kv));
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    CHECK_OK(hbm_config_write(&c, f, 0));
+    CHECK_OK(hbm_config_write(&c, f, 1));
+    CHECK_OK(hbm_config_write_doc(f));
+    fclose(f);
+    CHECK_CONTAINS(buf, "fraction         0.9          XLA_PYTHON_CLIENT_MEM_FRACTION");
+    CHECK_CONTAINS(buf, "\"fraction\": {\"value\": \"0.9\", \"source\": \"XLA_PYTHON_CLIENT_MEM_FRACTION\"}");
+    CHECK_CONTAINS(buf, "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC");
+    free(buf);
+}
+
+int main(void) {
+    RUN(test_defaults);
+    RUN(test_jax_variables);
+    RUN(test_allocator_selection);
+    RUN(test_bad_values);
+    RUN(test_strings);
+    RUN(test_legacy_policy);
+    RUN(test_write);
+    return test_done();
+}

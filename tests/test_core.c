@@ -1,0 +1,142 @@
+/* test_core.c - status strings, sizes, the hash map, the tag table, fault injection. */
+#include "core/internal.h"
+#include "test.h"
+
+static void test_status(void) {
+    CHECK_STR(hbm_status_name(HBM_ERR_OOM), "HBM_ERR_OOM");
+    CHECK_CONTAINS(hbm_status_str(HBM_ERR_OOM), "RESOURCE_EXHAUSTED");
+    CHECK_STR(hbm_status_str(HBM_OK), "ok");
+    CHECK_STR(hbm_status_str((hbm_status)-999), "unknown status");
+    hbm_status s = hbmi_error(HBM_ERR_CONFIG, "value %d", 7);
+    CHECK(s == HBM_ERR_CONFIG);
+    CHECK_STR(hbm_last_error(), "value 7");
+    hbmi_error_prefix(s, "ctx: ");
+    CHECK_STR(hbm_last_error(), "ctx: value 7");
+    hbm_clear_error();
+    CHECK_STR(hbm_last_error(), "");
+    CHECK_STR(hbm_category_str(HBM_CAT_TEMP), "temp");
+    CHECK_STR(hbm_category_str((hbm_category)99), "");
+}
+
+static void test_size_parse(void) {
+    static const struct { const char *text; uint64_t want; } ok[] = {
+        {"0", 0}, {"1048576", 1048576}, {"80GiB", 80ULL << 30}, {"80G", 80ULL << 30}, {"80 gb", 80ULL << 30},
+        {"1.5GiB", 3ULL << 29}, {"2MiB", 2u << 20}, {"16k", 16384}, {"512B", 512}, {" 7 ", 7},
+        {"0.5K", 512}, {"1T", 1ULL << 40}, {"141GB", 141ULL << 30}, {".25MiB", 1u << 18}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 1234;
+        CHECK_OK(hbm_size_parse(ok[i].text, &v));
+        CHECK_EQ_U64(v, ok[i].want);
+    }
+    static const char *const bad[] = {"", "GiB", "-1", "1.5", "12XB", "1 2", "99999999999999999999",
+                                      "20000000000T", "1e3", "abc"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v;
+        CHECK_STATUS(hbm_size_parse(bad[i], &v), HBM_ERR_INVALID);
+        CHECK(strlen(hbm_last_error()) > 0);
+    }
+}
+
+static void test_size_format(void) {
+    char b[32];
+    /* XLA's HumanReadableNumBytes, as in the seed bug report */
+    CHECK_STR(hbm_size_xla(112, b), "112B");
+    CHECK_STR(hbm_size_xla(0, b), "0B");
+    CHECK_STR(hbm_size_xla(1023, b), "1023B");
+    CHECK_STR(hbm_size_xla(1024, b), "1.0KiB");
+    CHECK_STR(hbm_size_xla(10240, b), "10.0KiB");
+    CHECK_STR(hbm_size_xla(60000000, b), "57.22MiB");
+    CHECK_STR(hbm_size_xla(360000000000LL, b), "335.28GiB");
+    CHECK_STR(hbm_size_xla(-2048, b), "-2.0KiB");
+    CHECK_STR(hbm_size_xla(INT64_MIN, b), "-8E");
+    CHECK_STR(hbm_size_human(512, b), "512 B");
+    CHECK_STR(hbm_size_human(80ULL << 30, b), "80.00 GiB");
+}
+
+static void test_map(void) {
+    hbmi_map m;
+    hbmi_map_init(&m);
+    test_rng r = {42};
+    enum { N = 20000 };
+    static uint64_t keys[N];
+    for (int i = 0; i < N; i++) {
+        keys[i] = test_rand(&r) >> 1;
+        CHECK_OK(hbmi_map_put(&m, keys[i], (uint64_t)i));
+    }
+    CHECK_EQ_U64(m.count, N);
+    for (int i = 0; i < N; i++) {
+        uint64_t v;
+        CHECK(hbmi_map_get(&m, keys[i], &v));
+        CHECK_EQ_U64(v, i);
+    }
+    /* delete every other key; the rest must stay reachable (backward shift) */
+    for (int i = 0; i < N; i += 2) CHECK(hbmi_map_del(&m, keys[i], NULL));
+    for (int i = 0; i < N; i++) {
+        uint64_t v;
+        CHECK(hbmi_map_get(&m, keys[i], &v) == (i % 2));
+    }
+    CHECK(!hbmi_map_del(&m, keys[0], NULL));
+    CHECK_STATUS(hbmi_map_put(&m, UINT64_MAX, 1), HBM_ERR_INVALID);
+    CHECK_OK(hbmi_map_put(&m, keys[1], 99));
+    uint64_t v;
+    CHECK(hbmi_map_get(&m, keys[1], &v) && v == 99);
+    hbmi_map_destroy(&m);
+}
+
+static void test_tagtab(void) {
+    hbmi_tagtab *t;
+    CHECK_OK(hbmi_tagtab_new(&t));
+    char op[16] = "matmul";
+    hbm_tag a = {.op_name = op, .shape = "f32[4]", .source_line = 3, .category = HBM_CAT_TEMP};
+    uint32_t ia, ib, ic, in;
+    CHECK_OK(hbmi_tagtab_intern(t, &a, &ia));
+    strcpy(op, "changed"); /* the table keeps its own copy */
+    hbm_tag b = {.op_name = "matmul", .shape = "f32[4]", .source_line = 3, .category = HBM_CAT_TEMP};
+    CHECK_OK(hbmi_tagtab_intern(t, &b, &ib));
+    CHECK_EQ_U64(ia, ib);
+    b.source_line = 4;
+    CHECK_OK(hbmi_tagtab_intern(t, &b, &ic));
+    CHECK(ic != ia);
+    CHECK_OK(hbmi_tagtab_intern(t, NULL, &in));
+    CHECK_EQ_U64(in, 0);
+    CHECK_STR(hbmi_tagtab_get(t, ia)->op_name, "matmul");
+    CHECK(hbmi_tagtab_get(t, 0) == NULL && hbmi_tagtab_get(t, 99) == NULL);
+    CHECK_EQ_U64(hbmi_tagtab_count(t), 2);
+    hbmi_tagtab_free(t);
+}
+
+/* SQLite-style: fail the Nth host allocation for N = 1, 2, ... until interning succeeds. */
+static void test_tagtab_faults(void) {
+    for (uint64_t n = 1;; n++) {
+        hbmi_tagtab *t = NULL;
+        hbm_debug_fail_host_alloc(n);
+        hbm_status s = hbmi_tagtab_new(&t);
+        uint32_t id = 0;
+        hbm_tag tag = {.op_name = "a", .shape = "b", .source_file = "c", .label = "d"};
+        if (!s) s = hbmi_tagtab_intern(t, &tag, &id);
+        hbm_debug_fail_host_alloc(0);
+        if (!s) {
+            CHECK(id == 1);
+            hbmi_tagtab_free(t);
+            CHECK(n > 3); /* it did take several allocations to get here */
+            break;
+        }
+        CHECK(s == HBM_ERR_NOMEM);
+        if (t) { /* a failed intern leaves the table usable and unchanged */
+            CHECK_EQ_U64(hbmi_tagtab_count(t), 0);
+            CHECK_OK(hbmi_tagtab_intern(t, &tag, &id));
+            hbmi_tagtab_free(t);
+        }
+        CHECK(n < 100);
+    }
+}
+
+int main(void) {
+    RUN(test_status);
+    RUN(test_size_parse);
+    RUN(test_size_format);
+    RUN(test_map);
+    RUN(test_tagtab);
+    RUN(test_tagtab_faults);
+    return test_done();
+}

@@ -1,0 +1,161 @@
+/* test_oom.c - the OOM report and its diagnosis, for each cause. */
+#include "test.h"
+
+typedef struct env { hbm_device *dev; hbm_allocator *a; } env;
+
+static hbm_status open_env(env *e, const char *dev, const char *cfg) {
+    hbm_status s = hbm_device_open(dev, &e->dev);
+    if (s) return s;
+    s = hbm_allocator_open(e->dev, cfg, &e->a);
+    if (s) hbm_device_close(e->dev);
+    return s;
+}
+
+static void close_env(env *e) {
+    hbm_allocator_close(e->a);
+    hbm_device_close(e->dev);
+}
+
+static char *report(hbm_allocator *a) {
+    static char buf[16384];
+    size_t n;
+    if (hbm_oom_report_format(a, buf, sizeof buf, &n)) return NULL;
+    return buf;
+}
+
+static const hbm_tag big_tag = {.op_name = "jit(step)/dot_general", .shape = "f32[300000,300000]",
+                                .source_file = "train.py", .source_line = 42, .label = "custom-call",
+                                .category = HBM_CAT_TEMP};
+
+static void test_no_oom_yet(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:1GiB", "allocator=platform"));
+    char buf[64];
+    CHECK_STATUS(hbm_oom_report_format(e.a, buf, sizeof buf, NULL), HBM_ERR_INVALID);
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK(d.cause == HBM_OOM_CAUSE_NONE);
+    close_env(&e);
+}
+
+static void test_limit(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:80GiB", "allocator=platform,limit=10GiB"));
+    uint64_t p, q;
+    hbm_tag w = {.op_name = "weights", .shape = "f32[1610612736]", .category = HBM_CAT_WEIGHT};
+    CHECK_OK(hbm_alloc(e.a, 6ULL << 30, &w, &p));
+    CHECK_STATUS(hbm_alloc(e.a, 5ULL << 30, &big_tag, &q), HBM_ERR_OOM);
+    char *r = report(e.a);
+    CHECK(r != NULL);
+    const char *first = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 5368709120 bytes.\n";
+    CHECK(!strncmp(r, first, strlen(first)));
+    CHECK_CONTAINS(r, "could not allocate 5.00GiB (rounded to 5368709120) for custom-call op=jit(step)/dot_general "
+                      "f32[300000,300000] [temp] train.py:42");
+    CHECK_CONTAINS(r, "limit:                     10.00GiB  (limit from config)");
+    CHECK_CONTAINS(r, "in use:                     6.00GiB  in 1 live buffers");
+    CHECK_CONTAINS(r, "1.    6.00GiB");
+    CHECK_CONTAINS(r, "op=weights f32[1610612736] [weight]");
+    CHECK_CONTAINS(r, "Diagnosis: framework limit.");
+    CHECK_CONTAINS(r, "Try: HBM_LIMIT=11811160064");
+    CHECK_CONTAINS(r, "[####");
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK(d.cause == HBM_OOM_CAUSE_LIMIT);
+    CHECK_STR(d.config, "limit=11811160064");
+    CHECK_EQ_U64(d.requested, 5ULL << 30);
+    /* the suggested setting works */
+    close_env(&e);
+    CHECK_OK(open_env(&e, "sim:80GiB", "allocator=platform,limit=11811160064"));
+    CHECK_OK(hbm_alloc(e.a, 6ULL << 30, &w, &p));
+    CHECK_OK(hbm_alloc(e.a, 5ULL << 30, &big_tag, &q));
+    close_env(&e);
+}
+
+static void test_too_big(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:10GiB", "allocator=platform"));
+    uint64_t p[3];
+    CHECK_OK(hbm_alloc(e.a, 3ULL << 30, NULL, &p[0]));
+    CHECK_OK(hbm_alloc(e.a, 4ULL << 30, NULL, &p[1]));
+    CHECK_STATUS(hbm_alloc(e.a, 5ULL << 30, NULL, &p[2]), HBM_ERR_OOM);
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK(d.cause == HBM_OOM_CAUSE_TOO_BIG);
+    CHECK_EQ_U64(d.must_free, 2ULL << 30);
+    CHECK_STR(d.env, "");
+    char *r = report(e.a);
+    CHECK_CONTAINS(r, "Diagnosis: too big for the device.");
+    CHECK_CONTAINS(r, "At least 2.00GiB must go");
+    CHECK_CONTAINS(r, "Freeing the 1 largest live buffer listed above (4.00GiB) would be enough");
+    CHECK_CONTAINS(r, "(untagged)");
+    close_env(&e);
+}
+
+static void test_shared_device(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:10GiB,free=3GiB", "allocator=platform"));
+    uint64_t p;
+    CHECK_STATUS(hbm_alloc(e.a, 4ULL << 30, NULL, &p), HBM_ERR_OOM);
+    char *r = report(e.a);
+    CHECK_CONTAINS(r, "Diagnosis: too big for the device.");
+    CHECK_CONTAINS(r, "7.00GiB of the device is held outside this allocator");
+    close_env(&e);
+}
+
+static void test_exceeds_device(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:16GiB", "allocator=platform"));
+    uint64_t p;
+    CHECK_STATUS(hbm_alloc(e.a, 360000000000ULL, &big_tag, &p), HBM_ERR_OOM);
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK(d.cause == HBM_OOM_CAUSE_EXCEEDS_DEVICE);
+    char *r = report(e.a);
+    CHECK_CONTAINS(r, "The request alone (335.28GiB) is larger than the whole device (16.00GiB)");
+    close_env(&e);
+}
+
+static int handler_calls;
+static uint64_t handler_size;
+static void on_oom(void *user, hbm_allocator *a, uint64_t size) {
+    handler_calls++;
+    handler_size = size;
+    /* the handler may write the report: no lock is held */
+    FILE *f = user;
+    hbm_oom_report_write(a, f);
+}
+
+static void test_handler_and_truncation(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:1GiB", "allocator=platform,report_top=0"));
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    hbm_allocator_set_oom_handler(e.a, on_oom, f);
+    uint64_t p;
+    CHECK_STATUS(hbm_alloc(e.a, 2ULL << 30, NULL, &p), HBM_ERR_OOM);
+    fclose(f);
+    CHECK(handler_calls == 1 && handler_size == 2ULL << 30);
+    CHECK_CONTAINS(buf, "RESOURCE_EXHAUSTED");
+    CHECK(!strstr(buf, "Largest live buffers")); /* report_top=0 */
+    free(buf);
+    char small[20];
+    size_t len;
+    CHECK_OK(hbm_oom_report_format(e.a, small, sizeof small, &len));
+    CHECK(len > 100 && strlen(small) == sizeof small - 1);
+    CHECK(!strncmp(small, "RESOURCE_EXHAUSTED:", 19));
+    hbm_allocator_set_oom_handler(e.a, NULL, NULL);
+    CHECK_STATUS(hbm_alloc(e.a, 2ULL << 30, NULL, &p), HBM_ERR_OOM);
+    CHECK(handler_calls == 1);
+    close_env(&e);
+}
+
+int main(void) {
+    RUN(test_no_oom_yet);
+    RUN(test_limit);
+    RUN(test_too_big);
+    RUN(test_shared_device);
+    RUN(test_exceeds_device);
+    RUN(test_handler_and_truncation);
+    return test_done();
+}
