@@ -46,7 +46,7 @@ fuzz:
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHBM_FUZZ=ON -DBUILD_TESTING=OFF \
 	  -DHBM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
-	@echo "fuzzers in build-fuzz/: run e.g. build-fuzz/fuzz_config fuzz/corpus/fuzz_config"
+	@echo "fuzzers in build-fuzz/: run e.g. mkdir -p /tmp/corpus && build-fuzz/fuzz_config /tmp/corpus fuzz/corpus/fuzz_config"
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
