@@ -66,7 +66,7 @@ static uint64_t async_rounded(void *self, uint64_t size) {
 /* Room for one more block, free entry and segment, so that nothing below can fail. */
 static hbm_status reserve_meta(apool *p) {
     hbm_status s = HBM_OK;
-    if (!p->unused_head) s = hbmi_grow((void **)&p->b, &p->capb, p->nb + 2, sizeof *p->b);
+    s = hbmi_grow((void **)&p->b, &p->capb, p->nb + 2, sizeof *p->b); /* grow + split: two blocks */
     if (!s) s = hbmi_grow((void **)&p->freev, &p->capfree, p->nfree + 2, sizeof *p->freev);
     if (!s) s = hbmi_grow((void **)&p->segs, &p->capsegs, p->nsegs + 1, sizeof *p->segs);
     if (!s) s = hbmi_map_reserve(&p->live, p->live.count + 1);
