@@ -146,8 +146,13 @@ static int overlaps(uint64_t a, uint64_t n, uint64_t b, uint64_t m) { return a <
 static void test_random(void) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
         hbm_device *d;
-        hbm_allocator *a = open_async(&d, "sim:1GiB", seed % 2 ? "allocator=cuda_async,limit=64MiB"
-                                                              : "allocator=cuda_async,limit=64MiB,async_prealloc=16MiB");
+        /* Odd seeds: a tight pool, where OOMs make the pool synchronize on its own (so only
+         * overlaps are checked). Even seeds: a roomy pool that never fails, so every reuse
+         * must follow the stream rule. */
+        int strict = seed % 2 == 0;
+        hbm_allocator *a = open_async(&d, strict ? "sim:64GiB" : "sim:1GiB",
+                                      strict ? "allocator=cuda_async,limit=32GiB,async_prealloc=16MiB"
+                                             : "allocator=cuda_async,limit=64MiB");
         CHECK(a);
         test_rng r = {seed * 7919};
         ref_blk live[256], pend[4096];
@@ -168,13 +173,7 @@ static void test_random(void) {
                 uint64_t held = hbmi_align_up(size, 512);
                 for (size_t i = 0; i < nlive; i++) CHECK(!overlaps(x, held, live[i].addr, live[i].size));
                 for (size_t i = 0; i < npend; i++)
-                    if (pend[i].stream != stream && overlaps(x, held, pend[i].addr, pend[i].size))
-                        fprintf(stderr, "DEBUG seed %llu step %d: alloc %llu on %llu at %llx; pending %llx+%llu on %llu\n",
-                                (unsigned long long)seed, step, (unsigned long long)held, (unsigned long long)stream,
-                                (unsigned long long)x, (unsigned long long)pend[i].addr, (unsigned long long)pend[i].size,
-                                (unsigned long long)pend[i].stream);
-                for (size_t i = 0; i < npend; i++)
-                    if (pend[i].stream != stream) CHECK(!overlaps(x, held, pend[i].addr, pend[i].size));
+                    if (strict && pend[i].stream != stream) CHECK(!overlaps(x, held, pend[i].addr, pend[i].size));
                 for (size_t i = 0; i < npend;) /* the stream's own pending memory, now reused */
                     if (overlaps(x, held, pend[i].addr, pend[i].size)) pend[i] = pend[--npend];
                     else i++;
@@ -182,11 +181,13 @@ static void test_random(void) {
             } else if (op < 9 && nlive) {
                 size_t i = test_below(&r, nlive);
                 CHECK_OK(hbm_free_stream(a, live[i].addr, stream));
+                if (getenv("DBG") && seed == 4) fprintf(stderr, "OP %d free %llx+%llu s%llu\n", step, (unsigned long long)live[i].addr, (unsigned long long)live[i].size, (unsigned long long)stream);
                 if (npend < 4096) pend[npend++] = (ref_blk){live[i].addr, live[i].size, stream};
                 live[i] = live[--nlive];
             } else {
                 uint64_t which = test_below(&r, 4) == 0 ? HBM_STREAM_ALL : stream;
                 CHECK_OK(hbm_allocator_sync(a, which));
+                if (getenv("DBG") && seed == 4) fprintf(stderr, "OP %d sync %llx\n", step, (unsigned long long)which);
                 for (size_t i = 0; i < npend;)
                     if (which == HBM_STREAM_ALL || pend[i].stream == which) pend[i] = pend[--npend];
                     else i++;
@@ -204,6 +205,8 @@ static void test_random(void) {
         for (size_t i = 0; i < nlive; i++) sum += live[i].size;
         CHECK_EQ_U64(st.bytes_in_use, sum);
         CHECK(st.bytes_reserved <= st.bytes_limit);
+        if (strict) CHECK_EQ_U64(st.num_ooms, 0);
+        else CHECK(st.num_ooms > 0);
         CHECK_OK(hbm_check(a));
         hbm_allocator_close(a);
         hbm_device_counters c;
