@@ -280,7 +280,7 @@ static hbm_status vmm_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     uint64_t lo, hi;
     page_range(v, best_at, need, &lo, &hi);
     hbm_status s = hbmi_grow((void **)&v->b, &v->capb, v->nb + 2, sizeof *v->b);
-    if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, v->nfree + 2, sizeof *v->freev);
+    if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, v->nb + 2, sizeof *v->freev); /* >= blocks */
     if (!s) s = hbmi_map_reserve(&v->live, v->live.count + 1);
     if (!s) s = hbmi_map_reserve(&v->refs, v->refs.count + (hi - lo + 1));
     if (s) return s;
