@@ -26,7 +26,7 @@ static void test_specs(void) {
         {"sim:1GiB,granularity=3", "power of two", HBM_ERR_INVALID},
         {"sim:1GiB,free=2GiB", "exceeds the capacity", HBM_ERR_INVALID},
         {"tpu:0", "unknown kind 'tpu'", HBM_ERR_INVALID},
-        {"cuda:0", "not available", HBM_ERR_NOT_AVAILABLE},
+        {"cuda:-1", "not a GPU ordinal", HBM_ERR_INVALID},
         {"cuda:x", "not a GPU ordinal", HBM_ERR_INVALID},
         {"host:1GiB,free=1MiB", "sim devices only", HBM_ERR_INVALID},
     };

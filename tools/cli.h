@@ -17,7 +17,8 @@ int cli_is(const char *arg, const char *a, const char *b);
 
 #define HBM_COMMANDS(X)                                                                     \
     X(config, "print the resolved allocator configuration and where each value came from")  \
-    X(demo, "a training step that runs out of memory under JAX's defaults, and the fix")
+    X(demo, "a training step that runs out of memory under JAX's defaults, and the fix")   \
+    X(run, "run a CUDA program unmodified: trace its device allocations, enforce a limit")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)

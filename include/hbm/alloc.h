@@ -4,6 +4,11 @@
  *   bfc       XLA's best-fit-with-coalescing: preallocate fraction x total, or grow by
  *             regions (2 MiB, doubling) when XLA_PYTHON_CLIENT_PREALLOCATE=false
  *   platform  exact on-demand allocation from the device; frees return memory at once
+ *   cuda_async  CUDA's stream-ordered pool (cuMemAllocFromPoolAsync) on cuda: devices, a
+ *             model of it on sim:/host: devices (replay): frees are reusable at once on
+ *             their stream, on other streams after a synchronization
+ *   vmm       "expandable segments": one large virtual range, 2 MiB physical pages mapped
+ *             on demand (cuMemCreate/cuMemMap) and unmapped on trim or memory pressure
  * configured from a "key=value,..." string or, when config is NULL, from the environment
  * variables JAX/TensorFlow users already set (see hbm/config.h).
  *
@@ -81,6 +86,22 @@ hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64
 /* addr must be an address returned by hbm_alloc and not yet freed; anything else
  * (unknown, double free, inside a block) is HBM_ERR_BAD_FREE and changes nothing. */
 hbm_status hbm_free(hbm_allocator *a, uint64_t addr);
+
+/* --- Streams ---------------------------------------------------------------------------
+ * A stream is an opaque 64-bit handle (a CUstream / cudaStream_t cast to an integer; 0 is
+ * the default stream). Stream-ordered policies (cuda_async) make a block freed on stream
+ * S reusable at once by allocations on S and by other streams only after a
+ * synchronization of S; the others ignore streams. hbm_alloc and hbm_free are these
+ * calls on stream 0. */
+#define HBM_STREAM_DEFAULT 0u
+#define HBM_STREAM_ALL UINT64_MAX /* hbm_allocator_sync: every stream (device sync) */
+hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
+                            uint64_t *addr_out);
+hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream);
+/* The host waited for stream (cuStreamSynchronize; HBM_STREAM_ALL: the whole device): the
+ * blocks freed on it become reusable by every stream. On a cuda: device this really
+ * synchronizes. A no-op for policies without streams. */
+hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream);
 
 hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out);
 /* Set peak_bytes_in_use, peak_bytes_reserved, peak_pool_bytes to their current values. */
@@ -166,6 +187,11 @@ typedef struct hbm_allocator_ops {
     hbm_status (*trim)(void *self);   /* may be NULL */
     uint64_t (*rounded_size)(void *self, uint64_t size); /* size as held; NULL = as asked */
     void (*destroy)(void *self);
+    /* Optional, for stream-ordered policies (NULL: alloc/free, and sync does nothing). */
+    hbm_status (*alloc_stream)(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id,
+                               uint64_t stream, uint64_t *addr_out);
+    hbm_status (*free_stream)(void *self, uint64_t addr, uint64_t stream);
+    hbm_status (*sync)(void *self, uint64_t stream);
 } hbm_allocator_ops;
 
 /* Wrap a policy into an allocator handle. On success the handle owns self. */

@@ -39,6 +39,13 @@ hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
 hbm_status hbmi_platform_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                                 const hbm_allocator_ops **ops, void **self);
 
+hbm_status hbmi_async_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                             const hbm_allocator_ops **ops, void **self);
+hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                                  const hbm_allocator_ops **ops, void **self);
+hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                           const hbm_allocator_ops **ops, void **self);
+
 /* Update peak fields after a change of the current ones. */
 static inline void hbmi_stats_update_peaks(hbm_stats *s) {
     if (s->bytes_in_use > s->peak_bytes_in_use) s->peak_bytes_in_use = s->bytes_in_use;

@@ -11,6 +11,8 @@ static const struct {
 } policies[] = {
     {HBM_ALLOCATOR_BFC, hbmi_bfc_create},
     {HBM_ALLOCATOR_PLATFORM, hbmi_platform_create},
+    {HBM_ALLOCATOR_CUDA_ASYNC, hbmi_async_create},
+    {HBM_ALLOCATOR_VMM, hbmi_vmm_create},
 };
 
 hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out) {
@@ -28,7 +30,7 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
         if (policies[i].kind == cfg->allocator) create = policies[i].create;
     if (!create)
         return hbmi_error(HBM_ERR_NOT_AVAILABLE,
-                          "allocator '%s' (from %s) is not available in this build yet; accepted now: bfc, platform",
+                          "allocator '%s' (from %s) is not available in this build yet; accepted now: bfc, platform, cuda_async, vmm",
                           hbm_allocator_kind_str(cfg->allocator), cfg->source[HBM_OPT_allocator]);
     uint64_t free_now = 0, total = 0;
     hbm_status s = hbm_device_mem_info(dev, &free_now, &total);
@@ -90,12 +92,19 @@ static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
 }
 
 hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
+    return hbm_alloc_stream(a, size, tag, HBM_STREAM_DEFAULT, addr_out);
+}
+
+hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
+                            uint64_t *addr_out) {
     if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
     if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");
     pthread_mutex_lock(&a->lock);
     uint32_t tag_id = 0;
     hbm_status s = tag ? hbmi_tagtab_intern(a->tags, tag, &tag_id) : HBM_OK;
-    if (!s) s = a->ops->alloc(a->self, size, tag, tag_id, addr_out);
+    if (!s)
+        s = a->ops->alloc_stream ? a->ops->alloc_stream(a->self, size, tag, tag_id, stream, addr_out)
+                                 : a->ops->alloc(a->self, size, tag, tag_id, addr_out);
     if (s == HBM_ERR_OOM) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", hbm_last_error());
@@ -109,10 +118,20 @@ hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64
     return s;
 }
 
-hbm_status hbm_free(hbm_allocator *a, uint64_t addr) {
+hbm_status hbm_free(hbm_allocator *a, uint64_t addr) { return hbm_free_stream(a, addr, HBM_STREAM_DEFAULT); }
+
+hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream) {
     if (HBMI_UNLIKELY(!a)) return hbmi_error(HBM_ERR_INVALID, "hbm_free: NULL allocator");
     pthread_mutex_lock(&a->lock);
-    hbm_status s = a->ops->free(a->self, addr);
+    hbm_status s = a->ops->free_stream ? a->ops->free_stream(a->self, addr, stream) : a->ops->free(a->self, addr);
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream) {
+    if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_sync: NULL allocator");
+    pthread_mutex_lock(&a->lock);
+    hbm_status s = a->ops->sync ? a->ops->sync(a->self, stream) : HBM_OK;
     pthread_mutex_unlock(&a->lock);
     return s;
 }

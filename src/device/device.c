@@ -231,3 +231,5 @@ hbm_status hbm_device_free(hbm_device *dev, uint64_t addr) {
     pthread_mutex_unlock(&dev->lock);
     return s;
 }
+
+void *hbmi_device_ctx(hbm_device *dev, const hbm_device_ops *ops) { return dev && dev->ops == ops ? dev->ctx : NULL; }

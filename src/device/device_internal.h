@@ -20,4 +20,7 @@ hbm_status hbmi_host_device_create(const hbmi_device_args *args, const hbm_devic
 hbm_status hbmi_cuda_device_create(const hbmi_device_args *args, const hbm_device_ops **ops, void **ctx,
                                    hbm_device_info *info);
 
+/* The backend context of dev if its backend is ops, else NULL (cuda.c finds its own). */
+void *hbmi_device_ctx(hbm_device *dev, const hbm_device_ops *ops);
+
 #endif

@@ -1,0 +1,38 @@
+/* hbm/torch.h - hbm as PyTorch's CUDA allocator (torch.cuda.memory.CUDAPluggableAllocator).
+ *
+ *   import torch
+ *   a = torch.cuda.memory.CUDAPluggableAllocator("libhbm.so", "hbm_torch_malloc", "hbm_torch_free")
+ *   torch.cuda.memory.change_current_allocator(a)
+ *
+ * One hbm allocator per device ("cuda:<device>"), opened on first use with the
+ * configuration from the environment (HBM_ALLOCATOR=vmm|cuda_async|platform|bfc,
+ * HBM_LIMIT, XLA_PYTHON_CLIENT_MEM_FRACTION, ...; see `hbm config --help`). When an
+ * allocation fails, hbm's OOM report goes to stderr and NULL goes back to PyTorch, which
+ * raises its OutOfMemoryError. Streams are passed through to the stream-ordered policy
+ * (cuda_async); the others ignore them. */
+#ifndef HBM_TORCH_H
+#define HBM_TORCH_H
+
+#include <sys/types.h>
+
+#include "hbm/alloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUstream_st; /* cudaStream_t is struct CUstream_st * */
+
+void *hbm_torch_malloc(ssize_t size, int device, struct CUstream_st *stream);
+void hbm_torch_free(void *ptr, ssize_t size, int device, struct CUstream_st *stream);
+
+/* The allocator serving device (opened if needed), for stats and reports; NULL with the
+ * reason in hbm_last_error() if it cannot be opened. */
+hbm_allocator *hbm_torch_allocator(int device);
+/* Close every allocator and device opened here (frees what is still live). */
+void hbm_torch_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

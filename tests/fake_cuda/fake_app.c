@@ -1,0 +1,70 @@
+/* fake_app.c - a program that reaches the CUDA driver the way runtimes do, for testing
+ * `hbm run`: it dlopens the driver ($HBM_CUDA_DRIVER, else libcuda.so.1), finds
+ * cuGetProcAddress_v2 with dlsym and most entry points through it, and some with dlsym.
+ *   fake_app BIG_BYTES   allocates 1 MiB, 2 MiB, a 3 MiB pool block, then BIG_BYTES
+ * (printing its result code), frees everything and exits 0 if the calls behaved. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda_abi.h"
+
+typedef hbmi_CUresult (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
+
+static void *get(gpa_fn gpa, const char *name) {
+    void *p = NULL;
+    int st = 0;
+    if (gpa(name, &p, 13000, 0, &st) || !p) {
+        fprintf(stderr, "fake_app: cuGetProcAddress(%s) failed\n", name);
+        exit(3);
+    }
+    return p;
+}
+
+int main(int argc, char **argv) {
+    unsigned long long big = argc > 1 ? strtoull(argv[1], NULL, 10) : (64ull << 20);
+    const char *path = getenv("HBM_CUDA_DRIVER");
+    void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "fake_app: %s\n", dlerror());
+        return 77;
+    }
+    gpa_fn gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa) return fprintf(stderr, "fake_app: no cuGetProcAddress_v2\n"), 3;
+    hbmi_CUresult (*init)(unsigned) = get(gpa, "cuInit");
+    hbmi_CUresult (*retain)(hbmi_CUcontext *, hbmi_CUdevice) = get(gpa, "cuDevicePrimaryCtxRetain");
+    hbmi_CUresult (*setcur)(hbmi_CUcontext) = get(gpa, "cuCtxSetCurrent");
+    hbmi_CUresult (*alloc)(hbmi_CUdeviceptr *, size_t) = get(gpa, "cuMemAlloc");
+    hbmi_CUresult (*mfree)(hbmi_CUdeviceptr) = get(gpa, "cuMemFree");
+    hbmi_CUresult (*alloc_v2)(hbmi_CUdeviceptr *, size_t) = (hbmi_CUresult(*)(hbmi_CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2");
+    hbmi_CUresult (*free_v2)(hbmi_CUdeviceptr) = (hbmi_CUresult(*)(hbmi_CUdeviceptr))dlsym(h, "cuMemFree_v2");
+    hbmi_CUresult (*pcreate)(hbmi_CUmemoryPool *, const hbmi_CUmemPoolProps *) = get(gpa, "cuMemPoolCreate");
+    hbmi_CUresult (*palloc)(hbmi_CUdeviceptr *, size_t, hbmi_CUmemoryPool, hbmi_CUstream) = get(gpa, "cuMemAllocFromPoolAsync");
+    hbmi_CUresult (*pfree)(hbmi_CUdeviceptr, hbmi_CUstream) =
+        (hbmi_CUresult(*)(hbmi_CUdeviceptr, hbmi_CUstream))dlsym(h, "cuMemFreeAsync");
+    hbmi_CUcontext ctx;
+    if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
+    hbmi_CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = HBMI_CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = HBMI_CU_MEM_LOCATION_TYPE_DEVICE;
+    hbmi_CUmemoryPool pool;
+    hbmi_CUdeviceptr a = 0, b = 0, c = 0, d = 0;
+    hbmi_CUstream s1 = (hbmi_CUstream)(uintptr_t)0x51;
+    int bad = 0;
+    bad |= alloc(&a, 1 << 20) != 0;
+    bad |= alloc_v2(&b, 2 << 20) != 0;
+    bad |= pcreate(&pool, &props) != 0 || palloc(&c, 3 << 20, pool, s1) != 0;
+    hbmi_CUresult rbig = alloc(&d, (size_t)big);
+    printf("fake_app: big alloc rc=%d\n", rbig);
+    ((char *)(uintptr_t)a)[0] = 1; /* the memory is real */
+    bad |= pfree(c, s1) != 0;
+    bad |= free_v2(b) != 0;
+    bad |= mfree(a) != 0;
+    if (!rbig) bad |= mfree(d) != 0;
+    bad |= mfree(0x1234) == 0; /* unknown pointer: the driver refuses */
+    printf("fake_app: %s\n", bad ? "FAILED" : "done");
+    return bad ? 1 : 0;
+}

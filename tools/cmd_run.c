@@ -1,0 +1,122 @@
+/* cmd_run.c - hbm run: start a program with libhbm_preload.so in LD_PRELOAD. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void help(FILE *f) {
+    fprintf(f,
+            "Usage: hbm run [--trace FILE] [--limit SIZE] [--quiet] -- COMMAND [ARGS...]\n"
+            "\n"
+            "Runs COMMAND unmodified with hbm's interposer (libhbm_preload.so in LD_PRELOAD), which\n"
+            "sees every device allocation the program makes through the CUDA runtime (cudaMalloc,\n"
+            "cudaFree, cudaMallocAsync, cudaFreeAsync) or driver (cuMemAlloc, cuMemFree,\n"
+            "cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync, also when found through\n"
+            "dlsym or cuGetProcAddress, as PyTorch and JAX do). At exit it prints a summary:\n"
+            "allocations, frees, peak bytes in use.\n"
+            "\n"
+            "Options:\n"
+            "  --trace FILE   write every event as CSV: time_ns,action,addr,size,stream,api\n"
+            "  --limit SIZE   refuse allocations that would take the program past SIZE bytes in use\n"
+            "                 (e.g. 20GiB); a refused one returns the out-of-memory error and prints\n"
+            "                 hbm's OOM report with the live allocations\n"
+            "  --quiet        no summary at exit\n"
+            "  -h, --help     this text\n"
+            "\n"
+            "The library is found next to the hbm binary, in ../lib, or at $HBM_PRELOAD_LIB.\n"
+            "The exit status is COMMAND's (128+N if it died of signal N; 127 if it cannot start).\n"
+            "\n"
+            "Examples:\n"
+            "  hbm run --trace jax.csv -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
+            "  hbm run --limit 20GiB -- python train.py     # would it fit on a 24 GB card?\n");
+}
+
+static int find_preload(char *out, size_t n) {
+    const char *env = getenv("HBM_PRELOAD_LIB");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return access(out, R_OK) == 0;
+    }
+    char exe[PATH_MAX - 64];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return 0;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return 0;
+    *slash = 0;
+    static const char *const rel[] = {"", "/../lib", "/../lib64"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(out, n, "%s%s/libhbm_preload.so", exe, rel[i]);
+        if (access(out, R_OK) == 0) return 1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *trace = NULL, *limit = NULL;
+    int quiet = 0, i = 1;
+    for (; i < argc; i++) {
+        if (cli_is(argv[i], "-h", "--help")) return help(stdout), 0;
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(argv[i], "--trace") || !strcmp(argv[i], "--limit")) {
+            if (i + 1 >= argc) return cli_usage_error("run", "%s needs a value", argv[i]);
+            *(!strcmp(argv[i], "--trace") ? &trace : &limit) = argv[i + 1];
+            i++;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error("run", "unknown argument '%s'", argv[i]);
+        } else {
+            break; /* the command, without "--" */
+        }
+    }
+    if (i >= argc) return cli_usage_error("run", "no command to run (hbm run [OPTIONS] -- COMMAND ...)");
+    uint64_t lim = 0;
+    if (limit) {
+        hbm_status s = hbm_size_parse(limit, &lim);
+        if (s || !lim) return cli_usage_error("run", "--limit %s is not a size > 0 (e.g. 20GiB)", limit);
+    }
+    char lib[PATH_MAX];
+    if (!find_preload(lib, sizeof lib)) {
+        fprintf(stderr, "hbm run: cannot find libhbm_preload.so next to hbm, in ../lib, or at $HBM_PRELOAD_LIB\n");
+        return 1;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t need = strlen(lib) + (old ? strlen(old) + 2 : 1);
+    char *pre = malloc(need);
+    if (!pre) return 1;
+    snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+    char lims[32];
+    snprintf(lims, sizeof lims, "%llu", (unsigned long long)lim);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "hbm run: fork: %s\n", strerror(errno));
+        free(pre);
+        return 1;
+    }
+    if (pid == 0) {
+        setenv("LD_PRELOAD", pre, 1);
+        if (trace) setenv("HBM_RUN_TRACE", trace, 1);
+        else unsetenv("HBM_RUN_TRACE");
+        setenv("HBM_RUN_LIMIT", lims, 1);
+        setenv("HBM_RUN_QUIET", quiet ? "1" : "0", 1);
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "hbm run: cannot run '%s': %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    free(pre);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return 1;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return 1;
+}
