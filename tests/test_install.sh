@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# test_install.sh HBM SHARED_DATA - `make install` works: headers, libraries, hbm.pc, and a
+# program built against the installed copy with pkg-config runs.
+set -eu
+hbm="$1"
+build=$(dirname "$hbm")
+src="${HBM_SOURCE_DIR:?}"
+command -v pkg-config >/dev/null || { echo "SKIP: pkg-config is not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+for f in bin/hbm include/hbm/hbm.h include/hbm/alloc.h lib/libhbm.a lib/pkgconfig/hbm.pc; do
+  [ -e "$tmp/prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+done
+ls "$tmp/prefix"/lib/libhbm.so* >/dev/null
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror "$src/examples/oom_report.c" $(pkg-config --cflags --libs --static hbm) -o "$tmp/oom_report"
+out=$("$tmp/oom_report")
+grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4294967296 bytes." <<<"$out" ||
+  { echo "FAIL: the installed example did not report the OOM"; echo "$out"; exit 1; }
+grep -q '"num_ooms": 1' <<<"$out" || { echo "FAIL: stats"; echo "$out"; exit 1; }
+"$tmp/prefix/bin/hbm" --version | grep -q "hbm 0.1.0"
+echo "ok   install + pkg-config + example"
