@@ -20,6 +20,7 @@
 #include "hbm/status.h"
 #include "hbm/tag.h"
 #include "hbm/timeline.h"
+#include "hbm/trace.h"
 
 #ifdef __cplusplus
 extern "C" {

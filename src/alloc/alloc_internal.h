@@ -39,6 +39,11 @@ hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
 hbm_status hbmi_platform_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                                 const hbm_allocator_ops **ops, void **self);
 
+/* The tracking adaptor (src/trace/recorder.c): a policy that records every call of the
+ * inner one into path. On failure the inner policy is untouched (the caller destroys it). */
+hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
+                                unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
+
 /* Update peak fields after a change of the current ones. */
 static inline void hbmi_stats_update_peaks(hbm_stats *s) {
     if (s->bytes_in_use > s->peak_bytes_in_use) s->peak_bytes_in_use = s->bytes_in_use;

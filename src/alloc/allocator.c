@@ -39,6 +39,17 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
     void *self;
     s = create(dev, cfg, limit, &ops, &self);
     if (s) return s;
+    if (cfg->trace[0]) { /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
+        const hbm_allocator_ops *rops;
+        void *rself;
+        s = hbmi_recorder_create(ops, self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
+        if (s) {
+            ops->destroy(self);
+            return s;
+        }
+        ops = rops;
+        self = rself;
+    }
     return hbm_allocator_wrap(ops, self, dev, cfg, out);
 }
 

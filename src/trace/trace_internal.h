@@ -1,0 +1,83 @@
+/* trace_internal.h - helpers shared by the trace reader, writer, importers and exporters. */
+#ifndef HBM_TRACE_INTERNAL_H
+#define HBM_TRACE_INTERNAL_H
+
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/trace.h"
+
+#define HBMI_TRACE_MAGIC "HBMTRACE"
+#define HBMI_TRACE_VERSION 1u
+#define HBMI_TRACE_HEADER 32u
+#define HBMI_TRACE_EVENT 56u
+#define HBMI_REC_TAG 0x10
+#define HBMI_REC_BACKTRACE 0x11
+#define HBMI_REC_META 0x12
+
+static inline void hbmi_put32(unsigned char *p, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 4);
+#else
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+#endif
+}
+static inline void hbmi_put64(unsigned char *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+#else
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+#endif
+}
+static inline uint32_t hbmi_get32(const unsigned char *p) {
+    uint32_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, 4);
+#else
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+#endif
+    return v;
+}
+static inline uint64_t hbmi_get64(const unsigned char *p) {
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, 8);
+#else
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+#endif
+    return v;
+}
+
+/* Encode one event into HBMI_TRACE_EVENT bytes. */
+static inline void hbmi_event_encode(unsigned char *p, const hbm_trace_event *e) {
+    p[0] = e->kind;
+    p[1] = p[2] = p[3] = 0;
+    hbmi_put32(p + 4, e->thread);
+    hbmi_put64(p + 8, e->time_ns);
+    hbmi_put64(p + 16, e->addr);
+    hbmi_put64(p + 24, e->size);
+    hbmi_put64(p + 32, e->requested);
+    hbmi_put64(p + 40, e->stream);
+    hbmi_put32(p + 48, e->tag);
+    hbmi_put32(p + 52, e->backtrace);
+}
+
+/* Read a whole file into memory (NUL-terminated for text parsers). */
+hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
+
+/* A growable byte buffer for exporters. */
+typedef struct hbmi_buf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} hbmi_buf;
+void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
+void hbmi_buf_byte(hbmi_buf *b, unsigned char c);
+void hbmi_buf_free(hbmi_buf *b);
+
+/* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
+ * live after each event) and reserved (segment events; or in use when the trace has
+ * none). Arrays of t->count entries, owned by the caller (hbmi_free). */
+hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
+
+#endif
