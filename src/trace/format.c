@@ -9,12 +9,14 @@
 
 #include "trace/trace_internal.h"
 
-#define WBUF (HBM_TRACE_FLUSH_EVENTS * HBMI_TRACE_EVENT)
+#define WBUF (HBM_TRACE_FLUSH_EVENTS * HBMI_EVENT_MAX)
 
 struct hbm_trace_writer {
     FILE *f;
     char *path;
     size_t n;
+    uint32_t events; /* in the buffer */
+    hbmi_ev_state st;
     unsigned char buf[WBUF];
 };
 
@@ -59,6 +61,7 @@ static hbm_status w_flush(hbm_trace_writer *w) {
         return hbmi_error(HBM_ERR_IO, "writing trace %s: %s", w->path, strerror(errno));
     }
     w->n = 0;
+    w->events = 0;
     return fflush(w->f) ? hbmi_error(HBM_ERR_IO, "writing trace %s: %s", w->path, strerror(errno)) : HBM_OK;
 }
 
@@ -117,7 +120,7 @@ hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t 
     hbmi_put32(h + 8, HBMI_TRACE_VERSION);
     hbmi_put32(h + 12, HBMI_TRACE_HEADER);
     hbmi_put64(h + 16, capacity);
-    hbmi_put32(h + 24, HBMI_TRACE_EVENT);
+    hbmi_put32(h + 24, 0); /* flags: none defined in version 1 */
     hbm_status s = w_put(w, h, sizeof h);
     if (!s && device && *device) s = w_meta(w, "device", device);
     if (!s) s = w_flush(w);
@@ -166,12 +169,12 @@ hbm_status hbm_trace_writer_backtrace(hbm_trace_writer *w, uint32_t id, const ui
 }
 
 hbm_status hbm_trace_writer_event(hbm_trace_writer *w, const hbm_trace_event *e) {
-    if (HBMI_UNLIKELY(w->n + HBMI_TRACE_EVENT > WBUF)) {
+    if (HBMI_UNLIKELY(w->events >= HBM_TRACE_FLUSH_EVENTS || w->n + HBMI_EVENT_MAX > WBUF)) {
         hbm_status s = w_flush(w);
         if (s) return s;
     }
-    hbmi_event_encode(w->buf + w->n, e);
-    w->n += HBMI_TRACE_EVENT;
+    w->n += hbmi_event_encode(w->buf + w->n, e, &w->st);
+    w->events++;
     return HBM_OK;
 }
 
@@ -308,14 +311,14 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     const unsigned char *p = data;
     if (len < HBMI_TRACE_HEADER || memcmp(p, HBMI_TRACE_MAGIC, 8))
         return bad(name, 0, "expected the 32-byte header starting with \"HBMTRACE\"");
-    uint32_t ver = hbmi_get32(p + 8), hsize = hbmi_get32(p + 12), esize = hbmi_get32(p + 24);
+    uint32_t ver = hbmi_get32(p + 8), hsize = hbmi_get32(p + 12), flags = hbmi_get32(p + 24);
     if (ver != HBMI_TRACE_VERSION) {
         char m[96];
         snprintf(m, sizeof m, "format version %u, expected %u", ver, HBMI_TRACE_VERSION);
         return bad(name, 8, m);
     }
     if (hsize < HBMI_TRACE_HEADER || hsize > len) return bad(name, 12, "header size below 32 or past the end");
-    if (esize != HBMI_TRACE_EVENT) return bad(name, 24, "event record size is not 56");
+    if (flags) return bad(name, 24, "unknown header flags (a newer writer?)");
     rd r = {0};
     hbm_status s = hbm_trace_new(&r.t);
     if (s) return s;
@@ -323,36 +326,64 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     snprintf(r.t->name, sizeof r.t->name, "%s", name);
     snprintf(r.t->source, sizeof r.t->source, "hbm");
     /* reserve for the likely event count up front: records are mostly events */
-    s = hbmi_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / HBMI_TRACE_EVENT + 1, sizeof *r.t->events);
+    s = hbmi_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / 12 + 1, sizeof *r.t->events);
+    hbmi_ev_state st = {0, 0};
     size_t off = hsize;
     while (!s && off < len) {
         unsigned type = p[off];
         if (type >= HBM_EV_ALLOC && type <= HBM_EV_FREE_REQUESTED) {
-            if (len - off < HBMI_TRACE_EVENT) {
+            uint64_t v[8];
+            size_t q = off + 1;
+            int torn = 0, toolong = 0;
+            for (int k = 0; k < 8; k++) {
+                uint64_t x = 0;
+                int shift = 0;
+                for (;;) {
+                    if (q >= len) {
+                        torn = 1;
+                        break;
+                    }
+                    unsigned char c = p[q++];
+                    if (shift == 63 && c > 1) toolong = 1;
+                    if (shift < 64) x |= (uint64_t)(c & 0x7f) << shift;
+                    if (!(c & 0x80)) break;
+                    if ((shift += 7) > 63) {
+                        toolong = 1;
+                        break;
+                    }
+                }
+                if (torn || toolong) break;
+                v[k] = x;
+            }
+            if (torn) {
                 r.t->truncated_at = off;
                 break;
             }
-            const unsigned char *q = p + off;
-            hbm_trace_event e = {.kind = (uint8_t)type, .thread = hbmi_get32(q + 4), .time_ns = hbmi_get64(q + 8),
-                                 .addr = hbmi_get64(q + 16), .size = hbmi_get64(q + 24),
-                                 .requested = hbmi_get64(q + 32), .stream = hbmi_get64(q + 40),
-                                 .tag = hbmi_get32(q + 48), .backtrace = hbmi_get32(q + 52)};
+            if (toolong || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX) {
+                s = bad(name, off, "event field out of range (varint longer than 64 bits or id above 2^32)");
+                break;
+            }
+            hbm_trace_event e = {.kind = (uint8_t)type, .time_ns = st.time + v[0], .addr = st.addr + hbmi_unzigzag(v[1]),
+                                 .size = v[2], .requested = v[2] - hbmi_unzigzag(v[3]), .stream = v[4],
+                                 .thread = (uint32_t)v[5], .tag = (uint32_t)v[6], .backtrace = (uint32_t)v[7]};
+            st.time = e.time_ns;
+            st.addr = e.addr;
             if (e.tag) {
                 if (e.tag >= r.tagmap_cap || !r.tagmap[e.tag]) {
-                    s = bad(name, off + 48, "event uses a tag id that no earlier tag record declared");
+                    s = bad(name, off, "event uses a tag id that no earlier tag record declared");
                     break;
                 }
                 e.tag = r.tagmap[e.tag];
             }
             if (e.backtrace) {
                 if (e.backtrace >= r.btmap_cap || !r.btmap[e.backtrace]) {
-                    s = bad(name, off + 52, "event uses a backtrace id that no earlier record declared");
+                    s = bad(name, off, "event uses a backtrace id that no earlier record declared");
                     break;
                 }
                 e.backtrace = r.btmap[e.backtrace];
             }
             s = hbm_trace_add(r.t, &e);
-            off += HBMI_TRACE_EVENT;
+            off = q;
             continue;
         }
         if (type < HBMI_REC_TAG) {

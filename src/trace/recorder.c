@@ -15,6 +15,11 @@
 #define HBMI_HAVE_BACKTRACE 1
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define HBMI_HAVE_TSC 1
+#endif
+
 #define MAX_FRAMES 32
 
 typedef struct recorder {
@@ -30,7 +35,57 @@ typedef struct recorder {
     hbmi_map bts; /* backtrace hash -> id */
     uint32_t nbt;
     hbm_status err; /* first write error; recording stops after it */
+    /* clock: ns = base_ns + (tick - base_tick) * rate, re-based against the monotonic
+     * clock every CLOCK_REBASE events; times never go backwards */
+    uint64_t base_tick, base_ns, tick0, last_ns;
+    double rate;
+    uint32_t until_rebase;
 } recorder;
+
+#define CLOCK_REBASE 4096
+
+static inline uint64_t ticks(void) {
+#ifdef HBMI_HAVE_TSC
+    return __rdtsc();
+#else
+    return hbmi_now_ns();
+#endif
+}
+
+/* Measure ticks per ns over a short spin (about 50 us), then refine at each re-base. */
+static void clock_init(recorder *r) {
+    r->rate = 1.0;
+#ifdef HBMI_HAVE_TSC
+    uint64_t n0 = hbmi_now_ns(), k0 = ticks(), n1, k1;
+    do {
+        n1 = hbmi_now_ns();
+        k1 = ticks();
+    } while (n1 - n0 < 50000);
+    if (k1 > k0) r->rate = (double)(n1 - n0) / (double)(k1 - k0);
+#endif
+    r->tick0 = r->base_tick = ticks();
+    r->t0 = hbmi_now_ns();
+    r->base_ns = 0;
+    r->until_rebase = CLOCK_REBASE;
+}
+
+static void clock_rebase(recorder *r) {
+    uint64_t k = ticks(), n = hbmi_now_ns() - r->t0;
+#ifdef HBMI_HAVE_TSC
+    if (n > 10000000 && k > r->tick0) r->rate = (double)n / (double)(k - r->tick0); /* over >= 10 ms */
+#endif
+    r->base_tick = k;
+    r->base_ns = n;
+    r->until_rebase = CLOCK_REBASE;
+}
+
+static inline uint64_t now_rel(recorder *r) {
+    if (HBMI_UNLIKELY(!--r->until_rebase)) clock_rebase(r);
+    uint64_t k = ticks();
+    uint64_t ns = r->base_ns + (k > r->base_tick ? (uint64_t)((double)(k - r->base_tick) * r->rate) : 0);
+    if (ns < r->last_ns) ns = r->last_ns;
+    return r->last_ns = ns;
+}
 
 static atomic_uint thread_counter;
 static _Thread_local uint32_t thread_no;
@@ -65,7 +120,7 @@ static uint32_t capture_backtrace(recorder *r) {
 static void emit(recorder *r, hbm_trace_event *e) {
     if (HBMI_UNLIKELY(r->err)) return;
     e->thread = this_thread();
-    e->time_ns = hbmi_now_ns() - r->t0;
+    e->time_ns = now_rel(r);
     hbm_status s = hbm_trace_writer_event(r->w, e);
     if (s) r->err = s;
 }
@@ -170,7 +225,7 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     r->iself = iself;
     r->flags = flags;
     hbmi_map_init(&r->bts);
-    r->t0 = hbmi_now_ns();
+    clock_init(r);
     hbm_stats st;
     iops->stats(iself, &st);
     r->ops = (hbm_allocator_ops){.name = iops->name, .alloc = rec_alloc, .free = rec_free, .stats = rec_stats,

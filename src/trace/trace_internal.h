@@ -10,7 +10,6 @@
 #define HBMI_TRACE_MAGIC "HBMTRACE"
 #define HBMI_TRACE_VERSION 1u
 #define HBMI_TRACE_HEADER 32u
-#define HBMI_TRACE_EVENT 56u
 #define HBMI_REC_TAG 0x10
 #define HBMI_REC_BACKTRACE 0x11
 #define HBMI_REC_META 0x12
@@ -48,18 +47,41 @@ static inline uint64_t hbmi_get64(const unsigned char *p) {
     return v;
 }
 
-/* Encode one event into HBMI_TRACE_EVENT bytes. */
-static inline void hbmi_event_encode(unsigned char *p, const hbm_trace_event *e) {
-    p[0] = e->kind;
-    p[1] = p[2] = p[3] = 0;
-    hbmi_put32(p + 4, e->thread);
-    hbmi_put64(p + 8, e->time_ns);
-    hbmi_put64(p + 16, e->addr);
-    hbmi_put64(p + 24, e->size);
-    hbmi_put64(p + 32, e->requested);
-    hbmi_put64(p + 40, e->stream);
-    hbmi_put32(p + 48, e->tag);
-    hbmi_put32(p + 52, e->backtrace);
+/* Events are compact: the kind byte, then 8 LEB128 varints: time delta (ns since the
+ * previous event), address delta (zigzag, against the previous event's address), size,
+ * size - requested (zigzag), stream, thread, tag, backtrace. At most 1 + 8 x 10 bytes. */
+#define HBMI_EVENT_MAX 81
+
+typedef struct hbmi_ev_state {
+    uint64_t time, addr;
+} hbmi_ev_state;
+
+static inline unsigned char *hbmi_varint(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+static inline uint64_t hbmi_zigzag(uint64_t d) { return (d << 1) ^ (uint64_t)((int64_t)d >> 63); }
+static inline uint64_t hbmi_unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1); }
+
+/* Encode e after st into p; returns the bytes written and advances st. */
+static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *e, hbmi_ev_state *st) {
+    unsigned char *q = p;
+    *q++ = e->kind;
+    q = hbmi_varint(q, e->time_ns - st->time);
+    q = hbmi_varint(q, hbmi_zigzag(e->addr - st->addr));
+    q = hbmi_varint(q, e->size);
+    q = hbmi_varint(q, hbmi_zigzag(e->size - e->requested));
+    q = hbmi_varint(q, e->stream);
+    q = hbmi_varint(q, e->thread);
+    q = hbmi_varint(q, e->tag);
+    q = hbmi_varint(q, e->backtrace);
+    st->time = e->time_ns;
+    st->addr = e->addr;
+    return (size_t)(q - p);
 }
 
 /* Read a whole file into memory (NUL-terminated for text parsers). */
