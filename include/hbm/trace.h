@@ -172,11 +172,27 @@ typedef struct hbm_replay_result {
 
 /* Replay t against allocator configuration config (as for hbm_allocator_open) on a fresh
  * device opened from device_spec (e.g. "sim:80GiB"). Failed allocations are skipped
- * (their frees ignored) and replay goes on; the first one is described in r.
+ * (their frees ignored) and replay goes on; the first one is described in r. An "oom"
+ * event of the trace is tried too (and freed at once if it fits: the program died there).
  * Returns HBM_OK when the replay ran (r->status also says HBM_OK); a configuration that
  * cannot be opened gives its status in both. Free r with hbm_replay_result_release. */
 hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *config, hbm_replay_result *r);
+/* The same for n configurations; the trace's alloc/free pairing is computed once and
+ * shared (seconds in each result covers its own replay only). Returns the first
+ * failure, with every result filled in. */
+hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const char *const *configs, size_t n,
+                           hbm_replay_result *results);
 void hbm_replay_result_release(hbm_replay_result *r);
+
+/* A device spec for a replay: "sim:SIZE[,...]" as is, or a device name ("h100", "a100-40g",
+ * ...) as a simulated device of its capacity. */
+hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
+
+/* The comparison table of n results (text), or a JSON object with "trace", "device",
+ * "events", "optimal_bound_bytes" and "results". bound = the packing lower bound of the
+ * trace (0 = unknown). */
+hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
+                            uint64_t bound, FILE *f, int json);
 
 /* --- export ---------------------------------------------------------------------------- */
 

@@ -100,6 +100,8 @@ static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
     if (a->dev) hbm_device_mem_info(a->dev, &r->dev_free, &r->dev_total);
 }
 
+void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) { record_oom(a, size, tag_id); }
+
 hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
     if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
     if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");

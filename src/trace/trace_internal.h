@@ -2,6 +2,7 @@
 #ifndef HBM_TRACE_INTERNAL_H
 #define HBM_TRACE_INTERNAL_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -96,6 +97,9 @@ typedef struct hbmi_buf {
 void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
 void hbmi_buf_byte(hbmi_buf *b, unsigned char c);
 void hbmi_buf_free(hbmi_buf *b);
+
+/* Write s as a JSON string literal (quoted, escaped). */
+void hbmi_json_str(FILE *f, const char *s);
 
 /* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
  * live after each event) and reserved (segment events; or in use when the trace has
