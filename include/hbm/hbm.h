@@ -21,6 +21,7 @@
 #include "hbm/tag.h"
 #include "hbm/timeline.h"
 #include "hbm/trace.h"
+#include "hbm/view.h"
 
 #ifdef __cplusplus
 extern "C" {
