@@ -117,15 +117,16 @@ static uint32_t capture_backtrace(recorder *r) {
 #endif
 }
 
-static void emit(recorder *r, hbm_trace_event *e) {
+/* time: one clock reading per call, shared by its events (0 = read it now) */
+static void emit(recorder *r, hbm_trace_event *e, uint64_t time) {
     if (HBMI_UNLIKELY(r->err)) return;
     e->thread = this_thread();
-    e->time_ns = now_rel(r);
+    e->time_ns = time ? time : now_rel(r);
     hbm_status s = hbm_trace_writer_event(r->w, e);
     if (s) r->err = s;
 }
 
-static void segment_check(recorder *r) {
+static void segment_check(recorder *r, uint64_t time) {
     hbm_stats st;
     r->iops->stats(r->iself, &st);
     if (st.bytes_reserved == r->last_reserved) return;
@@ -138,7 +139,7 @@ static void segment_check(recorder *r) {
         e.size = r->last_reserved - st.bytes_reserved;
     }
     r->last_reserved = st.bytes_reserved;
-    emit(r, &e);
+    emit(r, &e, time);
 }
 
 static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
@@ -151,17 +152,18 @@ static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
         r->tags_written = tag_id;
     }
     hbm_trace_event e = {.kind = HBM_EV_ALLOC, .requested = size, .tag = tag ? tag_id : 0};
+    uint64_t now = now_rel(r);
     if (s == HBM_OK) {
         e.addr = *addr_out;
         e.size = r->iops->rounded_size ? r->iops->rounded_size(r->iself, size) : size;
-        segment_check(r);
+        segment_check(r, now);
     } else if (s == HBM_ERR_OOM) {
         e.kind = HBM_EV_OOM;
     } else {
         return s;
     }
     if (r->flags & HBM_TRACE_BACKTRACES) e.backtrace = capture_backtrace(r);
-    emit(r, &e);
+    emit(r, &e, now);
     return s;
 }
 
@@ -170,8 +172,9 @@ static hbm_status rec_free(void *self, uint64_t addr) {
     hbm_status s = r->iops->free(r->iself, addr);
     if (s) return s;
     hbm_trace_event e = {.kind = HBM_EV_FREE, .addr = addr};
-    emit(r, &e);
-    segment_check(r);
+    uint64_t now = now_rel(r);
+    emit(r, &e, now);
+    segment_check(r, now);
     return s;
 }
 
@@ -195,7 +198,7 @@ static hbm_status rec_walk(void *self, int (*fn)(void *, const hbm_block *, uint
 static hbm_status rec_trim(void *self) {
     recorder *r = self;
     hbm_status s = r->iops->trim ? r->iops->trim(r->iself) : HBM_OK;
-    segment_check(r);
+    segment_check(r, 0);
     return s;
 }
 static uint64_t rec_rounded(void *self, uint64_t size) {
@@ -235,7 +238,7 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     if (st.bytes_reserved) { /* preallocated at open: one segment event first */
         hbm_trace_event e = {.kind = HBM_EV_SEGMENT_ALLOC, .size = st.bytes_reserved};
         r->last_reserved = st.bytes_reserved;
-        emit(r, &e);
+        emit(r, &e, 0);
     }
     *ops_out = &r->ops;
     *self_out = r;
