@@ -41,6 +41,19 @@ python3 "$SRC/tests/export_check.py" "$T/expect.json" "$T/out.perfetto" "$T/out.
 # the torch export is a snapshot hbm reads again with the same history
 "$HBM" export "$T/out.torch" --format torch -o "$T/again.torch" || fail "re-import"
 cmp -s "$T/out.torch" "$T/again.torch" || fail "torch export -> import -> export differs"
+# a recorded hbm trace with native backtraces: its frames become pprof locations with addresses
+"$HBM" export "$SRC/fuzz/corpus/fuzz_trace/recorded.hbmt" --format pprof -o "$T/bt.pprof" || fail "export bt"
+python3 - "$SRC/tests/export_check.py" "$T/bt.pprof" <<'PY' || fail "pprof with backtraces"
+import gzip, sys
+src = open(sys.argv[1]).read().split("def main():")[0]
+exec(src)
+msg = fields(gzip.open(sys.argv[2]).read())
+locs = [fields(v) for f, w, v in msg if f == 4]
+assert any(ff == 3 and vv > 0 for l in locs for ff, ww, vv in l), "no location with an address"
+samples = [fields(v) for f, w, v in msg if f == 2]
+allocs = sum(packed(vv)[0] for s in samples for ff, ww, vv in s if ff == 2)
+assert allocs == 8, allocs  # the seed program allocates 8 blocks (and one fails)
+PY
 # usage errors
 "$HBM" export "$T/in.pickle" --format svg -o "$T/x" 2>/dev/null; [ $? -eq 2 ] || fail "bad format exit"
 "$HBM" export "$T/in.pickle" --format perfetto 2>/dev/null; [ $? -eq 2 ] || fail "missing -o exit"
