@@ -30,6 +30,12 @@ want=$(python3 -c 'import json,sys; print(min(5000, json.load(open(sys.argv[1]))
 blocks=$(grep -Eo '<div data-i="[0-9]+"' "$T/dom.html" | wc -l)
 [ "$blocks" -eq "$want" ] || fail "$blocks blocks, want $want"
 grep -q 'Buffers live at the peak (event' "$T/dom.html" || fail "the blocks title was not filled in"
+# interaction: the page's #selftest drives sort, zoom, reset and hover through DOM events
+chrome --dump-dom "file://$T/v.html#selftest" > "$T/dom2.html" || fail "chromium --dump-dom #selftest"
+st=$(grep -o 'data-selftest="[^"]*"' "$T/dom2.html") || fail "no self-test result"
+for k in sort-op sort-size zoom reset hover; do
+  grep -q "$k:ok" <<<"$st" || fail "interaction $k: $st"
+done
 chrome --screenshot="$T/v.png" "file://$T/v.html" >/dev/null || fail "chromium --screenshot"
 python3 "$SRC/tests/png_check.py" "$T/v.png" 16 0.05 || fail "blank screenshot"
 echo ok

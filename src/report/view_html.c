@@ -174,6 +174,18 @@ static const char page_script[] =
     "sortDir=1;sortBy(1,true);\n"
     "document.getElementById('blockstitle').textContent='Buffers live at the peak (event '+D.peak.event+'), by size: '+D.live_at_peak+' buffers, '+sz(D.live_at_peak_bytes);\n"
     "draw();document.body.dataset.ready='1';\n"
+    /* #selftest (used by tests/test_view_html.sh): drive sorting, zoom and hover through
+     * real DOM events and report what the page did in data-selftest */
+    "if(location.hash==='#selftest'){const res=[];const ths=document.querySelectorAll('#buffers th');"
+    "ths[3].click();const ops=[...tb.querySelectorAll('tr')].map(r=>r.children[3].textContent);"
+    "res.push('sort-op:'+(ops.every((o,i)=>!i||ops[i-1]<=o)?'ok':'bad'));"
+    "ths[1].click();const s2=[...tb.querySelectorAll('tr')].map(r=>B[+r.dataset.i][1]);"
+    "res.push('sort-size:'+(s2.every((v,i)=>!i||s2[i-1]>=v)?'ok':'bad'));"
+    "const r=cv.getBoundingClientRect();cv.dispatchEvent(new WheelEvent('wheel',{deltaY:-100,clientX:r.left+r.width/2,clientY:r.top+50,bubbles:true,cancelable:true}));"
+    "res.push('zoom:'+(x1-x0<N?'ok':'bad'));cv.dispatchEvent(new MouseEvent('dblclick',{bubbles:true}));res.push('reset:'+(x0===0&&x1===N?'ok':'bad'));"
+    "const b0=bl.querySelector('div[data-i]');if(b0){b0.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:5,clientY:5}));"
+    "res.push('hover:'+(tip.style.display==='block'&&tip.textContent.includes('lifetime')&&hi?'ok':'bad'));}"
+    "document.body.dataset.selftest=res.join(' ');}\n"
     "})();\n</script>\n</body></html>\n";
 
 hbm_status hbm_view_html(const hbm_trace *t, const hbm_view_options *o, FILE *f) {

@@ -10,8 +10,10 @@
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
 
-/* The OOM report comes from src/report (another part of hbm); when it is not linked in,
- * the replay keeps the allocator's error message instead. */
+/* The OOM report comes from src/report (another part of hbm, not in this branch yet); when
+ * it is not linked in, the replay keeps the allocator's error message instead.
+ * TODO(merge): once hbm_oom_report_format is in libhbm, drop this pragma and the NULL test
+ * in oom_report(): a weak reference does not pull an archive member into a static link. */
 #pragma weak hbm_oom_report_format
 
 static hbm_status result_fail(hbm_replay_result *r, hbm_status s) {
