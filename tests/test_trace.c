@@ -222,6 +222,20 @@ static void test_recorder_config(void) {
     CHECK_OK(hbm_check(a));
     hbm_allocator_close(a);
     check_recorded(tmp("rec.hbmt"), "testdev");
+    /* %p and %n give each allocator of each process its own file */
+    snprintf(cfg, sizeof cfg, "allocator=platform,trace=%s/pat-%%p-%%n-%%%%.hbmt", tmpdir);
+    hbm_allocator *b;
+    CHECK_OK(hbm_allocator_open(d, cfg, &a));
+    CHECK_OK(hbm_allocator_open(d, cfg, &b));
+    hbm_allocator_close(a);
+    hbm_allocator_close(b);
+    char want[600];
+    int found = 0;
+    for (int n = 1; n < 100; n++) {
+        snprintf(want, sizeof want, "%s/pat-%d-%d-%%.hbmt", tmpdir, (int)getpid(), n);
+        found += access(want, F_OK) == 0;
+    }
+    CHECK_EQ_U64(found, 2);
     /* a bad path fails the open with the path in the message */
     CHECK_STATUS(hbm_allocator_open(d, "allocator=platform,trace=/nonexistent-dir/x.hbmt", &a), HBM_ERR_IO);
     CHECK_CONTAINS(hbm_last_error(), "/nonexistent-dir/x.hbmt");

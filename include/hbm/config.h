@@ -57,7 +57,7 @@ typedef enum hbm_policy {
       "cuda_async: bytes to preallocate in the pool")                                       \
     X(report_top, "report_top", "HBM_REPORT_TOP", NULL, "an integer in [0, 1000]",          \
       "live buffers listed in the OOM report")                                              \
-    X(trace, "trace", "HBM_TRACE", NULL, "a file path (empty = off)",                       \
+    X(trace, "trace", "HBM_TRACE", NULL, "a file path; %p = pid, %n = allocator number",   \
       "record every alloc/free into this trace file (docs/traces.md)")                      \
     X(trace_backtrace, "trace_backtrace", "HBM_TRACE_BACKTRACE", NULL, "true|false",        \
       "with trace: also record a native backtrace per allocation (slower)")

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc/alloc_internal.h"
 #include "trace/trace_internal.h"
@@ -213,13 +214,41 @@ static void rec_destroy(void *self) {
     hbmi_free(r);
 }
 
-hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
+static atomic_uint recorder_counter;
+
+/* "%p" -> process id, "%n" -> 1, 2, ... per recorder opened in this process, "%%" -> "%":
+ * so HBM_TRACE=run-%p-%n.hbmt gives each allocator of each process its own file. */
+static hbm_status expand_path(const char *in, char *out, size_t cap) {
+    size_t o = 0;
+    unsigned n = 0;
+    for (const char *p = in; *p; p++) {
+        char tmp[24] = {0};
+        const char *add = tmp;
+        if (p[0] == '%' && p[1] == 'p') snprintf(tmp, sizeof tmp, "%ld", (long)getpid()), p++;
+        else if (p[0] == '%' && p[1] == 'n') {
+            if (!n) n = atomic_fetch_add(&recorder_counter, 1) + 1;
+            snprintf(tmp, sizeof tmp, "%u", n), p++;
+        } else if (p[0] == '%' && p[1] == '%') tmp[0] = '%', p++;
+        else tmp[0] = *p;
+        size_t k = strlen(add);
+        if (o + k >= cap) return hbmi_error(HBM_ERR_CONFIG, "trace=%s: the expanded path is too long", in);
+        memcpy(out + o, add, k);
+        o += k;
+    }
+    out[o] = 0;
+    return HBM_OK;
+}
+
+hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path_in,
                                 unsigned flags, const hbm_allocator_ops **ops_out, void **self_out) {
+    char path[1024];
+    hbm_status s = expand_path(path_in, path, sizeof path);
+    if (s) return s;
     recorder *r = hbmi_calloc(1, sizeof *r);
     if (!r) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace recorder");
     hbm_device_info info = {0};
     if (dev) hbm_device_info_get(dev, &info);
-    hbm_status s = hbm_trace_writer_open(path, info.name, info.total_bytes, &r->w);
+    s = hbm_trace_writer_open(path, info.name, info.total_bytes, &r->w);
     if (s) {
         hbmi_free(r);
         return hbmi_error_prefix(s, "trace=%s: ", path);
