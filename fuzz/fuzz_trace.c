@@ -1,5 +1,5 @@
 /* fuzz_trace.c - the native trace reader on arbitrary bytes; what loads must convert,
- * replay and export without trouble. */
+ * replay, export and view without trouble (output goes to /dev/null). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         hbm_replay_result r;
         hbm_replay(t, "sim:1GiB", "allocator=platform", &r);
         hbm_replay_result_release(&r);
+        static FILE *null;
+        if (!null) null = fopen("/dev/null", "w");
+        if (null) {
+            hbm_export_perfetto(t, null);
+            hbm_export_pprof(t, null);
+            hbm_export_torch(t, null);
+            hbm_view_text(t, NULL, null);
+            hbm_view_json(t, NULL, null);
+            hbm_view_html(t, NULL, null);
+        }
     }
     hbm_trace_free(t);
     return 0;
