@@ -16,9 +16,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
 int cli_is(const char *arg, const char *a, const char *b);
 
 #define HBM_COMMANDS(X)                                                                     \
-    X(config, "print the resolved allocator configuration and where each value came from")  \
-    X(demo, "a training step that runs out of memory under JAX's defaults, and the fix")   \
-    X(run, "run a CUDA program unmodified: trace its device allocations, enforce a limit")
+    X(config, "print the resolved allocator configuration and where each value came from") \
+    X(demo, "a training step that runs out of memory under JAX's defaults, and the fix") \
+    X(run, "run a CUDA program unmodified: trace its device allocations, enforce a limit") \
+    X(replay, "replay a trace against allocator configurations: would another have survived?") \
+    X(export, "write a trace as Perfetto JSON, pprof, a PyTorch snapshot or MiniMalloc CSV") \
+    X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)

@@ -56,7 +56,11 @@ typedef enum hbm_policy {
       "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC", "bytes >= -1 (-1 = the pool size)",        \
       "cuda_async: bytes to preallocate in the pool")                                       \
     X(report_top, "report_top", "HBM_REPORT_TOP", NULL, "an integer in [0, 1000]",          \
-      "live buffers listed in the OOM report")
+      "live buffers listed in the OOM report")                                              \
+    X(trace, "trace", "HBM_TRACE", NULL, "a file path; %p = pid, %n = allocator number",   \
+      "record every alloc/free into this trace file (docs/traces.md)")                      \
+    X(trace_backtrace, "trace_backtrace", "HBM_TRACE_BACKTRACE", NULL, "true|false",        \
+      "with trace: also record a native backtrace per allocation (slower)")
 
 typedef enum hbm_config_option {
 #define HBM_CONFIG_ENUM_(field, key, hv, fv, acc, doc) HBM_OPT_##field,
@@ -75,6 +79,8 @@ typedef struct hbm_config {
     int release_on_oom;
     int64_t async_prealloc;
     int report_top;
+    char trace[256];     /* trace file path, "" = do not record */
+    int trace_backtrace;
     /* Where each value came from: "default", "policy jax_legacy", "config", or the name
      * of the environment variable that set it. Indexed by hbm_config_option. */
     char source[HBM_OPT_COUNT_][40];

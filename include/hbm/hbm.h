@@ -22,6 +22,8 @@
 #include "hbm/timeline.h"
 #include "hbm/torch.h"
 #include "hbm/workload.h"
+#include "hbm/trace.h"
+#include "hbm/view.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -45,6 +45,14 @@ hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64
                                   const hbm_allocator_ops **ops, void **self);
 hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                            const hbm_allocator_ops **ops, void **self);
+/* The tracking adaptor (src/trace/recorder.c): a policy that records every call of the
+ * inner one into path. On failure the inner policy is untouched (the caller destroys it). */
+hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
+                                unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
+
+/* Record a failed allocation for the OOM report, as hbm_alloc does; for callers that
+ * drive a->ops directly while owning the handle alone (trace replay). */
+void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id);
 
 /* Update peak fields after a change of the current ones. */
 static inline void hbmi_stats_update_peaks(hbm_stats *s) {

@@ -41,6 +41,17 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
     void *self;
     s = create(dev, cfg, limit, &ops, &self);
     if (s) return s;
+    if (cfg->trace[0]) { /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
+        const hbm_allocator_ops *rops;
+        void *rself;
+        s = hbmi_recorder_create(ops, self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
+        if (s) {
+            ops->destroy(self);
+            return s;
+        }
+        ops = rops;
+        self = rself;
+    }
     return hbm_allocator_wrap(ops, self, dev, cfg, out);
 }
 
@@ -90,6 +101,8 @@ static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
     r->dev_free = r->dev_total = 0;
     if (a->dev) hbm_device_mem_info(a->dev, &r->dev_free, &r->dev_total);
 }
+
+void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) { record_oom(a, size, tag_id); }
 
 hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
     return hbm_alloc_stream(a, size, tag, HBM_STREAM_DEFAULT, addr_out);

@@ -114,6 +114,11 @@ static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *wh
         c->report_top = (int)n;
         return HBM_OK;
     }
+    case HBM_OPT_trace:
+        if (strlen(v) >= sizeof c->trace) return bad_value(o, who, v, "a path shorter than 256 bytes");
+        snprintf(c->trace, sizeof c->trace, "%s", v);
+        return HBM_OK;
+    case HBM_OPT_trace_backtrace: return parse_bool(o, who, v, &c->trace_backtrace);
     case HBM_OPT_COUNT_: break;
     }
     return hbmi_error(HBM_ERR_CONFIG, "internal: unknown option %d", (int)o);
@@ -246,13 +251,15 @@ static void value_str(const hbm_config *c, hbm_config_option o, char *buf, size_
     case HBM_OPT_initial_region: snprintf(buf, n, "%s", hbm_size_human(c->initial_region, h)); break;
     case HBM_OPT_async_prealloc: snprintf(buf, n, "%" PRId64, c->async_prealloc); break;
     case HBM_OPT_report_top: snprintf(buf, n, "%d", c->report_top); break;
+    case HBM_OPT_trace: snprintf(buf, n, "%s", c->trace); break;
+    case HBM_OPT_trace_backtrace: snprintf(buf, n, "%s", c->trace_backtrace ? "true" : "false"); break;
     case HBM_OPT_COUNT_: buf[0] = 0; break;
     }
 }
 
 hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json) {
     if (!c || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_config_write: NULL argument");
-    char v[64];
+    char v[300];
     if (json) fputc('{', f);
     else fprintf(f, "%-16s %-12s %s\n", "option", "value", "source");
     for (int o = 0; o < HBM_OPT_COUNT_; o++) {

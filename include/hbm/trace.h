@@ -1,0 +1,212 @@
+/* hbm/trace.h - allocation traces: record, read, import, convert, replay, export.
+ *
+ * A trace is the runtime half of "why did it OOM": every alloc / free / failed alloc an
+ * allocator saw, in order, with a monotonic time, address, size, stream, thread, tag and
+ * optionally a native backtrace. It comes from
+ *   - the recorder: hbm_allocator_open(dev, "allocator=bfc,trace=run.hbmt", &a), or
+ *     HBM_TRACE=run.hbmt in the environment of any program using hbm;
+ *   - importers: RMM logging CSV, PyTorch memory snapshots (pickle or JSON).
+ * It turns into an hbm_timeline (alloc/free pairs become buffers) for the packer, views
+ * and exporters, and replays against other allocator configurations (what-if).
+ *
+ *   hbm_trace *t;
+ *   hbm_trace_load("snapshot.pickle", &t);          // any supported format, by content
+ *   hbm_timeline *tl;  hbm_trace_to_timeline(t, &tl);
+ *   ...
+ *   hbm_timeline_free(tl);  hbm_trace_free(t);
+ *
+ * File format: docs/trace-format.md (binary, little-endian, versioned, append-only).
+ */
+#ifndef HBM_TRACE_H
+#define HBM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hbm/alloc.h"
+#include "hbm/status.h"
+#include "hbm/tag.h"
+#include "hbm/timeline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, value, text as written by importers/exporters) */
+#define HBM_TRACE_KINDS(X)                              \
+    X(HBM_EV_ALLOC, 1, "alloc")                         \
+    X(HBM_EV_FREE, 2, "free")                           \
+    X(HBM_EV_OOM, 3, "oom")                             \
+    X(HBM_EV_SEGMENT_ALLOC, 4, "segment_alloc")         \
+    X(HBM_EV_SEGMENT_FREE, 5, "segment_free")           \
+    X(HBM_EV_FREE_REQUESTED, 6, "free_requested")
+
+typedef enum hbm_event_kind {
+#define HBM_EV_ENUM_(name, value, text) name = value,
+    HBM_TRACE_KINDS(HBM_EV_ENUM_)
+#undef HBM_EV_ENUM_
+} hbm_event_kind;
+
+const char *hbm_event_kind_str(hbm_event_kind k); /* "alloc", ...; "?" if unknown */
+
+/* One event. Field meanings by kind:
+ *   alloc           addr = block handed out, size = bytes held, requested = bytes asked
+ *   free            addr = block freed (size may be 0 when the source does not say)
+ *   free_requested  PyTorch: the user freed it; memory returns at the matching free
+ *   oom             requested = bytes asked, addr 0
+ *   segment_*       the allocator took (gave back) size bytes of device memory at addr */
+typedef struct hbm_trace_event {
+    uint8_t kind;       /* hbm_event_kind */
+    uint8_t pad_[3];
+    uint32_t thread;    /* small thread number (recorder) or the source's id truncated */
+    uint64_t time_ns;   /* monotonic nanoseconds since the trace's start */
+    uint64_t addr;
+    uint64_t size;
+    uint64_t requested;
+    uint64_t stream;
+    uint32_t tag;       /* hbm_trace_tag(t, tag); 0 = none */
+    uint32_t backtrace; /* hbm_trace_backtrace(t, id, ...); 0 = none */
+} hbm_trace_event;
+
+typedef struct hbm_trace {
+    hbm_trace_event *events; /* count entries, in order */
+    size_t count;
+    size_t cap_;
+    char name[128];          /* where it came from */
+    char source[32];         /* "hbm", "rmm", "torch" */
+    char device[64];         /* device name, if known */
+    uint64_t capacity;       /* device bytes, 0 if unknown */
+    uint64_t truncated_at;   /* byte offset of a torn final record (crash), else 0 */
+    struct hbmi_tagtab *tags_;
+    uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
+    size_t bt_nframes_, bt_cap_;
+    uint64_t *bt_index_;     /* backtrace id i (1-based): frames at bt_index_[2i-2], count bt_index_[2i-1] */
+    size_t bt_count_, bt_index_cap_;
+} hbm_trace;
+
+hbm_status hbm_trace_new(hbm_trace **out);
+void hbm_trace_free(hbm_trace *t);
+/* Append one event (copied). */
+hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e);
+/* Intern a tag, 0 for NULL. */
+hbm_status hbm_trace_intern(hbm_trace *t, const hbm_tag *tag, uint32_t *id_out);
+const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id);
+uint32_t hbm_trace_tag_count(const hbm_trace *t);
+/* Store a backtrace (n return addresses, innermost first); ids are 1, 2, ... */
+hbm_status hbm_trace_add_backtrace(hbm_trace *t, const uint64_t *frames, size_t n, uint32_t *id_out);
+/* Frames of backtrace id (NULL/0 when id is 0 or unknown). */
+const uint64_t *hbm_trace_backtrace(const hbm_trace *t, uint32_t id, size_t *n);
+
+/* Buffers from alloc/free pairs on the clock "event" (event index): an alloc at event i
+ * freed at event j lives [i, j); a block never freed lives to the end of the trace; frees
+ * of blocks allocated before the trace began are ignored. Sizes are the bytes asked
+ * (requested, or size when the source does not say); offsets are the addresses. */
+hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out);
+
+/* The reverse, for plans: each buffer becomes an alloc at start and a free at end (frees
+ * first at equal times), time_ns = (time - first start) x 1000, unique synthetic addresses. */
+hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out);
+
+/* --- files ------------------------------------------------------------------------------ */
+
+/* The native binary format ("HBMTRACE", docs/trace-format.md). A file that ends inside a
+ * record (a crash while writing) loads the complete records and sets truncated_at.
+ * Errors name the byte offset and what was expected. */
+hbm_status hbm_trace_read(const char *path, hbm_trace **out);
+hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_trace **out);
+hbm_status hbm_trace_write(const hbm_trace *t, const char *path);
+
+/* Any supported input, chosen by content: hbm trace, RMM CSV, PyTorch snapshot pickle or
+ * JSON. */
+hbm_status hbm_trace_load(const char *path, hbm_trace **out);
+hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out);
+
+/* Importers on bytes in memory. Errors name the line (CSV) or byte offset (pickle, JSON). */
+hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *name, hbm_trace **out);
+hbm_status hbm_trace_parse_torch_pickle(const void *data, size_t len, const char *name, hbm_trace **out);
+hbm_status hbm_trace_parse_torch_json(const char *text, size_t len, const char *name, hbm_trace **out);
+
+/* Streaming writer: events are buffered and written every HBM_TRACE_FLUSH_EVENTS events,
+ * on hbm_trace_writer_flush and at close, so a crash loses at most one buffer. */
+#define HBM_TRACE_FLUSH_EVENTS 4096
+typedef struct hbm_trace_writer hbm_trace_writer;
+hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity,
+                                 hbm_trace_writer **out);
+/* Declare tag id (ids must be declared before events use them; equal ids overwrite). */
+hbm_status hbm_trace_writer_tag(hbm_trace_writer *w, uint32_t id, const hbm_tag *tag);
+hbm_status hbm_trace_writer_backtrace(hbm_trace_writer *w, uint32_t id, const uint64_t *frames, size_t n);
+hbm_status hbm_trace_writer_event(hbm_trace_writer *w, const hbm_trace_event *e);
+hbm_status hbm_trace_writer_flush(hbm_trace_writer *w);
+hbm_status hbm_trace_writer_close(hbm_trace_writer *w); /* flushes; NULL is fine */
+
+/* --- recording ----------------------------------------------------------------------- */
+
+#define HBM_TRACE_BACKTRACES 1u /* capture a native backtrace per alloc (slow) */
+
+/* Wrap an allocator handle: every call goes to inner and is recorded into path. inner is
+ * owned from now on in every case: closing the new handle closes inner and the file, and
+ * on failure inner is closed. The config option trace=PATH
+ * (HBM_TRACE=PATH) does the same inside hbm_allocator_open without a second lock. */
+hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags, hbm_allocator **out);
+
+/* --- replay (what-if) ------------------------------------------------------------------ */
+
+typedef struct hbm_replay_result {
+    char config[256];           /* the allocator configuration string */
+    char allocator[32];         /* its policy name */
+    hbm_status status;          /* HBM_OK, or why the configuration could not run */
+    char error[256];            /* message when status != HBM_OK */
+    uint64_t events;            /* events replayed */
+    uint64_t allocs, frees, ooms;
+    uint64_t peak_in_use;       /* bytes (as held by the allocator) */
+    uint64_t peak_reserved;
+    double frag_at_peak;        /* XLA's metric at the moment of peak in use */
+    uint64_t device_calls;      /* raw device allocations + frees */
+    int64_t first_oom_event;    /* event index of the first failed alloc, -1 if none */
+    uint64_t first_oom_time_ns;
+    uint64_t first_oom_bytes;
+    char *first_oom_report;     /* the allocator's OOM report (owned; NULL if none) */
+    double seconds;             /* wall time of the replay */
+} hbm_replay_result;
+
+/* Replay t against allocator configuration config (as for hbm_allocator_open) on a fresh
+ * device opened from device_spec (e.g. "sim:80GiB"). Failed allocations are skipped
+ * (their frees ignored) and replay goes on; the first one is described in r. An "oom"
+ * event of the trace is tried too (and freed at once if it fits: the program died there).
+ * Returns HBM_OK when the replay ran (r->status also says HBM_OK); a configuration that
+ * cannot be opened gives its status in both. Free r with hbm_replay_result_release. */
+hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *config, hbm_replay_result *r);
+/* The same for n configurations; the trace's alloc/free pairing is computed once and
+ * shared (seconds in each result covers its own replay only). Returns the first
+ * failure, with every result filled in. */
+hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const char *const *configs, size_t n,
+                           hbm_replay_result *results);
+void hbm_replay_result_release(hbm_replay_result *r);
+
+/* A device spec for a replay: "sim:SIZE[,...]" as is, or a device name ("h100", "a100-40g",
+ * ...) as a simulated device of its capacity. */
+hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
+
+/* The comparison table of n results (text), or a JSON object with "trace", "device",
+ * "events", "optimal_bound_bytes" and "results". bound = the packing lower bound of the
+ * trace (0 = unknown). */
+hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
+                            uint64_t bound, FILE *f, int json);
+
+/* --- export ---------------------------------------------------------------------------- */
+
+/* Chrome / Perfetto trace JSON: counters "in use" and "reserved", instants for OOMs. */
+hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f);
+/* pprof profile.proto, gzip-wrapped: alloc_objects/alloc_space (total) and
+ * inuse_objects/inuse_space (at the peak), by tag and backtrace. */
+hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f);
+/* A PyTorch memory snapshot (pickle protocol 2: segments + device_traces). */
+hbm_status hbm_export_torch(const hbm_trace *t, FILE *f);
+/* MiniMalloc CSV (id,lower,upper,size) of the timeline's buffers. */
+hbm_status hbm_export_minimalloc(const hbm_timeline *tl, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

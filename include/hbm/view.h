@@ -1,0 +1,42 @@
+/* hbm/view.h - see a trace (or a plan, as a trace: hbm_trace_from_timeline): where the
+ * memory went, when, and which buffers made the peak.
+ *
+ *   hbm_view_text(t, NULL, stdout);          // terminal: summary, sparklines, top buffers, totals
+ *   FILE *f = fopen("out.html", "w");
+ *   hbm_view_html(t, NULL, f);               // one self-contained page (no network)
+ */
+#ifndef HBM_VIEW_H
+#define HBM_VIEW_H
+
+#include <stdio.h>
+
+#include "hbm/status.h"
+#include "hbm/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hbm_view_options {
+    int width;      /* terminal columns for sparklines (default 72) */
+    int top;        /* buffers listed at the peak (default 15, as XLA's OOM report) */
+    int ascii;      /* sparklines in ASCII instead of Unicode blocks */
+    const char *title; /* page / report title (default: the trace's name) */
+} hbm_view_options;
+
+void hbm_view_options_default(hbm_view_options *o);
+
+/* Terminal report: peak summary, sparklines of in-use and reserved bytes over the trace,
+ * the top buffers live at the peak with their tags, totals by op and by source line. */
+hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o, FILE *f);
+/* The same figures as one JSON object. */
+hbm_status hbm_view_json(const hbm_trace *t, const hbm_view_options *o, FILE *f);
+/* A self-contained HTML page: zoomable timeline of in-use and reserved memory, the
+ * buffers live at the peak as stacked blocks by size with hover details, and a table
+ * sortable by any column. No network access, no external script or style. */
+hbm_status hbm_view_html(const hbm_trace *t, const hbm_view_options *o, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

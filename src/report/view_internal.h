@@ -1,0 +1,38 @@
+/* view_internal.h - the figures every view shows, computed once from a trace. */
+#ifndef HBM_REPORT_VIEW_INTERNAL_H
+#define HBM_REPORT_VIEW_INTERNAL_H
+
+#include "core/internal.h"
+#include "hbm/timeline.h"
+#include "hbm/trace.h"
+#include "hbm/view.h"
+
+typedef struct hbmi_total {
+    const char *key;       /* op name or "file:line" (owned when by line) */
+    uint64_t at_peak;      /* bytes live at the peak */
+    uint64_t allocated;    /* bytes allocated over the trace */
+    uint64_t count;        /* allocations */
+} hbmi_total;
+
+typedef struct hbmi_view {
+    const hbm_trace *t;
+    hbm_timeline *tl;        /* buffers (event clock) */
+    uint64_t *use, *res;     /* per event */
+    int has_segments;
+    size_t peak_i;           /* event of the peak of bytes in use */
+    uint64_t peak_use, peak_res;
+    uint64_t allocs, frees, ooms;
+    int64_t first_oom;       /* event index, -1 if none */
+    size_t *at_peak;         /* timeline buffer indices live at the peak, largest first */
+    size_t n_at_peak;
+    uint64_t at_peak_bytes;  /* their requested bytes */
+    hbmi_total *by_op, *by_line;
+    size_t n_op, n_line;
+} hbmi_view;
+
+hbm_status hbmi_view_build(const hbm_trace *t, hbmi_view *v);
+void hbmi_view_free(hbmi_view *v);
+/* "file:line" or "" for a tag. buf holds 300 bytes. */
+const char *hbmi_view_source(const hbm_tag *tg, char *buf, size_t cap);
+
+#endif

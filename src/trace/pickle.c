@@ -1,0 +1,252 @@
+/* pickle.c - a reader for the subset of Python's pickle protocols 2-4 that plain data
+ * uses (dicts, lists, tuples, sets, str, bytes, int, float, bool, None, memo). It runs
+ * the pickle machine on an explicit stack, so deep nesting cannot overflow the C stack,
+ * and refuses anything that would import or call (GLOBAL, REDUCE, ...), naming the
+ * opcode and its byte offset. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "trace/pyval.h"
+
+typedef struct pk {
+    const unsigned char *p;
+    size_t len, off;
+    const char *name;
+    hbmi_pvpool *pool;
+    hbmi_pv **stack;
+    size_t sn, scap;
+    size_t *marks;
+    size_t mn, mcap;
+    hbmi_pv **memo;
+    size_t memo_cap, memo_top; /* memo_top: highest index stored + 1 */
+} pk;
+
+static hbm_status perr(pk *k, size_t at, const char *what) {
+    return hbmi_error(HBM_ERR_PARSE, "%s: pickle byte offset %zu: %s", k->name, at, what);
+}
+
+static hbm_status nomem(void) { return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading a pickle"); }
+
+static hbm_status push(pk *k, hbmi_pv *v) {
+    if (!v || hbmi_grow((void **)&k->stack, &k->scap, k->sn + 1, sizeof *k->stack)) return nomem();
+    k->stack[k->sn++] = v;
+    return HBM_OK;
+}
+
+static int need(pk *k, size_t n) { return k->len - k->off >= n; }
+
+static uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static hbm_status new_str(pk *k, hbmi_pvtype type, size_t n, size_t at) {
+    if (!need(k, n)) return perr(k, at, "string runs past the end of the data");
+    hbmi_pv *v = hbmi_pv_new(k->pool, type);
+    if (!v || !(v->s = hbmi_malloc(n + 1))) return nomem();
+    memcpy(v->s, k->p + k->off, n);
+    v->s[n] = 0;
+    v->len = n;
+    k->off += n;
+    return push(k, v);
+}
+
+static hbm_status new_int(pk *k, int64_t i) {
+    hbmi_pv *v = hbmi_pv_new(k->pool, PV_INT);
+    if (!v) return nomem();
+    v->i = i;
+    return push(k, v);
+}
+
+/* Pop back to the top mark; items are k->stack[*from .. sn). */
+static hbm_status pop_mark(pk *k, size_t at, size_t *from) {
+    if (!k->mn) return perr(k, at, "no MARK before this opcode");
+    *from = k->marks[--k->mn];
+    if (*from > k->sn) return perr(k, at, "MARK above the stack");
+    return HBM_OK;
+}
+
+static hbm_status memo_put(pk *k, size_t idx, size_t at) {
+    if (!k->sn) return perr(k, at, "memo store with an empty stack");
+    if (idx > (1u << 24)) return perr(k, at, "memo index too large");
+    size_t old = k->memo_cap;
+    if (hbmi_grow((void **)&k->memo, &k->memo_cap, idx + 1, sizeof *k->memo)) return nomem();
+    if (k->memo_cap > old) memset(k->memo + old, 0, (k->memo_cap - old) * sizeof *k->memo);
+    k->memo[idx] = k->stack[k->sn - 1];
+    if (idx + 1 > k->memo_top) k->memo_top = idx + 1;
+    return HBM_OK;
+}
+
+static hbm_status step(pk *k, int *done) {
+    size_t at = k->off;
+    unsigned op = k->p[k->off++];
+    char msg[192];
+    switch (op) {
+    case 0x80: /* PROTO */
+        if (!need(k, 1)) return perr(k, at, "PROTO without its version byte");
+        if (k->p[k->off] < 2 || k->p[k->off] > 5) {
+            snprintf(msg, sizeof msg, "pickle protocol %u (expected 2 to 4)", k->p[k->off]);
+            return perr(k, at, msg);
+        }
+        k->off++;
+        return HBM_OK;
+    case 0x95: /* FRAME: just a length hint */
+        if (!need(k, 8)) return perr(k, at, "FRAME without its 8-byte length");
+        k->off += 8;
+        return HBM_OK;
+    case '}': return push(k, hbmi_pv_new(k->pool, PV_DICT));
+    case ']': case 0x8f: return push(k, hbmi_pv_new(k->pool, PV_LIST));
+    case ')': return push(k, hbmi_pv_new(k->pool, PV_TUPLE));
+    case 'N': return push(k, hbmi_pv_new(k->pool, PV_NONE));
+    case 0x88: case 0x89: {
+        hbmi_pv *v = hbmi_pv_new(k->pool, PV_BOOL);
+        if (v) v->i = op == 0x88;
+        return push(k, v);
+    }
+    case '(':
+        if (hbmi_grow((void **)&k->marks, &k->mcap, k->mn + 1, sizeof *k->marks)) return nomem();
+        k->marks[k->mn++] = k->sn;
+        return HBM_OK;
+    case 'J':
+        if (!need(k, 4)) return perr(k, at, "BININT without 4 bytes");
+        k->off += 4;
+        return new_int(k, (int32_t)(uint32_t)le(k->p + at + 1, 4));
+    case 'K':
+        if (!need(k, 1)) return perr(k, at, "BININT1 without its byte");
+        return new_int(k, k->p[k->off++]);
+    case 'M':
+        if (!need(k, 2)) return perr(k, at, "BININT2 without 2 bytes");
+        k->off += 2;
+        return new_int(k, (int64_t)le(k->p + at + 1, 2));
+    case 0x8a: case 0x8b: { /* LONG1 / LONG4: little-endian two's complement */
+        size_t w = op == 0x8a ? 1 : 4;
+        if (!need(k, w)) return perr(k, at, "LONG without its length");
+        uint64_t n = le(k->p + k->off, (int)w);
+        k->off += w;
+        if (n > 9) return perr(k, at, "integer wider than 64 bits");
+        if (!need(k, n)) return perr(k, at, "LONG runs past the end of the data");
+        uint64_t v = n ? le(k->p + k->off, (int)(n > 8 ? 8 : n)) : 0;
+        if (n && n < 8 && (k->p[k->off + n - 1] & 0x80)) v |= ~0ULL << (8 * n); /* sign-extend */
+        k->off += n;
+        return new_int(k, (int64_t)v);
+    }
+    case 'G': {
+        if (!need(k, 8)) return perr(k, at, "BINFLOAT without 8 bytes");
+        uint64_t b = 0;
+        for (int i = 0; i < 8; i++) b = (b << 8) | k->p[k->off + i];
+        k->off += 8;
+        hbmi_pv *v = hbmi_pv_new(k->pool, PV_FLOAT);
+        if (v) memcpy(&v->f, &b, 8);
+        return push(k, v);
+    }
+    case 'X': case 'T': case 'B':
+        if (!need(k, 4)) return perr(k, at, "string without its 4-byte length");
+        k->off += 4;
+        return new_str(k, op == 'B' ? PV_BYTES : PV_STR, (size_t)le(k->p + at + 1, 4), at);
+    case 0x8c: case 'U': case 'C':
+        if (!need(k, 1)) return perr(k, at, "string without its length byte");
+        k->off++;
+        return new_str(k, op == 'C' ? PV_BYTES : PV_STR, k->p[at + 1], at);
+    case 0x8d: case 0x8e: {
+        if (!need(k, 8)) return perr(k, at, "string without its 8-byte length");
+        uint64_t n = le(k->p + k->off, 8);
+        k->off += 8;
+        if (n > k->len) return perr(k, at, "string runs past the end of the data");
+        return new_str(k, op == 0x8e ? PV_BYTES : PV_STR, (size_t)n, at);
+    }
+    case 0x94: return memo_put(k, k->memo_top, at);
+    case 'q':
+        if (!need(k, 1)) return perr(k, at, "BINPUT without its index");
+        return memo_put(k, k->p[k->off++], at);
+    case 'r':
+        if (!need(k, 4)) return perr(k, at, "LONG_BINPUT without its index");
+        k->off += 4;
+        return memo_put(k, (size_t)le(k->p + at + 1, 4), at);
+    case 'h': case 'j': {
+        size_t w = op == 'h' ? 1 : 4;
+        if (!need(k, w)) return perr(k, at, "memo get without its index");
+        size_t idx = (size_t)le(k->p + k->off, (int)w);
+        k->off += w;
+        if (idx >= k->memo_cap || !k->memo[idx]) return perr(k, at, "memo get of an index never stored");
+        return push(k, k->memo[idx]);
+    }
+    case 's': {
+        if (k->sn < 3 || k->stack[k->sn - 3]->type != PV_DICT) return perr(k, at, "SETITEM without a dict, key and value");
+        hbmi_pv *d = k->stack[k->sn - 3];
+        if (hbmi_pv_push(d, k->stack[k->sn - 2]) || hbmi_pv_push(d, k->stack[k->sn - 1])) return nomem();
+        k->sn -= 2;
+        return HBM_OK;
+    }
+    case 'a': {
+        if (k->sn < 2 || k->stack[k->sn - 2]->type != PV_LIST) return perr(k, at, "APPEND without a list and a value");
+        if (hbmi_pv_push(k->stack[k->sn - 2], k->stack[k->sn - 1])) return nomem();
+        k->sn--;
+        return HBM_OK;
+    }
+    case 'u': case 'e': case 0x90: {
+        size_t from;
+        hbm_status s = pop_mark(k, at, &from);
+        if (s) return s;
+        if (from == 0) return perr(k, at, "SETITEMS/APPENDS without a container below the MARK");
+        hbmi_pv *c = k->stack[from - 1];
+        if (op == 'u' ? c->type != PV_DICT || (k->sn - from) % 2 : c->type != PV_LIST)
+            return perr(k, at, op == 'u' ? "SETITEMS needs a dict and key/value pairs" : "APPENDS needs a list");
+        for (size_t i = from; i < k->sn; i++)
+            if (hbmi_pv_push(c, k->stack[i])) return nomem();
+        k->sn = from;
+        return HBM_OK;
+    }
+    case 't': case 0x91: {
+        size_t from;
+        hbm_status s = pop_mark(k, at, &from);
+        if (s) return s;
+        hbmi_pv *v = hbmi_pv_new(k->pool, op == 't' ? PV_TUPLE : PV_LIST);
+        if (!v) return nomem();
+        for (size_t i = from; i < k->sn; i++)
+            if (hbmi_pv_push(v, k->stack[i])) return nomem();
+        k->sn = from;
+        return push(k, v);
+    }
+    case 0x85: case 0x86: case 0x87: {
+        size_t n = op - 0x84;
+        if (k->sn < n) return perr(k, at, "TUPLEn with too few stack items");
+        hbmi_pv *v = hbmi_pv_new(k->pool, PV_TUPLE);
+        if (!v) return nomem();
+        for (size_t i = k->sn - n; i < k->sn; i++)
+            if (hbmi_pv_push(v, k->stack[i])) return nomem();
+        k->sn -= n;
+        return push(k, v);
+    }
+    case '.':
+        *done = 1;
+        return HBM_OK;
+    default:
+        snprintf(msg, sizeof msg,
+                 "unsupported opcode 0x%02x ('%c'): only plain data (dict, list, tuple, str, int, float, ...) is read",
+                 op, op >= 32 && op < 127 ? (int)op : '?');
+        return perr(k, at, msg);
+    }
+}
+
+hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *name, hbmi_pvpool *pool,
+                             hbmi_pv **out) {
+    pk k = {.p = data, .len = len, .name = name ? name : "pickle", .pool = pool};
+    hbm_status s = HBM_OK;
+    int done = 0;
+    if (!len || data[0] != 0x80) s = perr(&k, 0, "expected PROTO (0x80): not a pickle of protocol 2 or later");
+    while (!s && !done) {
+        if (k.off >= len) {
+            s = perr(&k, k.off, "data ends before STOP ('.')");
+            break;
+        }
+        s = step(&k, &done);
+    }
+    if (!s && k.sn != 1) s = perr(&k, k.off - 1, "STOP with other than one value on the stack");
+    if (!s) *out = k.stack[0];
+    hbmi_free(k.stack);
+    hbmi_free(k.marks);
+    hbmi_free(k.memo);
+    return s;
+}

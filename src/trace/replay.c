@@ -1,0 +1,301 @@
+/* replay.c - the what-if: run a trace's allocations and frees against an allocator
+ * configuration on a fresh simulated device and measure what it would have done.
+ * The replay owns its allocator alone, so it drives the policy through the handle's ops
+ * without the lock, with the trace's tags interned once up front. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+#include "hbm/size.h"
+#include "trace/trace_internal.h"
+
+/* The OOM report comes from src/report (another part of hbm, not in this branch yet); when
+ * it is not linked in, the replay keeps the allocator's error message instead.
+ * TODO(merge): once hbm_oom_report_format is in libhbm, drop this pragma and the NULL test
+ * in oom_report(): a weak reference does not pull an archive member into a static link. */
+#pragma weak hbm_oom_report_format
+
+static hbm_status result_fail(hbm_replay_result *r, hbm_status s) {
+    r->status = s;
+    snprintf(r->error, sizeof r->error, "%s", hbm_last_error());
+    return s;
+}
+
+static char *oom_report(hbm_allocator *a, const char *fallback) {
+    if (hbm_oom_report_format) {
+        size_t len = 0, cap = 1 << 16;
+        char *buf = hbmi_malloc(cap);
+        if (buf && hbm_oom_report_format(a, buf, cap, &len) == HBM_OK) {
+            if (len < cap) return buf;
+            char *big = hbmi_realloc(buf, len + 1);
+            if (big && hbm_oom_report_format(a, big, len + 1, &len) == HBM_OK) return big;
+            buf = big;
+        }
+        hbmi_free(buf);
+    }
+    return hbmi_strdup(fallback);
+}
+
+void hbm_replay_result_release(hbm_replay_result *r) {
+    if (!r) return;
+    hbmi_free(r->first_oom_report);
+    r->first_oom_report = NULL;
+}
+
+static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
+    r->peak_in_use = st->bytes_in_use;
+    r->frag_at_peak = hbm_stats_fragmentation(st);
+}
+
+/* For each free event, the index of the alloc it frees (SIZE_MAX when none: a block from
+ * before the trace). Computed once per trace and shared by every configuration. */
+static hbm_status pair_events(const hbm_trace *t, size_t **out) {
+    size_t *pair = hbmi_malloc(t->count * sizeof *pair + 1);
+    if (!pair) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
+    hbmi_map live;
+    hbmi_map_init(&live);
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j;
+        pair[i] = SIZE_MAX;
+        if (e->kind == HBM_EV_ALLOC) {
+            s = hbmi_map_put(&live, key, i); /* an address reused without a free: the first block stays live */
+        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
+            pair[i] = (size_t)j;
+        }
+    }
+    hbmi_map_destroy(&live);
+    if (s) {
+        hbmi_free(pair);
+        return s;
+    }
+    *out = pair;
+    return HBM_OK;
+}
+
+static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
+                             const char *config, hbm_replay_result *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->config, sizeof r->config, "%s", config);
+    r->first_oom_event = -1;
+    hbm_device *dev = NULL;
+    hbm_allocator *a = NULL;
+    hbm_status s = hbm_device_open(device_spec, &dev);
+    if (s) return result_fail(r, s);
+    s = hbm_allocator_open(dev, config, &a);
+    if (s) {
+        result_fail(r, s);
+        hbm_device_close(dev);
+        return s;
+    }
+    snprintf(r->allocator, sizeof r->allocator, "%s", hbm_allocator_name(a));
+    uint32_t ntags = hbm_trace_tag_count(t);
+    uint32_t *tagid = hbmi_calloc((size_t)ntags + 1, sizeof *tagid);
+    if (!tagid) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
+    for (uint32_t i = 1; !s && i <= ntags; i++) s = hbmi_tagtab_intern(a->tags, hbm_trace_tag(t, i), &tagid[i]);
+    const hbm_allocator_ops *ops = a->ops;
+    void *self = a->self;
+    hbm_stats st;
+    uint64_t t0 = hbmi_now_ns();
+    for (size_t i = 0; !s && i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
+            uint64_t size = e->requested ? e->requested : e->size, addr;
+            raddr[i] = 0; /* 0: not allocated here (failed or empty) */
+            if (!size) continue;
+            uint32_t tg = e->tag <= ntags ? tagid[e->tag] : 0;
+            hbm_status as = ops->alloc(self, size, hbm_trace_tag(t, e->tag), tg, &addr);
+            if (as == HBM_ERR_OOM) {
+                r->ooms++;
+                hbmi_allocator_note_oom(a, size, tg);
+                if (r->first_oom_event < 0) {
+                    r->first_oom_event = (int64_t)i;
+                    r->first_oom_time_ns = e->time_ns;
+                    r->first_oom_bytes = size;
+                    r->first_oom_report = oom_report(a, hbm_last_error());
+                }
+                continue;
+            }
+            if (as) {
+                s = as;
+                break;
+            }
+            r->allocs++;
+            ops->stats(self, &st);
+            if (st.bytes_in_use > r->peak_in_use) frag_at(r, &st);
+            if (e->kind == HBM_EV_OOM) { /* it failed in the original run; here it fits: give it back */
+                if ((s = ops->free(self, addr))) break;
+                r->frees++;
+                continue;
+            }
+            raddr[i] = addr + 1; /* +1 so that address 0 is told apart from "none" */
+        } else if (e->kind == HBM_EV_FREE && pair[i] != SIZE_MAX) {
+            uint64_t addr = raddr[pair[i]];
+            if (!addr) continue; /* its allocation failed here */
+            if ((s = ops->free(self, addr - 1))) break;
+            r->frees++;
+        }
+        /* segment and free_requested events describe the original allocator, not this one */
+    }
+    r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
+    r->events = t->count;
+    if (!s) {
+        ops->stats(self, &st);
+        r->peak_reserved = st.peak_bytes_reserved;
+        if (st.peak_bytes_in_use > r->peak_in_use) r->peak_in_use = st.peak_bytes_in_use;
+        hbm_device_counters dc;
+        if (!hbm_device_counters_get(dev, &dc)) r->device_calls = dc.alloc_calls + dc.free_calls;
+    } else {
+        result_fail(r, s);
+    }
+    hbmi_free(tagid);
+    hbm_allocator_close(a);
+    hbm_device_close(dev);
+    return s;
+}
+
+hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const char *const *configs, size_t n,
+                           hbm_replay_result *results) {
+    if (!t || !device_spec || (n && (!configs || !results)))
+        return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL argument");
+    for (size_t c = 0; c < n; c++) {
+        memset(&results[c], 0, sizeof results[c]);
+        results[c].first_oom_event = -1;
+        if (!configs[c]) return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL configuration");
+        snprintf(results[c].config, sizeof results[c].config, "%s", configs[c]);
+    }
+    size_t *pair = NULL;
+    uint64_t *raddr = NULL;
+    hbm_status s = pair_events(t, &pair);
+    if (!s && !(raddr = hbmi_malloc(t->count * sizeof *raddr + 1)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    if (s) {
+        for (size_t c = 0; c < n; c++) result_fail(&results[c], s);
+    }
+    hbm_status first = s;
+    for (size_t c = 0; c < n && !s; c++) {
+        hbm_status rs = replay_one(t, pair, raddr, device_spec, configs[c], &results[c]);
+        if (rs && !first) first = rs;
+    }
+    hbmi_free(pair);
+    hbmi_free(raddr);
+    return first;
+}
+
+hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *config, hbm_replay_result *r) {
+    if (!r) return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL result");
+    return hbm_replay_many(t, device_spec, &config, 1, r);
+}
+
+/* Device names for --device (capacities from the vendors' data sheets).
+ * TODO(merge): use the planner branch's device table instead of this list. */
+static const struct {
+    const char *name;
+    const char *size;
+} devices[] = {
+    {"h100", "80GiB"}, {"h100-80g", "80GiB"}, {"h200", "141GiB"}, {"a100", "80GiB"}, {"a100-80g", "80GiB"},
+    {"a100-40g", "40GiB"}, {"v100", "32GiB"}, {"v100-16g", "16GiB"}, {"l4", "24GiB"}, {"a10", "24GiB"},
+    {"t4", "16GiB"}, {"b200", "192GiB"}, {"mi300x", "192GiB"},
+};
+
+hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
+    if (!name || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_device_spec: NULL argument");
+    if (!strncmp(name, "sim:", 4)) {
+        snprintf(buf, cap, "%s", name);
+        return HBM_OK;
+    }
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
+        if (hbmi_streq_ci(name, devices[i].name)) {
+            snprintf(buf, cap, "sim:%s,name=%s", devices[i].size, devices[i].name);
+            return HBM_OK;
+        }
+    char known[256] = "";
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        strcat(known, i ? ", " : "");
+        strcat(known, devices[i].name);
+    }
+    return hbmi_error(HBM_ERR_INVALID, "unknown device '%s': expected sim:SIZE (e.g. sim:80GiB) or one of %s", name, known);
+}
+
+static void col_size(char *buf, size_t cap, uint64_t v) {
+    char h[32];
+    snprintf(buf, cap, "%s", hbm_size_xla((int64_t)v, h));
+}
+
+hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
+                            uint64_t bound, FILE *f, int json) {
+    if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
+    if (json) {
+        fputs("{\"trace\": ", f);
+        hbmi_json_str(f, t->name);
+        fputs(", \"device\": ", f);
+        hbmi_json_str(f, device_spec);
+        fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"results\": [", t->count, bound);
+        for (size_t i = 0; i < n; i++) {
+            const hbm_replay_result *x = &r[i];
+            fputs(i ? ", {\"config\": " : "{\"config\": ", f);
+            hbmi_json_str(f, x->config);
+            fputs(", \"allocator\": ", f);
+            hbmi_json_str(f, x->allocator);
+            fprintf(f, ", \"status\": \"%s\"", hbm_status_name(x->status));
+            if (x->status) {
+                fputs(", \"error\": ", f);
+                hbmi_json_str(f, x->error);
+                fputs("}", f);
+                continue;
+            }
+            fprintf(f,
+                    ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64
+                    ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_bytes_reserved\": %" PRIu64
+                    ", \"fragmentation_at_peak\": %.6f, \"device_calls\": %" PRIu64 ", \"events_per_second\": %.0f",
+                    x->allocs, x->frees, x->ooms, x->peak_in_use, x->peak_reserved, x->frag_at_peak, x->device_calls,
+                    x->seconds > 0 ? (double)x->events / x->seconds : 0.0);
+            if (x->first_oom_event >= 0) {
+                fprintf(f, ", \"first_oom\": {\"event\": %" PRId64 ", \"time_ns\": %" PRIu64 ", \"bytes\": %" PRIu64
+                           ", \"report\": ",
+                        x->first_oom_event, x->first_oom_time_ns, x->first_oom_bytes);
+                hbmi_json_str(f, x->first_oom_report);
+                fputc('}', f);
+            } else {
+                fputs(", \"first_oom\": null", f);
+            }
+            fputc('}', f);
+        }
+        fputs("]}\n", f);
+        return HBM_OK;
+    }
+    char a[32], b[32], c[32];
+    fprintf(f, "replay of %s (%zu events) on %s\n\n", t->name, t->count, device_spec);
+    fprintf(f, "%-34s %12s %14s %10s %13s  %s\n", "configuration", "peak in use", "peak reserved", "frag@peak",
+            "device calls", "first OOM");
+    for (size_t i = 0; i < n; i++) {
+        const hbm_replay_result *x = &r[i];
+        if (x->status) {
+            fprintf(f, "%-34s %s: %s\n", x->config, hbm_status_str(x->status), x->error);
+            continue;
+        }
+        col_size(a, sizeof a, x->peak_in_use);
+        col_size(b, sizeof b, x->peak_reserved);
+        fprintf(f, "%-34s %12s %14s %9.1f%% %13" PRIu64 "  ", x->config, a, b, 100.0 * x->frag_at_peak,
+                x->device_calls);
+        if (x->first_oom_event >= 0)
+            fprintf(f, "event %" PRId64 " at %.6fs: %s (%" PRIu64 " OOMs)\n", x->first_oom_event,
+                    (double)x->first_oom_time_ns / 1e9, hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
+        else
+            fprintf(f, "none\n");
+    }
+    if (bound) {
+        /* TODO(merge): when hbm_pack (the packer branch) is in, print its exact packing of the
+         * trace's timeline here next to this max-live lower bound. */
+        fprintf(f, "\n%-34s %12s   (max bytes live at once: no allocator can peak lower)\n", "optimal packing bound",
+                hbm_size_xla((int64_t)bound, a));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].status || r[i].first_oom_event < 0) continue;
+        fprintf(f, "\n--- first OOM with %s (event %" PRId64 ") ---\n%s\n", r[i].config, r[i].first_oom_event,
+                r[i].first_oom_report ? r[i].first_oom_report : "");
+    }
+    return HBM_OK;
+}

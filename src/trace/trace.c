@@ -1,0 +1,209 @@
+/* trace.c - the in-memory event list, its tags and backtraces, and its conversion to and
+ * from the shared hbm_timeline. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/trace.h"
+
+const char *hbm_event_kind_str(hbm_event_kind k) {
+    switch (k) {
+#define HBM_EV_STR_(name, value, text) \
+    case name: return text;
+        HBM_TRACE_KINDS(HBM_EV_STR_)
+#undef HBM_EV_STR_
+    }
+    return "?";
+}
+
+hbm_status hbm_trace_new(hbm_trace **out) {
+    if (!out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_new: NULL out");
+    *out = NULL;
+    hbm_trace *t = hbmi_calloc(1, sizeof *t);
+    if (!t) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace");
+    hbm_status s = hbmi_tagtab_new(&t->tags_);
+    if (s) {
+        hbmi_free(t);
+        return s;
+    }
+    *out = t;
+    return HBM_OK;
+}
+
+void hbm_trace_free(hbm_trace *t) {
+    if (!t) return;
+    hbmi_tagtab_free(t->tags_);
+    hbmi_free(t->events);
+    hbmi_free(t->bt_frames_);
+    hbmi_free(t->bt_index_);
+    hbmi_free(t);
+}
+
+hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e) {
+    if (HBMI_UNLIKELY(t->count == t->cap_)) {
+        hbm_status s = hbmi_grow((void **)&t->events, &t->cap_, t->count + 1, sizeof *t->events);
+        if (s) return s;
+    }
+    t->events[t->count++] = *e;
+    return HBM_OK;
+}
+
+hbm_status hbm_trace_intern(hbm_trace *t, const hbm_tag *tag, uint32_t *id_out) {
+    return hbmi_tagtab_intern(t->tags_, tag, id_out);
+}
+
+const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id) { return t ? hbmi_tagtab_get(t->tags_, id) : NULL; }
+uint32_t hbm_trace_tag_count(const hbm_trace *t) { return t ? hbmi_tagtab_count(t->tags_) : 0; }
+
+hbm_status hbm_trace_add_backtrace(hbm_trace *t, const uint64_t *frames, size_t n, uint32_t *id_out) {
+    if (t->bt_count_ >= UINT32_MAX - 1) return hbmi_error(HBM_ERR_NOMEM, "trace: too many backtraces");
+    hbm_status s = hbmi_grow((void **)&t->bt_frames_, &t->bt_cap_, t->bt_nframes_ + n + 1, sizeof *t->bt_frames_);
+    if (!s) s = hbmi_grow((void **)&t->bt_index_, &t->bt_index_cap_, 2 * t->bt_count_ + 2, sizeof *t->bt_index_);
+    if (s) return s;
+    if (n) memcpy(t->bt_frames_ + t->bt_nframes_, frames, n * sizeof *frames);
+    t->bt_index_[2 * t->bt_count_] = t->bt_nframes_;
+    t->bt_index_[2 * t->bt_count_ + 1] = n;
+    t->bt_nframes_ += n;
+    *id_out = (uint32_t)++t->bt_count_;
+    return HBM_OK;
+}
+
+const uint64_t *hbm_trace_backtrace(const hbm_trace *t, uint32_t id, size_t *n) {
+    if (!t || id == 0 || id > t->bt_count_) {
+        if (n) *n = 0;
+        return NULL;
+    }
+    if (n) *n = (size_t)t->bt_index_[2 * id - 1];
+    return t->bt_frames_ + t->bt_index_[2 * id - 2];
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Alloc/free pairing shared by the timeline conversion, the exporters and the views. */
+hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_to_timeline: NULL argument");
+    *out = NULL;
+    hbm_timeline *tl;
+    hbm_status s = hbm_timeline_new(&tl);
+    if (s) return s;
+    snprintf(tl->clock, sizeof tl->clock, "event");
+    snprintf(tl->name, sizeof tl->name, "%.63s", t->name);
+    hbmi_map live; /* addr -> event index of its alloc */
+    hbmi_map_init(&live);
+    uint32_t *tagmap = NULL; /* trace tag id -> timeline tag id, filled lazily (0 = not yet) */
+    uint32_t ntags = hbm_trace_tag_count(t);
+    if (ntags && !(tagmap = hbmi_calloc(ntags + 1, sizeof *tagmap))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_ALLOC) {
+            s = hbmi_map_put(&live, e->addr == UINT64_MAX ? 0 : e->addr, i);
+        } else if (e->kind == HBM_EV_FREE) {
+            uint64_t j;
+            if (hbmi_map_del(&live, e->addr == UINT64_MAX ? 0 : e->addr, &j))
+                s = hbm_timeline_reserve(tl, 1);
+            else
+                continue;
+            if (s) break;
+            const hbm_trace_event *a = &t->events[j];
+            uint64_t size = a->requested ? a->requested : a->size;
+            if (!size) continue;
+            hbm_tl_buffer *b = &tl->buffers[tl->count];
+            uint32_t tg = 0;
+            if (a->tag && a->tag <= ntags) {
+                if (!tagmap[a->tag] && (s = hbm_timeline_intern(tl, hbm_trace_tag(t, a->tag), &tagmap[a->tag]))) break;
+                tg = tagmap[a->tag];
+            }
+            *b = (hbm_tl_buffer){.id = j, .size = size, .start = (int64_t)j, .end = (int64_t)i,
+                                 .offset = a->addr, .alignment = 0, .tag = tg, .flags = 0};
+            tl->count++;
+        }
+    }
+    /* blocks never freed live to the end; add them in allocation order */
+    if (!s && live.count) {
+        uint64_t *idx = hbmi_malloc(live.count * sizeof *idx);
+        size_t n = 0;
+        if (!idx) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        for (size_t k = 0; !s && k < live.cap; k++)
+            if (live.keys[k]) idx[n++] = live.vals[k];
+        if (!s) {
+            qsort(idx, n, sizeof *idx, u64_cmp);
+            s = hbm_timeline_reserve(tl, n);
+        }
+        for (size_t k = 0; !s && k < n; k++) {
+            const hbm_trace_event *a = &t->events[idx[k]];
+            uint64_t size = a->requested ? a->requested : a->size;
+            if (!size) continue;
+            uint32_t tg = 0;
+            if (a->tag && a->tag <= ntags) {
+                if (!tagmap[a->tag] && (s = hbm_timeline_intern(tl, hbm_trace_tag(t, a->tag), &tagmap[a->tag]))) break;
+                tg = tagmap[a->tag];
+            }
+            tl->buffers[tl->count++] = (hbm_tl_buffer){.id = idx[k], .size = size, .start = (int64_t)idx[k],
+                                                       .end = (int64_t)t->count, .offset = a->addr, .tag = tg};
+        }
+        hbmi_free(idx);
+    }
+    hbmi_free(tagmap);
+    hbmi_map_destroy(&live);
+    if (s) {
+        hbm_timeline_free(tl);
+        return s;
+    }
+    *out = tl;
+    return HBM_OK;
+}
+
+/* Events of a timeline: alloc at start, free at end, in time order (frees first at equal
+ * times), with the time in the buffer's clock units x 1000 as time_ns. */
+typedef struct tl_point {
+    int64_t t;
+    int kind;
+    size_t buf;
+} tl_point;
+
+static int point_cmp(const void *a, const void *b) {
+    const tl_point *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->kind != y->kind) return x->kind - y->kind;
+    return (x->buf > y->buf) - (x->buf < y->buf);
+}
+
+hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
+    if (!tl || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_from_timeline: NULL argument");
+    *out = NULL;
+    hbm_trace *t;
+    hbm_status s = hbm_trace_new(&t);
+    if (s) return s;
+    snprintf(t->name, sizeof t->name, "%s", tl->name);
+    snprintf(t->source, sizeof t->source, "timeline");
+    tl_point *p = hbmi_malloc(2 * tl->count * sizeof *p + 1);
+    if (!p) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory converting %zu buffers", tl->count);
+    if (!s) s = hbmi_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
+    int64_t t0 = 0;
+    for (size_t i = 0; !s && i < tl->count; i++) {
+        p[2 * i] = (tl_point){tl->buffers[i].start, 1, i};
+        p[2 * i + 1] = (tl_point){tl->buffers[i].end, 0, i};
+        if (i == 0 || tl->buffers[i].start < t0) t0 = tl->buffers[i].start;
+    }
+    if (!s) qsort(p, 2 * tl->count, sizeof *p, point_cmp);
+    for (size_t i = 0; !s && i < 2 * tl->count; i++) {
+        const hbm_tl_buffer *b = &tl->buffers[p[i].buf];
+        /* plan offsets are relative to different allocations: use a unique address per buffer */
+        uint64_t addr = 0x100000000ULL + (uint64_t)p[i].buf * 256u;
+        hbm_trace_event e = {.kind = p[i].kind ? HBM_EV_ALLOC : HBM_EV_FREE,
+                             .time_ns = (uint64_t)(p[i].t - t0) * 1000u, .addr = addr,
+                             .size = b->size, .requested = p[i].kind ? b->size : 0};
+        if (p[i].kind && b->tag) s = hbm_trace_intern(t, hbm_timeline_tag_at(tl, b->tag), &e.tag);
+        if (!s) s = hbm_trace_add(t, &e);
+    }
+    hbmi_free(p);
+    if (s) {
+        hbm_trace_free(t);
+        return s;
+    }
+    *out = t;
+    return HBM_OK;
+}

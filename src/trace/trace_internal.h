@@ -1,0 +1,109 @@
+/* trace_internal.h - helpers shared by the trace reader, writer, importers and exporters. */
+#ifndef HBM_TRACE_INTERNAL_H
+#define HBM_TRACE_INTERNAL_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/trace.h"
+
+#define HBMI_TRACE_MAGIC "HBMTRACE"
+#define HBMI_TRACE_VERSION 1u
+#define HBMI_TRACE_HEADER 32u
+#define HBMI_REC_TAG 0x10
+#define HBMI_REC_BACKTRACE 0x11
+#define HBMI_REC_META 0x12
+
+static inline void hbmi_put32(unsigned char *p, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 4);
+#else
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+#endif
+}
+static inline void hbmi_put64(unsigned char *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+#else
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+#endif
+}
+static inline uint32_t hbmi_get32(const unsigned char *p) {
+    uint32_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, 4);
+#else
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+#endif
+    return v;
+}
+static inline uint64_t hbmi_get64(const unsigned char *p) {
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, 8);
+#else
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+#endif
+    return v;
+}
+
+/* Events are compact: the kind byte, then 8 LEB128 varints: time delta (ns since the
+ * previous event), address delta (zigzag, against the previous event's address), size,
+ * size - requested (zigzag), stream, thread, tag, backtrace. At most 1 + 8 x 10 bytes. */
+#define HBMI_EVENT_MAX 81
+
+typedef struct hbmi_ev_state {
+    uint64_t time, addr;
+} hbmi_ev_state;
+
+static inline unsigned char *hbmi_varint(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+static inline uint64_t hbmi_zigzag(uint64_t d) { return (d << 1) ^ (uint64_t)((int64_t)d >> 63); }
+static inline uint64_t hbmi_unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1); }
+
+/* Encode e after st into p; returns the bytes written and advances st. */
+static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *e, hbmi_ev_state *st) {
+    unsigned char *q = p;
+    *q++ = e->kind;
+    q = hbmi_varint(q, e->time_ns - st->time);
+    q = hbmi_varint(q, hbmi_zigzag(e->addr - st->addr));
+    q = hbmi_varint(q, e->size);
+    q = hbmi_varint(q, hbmi_zigzag(e->size - e->requested));
+    q = hbmi_varint(q, e->stream);
+    q = hbmi_varint(q, e->thread);
+    q = hbmi_varint(q, e->tag);
+    q = hbmi_varint(q, e->backtrace);
+    st->time = e->time_ns;
+    st->addr = e->addr;
+    return (size_t)(q - p);
+}
+
+/* Read a whole file into memory (NUL-terminated for text parsers). */
+hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
+
+/* A growable byte buffer for exporters. */
+typedef struct hbmi_buf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} hbmi_buf;
+void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
+void hbmi_buf_byte(hbmi_buf *b, unsigned char c);
+void hbmi_buf_free(hbmi_buf *b);
+
+/* Write s as a JSON string literal (quoted, escaped). */
+void hbmi_json_str(FILE *f, const char *s);
+
+/* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
+ * live after each event) and reserved (segment events; or in use when the trace has
+ * none). Arrays of t->count entries, owned by the caller (hbmi_free). */
+hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
+
+#endif

@@ -1,0 +1,72 @@
+/* util.c - small helpers of the trace area: byte buffers, JSON strings, live-bytes curves. */
+#include <stdio.h>
+#include <string.h>
+
+#include "trace/trace_internal.h"
+
+void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n) {
+    if (b->oom) return;
+    if (hbmi_grow((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
+        b->oom = 1;
+        return;
+    }
+    if (n) memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+void hbmi_buf_byte(hbmi_buf *b, unsigned char c) { hbmi_buf_put(b, &c, 1); }
+
+void hbmi_buf_free(hbmi_buf *b) {
+    hbmi_free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void hbmi_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
+    *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
+    *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
+    hbmi_map live;
+    hbmi_map_init(&live);
+    hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    uint64_t use = 0, res = 0;
+    int segs = 0;
+    for (size_t i = 0; i < t->count && !s; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, sz;
+        switch (e->kind) {
+        case HBM_EV_ALLOC:
+            sz = e->size ? e->size : e->requested;
+            if (hbmi_map_get(&live, key, &sz) || (s = hbmi_map_put(&live, key, sz))) break;
+            use += sz;
+            break;
+        case HBM_EV_FREE:
+            if (hbmi_map_del(&live, key, &sz)) use -= sz;
+            break;
+        case HBM_EV_SEGMENT_ALLOC: res += e->size; break;
+        case HBM_EV_SEGMENT_FREE: res -= e->size < res ? e->size : res; break;
+        default: break;
+        }
+        (*in_use)[i] = use;
+        (*reserved)[i] = segs ? (res > use ? res : use) : use;
+    }
+    hbmi_map_destroy(&live);
+    if (s) {
+        hbmi_free(*in_use);
+        hbmi_free(*reserved);
+        *in_use = *reserved = NULL;
+        return s;
+    }
+    if (has_segments) *has_segments = segs;
+    return HBM_OK;
+}

@@ -1,0 +1,195 @@
+/* test_import.c - importers: RMM CSV, PyTorch snapshot pickle (protocols 2-4, written by
+ * Python's pickle in fuzz/corpus) and JSON; their errors; the pickle reader's refusals. */
+#include "trace/pyval.h"
+#include "trace/trace_internal.h"
+#include "test.h"
+
+static hbm_trace *load_src(const char *rel) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", HBM_SOURCE_DIR, rel);
+    hbm_trace *t = NULL;
+    if (hbm_trace_load(path, &t)) fprintf(stderr, "%s: %s\n", path, hbm_last_error());
+    return t;
+}
+
+static void check_snapshot(hbm_trace *t) {
+    CHECK(t);
+    CHECK_STR(t->source, "torch");
+    CHECK_STR(t->device, "cuda:0");
+    CHECK_EQ_U64(t->count, 6);
+    const hbm_trace_event *e = t->events;
+    CHECK_EQ_U64(e[0].kind, HBM_EV_SEGMENT_ALLOC);
+    CHECK_EQ_U64(e[0].size, 20971520);
+    CHECK_EQ_U64(e[1].kind, HBM_EV_ALLOC);
+    CHECK_EQ_U64(e[1].addr, 0x7f0000000000ULL);
+    CHECK_EQ_U64(e[1].size, 4096);
+    CHECK_EQ_U64(e[1].time_ns, 1000);
+    const hbm_tag *tg = hbm_trace_tag(t, e[1].tag);
+    CHECK(tg);
+    CHECK_STR(tg->source_file, "train.py"); /* the first frame outside torch */
+    CHECK_EQ_U64(tg->source_line, 42);
+    CHECK_STR(tg->op_name, "step");
+    CHECK_STR(tg->label, "forward");
+    CHECK_EQ_U64(e[2].tag, 0);
+    CHECK_EQ_U64(e[2].size, 1 << 20);
+    CHECK_EQ_U64(e[3].kind, HBM_EV_FREE_REQUESTED);
+    CHECK_EQ_U64(e[4].kind, HBM_EV_FREE);
+    CHECK_EQ_U64(e[5].kind, HBM_EV_OOM);
+    CHECK_EQ_U64(e[5].requested, 1ull << 40);
+    hbm_timeline *tl;
+    CHECK_OK(hbm_trace_to_timeline(t, &tl));
+    CHECK_EQ_U64(tl->count, 2);
+    CHECK_EQ_U64(tl->buffers[0].start, 1);
+    CHECK_EQ_U64(tl->buffers[0].end, 4);
+    hbm_timeline_free(tl);
+}
+
+static void test_torch_pickle(void) {
+    const char *files[] = {"fuzz/corpus/fuzz_pickle/snapshot_p2.pickle", "fuzz/corpus/fuzz_pickle/snapshot_p3.pickle",
+                           "fuzz/corpus/fuzz_pickle/snapshot_p4.pickle", "fuzz/corpus/fuzz_json/snapshot.json"};
+    for (int i = 0; i < 4; i++) {
+        hbm_trace *t = load_src(files[i]);
+        check_snapshot(t);
+        hbm_trace_free(t);
+        if (test_failures_) return;
+    }
+}
+
+static void test_torch_segments_only(void) {
+    hbm_trace *t = load_src("fuzz/corpus/fuzz_pickle/segments_only.pickle");
+    CHECK(t);
+    CHECK_EQ_U64(t->count, 2);
+    CHECK_EQ_U64(t->events[1].kind, HBM_EV_ALLOC);
+    CHECK_EQ_U64(t->events[1].addr, 0x7f0000000000ULL + 4096);
+    CHECK_EQ_U64(t->events[1].requested, 1000000);
+    hbm_trace_free(t);
+}
+
+static void test_pickle_errors(void) {
+    hbm_trace *t;
+    /* a GLOBAL opcode (code execution in real pickle) is refused with its offset */
+    static const unsigned char glob[] = {0x80, 2, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(glob, sizeof glob, "g.pickle", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "g.pickle: pickle byte offset 2: unsupported opcode 0x63 ('c')");
+    static const unsigned char proto1[] = {0x80, 1, '}', '.'};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(proto1, sizeof proto1, "p", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "protocol 1");
+    static const unsigned char nostop[] = {0x80, 2, '}'};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(nostop, sizeof nostop, "p", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "offset 3: data ends before STOP");
+    static const unsigned char notdict[] = {0x80, 2, ']', '.'};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(notdict, sizeof notdict, "p", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "expected a dict");
+    static const unsigned char badget[] = {0x80, 2, 'h', 5, '.'};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(badget, sizeof badget, "p", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "memo get of an index never stored");
+    /* a list appended to itself through the memo: a cycle, read without looping */
+    static const unsigned char cyc[] = {0x80, 2, '}', 'q', 0, 'X', 13, 0, 0, 0, 'd', 'e', 'v', 'i', 'c', 'e', '_',
+                                        't', 'r', 'a', 'c', 'e', 's', ']', 'q', 1, 'h', 1, 'a', 's', '.'};
+    CHECK_OK(hbm_trace_parse_torch_pickle(cyc, sizeof cyc, "cyc", &t));
+    CHECK_EQ_U64(t->count, 0);
+    hbm_trace_free(t);
+    /* negative and 9-byte LONG1 integers */
+    static const unsigned char longs[] = {0x80, 2, '}', 'X', 1, 0, 0, 0, 'a', 0x8a, 2, 0xff, 0x7f,
+                                          's', 'X', 1, 0, 0, 0, 'b', 0x8a, 1, 0xfe, 's', '.'};
+    hbmi_pvpool pool = {0};
+    hbmi_pv *root;
+    CHECK_OK(hbmi_pickle_parse(longs, sizeof longs, "l", &pool, &root));
+    CHECK_EQ_U64(hbmi_pv_int(root, "a", 0), 32767);
+    CHECK(hbmi_pv_int(root, "b", 0) == -2);
+    hbmi_pvpool_free(&pool);
+}
+
+static void test_json_errors(void) {
+    hbm_trace *t;
+    const char *bad = "{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1,}]]}";
+    CHECK_STATUS(hbm_trace_parse_torch_json(bad, strlen(bad), "s.json", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "s.json: JSON byte offset 50: expected a string key");
+    char deep[301];
+    memset(deep, '[', 300);
+    deep[300] = 0;
+    CHECK_STATUS(hbm_trace_parse_torch_json(deep, strlen(deep), "d", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "nesting deeper than 200");
+    const char *nothing = "{\"x\": 1}";
+    CHECK_STATUS(hbm_trace_parse_torch_json(nothing, strlen(nothing), "n", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "neither");
+    hbmi_pvpool pool = {0};
+    hbmi_pv *root;
+    const char *esc = "{\"s\": \"a\\u00e9\\n\\\"b\", \"big\": 18446744073709551615, \"f\": -1.5e2}";
+    CHECK_OK(hbmi_json_parse(esc, strlen(esc), "e", &pool, &root));
+    CHECK_STR(hbmi_pv_str(root, "s"), "a\xc3\xa9\n\"b");
+    CHECK(hbmi_pv_int(root, "big", 0) == -1); /* 2^64-1 wraps, as addresses do */
+    CHECK(hbmi_pv_get(root, "f")->f == -150.0);
+    hbmi_pvpool_free(&pool);
+}
+
+static void test_rmm(void) {
+    const char *csv = "Thread,Time,Action,Pointer,Size,Stream\r\n"
+                      "140573312345856,1634567890.123456,allocate,0x7f8a40000000,1024,0x7f8a38001020\r\n"
+                      "140573312345999,1634567890.234567,allocate,0x7f8a40000400,2048,0x7f8a38001020\r\n"
+                      "140573312345856,1634567890.345678,deallocate,0x7f8a40000000,1024,0x7f8a38001020\r\n"
+                      "140573312345856,1634567890.5,allocate failure,0x0,4096,0x0\r\n";
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_load_mem(csv, strlen(csv), "m.csv", &t));
+    CHECK_STR(t->source, "rmm");
+    CHECK_EQ_U64(t->count, 4);
+    CHECK_EQ_U64(t->events[0].time_ns, 0);
+    CHECK_EQ_U64(t->events[1].time_ns, 111111000);
+    CHECK_EQ_U64(t->events[0].thread, 1);
+    CHECK_EQ_U64(t->events[1].thread, 2);
+    CHECK_EQ_U64(t->events[2].thread, 1);
+    CHECK_EQ_U64(t->events[1].stream, 0x7f8a38001020ULL);
+    CHECK_EQ_U64(t->events[2].kind, HBM_EV_FREE);
+    CHECK_EQ_U64(t->events[3].kind, HBM_EV_OOM);
+    CHECK_EQ_U64(t->events[3].requested, 4096);
+    hbm_trace_free(t);
+    const char *clock = "Thread,Time,Action,Pointer,Size,Stream\n1,06:06:35:473591,allocate,0x10,5,0x0\n"
+                        "1,06:06:36.5,free,0x10,5,0x0\n";
+    CHECK_OK(hbm_trace_parse_rmm_csv(clock, strlen(clock), "c.csv", &t));
+    CHECK_EQ_U64(t->events[1].time_ns, 1026409000);
+    hbm_trace_free(t);
+    struct { const char *text, *want; } bad[] = {
+        {"Thread,Time\n", "x.csv:1: expected the header"},
+        {"Thread,Time,Action,Pointer,Size,Stream\n1,2,allocate,0x1\n", "x.csv:2: expected 6 comma-separated fields, found 4"},
+        {"Thread,Time,Action,Pointer,Size,Stream\n1,2,alloc,0x1,5,0x0\n", "x.csv:2: Action"},
+        {"Thread,Time,Action,Pointer,Size,Stream\n1,2,allocate,zz,5,0x0\n", "x.csv:2: Pointer"},
+        {"Thread,Time,Action,Pointer,Size,Stream\n1,2,allocate,0x1,-5,0x0\n", "x.csv:2: Size"},
+        {"Thread,Time,Action,Pointer,Size,Stream\n\n1,1:2,allocate,0x1,5,0x0\n", "x.csv:3: Time"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_STATUS(hbm_trace_parse_rmm_csv(bad[i].text, strlen(bad[i].text), "x.csv", &t), HBM_ERR_PARSE);
+        CHECK_CONTAINS(hbm_last_error(), bad[i].want);
+    }
+    CHECK_STATUS(hbm_trace_load_mem("hello", 5, "h.txt", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "h.txt: not a recognized trace");
+}
+
+static void test_fault_injection(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fuzz/corpus/fuzz_pickle/snapshot_p4.pickle", HBM_SOURCE_DIR);
+    char *data;
+    size_t len;
+    CHECK_OK(hbmi_read_file(path, &data, &len));
+    for (uint64_t k = 1;; k++) {
+        hbm_trace *t;
+        hbm_debug_fail_host_alloc(k);
+        hbm_status s = hbm_trace_parse_torch_pickle(data, len, "p", &t);
+        hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            hbm_trace_free(t);
+            break;
+        }
+        CHECK_STATUS(s, HBM_ERR_NOMEM);
+    }
+    hbmi_free(data);
+}
+
+int main(void) {
+    RUN(test_torch_pickle);
+    RUN(test_torch_segments_only);
+    RUN(test_pickle_errors);
+    RUN(test_json_errors);
+    RUN(test_rmm);
+    RUN(test_fault_injection);
+    return test_done();
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test_replay_cli.sh - hbm replay from the command line: table, JSON, errors.
+set -u
+HBM=$1
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cat > "$T/r.csv" <<'CSV'
+Thread,Time,Action,Pointer,Size,Stream
+1,1634567890.100000,allocate,0x7f0000000000,1073741824,0x0
+1,1634567890.200000,allocate,0x7f0040000000,2147483648,0x0
+2,1634567890.300000,free,0x7f0000000000,1073741824,0x0
+1,1634567890.400000,allocate,0x7f0000000000,3221225472,0x0
+CSV
+out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB) || fail "replay exit $?"
+grep -q "allocator=platform" <<<"$out" || fail "no platform row: $out"
+grep -q "event 3 at 0.300000s: 3.00GiB" <<<"$out" || fail "first OOM not at event 3: $out"
+grep -q "optimal packing bound *5.00GiB" <<<"$out" || fail "bound: $out"
+"$HBM" replay "$T/r.csv" --device h100 --allocators platform --json > "$T/o.json" || fail "json exit"
+python3 - "$T/o.json" <<'PY' || fail "JSON content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "sim:80GiB,name=h100", d["device"]
+r = d["results"][0]
+assert r["status"] == "HBM_OK" and r["first_oom"] is None, r
+assert r["peak_bytes_in_use"] == 5 * 2**30, r
+assert d["optimal_bound_bytes"] == 5 * 2**30
+PY
+"$HBM" replay "$T/r.csv" --fraction 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--fraction 2 should be a usage error"
+"$HBM" replay "$T/r.csv" --device tpu9 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad device exit"
+grep -q "tpu9" "$T/err" || fail "bad device message"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,xx,allocate,0x1,2,0x0\n' > "$T/bad.csv"
+"$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 1 ] || fail "bad csv exit"
+grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"
+"$HBM" replay --help | grep -q "Example" || fail "help"
+echo "ok"

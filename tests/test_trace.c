@@ -1,0 +1,324 @@
+/* test_trace.c - the in-memory trace, the file format, the recorder and the conversion
+ * to timelines. */
+#include <unistd.h>
+
+#include "trace/trace_internal.h"
+#include "test.h"
+
+static char tmpdir[256];
+
+static const char *tmp(const char *name) {
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
+    return p[k];
+}
+
+static hbm_trace *sample_trace(void) {
+    hbm_trace *t;
+    if (hbm_trace_new(&t)) return NULL;
+    hbm_tag a = {.op_name = "matmul", .shape = "f32[1024,1024]", .source_file = "model.py", .source_line = 12,
+                 .category = HBM_CAT_ACTIVATION};
+    hbm_tag b = {.op_name = "adam", .label = NULL, .category = HBM_CAT_OPTIMIZER};
+    uint32_t ta, tb, bt;
+    uint64_t fr[3] = {0x401000, 0x402000, 0x403000};
+    if (hbm_trace_intern(t, &a, &ta) || hbm_trace_intern(t, &b, &tb) || hbm_trace_add_backtrace(t, fr, 3, &bt)) return NULL;
+    hbm_trace_event ev[] = {
+        {.kind = HBM_EV_SEGMENT_ALLOC, .time_ns = 5, .addr = 0x1000, .size = 1 << 20},
+        {.kind = HBM_EV_ALLOC, .time_ns = 10, .addr = 0x1000, .size = 4096, .requested = 4000, .tag = ta, .backtrace = bt},
+        {.kind = HBM_EV_ALLOC, .time_ns = 20, .addr = 0x2000, .size = 8192, .requested = 8192, .stream = 7, .tag = tb},
+        {.kind = HBM_EV_FREE, .time_ns = 30, .addr = 0x1000},
+        {.kind = HBM_EV_OOM, .time_ns = 40, .requested = 1ull << 40},
+        {.kind = HBM_EV_ALLOC, .time_ns = 50, .addr = 0x1000, .size = 512, .requested = 100},
+        {.kind = HBM_EV_FREE, .time_ns = 60, .addr = 0x9999}, /* never allocated in the trace */
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        if (hbm_trace_add(t, &ev[i])) return NULL;
+    snprintf(t->device, sizeof t->device, "sim:1GiB");
+    t->capacity = 1ull << 30;
+    return t;
+}
+
+static void test_timeline(void) {
+    hbm_trace *t = sample_trace();
+    CHECK(t);
+    hbm_timeline *tl;
+    CHECK_OK(hbm_trace_to_timeline(t, &tl));
+    CHECK_EQ_U64(tl->count, 3);
+    /* freed first: the 4000-byte block [1, 3) */
+    CHECK_EQ_U64(tl->buffers[0].size, 4000);
+    CHECK_EQ_U64(tl->buffers[0].start, 1);
+    CHECK_EQ_U64(tl->buffers[0].end, 3);
+    CHECK_STR(hbm_timeline_tag(tl, 0)->op_name, "matmul");
+    /* never freed: to the end (7), in allocation order */
+    CHECK_EQ_U64(tl->buffers[1].start, 2);
+    CHECK_EQ_U64(tl->buffers[1].end, 7);
+    CHECK_EQ_U64(tl->buffers[2].size, 100);
+    uint64_t peak;
+    int64_t at;
+    CHECK_OK(hbm_timeline_peak(tl, &peak, &at));
+    CHECK_EQ_U64(peak, 12192);
+    CHECK_EQ_U64(at, 2);
+    /* and back: a plan as a trace */
+    hbm_trace *back;
+    CHECK_OK(hbm_trace_from_timeline(tl, &back));
+    CHECK_EQ_U64(back->count, 6);
+    hbm_timeline *tl2;
+    CHECK_OK(hbm_trace_to_timeline(back, &tl2));
+    uint64_t peak2;
+    CHECK_OK(hbm_timeline_peak(tl2, &peak2, NULL));
+    CHECK_EQ_U64(peak2, peak);
+    hbm_timeline_free(tl2);
+    hbm_trace_free(back);
+    hbm_timeline_free(tl);
+    hbm_trace_free(t);
+}
+
+static void test_roundtrip(void) {
+    hbm_trace *t = sample_trace(), *r;
+    CHECK(t);
+    const char *path = tmp("rt.hbmt");
+    CHECK_OK(hbm_trace_write(t, path));
+    CHECK_OK(hbm_trace_read(path, &r));
+    CHECK_EQ_U64(r->count, t->count);
+    CHECK_EQ_U64(r->truncated_at, 0);
+    for (size_t i = 0; i < t->count; i++) CHECK(!memcmp(&r->events[i], &t->events[i], sizeof r->events[i]));
+    CHECK_STR(r->device, "sim:1GiB");
+    CHECK_EQ_U64(r->capacity, 1ull << 30);
+    CHECK_STR(hbm_trace_tag(r, 1)->shape, "f32[1024,1024]");
+    CHECK_EQ_U64(hbm_trace_tag(r, 1)->source_line, 12);
+    CHECK(hbm_trace_tag(r, 2)->shape == NULL);
+    CHECK_EQ_U64(hbm_trace_tag(r, 2)->category, HBM_CAT_OPTIMIZER);
+    size_t n;
+    const uint64_t *fr = hbm_trace_backtrace(r, 1, &n);
+    CHECK_EQ_U64(n, 3);
+    CHECK_EQ_U64(fr[2], 0x403000);
+    hbm_trace_free(r);
+    /* hbm_trace_load recognizes it too */
+    CHECK_OK(hbm_trace_load(path, &r));
+    CHECK_EQ_U64(r->count, t->count);
+    hbm_trace_free(r);
+    hbm_trace_free(t);
+}
+
+static void test_torn_and_bad(void) {
+    hbm_trace *t = sample_trace(), *r;
+    CHECK(t);
+    const char *path = tmp("torn.hbmt");
+    CHECK_OK(hbm_trace_write(t, path));
+    char *data;
+    size_t len;
+    CHECK_OK(hbmi_read_file(path, &data, &len));
+    /* where the last event starts: the length of the file without it */
+    t->count--;
+    CHECK_OK(hbm_trace_write(t, tmp("short.hbmt")));
+    t->count++;
+    char *d2;
+    size_t last;
+    CHECK_OK(hbmi_read_file(tmp("short.hbmt"), &d2, &last));
+    hbmi_free(d2);
+    CHECK(last < len && last + 8 < len);
+    /* a crash in the middle of the last event: the rest loads */
+    CHECK_OK(hbm_trace_parse(data, len - 2, "torn", &r));
+    CHECK_EQ_U64(r->count, t->count - 1);
+    CHECK_EQ_U64(r->truncated_at, last);
+    hbm_trace_free(r);
+    /* bad magic, bad version, bad record type: errors with offsets */
+    char *bad = hbmi_malloc(len);
+    memcpy(bad, data, len);
+    bad[0] = 'X';
+    CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "byte offset 0");
+    memcpy(bad, data, len);
+    bad[8] = 9;
+    CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "version 9");
+    memcpy(bad, data, len);
+    bad[last] = 7;
+    CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
+    char want[64];
+    snprintf(want, sizeof want, "byte offset %zu: unknown record type 0x07", last);
+    CHECK_CONTAINS(hbm_last_error(), want);
+    /* an event whose tag was never declared (the 7th varint of the last event is its tag) */
+    memcpy(bad, data, len);
+    bad[len - 2] = 42;
+    CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "tag id");
+    CHECK_STATUS(hbm_trace_read(tmp("does-not-exist"), &r), HBM_ERR_IO);
+    /* host allocation failures at every point leave nothing behind (ASan checks leaks) */
+    for (uint64_t k = 1;; k++) {
+        hbm_debug_fail_host_alloc(k);
+        hbm_status s = hbm_trace_parse(data, len, "f", &r);
+        hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            CHECK_EQ_U64(r->count, t->count);
+            hbm_trace_free(r);
+            break;
+        }
+        CHECK_STATUS(s, HBM_ERR_NOMEM);
+    }
+    hbmi_free(bad);
+    hbmi_free(data);
+    hbm_trace_free(t);
+}
+
+static void run_workload(hbm_allocator *a, uint64_t *addrs) {
+    hbm_tag tg = {.op_name = "conv", .shape = "bf16[8,512]", .source_file = "net.py", .source_line = 7};
+    for (int i = 0; i < 10; i++) hbm_alloc(a, 1000 + (uint64_t)i, i % 2 ? &tg : NULL, &addrs[i]);
+    for (int i = 0; i < 10; i += 2) hbm_free(a, addrs[i]);
+    uint64_t big;
+    hbm_alloc(a, 1ull << 40, &tg, &big); /* fails */
+}
+
+static void check_recorded(const char *path, const char *dev_name) {
+    hbm_trace *r;
+    CHECK_OK(hbm_trace_read(path, &r));
+    size_t allocs = 0, frees = 0, ooms = 0, segs = 0;
+    uint64_t last = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        const hbm_trace_event *e = &r->events[i];
+        CHECK(e->time_ns >= last);
+        last = e->time_ns;
+        CHECK(e->thread >= 1);
+        allocs += e->kind == HBM_EV_ALLOC;
+        frees += e->kind == HBM_EV_FREE;
+        ooms += e->kind == HBM_EV_OOM;
+        segs += e->kind == HBM_EV_SEGMENT_ALLOC;
+        if (e->kind == HBM_EV_ALLOC) {
+            CHECK(e->requested >= 1000 && e->requested < 1010);
+            CHECK_EQ_U64(e->size, (e->requested + 511) / 512 * 512);
+            if (e->requested % 2) {
+                CHECK_STR(hbm_trace_tag(r, e->tag)->op_name, "conv");
+                CHECK_EQ_U64(hbm_trace_tag(r, e->tag)->source_line, 7);
+            } else {
+                CHECK_EQ_U64(e->tag, 0);
+            }
+        }
+        if (e->kind == HBM_EV_OOM) CHECK_EQ_U64(e->requested, 1ull << 40);
+    }
+    CHECK_EQ_U64(allocs, 10);
+    CHECK_EQ_U64(frees, 5);
+    CHECK_EQ_U64(ooms, 1);
+    CHECK_EQ_U64(segs, 10); /* platform: every alloc reserves */
+    CHECK_STR(r->device, dev_name);
+    hbm_timeline *tl;
+    CHECK_OK(hbm_trace_to_timeline(r, &tl));
+    CHECK_EQ_U64(tl->count, 10);
+    hbm_timeline_free(tl);
+    hbm_trace_free(r);
+}
+
+static void test_recorder_config(void) {
+    hbm_device *d;
+    hbm_allocator *a;
+    uint64_t addrs[10];
+    CHECK_OK(hbm_device_open("sim:1GiB,name=testdev", &d));
+    char cfg[600];
+    snprintf(cfg, sizeof cfg, "allocator=platform,trace=%s", tmp("rec.hbmt"));
+    CHECK_OK(hbm_allocator_open(d, cfg, &a));
+    CHECK_STR(hbm_allocator_name(a), "platform");
+    run_workload(a, addrs);
+    CHECK_OK(hbm_check(a));
+    hbm_allocator_close(a);
+    check_recorded(tmp("rec.hbmt"), "testdev");
+    /* %p and %n give each allocator of each process its own file */
+    snprintf(cfg, sizeof cfg, "allocator=platform,trace=%s/pat-%%p-%%n-%%%%.hbmt", tmpdir);
+    hbm_allocator *b;
+    CHECK_OK(hbm_allocator_open(d, cfg, &a));
+    CHECK_OK(hbm_allocator_open(d, cfg, &b));
+    hbm_allocator_close(a);
+    hbm_allocator_close(b);
+    char want[600];
+    int found = 0;
+    for (int n = 1; n < 100; n++) {
+        snprintf(want, sizeof want, "%s/pat-%d-%d-%%.hbmt", tmpdir, (int)getpid(), n);
+        found += access(want, F_OK) == 0;
+    }
+    CHECK_EQ_U64(found, 2);
+    /* a bad path fails the open with the path in the message */
+    CHECK_STATUS(hbm_allocator_open(d, "allocator=platform,trace=/nonexistent-dir/x.hbmt", &a), HBM_ERR_IO);
+    CHECK_CONTAINS(hbm_last_error(), "/nonexistent-dir/x.hbmt");
+    hbm_device_close(d);
+}
+
+static void test_recorder_env(void) {
+    hbm_device *d;
+    hbm_allocator *a;
+    uint64_t addrs[10];
+    CHECK_OK(hbm_device_open("sim:1GiB,name=envdev", &d));
+    setenv("HBM_TRACE", tmp("env.hbmt"), 1);
+    setenv("HBM_ALLOCATOR", "platform", 1);
+    setenv("HBM_TRACE_BACKTRACE", "1", 1);
+    hbm_status s = hbm_allocator_open(d, NULL, &a);
+    unsetenv("HBM_TRACE");
+    unsetenv("HBM_ALLOCATOR");
+    unsetenv("HBM_TRACE_BACKTRACE");
+    CHECK_OK(s);
+    run_workload(a, addrs);
+    hbm_allocator_close(a);
+    check_recorded(tmp("env.hbmt"), "envdev");
+    hbm_trace *r;
+    CHECK_OK(hbm_trace_read(tmp("env.hbmt"), &r));
+#if defined(__GLIBC__)
+    size_t n = 0;
+    for (size_t i = 0; i < r->count; i++)
+        if (r->events[i].kind == HBM_EV_ALLOC) CHECK(hbm_trace_backtrace(r, r->events[i].backtrace, &n) && n > 0);
+#endif
+    hbm_trace_free(r);
+    hbm_device_close(d);
+}
+
+static void test_wrap_handle(void) {
+    hbm_device *d;
+    hbm_allocator *inner, *a;
+    uint64_t addrs[10];
+    CHECK_OK(hbm_device_open("sim:1GiB,name=wrapdev", &d));
+    CHECK_OK(hbm_allocator_open(d, "allocator=platform", &inner));
+    CHECK_OK(hbm_trace_wrap(inner, tmp("wrap.hbmt"), 0, &a));
+    run_workload(a, addrs);
+    hbm_stats st;
+    CHECK_OK(hbm_stats_get(a, &st));
+    CHECK_EQ_U64(st.num_allocs, 10);
+    CHECK_EQ_U64(st.num_frees, 5);
+    hbm_allocator_close(a);
+    check_recorded(tmp("wrap.hbmt"), "wrapdev");
+    CHECK_OK(hbm_allocator_open(d, "allocator=platform", &inner));
+    CHECK_STATUS(hbm_trace_wrap(inner, "/nonexistent-dir/y", 0, &a), HBM_ERR_IO); /* closes inner */
+    hbm_device_close(d);
+}
+
+static void test_streaming(void) {
+    /* the writer flushes every HBM_TRACE_FLUSH_EVENTS events: a reader sees them before close */
+    hbm_trace_writer *w;
+    CHECK_OK(hbm_trace_writer_open(tmp("stream.hbmt"), "dev", 0, &w));
+    hbm_trace_event e = {.kind = HBM_EV_ALLOC, .size = 1, .requested = 1};
+    for (uint64_t i = 0; i < HBM_TRACE_FLUSH_EVENTS + 10; i++) {
+        e.addr = i + 1;
+        CHECK_OK(hbm_trace_writer_event(w, &e));
+    }
+    hbm_trace *r;
+    CHECK_OK(hbm_trace_read(tmp("stream.hbmt"), &r));
+    CHECK(r->count >= HBM_TRACE_FLUSH_EVENTS - 10);
+    hbm_trace_free(r);
+    CHECK_OK(hbm_trace_writer_close(w));
+    CHECK_OK(hbm_trace_read(tmp("stream.hbmt"), &r));
+    CHECK_EQ_U64(r->count, HBM_TRACE_FLUSH_EVENTS + 10);
+    hbm_trace_free(r);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/hbm-test-trace-XXXXXX");
+    if (!mkdtemp(tmpdir)) TEST_SKIP("cannot create a temporary directory");
+    RUN(test_timeline);
+    RUN(test_roundtrip);
+    RUN(test_torn_and_bad);
+    RUN(test_recorder_config);
+    RUN(test_recorder_env);
+    RUN(test_wrap_handle);
+    RUN(test_streaming);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return test_done();
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test_view.sh - hbm view in the terminal and as JSON, against figures Python computed for a
+# random PyTorch snapshot.
+set -u
+HBM=$1
+SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to write the snapshot"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+python3 "$SRC/tests/view_gen.py" "$T" || fail "generator"
+"$HBM" view "$T/in.pickle" --json --top 1000 > "$T/v.json" || fail "view --json"
+python3 - "$T/v.json" "$T/expect.json" <<'PY' || fail "JSON figures"
+import json, sys
+v, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert v["peak_bytes_in_use"] == e["peak"], (v["peak_bytes_in_use"], e["peak"])
+assert v["peak_event"] == e["peak_event"], (v["peak_event"], e["peak_event"])
+assert v["live_at_peak"] == e["live_at_peak"]
+assert [b["size"] for b in v["top"]] == e["sizes"][:1000]
+assert {o["key"]: o["at_peak"] for o in v["by_op"] if o["at_peak"]} == e["by_op"], (v["by_op"], e["by_op"])
+assert v["top"][0]["source"].startswith("model.py:")
+PY
+out=$("$HBM" view "$T/in.pickle" --top 3 --width 40) || fail "view"
+grep -q "^peak in use" <<<"$out" || fail "no peak line: $out"
+grep -q "Top 3 of" <<<"$out" || fail "no top list"
+grep -q "Totals by op" <<<"$out" || fail "no totals by op"
+grep -q "Totals by source line" <<<"$out" || fail "no totals by line"
+grep -q "model.py:" <<<"$out" || fail "no source lines"
+grep -q "^  in use" <<<"$out" || fail "no sparkline"
+"$HBM" view "$T/in.pickle" --ascii | grep -q "^  in use *[ .:=+*#@-]*@" || fail "ascii sparkline has no full column"
+"$HBM" view "$T/in.pickle" --top x 2>/dev/null; [ $? -eq 2 ] || fail "--top x exit"
+"$HBM" view "$T/missing" 2>/dev/null; [ $? -eq 1 ] || fail "missing file exit"
+echo ok

@@ -1,0 +1,76 @@
+/* cmd_export.c - hbm export: a trace into the viewers people already use. */
+#include <string.h>
+
+#include "cli.h"
+
+static void export_help(FILE *f) {
+    fprintf(f,
+            "Usage: hbm export FILE --format perfetto|pprof|torch|minimalloc -o OUT\n"
+            "\n"
+            "Write FILE (an hbm trace, an RMM log CSV or a PyTorch memory snapshot) in another\n"
+            "tool's format:\n"
+            "  perfetto     Chrome/Perfetto trace JSON: counters \"in use\" and \"reserved\" (bytes),\n"
+            "               an instant per OOM. Open in https://ui.perfetto.dev\n"
+            "  pprof        gzipped profile.proto heap profile: alloc_space/alloc_objects (total)\n"
+            "               and inuse_space/inuse_objects (at the peak) by tag and backtrace.\n"
+            "               Open with `go tool pprof -http=: OUT` or pprof.me\n"
+            "  torch        a PyTorch memory snapshot pickle. Open in https://pytorch.org/memory_viz\n"
+            "  minimalloc   MiniMalloc CSV (id,lower,upper,size) of the buffers' lifetimes\n"
+            "\n"
+            "Options:\n"
+            "  --format F   one of the above (required)\n"
+            "  -o OUT       output file ('-' for standard output)\n"
+            "\n"
+            "Example:\n"
+            "  hbm export run.hbmt --format perfetto -o run.json\n");
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *in = NULL, *fmt = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "-h", "--help")) {
+            export_help(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+            fmt = argv[++i];
+        } else if (cli_is(argv[i], "-o", "--output") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("export", "unknown option '%s'", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            return cli_usage_error("export", "one input at a time ('%s' and '%s')", in, argv[i]);
+        }
+    }
+    if (!in) return cli_usage_error("export", "missing the input FILE");
+    if (!fmt) return cli_usage_error("export", "missing --format (perfetto, pprof, torch or minimalloc)");
+    if (!out) return cli_usage_error("export", "missing -o OUT");
+    int kind = !strcmp(fmt, "perfetto") ? 1 : !strcmp(fmt, "pprof") ? 2 : !strcmp(fmt, "torch") ? 3
+             : !strcmp(fmt, "minimalloc") ? 4 : 0;
+    if (!kind) return cli_usage_error("export", "--format %s: expected perfetto, pprof, torch or minimalloc", fmt);
+    hbm_trace *t;
+    hbm_status s = hbm_trace_load(in, &t);
+    if (s) return cli_fail("export", s);
+    FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "hbm export: cannot create %s\n", out);
+        hbm_trace_free(t);
+        return 1;
+    }
+    if (kind == 1) s = hbm_export_perfetto(t, f);
+    else if (kind == 2) s = hbm_export_pprof(t, f);
+    else if (kind == 3) s = hbm_export_torch(t, f);
+    else {
+        hbm_timeline *tl;
+        s = hbm_trace_to_timeline(t, &tl);
+        if (!s) s = hbm_export_minimalloc(tl, f);
+        hbm_timeline_free(tl);
+    }
+    if (f != stdout && fclose(f) && !s) {
+        fprintf(stderr, "hbm export: error writing %s\n", out);
+        s = HBM_ERR_IO;
+    }
+    hbm_trace_free(t);
+    return s ? cli_fail("export", s) : 0;
+}

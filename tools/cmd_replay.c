@@ -1,0 +1,126 @@
+/* cmd_replay.c - hbm replay: the what-if of a trace against allocator configurations. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void replay_help(FILE *f) {
+    fprintf(f,
+            "Usage: hbm replay TRACE [--allocators bfc,platform,...] [--config 'key=value,...']...\n"
+            "                  [--device sim:SIZE | --device NAME] [--fraction F] [--json]\n"
+            "\n"
+            "Replay every alloc and free of TRACE against each allocator configuration on a\n"
+            "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
+            "raw device calls, and the first allocation that would fail (event index, time and\n"
+            "the allocator's OOM report). The optimal packing bound (most bytes ever live at\n"
+            "once) shows how far each allocator is from the best possible.\n"
+            "\n"
+            "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, or a PyTorch\n"
+            "memory snapshot (pickle or JSON); the format is recognized from the content.\n"
+            "\n"
+            "Options:\n"
+            "  --allocators LIST   policies to compare (default bfc,platform), each opened as\n"
+            "                      allocator=NAME plus --fraction when given\n"
+            "  --config STR        a full configuration to compare (repeatable), e.g.\n"
+            "                      'allocator=bfc,preallocate=false'\n"
+            "  --device D          sim:SIZE (e.g. sim:80GiB) or a device name: h100, h200, a100,\n"
+            "                      a100-40g, v100, l4, t4, b200, mi300x (default: the traced\n"
+            "                      device's capacity, else sim:80GiB)\n"
+            "  --fraction F        memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
+            "  --json              one JSON object with every result\n"
+            "\n"
+            "Example:\n"
+            "  HBM_TRACE=run.hbmt python train.py          # record (or import a snapshot)\n"
+            "  hbm replay run.hbmt --allocators bfc,platform --device h100 --fraction .9\n");
+}
+
+int cmd_replay(int argc, char **argv) {
+    const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
+    const char *configs[32];
+    int nconfigs = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is(a, "-h", "--help")) {
+            replay_help(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if ((!strcmp(a, "--allocators") || !strcmp(a, "--device") || !strcmp(a, "--fraction") ||
+                    !strcmp(a, "--config")) && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(a, "--allocators")) allocators = v;
+            else if (!strcmp(a, "--device")) device = v;
+            else if (!strcmp(a, "--fraction")) fraction = v;
+            else if (nconfigs < 32) configs[nconfigs++] = v;
+            else return cli_usage_error("replay", "at most 32 --config options");
+        } else if (a[0] == '-') {
+            return cli_usage_error("replay", "unknown option '%s'", a);
+        } else if (!path) {
+            path = a;
+        } else {
+            return cli_usage_error("replay", "one trace at a time ('%s' and '%s')", path, a);
+        }
+    }
+    if (!path) return cli_usage_error("replay", "missing the TRACE file");
+    if (fraction) {
+        char *end;
+        double f = strtod(fraction, &end);
+        if (*end || !(f > 0 && f <= 1)) return cli_usage_error("replay", "--fraction %s: expected a number in (0, 1]", fraction);
+    }
+    hbm_trace *t;
+    hbm_status s = hbm_trace_load(path, &t);
+    if (s) return cli_fail("replay", s);
+    char spec[160];
+    if (device) {
+        if ((s = hbm_replay_device_spec(device, spec, sizeof spec))) {
+            hbm_trace_free(t);
+            fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
+            return 2;
+        }
+    } else if (t->capacity) {
+        snprintf(spec, sizeof spec, "sim:%" PRIu64, t->capacity);
+    } else {
+        snprintf(spec, sizeof spec, "sim:80GiB");
+    }
+    /* the configurations: --config ones, then one per --allocators name */
+    char list[32][300];
+    int n = 0;
+    for (int i = 0; i < nconfigs; i++) snprintf(list[n++], sizeof list[0], "%s", configs[i]);
+    if (allocators || !nconfigs) {
+        const char *p = allocators ? allocators : "bfc,platform";
+        while (*p && n < 32) {
+            size_t k = strcspn(p, ",");
+            if (k) {
+                snprintf(list[n], sizeof list[0], "allocator=%.*s%s%s", (int)k, p, fraction ? ",fraction=" : "",
+                         fraction ? fraction : "");
+                n++;
+            }
+            p += k + (p[k] == ',');
+        }
+    }
+    hbm_replay_result *res = calloc((size_t)n, sizeof *res);
+    if (!res) {
+        hbm_trace_free(t);
+        fprintf(stderr, "hbm replay: out of memory\n");
+        return 1;
+    }
+    const char *cfgs[32];
+    for (int i = 0; i < n; i++) cfgs[i] = list[i];
+    hbm_replay_many(t, spec, cfgs, (size_t)n, res); /* failures are in res[i] */
+    uint64_t bound = 0;
+    hbm_timeline *tl;
+    if (!hbm_trace_to_timeline(t, &tl)) {
+        hbm_timeline_peak(tl, &bound, NULL);
+        hbm_timeline_free(tl);
+    }
+    hbm_replay_write(t, spec, res, (size_t)n, bound, stdout, json);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) rc = 1;
+        hbm_replay_result_release(&res[i]);
+    }
+    free(res);
+    hbm_trace_free(t);
+    return rc;
+}
