@@ -10,30 +10,24 @@
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
 
-/* The OOM report comes from src/report (another part of hbm, not in this branch yet); when
- * it is not linked in, the replay keeps the allocator's error message instead.
- * TODO(merge): once hbm_oom_report_format is in libhbm, drop this pragma and the NULL test
- * in oom_report(): a weak reference does not pull an archive member into a static link. */
-#pragma weak hbm_oom_report_format
-
 static hbm_status result_fail(hbm_replay_result *r, hbm_status s) {
     r->status = s;
     snprintf(r->error, sizeof r->error, "%s", hbm_last_error());
     return s;
 }
 
+/* The OOM report of the allocator's last failure; the allocator's message if the report
+ * cannot be written (no memory). */
 static char *oom_report(hbm_allocator *a, const char *fallback) {
-    if (hbm_oom_report_format) {
-        size_t len = 0, cap = 1 << 16;
-        char *buf = hbmi_malloc(cap);
-        if (buf && hbm_oom_report_format(a, buf, cap, &len) == HBM_OK) {
-            if (len < cap) return buf;
-            char *big = hbmi_realloc(buf, len + 1);
-            if (big && hbm_oom_report_format(a, big, len + 1, &len) == HBM_OK) return big;
-            buf = big;
-        }
-        hbmi_free(buf);
+    size_t len = 0, cap = 1 << 16;
+    char *buf = hbmi_malloc(cap);
+    if (buf && hbm_oom_report_format(a, buf, cap, &len) == HBM_OK) {
+        if (len < cap) return buf;
+        char *big = hbmi_realloc(buf, len + 1);
+        if (big && hbm_oom_report_format(a, big, len + 1, &len) == HBM_OK) return big;
+        buf = big;
     }
+    hbmi_free(buf);
     return hbmi_strdup(fallback);
 }
 
