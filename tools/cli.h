@@ -16,7 +16,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
 int cli_is(const char *arg, const char *a, const char *b);
 
 #define HBM_COMMANDS(X)                                                                     \
-    X(config, "print the resolved allocator configuration and where each value came from")
+    X(config, "print the resolved allocator configuration and where each value came from")  \
+    X(plan, "predict XLA's device memory for an HLO module: XLA's report, the peak, a verdict") \
+    X(devices, "list the devices 'hbm plan --device' knows and their memory")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)
