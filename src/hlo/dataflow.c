@@ -161,6 +161,15 @@ static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
 }
 
 /* --- value definition --------------------------------------------------------------------------- */
+int hbmi_df_async_wrapped(const hbm_hlo_module *m, const hbmi_instr *in) {
+    if (in->op != HOP_ASYNC_START || in->shape->prim != HBMI_PRIM_TUPLE || in->shape->n < 2) return 0;
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        hbmi_str t = m->comps[in->called[k]].exec_thread;
+        if (t.n && !(t.n == 4 && !memcmp(t.p, "main", 4))) return 0;
+    }
+    return 1;
+}
+
 /* Does instruction in (of computation c) define the value at shape node k? */
 static int defines(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in, uint32_t k) {
     const hbmi_shape *s = in->shape;
@@ -182,6 +191,9 @@ static int defines(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr
     case HOP_ASYNC_START:
     case HOP_LEGACY_START:
         if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || k == 0) return 1;
+        if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in) && k >= hbmi_shape_child(s, 1) &&
+            k < hbmi_shape_child(s, 1) + s->elems[1].nodes)
+            return 0; /* the wrapped op defines the output */
         if (k < hbmi_shape_child(s, 1)) { /* inside {0}: the operands */
             const hbmi_shape *e0 = &s->elems[0];
             if (e0->prim == HBMI_PRIM_TUPLE) return k == 1; /* {0} itself is a defined tuple */
@@ -381,56 +393,68 @@ static int define_values(dfb *b) {
     df->n_pos = npos;
     df->vs = hbmi_calloc(npos ? npos : 1, sizeof *df->vs);
     if (!df->vs) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
-    /* values: computations callees first, instructions in post order */
+    /* post order of every sequential computation; XLA numbers positions with the entry
+     * first (reverse post order of the call graph), wrapped async computations after */
+    uint32_t **orders = hbmi_calloc(b->n_seq + 1, sizeof *orders);
+    if (!orders) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    int ok = 1;
+    uint32_t acc = 0;
+    for (uint32_t s = b->n_seq; ok && s-- > 0;) {
+        hbmi_comp *c = &m->comps[b->seq[s]];
+        orders[s] = hbmi_malloc(sizeof *orders[s] * c->n);
+        if (!orders[s]) {
+            b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+            ok = 0;
+        } else if (!post_order(b, c, orders[s])) {
+            ok = 0;
+        } else {
+            for (uint32_t t = 0; t < c->n; t++) c->ins[orders[s][t]].post = acc + t;
+            acc += c->n;
+        }
+    }
+    /* values: computations callees first (a wrapped async computation before its caller),
+     * instructions in post order */
     size_t cap = 0;
-    uint32_t post_counter = 0;
-    for (uint32_t s = 0; s < b->n_seq; s++) {
+    uint32_t wrapped_post = acc;
+    for (uint32_t s = 0; ok && s < b->n_seq; s++) {
         uint32_t ci = b->seq[s];
         hbmi_comp *c = &m->comps[ci];
-        uint32_t *order = hbmi_malloc(sizeof *order * c->n);
-        if (!order) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
-        if (!post_order(b, c, order)) {
-            hbmi_free(order);
-            return 0;
-        }
-        for (uint32_t t = 0; t < c->n; t++) {
-            hbmi_instr *in = &c->ins[order[t]];
-            for (uint32_t k = 0; k < in->shape->nodes; k++) {
-                if (!defines(m, c, in, k)) continue;
-                if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
-                    hbmi_free(order);
-                    return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+        for (int pass = 0; ok && pass < 2; pass++)
+            for (uint32_t t = 0; ok && t < c->n; t++) {
+                hbmi_instr *in = &c->ins[orders[s][t]];
+                uint32_t lo = 0, hi = in->shape->nodes;
+                if (pass == 0) {
+                    if (!hbmi_df_async_wrapped(m, in)) continue;
+                    lo = hbmi_shape_child(in->shape, 1);
+                    hi = lo + in->shape->elems[1].nodes;
                 }
-                hbmi_value *v = &df->values[df->n_values];
-                memset(v, 0, sizeof *v);
-                v->gid = G(df, ci, order[t]);
-                v->node = k;
-                const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
-                v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
-                v->size = hbmi_shape_bytes(sub, df->pointer_size);
-                v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
-                v->constant = in->op == HOP_CONSTANT;
-                hbmi_vset *set = &df->vs[in->pos_base + k];
-                set->n = 1;
-                set->one = df->n_values++;
+                for (uint32_t k = lo; k < hi; k++) {
+                    if (pass == 1 && !defines(m, c, in, k)) continue;
+                    if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
+                        b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+                        ok = 0;
+                        break;
+                    }
+                    hbmi_value *v = &df->values[df->n_values];
+                    memset(v, 0, sizeof *v);
+                    v->gid = G(df, ci, orders[s][t]);
+                    v->node = k;
+                    v->wrapped = pass == 0;
+                    v->post = pass == 0 ? wrapped_post++ : in->post;
+                    const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
+                    v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
+                    v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                    v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
+                    v->constant = in->op == HOP_CONSTANT;
+                    hbmi_vset *set = &df->vs[in->pos_base + k];
+                    set->n = 1;
+                    set->one = df->n_values++;
+                }
             }
-            in->post = post_counter + t;
-        }
-        post_counter += c->n;
-        hbmi_free(order);
     }
-    /* XLA numbers post-order positions with the entry first (reverse post order of the
-     * call graph); shift so that callers come before callees */
-    uint32_t acc = 0;
-    for (uint32_t s = b->n_seq; s-- > 0;) {
-        hbmi_comp *c = &m->comps[b->seq[s]];
-        uint32_t base = UINT32_MAX;
-        for (uint32_t i = 0; i < c->n; i++)
-            if (c->ins[i].post < base) base = c->ins[i].post;
-        for (uint32_t i = 0; i < c->n; i++) c->ins[i].post = c->ins[i].post - base + acc;
-        acc += c->n;
-    }
-    return 1;
+    for (uint32_t s = 0; s < b->n_seq; s++) hbmi_free(orders[s]);
+    hbmi_free(orders);
+    return ok;
 }
 
 static int solve(dfb *b) {
@@ -468,10 +492,17 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
             for (uint32_t k = 0; k < in->n_called; k++)
                 if (m->comps[in->called[k]].kind == 'S' && !flatten(b, in->called[k], done, depth + 1)) return 0;
         }
+        if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in)) {
+            /* the wrapped computation (parameters, then the op) runs before the start */
+            uint32_t slots = in->n_ops + 1;
+            for (uint32_t k = 0; k < in->n_called; k++)
+                if (m->comps[in->called[k]].n > 1) slots = m->comps[in->called[k]].n;
+            for (uint32_t k = 0; k < slots; k++) df->flat[df->n_flat++] = G(df, ci, i);
+        }
         in->time = df->n_flat;
         df->flat[df->n_flat++] = G(df, ci, i);
     }
-    c->span_end = df->n_flat ? (int64_t)df->n_flat - 1 : 0;
+    c->span_end = df->n_flat;
     return 1;
 }
 
@@ -568,33 +599,44 @@ static int uses_and_ranges(dfb *b) {
         hbmi_comp *dc = &m->comps[df->gid_comp[val->gid]];
         if (def->time < 0) continue;
         val->has_range = 1;
-        int64_t start = def->time, end = -1;
-        for (uint32_t u = 0; u < val->n_uses; u++) {
-            hbmi_instr *ui = I(df, val->uses[u]);
-            int64_t t = ui->time;
-            if (ui->op == HOP_WHILE) { /* live until the body starts */
-                for (uint32_t k = 0; k < ui->n_called; k++)
-                    if (ui->called_role[k] == 'b' && m->comps[ui->called[k]].n_params) {
-                        hbmi_comp *bc = &m->comps[ui->called[k]];
-                        t = bc->ins[bc->params[0]].time;
-                    }
+        /* HloLiveRange::CalculateBufferStartEndMap */
+        int64_t start = val->wrapped ? def->time - 1 : def->time;
+        if (def->op == HOP_PARAMETER) start = dc->span_start;
+        int64_t end = def->is_root && !val->wrapped ? dc->span_end : start;
+        if (val->wrapped) { /* async context: live until the async-done */
+            for (uint32_t u = 0; u < def->n_users; u++) {
+                const hbmi_instr *ui = &dc->ins[def->users[u]];
+                if (ui->op == HOP_ASYNC_DONE && ui->time > end) end = ui->time;
             }
-            if (t > end) end = t;
         }
-        if (def->op == HOP_PARAMETER && dc->span_start < start) start = dc->span_start;
-        if (end < 0) end = start;
-        int64_t best = -1;
         val->end_pos = val->gid;
-        for (uint32_t p = 0; p < val->n_pos; p++) {
+        for (uint32_t p = 0; p < val->n_pos; p++) { /* GetLastPosition */
+            if (p == 0 && !val->wrapped && val->pos[0] == val->gid) continue;
             hbmi_instr *pi = I(df, val->pos[p]);
             hbmi_comp *pc = &m->comps[df->gid_comp[val->pos[p]]];
-            if (pi->time > best) {
-                best = pi->time;
+            int64_t t = pi->is_root ? pc->span_end : pi->time;
+            if (t > end) {
+                end = t;
                 val->end_pos = val->pos[p];
             }
-            if (pi->is_root && pc->span_end > end) end = pc->span_end;
         }
-        if (val->entry_param && !param_has_alias(m, def->param_no, val->node, def->shape)) end = end_time;
+        if (val->entry_param && !param_has_alias(m, def->param_no, val->node, def->shape)) {
+            end = end_time;
+        } else {
+            for (uint32_t u = 0; u < val->n_uses; u++) { /* GetLastUsageTime */
+                hbmi_instr *ui = I(df, val->uses[u]);
+                if (ui->op == HOP_CALL) continue;
+                int64_t t = ui->time;
+                if (ui->op == HOP_WHILE) { /* live until the body starts */
+                    for (uint32_t k = 0; k < ui->n_called; k++)
+                        if (ui->called_role[k] == 'b' && m->comps[ui->called[k]].n_params) {
+                            hbmi_comp *bc = &m->comps[ui->called[k]];
+                            t = bc->ins[bc->params[0]].time;
+                        }
+                }
+                if (t > end) end = t;
+            }
+        }
         if (end < start) end = start;
         val->start = start;
         val->end = end;
@@ -731,8 +773,7 @@ static int alias_buffers(dfb *b) {
             hbmi_buffer *bf = &df->buffers[df->values[v].buffer];
             bf->values[bf->n_values++] = v;
             if (df->values[v].size > bf->size) bf->size = df->values[v].size;
-            uint32_t post = I(df, df->values[v].gid)->post;
-            if (post < bf->min_post) bf->min_post = post;
+            if (df->values[v].post < bf->min_post) bf->min_post = df->values[v].post;
         }
         /* live out: a value at a position of the entry root */
         const hbmi_instr *ri = I(df, rootg);
@@ -888,7 +929,18 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     df->n_gid = (uint32_t)n;
     df->gid_comp = hbmi_malloc(sizeof(uint32_t) * (n + 1));
     df->gid_idx = hbmi_malloc(sizeof(uint32_t) * (n + 1));
-    df->flat = hbmi_malloc(sizeof(uint32_t) * (n + 1));
+    uint64_t slots = n + 1;
+    for (uint32_t ci = 0; ci < m->n_comps; ci++)
+        for (uint32_t i = 0; i < m->comps[ci].n; i++)
+            if (m->comps[ci].ins[i].op == HOP_ASYNC_START) {
+                const hbmi_instr *in = &m->comps[ci].ins[i];
+                uint64_t k = in->n_ops + 1;
+                for (uint32_t j = 0; j < in->n_called; j++)
+                    if (m->comps[in->called[j]].n > k) k = m->comps[in->called[j]].n;
+                slots += k;
+            }
+    if (slots > UINT32_MAX) slots = UINT32_MAX;
+    df->flat = hbmi_malloc(sizeof(uint32_t) * slots);
     if (!b.err && (!df->comp_base || !df->gid_comp || !df->gid_idx || !df->flat))
         b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     for (uint32_t ci = 0; !b.err && ci < m->n_comps; ci++)

@@ -16,6 +16,8 @@ typedef struct hbmi_value {
     uint8_t entry_param;
     uint8_t constant;
     uint8_t has_range; /* defined in the flattened schedule */
+    uint8_t wrapped;   /* defined by the op an async-start wraps (its {1} output) */
+    uint32_t post;     /* post-order position of the defining instruction */
     uint64_t size;
     int64_t start, end; /* live range, inclusive, in schedule time */
     uint32_t end_pos;   /* gid of the position with the latest time */
@@ -65,6 +67,11 @@ static inline const hbmi_vset *hbmi_df_set(const hbmi_df *df, uint32_t gid, uint
     return &df->vs[hbmi_df_instr(df, gid)->pos_base + node];
 }
 static inline uint32_t hbmi_vset_at(const hbmi_vset *s, uint32_t i) { return s->n == 1 ? s->one : s->many[i]; }
+
+/* in is an async-start whose wrapped computation runs on the main thread (the sugar
+ * "all-to-all-start" etc., or async-start with a main-thread computation): its {1} output is
+ * defined by the wrapped op, scheduled just before the start. */
+int hbmi_df_async_wrapped(const hbm_hlo_module *m, const hbmi_instr *in);
 
 /* user directly uses operand (gid) */
 int hbmi_df_is_user_of(const hbmi_df *df, uint32_t user, uint32_t operand);

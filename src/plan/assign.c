@@ -104,7 +104,7 @@ static uint32_t node_at(const hbmi_df *df, uint32_t v, uint32_t gid) {
 static int can_share_as_operand(const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
     const hbmi_value *u = &df->values[user_v], *o = &df->values[operand_v];
     const hbmi_instr *ui = hbmi_df_instr(df, u->gid);
-    if (ui->op == HOP_COPY) return 0;
+    if (ui->op == HOP_COPY || u->wrapped) return 0;
     if (!hbmi_df_is_user_of(df, u->gid, o->end_pos)) return 0;
     return hbmi_df_can_share(df, o->end_pos, node_at(df, operand_v, o->end_pos), u->gid, u->node);
 }
@@ -194,8 +194,10 @@ static int assign_single(ctx *c, uint32_t bi) {
             a->tuple = 1;
             return 1;
         }
-        if (v->node == 0) {
-            const hbmi_instr *in = VI(df, vid);
+        const hbmi_instr *vin = VI(df, vid);
+        int top = v->wrapped ? v->node == hbmi_shape_child(vin->shape, 1) : v->node == 0;
+        if (top) {
+            const hbmi_instr *in = vin;
             uint32_t comp = df->gid_comp[v->gid];
             for (uint32_t k = 0; k < in->n_ops; k++) {
                 uint32_t og = df->comp_base[comp] + in->ops[k];
@@ -328,7 +330,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                 continue;
             }
             int shared = 0;
-            if (buf->n_values == 1) {
+            if (buf->n_values == 1 && !val->wrapped) {
                 const hbmi_instr *in = VI(df, v);
                 uint32_t comp = df->gid_comp[val->gid];
                 for (uint32_t o = 0; o < in->n_ops && !shared; o++) {
@@ -339,7 +341,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                         for (uint32_t q = 0; q < set->n && !shared; q++) {
                             uint32_t ov = hbmi_vset_at(set, q);
                             const hbmi_value *ovv = &df->values[ov];
-                            if (df->buffers[ovv->buffer].n_values > 1 || !ovv->has_range) continue;
+                            if (df->buffers[ovv->buffer].n_values > 1 || !ovv->has_range || ovv->wrapped) continue;
                             if (end[ov] != (int64_t)t || !in_set[ov] || !freed_pending[ov]) continue;
                             if (in->op == HOP_COPY || !hbmi_df_is_user_of(df, val->gid, ovv->gid)) continue;
                             if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node)) continue;
