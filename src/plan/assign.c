@@ -627,6 +627,20 @@ static const char *intern(ctx *c, const char *s, size_t n) {
     return r;
 }
 
+/* HLO text escapes strings C-style (\\' \\" \\\\ \\n); XLA's report prints them raw. */
+static void unescape(char *dst, size_t cap, const char *src, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap; i++) {
+        char ch = src[i];
+        if (ch == '\\' && i + 1 < n) {
+            char e = src[++i];
+            ch = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        }
+        dst[k++] = ch;
+    }
+    if (cap) dst[k] = 0;
+}
+
 const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
     const char *txt = NULL;
     if (in->op == HOP_ASYNC_START || in->op == HOP_ASYNC_UPDATE || in->op == HOP_ASYNC_DONE) {
@@ -641,6 +655,20 @@ const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
     if (txt) snprintf(buf, cap, "%s", txt);
     else snprintf(buf, cap, "%.*s", (int)in->opcode.n, in->opcode.p);
     return buf;
+}
+
+/* The opcode of the op an async-start wraps: the root of its computation, or the sugar's
+ * name without "-start" ("all-to-all-start" -> "all-to-all"). */
+static void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        const hbmi_comp *wc = &m->comps[in->called[k]];
+        const hbmi_instr *r = &wc->ins[wc->root];
+        snprintf(buf, cap, "%.*s", (int)r->opcode.n, r->opcode.p);
+        return;
+    }
+    uint32_t n = in->opcode.n;
+    if (n > 6 && !memcmp(in->opcode.p + n - 6, "-start", 6)) n -= 6;
+    snprintf(buf, cap, "%.*s", (int)n, in->opcode.p);
 }
 
 static int rank_peaks(ctx *c) {
@@ -679,14 +707,18 @@ static int rank_peaks(ctx *c) {
         const hbmi_value *val = &df->values[top[i].v];
         const hbmi_instr *in = hbmi_df_instr(df, val->gid);
         const hbmi_alloc *a = &p->allocs[top[i].alloc];
-        char buf[512];
+        char buf[1024];
         o->size = top[i].size;
-        o->label = intern(c, hbmi_plan_label(in, buf, sizeof buf), strlen(buf));
+        if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, buf, sizeof buf);
+        else hbmi_plan_label(in, buf, sizeof buf);
+        o->label = intern(c, buf, strlen(buf));
         hbmi_shape_print(hbmi_shape_node(in->shape, val->node), buf, sizeof buf);
         o->shape = intern(c, buf, strlen(buf));
         o->instruction = intern(c, in->name.p, in->name.n);
-        o->op_name = intern(c, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-        o->source_file = intern(c, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+        unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+        o->op_name = intern(c, buf, strlen(buf));
+        unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+        o->source_file = intern(c, buf, strlen(buf));
         o->source_line = in->meta_source_line;
         o->param_number = val->entry_param ? (int)in->param_no : -1;
         o->category = a->param_no >= 0 ? HBM_CAT_PARAMETER
@@ -729,11 +761,11 @@ static int build_timeline(ctx *c) {
             if (s >= e) s = e - 1;
             char shape[256], label[64];
             hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
-            hbmi_plan_label(in, label, sizeof label);
+            if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
+            else hbmi_plan_label(in, label, sizeof label);
             char opn[1024], src[1024];
-            snprintf(opn, sizeof opn, "%.*s", (int)in->meta_op_name.n, in->meta_op_name.p ? in->meta_op_name.p : "");
-            snprintf(src, sizeof src, "%.*s", (int)in->meta_source_file.n,
-                     in->meta_source_file.p ? in->meta_source_file.p : "");
+            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
             hbm_tag tag = {opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
             size_t idx;
             if (hbm_timeline_add(p->tl, size, s, e, &tag, &idx) != HBM_OK) return oom(c), 0;
