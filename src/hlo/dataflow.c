@@ -164,6 +164,7 @@ static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
 int hbmi_df_async_wrapped(const hbm_hlo_module *m, const hbmi_instr *in) {
     if (in->op != HOP_ASYNC_START || in->shape->prim != HBMI_PRIM_TUPLE || in->shape->n < 2) return 0;
     for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
         hbmi_str t = m->comps[in->called[k]].exec_thread;
         if (t.n && !(t.n == 4 && !memcmp(t.p, "main", 4))) return 0;
     }
@@ -496,7 +497,7 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
             /* the wrapped computation (parameters, then the op) runs before the start */
             uint32_t slots = in->n_ops + 1;
             for (uint32_t k = 0; k < in->n_called; k++)
-                if (m->comps[in->called[k]].n > 1) slots = m->comps[in->called[k]].n;
+                if (in->called_role[k] == 'c' && m->comps[in->called[k]].n > 1) slots = m->comps[in->called[k]].n;
             for (uint32_t k = 0; k < slots; k++) df->flat[df->n_flat++] = G(df, ci, i);
         }
         in->time = df->n_flat;

@@ -715,7 +715,10 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
         if (n == cap) {
             if (cap > UINT32_MAX / 4) return fail(ps, "too many instructions"), 0;
             hbmi_instr *ni = hbmi_malloc(sizeof *ni * cap * 2);
-            if (!ni) return nomem(ps), 0;
+            if (!ni) {
+                if (ins != tmp) hbmi_free(ins);
+                return nomem(ps), 0;
+            }
             memcpy(ni, ins, sizeof *ni * n);
             if (ins != tmp) hbmi_free(ins);
             ins = ni;

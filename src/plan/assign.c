@@ -612,6 +612,9 @@ static int combine_temps(ctx *c) {
         hbmi_free(t->values);
         hbmi_free(t->offsets);
         hbmi_free(t->peak);
+        t->values = t->peak = NULL;
+        t->offsets = NULL;
+        t->n_values = t->cap_values = t->n_peak = t->cap_peak = 0;
     }
     p->n_allocs = first + 1;
     for (uint32_t k = 0; k < comb->n_values; k++) p->value_alloc[comb->values[k]] = first;
@@ -661,6 +664,7 @@ const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
  * name without "-start" ("all-to-all-start" -> "all-to-all"). */
 static void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
     for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
         const hbmi_comp *wc = &m->comps[in->called[k]];
         const hbmi_instr *r = &wc->ins[wc->root];
         snprintf(buf, cap, "%.*s", (int)r->opcode.n, r->opcode.p);
