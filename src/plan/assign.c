@@ -17,6 +17,7 @@ typedef struct ctx {
     uint32_t n_ai;
     size_t cap_ai;
     uint8_t *delayed;        /* per value: assigned by the heap simulation */
+    int no_index;            /* after the reuse phase: no interference index needed */
 } ctx;
 
 static hbm_status oom(ctx *c) {
@@ -40,6 +41,26 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     }
     a->values[a->n_values] = v;
     a->offsets[a->n_values++] = offset;
+    const hbmi_value *val = &c->df->values[v];
+    if (!val->has_range) {
+        a->no_range++;
+    } else if (!a->heap && !c->no_index) {
+        if (a->n_iv == a->cap_iv) {
+            uint32_t nc = a->cap_iv ? a->cap_iv * 2 : 4;
+            struct hbmi_iv *ni = hbmi_realloc(a->iv, sizeof *ni * nc);
+            if (!ni) return oom(c), 0;
+            a->iv = ni;
+            a->cap_iv = nc;
+        }
+        uint32_t pos = a->n_iv;
+        while (pos && a->iv[pos - 1].start > val->start) pos--;
+        memmove(&a->iv[pos + 1], &a->iv[pos], sizeof *a->iv * (a->n_iv - pos));
+        a->iv[pos].start = val->start;
+        a->iv[pos].end = val->end;
+        a->iv[pos].value = v;
+        a->n_iv++;
+        if (val->end - val->start > a->max_len) a->max_len = val->end - val->start;
+    }
     c->p->value_alloc[v] = (uint32_t)(a - c->p->allocs);
     c->p->value_offset[v] = offset;
     return 1;
@@ -123,16 +144,29 @@ static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
     if (b->size > a->size) return 0;
     if ((a->param_no >= 0 && !a->param_aliased) || a->constant) return 0; /* read-only */
     if (a->tuple) return 0;                                                 /* not reusable */
-    for (uint32_t i = 0; i < a->n_values; i++) {
-        uint32_t assigned = a->values[i];
-        for (uint32_t j = 0; j < b->n_values; j++) {
-            uint32_t nv = b->values[j];
-            if (live_range_interferes(df, nv, assigned)) return 0;
-            const hbmi_instr *ni = VI(df, nv);
-            if (ni->op == HOP_COPY) {
-                const hbmi_value *av = &df->values[assigned];
+    /* pairwise LiveRangeInterferes, looking only at assigned values that can overlap */
+    for (uint32_t j = 0; j < b->n_values; j++) {
+        uint32_t nv = b->values[j];
+        const hbmi_value *v = &df->values[nv];
+        if (a->n_values && (a->no_range || !v->has_range)) return 0;
+        /* last interval starting at or before v->end */
+        uint32_t lo = 0, hi = a->n_iv;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (a->iv[mid].start <= v->end) lo = mid + 1;
+            else hi = mid;
+        }
+        for (uint32_t i = lo; i-- > 0;) {
+            if (a->iv[i].start + a->max_len < v->start) break;
+            if (a->iv[i].end < v->start) continue;
+            if (live_range_interferes(df, nv, a->iv[i].value)) return 0;
+        }
+        const hbmi_instr *ni = VI(df, nv);
+        if (ni->op == HOP_COPY) {
+            for (uint32_t i = 0; i < a->n_values; i++) {
+                const hbmi_value *av = &df->values[a->values[i]];
                 for (uint32_t k = 0; k < av->n_pos; k++)
-                    if (hbmi_df_is_user_of(df, df->values[nv].gid, av->pos[k])) return 0;
+                    if (hbmi_df_is_user_of(df, v->gid, av->pos[k])) return 0;
             }
         }
     }
@@ -612,6 +646,8 @@ static int combine_temps(ctx *c) {
         hbmi_free(t->values);
         hbmi_free(t->offsets);
         hbmi_free(t->peak);
+        hbmi_free(t->iv);
+        t->iv = NULL;
         t->values = t->peak = NULL;
         t->offsets = NULL;
         t->n_values = t->cap_values = t->n_peak = t->cap_peak = 0;
@@ -828,6 +864,7 @@ void hbm_plan_free(hbm_plan *p) {
         hbmi_free(p->allocs[i].values);
         hbmi_free(p->allocs[i].offsets);
         hbmi_free(p->allocs[i].peak);
+        hbmi_free(p->allocs[i].iv);
     }
     hbmi_free(p->allocs);
     hbmi_free(p->value_alloc);
@@ -861,6 +898,7 @@ static int run(ctx *c) {
             return 0;
         }
     hbmi_free(order);
+    c->no_index = 1;
     /* the temp heap */
     sim s;
     memset(&s, 0, sizeof s);
@@ -935,7 +973,7 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         hbm_plan_free(p);
         return s;
     }
-    ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL};
+    ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL, 0};
     int ok = run(&c);
     hbmi_free(c.alloc_indices);
     hbmi_free(c.delayed);

@@ -15,6 +15,11 @@ typedef struct hbmi_alloc {
     uint64_t *offsets;
     uint32_t n_peak, cap_peak;
     uint32_t *peak;    /* PeakMemoryLogicalBuffers: value ids */
+    /* live ranges of the assigned values sorted by start, to test interference fast */
+    uint32_t n_iv, cap_iv;
+    struct hbmi_iv { int64_t start, end; uint32_t value; } *iv;
+    int64_t max_len;
+    uint32_t no_range; /* assigned values without a live range (interfere with all) */
 } hbmi_alloc;
 
 struct hbm_plan {

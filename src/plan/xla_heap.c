@@ -42,6 +42,58 @@ typedef struct heap {
     int temporal;
 } heap;
 
+/* A treap keyed by start (random priorities keep it balanced whatever the insertion order;
+ * XLA's plain BST degenerates when buffers arrive sorted by time). */
+static uint64_t prio(uint32_t id) { return (uint64_t)id * 0x9e3779b97f4a7c15ULL ^ 0x5bd1e9955bd1e995ULL; }
+
+static void fix_end(heap *h, uint32_t id) {
+    tnode *n = &h->nodes[id];
+    int64_t e = n->end;
+    if (n->left && h->nodes[n->left - 1].subtree_end > e) e = h->nodes[n->left - 1].subtree_end;
+    if (n->right && h->nodes[n->right - 1].subtree_end > e) e = h->nodes[n->right - 1].subtree_end;
+    n->subtree_end = e;
+}
+
+/* insert node id into the subtree rooted at root (index + 1); returns the new root + 1 */
+static uint32_t treap_insert(heap *h, uint32_t root, uint32_t id, int depth) {
+    if (!root || depth > 200) {
+        if (root) { /* pathological depth: append without rotations */
+            tnode *r = &h->nodes[root - 1];
+            if (r->subtree_end < h->nodes[id].end) r->subtree_end = h->nodes[id].end;
+            uint32_t *link = r->start > h->nodes[id].start ? &r->left : &r->right;
+            *link = treap_insert(h, *link, id, depth);
+            return root;
+        }
+        return id + 1;
+    }
+    tnode *r = &h->nodes[root - 1];
+    if (r->start > h->nodes[id].start) {
+        r->left = treap_insert(h, r->left, id, depth + 1);
+        if (prio(r->left - 1) > prio(root - 1)) { /* rotate right */
+            uint32_t l = r->left;
+            tnode *ln = &h->nodes[l - 1];
+            r->left = ln->right;
+            ln->right = root;
+            fix_end(h, root - 1);
+            fix_end(h, l - 1);
+            return l;
+        }
+    } else {
+        r->right = treap_insert(h, r->right, id, depth + 1);
+        if (prio(r->right - 1) > prio(root - 1)) { /* rotate left */
+            uint32_t rr = r->right;
+            tnode *rn = &h->nodes[rr - 1];
+            r->right = rn->left;
+            rn->left = root;
+            fix_end(h, root - 1);
+            fix_end(h, rr - 1);
+            return rr;
+        }
+    }
+    fix_end(h, root - 1);
+    return root;
+}
+
 static void tree_add(heap *h, int64_t s, int64_t e, uint64_t off, uint64_t size) {
     uint32_t id = h->n_nodes++;
     tnode *n = &h->nodes[id];
@@ -51,21 +103,7 @@ static void tree_add(heap *h, int64_t s, int64_t e, uint64_t off, uint64_t size)
     n->offset = off;
     n->size = size;
     n->left = n->right = 0;
-    if (!h->root) {
-        h->root = id + 1;
-        return;
-    }
-    uint32_t cur = h->root - 1;
-    for (;;) {
-        tnode *c = &h->nodes[cur];
-        if (c->subtree_end < e) c->subtree_end = e;
-        uint32_t *link = c->start > s ? &c->left : &c->right;
-        if (!*link) {
-            *link = id + 1;
-            return;
-        }
-        cur = *link - 1;
-    }
+    h->root = treap_insert(h, h->root, id, 0);
 }
 
 static int tree_query(heap *h, int64_t s, int64_t e) {
