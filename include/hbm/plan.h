@@ -82,7 +82,8 @@ size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max
 
 /* The planned buffers as a timeline (clock "step" = position in the flattened schedule;
  * temp buffers carry their offsets in the temp allocation; other categories have no
- * offset). Owned by p. */
+ * offset). Owned by p; built on the first call (not thread-safe until then); NULL if
+ * host memory runs out. */
 const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
 
 /* Name of the instruction at schedule step t ("" if out of range). */

@@ -771,59 +771,45 @@ static int rank_peaks(ctx *c) {
 }
 
 /* --- the timeline of the plan --------------------------------------------------------------------- */
-static int build_timeline(ctx *c) {
-    hbm_plan *p = c->p;
-    const hbmi_df *df = c->df;
-    if (hbm_timeline_new(&p->tl) != HBM_OK) return oom(c), 0;
-    snprintf(p->tl->clock, sizeof p->tl->clock, "step");
-    snprintf(p->tl->name, sizeof p->tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
+static hbm_category alloc_category(const hbmi_alloc *a) {
+    return a->param_no >= 0 ? HBM_CAT_PARAMETER : a->constant ? HBM_CAT_CONSTANT : a->live_out ? HBM_CAT_OUTPUT : HBM_CAT_TEMP;
+}
+
+/* The lifetime [s, e) in schedule steps a value occupies its allocation; 0 if none. */
+static int value_interval(const hbm_plan *p, hbm_category cat, uint32_t v, int64_t *s, int64_t *e) {
+    const hbmi_df *df = p->df;
+    const hbmi_value *val = &df->values[v];
+    if (!df->buffers[val->buffer].size || !val->has_range) return 0;
     int64_t T = df->n_flat ? df->n_flat : 1;
-    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
-        const hbmi_alloc *a = &p->allocs[ai];
-        hbm_category cat = a->param_no >= 0 ? HBM_CAT_PARAMETER
-                           : a->constant    ? HBM_CAT_CONSTANT
-                           : a->live_out    ? HBM_CAT_OUTPUT
-                                            : HBM_CAT_TEMP;
-        for (uint32_t k = 0; k < a->n_values; k++) {
-            uint32_t v = a->values[k];
-            const hbmi_value *val = &df->values[v];
-            uint64_t size = df->buffers[val->buffer].size;
-            if (!size || !val->has_range) continue;
-            const hbmi_instr *in = hbmi_df_instr(df, val->gid);
-            int64_t s = val->start, e = val->end + 1;
-            if (cat == HBM_CAT_PARAMETER || cat == HBM_CAT_CONSTANT) {
-                s = 0;
-                e = T;
-            } else if (cat == HBM_CAT_OUTPUT && val->end >= (int64_t)df->n_flat - 1) {
-                e = T;
-            }
-            if (e > T) e = T;
-            if (s >= e) s = e - 1;
-            char shape[256], label[64];
-            hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
-            if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
-            else hbmi_plan_label(in, label, sizeof label);
-            char opn[1024], src[1024];
-            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
-            hbm_tag tag = {opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
-            size_t idx;
-            if (hbm_timeline_add(p->tl, size, s, e, &tag, &idx) != HBM_OK) return oom(c), 0;
-            hbm_tl_buffer *b = &p->tl->buffers[idx];
-            b->id = v;
-            if (cat == HBM_CAT_TEMP) {
-                b->offset = p->value_offset[v];
-                b->alignment = p->opt.alignment;
-            }
-        }
+    *s = val->start;
+    *e = val->end + 1;
+    if (cat == HBM_CAT_PARAMETER || cat == HBM_CAT_CONSTANT) {
+        *s = 0;
+        *e = T;
+    } else if (cat == HBM_CAT_OUTPUT && val->end >= (int64_t)df->n_flat - 1) {
+        *e = T;
     }
-    /* the step where the most bytes are live */
+    if (*e > T) *e = T;
+    if (*s >= *e) *s = *e - 1;
+    return 1;
+}
+
+/* The step where the most bytes are live, over every allocation's values. */
+static int peak_step(ctx *c) {
+    hbm_plan *p = c->p;
+    int64_t T = p->df->n_flat ? p->df->n_flat : 1;
     int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta);
     if (!delta) return oom(c), 0;
-    for (size_t i = 0; i < p->tl->count; i++) {
-        const hbm_tl_buffer *b = &p->tl->buffers[i];
-        delta[b->start] += (int64_t)b->size;
-        delta[b->end] -= (int64_t)b->size;
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+        const hbmi_alloc *a = &p->allocs[ai];
+        hbm_category cat = alloc_category(a);
+        for (uint32_t k = 0; k < a->n_values; k++) {
+            int64_t s, e;
+            if (!value_interval(p, cat, a->values[k], &s, &e)) continue;
+            uint64_t size = p->df->buffers[p->df->values[a->values[k]].buffer].size;
+            delta[s] += (int64_t)size;
+            delta[e] -= (int64_t)size;
+        }
     }
     int64_t cur = 0, best = -1, at = 0;
     for (int64_t t = 0; t < T; t++) {
@@ -836,8 +822,49 @@ static int build_timeline(ctx *c) {
     hbmi_free(delta);
     p->stats.peak_step = at;
     p->stats.peak_live_bytes = best > 0 ? (uint64_t)best : 0;
-    p->stats.n_steps = df->n_flat;
+    p->stats.n_steps = p->df->n_flat;
     return 1;
+}
+
+static hbm_status build_timeline(hbm_plan *p) {
+    const hbmi_df *df = p->df;
+    hbm_timeline *tl;
+    if (hbm_timeline_new(&tl) != HBM_OK) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    snprintf(tl->clock, sizeof tl->clock, "step");
+    snprintf(tl->name, sizeof tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+        const hbmi_alloc *a = &p->allocs[ai];
+        hbm_category cat = alloc_category(a);
+        for (uint32_t k = 0; k < a->n_values; k++) {
+            uint32_t v = a->values[k];
+            const hbmi_value *val = &df->values[v];
+            int64_t s, e;
+            if (!value_interval(p, cat, v, &s, &e)) continue;
+            uint64_t size = df->buffers[val->buffer].size;
+            const hbmi_instr *in = hbmi_df_instr(df, val->gid);
+            char shape[256], label[64];
+            hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
+            if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
+            else hbmi_plan_label(in, label, sizeof label);
+            char opn[1024], src[1024];
+            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+            hbm_tag tag = {opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
+            size_t idx;
+            if (hbm_timeline_add(tl, size, s, e, &tag, &idx) != HBM_OK) {
+                hbm_timeline_free(tl);
+                return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
+            }
+            hbm_tl_buffer *b = &tl->buffers[idx];
+            b->id = v;
+            if (cat == HBM_CAT_TEMP) {
+                b->offset = p->value_offset[v];
+                b->alignment = p->opt.alignment;
+            }
+        }
+    }
+    p->tl = tl;
+    return HBM_OK;
 }
 
 /* --- driver ------------------------------------------------------------------------------------------ */
@@ -954,7 +981,7 @@ static int run(ctx *c) {
     sim_free(&s);
     hbmi_free(all);
     if (!ok) return 0;
-    return rank_peaks(c) && build_timeline(c);
+    return rank_peaks(c) && peak_step(c);
 }
 
 hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out) {
@@ -999,7 +1026,11 @@ size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max
     return n;
 }
 
-const hbm_timeline *hbm_plan_timeline(const hbm_plan *p) { return p ? p->tl : NULL; }
+const hbm_timeline *hbm_plan_timeline(const hbm_plan *p) {
+    if (!p) return NULL;
+    if (!p->tl && build_timeline((hbm_plan *)p) != HBM_OK) return NULL; /* built on first use */
+    return p->tl;
+}
 
 const char *hbm_plan_step_name(const hbm_plan *p, int64_t t) {
     static _Thread_local char buf[256];

@@ -70,7 +70,8 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                             size_t top) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan explain: NULL argument");
     const hbm_plan_stats *s = &p->stats;
-    const hbm_timeline *tl = p->tl;
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    if (!tl) return HBM_ERR_NOMEM;
     char a[32], b[32], c[32];
     fprintf(f, "\nhbm: explanation\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory: arguments %s + outputs %s",
@@ -160,8 +161,10 @@ static void jstr(FILE *f, const char *s) {
 hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan json: NULL argument");
     const hbm_plan_stats *s = &p->stats;
+    char name[64];
+    snprintf(name, sizeof name, "%s", hbm_hlo_module_name(p->m));
     fprintf(f, "{\n  \"module\": ");
-    jstr(f, p->tl->name);
+    jstr(f, name);
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
