@@ -820,13 +820,19 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     }
     uint32_t nb_root = out;
     if (fc->ins[nb_root].op == HOP_BITCAST && fc->ins[nb_root].n_ops) nb_root = fc->ins[nb_root].ops[0];
-    uint8_t *vis = hbmi_calloc(fc->n, 1);
-    uint32_t *q = hbmi_malloc(sizeof *q * (fc->n + 1));
+    uint8_t vis_small[256];
+    uint32_t q_small[257];
+    int heap_bufs = fc->n > 256;
+    uint8_t *vis = heap_bufs ? hbmi_calloc(fc->n, 1) : vis_small;
+    uint32_t *q = heap_bufs ? hbmi_malloc(sizeof *q * (fc->n + 1)) : q_small;
     if (!vis || !q) {
-        hbmi_free(vis);
-        hbmi_free(q);
+        if (heap_bufs) {
+            hbmi_free(vis);
+            hbmi_free(q);
+        }
         return 0;
     }
+    if (!heap_bufs) memset(vis, 0, fc->n);
     uint32_t qh = 0, qt = 0;
     q[qt++] = (uint32_t)param;
     vis[param] = 1;
@@ -849,8 +855,10 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
             q[qt++] = h;
         }
     }
-    hbmi_free(vis);
-    hbmi_free(q);
+    if (heap_bufs) {
+        hbmi_free(vis);
+        hbmi_free(q);
+    }
     return ok && found;
 }
 

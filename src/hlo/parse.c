@@ -111,7 +111,8 @@ static hbmi_str name(parser *ps) {
     return s;
 }
 
-static int word_is(hbmi_str s, const char *w) { return strlen(w) == s.n && !memcmp(s.p, w, s.n); }
+static int word_is_(hbmi_str s, const char *w, size_t n) { return n == s.n && !memcmp(s.p, w, n); }
+#define word_is(s, w) word_is_((s), (w), sizeof(w) - 1)
 
 static int parse_int(parser *ps, int64_t *out) {
     skip_ws(ps);

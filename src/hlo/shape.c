@@ -57,23 +57,33 @@ const char *hbm_hlo_prim_name(hbm_hlo_prim p) {
     return prims[p].name;
 }
 
+static const uint8_t prim_len[] = {
+#define HBMI_PRIM_LEN_(n, s, b) sizeof(s) - 1,
+    HBM_HLO_PRIM_LIST(HBMI_PRIM_LEN_)
+#undef HBMI_PRIM_LEN_
+};
+
 int hbmi_prim_lookup(const char *p, size_t n) {
     for (int i = 0; i < HBM_HLO_PRIM_COUNT_; i++)
-        if (strlen(prims[i].name) == n && !memcmp(prims[i].name, p, n)) return i;
+        if (prim_len[i] == n && prims[i].name[0] == p[0] && !memcmp(prims[i].name, p, n)) return i;
     return -1;
 }
 
 /* --- opcodes -------------------------------------------------------------------------------- */
-static const char *const elementwise_ops[] = {
-    "abs", "round-nearest-afz", "round-nearest-even", "ceil", "clz", "convert", "bitcast-convert",
-    "cos", "exponential", "exponential-minus-one", "floor", "imag", "is-finite", "log",
-    "log-plus-one", "not", "negate", "popcnt", "real", "reduce-precision", "rsqrt", "logistic",
-    "sign", "sine", "sqrt", "cbrt", "tan", "tanh", "erf", "add", "atan2", "compare", "complex",
-    "divide", "maximum", "minimum", "multiply", "power", "remainder", "subtract", "and", "or",
-    "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical", "stochastic-convert",
-    "select", "clamp", "cosine", "exp", "expm1", "log1p", NULL};
+#define OPN(s) {s, sizeof(s) - 1}
+static const struct {
+    const char *name;
+    uint8_t len;
+} elementwise_ops[] = {
+    OPN("abs"), OPN("round-nearest-afz"), OPN("round-nearest-even"), OPN("ceil"), OPN("clz"), OPN("convert"), OPN("bitcast-convert"),
+    OPN("cos"), OPN("exponential"), OPN("exponential-minus-one"), OPN("floor"), OPN("imag"), OPN("is-finite"), OPN("log"),
+    OPN("log-plus-one"), OPN("not"), OPN("negate"), OPN("popcnt"), OPN("real"), OPN("reduce-precision"), OPN("rsqrt"), OPN("logistic"),
+    OPN("sign"), OPN("sine"), OPN("sqrt"), OPN("cbrt"), OPN("tan"), OPN("tanh"), OPN("erf"), OPN("add"), OPN("atan2"), OPN("compare"), OPN("complex"),
+    OPN("divide"), OPN("maximum"), OPN("minimum"), OPN("multiply"), OPN("power"), OPN("remainder"), OPN("subtract"), OPN("and"), OPN("or"),
+    OPN("xor"), OPN("shift-left"), OPN("shift-right-arithmetic"), OPN("shift-right-logical"), OPN("stochastic-convert"),
+    OPN("select"), OPN("clamp"), OPN("cosine"), OPN("exp"), OPN("expm1"), OPN("log1p"), {NULL, 0}};
 
-static int streq_n(const char *p, size_t n, const char *s) { return strlen(s) == n && !memcmp(p, s, n); }
+static int streq_len(const char *p, size_t n, const char *s, size_t len) { return len == n && s[0] == p[0] && !memcmp(p, s, n); }
 
 static int ends_with(const char *p, size_t n, const char *suf) {
     size_t k = strlen(suf);
@@ -84,42 +94,43 @@ hbmi_op hbmi_op_lookup(const char *p, size_t n) {
     static const struct {
         const char *name;
         hbmi_op op;
-    } fixed[] = {{"parameter", HOP_PARAMETER},
-                 {"constant", HOP_CONSTANT},
-                 {"tuple", HOP_TUPLE},
-                 {"get-tuple-element", HOP_GTE},
-                 {"bitcast", HOP_BITCAST},
-                 {"while", HOP_WHILE},
-                 {"call", HOP_CALL},
-                 {"conditional", HOP_CONDITIONAL},
-                 {"fusion", HOP_FUSION},
-                 {"custom-call", HOP_CUSTOM_CALL},
-                 {"async-start", HOP_ASYNC_START},
-                 {"async-update", HOP_ASYNC_UPDATE},
-                 {"async-done", HOP_ASYNC_DONE},
-                 {"copy", HOP_COPY},
-                 {"copy-start", HOP_COPY_START},
-                 {"copy-done", HOP_COPY_DONE},
-                 {"all-gather-start", HOP_LEGACY_START},
-                 {"collective-permute-start", HOP_LEGACY_START},
-                 {"all-gather-done", HOP_ASYNC_DONE},
-                 {"collective-permute-done", HOP_ASYNC_DONE},
-                 {"all-reduce-start", HOP_ALL_REDUCE_START},
-                 {"all-reduce-done", HOP_ALL_REDUCE_DONE},
-                 {"send", HOP_SEND},
-                 {"recv", HOP_RECV},
-                 {"send-done", HOP_SEND_DONE},
-                 {"recv-done", HOP_RECV_DONE},
-                 {"dynamic-update-slice", HOP_DUS},
-                 {"scatter", HOP_SCATTER},
-                 {"domain", HOP_DOMAIN},
-                 {"opt-barrier", HOP_OPT_BARRIER},
-                 {"optimization-barrier", HOP_OPT_BARRIER},
-                 {"add-dependency", HOP_ADD_DEPENDENCY}};
+        uint8_t len;
+    } fixed[] = {{"parameter", HOP_PARAMETER, sizeof("parameter") - 1},
+                 {"constant", HOP_CONSTANT, sizeof("constant") - 1},
+                 {"tuple", HOP_TUPLE, sizeof("tuple") - 1},
+                 {"get-tuple-element", HOP_GTE, sizeof("get-tuple-element") - 1},
+                 {"bitcast", HOP_BITCAST, sizeof("bitcast") - 1},
+                 {"while", HOP_WHILE, sizeof("while") - 1},
+                 {"call", HOP_CALL, sizeof("call") - 1},
+                 {"conditional", HOP_CONDITIONAL, sizeof("conditional") - 1},
+                 {"fusion", HOP_FUSION, sizeof("fusion") - 1},
+                 {"custom-call", HOP_CUSTOM_CALL, sizeof("custom-call") - 1},
+                 {"async-start", HOP_ASYNC_START, sizeof("async-start") - 1},
+                 {"async-update", HOP_ASYNC_UPDATE, sizeof("async-update") - 1},
+                 {"async-done", HOP_ASYNC_DONE, sizeof("async-done") - 1},
+                 {"copy", HOP_COPY, sizeof("copy") - 1},
+                 {"copy-start", HOP_COPY_START, sizeof("copy-start") - 1},
+                 {"copy-done", HOP_COPY_DONE, sizeof("copy-done") - 1},
+                 {"all-gather-start", HOP_LEGACY_START, sizeof("all-gather-start") - 1},
+                 {"collective-permute-start", HOP_LEGACY_START, sizeof("collective-permute-start") - 1},
+                 {"all-gather-done", HOP_ASYNC_DONE, sizeof("all-gather-done") - 1},
+                 {"collective-permute-done", HOP_ASYNC_DONE, sizeof("collective-permute-done") - 1},
+                 {"all-reduce-start", HOP_ALL_REDUCE_START, sizeof("all-reduce-start") - 1},
+                 {"all-reduce-done", HOP_ALL_REDUCE_DONE, sizeof("all-reduce-done") - 1},
+                 {"send", HOP_SEND, sizeof("send") - 1},
+                 {"recv", HOP_RECV, sizeof("recv") - 1},
+                 {"send-done", HOP_SEND_DONE, sizeof("send-done") - 1},
+                 {"recv-done", HOP_RECV_DONE, sizeof("recv-done") - 1},
+                 {"dynamic-update-slice", HOP_DUS, sizeof("dynamic-update-slice") - 1},
+                 {"scatter", HOP_SCATTER, sizeof("scatter") - 1},
+                 {"domain", HOP_DOMAIN, sizeof("domain") - 1},
+                 {"opt-barrier", HOP_OPT_BARRIER, sizeof("opt-barrier") - 1},
+                 {"optimization-barrier", HOP_OPT_BARRIER, sizeof("optimization-barrier") - 1},
+                 {"add-dependency", HOP_ADD_DEPENDENCY, sizeof("add-dependency") - 1}};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (streq_n(p, n, fixed[i].name)) return fixed[i].op;
-    for (size_t i = 0; elementwise_ops[i]; i++)
-        if (streq_n(p, n, elementwise_ops[i])) return HOP_ELEMENTWISE;
+        if (streq_len(p, n, fixed[i].name, fixed[i].len)) return fixed[i].op;
+    for (size_t i = 0; elementwise_ops[i].name; i++)
+        if (streq_len(p, n, elementwise_ops[i].name, elementwise_ops[i].len)) return HOP_ELEMENTWISE;
     /* the async sugar: all-to-all-start, custom-call-start, reduce-scatter-done, ... */
     if (ends_with(p, n, "-start")) return HOP_ASYNC_START;
     if (ends_with(p, n, "-update")) return HOP_ASYNC_UPDATE;
