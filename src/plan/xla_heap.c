@@ -164,7 +164,7 @@ static int place(heap *h, uint32_t g) {
     if (gr->pinned) {
         offset = gr->offset;
     } else {
-        qsort(h->found, h->n_found, sizeof *h->found, cmp_chunk);
+        if (h->n_found > 1) qsort(h->found, h->n_found, sizeof *h->found, cmp_chunk);
         uint64_t best_off = UINT64_MAX, best_size = UINT64_MAX, at = 0;
         for (size_t i = 0; i < h->n_found; i++) {
             const struct chunk *c = &h->found[i];
