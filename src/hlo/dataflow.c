@@ -482,16 +482,32 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
     if (done[ci] || depth > 256) return 1;
     done[ci] = 1;
     c->span_start = df->n_flat;
-    for (uint32_t i = 0; i < c->n; i++) {
+    /* is_scheduled=true: the text order is the schedule; otherwise XLA's post order */
+    uint32_t *order = NULL;
+    if (!m->is_scheduled) {
+        order = hbmi_malloc(sizeof *order * c->n);
+        if (!order || !post_order(b, c, order)) {
+            hbmi_free(order);
+            if (!b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+            return 0;
+        }
+    }
+    for (uint32_t t = 0; t < c->n; t++) {
+        uint32_t i = order ? order[t] : t;
         hbmi_instr *in = &c->ins[i];
         if (in->op == HOP_WHILE) {
             for (int pass = 0; pass < 2; pass++)
                 for (uint32_t k = 0; k < in->n_called; k++)
-                    if (in->called_role[k] == (pass ? 'b' : 'w') && !flatten(b, in->called[k], done, depth + 1))
+                    if (in->called_role[k] == (pass ? 'b' : 'w') && !flatten(b, in->called[k], done, depth + 1)) {
+                        hbmi_free(order);
                         return 0;
+                    }
         } else if (in->op == HOP_CALL || in->op == HOP_CONDITIONAL) {
             for (uint32_t k = 0; k < in->n_called; k++)
-                if (m->comps[in->called[k]].kind == 'S' && !flatten(b, in->called[k], done, depth + 1)) return 0;
+                if (m->comps[in->called[k]].kind == 'S' && !flatten(b, in->called[k], done, depth + 1)) {
+                    hbmi_free(order);
+                    return 0;
+                }
         }
         if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in)) {
             /* the wrapped computation (parameters, then the op) runs before the start */
@@ -504,6 +520,7 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
         df->flat[df->n_flat++] = G(df, ci, i);
     }
     c->span_end = df->n_flat;
+    hbmi_free(order);
     return 1;
 }
 
