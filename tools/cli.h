@@ -21,7 +21,9 @@ int cli_is(const char *arg, const char *a, const char *b);
     X(run, "run a CUDA program unmodified: trace its device allocations, enforce a limit") \
     X(replay, "replay a trace against allocator configurations: would another have survived?") \
     X(export, "write a trace as Perfetto JSON, pprof, a PyTorch snapshot or MiniMalloc CSV") \
-    X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)")
+    X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)") \
+    X(plan, "predict XLA's device memory for an HLO module: XLA's report, the peak, a verdict") \
+    X(devices, "list the devices 'hbm plan --device' knows and their memory")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)

@@ -1,0 +1,121 @@
+/* hbm/plan.h - predict XLA's device memory from a compiled HLO module, before anything runs.
+ *
+ * hbm_plan_run() reproduces XLA's buffer assignment for the GPU backend: dataflow and
+ * aliasing (tuples, bitcasts, while/call/conditional, donated parameters, in-place custom
+ * calls, async pairs), one allocation per entry parameter, constant and live-out buffer,
+ * operand-buffer reuse, and the temp buffers packed by XLA's heap simulator (best fit,
+ * spatial and temporal orders, the smaller wins), all temp allocations combined into one.
+ * The numbers are those of JAX's compiled.memory_analysis(); the report is XLA's
+ * "BufferAssignment OOM Debugging" text followed by hbm's explanation.
+ *
+ *   hbm_hlo_module *m;  hbm_plan *p;  hbm_plan_stats st;
+ *   hbm_hlo_parse_file("svd.hlo", &m);
+ *   hbm_plan_run(m, NULL, &p);
+ *   hbm_plan_get_stats(p, &st);          // st.temp_size_in_bytes, ...
+ *   hbm_plan_report(p, stdout, 15);      // XLA's stats block + peak buffers
+ *   hbm_plan_free(p);  hbm_hlo_module_free(m);
+ */
+#ifndef HBM_PLAN_H
+#define HBM_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hbm/hlo.h"
+#include "hbm/status.h"
+#include "hbm/tag.h"
+#include "hbm/timeline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hbm_plan hbm_plan;
+
+typedef struct hbm_plan_options {
+    uint64_t alignment;    /* XLA-allocated buffer alignment; 0 = 128 (XLA's GPU default) */
+    unsigned pointer_size; /* bytes per tuple element; 0 = 8 */
+} hbm_plan_options;
+
+void hbm_plan_options_default(hbm_plan_options *o);
+
+/* Plan module m (not modified in any way a caller can see; it must outlive the plan). */
+hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out);
+void hbm_plan_free(hbm_plan *p);
+
+/* The numbers, with JAX's memory_analysis() names where they exist. */
+typedef struct hbm_plan_stats {
+    uint64_t argument_size_in_bytes; /* entry parameter allocations */
+    uint64_t output_size_in_bytes;   /* maybe_live_out allocations */
+    uint64_t alias_size_in_bytes;    /* parameters donated to outputs (input_output_alias) */
+    uint64_t temp_size_in_bytes;     /* the combined preallocated temp allocation */
+    uint64_t constant_size_in_bytes;
+    uint64_t total_allocation_bytes; /* sum of all allocations (XLA's "total allocation") */
+    int64_t temp_fragmentation_bytes;  /* temp heap size - its peak of live bytes */
+    int64_t total_fragmentation_bytes; /* total allocation - whole-module minimum */
+    uint64_t peak_bytes;             /* device bytes the executable needs:
+                                        arguments + outputs - aliased + temp + constants */
+    int64_t peak_step;               /* schedule step where the most bytes are live */
+    uint64_t peak_live_bytes;        /* bytes live at that step (all categories) */
+    size_t n_steps;                  /* length of the (flattened) schedule */
+    size_t n_allocations;
+} hbm_plan_stats;
+
+hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out);
+
+/* One of XLA's "Peak buffers", largest first. Strings stay valid while p lives. */
+typedef struct hbm_plan_buffer {
+    uint64_t size;
+    const char *label;       /* XLA label: the defining opcode ("custom-call") */
+    const char *shape;       /* "f32[300000,50]" */
+    const char *instruction; /* defining instruction's name */
+    const char *op_name;     /* metadata, "" if none */
+    const char *source_file;
+    int source_line;
+    hbm_category category;   /* parameter, constant, output, temp */
+    int param_number;        /* entry parameter number, -1 otherwise */
+} hbm_plan_buffer;
+
+/* Up to max peak buffers as XLA ranks them (15 in XLA's report). Returns the count. */
+size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max);
+
+/* The planned buffers as a timeline (clock "step" = position in the flattened schedule;
+ * temp buffers carry their offsets in the temp allocation; other categories have no
+ * offset). Owned by p; built on the first call (not thread-safe until then); NULL if
+ * host memory runs out. */
+const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
+
+/* Name of the instruction at schedule step t ("" if out of range). */
+const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
+
+/* XLA's text: "BufferAssignment OOM Debugging." stats block and up to top peak buffers. */
+hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
+
+/* hbm's explanation: where the peak is in the schedule, which instructions and source
+ * lines own it, and with capacity > 0 a verdict for a device of that many bytes whose
+ * framework limits usable memory to fraction (0 = no framework limit, e.g. JAX's 0.75). */
+hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction,
+                            const char *device_name, size_t top);
+
+/* JSON: the memory_analysis() keys, peak_bytes, fragmentation and peak_buffers. */
+hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction);
+
+/* --- known devices ------------------------------------------------------------------------ */
+typedef struct hbm_device_model {
+    const char *name;        /* "H100-80GB" */
+    const char *aliases;     /* comma-separated other spellings, lowercase: "h100,h100-sxm" */
+    uint64_t capacity_bytes; /* physical memory */
+    double default_fraction; /* what the usual framework (JAX) lets XLA use: 0.75 */
+    const char *note;
+} hbm_device_model;
+
+size_t hbm_device_model_count(void);
+const hbm_device_model *hbm_device_model_at(size_t i);
+/* Case-insensitive lookup by name or alias; NULL (with an error naming close choices) if none. */
+const hbm_device_model *hbm_device_model_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1016 @@
+/* dataflow.c - which instructions define buffers, which alias, and how long each value
+ * lives: XLA's HloDataflowAnalysis (non-SSA), HloAliasAnalysis and HloLiveRange, reduced
+ * to what buffer assignment needs. See DESIGN.md "Dataflow" and docs/plan.md. */
+#include <string.h>
+
+#include "hlo/dataflow.h"
+
+typedef struct dfb {
+    hbmi_df *df;
+    hbm_status err;
+    uint32_t *seq;     /* sequential computations, callees first */
+    uint32_t n_seq;
+} dfb;
+
+static void *dalloc(dfb *b, size_t n) {
+    void *p = hbmi_arena_alloc(&b->df->arena, n ? n : 1);
+    if (!p && !b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory in the dataflow");
+    return p;
+}
+
+static hbmi_instr *I(const hbmi_df *df, uint32_t gid) { return hbmi_df_instr(df, gid); }
+static uint32_t G(const hbmi_df *df, uint32_t comp, uint32_t idx) { return df->comp_base[comp] + idx; }
+
+/* --- computation kinds and the call graph --------------------------------------------------- */
+static int classify(dfb *b) {
+    hbm_hlo_module *m = b->df->m;
+    uint32_t *stack = hbmi_malloc(sizeof *stack * (m->n_comps + 1) * 2);
+    uint8_t *state = hbmi_calloc(m->n_comps, 1);
+    b->seq = dalloc(b, sizeof *b->seq * m->n_comps);
+    if (!stack || !state || !b->seq) {
+        hbmi_free(stack);
+        hbmi_free(state);
+        if (!b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        return 0;
+    }
+    /* mark fusion / embedded / async computations from every caller */
+    for (uint32_t ci = 0; ci < m->n_comps; ci++) {
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                hbmi_comp *cc = &m->comps[in->called[k]];
+                if (in->op == HOP_FUSION) cc->kind = 'F';
+                else if (in->op == HOP_ASYNC_START && !cc->kind) cc->kind = 'A';
+                else if (in->called_role[k] == 'a' || in->op == HOP_CUSTOM_CALL) {
+                    if (!cc->kind) cc->kind = 'E';
+                }
+            }
+        }
+    }
+    /* sequential: the entry and what while/call/conditional reach; post-order DFS */
+    uint32_t sp = 0;
+    stack[sp++] = m->entry;
+    state[m->entry] = 1;
+    while (sp) {
+        uint32_t ci = stack[sp - 1];
+        hbmi_comp *c = &m->comps[ci];
+        int pushed = 0;
+        for (uint32_t i = 0; i < c->n && !pushed; i++) {
+            hbmi_instr *in = &c->ins[i];
+            if (in->op != HOP_WHILE && in->op != HOP_CALL && in->op != HOP_CONDITIONAL) continue;
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                uint32_t cj = in->called[k];
+                if (in->called_role[k] == 'a') continue;
+                if (state[cj] == 0) {
+                    state[cj] = 1;
+                    stack[sp++] = cj;
+                    pushed = 1;
+                    break;
+                }
+            }
+        }
+        if (pushed) continue;
+        sp--;
+        if (state[ci] == 1) {
+            state[ci] = 2;
+            c->kind = 'S';
+            b->seq[b->n_seq++] = ci;
+        }
+    }
+    hbmi_free(stack);
+    hbmi_free(state);
+    return 1;
+}
+
+/* --- users and post order ----------------------------------------------------------------------- */
+static int build_users(dfb *b, hbmi_comp *c) {
+    uint32_t *cnt = hbmi_calloc(c->n + 1, sizeof *cnt);
+    if (!cnt) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t k = 0; k < c->ins[i].n_ops; k++) c->ins[c->ins[i].ops[k]].n_users++;
+    for (uint32_t i = 0; i < c->n; i++) {
+        hbmi_instr *in = &c->ins[i];
+        if (in->n_users) {
+            in->users = dalloc(b, sizeof *in->users * in->n_users);
+            if (!in->users) break;
+        }
+    }
+    for (uint32_t i = 0; i < c->n && !b->err; i++)
+        for (uint32_t k = 0; k < c->ins[i].n_ops; k++) {
+            uint32_t o = c->ins[i].ops[k];
+            uint32_t j = cnt[o];
+            /* an instruction using the same operand twice is one user */
+            if (j && c->ins[o].users[j - 1] == i) {
+                c->ins[o].n_users--;
+                continue;
+            }
+            c->ins[o].users[cnt[o]++] = i;
+        }
+    hbmi_free(cnt);
+    return !b->err;
+}
+
+/* XLA's MakeInstructionPostOrder (without control/channel dependencies): DFS from each
+ * user-less instruction in text order, first operand first. Writes order[] (indices). */
+static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
+    uint8_t *vis = hbmi_calloc(c->n, 1);
+    uint32_t cap = c->n + 16, sp = 0, n = 0;
+    uint32_t *st = hbmi_malloc(sizeof *st * cap);
+    if (!vis || !st) {
+        hbmi_free(vis);
+        hbmi_free(st);
+        b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        return 0;
+    }
+    for (uint32_t r = 0; r < c->n; r++) {
+        if (c->ins[r].n_users) continue;
+        st[sp++] = r;
+        while (sp) {
+            uint32_t cur = st[sp - 1];
+            if (vis[cur]) {
+                sp--;
+                if (vis[cur] == 1) {
+                    vis[cur] = 2;
+                    order[n++] = cur;
+                }
+                continue;
+            }
+            vis[cur] = 1;
+            hbmi_instr *in = &c->ins[cur];
+            if (sp + in->n_ops >= cap) {
+                size_t ncap = cap;
+                if (hbmi_grow((void **)&st, &ncap, sp + in->n_ops + 1, sizeof *st) != HBM_OK) {
+                    hbmi_free(vis);
+                    hbmi_free(st);
+                    b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+                    return 0;
+                }
+                cap = (uint32_t)ncap;
+            }
+            for (uint32_t k = in->n_ops; k-- > 0;)
+                if (!vis[in->ops[k]]) st[sp++] = in->ops[k];
+        }
+    }
+    /* instructions on a cycle or otherwise unreached (cannot happen in valid HLO) */
+    for (uint32_t i = 0; i < c->n; i++)
+        if (vis[i] != 2) order[n++] = i;
+    hbmi_free(vis);
+    hbmi_free(st);
+    return 1;
+}
+
+/* --- value definition --------------------------------------------------------------------------- */
+int hbmi_df_async_wrapped(const hbm_hlo_module *m, const hbmi_instr *in) {
+    if (in->op != HOP_ASYNC_START || in->shape->prim != HBMI_PRIM_TUPLE || in->shape->n < 2) return 0;
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
+        hbmi_str t = m->comps[in->called[k]].exec_thread;
+        if (t.n && !(t.n == 4 && !memcmp(t.p, "main", 4))) return 0;
+    }
+    return 1;
+}
+
+/* Does instruction in (of computation c) define the value at shape node k? */
+static int defines(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in, uint32_t k) {
+    const hbmi_shape *s = in->shape;
+    switch (in->op) {
+    case HOP_PARAMETER: return c->is_entry;
+    case HOP_TUPLE: return k == 0;
+    case HOP_GTE:
+    case HOP_BITCAST:
+    case HOP_DOMAIN:
+    case HOP_OPT_BARRIER:
+    case HOP_ADD_DEPENDENCY:
+    case HOP_WHILE:
+    case HOP_CALL:
+    case HOP_CONDITIONAL:
+    case HOP_ASYNC_UPDATE:
+    case HOP_ALL_REDUCE_DONE: return 0;
+    case HOP_ASYNC_DONE:
+    case HOP_COPY_DONE: return in->n_ops != 1; /* malformed: define */
+    case HOP_ASYNC_START:
+    case HOP_LEGACY_START:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || k == 0) return 1;
+        if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in) && k >= hbmi_shape_child(s, 1) &&
+            k < hbmi_shape_child(s, 1) + s->elems[1].nodes)
+            return 0; /* the wrapped op defines the output */
+        if (k < hbmi_shape_child(s, 1)) { /* inside {0}: the operands */
+            const hbmi_shape *e0 = &s->elems[0];
+            if (e0->prim == HBMI_PRIM_TUPLE) return k == 1; /* {0} itself is a defined tuple */
+            return in->n_ops == 0;
+        }
+        return 1;
+    case HOP_COPY_START:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2) return 1;
+        return !(k >= hbmi_shape_child(s, 1) && k < hbmi_shape_child(s, 1) + s->elems[1].nodes) || !in->n_ops;
+    case HOP_SEND:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        return !(k >= 1 && k < 1 + s->elems[0].nodes);
+    case HOP_RECV_DONE:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        return !(k >= 1 && k < 1 + s->elems[0].nodes);
+    default: (void)m; return 1;
+    }
+}
+
+/* --- value sets ------------------------------------------------------------------------------------- */
+static int vs_contains(const hbmi_vset *s, uint32_t v) {
+    for (uint32_t i = 0; i < s->n; i++)
+        if (hbmi_vset_at(s, i) == v) return 1;
+    return 0;
+}
+
+/* dst |= src; returns 1 if dst grew, -1 on OOM */
+static int vs_union(dfb *b, hbmi_vset *dst, const hbmi_vset *src) {
+    if (dst == src || !src->n) return 0;
+    uint32_t add = 0;
+    for (uint32_t i = 0; i < src->n; i++)
+        if (!vs_contains(dst, hbmi_vset_at(src, i))) add++;
+    if (!add) return 0;
+    if (dst->n == 0 && src->n == 1) {
+        dst->n = 1;
+        dst->one = src->one;
+        return 1;
+    }
+    uint32_t n = dst->n + add;
+    uint32_t *arr = dalloc(b, sizeof *arr * n);
+    if (!arr) return -1;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < dst->n; i++) arr[k++] = hbmi_vset_at(dst, i);
+    for (uint32_t i = 0; i < src->n; i++) {
+        uint32_t v = hbmi_vset_at(src, i);
+        int dup = 0;
+        for (uint32_t j = 0; j < k && !dup; j++) dup = arr[j] == v;
+        if (!dup) arr[k++] = v;
+    }
+    /* keep sorted: insertion sort, sets are tiny */
+    for (uint32_t i = 1; i < k; i++) {
+        uint32_t v = arr[i], j = i;
+        while (j && arr[j - 1] > v) {
+            arr[j] = arr[j - 1];
+            j--;
+        }
+        arr[j] = v;
+    }
+    dst->n = k;
+    dst->many = arr;
+    return 1;
+}
+
+static hbmi_vset *VS(hbmi_df *df, uint32_t gid, uint32_t node) { return &df->vs[I(df, gid)->pos_base + node]; }
+
+/* dst[gid_d, node_d + t] |= src[gid_s, node_s + t] for t over count nodes */
+static int flow(dfb *b, int *changed, uint32_t gd, uint32_t nd, uint32_t gs, uint32_t ns, uint32_t count) {
+    hbmi_df *df = b->df;
+    const hbmi_instr *d = I(df, gd), *s = I(df, gs);
+    for (uint32_t t = 0; t < count; t++) {
+        if (nd + t >= d->shape->nodes || ns + t >= s->shape->nodes) break;
+        int r = vs_union(b, VS(df, gd, nd + t), VS(df, gs, ns + t));
+        if (r < 0) return 0;
+        if (r) *changed = 1;
+    }
+    return 1;
+}
+
+static uint32_t nodes_of(const hbmi_shape *s) { return s->nodes; }
+
+/* One propagation step for instruction idx of computation ci. */
+static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    hbmi_comp *c = &m->comps[ci];
+    hbmi_instr *in = &c->ins[idx];
+    uint32_t g = G(df, ci, idx);
+    const hbmi_shape *s = in->shape;
+    uint32_t o0 = in->n_ops ? G(df, ci, in->ops[0]) : 0;
+    switch (in->op) {
+    case HOP_TUPLE:
+        for (uint32_t i = 0; i < in->n_ops && i < s->n; i++)
+            if (!flow(b, ch, g, hbmi_shape_child(s, i), G(df, ci, in->ops[i]), 0, s->elems[i].nodes)) return 0;
+        return 1;
+    case HOP_GTE: {
+        if (!in->n_ops) return 1;
+        const hbmi_shape *os = I(df, o0)->shape;
+        if (os->prim != HBMI_PRIM_TUPLE || in->gte_index < 0 || (uint64_t)in->gte_index >= os->n) return 1;
+        return flow(b, ch, g, 0, o0, hbmi_shape_child(os, (uint32_t)in->gte_index), nodes_of(s));
+    }
+    case HOP_BITCAST:
+    case HOP_DOMAIN:
+    case HOP_OPT_BARRIER:
+    case HOP_ADD_DEPENDENCY:
+    case HOP_ASYNC_UPDATE:
+    case HOP_ALL_REDUCE_DONE:
+        return in->n_ops ? flow(b, ch, g, 0, o0, 0, nodes_of(s)) : 1;
+    case HOP_ASYNC_DONE:
+    case HOP_COPY_DONE: {
+        if (in->n_ops != 1) return 1;
+        const hbmi_shape *os = I(df, o0)->shape;
+        if (os->prim != HBMI_PRIM_TUPLE || os->n < 2) return flow(b, ch, g, 0, o0, 0, nodes_of(s));
+        uint32_t which = in->op == HOP_COPY_DONE ? 0 : 1;
+        return flow(b, ch, g, 0, o0, hbmi_shape_child(os, which), nodes_of(s));
+    }
+    case HOP_ASYNC_START:
+    case HOP_LEGACY_START: {
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return 1;
+        const hbmi_shape *e0 = &s->elems[0];
+        if (e0->prim == HBMI_PRIM_TUPLE) {
+            for (uint32_t i = 0; i < in->n_ops && i < e0->n; i++)
+                if (!flow(b, ch, g, 1 + hbmi_shape_child(e0, i), G(df, ci, in->ops[i]), 0, e0->elems[i].nodes))
+                    return 0;
+            return 1;
+        }
+        return flow(b, ch, g, 1, o0, 0, e0->nodes);
+    }
+    case HOP_COPY_START:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return 1;
+        return flow(b, ch, g, hbmi_shape_child(s, 1), o0, 0, s->elems[1].nodes);
+    case HOP_SEND:
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        return flow(b, ch, g, 1, o0, 0, s->elems[0].nodes);
+    case HOP_RECV_DONE: {
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        const hbmi_shape *os = I(df, o0)->shape;
+        if (os->prim != HBMI_PRIM_TUPLE || os->n < 1) return 1;
+        return flow(b, ch, g, 1, o0, 1, s->elems[0].nodes);
+    }
+    case HOP_WHILE: {
+        uint32_t body = UINT32_MAX, cond = UINT32_MAX;
+        for (uint32_t k = 0; k < in->n_called; k++) {
+            if (in->called_role[k] == 'b') body = in->called[k];
+            if (in->called_role[k] == 'w') cond = in->called[k];
+        }
+        if (!in->n_ops) return 1;
+        uint32_t n = nodes_of(s);
+        if (!flow(b, ch, g, 0, o0, 0, n)) return 0;
+        if (body != UINT32_MAX) {
+            hbmi_comp *bc = &m->comps[body];
+            uint32_t root = G(df, body, bc->root);
+            if (!flow(b, ch, g, 0, root, 0, n)) return 0;
+            if (bc->n_params && !flow(b, ch, G(df, body, bc->params[0]), 0, g, 0, n)) return 0;
+        }
+        if (cond != UINT32_MAX && m->comps[cond].n_params &&
+            !flow(b, ch, G(df, cond, m->comps[cond].params[0]), 0, g, 0, n))
+            return 0;
+        return 1;
+    }
+    case HOP_CALL:
+    case HOP_CONDITIONAL: {
+        for (uint32_t k = 0; k < in->n_called; k++) {
+            uint32_t cc = in->called[k];
+            hbmi_comp *callee = &m->comps[cc];
+            if (callee->kind != 'S') continue;
+            uint32_t first = in->op == HOP_CALL ? 0 : k + 1; /* branch k gets operand k+1 */
+            for (uint32_t p = 0; p < callee->n_params; p++) {
+                uint32_t opi = in->op == HOP_CALL ? first + p : first;
+                if (opi >= in->n_ops) break;
+                uint32_t pg = G(df, cc, callee->params[p]);
+                if (!flow(b, ch, pg, 0, G(df, ci, in->ops[opi]), 0, nodes_of(I(df, pg)->shape))) return 0;
+                if (in->op == HOP_CONDITIONAL) break;
+            }
+            if (!flow(b, ch, g, 0, G(df, cc, callee->root), 0, nodes_of(s))) return 0;
+        }
+        return 1;
+    }
+    default: return 1; /* defined everywhere it does not flow */
+    }
+}
+
+static int define_values(dfb *b) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    /* positions */
+    uint32_t npos = 0;
+    for (uint32_t s = 0; s < b->n_seq; s++) {
+        hbmi_comp *c = &m->comps[b->seq[s]];
+        for (uint32_t i = 0; i < c->n; i++) {
+            c->ins[i].pos_base = npos;
+            c->ins[i].analyzed = 1;
+            if (npos > UINT32_MAX - c->ins[i].shape->nodes)
+                return b->err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: module too large"), 0;
+            npos += c->ins[i].shape->nodes;
+        }
+    }
+    df->n_pos = npos;
+    df->vs = hbmi_calloc(npos ? npos : 1, sizeof *df->vs);
+    if (!df->vs) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    /* post order of every sequential computation; XLA numbers positions with the entry
+     * first (reverse post order of the call graph), wrapped async computations after */
+    uint32_t **orders = hbmi_calloc(b->n_seq + 1, sizeof *orders);
+    if (!orders) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    int ok = 1;
+    uint32_t acc = 0;
+    for (uint32_t s = b->n_seq; ok && s-- > 0;) {
+        hbmi_comp *c = &m->comps[b->seq[s]];
+        orders[s] = hbmi_malloc(sizeof *orders[s] * c->n);
+        if (!orders[s]) {
+            b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+            ok = 0;
+        } else if (!post_order(b, c, orders[s])) {
+            ok = 0;
+        } else {
+            for (uint32_t t = 0; t < c->n; t++) c->ins[orders[s][t]].post = acc + t;
+            acc += c->n;
+        }
+    }
+    /* values: computations callees first (a wrapped async computation before its caller),
+     * instructions in post order */
+    size_t cap = 0;
+    uint32_t wrapped_post = acc;
+    for (uint32_t s = 0; ok && s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (int pass = 0; ok && pass < 2; pass++)
+            for (uint32_t t = 0; ok && t < c->n; t++) {
+                hbmi_instr *in = &c->ins[orders[s][t]];
+                uint32_t lo = 0, hi = in->shape->nodes;
+                if (pass == 0) {
+                    if (!hbmi_df_async_wrapped(m, in)) continue;
+                    lo = hbmi_shape_child(in->shape, 1);
+                    hi = lo + in->shape->elems[1].nodes;
+                }
+                for (uint32_t k = lo; k < hi; k++) {
+                    if (pass == 1 && !defines(m, c, in, k)) continue;
+                    if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
+                        b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+                        ok = 0;
+                        break;
+                    }
+                    hbmi_value *v = &df->values[df->n_values];
+                    memset(v, 0, sizeof *v);
+                    v->gid = G(df, ci, orders[s][t]);
+                    v->node = k;
+                    v->wrapped = pass == 0;
+                    v->post = pass == 0 ? wrapped_post++ : in->post;
+                    const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
+                    v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
+                    v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                    v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
+                    v->constant = in->op == HOP_CONSTANT;
+                    hbmi_vset *set = &df->vs[in->pos_base + k];
+                    set->n = 1;
+                    set->one = df->n_values++;
+                }
+            }
+    }
+    for (uint32_t s = 0; s < b->n_seq; s++) hbmi_free(orders[s]);
+    hbmi_free(orders);
+    return ok;
+}
+
+static int solve(dfb *b) {
+    hbmi_df *df = b->df;
+    for (int iter = 0; iter < 1000; iter++) {
+        int changed = 0;
+        for (uint32_t s = b->n_seq; s-- > 0;) { /* callers first */
+            uint32_t ci = b->seq[s];
+            hbmi_comp *c = &df->m->comps[ci];
+            for (uint32_t i = 0; i < c->n; i++)
+                if (!propagate(b, ci, i, &changed)) return 0;
+        }
+        if (!changed) return 1;
+    }
+    b->err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: dataflow did not converge");
+    return 0;
+}
+
+/* --- flattened schedule (HloLiveRange::FlattenSchedule) --------------------------------------------- */
+static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    hbmi_comp *c = &m->comps[ci];
+    if (done[ci] || depth > 256) return 1;
+    done[ci] = 1;
+    c->span_start = df->n_flat;
+    /* is_scheduled=true: the text order is the schedule; otherwise XLA's post order */
+    uint32_t *order = NULL;
+    if (!m->is_scheduled) {
+        order = hbmi_malloc(sizeof *order * c->n);
+        if (!order || !post_order(b, c, order)) {
+            hbmi_free(order);
+            if (!b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+            return 0;
+        }
+    }
+    for (uint32_t t = 0; t < c->n; t++) {
+        uint32_t i = order ? order[t] : t;
+        hbmi_instr *in = &c->ins[i];
+        if (in->op == HOP_WHILE) {
+            for (int pass = 0; pass < 2; pass++)
+                for (uint32_t k = 0; k < in->n_called; k++)
+                    if (in->called_role[k] == (pass ? 'b' : 'w') && !flatten(b, in->called[k], done, depth + 1)) {
+                        hbmi_free(order);
+                        return 0;
+                    }
+        } else if (in->op == HOP_CALL || in->op == HOP_CONDITIONAL) {
+            for (uint32_t k = 0; k < in->n_called; k++)
+                if (m->comps[in->called[k]].kind == 'S' && !flatten(b, in->called[k], done, depth + 1)) {
+                    hbmi_free(order);
+                    return 0;
+                }
+        }
+        if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in)) {
+            /* the wrapped computation (parameters, then the op) runs before the start */
+            uint32_t slots = in->n_ops + 1;
+            for (uint32_t k = 0; k < in->n_called; k++)
+                if (in->called_role[k] == 'c' && m->comps[in->called[k]].n > 1) slots = m->comps[in->called[k]].n;
+            for (uint32_t k = 0; k < slots; k++) df->flat[df->n_flat++] = G(df, ci, i);
+        }
+        in->time = df->n_flat;
+        df->flat[df->n_flat++] = G(df, ci, i);
+    }
+    c->span_end = df->n_flat;
+    hbmi_free(order);
+    return 1;
+}
+
+/* --- positions, uses, live ranges ------------------------------------------------------------------- */
+static int may_use(const hbmi_instr *user, uint32_t opno, uint32_t node) {
+    switch (user->op) {
+    case HOP_GTE:
+    case HOP_COPY: return node == 0;
+    case HOP_TUPLE:
+    case HOP_CALL: return 0;
+    case HOP_CONDITIONAL: return opno == 0;
+    default: return 1;
+    }
+}
+
+static int param_has_alias(const hbm_hlo_module *m, int64_t param, uint32_t node, const hbmi_shape *ps) {
+    for (uint32_t a = 0; a < m->n_io_alias; a++) {
+        const hbmi_alias *al = &m->io_alias[a];
+        if (al->operand != param) continue;
+        /* node of the aliased parameter index */
+        const hbmi_shape *s = ps;
+        uint32_t k = 0;
+        int ok = 1;
+        for (uint32_t d = 0; d < al->in_len && ok; d++) {
+            if (s->prim != HBMI_PRIM_TUPLE || al->in[d] < 0 || (uint32_t)al->in[d] >= s->n) ok = 0;
+            else {
+                k += hbmi_shape_child(s, (uint32_t)al->in[d]);
+                s = &s->elems[al->in[d]];
+            }
+        }
+        if (ok && k == node) return 1;
+    }
+    return 0;
+}
+
+static int uses_and_ranges(dfb *b) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    uint32_t nv = df->n_values;
+    uint32_t *npos = hbmi_calloc(nv + 1, sizeof *npos), *nuse = hbmi_calloc(nv + 1, sizeof *nuse);
+    if (!npos || !nuse) {
+        hbmi_free(npos);
+        hbmi_free(nuse);
+        return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    }
+    for (int pass = 0; pass < 2 && !b->err; pass++) {
+        if (pass == 1) {
+            for (uint32_t v = 0; v < nv; v++) {
+                df->values[v].pos = dalloc(b, sizeof(uint32_t) * npos[v]);
+                df->values[v].uses = dalloc(b, sizeof(uint32_t) * nuse[v]);
+                if (b->err) break;
+            }
+            if (b->err) break;
+        }
+        for (uint32_t s = 0; s < b->n_seq; s++) {
+            uint32_t ci = b->seq[s];
+            hbmi_comp *c = &m->comps[ci];
+            for (uint32_t i = 0; i < c->n; i++) {
+                hbmi_instr *in = &c->ins[i];
+                uint32_t g = G(df, ci, i);
+                for (uint32_t k = 0; k < in->shape->nodes; k++) {
+                    const hbmi_vset *set = &df->vs[in->pos_base + k];
+                    for (uint32_t t = 0; t < set->n; t++) {
+                        uint32_t v = hbmi_vset_at(set, t);
+                        hbmi_value *val = &df->values[v];
+                        if (pass == 0) npos[v]++;
+                        else if (!val->n_pos || val->pos[val->n_pos - 1] != g) val->pos[val->n_pos++] = g;
+                    }
+                }
+                for (uint32_t opn = 0; opn < in->n_ops; opn++) {
+                    uint32_t og = G(df, ci, in->ops[opn]);
+                    const hbmi_instr *oi = I(df, og);
+                    for (uint32_t k = 0; k < oi->shape->nodes; k++) {
+                        if (!in->is_root && !may_use(in, opn, k)) continue;
+                        const hbmi_vset *set = &df->vs[oi->pos_base + k];
+                        for (uint32_t t = 0; t < set->n; t++) {
+                            uint32_t v = hbmi_vset_at(set, t);
+                            hbmi_value *val = &df->values[v];
+                            if (pass == 0) nuse[v]++;
+                            else if (!val->n_uses || val->uses[val->n_uses - 1] != g) val->uses[val->n_uses++] = g;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    hbmi_free(npos);
+    hbmi_free(nuse);
+    if (b->err) return 0;
+    int64_t end_time = df->n_flat;
+    for (uint32_t v = 0; v < nv; v++) {
+        hbmi_value *val = &df->values[v];
+        hbmi_instr *def = I(df, val->gid);
+        hbmi_comp *dc = &m->comps[df->gid_comp[val->gid]];
+        if (def->time < 0) continue;
+        val->has_range = 1;
+        /* HloLiveRange::CalculateBufferStartEndMap */
+        int64_t start = val->wrapped ? def->time - 1 : def->time;
+        if (def->op == HOP_PARAMETER) start = dc->span_start;
+        int64_t end = def->is_root && !val->wrapped ? dc->span_end : start;
+        if (val->wrapped) { /* async context: live until the async-done */
+            for (uint32_t u = 0; u < def->n_users; u++) {
+                const hbmi_instr *ui = &dc->ins[def->users[u]];
+                if (ui->op == HOP_ASYNC_DONE && ui->time > end) end = ui->time;
+            }
+        }
+        val->end_pos = val->gid;
+        for (uint32_t p = 0; p < val->n_pos; p++) { /* GetLastPosition */
+            if (p == 0 && !val->wrapped && val->pos[0] == val->gid) continue;
+            hbmi_instr *pi = I(df, val->pos[p]);
+            hbmi_comp *pc = &m->comps[df->gid_comp[val->pos[p]]];
+            int64_t t = pi->is_root ? pc->span_end : pi->time;
+            if (t > end) {
+                end = t;
+                val->end_pos = val->pos[p];
+            }
+        }
+        if (val->entry_param && !param_has_alias(m, def->param_no, val->node, def->shape)) {
+            end = end_time;
+        } else {
+            for (uint32_t u = 0; u < val->n_uses; u++) { /* GetLastUsageTime */
+                hbmi_instr *ui = I(df, val->uses[u]);
+                if (ui->op == HOP_CALL) continue;
+                int64_t t = ui->time;
+                if (ui->op == HOP_WHILE) { /* live until the body starts */
+                    for (uint32_t k = 0; k < ui->n_called; k++)
+                        if (ui->called_role[k] == 'b' && m->comps[ui->called[k]].n_params) {
+                            hbmi_comp *bc = &m->comps[ui->called[k]];
+                            t = bc->ins[bc->params[0]].time;
+                        }
+                }
+                if (t > end) end = t;
+            }
+        }
+        if (end < start) end = start;
+        val->start = start;
+        val->end = end;
+    }
+    return 1;
+}
+
+/* --- alias analysis: HloBuffers ------------------------------------------------------------------------ */
+static uint32_t uf_find(uint32_t *p, uint32_t x) {
+    while (p[x] != x) {
+        p[x] = p[p[x]];
+        x = p[x];
+    }
+    return x;
+}
+
+static void uf_union(uint32_t *p, uint32_t a, uint32_t b) {
+    a = uf_find(p, a);
+    b = uf_find(p, b);
+    if (a == b) return;
+    if (a < b) p[b] = a;
+    else p[a] = b;
+}
+
+static void union_sets(uint32_t *p, const hbmi_vset *x, const hbmi_vset *y) {
+    if (!x->n || !y->n) return;
+    uint32_t a = hbmi_vset_at(x, 0);
+    for (uint32_t i = 0; i < x->n; i++) uf_union(p, a, hbmi_vset_at(x, i));
+    for (uint32_t i = 0; i < y->n; i++) uf_union(p, a, hbmi_vset_at(y, i));
+}
+
+/* node of shape index idx[0..len) in s, or UINT32_MAX */
+static uint32_t index_node(const hbmi_shape *s, const int32_t *idx, uint32_t len) {
+    uint32_t k = 0;
+    for (uint32_t d = 0; d < len; d++) {
+        if (s->prim != HBMI_PRIM_TUPLE || idx[d] < 0 || (uint32_t)idx[d] >= s->n) return UINT32_MAX;
+        k += hbmi_shape_child(s, (uint32_t)idx[d]);
+        s = &s->elems[idx[d]];
+    }
+    return k;
+}
+
+/* fusion parameter number whose buffer the fused output element at root is updated in place
+ * (dynamic-update-slice or scatter on a parameter, through bitcasts), or -1 */
+static int64_t inplace_param(const hbmi_comp *fc, uint32_t r) {
+    const hbmi_instr *x = &fc->ins[r];
+    while (x->op == HOP_BITCAST && x->n_ops) x = &fc->ins[x->ops[0]];
+    if ((x->op != HOP_DUS && x->op != HOP_SCATTER) || !x->n_ops) return -1;
+    const hbmi_instr *o = &fc->ins[x->ops[0]];
+    while (o->op == HOP_BITCAST && o->n_ops) o = &fc->ins[o->ops[0]];
+    return o->op == HOP_PARAMETER ? o->param_no : -1;
+}
+
+static int alias_buffers(dfb *b) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    uint32_t nv = df->n_values;
+    uint32_t *p = hbmi_malloc(sizeof *p * (nv + 1));
+    if (!p) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    for (uint32_t v = 0; v < nv; v++) p[v] = v;
+    /* values sharing a position */
+    for (uint32_t i = 0; i < df->n_pos; i++)
+        if (df->vs[i].n > 1) union_sets(p, &df->vs[i], &df->vs[i]);
+    /* in-place operations */
+    for (uint32_t s = 0; s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            uint32_t g = G(df, ci, i);
+            if (in->op == HOP_CUSTOM_CALL) {
+                for (uint32_t a = 0; a < in->n_alias; a++) {
+                    const hbmi_alias *al = &in->alias[a];
+                    if (al->operand < 0 || (uint64_t)al->operand >= in->n_ops) continue;
+                    uint32_t og = G(df, ci, in->ops[al->operand]);
+                    uint32_t on = index_node(I(df, og)->shape, al->in, al->in_len);
+                    uint32_t un = index_node(in->shape, al->out, al->out_len);
+                    if (on == UINT32_MAX || un == UINT32_MAX) continue;
+                    union_sets(p, VS(df, g, un), VS(df, og, on));
+                }
+            } else if ((in->op == HOP_DUS || in->op == HOP_SCATTER) && in->n_ops &&
+                       in->shape->prim != HBMI_PRIM_TUPLE) {
+                union_sets(p, VS(df, g, 0), VS(df, G(df, ci, in->ops[0]), 0));
+            } else if (in->op == HOP_FUSION && in->n_called) {
+                const hbmi_comp *fc = &m->comps[in->called[0]];
+                const hbmi_instr *root = &fc->ins[fc->root];
+                if (root->op == HOP_TUPLE && in->shape->prim == HBMI_PRIM_TUPLE) {
+                    for (uint32_t e = 0; e < root->n_ops && e < in->shape->n; e++) {
+                        int64_t pn = inplace_param(fc, root->ops[e]);
+                        if (pn >= 0 && (uint64_t)pn < in->n_ops)
+                            union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[pn]), 0));
+                    }
+                } else {
+                    int64_t pn = inplace_param(fc, fc->root);
+                    if (pn >= 0 && (uint64_t)pn < in->n_ops) union_sets(p, VS(df, g, 0), VS(df, G(df, ci, in->ops[pn]), 0));
+                }
+            }
+        }
+    }
+    /* donated parameters: input_output_alias */
+    hbmi_comp *entry = &m->comps[m->entry];
+    uint32_t rootg = G(df, m->entry, entry->root);
+    for (uint32_t a = 0; a < m->n_io_alias; a++) {
+        const hbmi_alias *al = &m->io_alias[a];
+        if (al->operand < 0 || (uint64_t)al->operand >= entry->n_params) continue;
+        uint32_t pg = G(df, m->entry, entry->params[al->operand]);
+        uint32_t pn = index_node(I(df, pg)->shape, al->in, al->in_len);
+        uint32_t on = index_node(I(df, rootg)->shape, al->out, al->out_len);
+        if (pn == UINT32_MAX || on == UINT32_MAX) continue;
+        union_sets(p, VS(df, rootg, on), VS(df, pg, pn));
+    }
+    /* number the buffers by their smallest value id */
+    uint32_t *bid = hbmi_malloc(sizeof *bid * (nv + 1));
+    if (!bid) {
+        hbmi_free(p);
+        return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    }
+    uint32_t nb = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        uint32_t r = uf_find(p, v);
+        if (r == v) bid[v] = nb++;
+        df->values[v].buffer = bid[r];
+    }
+    df->n_buffers = nb;
+    df->buffers = dalloc(b, sizeof *df->buffers * (nb ? nb : 1));
+    if (df->buffers) {
+        for (uint32_t v = 0; v < nv; v++) df->buffers[df->values[v].buffer].n_values++;
+        for (uint32_t i = 0; i < nb && !b->err; i++) {
+            df->buffers[i].values = dalloc(b, sizeof(uint32_t) * df->buffers[i].n_values);
+            df->buffers[i].n_values = 0;
+            df->buffers[i].min_post = UINT32_MAX;
+        }
+        for (uint32_t v = 0; v < nv && !b->err; v++) {
+            hbmi_buffer *bf = &df->buffers[df->values[v].buffer];
+            bf->values[bf->n_values++] = v;
+            if (df->values[v].size > bf->size) bf->size = df->values[v].size;
+            if (df->values[v].post < bf->min_post) bf->min_post = df->values[v].post;
+        }
+        /* live out: a value at a position of the entry root */
+        const hbmi_instr *ri = I(df, rootg);
+        for (uint32_t k = 0; k < ri->shape->nodes && !b->err; k++) {
+            const hbmi_vset *set = &df->vs[ri->pos_base + k];
+            for (uint32_t t = 0; t < set->n; t++) df->buffers[df->values[hbmi_vset_at(set, t)].buffer].live_out = 1;
+        }
+    }
+    hbmi_free(bid);
+    hbmi_free(p);
+    return !b->err;
+}
+
+/* --- sharing rules ---------------------------------------------------------------------------------- */
+int hbmi_df_is_user_of(const hbmi_df *df, uint32_t user, uint32_t operand) {
+    if (df->gid_comp[user] != df->gid_comp[operand]) return 0;
+    const hbmi_instr *u = I(df, user);
+    uint32_t oi = df->gid_idx[operand];
+    for (uint32_t k = 0; k < u->n_ops; k++)
+        if (u->ops[k] == oi) return 1;
+    return 0;
+}
+
+static int elementwise_on(const hbmi_instr *x) { return x->op == HOP_ELEMENTWISE; }
+
+/* GPU's FusionCanShareBufferHint: every path from the fusion parameter to the output goes
+ * through elementwise ops (not copy) or bitcasts, and reaches the output. */
+static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_t opno, uint32_t user_node) {
+    const hbmi_comp *fc = &df->m->comps[fusion->called[0]];
+    int64_t param = -1;
+    for (uint32_t i = 0; i < fc->n; i++)
+        if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
+    if (param < 0) return 0;
+    uint32_t out = fc->root;
+    if (user_node) { /* element of a tuple-shaped output */
+        const hbmi_instr *r = &fc->ins[fc->root];
+        if (r->op != HOP_TUPLE) return 0;
+        uint32_t e;
+        for (e = 0; e < fusion->shape->n; e++)
+            if (hbmi_shape_child(fusion->shape, e) == user_node) break;
+        if (e >= r->n_ops) return 0;
+        out = r->ops[e];
+    }
+    uint32_t nb_root = out;
+    if (fc->ins[nb_root].op == HOP_BITCAST && fc->ins[nb_root].n_ops) nb_root = fc->ins[nb_root].ops[0];
+    uint8_t vis_small[256];
+    uint32_t q_small[257];
+    int heap_bufs = fc->n > 256;
+    uint8_t *vis = heap_bufs ? hbmi_calloc(fc->n, 1) : vis_small;
+    uint32_t *q = heap_bufs ? hbmi_malloc(sizeof *q * (fc->n + 1)) : q_small;
+    if (!vis || !q) {
+        if (heap_bufs) {
+            hbmi_free(vis);
+            hbmi_free(q);
+        }
+        return 0;
+    }
+    if (!heap_bufs) memset(vis, 0, fc->n);
+    uint32_t qh = 0, qt = 0;
+    q[qt++] = (uint32_t)param;
+    vis[param] = 1;
+    int found = 0, ok = 1;
+    while (qh < qt && ok) {
+        uint32_t x = q[qh++];
+        if (x == out) {
+            found = 1;
+            continue;
+        }
+        const hbmi_instr *xi = &fc->ins[x];
+        for (uint32_t u = 0; u < xi->n_users && ok; u++) {
+            uint32_t h = xi->users[u];
+            if (vis[h]) continue;
+            const hbmi_instr *hi = &fc->ins[h];
+            int dus_ok = (fc->ins[nb_root].op == HOP_DUS || fc->ins[nb_root].op == HOP_SCATTER) && h == nb_root &&
+                         hi->n_ops && hi->ops[0] == x;
+            if (!dus_ok && !elementwise_on(hi) && hi->op != HOP_BITCAST) ok = 0;
+            vis[h] = 1;
+            q[qt++] = h;
+        }
+    }
+    if (heap_bufs) {
+        hbmi_free(vis);
+        hbmi_free(q);
+    }
+    return ok && found;
+}
+
+int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node, uint32_t user, uint32_t user_node) {
+    const hbmi_instr *u = I(df, user), *o = I(df, operand);
+    if (!hbmi_df_is_user_of(df, user, operand)) return 0;
+    const hbmi_shape *os = hbmi_shape_node(o->shape, operand_node);
+    const hbmi_shape *us = hbmi_shape_node(u->shape, user_node);
+    if (!os || !us) return 0;
+    uint32_t opno = 0;
+    for (uint32_t k = 0; k < u->n_ops; k++)
+        if (u->ops[k] == df->gid_idx[operand]) {
+            opno = k;
+            break;
+        }
+    if (u->op == HOP_FUSION && u->n_called) {
+        if (!hbmi_shape_equal(os, us)) {
+            if (os->prim == HBMI_PRIM_TUPLE || us->prim == HBMI_PRIM_TUPLE) return 0;
+            if (hbmi_shape_elements(os) != hbmi_shape_elements(us)) return 0;
+            if (hbm_hlo_prim_bits((hbm_hlo_prim)os->prim) != hbm_hlo_prim_bits((hbm_hlo_prim)us->prim)) return 0;
+        }
+        return fusion_can_share(df, u, opno, user_node);
+    }
+    if (!hbmi_shape_equal(os, us)) return 0;
+    if ((u->op == HOP_DUS || u->op == HOP_SCATTER) && opno == 0 && user_node == 0) return 1;
+    if (u->op == HOP_CUSTOM_CALL) {
+        for (uint32_t a = 0; a < u->n_alias; a++)
+            if ((uint64_t)u->alias[a].operand == opno) return 1;
+        return 0;
+    }
+    return elementwise_on(u);
+}
+
+/* --- driver ------------------------------------------------------------------------------------------- */
+void hbmi_df_free(hbmi_df *df) {
+    if (!df) return;
+    hbmi_arena_free(&df->arena);
+    hbmi_free(df->vs);
+    hbmi_free(df->values);
+    hbmi_free(df->gid_comp);
+    hbmi_free(df->gid_idx);
+    hbmi_free(df->comp_base);
+    hbmi_free(df->flat);
+    hbmi_free(df);
+}
+
+static void reset_module(hbm_hlo_module *m) {
+    for (uint32_t ci = 0; ci < m->n_comps; ci++) {
+        hbmi_comp *c = &m->comps[ci];
+        c->kind = 0;
+        c->n_params = 0;
+        c->params = NULL;
+        for (uint32_t i = 0; i < c->n; i++) {
+            c->ins[i].n_users = 0;
+            c->ins[i].users = NULL;
+            c->ins[i].analyzed = 0;
+            c->ins[i].time = -1;
+        }
+    }
+}
+
+hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) {
+    *out = NULL;
+    hbmi_df *df = hbmi_calloc(1, sizeof *df);
+    if (!df) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    df->m = m;
+    df->pointer_size = pointer_size;
+    dfb b = {df, HBM_OK, NULL, 0};
+    reset_module(m);
+    uint64_t n = 0;
+    df->comp_base = hbmi_malloc(sizeof *df->comp_base * m->n_comps);
+    for (uint32_t ci = 0; df->comp_base && ci < m->n_comps; ci++) {
+        df->comp_base[ci] = (uint32_t)n;
+        n += m->comps[ci].n;
+    }
+    if (n >= UINT32_MAX) b.err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: too many instructions");
+    df->n_gid = (uint32_t)n;
+    df->gid_comp = hbmi_malloc(sizeof(uint32_t) * (n + 1));
+    df->gid_idx = hbmi_malloc(sizeof(uint32_t) * (n + 1));
+    uint64_t slots = n + 1;
+    for (uint32_t ci = 0; ci < m->n_comps; ci++)
+        for (uint32_t i = 0; i < m->comps[ci].n; i++)
+            if (m->comps[ci].ins[i].op == HOP_ASYNC_START) {
+                const hbmi_instr *in = &m->comps[ci].ins[i];
+                uint64_t k = in->n_ops + 1;
+                for (uint32_t j = 0; j < in->n_called; j++)
+                    if (m->comps[in->called[j]].n > k) k = m->comps[in->called[j]].n;
+                slots += k;
+            }
+    if (slots > UINT32_MAX) slots = UINT32_MAX;
+    df->flat = hbmi_malloc(sizeof(uint32_t) * slots);
+    if (!b.err && (!df->comp_base || !df->gid_comp || !df->gid_idx || !df->flat))
+        b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    for (uint32_t ci = 0; !b.err && ci < m->n_comps; ci++)
+        for (uint32_t i = 0; i < m->comps[ci].n; i++) {
+            df->gid_comp[df->comp_base[ci] + i] = ci;
+            df->gid_idx[df->comp_base[ci] + i] = i;
+        }
+    if (!b.err) classify(&b);
+    /* users for every computation (fusion analysis needs them too); parameters by number */
+    for (uint32_t ci = 0; !b.err && ci < m->n_comps; ci++) {
+        hbmi_comp *c = &m->comps[ci];
+        if (!build_users(&b, c)) break;
+        int64_t maxp = -1;
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->ins[i].op == HOP_PARAMETER && c->ins[i].param_no > maxp) maxp = c->ins[i].param_no;
+        if (maxp >= 0 && maxp < (int64_t)c->n) {
+            c->n_params = (uint32_t)maxp + 1;
+            c->params = dalloc(&b, sizeof *c->params * c->n_params);
+            if (!c->params) break;
+            for (uint32_t i = 0; i < c->n_params; i++) c->params[i] = 0;
+            for (uint32_t i = 0; i < c->n; i++)
+                if (c->ins[i].op == HOP_PARAMETER && c->ins[i].param_no >= 0) c->params[c->ins[i].param_no] = i;
+        } else if (maxp >= (int64_t)c->n) {
+            b.err = hbmi_error(HBM_ERR_PARSE, "%s: computation %.*s: parameter(%lld) but only %u instructions",
+                               m->path, (int)c->name.n, c->name.p, (long long)maxp, c->n);
+        }
+    }
+    if (!b.err) define_values(&b);
+    if (!b.err) solve(&b);
+    if (!b.err) {
+        uint8_t *done = hbmi_calloc(m->n_comps, 1);
+        if (!done) b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        else {
+            flatten(&b, m->entry, done, 0);
+            hbmi_free(done);
+        }
+    }
+    if (!b.err) uses_and_ranges(&b);
+    if (!b.err) alias_buffers(&b);
+    if (b.err) {
+        hbm_status s = b.err;
+        hbmi_df_free(df);
+        return s;
+    }
+    *out = df;
+    return HBM_OK;
+}

@@ -1,0 +1,173 @@
+/* src/hlo/hlo_internal.h - the parsed form of an HLO module, shared by the parser
+ * (parse.c), the dataflow/alias analysis (dataflow.c) and the buffer assignment
+ * (src/plan/). Everything lives in one arena owned by the module; strings are slices of
+ * the module's own copy of the text. */
+#ifndef HBM_HLO_INTERNAL_H
+#define HBM_HLO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "hbm/hlo.h"
+
+/* --- arena: bump allocation in chunks, freed all at once ------------------------------- */
+typedef struct hbmi_arena_chunk {
+    struct hbmi_arena_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} hbmi_arena_chunk;
+
+typedef struct hbmi_arena {
+    hbmi_arena_chunk *head;
+    size_t total; /* bytes obtained from hbmi_malloc (for the memory figures) */
+} hbmi_arena;
+
+void *hbmi_arena_alloc(hbmi_arena *a, size_t n); /* 16-byte aligned, zeroed; NULL on OOM */
+void hbmi_arena_free(hbmi_arena *a);
+
+typedef struct hbmi_str {
+    const char *p;
+    uint32_t n;
+} hbmi_str;
+
+/* --- shapes ---------------------------------------------------------------------------- */
+#define HBMI_PRIM_TUPLE 255
+
+typedef struct hbmi_shape {
+    uint8_t prim;      /* hbm_hlo_prim value, or HBMI_PRIM_TUPLE */
+    uint8_t dynamic;   /* some dimension is bounded-dynamic (<=N) */
+    uint16_t elem_bits; /* element_size_in_bits from the layout's E(n), 0 if none */
+    uint32_t n;        /* rank, or number of tuple elements */
+    int64_t *dims;
+    struct hbmi_shape *elems;
+    int64_t memory_space; /* S(n) in the layout, 0 = device default */
+    uint32_t nodes;    /* nodes of the shape tree (1 for an array) */
+} hbmi_shape;
+
+/* Byte size as XLA's GPU compiler counts it (tuples: pointer_size per element). */
+uint64_t hbmi_shape_bytes(const hbmi_shape *s, unsigned pointer_size);
+/* The subshape at flattened pre-order node k (0 = the shape itself). */
+const hbmi_shape *hbmi_shape_node(const hbmi_shape *s, uint32_t k);
+/* Node offset of tuple element i of s (s must be a tuple). */
+uint32_t hbmi_shape_child(const hbmi_shape *s, uint32_t i);
+int hbmi_shape_equal(const hbmi_shape *a, const hbmi_shape *b);
+/* "f32[300000,50]" / "(f32[2], s32[])" without layouts, into buf (truncated). */
+void hbmi_shape_print(const hbmi_shape *s, char *buf, size_t cap);
+uint64_t hbmi_shape_elements(const hbmi_shape *s);
+
+/* --- opcodes ---------------------------------------------------------------------------- */
+typedef enum hbmi_op {
+    HOP_OTHER,
+    HOP_PARAMETER,
+    HOP_CONSTANT,
+    HOP_TUPLE,
+    HOP_GTE,
+    HOP_BITCAST,
+    HOP_WHILE,
+    HOP_CALL,
+    HOP_CONDITIONAL,
+    HOP_FUSION,
+    HOP_CUSTOM_CALL,
+    HOP_ASYNC_START,  /* async-start and the "<op>-start" sugar of wrapped async ops */
+    HOP_ASYNC_UPDATE,
+    HOP_ASYNC_DONE,   /* async-done and "<op>-done" */
+    HOP_COPY,
+    HOP_COPY_START,
+    HOP_COPY_DONE,
+    HOP_LEGACY_START, /* all-gather-start, collective-permute-start: ((in) or in, out, ...) */
+    HOP_ALL_REDUCE_START,
+    HOP_ALL_REDUCE_DONE,
+    HOP_SEND,
+    HOP_RECV,
+    HOP_SEND_DONE,
+    HOP_RECV_DONE,
+    HOP_DUS,
+    HOP_SCATTER,
+    HOP_DOMAIN,
+    HOP_OPT_BARRIER,
+    HOP_ADD_DEPENDENCY,
+    HOP_ELEMENTWISE, /* IsElementwise in XLA (copy excluded: HOP_COPY) */
+    HOP_COUNT_
+} hbmi_op;
+
+/* One output_to_operand_aliasing / input_output_alias entry. */
+#define HBMI_MAX_INDEX 8
+typedef struct hbmi_alias {
+    uint8_t out_len, in_len;
+    int32_t out[HBMI_MAX_INDEX];
+    int64_t operand; /* operand number, or parameter number */
+    int32_t in[HBMI_MAX_INDEX];
+} hbmi_alias;
+
+typedef struct hbmi_instr {
+    hbmi_str name;
+    hbmi_str opcode;  /* as written ("all-to-all-start") */
+    uint8_t op;       /* hbmi_op */
+    uint8_t is_root;
+    char fusion_kind; /* 'L', 'I', 'O', 'C' or 0 */
+    uint8_t analyzed; /* in a sequential computation (set by the dataflow) */
+    hbmi_shape *shape;
+    uint32_t n_ops;
+    uint32_t *ops;    /* operand instruction indices in the same computation */
+    uint32_t n_called;
+    uint32_t *called; /* computation indices: calls/body/condition/branches/to_apply */
+    uint8_t *called_role; /* 'c' calls, 'b' body, 'w' condition, 'k' branch, 'a' to_apply */
+    hbmi_str *called_names; /* until resolved */
+    hbmi_str *op_names;     /* operand names until resolved */
+    int64_t param_no;
+    int64_t gte_index;
+    hbmi_str meta_op_name, meta_source_file;
+    int32_t meta_source_line;
+    hbmi_str target; /* custom_call_target */
+    uint32_t n_alias;
+    hbmi_alias *alias; /* output_to_operand_aliasing */
+    size_t off; /* byte offset of the instruction in the text */
+    /* filled by the dataflow */
+    uint32_t n_users;
+    uint32_t *users;
+    uint32_t pos_base; /* first position id of this instruction's shape nodes */
+    int64_t time;      /* flattened schedule time, -1 if not scheduled */
+    uint32_t post;     /* post-order position */
+} hbmi_instr;
+
+typedef struct hbmi_comp {
+    hbmi_str name;
+    int is_entry;
+    uint32_t n;
+    hbmi_instr *ins;
+    uint32_t root;
+    hbmi_str exec_thread;
+    size_t off;
+    /* dataflow */
+    uint8_t kind; /* 0 unused, 'S' sequential, 'F' fusion, 'E' embedded, 'A' async */
+    int64_t span_start, span_end;
+    uint32_t *params; /* parameter instruction index by number, n_params entries */
+    uint32_t n_params;
+} hbmi_comp;
+
+struct hbm_hlo_module {
+    hbmi_arena arena;
+    char *text;
+    size_t len;
+    char path[256];
+    hbmi_str name;
+    int is_scheduled;
+    uint32_t n_comps;
+    hbmi_comp *comps;
+    uint32_t entry;
+    uint32_t n_io_alias;
+    hbmi_alias *io_alias; /* out = output index, operand = parameter number, in = param index */
+    uint32_t n_donors;
+    hbmi_alias *donors;   /* buffer_donor entries: operand = parameter, in = index */
+    uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
+};
+
+/* 1-based line and column of byte offset off in m's text. */
+void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col);
+
+/* Primitive type by name ("f32"): returns hbm_hlo_prim or -1. */
+int hbmi_prim_lookup(const char *p, size_t n);
+hbmi_op hbmi_op_lookup(const char *p, size_t n);
+
+#endif

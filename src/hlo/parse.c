@@ -1,0 +1,993 @@
+/* parse.c - HLO text -> hbm_hlo_module. One pass over the text with a hand-written
+ * scanner (no token list), everything allocated from the module's arena. Names are
+ * resolved per computation once it is complete, computations once the file is. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hlo/hlo_internal.h"
+
+typedef struct parser {
+    const char *p, *end, *base;
+    const char *file;
+    hbm_hlo_module *m;
+    hbm_status err; /* first error; parsing stops there */
+    int depth;      /* shape nesting, bounded against hostile input */
+} parser;
+
+/* --- errors ---------------------------------------------------------------------------- */
+static void where(const parser *ps, const char *at, uint32_t *line, uint32_t *col) {
+    uint32_t l = 1;
+    const char *ls = ps->base;
+    for (const char *q = ps->base; q < at && q < ps->end; q++)
+        if (*q == '\n') {
+            l++;
+            ls = q + 1;
+        }
+    *line = l;
+    *col = (uint32_t)(at - ls) + 1;
+}
+
+static hbm_status fail(parser *ps, const char *what) {
+    if (ps->err) return ps->err;
+    uint32_t line, col;
+    const char *at = ps->p < ps->end ? ps->p : ps->end;
+    where(ps, at, &line, &col);
+    char snip[41];
+    size_t k = 0;
+    for (const char *q = at; q < ps->end && *q != '\n' && k < sizeof snip - 1; q++)
+        snip[k++] = (*q >= 32 && *q < 127) ? *q : '?';
+    snip[k] = 0;
+    ps->err = hbmi_error(HBM_ERR_PARSE, "%s:%u:%u: %s, found %s%s%s", ps->file, line, col, what,
+                         k ? "'" : "end of input", snip, k ? "'" : "");
+    return ps->err;
+}
+
+static hbm_status nomem(parser *ps) {
+    if (!ps->err) ps->err = hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory while parsing", ps->file);
+    return ps->err;
+}
+
+static void *alloc(parser *ps, size_t n) {
+    void *r = hbmi_arena_alloc(&ps->m->arena, n ? n : 1);
+    if (!r) nomem(ps);
+    return r;
+}
+
+/* --- scanning --------------------------------------------------------------------------- */
+static void skip_ws(parser *ps) {
+    const char *p = ps->p, *e = ps->end;
+    for (;;) {
+        while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+        if (p + 1 < e && p[0] == '/' && p[1] == '*') {
+            const char *q = p + 2;
+            while (q + 1 < e && !(q[0] == '*' && q[1] == '/')) q++;
+            p = q + 1 < e ? q + 2 : e;
+            continue;
+        }
+        if (p + 1 < e && p[0] == '/' && p[1] == '/') {
+            while (p < e && *p != '\n') p++;
+            continue;
+        }
+        break;
+    }
+    ps->p = p;
+}
+
+static int peek(parser *ps) {
+    skip_ws(ps);
+    return ps->p < ps->end ? (unsigned char)*ps->p : -1;
+}
+
+static int accept(parser *ps, char c) {
+    if (peek(ps) == (unsigned char)c) {
+        ps->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static int expect(parser *ps, char c, const char *what) {
+    if (accept(ps, c)) return 1;
+    fail(ps, what);
+    return 0;
+}
+
+static int is_name_char(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-' || c == '$';
+}
+
+/* A name, with an optional leading '%'. */
+static hbmi_str name(parser *ps) {
+    hbmi_str s = {0, 0};
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '%') ps->p++;
+    const char *b = ps->p;
+    while (ps->p < ps->end && is_name_char((unsigned char)*ps->p)) ps->p++;
+    s.p = b;
+    s.n = (uint32_t)(ps->p - b);
+    return s;
+}
+
+static int word_is_(hbmi_str s, const char *w, size_t n) { return n == s.n && !memcmp(s.p, w, n); }
+#define word_is(s, w) word_is_((s), (w), sizeof(w) - 1)
+
+static int parse_int(parser *ps, int64_t *out) {
+    skip_ws(ps);
+    const char *p = ps->p;
+    int neg = 0;
+    if (p < ps->end && (*p == '-' || *p == '+')) neg = *p++ == '-';
+    if (p >= ps->end || *p < '0' || *p > '9') return fail(ps, "expected an integer"), 0;
+    uint64_t v = 0;
+    while (p < ps->end && *p >= '0' && *p <= '9') {
+        unsigned d = (unsigned)(*p++ - '0');
+        if (v > (UINT64_MAX / 2 - d) / 10) {
+            ps->p = p;
+            return fail(ps, "integer too large"), 0;
+        }
+        v = v * 10 + d;
+    }
+    ps->p = p;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 1;
+}
+
+/* Skip a string literal starting at ps->p (which is '"'). */
+static int skip_string(parser *ps) {
+    const char *p = ps->p + 1, *e = ps->end;
+    while (p < e && *p != '"') p += (*p == '\\' && p + 1 < e) ? 2 : 1;
+    if (p >= e) return fail(ps, "unterminated string"), 0;
+    ps->p = p + 1;
+    return 1;
+}
+
+static hbmi_str string_lit(parser *ps) {
+    hbmi_str s = {0, 0};
+    if (peek(ps) != '"') {
+        fail(ps, "expected a string");
+        return s;
+    }
+    const char *b = ps->p + 1;
+    if (!skip_string(ps)) return s;
+    s.p = b;
+    s.n = (uint32_t)(ps->p - 1 - b);
+    return s;
+}
+
+/* Skip one attribute value: balanced (), [], {}, strings; stops at a depth-0 ',' or newline,
+ * or a depth-0 closer it did not open. */
+static int skip_value(parser *ps) {
+    char stack[64];
+    int d = 0;
+    const char *p = ps->p, *e = ps->end;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    const char *start = p;
+    while (p < e) {
+        char c = *p;
+        if (c == '"') {
+            ps->p = p;
+            if (!skip_string(ps)) return 0;
+            p = ps->p;
+            continue;
+        }
+        if (c == '/' && p + 1 < e && p[1] == '*') {
+            ps->p = p;
+            skip_ws(ps);
+            p = ps->p;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') {
+            if (d == (int)sizeof stack) {
+                ps->p = p;
+                return fail(ps, "value nested too deeply"), 0;
+            }
+            stack[d++] = c == '(' ? ')' : c == '[' ? ']' : '}';
+        } else if (c == ')' || c == ']' || c == '}') {
+            if (!d) break;
+            if (stack[d - 1] != c) {
+                ps->p = p;
+                return fail(ps, "mismatched bracket in attribute value"), 0;
+            }
+            d--;
+        } else if (!d && (c == ',' || c == '\n')) {
+            break;
+        }
+        p++;
+    }
+    ps->p = p;
+    if (d) return fail(ps, "unbalanced brackets in attribute value"), 0;
+    if (p == start) return fail(ps, "expected an attribute value"), 0;
+    return 1;
+}
+
+/* Skip one bracketed group starting at ps->p ('(', '[' or '{'), strings inside included. */
+static int skip_group(parser *ps) {
+    char stack[64];
+    int d = 0;
+    const char *p = ps->p, *e = ps->end;
+    while (p < e) {
+        char c = *p;
+        if (c == '"') {
+            ps->p = p;
+            if (!skip_string(ps)) return 0;
+            p = ps->p;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') {
+            if (d == (int)sizeof stack) {
+                ps->p = p;
+                return fail(ps, "nested too deeply"), 0;
+            }
+            stack[d++] = c == '(' ? ')' : c == '[' ? ']' : '}';
+        } else if (c == ')' || c == ']' || c == '}') {
+            if (!d || stack[d - 1] != c) {
+                ps->p = p;
+                return fail(ps, "mismatched bracket"), 0;
+            }
+            if (--d == 0) {
+                ps->p = p + 1;
+                return 1;
+            }
+        }
+        p++;
+    }
+    ps->p = p;
+    return fail(ps, "unbalanced brackets"), 0;
+}
+
+/* --- shapes ------------------------------------------------------------------------------- */
+static int parse_layout(parser *ps, hbmi_shape *s) {
+    /* {1,0:T(8,128)(2,1)E(4)S(1)} ; ps->p is after '{' */
+    for (;;) {
+        int c = peek(ps);
+        if (c == '}') {
+            ps->p++;
+            return 1;
+        }
+        if (c == ',') {
+            ps->p++;
+            continue;
+        }
+        if (c == ':') {
+            ps->p++;
+            continue;
+        }
+        if (c >= '0' && c <= '9') {
+            int64_t v;
+            if (!parse_int(ps, &v)) return 0;
+            continue;
+        }
+        if ((c == 'E' || c == 'S') && ps->p + 1 < ps->end && ps->p[1] == '(') {
+            ps->p += 2;
+            int64_t v;
+            if (!parse_int(ps, &v) || !expect(ps, ')', "expected ')' in layout")) return 0;
+            if (c == 'E') s->elem_bits = (uint16_t)(v > 0 && v < 64 ? v : 0);
+            else s->memory_space = v;
+            continue;
+        }
+        if (c >= 'A' && c <= 'Z') { /* T(...)(...), L(...), D(...), #(...) etc. */
+            ps->p++;
+            while (peek(ps) == '(') {
+                if (!skip_group(ps)) return 0;
+            }
+            continue;
+        }
+        if (c == '*' || c == '#' || c == '+') {
+            ps->p++;
+            continue;
+        }
+        return fail(ps, "unexpected character in layout"), 0;
+    }
+}
+
+static int parse_shape(parser *ps, hbmi_shape *s);
+
+static int parse_tuple_shape(parser *ps, hbmi_shape *s) {
+    /* after '(' */
+    hbmi_shape tmp[16];
+    hbmi_shape *elems = tmp;
+    uint32_t n = 0, cap = 16;
+    s->prim = HBMI_PRIM_TUPLE;
+    if (peek(ps) != ')') {
+        for (;;) {
+            if (n == cap) {
+                hbmi_shape *ne = alloc(ps, sizeof *ne * cap * 2);
+                if (!ne) return 0;
+                memcpy(ne, elems, sizeof *ne * n);
+                elems = ne;
+                cap *= 2;
+            }
+            memset(&elems[n], 0, sizeof elems[n]);
+            if (!parse_shape(ps, &elems[n])) return 0;
+            n++;
+            if (!accept(ps, ',')) break;
+        }
+    }
+    if (!expect(ps, ')', "expected ')' closing a tuple shape")) return 0;
+    s->n = n;
+    s->elems = alloc(ps, sizeof *s->elems * (n ? n : 1));
+    if (!s->elems) return 0;
+    memcpy(s->elems, elems, sizeof *elems * n);
+    s->nodes = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (s->nodes > UINT32_MAX / 2) return fail(ps, "tuple shape too large"), 0;
+        s->nodes += elems[i].nodes;
+    }
+    return 1;
+}
+
+static int parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
+    int pr = hbmi_prim_lookup(prim.p, prim.n);
+    if (pr < 0) {
+        ps->p = prim.p;
+        return fail(ps, "unknown element type"), 0;
+    }
+    s->prim = (uint8_t)pr;
+    s->nodes = 1;
+    if (!expect(ps, '[', "expected '[' after the element type")) return 0;
+    int64_t tmp[64];
+    uint32_t n = 0;
+    if (peek(ps) != ']') {
+        for (;;) {
+            int64_t v = 0;
+            int c = peek(ps);
+            if (c == '<' && ps->p + 1 < ps->end && ps->p[1] == '=') {
+                ps->p += 2;
+                s->dynamic = 1;
+            }
+            if (peek(ps) == '?') {
+                ps->p++;
+                s->dynamic = 1;
+                v = 0;
+            } else if (!parse_int(ps, &v)) {
+                return 0;
+            }
+            if (v < 0) return fail(ps, "negative dimension"), 0;
+            if (n == 64) return fail(ps, "too many dimensions"), 0;
+            tmp[n++] = v;
+            if (!accept(ps, ',')) break;
+        }
+    }
+    if (!expect(ps, ']', "expected ']' closing the dimensions")) return 0;
+    s->n = n;
+    if (n) {
+        s->dims = alloc(ps, sizeof *s->dims * n);
+        if (!s->dims) return 0;
+        memcpy(s->dims, tmp, sizeof *tmp * n);
+    }
+    /* a layout follows directly ("f32[2]{0}"), not after whitespace */
+    if (ps->p < ps->end && *ps->p == '{') {
+        ps->p++;
+        return parse_layout(ps, s);
+    }
+    return 1;
+}
+
+static int parse_shape(parser *ps, hbmi_shape *s) {
+    if (++ps->depth > 64) return fail(ps, "shape nested too deeply"), 0;
+    int ok;
+    if (accept(ps, '(')) {
+        ok = parse_tuple_shape(ps, s);
+    } else {
+        hbmi_str prim = name(ps);
+        if (!prim.n) { fail(ps, "expected a shape"); ok = 0; }
+        else ok = parse_array_shape(ps, s, prim);
+    }
+    ps->depth--;
+    return ok;
+}
+
+/* --- attributes ----------------------------------------------------------------------------- */
+static int parse_index(parser *ps, int32_t *idx, uint8_t *len) {
+    /* {} or {1,0} */
+    *len = 0;
+    if (!expect(ps, '{', "expected '{' starting a shape index")) return 0;
+    while (peek(ps) != '}') {
+        int64_t v;
+        if (!parse_int(ps, &v)) return 0;
+        if (*len < HBMI_MAX_INDEX) idx[(*len)++] = (int32_t)v;
+        if (!accept(ps, ',')) break;
+    }
+    return expect(ps, '}', "expected '}' closing a shape index");
+}
+
+/* {{}: (0, {}), {1}: (1, {0}, may-alias)} for output_to_operand_aliasing and
+ * input_output_alias; {(0, {}), (1, {})} for buffer_donor. */
+static int parse_alias_list(parser *ps, hbmi_alias **out, uint32_t *n_out, int donor) {
+    hbmi_alias tmp[32], *list = tmp;
+    uint32_t n = 0, cap = 32;
+    if (!expect(ps, '{', "expected '{' starting an alias list")) return 0;
+    while (peek(ps) != '}') {
+        if (n == cap) {
+            hbmi_alias *nl = alloc(ps, sizeof *nl * cap * 2);
+            if (!nl) return 0;
+            memcpy(nl, list, sizeof *nl * n);
+            list = nl;
+            cap *= 2;
+        }
+        hbmi_alias *a = &list[n];
+        memset(a, 0, sizeof *a);
+        if (!donor) {
+            if (!parse_index(ps, a->out, &a->out_len) || !expect(ps, ':', "expected ':' in an alias"))
+                return 0;
+        }
+        if (!expect(ps, '(', "expected '(' in an alias") || !parse_int(ps, &a->operand) ||
+            !expect(ps, ',', "expected ',' in an alias") || !parse_index(ps, a->in, &a->in_len))
+            return 0;
+        if (accept(ps, ',')) { /* may-alias / must-alias */
+            hbmi_str kind = name(ps);
+            if (!kind.n) return fail(ps, "expected may-alias or must-alias"), 0;
+        }
+        if (!expect(ps, ')', "expected ')' closing an alias")) return 0;
+        n++;
+        if (!accept(ps, ',')) break;
+    }
+    if (!expect(ps, '}', "expected '}' closing an alias list")) return 0;
+    *out = alloc(ps, sizeof **out * (n ? n : 1));
+    if (!*out) return 0;
+    memcpy(*out, list, sizeof *list * n);
+    *n_out = n;
+    return 1;
+}
+
+static int parse_metadata(parser *ps, hbmi_instr *in) {
+    if (!expect(ps, '{', "expected '{' after metadata=")) return 0;
+    while (peek(ps) != '}') {
+        hbmi_str key = name(ps);
+        if (!key.n) return fail(ps, "expected a metadata key"), 0;
+        if (!expect(ps, '=', "expected '=' after a metadata key")) return 0;
+        if (peek(ps) == '"') {
+            hbmi_str v = string_lit(ps);
+            if (ps->err) return 0;
+            if (word_is(key, "op_name")) in->meta_op_name = v;
+            else if (word_is(key, "source_file")) in->meta_source_file = v;
+        } else if (word_is(key, "source_line")) {
+            int64_t v;
+            if (!parse_int(ps, &v)) return 0;
+            in->meta_source_line = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
+        } else {
+            const char *b = ps->p;
+            while (ps->p < ps->end && *ps->p != ' ' && *ps->p != '}' && *ps->p != '\n') ps->p++;
+            if (ps->p == b) return fail(ps, "expected a metadata value"), 0;
+        }
+        accept(ps, ',');
+    }
+    ps->p++;
+    return 1;
+}
+
+static int add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t role) {
+    uint32_t n = in->n_called;
+    hbmi_str *names = alloc(ps, sizeof *names * (n + 1));
+    uint8_t *roles = alloc(ps, n + 1);
+    if (!names || !roles) return 0;
+    if (n) {
+        memcpy(names, in->called_names, sizeof *names * n);
+        memcpy(roles, in->called_role, n);
+    }
+    names[n] = nm;
+    roles[n] = role;
+    in->called_names = names;
+    in->called_role = roles;
+    in->n_called = n + 1;
+    return 1;
+}
+
+static int parse_called(parser *ps, hbmi_instr *in, uint8_t role) {
+    if (accept(ps, '{')) {
+        while (peek(ps) != '}') {
+            hbmi_str nm = name(ps);
+            if (!nm.n) return fail(ps, "expected a computation name"), 0;
+            if (!add_called(ps, in, nm, role)) return 0;
+            if (!accept(ps, ',')) break;
+        }
+        return expect(ps, '}', "expected '}' closing a computation list");
+    }
+    hbmi_str nm = name(ps);
+    if (!nm.n) return fail(ps, "expected a computation name"), 0;
+    return add_called(ps, in, nm, role);
+}
+
+static int parse_attribute(parser *ps, hbmi_instr *in) {
+    hbmi_str key = name(ps);
+    if (!key.n) return fail(ps, "expected an attribute name"), 0;
+    if (!expect(ps, '=', "expected '=' after an attribute name")) return 0;
+    if (word_is(key, "metadata")) return parse_metadata(ps, in);
+    if (word_is(key, "calls") || word_is(key, "called_computations")) return parse_called(ps, in, 'c');
+    if (word_is(key, "body")) return parse_called(ps, in, 'b');
+    if (word_is(key, "condition")) return parse_called(ps, in, 'w');
+    if (word_is(key, "branch_computations") || word_is(key, "true_computation") ||
+        word_is(key, "false_computation"))
+        return parse_called(ps, in, 'k');
+    if (word_is(key, "to_apply")) return parse_called(ps, in, 'a');
+    if (word_is(key, "custom_call_target")) {
+        in->target = string_lit(ps);
+        return !ps->err;
+    }
+    if (word_is(key, "output_to_operand_aliasing")) return parse_alias_list(ps, &in->alias, &in->n_alias, 0);
+    if (word_is(key, "kind")) {
+        hbmi_str k = name(ps);
+        if (k.n >= 2 && k.p[0] == 'k') in->fusion_kind = k.p[1];
+        return k.n ? 1 : (fail(ps, "expected a fusion kind"), 0);
+    }
+    if (word_is(key, "index") && in->op == HOP_GTE) return parse_int(ps, &in->gte_index);
+    return skip_value(ps);
+}
+
+/* --- instructions ------------------------------------------------------------------------------ */
+static int parse_operands(parser *ps, hbmi_instr *in) {
+    /* after '(' */
+    hbmi_str tmp[16], *names = tmp;
+    uint32_t n = 0, cap = 16;
+    if (in->op == HOP_CONSTANT) {
+        ps->p--; /* back to '(' */
+        return skip_group(ps);
+    }
+    if (in->op == HOP_PARAMETER) {
+        if (!parse_int(ps, &in->param_no)) return 0;
+        return expect(ps, ')', "expected ')' after the parameter number");
+    }
+    while (peek(ps) != ')') {
+        int c = peek(ps);
+        if (c == '(') { /* tuple-shaped operand */
+            hbmi_shape sh;
+            memset(&sh, 0, sizeof sh);
+            if (!parse_shape(ps, &sh)) return 0;
+        } else {
+            const char *save = ps->p;
+            hbmi_str w = name(ps);
+            if (!w.n) return fail(ps, "expected an operand"), 0;
+            if (ps->p < ps->end && *ps->p == '[' && hbmi_prim_lookup(w.p, w.n) >= 0 && *save != '%') {
+                hbmi_shape sh;
+                memset(&sh, 0, sizeof sh);
+                if (!parse_array_shape(ps, &sh, w)) return 0;
+            } else {
+                ps->p = save;
+            }
+        }
+        hbmi_str nm = name(ps);
+        if (!nm.n) return fail(ps, "expected an operand name"), 0;
+        if (n == cap) {
+            hbmi_str *nn = alloc(ps, sizeof *nn * cap * 2);
+            if (!nn) return 0;
+            memcpy(nn, names, sizeof *nn * n);
+            names = nn;
+            cap *= 2;
+        }
+        names[n++] = nm;
+        if (!accept(ps, ',')) break;
+    }
+    if (!expect(ps, ')', "expected ')' closing the operand list")) return 0;
+    in->n_ops = n;
+    if (n) {
+        in->op_names = alloc(ps, sizeof *names * n);
+        in->ops = alloc(ps, sizeof *in->ops * n);
+        if (!in->op_names || !in->ops) return 0;
+        memcpy(in->op_names, names, sizeof *names * n);
+    }
+    return 1;
+}
+
+static int parse_instruction(parser *ps, hbmi_instr *in) {
+    skip_ws(ps);
+    in->off = (size_t)(ps->p - ps->base);
+    hbmi_str nm = name(ps);
+    if (word_is(nm, "ROOT")) {
+        in->is_root = 1;
+        nm = name(ps);
+    }
+    if (!nm.n) return fail(ps, "expected an instruction name"), 0;
+    in->name = nm;
+    in->param_no = -1;
+    in->gte_index = -1;
+    in->time = -1;
+    if (!expect(ps, '=', "expected '=' after the instruction name")) return 0;
+    in->shape = alloc(ps, sizeof *in->shape);
+    if (!in->shape || !parse_shape(ps, in->shape)) return 0;
+    hbmi_str opc = name(ps);
+    if (!opc.n) return fail(ps, "expected an opcode"), 0;
+    in->opcode = opc;
+    in->op = (uint8_t)hbmi_op_lookup(opc.p, opc.n);
+    if (!expect(ps, '(', "expected '(' after the opcode")) return 0;
+    if (!parse_operands(ps, in)) return 0;
+    while (accept(ps, ','))
+        if (!parse_attribute(ps, in)) return 0;
+    return 1;
+}
+
+/* --- name tables ---------------------------------------------------------------------------------- */
+static uint64_t hash_str(hbmi_str s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint32_t i = 0; i < s.n; i++) h = (h ^ (unsigned char)s.p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+typedef struct name_table {
+    uint32_t *slot; /* index + 1, 0 = empty */
+    uint32_t mask;
+} name_table;
+
+static int table_build(parser *ps, name_table *t, uint32_t n, hbmi_str (*get)(void *, uint32_t), void *ctx) {
+    uint32_t cap = 16;
+    while (cap < n * 2u + 2) cap *= 2;
+    t->slot = hbmi_calloc(cap, sizeof *t->slot);
+    if (!t->slot) return nomem(ps), 0;
+    t->mask = cap - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        hbmi_str s = get(ctx, i);
+        uint32_t h = (uint32_t)hash_str(s) & t->mask;
+        while (t->slot[h]) h = (h + 1) & t->mask;
+        t->slot[h] = i + 1;
+    }
+    return 1;
+}
+
+static int64_t table_find(const name_table *t, hbmi_str s, hbmi_str (*get)(void *, uint32_t), void *ctx) {
+    uint32_t h = (uint32_t)hash_str(s) & t->mask;
+    while (t->slot[h]) {
+        hbmi_str o = get(ctx, t->slot[h] - 1);
+        if (o.n == s.n && !memcmp(o.p, s.p, s.n)) return t->slot[h] - 1;
+        h = (h + 1) & t->mask;
+    }
+    return -1;
+}
+
+static hbmi_str instr_name(void *ctx, uint32_t i) { return ((hbmi_comp *)ctx)->ins[i].name; }
+static hbmi_str comp_name(void *ctx, uint32_t i) { return ((hbm_hlo_module *)ctx)->comps[i].name; }
+
+static int resolve_operands(parser *ps, hbmi_comp *c) {
+    name_table t;
+    if (!table_build(ps, &t, c->n, instr_name, c)) return 0;
+    int ok = 1;
+    for (uint32_t i = 0; i < c->n && ok; i++) {
+        hbmi_instr *in = &c->ins[i];
+        for (uint32_t k = 0; k < in->n_ops; k++) {
+            int64_t j = table_find(&t, in->op_names[k], instr_name, c);
+            if (j < 0 || (uint32_t)j == i) {
+                ps->p = in->op_names[k].p;
+                fail(ps, j < 0 ? "operand is not defined in this computation" : "instruction uses itself");
+                ok = 0;
+                break;
+            }
+            in->ops[k] = (uint32_t)j;
+        }
+    }
+    hbmi_free(t.slot);
+    return ok;
+}
+
+static int resolve_computations(parser *ps) {
+    hbm_hlo_module *m = ps->m;
+    name_table t;
+    if (!table_build(ps, &t, m->n_comps, comp_name, m)) return 0;
+    int ok = 1;
+    for (uint32_t ci = 0; ci < m->n_comps && ok; ci++) {
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; i < c->n && ok; i++) {
+            hbmi_instr *in = &c->ins[i];
+            if (!in->n_called) continue;
+            in->called = alloc(ps, sizeof *in->called * in->n_called);
+            if (!in->called) {
+                ok = 0;
+                break;
+            }
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                int64_t j = table_find(&t, in->called_names[k], comp_name, m);
+                if (j < 0 || (uint32_t)j == ci) {
+                    ps->p = in->called_names[k].p;
+                    fail(ps, j < 0 ? "called computation is not defined" : "computation calls itself");
+                    ok = 0;
+                    break;
+                }
+                in->called[k] = (uint32_t)j;
+            }
+        }
+    }
+    hbmi_free(t.slot);
+    return ok;
+}
+
+/* --- computations and the module ------------------------------------------------------------------ */
+static int parse_computation(parser *ps, hbmi_comp *c) {
+    hbmi_str nm = name(ps);
+    if (word_is(nm, "ENTRY")) {
+        c->is_entry = 1;
+        nm = name(ps);
+    }
+    if (!nm.n) return fail(ps, "expected a computation name"), 0;
+    c->name = nm;
+    if (peek(ps) == '(') {
+        if (!skip_group(ps)) return 0; /* (param: shape, ...) */
+        if (peek(ps) == '-' && ps->p + 1 < ps->end && ps->p[1] == '>') {
+            ps->p += 2;
+            hbmi_shape sh;
+            memset(&sh, 0, sizeof sh);
+            if (!parse_shape(ps, &sh)) return 0;
+        }
+    }
+    if (!expect(ps, '{', "expected '{' opening the computation body")) return 0;
+    hbmi_instr tmp[64], *ins = tmp;
+    uint32_t n = 0, cap = 64;
+    int has_root = 0;
+    while (peek(ps) != '}') {
+        if (peek(ps) < 0) return fail(ps, "expected '}' closing the computation"), 0;
+        if (n == cap) {
+            if (cap > UINT32_MAX / 4) return fail(ps, "too many instructions"), 0;
+            hbmi_instr *ni = hbmi_malloc(sizeof *ni * cap * 2);
+            if (!ni) {
+                if (ins != tmp) hbmi_free(ins);
+                return nomem(ps), 0;
+            }
+            memcpy(ni, ins, sizeof *ni * n);
+            if (ins != tmp) hbmi_free(ins);
+            ins = ni;
+            cap *= 2;
+        }
+        memset(&ins[n], 0, sizeof ins[n]);
+        if (!parse_instruction(ps, &ins[n])) {
+            if (ins != tmp) hbmi_free(ins);
+            return 0;
+        }
+        if (ins[n].is_root) {
+            c->root = n;
+            has_root = 1;
+        }
+        n++;
+    }
+    ps->p++; /* '}' */
+    if (!n) {
+        if (ins != tmp) hbmi_free(ins);
+        return fail(ps, "computation has no instructions"), 0;
+    }
+    if (!has_root) {
+        c->root = n - 1;
+        ins[n - 1].is_root = 1;
+    }
+    c->n = n;
+    c->ins = alloc(ps, sizeof *c->ins * n);
+    if (c->ins) memcpy(c->ins, ins, sizeof *ins * n);
+    if (ins != tmp) hbmi_free(ins);
+    if (!c->ins) return 0;
+    /* ", execution_thread="parallel"" and friends after the closing brace */
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
+    while (ps->p < ps->end && *ps->p == ',') {
+        ps->p++;
+        hbmi_str key = name(ps);
+        if (!key.n || !expect(ps, '=', "expected '=' after a computation attribute")) return 0;
+        if (word_is(key, "execution_thread")) {
+            c->exec_thread = string_lit(ps);
+            if (ps->err) return 0;
+        } else if (!skip_value(ps)) {
+            return 0;
+        }
+        while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
+    }
+    return resolve_operands(ps, c);
+}
+
+static int is_section_keyword(hbmi_str w) {
+    return word_is(w, "FileNames") || word_is(w, "FunctionNames") || word_is(w, "FileLocations") ||
+           word_is(w, "StackFrames");
+}
+
+static void skip_line(parser *ps) {
+    while (ps->p < ps->end && *ps->p != '\n') ps->p++;
+}
+
+static int parse_header(parser *ps) {
+    hbm_hlo_module *m = ps->m;
+    hbmi_str kw = name(ps);
+    if (!word_is(kw, "HloModule")) {
+        ps->p = kw.p ? kw.p : ps->p;
+        return fail(ps, "expected 'HloModule'"), 0;
+    }
+    m->name = name(ps);
+    if (!m->name.n) return fail(ps, "expected the module name"), 0;
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
+    while (ps->p < ps->end && *ps->p == ',') {
+        ps->p++;
+        hbmi_str key = name(ps);
+        if (!key.n) return fail(ps, "expected a module attribute"), 0;
+        if (!expect(ps, '=', "expected '=' after a module attribute")) return 0;
+        if (word_is(key, "is_scheduled")) {
+            hbmi_str v = name(ps);
+            m->is_scheduled = word_is(v, "true");
+        } else if (word_is(key, "input_output_alias")) {
+            if (!parse_alias_list(ps, &m->io_alias, &m->n_io_alias, 0)) return 0;
+        } else if (word_is(key, "buffer_donor")) {
+            if (!parse_alias_list(ps, &m->donors, &m->n_donors, 1)) return 0;
+        } else if (!skip_value(ps)) {
+            return 0;
+        }
+        while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
+    }
+    return 1;
+}
+
+static int parse_module(parser *ps) {
+    hbm_hlo_module *m = ps->m;
+    if (!parse_header(ps)) return 0;
+    hbmi_comp *comps = NULL;
+    size_t cap = 0;
+    uint32_t n = 0;
+    int ok = 1, entry = -1;
+    while (ok && peek(ps) >= 0) {
+        const char *save = ps->p;
+        hbmi_str w = name(ps);
+        if (is_section_keyword(w)) { /* stack-frame tables: "FileNames\n1 \"a.py\"\n..." */
+            skip_line(ps);
+            for (;;) {
+                int c = peek(ps);
+                if (c < 0 || !((c >= '0' && c <= '9') || c == '"')) break;
+                skip_line(ps);
+            }
+            continue;
+        }
+        ps->p = save;
+        if (hbmi_grow((void **)&comps, &cap, (size_t)n + 1, sizeof *comps) != HBM_OK) {
+            ok = 0;
+            nomem(ps);
+            break;
+        }
+        memset(&comps[n], 0, sizeof comps[n]);
+        comps[n].off = (size_t)(ps->p - ps->base);
+        if (!parse_computation(ps, &comps[n])) {
+            ok = 0;
+            break;
+        }
+        if (comps[n].is_entry) {
+            if (entry >= 0) {
+                ps->p = save;
+                fail(ps, "second ENTRY computation");
+                ok = 0;
+                break;
+            }
+            entry = (int)n;
+        }
+        n++;
+    }
+    if (ok && !n) { fail(ps, "expected a computation"); ok = 0; }
+    if (ok) {
+        m->comps = alloc(ps, sizeof *comps * n);
+        if (m->comps) memcpy(m->comps, comps, sizeof *comps * n);
+        else ok = 0;
+    }
+    hbmi_free(comps);
+    if (!ok) return 0;
+    m->n_comps = n;
+    m->entry = entry >= 0 ? (uint32_t)entry : n - 1; /* XLA: the last one is the entry */
+    m->comps[m->entry].is_entry = 1;
+    return resolve_computations(ps);
+}
+
+hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_module **out) {
+    if (!out || (!text && len)) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
+    *out = NULL;
+    hbm_hlo_module *m = hbmi_calloc(1, sizeof *m);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "hlo: out of host memory");
+    m->text = hbmi_malloc(len + 1);
+    if (!m->text) {
+        hbmi_free(m);
+        return hbmi_error(HBM_ERR_NOMEM, "hlo: out of host memory copying %zu bytes", len);
+    }
+    if (len) memcpy(m->text, text, len);
+    m->text[len] = 0;
+    m->len = len;
+    snprintf(m->path, sizeof m->path, "%s", nm ? nm : "<hlo>");
+    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0};
+    if (!parse_module(&ps)) {
+        hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
+        hbm_hlo_module_free(m);
+        return s;
+    }
+    m->host_bytes = len + 1 + m->arena.total + sizeof *m;
+    *out = m;
+    return HBM_OK;
+}
+
+hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out) {
+    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return hbmi_error(HBM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (hbmi_grow((void **)&buf, &cap, len + 65536, 1) != HBM_OK) {
+            fclose(f);
+            hbmi_free(buf);
+            return hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory reading the file", path);
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        hbmi_free(buf);
+        return hbmi_error(HBM_ERR_IO, "%s: read error", path);
+    }
+    hbm_status s = hbm_hlo_parse(buf, len, path, out);
+    hbmi_free(buf);
+    return s;
+}
+
+void hbm_hlo_module_free(hbm_hlo_module *m) {
+    if (!m) return;
+    hbmi_arena_free(&m->arena);
+    hbmi_free(m->text);
+    hbmi_free(m);
+}
+
+void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col) {
+    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0};
+    where(&ps, m->text + (off < m->len ? off : m->len), line, col);
+}
+
+/* --- accessors --------------------------------------------------------------------------------------- */
+const char *hbm_hlo_module_name(const hbm_hlo_module *m) {
+    static _Thread_local char buf[256];
+    if (!m) return "";
+    snprintf(buf, sizeof buf, "%.*s", (int)m->name.n, m->name.p);
+    return buf;
+}
+
+int hbm_hlo_is_scheduled(const hbm_hlo_module *m) { return m ? m->is_scheduled : 0; }
+size_t hbm_hlo_computation_count(const hbm_hlo_module *m) { return m ? m->n_comps : 0; }
+uint64_t hbm_hlo_host_bytes(const hbm_hlo_module *m) { return m ? m->host_bytes : 0; }
+
+size_t hbm_hlo_instruction_count(const hbm_hlo_module *m) {
+    size_t n = 0;
+    for (uint32_t i = 0; m && i < m->n_comps; i++) n += m->comps[i].n;
+    return n;
+}
+
+hbm_status hbm_hlo_computation_info(const hbm_hlo_module *m, size_t i, const char **nm, size_t *n_ins,
+                                    int *is_entry) {
+    static _Thread_local char buf[256];
+    if (!m || i >= m->n_comps) return hbmi_error(HBM_ERR_INVALID, "hlo: no computation %zu", i);
+    const hbmi_comp *c = &m->comps[i];
+    snprintf(buf, sizeof buf, "%.*s", (int)c->name.n, c->name.p);
+    if (nm) *nm = buf;
+    if (n_ins) *n_ins = c->n;
+    if (is_entry) *is_entry = c->is_entry;
+    return HBM_OK;
+}
+
+hbm_status hbm_hlo_instruction(const hbm_hlo_module *m, size_t comp, size_t i, hbm_hlo_instruction_info *out) {
+    if (!m || !out || comp >= m->n_comps || i >= m->comps[comp].n)
+        return hbmi_error(HBM_ERR_INVALID, "hlo: no instruction %zu in computation %zu", i, comp);
+    const hbmi_instr *in = &m->comps[comp].ins[i];
+    memset(out, 0, sizeof *out);
+    out->name = in->name.p;
+    out->name_len = in->name.n;
+    out->opcode = in->opcode.p;
+    out->opcode_len = in->opcode.n;
+    out->op_name = in->meta_op_name.p ? in->meta_op_name.p : "";
+    out->op_name_len = in->meta_op_name.n;
+    out->source_file = in->meta_source_file.p ? in->meta_source_file.p : "";
+    out->source_file_len = in->meta_source_file.n;
+    out->source_line = in->meta_source_line;
+    out->is_root = in->is_root;
+    out->n_operands = in->n_ops;
+    out->bytes = hbmi_shape_bytes(in->shape, 8);
+    hbmi_shape_print(in->shape, out->shape, sizeof out->shape);
+    return HBM_OK;
+}
+
+hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_t *bytes) {
+    if (!shape || !bytes) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
+    hbm_hlo_module tmpm;
+    memset(&tmpm, 0, sizeof tmpm);
+    size_t len = strlen(shape);
+    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0};
+    hbmi_shape s;
+    memset(&s, 0, sizeof s);
+    int ok = parse_shape(&ps, &s);
+    if (ok && peek(&ps) >= 0) { fail(&ps, "unexpected text after the shape"); ok = 0; }
+    if (ok) *bytes = hbmi_shape_bytes(&s, pointer_size);
+    hbmi_arena_free(&tmpm.arena);
+    return ok ? HBM_OK : ps.err;
+}

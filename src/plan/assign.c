@@ -1,0 +1,1041 @@
+/* assign.c - XLA's buffer assignment (xla/service/buffer_assignment.cc) over hbm's
+ * dataflow: allocations for parameters, constants and live-out buffers, reuse of operand
+ * allocations, the heap simulation of the temp buffers (HeapSimulator::RunComputation with
+ * operand-buffer sharing, then GlobalDecreasingSizeBestFitHeap spatial and temporal, the
+ * smaller wins), CombineTempAllocations, the summary stats and the peak buffers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan_internal.h"
+#include "plan/xla_heap.h"
+
+typedef struct ctx {
+    hbm_plan *p;
+    hbmi_df *df;
+    hbm_status err;
+    uint32_t *alloc_indices; /* XLA's allocation_indices */
+    uint32_t n_ai;
+    size_t cap_ai;
+    uint8_t *delayed;        /* per value: assigned by the heap simulation */
+    int no_index;            /* after the reuse phase: no interference index needed */
+} ctx;
+
+static hbm_status oom(ctx *c) {
+    if (!c->err) c->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    return c->err;
+}
+
+static hbmi_instr *VI(const hbmi_df *df, uint32_t v) { return hbmi_df_instr(df, df->values[v].gid); }
+
+/* --- allocations ------------------------------------------------------------------------------- */
+static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
+    if (a->n_values == a->cap_values) {
+        uint32_t nc = a->cap_values ? a->cap_values * 2 : 4;
+        uint32_t *nv = hbmi_realloc(a->values, sizeof *nv * nc);
+        if (!nv) return oom(c), 0;
+        a->values = nv;
+        uint64_t *no = hbmi_realloc(a->offsets, sizeof *no * nc);
+        if (!no) return oom(c), 0;
+        a->offsets = no;
+        a->cap_values = nc;
+    }
+    a->values[a->n_values] = v;
+    a->offsets[a->n_values++] = offset;
+    const hbmi_value *val = &c->df->values[v];
+    if (!val->has_range) {
+        a->no_range++;
+    } else if (!a->heap && !c->no_index) {
+        if (a->n_iv == a->cap_iv) {
+            uint32_t nc = a->cap_iv ? a->cap_iv * 2 : 4;
+            struct hbmi_iv *ni = hbmi_realloc(a->iv, sizeof *ni * nc);
+            if (!ni) return oom(c), 0;
+            a->iv = ni;
+            a->cap_iv = nc;
+        }
+        uint32_t pos = a->n_iv;
+        while (pos && a->iv[pos - 1].start > val->start) pos--;
+        memmove(&a->iv[pos + 1], &a->iv[pos], sizeof *a->iv * (a->n_iv - pos));
+        a->iv[pos].start = val->start;
+        a->iv[pos].end = val->end;
+        a->iv[pos].value = v;
+        a->n_iv++;
+        if (val->end - val->start > a->max_len) a->max_len = val->end - val->start;
+    }
+    c->p->value_alloc[v] = (uint32_t)(a - c->p->allocs);
+    c->p->value_offset[v] = offset;
+    return 1;
+}
+
+static int alloc_add_peak(ctx *c, hbmi_alloc *a, uint32_t v) {
+    if (a->n_peak == a->cap_peak) {
+        uint32_t nc = a->cap_peak ? a->cap_peak * 2 : 4;
+        uint32_t *np = hbmi_realloc(a->peak, sizeof *np * nc);
+        if (!np) return oom(c), 0;
+        a->peak = np;
+        a->cap_peak = nc;
+    }
+    a->peak[a->n_peak++] = v;
+    return 1;
+}
+
+static hbmi_alloc *new_empty(ctx *c, uint64_t size) {
+    hbm_plan *p = c->p;
+    if (p->n_allocs == p->cap_allocs) {
+        uint32_t nc = p->cap_allocs ? p->cap_allocs * 2 : 16;
+        hbmi_alloc *na = hbmi_realloc(p->allocs, sizeof *na * nc);
+        if (!na) return oom(c), NULL;
+        p->allocs = na;
+        p->cap_allocs = nc;
+    }
+    hbmi_alloc *a = &p->allocs[p->n_allocs++];
+    memset(a, 0, sizeof *a);
+    a->size = size;
+    a->param_no = -1;
+    return a;
+}
+
+static hbmi_alloc *new_alloc(ctx *c, const hbmi_buffer *b) {
+    hbmi_alloc *a = new_empty(c, b->size);
+    if (!a) return NULL;
+    for (uint32_t i = 0; i < b->n_values; i++)
+        if (!alloc_add_value(c, a, b->values[i], 0)) return NULL;
+    if (!alloc_add_peak(c, a, b->values[0])) return NULL;
+    a->live_out = b->live_out;
+    return a;
+}
+
+static int push_ai(ctx *c, uint32_t idx) {
+    if (hbmi_grow((void **)&c->alloc_indices, &c->cap_ai, (size_t)c->n_ai + 1, sizeof *c->alloc_indices) != HBM_OK)
+        return oom(c), 0;
+    c->alloc_indices[c->n_ai++] = idx;
+    return 1;
+}
+
+/* node of value v at position instruction gid */
+static uint32_t node_at(const hbmi_df *df, uint32_t v, uint32_t gid) {
+    const hbmi_instr *in = hbmi_df_instr(df, gid);
+    for (uint32_t k = 0; k < in->shape->nodes; k++) {
+        const hbmi_vset *s = &df->vs[in->pos_base + k];
+        for (uint32_t t = 0; t < s->n; t++)
+            if (hbmi_vset_at(s, t) == v) return k;
+    }
+    return 0;
+}
+
+static int can_share_as_operand(const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
+    const hbmi_value *u = &df->values[user_v], *o = &df->values[operand_v];
+    const hbmi_instr *ui = hbmi_df_instr(df, u->gid);
+    if (ui->op == HOP_COPY || u->wrapped) return 0;
+    if (!hbmi_df_is_user_of(df, u->gid, o->end_pos)) return 0;
+    return hbmi_df_can_share(df, o->end_pos, node_at(df, operand_v, o->end_pos), u->gid, u->node);
+}
+
+static int live_range_interferes(const hbmi_df *df, uint32_t v1, uint32_t v2) {
+    const hbmi_value *a = &df->values[v1], *b = &df->values[v2];
+    if (!a->has_range || !b->has_range) return 1;
+    if (a->start > b->end || b->start > a->end) return 0;
+    if (a->end == b->start) return !can_share_as_operand(df, v2, v1);
+    if (b->end == a->start) return !can_share_as_operand(df, v1, v2);
+    return 1;
+}
+
+static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
+    const hbmi_df *df = c->df;
+    if (b->size > a->size) return 0;
+    if ((a->param_no >= 0 && !a->param_aliased) || a->constant) return 0; /* read-only */
+    if (a->tuple) return 0;                                                 /* not reusable */
+    /* pairwise LiveRangeInterferes, looking only at assigned values that can overlap */
+    for (uint32_t j = 0; j < b->n_values; j++) {
+        uint32_t nv = b->values[j];
+        const hbmi_value *v = &df->values[nv];
+        if (a->n_values && (a->no_range || !v->has_range)) return 0;
+        /* last interval starting at or before v->end */
+        uint32_t lo = 0, hi = a->n_iv;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (a->iv[mid].start <= v->end) lo = mid + 1;
+            else hi = mid;
+        }
+        for (uint32_t i = lo; i-- > 0;) {
+            if (a->iv[i].start + a->max_len < v->start) break;
+            if (a->iv[i].end < v->start) continue;
+            if (live_range_interferes(df, nv, a->iv[i].value)) return 0;
+        }
+        const hbmi_instr *ni = VI(df, nv);
+        if (ni->op == HOP_COPY) {
+            for (uint32_t i = 0; i < a->n_values; i++) {
+                const hbmi_value *av = &df->values[a->values[i]];
+                for (uint32_t k = 0; k < av->n_pos; k++)
+                    if (hbmi_df_is_user_of(df, v->gid, av->pos[k])) return 0;
+            }
+        }
+    }
+    if (b->live_out && a->size != b->size) return 0;
+    for (uint32_t j = 0; j < b->n_values; j++)
+        if (!alloc_add_value(c, a, b->values[j], 0)) return 0;
+    if (b->live_out) a->live_out = 1;
+    return 1;
+}
+
+static int param_aliased(const hbm_hlo_module *m, int64_t param, const hbmi_value *v, const hbmi_df *df) {
+    const hbmi_instr *in = hbmi_df_instr(df, v->gid);
+    for (uint32_t a = 0; a < m->n_io_alias; a++) {
+        const hbmi_alias *al = &m->io_alias[a];
+        if (al->operand != param) continue;
+        const hbmi_shape *s = in->shape;
+        uint32_t k = 0;
+        int ok = 1;
+        for (uint32_t d = 0; d < al->in_len && ok; d++) {
+            if (s->prim != HBMI_PRIM_TUPLE || al->in[d] < 0 || (uint32_t)al->in[d] >= s->n) ok = 0;
+            else {
+                k += hbmi_shape_child(s, (uint32_t)al->in[d]);
+                s = &s->elems[al->in[d]];
+            }
+        }
+        if (ok && k == v->node) return 1;
+    }
+    return 0;
+}
+
+/* BufferAssigner::AssignSingleHloBuffer */
+static int assign_single(ctx *c, uint32_t bi) {
+    hbmi_df *df = c->df;
+    hbm_plan *p = c->p;
+    const hbmi_buffer *b = &df->buffers[bi];
+    for (uint32_t i = 0; i < b->n_values; i++) {
+        const hbmi_value *v = &df->values[b->values[i]];
+        if (v->constant) {
+            hbmi_alloc *a = new_alloc(c, b);
+            if (!a) return 0;
+            a->constant = 1;
+            return 1;
+        }
+        if (v->entry_param) {
+            hbmi_alloc *a = new_alloc(c, b);
+            if (!a) return 0;
+            a->param_no = VI(df, b->values[i])->param_no;
+            a->param_aliased = (uint8_t)param_aliased(df->m, a->param_no, v, df);
+            if (a->param_aliased && !push_ai(c, (uint32_t)(a - p->allocs))) return 0;
+            return 1;
+        }
+    }
+    for (uint32_t i = 0; i < b->n_values; i++) {
+        uint32_t vid = b->values[i];
+        const hbmi_value *v = &df->values[vid];
+        if (v->is_tuple) {
+            hbmi_alloc *a = new_alloc(c, b);
+            if (!a) return 0;
+            a->tuple = 1;
+            return 1;
+        }
+        const hbmi_instr *vin = VI(df, vid);
+        int top = v->wrapped ? v->node == hbmi_shape_child(vin->shape, 1) : v->node == 0;
+        if (top) {
+            const hbmi_instr *in = vin;
+            uint32_t comp = df->gid_comp[v->gid];
+            for (uint32_t k = 0; k < in->n_ops; k++) {
+                uint32_t og = df->comp_base[comp] + in->ops[k];
+                const hbmi_vset *set = hbmi_df_set(df, og, 0);
+                for (uint32_t t = 0; t < set->n; t++) {
+                    uint32_t ai = p->value_alloc[hbmi_vset_at(set, t)];
+                    if (ai == UINT32_MAX) continue;
+                    if (maybe_assign(c, &p->allocs[ai], b)) return 1;
+                    if (c->err) return 0;
+                }
+            }
+        }
+    }
+    for (uint32_t k = c->n_ai; k-- > 0;) {
+        if (maybe_assign(c, &p->allocs[c->alloc_indices[k]], b)) return 1;
+        if (c->err) return 0;
+    }
+    if (!b->live_out) {
+        for (uint32_t i = 0; i < b->n_values; i++) c->delayed[b->values[i]] = 1;
+        return 1;
+    }
+    hbmi_alloc *a = new_alloc(c, b);
+    if (!a) return 0;
+    return push_ai(c, (uint32_t)(a - p->allocs));
+}
+
+/* --- the heap simulation ------------------------------------------------------------------------- */
+typedef struct event {
+    uint32_t value;
+    uint32_t with; /* SHARE: the value shared with */
+    char kind;     /* 'A' alloc, 'F' free, 'S' share */
+} event;
+
+typedef struct sim {
+    event *ev;
+    size_t n_ev, cap_ev;
+    uint32_t *first_alloc; /* per buffer: first allocated value + 1 */
+    uint32_t *group;       /* per value: colocation root value (union-find) */
+    uint64_t *gsize;       /* per root: size */
+} sim;
+
+static int emit(ctx *c, sim *s, char kind, uint32_t v, uint32_t with) {
+    if (hbmi_grow((void **)&s->ev, &s->cap_ev, s->n_ev + 1, sizeof *s->ev) != HBM_OK) return oom(c), 0;
+    s->ev[s->n_ev].kind = kind;
+    s->ev[s->n_ev].value = v;
+    s->ev[s->n_ev].with = with;
+    s->n_ev++;
+    return 1;
+}
+
+static uint32_t groot(sim *s, uint32_t v) {
+    while (s->group[v] != v) v = s->group[v] = s->group[s->group[v]];
+    return v;
+}
+
+static _Thread_local const hbmi_df *sort_df;
+static int cmp_values_by_range(const void *a, const void *b) {
+    const hbmi_value *x = &sort_df->values[*(const uint32_t *)a], *y = &sort_df->values[*(const uint32_t *)b];
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* HeapSimulator::RunComputation for the values with in_set[v]: Alloc/Free/ShareWith events. */
+static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
+    hbmi_df *df = c->df;
+    uint32_t nv = df->n_values, T = df->n_flat + 1;
+    uint32_t *vals = hbmi_malloc(sizeof *vals * (nv + 1));
+    uint32_t *def_cnt = hbmi_calloc(T + 1, sizeof *def_cnt), *free_cnt = hbmi_calloc(T + 1, sizeof *free_cnt);
+    uint32_t *def_list = hbmi_malloc(sizeof *def_list * (nv + 1)), *free_list = hbmi_malloc(sizeof *free_list * (nv + 1));
+    uint8_t *freed_pending = hbmi_calloc(nv + 1, 1);
+    int64_t *end = hbmi_malloc(sizeof *end * (nv + 1));
+    s->first_alloc = hbmi_calloc(df->n_buffers + 1, sizeof *s->first_alloc);
+    s->group = hbmi_malloc(sizeof *s->group * (nv + 1));
+    s->gsize = hbmi_malloc(sizeof *s->gsize * (nv + 1));
+    int ok = 0;
+    if (!vals || !def_cnt || !free_cnt || !def_list || !free_list || !freed_pending || !end || !s->first_alloc ||
+        !s->group || !s->gsize) {
+        oom(c);
+        goto out;
+    }
+    uint32_t n = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        s->group[v] = v;
+        s->gsize[v] = df->buffers[df->values[v].buffer].size;
+        end[v] = df->values[v].end;
+        if (in_set[v] && df->values[v].has_range && df->values[v].end < (int64_t)T) vals[n++] = v;
+    }
+    sort_df = df;
+    qsort(vals, n, sizeof *vals, cmp_values_by_range);
+    sort_df = NULL;
+    /* buckets by start and end time, in the sorted order */
+    for (uint32_t i = 0; i < n; i++) {
+        def_cnt[df->values[vals[i]].start + 1]++;
+        free_cnt[df->values[vals[i]].end + 1]++;
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        def_cnt[t + 1] += def_cnt[t];
+        free_cnt[t + 1] += free_cnt[t];
+    }
+    {
+        uint32_t *dpos = hbmi_malloc(sizeof *dpos * (T + 1)), *fpos = hbmi_malloc(sizeof *fpos * (T + 1));
+        if (!dpos || !fpos) {
+            hbmi_free(dpos);
+            hbmi_free(fpos);
+            oom(c);
+            goto out;
+        }
+        memcpy(dpos, def_cnt, sizeof *dpos * (T + 1));
+        memcpy(fpos, free_cnt, sizeof *fpos * (T + 1));
+        for (uint32_t i = 0; i < n; i++) {
+            const hbmi_value *v = &df->values[vals[i]];
+            def_list[dpos[v->start]++] = vals[i];
+            free_list[fpos[v->end]++] = vals[i];
+            freed_pending[vals[i]] = 1;
+        }
+        hbmi_free(dpos);
+        hbmi_free(fpos);
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        for (uint32_t k = def_cnt[t]; k < def_cnt[t + 1]; k++) {
+            uint32_t v = def_list[k];
+            const hbmi_value *val = &df->values[v];
+            const hbmi_buffer *buf = &df->buffers[val->buffer];
+            if (s->first_alloc[val->buffer]) {
+                uint32_t w = s->first_alloc[val->buffer] - 1;
+                uint32_t r = groot(s, w);
+                s->group[v] = r;
+                if (!emit(c, s, 'S', v, w)) goto out;
+                continue;
+            }
+            int shared = 0;
+            if (buf->n_values == 1 && !val->wrapped) {
+                const hbmi_instr *in = VI(df, v);
+                uint32_t comp = df->gid_comp[val->gid];
+                for (uint32_t o = 0; o < in->n_ops && !shared; o++) {
+                    uint32_t og = df->comp_base[comp] + in->ops[o];
+                    const hbmi_instr *oi = hbmi_df_instr(df, og);
+                    for (uint32_t node = 0; node < oi->shape->nodes && !shared; node++) {
+                        const hbmi_vset *set = &df->vs[oi->pos_base + node];
+                        for (uint32_t q = 0; q < set->n && !shared; q++) {
+                            uint32_t ov = hbmi_vset_at(set, q);
+                            const hbmi_value *ovv = &df->values[ov];
+                            if (df->buffers[ovv->buffer].n_values > 1 || !ovv->has_range || ovv->wrapped) continue;
+                            if (end[ov] != (int64_t)t || !in_set[ov] || !freed_pending[ov]) continue;
+                            if (in->op == HOP_COPY || !hbmi_df_is_user_of(df, val->gid, ovv->gid)) continue;
+                            if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node)) continue;
+                            if (!emit(c, s, 'F', ov, 0)) goto out;
+                            freed_pending[ov] = 0;
+                            uint32_t r = groot(s, ov);
+                            s->group[v] = r;
+                            if (s->gsize[v] > s->gsize[r]) s->gsize[r] = s->gsize[v];
+                            if (!emit(c, s, 'S', v, ov)) goto out;
+                            end[ov] = val->end;
+                            shared = 1;
+                        }
+                    }
+                }
+            }
+            if (!shared) {
+                if (!emit(c, s, 'A', v, 0)) goto out;
+                s->first_alloc[val->buffer] = v + 1;
+            }
+        }
+        for (uint32_t k = free_cnt[t]; k < free_cnt[t + 1]; k++) {
+            uint32_t v = free_list[k];
+            if (!freed_pending[v]) continue;
+            freed_pending[v] = 0;
+            if (!emit(c, s, 'F', v, 0)) goto out;
+        }
+    }
+    ok = 1;
+out:
+    hbmi_free(vals);
+    hbmi_free(def_cnt);
+    hbmi_free(free_cnt);
+    hbmi_free(def_list);
+    hbmi_free(free_list);
+    hbmi_free(freed_pending);
+    hbmi_free(end);
+    return ok;
+}
+
+static void sim_free(sim *s) {
+    hbmi_free(s->ev);
+    hbmi_free(s->first_alloc);
+    hbmi_free(s->group);
+    hbmi_free(s->gsize);
+    memset(s, 0, sizeof *s);
+}
+
+/* NoFragmentationStatsHeap: Alloc and ShareWith add the size, Free subtracts it. */
+static uint64_t nofrag_peak(const hbmi_df *df, sim *s) {
+    int64_t cur = 0, best = 0;
+    for (size_t i = 0; i < s->n_ev; i++) {
+        const event *e = &s->ev[i];
+        int64_t size = (int64_t)s->gsize[groot(s, e->value)];
+        if (!df->values[e->value].size && !size) continue;
+        cur += e->kind == 'F' ? -size : size;
+        if (cur > best) best = cur;
+    }
+    return (uint64_t)best;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ComputePeakMemoryLogicalBuffers: the values live at the first point of maximal live size,
+ * counting a colocated group once. */
+static int heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
+    const hbmi_df *df = c->df;
+    uint32_t nv = df->n_values;
+    uint32_t *live_cnt = hbmi_calloc(nv + 1, sizeof *live_cnt); /* per group root */
+    uint32_t *rep = hbmi_malloc(sizeof *rep * (nv + 1));
+    uint8_t *in_live = hbmi_calloc(nv + 1, 1);
+    if (!live_cnt || !rep || !in_live) {
+        hbmi_free(live_cnt);
+        hbmi_free(rep);
+        hbmi_free(in_live);
+        return oom(c), 0;
+    }
+    int64_t cur = 0, best = 0;
+    size_t best_at = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        cur = 0;
+        memset(live_cnt, 0, sizeof *live_cnt * (nv + 1));
+        for (size_t i = 0; i < s->n_ev; i++) {
+            const event *e = &s->ev[i];
+            uint32_t r = groot(s, e->value);
+            int64_t size = (int64_t)s->gsize[r];
+            int64_t d = 0;
+            if (e->kind == 'F') {
+                if (live_cnt[r] && --live_cnt[r] == 0) {
+                    d = -size;
+                    if (pass) in_live[rep[r]] = 0;
+                }
+            } else {
+                if (live_cnt[r]++ == 0) {
+                    d = size;
+                    rep[r] = e->value;
+                    if (pass) in_live[e->value] = 1;
+                }
+            }
+            cur += d;
+            if (!pass && cur > best) {
+                best = cur;
+                best_at = i;
+            }
+            if (pass && i == best_at) break;
+        }
+        if (!best) break;
+    }
+    int ok = 1;
+    if (best)
+        for (uint32_t v = 0; v < nv && ok; v++)
+            if (in_live[v]) ok = alloc_add_peak(c, a, v);
+    if (ok && a->n_peak) qsort(a->peak, a->n_peak, sizeof *a->peak, cmp_u32);
+    hbmi_free(live_cnt);
+    hbmi_free(rep);
+    hbmi_free(in_live);
+    return ok;
+}
+
+typedef struct tlkey {
+    uint64_t key;
+    uint32_t v;
+} tlkey;
+
+static int cmp_tlkey(const void *a, const void *b) {
+    const tlkey *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/* Pack the simulated values as GlobalDecreasingSizeBestFitHeap does, spatial and temporal,
+ * keep the smaller; the intervals are in event time, [alloc or share event, free event]. */
+static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, uint64_t *heap_size) {
+    const hbmi_df *df = c->df;
+    uint32_t nv = df->n_values;
+    int64_t *st = hbmi_malloc(sizeof *st * (nv + 1)), *en = hbmi_malloc(sizeof *en * (nv + 1));
+    uint8_t *primary = hbmi_calloc(nv + 1, 1);
+    uint32_t *prim_of = hbmi_malloc(sizeof *prim_of * (nv + 1));
+    tlkey *keys = hbmi_malloc(sizeof *keys * (s->n_ev + 1));
+    uint64_t *off_spatial = NULL;
+    hbm_timeline *tl = NULL;
+    int ok = 0;
+    *heap_size = 0;
+    if (!st || !en || !primary || !prim_of || !keys || hbm_timeline_new(&tl) != HBM_OK) {
+        oom(c);
+        goto out;
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < s->n_ev; i++) {
+        const event *e = &s->ev[i];
+        if (e->kind == 'F') {
+            en[e->value] = (int64_t)i + 1;
+        } else {
+            st[e->value] = (int64_t)i;
+            en[e->value] = (int64_t)s->n_ev + 1;
+            keys[n++].v = e->value;
+            if (e->kind == 'A') {
+                primary[e->value] = 1;
+                prim_of[groot(s, e->value)] = e->value;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = keys[i].v;
+        keys[i].key = ((uint64_t)prim_of[groot(s, v)] << 32) | (primary[v] ? 0 : (uint64_t)v + 1);
+    }
+    qsort(keys, n, sizeof *keys, cmp_tlkey);
+    if (hbm_timeline_reserve(tl, n) != HBM_OK) {
+        oom(c);
+        goto out;
+    }
+    uint32_t *tl_value = hbmi_malloc(sizeof *tl_value * (n + 1));
+    if (!tl_value) {
+        oom(c);
+        goto out;
+    }
+    size_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = keys[i].v;
+        uint64_t size = s->gsize[groot(s, v)];
+        if (!size) { /* zero-sized: offset 0, no interval */
+            if (!alloc_add_value(c, a, v, 0)) {
+                hbmi_free(tl_value);
+                goto out;
+            }
+            continue;
+        }
+        size_t idx;
+        if (hbm_timeline_add(tl, size, st[v], en[v], NULL, &idx) != HBM_OK) {
+            hbmi_free(tl_value);
+            oom(c);
+            goto out;
+        }
+        tl->buffers[idx].id = prim_of[groot(s, v)];
+        tl->buffers[idx].alignment = c->p->opt.alignment;
+        tl_value[m++] = v;
+    }
+    uint64_t hs_spatial = 0, hs_temporal = 0;
+    off_spatial = hbmi_malloc(sizeof *off_spatial * (m + 1));
+    if (!off_spatial) {
+        hbmi_free(tl_value);
+        oom(c);
+        goto out;
+    }
+    hbm_status rc = hbmi_xla_best_fit(tl, 0, &hs_spatial);
+    for (size_t i = 0; rc == HBM_OK && i < m; i++) off_spatial[i] = tl->buffers[i].offset;
+    if (rc == HBM_OK) rc = hbmi_xla_best_fit(tl, 1, &hs_temporal);
+    if (rc != HBM_OK) {
+        hbmi_free(tl_value);
+        c->err = rc;
+        goto out;
+    }
+    int use_temporal = hs_temporal < hs_spatial;
+    *heap_size = use_temporal ? hs_temporal : hs_spatial;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t off = use_temporal ? tl->buffers[i].offset : off_spatial[i];
+        if (!alloc_add_value(c, a, tl_value[i], off)) {
+            hbmi_free(tl_value);
+            goto out;
+        }
+    }
+    hbmi_free(tl_value);
+    ok = 1;
+out:
+    hbm_timeline_free(tl);
+    hbmi_free(off_spatial);
+    hbmi_free(st);
+    hbmi_free(en);
+    hbmi_free(primary);
+    hbmi_free(prim_of);
+    hbmi_free(keys);
+    return ok;
+}
+
+/* --- CombineTempAllocations ------------------------------------------------------------------------ */
+static void swap_alloc(hbmi_alloc *x, hbmi_alloc *y) {
+    hbmi_alloc t = *x;
+    *x = *y;
+    *y = t;
+}
+
+static int combine_temps(ctx *c) {
+    hbm_plan *p = c->p;
+    /* std::partition (not stable), as libstdc++/libc++ implement it for random access */
+    uint32_t first = 0, last = p->n_allocs;
+    for (;;) {
+        while (first != last && !hbmi_alloc_is_temp(&p->allocs[first])) first++;
+        if (first == last) break;
+        last--;
+        while (first != last && hbmi_alloc_is_temp(&p->allocs[last])) last--;
+        if (first == last) break;
+        swap_alloc(&p->allocs[first], &p->allocs[last]);
+        first++;
+    }
+    if (first >= p->n_allocs) return 1;
+    hbmi_alloc *comb = &p->allocs[first];
+    for (uint32_t i = first + 1; i < p->n_allocs; i++) {
+        hbmi_alloc *t = &p->allocs[i];
+        uint64_t base = hbmi_align_up(comb->size, p->opt.alignment);
+        comb->size = base + t->size;
+        for (uint32_t k = 0; k < t->n_values; k++)
+            if (!alloc_add_value(c, comb, t->values[k], base + t->offsets[k])) return 0;
+        for (uint32_t k = 0; k < t->n_peak; k++)
+            if (!alloc_add_peak(c, comb, t->peak[k])) return 0;
+        comb->heap |= t->heap;
+        hbmi_free(t->values);
+        hbmi_free(t->offsets);
+        hbmi_free(t->peak);
+        hbmi_free(t->iv);
+        t->iv = NULL;
+        t->values = t->peak = NULL;
+        t->offsets = NULL;
+        t->n_values = t->cap_values = t->n_peak = t->cap_peak = 0;
+    }
+    p->n_allocs = first + 1;
+    for (uint32_t k = 0; k < comb->n_values; k++) p->value_alloc[comb->values[k]] = first;
+    return 1;
+}
+
+/* --- peak buffers (TopKPeakBuffers) ------------------------------------------------------------------ */
+static const char *intern(ctx *c, const char *s, size_t n) {
+    char *r = hbmi_arena_alloc(&c->p->strings, n + 1);
+    if (!r) return oom(c), "";
+    memcpy(r, s, n);
+    r[n] = 0;
+    return r;
+}
+
+/* HLO text escapes strings C-style (\\' \\" \\\\ \\n); XLA's report prints them raw. */
+static void unescape(char *dst, size_t cap, const char *src, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap; i++) {
+        char ch = src[i];
+        if (ch == '\\' && i + 1 < n) {
+            char e = src[++i];
+            ch = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        }
+        dst[k++] = ch;
+    }
+    if (cap) dst[k] = 0;
+}
+
+const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
+    const char *txt = NULL;
+    if (in->op == HOP_ASYNC_START || in->op == HOP_ASYNC_UPDATE || in->op == HOP_ASYNC_DONE) {
+        static const char *const real[] = {"all-gather-done", "collective-permute-done", "async-start",
+                                           "async-update", "async-done", NULL};
+        int is_real = 0;
+        for (int i = 0; real[i]; i++)
+            if (strlen(real[i]) == in->opcode.n && !memcmp(real[i], in->opcode.p, in->opcode.n)) is_real = 1;
+        if (!is_real)
+            txt = in->op == HOP_ASYNC_START ? "async-start" : in->op == HOP_ASYNC_UPDATE ? "async-update" : "async-done";
+    }
+    if (txt) snprintf(buf, cap, "%s", txt);
+    else snprintf(buf, cap, "%.*s", (int)in->opcode.n, in->opcode.p);
+    return buf;
+}
+
+/* The opcode of the op an async-start wraps: the root of its computation, or the sugar's
+ * name without "-start" ("all-to-all-start" -> "all-to-all"). */
+static void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
+        const hbmi_comp *wc = &m->comps[in->called[k]];
+        const hbmi_instr *r = &wc->ins[wc->root];
+        snprintf(buf, cap, "%.*s", (int)r->opcode.n, r->opcode.p);
+        return;
+    }
+    uint32_t n = in->opcode.n;
+    if (n > 6 && !memcmp(in->opcode.p + n - 6, "-start", 6)) n -= 6;
+    snprintf(buf, cap, "%.*s", (int)n, in->opcode.p);
+}
+
+static int rank_peaks(ctx *c) {
+    hbm_plan *p = c->p;
+    const hbmi_df *df = c->df;
+    enum { K = 64 };
+    struct {
+        uint64_t size;
+        uint32_t v, alloc;
+    } top[K];
+    size_t n = 0;
+    /* a multimap keyed by size: equal keys keep insertion order; full -> drop the first
+     * smallest when a strictly larger one arrives */
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+        const hbmi_alloc *a = &p->allocs[ai];
+        for (uint32_t k = 0; k < a->n_peak; k++) {
+            uint32_t v = a->peak[k];
+            uint64_t size = df->buffers[df->values[v].buffer].size;
+            if (n == K) {
+                if (size <= top[0].size) continue;
+                memmove(&top[0], &top[1], sizeof top[0] * (K - 1));
+                n--;
+            }
+            size_t pos = n;
+            while (pos && top[pos - 1].size > size) pos--;
+            memmove(&top[pos + 1], &top[pos], sizeof top[0] * (n - pos));
+            top[pos].size = size;
+            top[pos].v = v;
+            top[pos].alloc = ai;
+            n++;
+        }
+    }
+    p->n_peak = 0;
+    for (size_t i = n; i-- > 0;) {
+        hbm_plan_buffer *o = &p->peak[p->n_peak++];
+        const hbmi_value *val = &df->values[top[i].v];
+        const hbmi_instr *in = hbmi_df_instr(df, val->gid);
+        const hbmi_alloc *a = &p->allocs[top[i].alloc];
+        char buf[1024];
+        o->size = top[i].size;
+        if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, buf, sizeof buf);
+        else hbmi_plan_label(in, buf, sizeof buf);
+        o->label = intern(c, buf, strlen(buf));
+        hbmi_shape_print(hbmi_shape_node(in->shape, val->node), buf, sizeof buf);
+        o->shape = intern(c, buf, strlen(buf));
+        o->instruction = intern(c, in->name.p, in->name.n);
+        unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+        o->op_name = intern(c, buf, strlen(buf));
+        unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+        o->source_file = intern(c, buf, strlen(buf));
+        o->source_line = in->meta_source_line;
+        o->param_number = val->entry_param ? (int)in->param_no : -1;
+        o->category = a->param_no >= 0 ? HBM_CAT_PARAMETER
+                      : a->constant    ? HBM_CAT_CONSTANT
+                      : a->live_out    ? HBM_CAT_OUTPUT
+                                       : HBM_CAT_TEMP;
+        if (c->err) return 0;
+    }
+    return 1;
+}
+
+/* --- the timeline of the plan --------------------------------------------------------------------- */
+static hbm_category alloc_category(const hbmi_alloc *a) {
+    return a->param_no >= 0 ? HBM_CAT_PARAMETER : a->constant ? HBM_CAT_CONSTANT : a->live_out ? HBM_CAT_OUTPUT : HBM_CAT_TEMP;
+}
+
+/* The lifetime [s, e) in schedule steps a value occupies its allocation; 0 if none. */
+static int value_interval(const hbm_plan *p, hbm_category cat, uint32_t v, int64_t *s, int64_t *e) {
+    const hbmi_df *df = p->df;
+    const hbmi_value *val = &df->values[v];
+    if (!df->buffers[val->buffer].size || !val->has_range) return 0;
+    int64_t T = df->n_flat ? df->n_flat : 1;
+    *s = val->start;
+    *e = val->end + 1;
+    if (cat == HBM_CAT_PARAMETER || cat == HBM_CAT_CONSTANT) {
+        *s = 0;
+        *e = T;
+    } else if (cat == HBM_CAT_OUTPUT && val->end >= (int64_t)df->n_flat - 1) {
+        *e = T;
+    }
+    if (*e > T) *e = T;
+    if (*s >= *e) *s = *e - 1;
+    return 1;
+}
+
+/* The step where the most bytes are live, over every allocation's values. */
+static int peak_step(ctx *c) {
+    hbm_plan *p = c->p;
+    int64_t T = p->df->n_flat ? p->df->n_flat : 1;
+    int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta);
+    if (!delta) return oom(c), 0;
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+        const hbmi_alloc *a = &p->allocs[ai];
+        hbm_category cat = alloc_category(a);
+        for (uint32_t k = 0; k < a->n_values; k++) {
+            int64_t s, e;
+            if (!value_interval(p, cat, a->values[k], &s, &e)) continue;
+            uint64_t size = p->df->buffers[p->df->values[a->values[k]].buffer].size;
+            delta[s] += (int64_t)size;
+            delta[e] -= (int64_t)size;
+        }
+    }
+    int64_t cur = 0, best = -1, at = 0;
+    for (int64_t t = 0; t < T; t++) {
+        cur += delta[t];
+        if (cur > best) {
+            best = cur;
+            at = t;
+        }
+    }
+    hbmi_free(delta);
+    p->stats.peak_step = at;
+    p->stats.peak_live_bytes = best > 0 ? (uint64_t)best : 0;
+    p->stats.n_steps = p->df->n_flat;
+    return 1;
+}
+
+static hbm_status build_timeline(hbm_plan *p) {
+    const hbmi_df *df = p->df;
+    hbm_timeline *tl;
+    if (hbm_timeline_new(&tl) != HBM_OK) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    snprintf(tl->clock, sizeof tl->clock, "step");
+    snprintf(tl->name, sizeof tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+        const hbmi_alloc *a = &p->allocs[ai];
+        hbm_category cat = alloc_category(a);
+        for (uint32_t k = 0; k < a->n_values; k++) {
+            uint32_t v = a->values[k];
+            const hbmi_value *val = &df->values[v];
+            int64_t s, e;
+            if (!value_interval(p, cat, v, &s, &e)) continue;
+            uint64_t size = df->buffers[val->buffer].size;
+            const hbmi_instr *in = hbmi_df_instr(df, val->gid);
+            char shape[256], label[64];
+            hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
+            if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
+            else hbmi_plan_label(in, label, sizeof label);
+            char opn[1024], src[1024];
+            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+            hbm_tag tag = {opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
+            size_t idx;
+            if (hbm_timeline_add(tl, size, s, e, &tag, &idx) != HBM_OK) {
+                hbm_timeline_free(tl);
+                return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
+            }
+            hbm_tl_buffer *b = &tl->buffers[idx];
+            b->id = v;
+            if (cat == HBM_CAT_TEMP) {
+                b->offset = p->value_offset[v];
+                b->alignment = p->opt.alignment;
+            }
+        }
+    }
+    p->tl = tl;
+    return HBM_OK;
+}
+
+/* --- driver ------------------------------------------------------------------------------------------ */
+void hbm_plan_options_default(hbm_plan_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->alignment = 128;
+    o->pointer_size = 8;
+}
+
+static _Thread_local const hbmi_df *bsort_df;
+static int cmp_buffers(const void *x, const void *y) {
+    const hbmi_buffer *a = &bsort_df->buffers[*(const uint32_t *)x], *b = &bsort_df->buffers[*(const uint32_t *)y];
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    if (a->live_out != b->live_out) return a->live_out ? -1 : 1;
+    if (a->min_post != b->min_post) return a->min_post < b->min_post ? -1 : 1;
+    uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+    return i < j ? -1 : i > j;
+}
+
+void hbm_plan_free(hbm_plan *p) {
+    if (!p) return;
+    for (uint32_t i = 0; i < p->n_allocs; i++) {
+        hbmi_free(p->allocs[i].values);
+        hbmi_free(p->allocs[i].offsets);
+        hbmi_free(p->allocs[i].peak);
+        hbmi_free(p->allocs[i].iv);
+    }
+    hbmi_free(p->allocs);
+    hbmi_free(p->value_alloc);
+    hbmi_free(p->value_offset);
+    hbm_timeline_free(p->tl);
+    hbmi_arena_free(&p->strings);
+    hbmi_df_free(p->df);
+    hbmi_free(p);
+}
+
+static int run(ctx *c) {
+    hbm_plan *p = c->p;
+    hbmi_df *df = c->df;
+    uint32_t nb = df->n_buffers, nv = df->n_values;
+    p->value_alloc = hbmi_malloc(sizeof *p->value_alloc * (nv + 1));
+    p->value_offset = hbmi_calloc(nv + 1, sizeof *p->value_offset);
+    c->delayed = hbmi_calloc(nv + 1, 1);
+    uint32_t *order = hbmi_malloc(sizeof *order * (nb + 1));
+    if (!p->value_alloc || !p->value_offset || !c->delayed || !order) {
+        hbmi_free(order);
+        return oom(c), 0;
+    }
+    for (uint32_t v = 0; v < nv; v++) p->value_alloc[v] = UINT32_MAX;
+    for (uint32_t i = 0; i < nb; i++) order[i] = i;
+    bsort_df = df;
+    qsort(order, nb, sizeof *order, cmp_buffers);
+    bsort_df = NULL;
+    for (uint32_t i = 0; i < nb; i++)
+        if (!assign_single(c, order[i])) {
+            hbmi_free(order);
+            return 0;
+        }
+    hbmi_free(order);
+    c->no_index = 1;
+    /* the temp heap */
+    sim s;
+    memset(&s, 0, sizeof s);
+    int any = 0;
+    for (uint32_t v = 0; v < nv && !any; v++) any = c->delayed[v];
+    if (any) {
+        if (!simulate(c, c->delayed, &s)) {
+            sim_free(&s);
+            return 0;
+        }
+        hbmi_alloc *h = new_empty(c, 0);
+        if (!h) {
+            sim_free(&s);
+            return 0;
+        }
+        h->heap = 1;
+        uint64_t hs = 0;
+        if (!heap_pack(c, &s, h, &hs) || !heap_peak_values(c, &s, h)) {
+            sim_free(&s);
+            return 0;
+        }
+        h->size = hs;
+        p->temp_heap_size = hs;
+        p->temp_heap_live = nofrag_peak(df, &s);
+        p->stats.temp_fragmentation_bytes = (int64_t)hs - (int64_t)p->temp_heap_live;
+        sim_free(&s);
+    }
+    if (!combine_temps(c)) return 0;
+    /* summary stats */
+    hbm_plan_stats *st = &p->stats;
+    for (uint32_t i = 0; i < p->n_allocs; i++) {
+        const hbmi_alloc *a = &p->allocs[i];
+        if (a->param_no >= 0) {
+            st->argument_size_in_bytes += a->size;
+            if (a->param_aliased) st->alias_size_in_bytes += a->size;
+        }
+        if (a->constant) st->constant_size_in_bytes += a->size;
+        if (a->live_out) st->output_size_in_bytes += a->size;
+        if (hbmi_alloc_is_temp(a)) st->temp_size_in_bytes += a->size;
+        st->total_allocation_bytes += a->size;
+    }
+    st->n_allocations = p->n_allocs;
+    st->peak_bytes = st->argument_size_in_bytes + st->output_size_in_bytes - st->alias_size_in_bytes +
+                     st->temp_size_in_bytes + st->constant_size_in_bytes;
+    /* total fragmentation: total allocation minus the whole-module minimum (all values
+     * except constants, no fragmentation) */
+    uint8_t *all = hbmi_malloc(nv + 1);
+    if (!all) return oom(c), 0;
+    for (uint32_t v = 0; v < nv; v++) all[v] = !df->values[v].constant;
+    memset(&s, 0, sizeof s);
+    int ok = simulate(c, all, &s);
+    if (ok) st->total_fragmentation_bytes = (int64_t)st->total_allocation_bytes - (int64_t)nofrag_peak(df, &s);
+    sim_free(&s);
+    hbmi_free(all);
+    if (!ok) return 0;
+    return rank_peaks(c) && peak_step(c);
+}
+
+hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out) {
+    if (!m || !out) return hbmi_error(HBM_ERR_INVALID, "plan: NULL argument");
+    *out = NULL;
+    hbm_plan *p = hbmi_calloc(1, sizeof *p);
+    if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    hbm_plan_options_default(&p->opt);
+    if (o) {
+        if (o->alignment) p->opt.alignment = o->alignment;
+        if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
+    }
+    p->m = m;
+    hbm_status s = hbmi_df_run(m, p->opt.pointer_size, &p->df);
+    if (s != HBM_OK) {
+        hbm_plan_free(p);
+        return s;
+    }
+    ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL, 0};
+    int ok = run(&c);
+    hbmi_free(c.alloc_indices);
+    hbmi_free(c.delayed);
+    if (!ok) {
+        s = c.err ? c.err : hbmi_error(HBM_ERR_CORRUPT, "plan: failed");
+        hbm_plan_free(p);
+        return s;
+    }
+    *out = p;
+    return HBM_OK;
+}
+
+hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out) {
+    if (!p || !out) return hbmi_error(HBM_ERR_INVALID, "plan: NULL argument");
+    *out = p->stats;
+    return HBM_OK;
+}
+
+size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max) {
+    if (!p) return 0;
+    size_t n = p->n_peak < max ? p->n_peak : max;
+    if (out) memcpy(out, p->peak, sizeof *out * n);
+    return n;
+}
+
+const hbm_timeline *hbm_plan_timeline(const hbm_plan *p) {
+    if (!p) return NULL;
+    if (!p->tl && build_timeline((hbm_plan *)p) != HBM_OK) return NULL; /* built on first use */
+    return p->tl;
+}
+
+const char *hbm_plan_step_name(const hbm_plan *p, int64_t t) {
+    static _Thread_local char buf[256];
+    if (!p || t < 0 || (uint64_t)t >= p->df->n_flat) return "";
+    const hbmi_instr *in = hbmi_df_instr(p->df, p->df->flat[t]);
+    snprintf(buf, sizeof buf, "%.*s", (int)in->name.n, in->name.p);
+    return buf;
+}

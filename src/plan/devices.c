@@ -1,0 +1,63 @@
+/* devices.c - accelerators hbm knows by name, with the memory a framework can see and the
+ * share of it the framework uses by default. Capacities are the totals nvidia-smi / the
+ * runtime reports where known (e.g. 81559 MiB for an H100 80GB), otherwise the nominal size. */
+#include <ctype.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/plan.h"
+
+#define MiB(x) ((uint64_t)(x) << 20)
+#define GiB(x) ((uint64_t)(x) << 30)
+
+static const hbm_device_model models[] = {
+    {"H100-80GB", "h100,h100-sxm,h100-pcie,h100-80g", MiB(81559), 0.75, "NVIDIA H100 80GB (SXM/PCIe)"},
+    {"H200-141GB", "h200,h200-sxm,h200-141g", MiB(143771), 0.75, "NVIDIA H200 141GB"},
+    {"A100-40GB", "a100-40,a100-40g,a100-sxm4-40gb", MiB(40960), 0.75, "NVIDIA A100 40GB"},
+    {"A100-80GB", "a100,a100-80,a100-80g,a100-sxm4-80gb", MiB(81920), 0.75, "NVIDIA A100 80GB"},
+    {"V100-16GB", "v100,v100-16,v100-16g,v100-sxm2-16gb", GiB(16), 0.75, "NVIDIA V100 16GB (nominal)"},
+    {"V100-32GB", "v100-32,v100-32g,v100-sxm2-32gb", GiB(32), 0.75, "NVIDIA V100 32GB (nominal)"},
+    {"L4", "l4-24gb,nvidia-l4", MiB(23034), 0.75, "NVIDIA L4 24GB"},
+    {"RTX-4090", "4090,rtx4090,geforce-rtx-4090", MiB(24564), 0.75, "NVIDIA GeForce RTX 4090 24GB"},
+    {"TPU-v4", "v4,tpuv4,tpu-v4-chip", GiB(32), 1.0, "Google TPU v4, per chip (no JAX preallocation)"},
+    {"TPU-v5e", "v5e,tpuv5e,tpu-v5-lite", GiB(16), 1.0, "Google TPU v5e, per chip"},
+    {"TPU-v5p", "v5p,tpuv5p", GiB(95), 1.0, "Google TPU v5p, per chip"},
+    {"MI300X", "mi300,mi300x-192gb,amd-mi300x", GiB(192), 0.75, "AMD Instinct MI300X 192GB (nominal)"},
+};
+
+size_t hbm_device_model_count(void) { return sizeof models / sizeof models[0]; }
+
+const hbm_device_model *hbm_device_model_at(size_t i) {
+    return i < hbm_device_model_count() ? &models[i] : NULL;
+}
+
+static int alias_match(const char *list, const char *name) {
+    size_t n = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n) {
+            size_t i = 0;
+            while (i < n && tolower((unsigned char)p[i]) == tolower((unsigned char)name[i])) i++;
+            if (i == n) return 1;
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+const hbm_device_model *hbm_device_model_find(const char *name) {
+    if (!name || !*name) {
+        hbmi_error(HBM_ERR_INVALID, "device: empty name");
+        return NULL;
+    }
+    for (size_t i = 0; i < hbm_device_model_count(); i++)
+        if (hbmi_streq_ci(models[i].name, name) || alias_match(models[i].aliases, name)) return &models[i];
+    hbmi_error(HBM_ERR_INVALID,
+               "device '%s' is not known; 'hbm devices' lists them (e.g. H100-80GB, A100-40GB, V100-16GB, "
+               "TPU-v5e), or give --capacity SIZE",
+               name);
+    return NULL;
+}

@@ -1,0 +1,49 @@
+/* src/plan/plan_internal.h - the state of a plan, shared by assign.c (XLA's buffer
+ * assignment) and report.c (text, JSON, explanation). */
+#ifndef HBM_PLAN_INTERNAL_H
+#define HBM_PLAN_INTERNAL_H
+
+#include "hbm/plan.h"
+#include "hlo/dataflow.h"
+
+typedef struct hbmi_alloc {
+    uint64_t size;
+    int64_t param_no;  /* -1 if not an entry parameter */
+    uint8_t param_aliased, constant, tuple, live_out, heap;
+    uint32_t n_values, cap_values;
+    uint32_t *values;  /* value ids */
+    uint64_t *offsets;
+    uint32_t n_peak, cap_peak;
+    uint32_t *peak;    /* PeakMemoryLogicalBuffers: value ids */
+    /* live ranges of the assigned values sorted by start, to test interference fast */
+    uint32_t n_iv, cap_iv;
+    struct hbmi_iv { int64_t start, end; uint32_t value; } *iv;
+    int64_t max_len;
+    uint32_t no_range; /* assigned values without a live range (interfere with all) */
+} hbmi_alloc;
+
+struct hbm_plan {
+    hbm_hlo_module *m;
+    hbmi_df *df;
+    hbm_plan_options opt;
+    hbmi_alloc *allocs;
+    uint32_t n_allocs, cap_allocs;
+    uint32_t *value_alloc; /* per value: allocation index or UINT32_MAX */
+    uint64_t *value_offset;
+    hbm_plan_stats stats;
+    hbm_timeline *tl;
+    hbmi_arena strings;
+    /* XLA's peak buffer ranking, computed for up to 64 */
+    hbm_plan_buffer peak[64];
+    size_t n_peak;
+    uint64_t temp_heap_size, temp_heap_live; /* heap simulator result and its peak */
+};
+
+static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
+    return a->param_no < 0 && !a->live_out && !a->constant;
+}
+
+/* Printable label of a value's defining instruction (XLA's HloOpcodeString). */
+const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,206 @@
+/* report.c - a plan as XLA prints it ("BufferAssignment OOM Debugging."), as hbm explains
+ * it (where the peak is, who owns it, does it fit), and as JSON. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbm/size.h"
+#include "plan/plan_internal.h"
+
+static const char *sz(uint64_t b, char buf[32]) { return hbm_size_xla((int64_t)b, buf); }
+
+hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan report: NULL argument");
+    const hbm_plan_stats *s = &p->stats;
+    char a[32], b[32];
+    fprintf(f, "BufferAssignment OOM Debugging.\n");
+    fprintf(f, "BufferAssignment stats:\n");
+    fprintf(f, "             parameter allocation: %10s\n", sz(s->argument_size_in_bytes, a));
+    fprintf(f, "              constant allocation: %10s\n", sz(s->constant_size_in_bytes, a));
+    fprintf(f, "        maybe_live_out allocation: %10s\n", sz(s->output_size_in_bytes, a));
+    fprintf(f, "     preallocated temp allocation: %10s\n", sz(s->temp_size_in_bytes, a));
+    if (p->temp_heap_size || s->temp_fragmentation_bytes) {
+        double pct = s->temp_size_in_bytes ? 100.0 * (double)s->temp_fragmentation_bytes / (double)s->temp_size_in_bytes : 0;
+        fprintf(f, "  preallocated temp fragmentation: %10s (%.2f%%)\n", hbm_size_xla(s->temp_fragmentation_bytes, b), pct);
+    }
+    fprintf(f, "                 total allocation: %10s\n", sz(s->total_allocation_bytes, a));
+    if (s->total_fragmentation_bytes >= 0) {
+        double pct = s->total_allocation_bytes
+                         ? 100.0 * (double)s->total_fragmentation_bytes / (double)s->total_allocation_bytes
+                         : 0;
+        fprintf(f, "              total fragmentation: %10s (%.2f%%)\n", hbm_size_xla(s->total_fragmentation_bytes, b),
+                pct);
+    }
+    fprintf(f, "Peak buffers:");
+    size_t n = p->n_peak < top ? p->n_peak : top;
+    for (size_t i = 0; i < n; i++) {
+        const hbm_plan_buffer *pb = &p->peak[i];
+        fprintf(f, "\n\tBuffer %zu:\n\t\tSize: %s\n", i + 1, sz(pb->size, a));
+        if (pb->op_name[0]) {
+            fprintf(f, "\t\tOperator: op_name=\"%s\"", pb->op_name);
+            if (pb->source_file[0]) fprintf(f, " source_file=\"%s\"", pb->source_file);
+            if (pb->source_line) fprintf(f, " source_line=%d", pb->source_line);
+            fprintf(f, "\n");
+        }
+        if (pb->param_number >= 0) fprintf(f, "\t\tEntry Parameter Subshape: %s\n", pb->shape);
+        else fprintf(f, "\t\tXLA Label: %s\n\t\tShape: %s\n", pb->label, pb->shape);
+        fprintf(f, "\t\t==========================");
+    }
+    fprintf(f, "\n");
+    return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan report: write error") : HBM_OK;
+}
+
+/* --- explanation --------------------------------------------------------------------------------------- */
+typedef struct live_item {
+    uint64_t size;
+    size_t idx;
+} live_item;
+
+static int cmp_live(const void *x, const void *y) {
+    const live_item *a = x, *b = y;
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
+
+hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction, const char *device,
+                            size_t top) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan explain: NULL argument");
+    const hbm_plan_stats *s = &p->stats;
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    if (!tl) return HBM_ERR_NOMEM;
+    char a[32], b[32], c[32];
+    fprintf(f, "\nhbm: explanation\n");
+    fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory: arguments %s + outputs %s",
+            hbm_size_human(s->peak_bytes, a), s->peak_bytes, hbm_size_human(s->argument_size_in_bytes, b),
+            hbm_size_human(s->output_size_in_bytes, c));
+    if (s->alias_size_in_bytes) fprintf(f, " - donated %s", hbm_size_human(s->alias_size_in_bytes, a));
+    fprintf(f, " + temp %s", hbm_size_human(s->temp_size_in_bytes, a));
+    if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
+    fprintf(f, ".\n");
+    fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live (%s lost to "
+               "fragmentation).\n",
+            hbm_size_human(p->temp_heap_live, a), hbm_size_xla(s->temp_fragmentation_bytes, b));
+    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live:\n", s->peak_step, s->n_steps,
+            hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
+    /* the buffers live at the peak step, largest first */
+    live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
+    if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
+    size_t n = 0;
+    for (size_t i = 0; i < tl->count; i++) {
+        const hbm_tl_buffer *bf = &tl->buffers[i];
+        if (bf->start <= s->peak_step && s->peak_step < bf->end) {
+            items[n].size = bf->size;
+            items[n++].idx = i;
+        }
+    }
+    qsort(items, n, sizeof *items, cmp_live);
+    size_t show = n < top ? n : top;
+    for (size_t k = 0; k < show; k++) {
+        const hbm_tl_buffer *bf = &tl->buffers[items[k].idx];
+        const hbm_tag *t = hbm_timeline_tag(tl, items[k].idx);
+        double pct = s->peak_live_bytes ? 100.0 * (double)bf->size / (double)s->peak_live_bytes : 0;
+        fprintf(f, "    %10s %5.1f%%  %-9s %s %s", hbm_size_xla((int64_t)bf->size, a), pct,
+                t ? cat_name(t->category) : "", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
+        if (t && t->source_file) fprintf(f, "  at %s:%d", t->source_file, t->source_line);
+        fprintf(f, "\n");
+        if (t && t->op_name) fprintf(f, "               op %s\n", t->op_name);
+    }
+    if (n > show) fprintf(f, "    ... and %zu smaller buffers\n", n - show);
+    /* a buffer that dwarfs the inputs is the usual culprit (e.g. an SVD's full U) */
+    if (p->n_peak && p->peak[0].size > 4 * (s->argument_size_in_bytes + s->output_size_in_bytes) &&
+        p->peak[0].size > s->peak_bytes / 2) {
+        const hbm_plan_buffer *pb = &p->peak[0];
+        fprintf(f, "  Suspect: %s %s (%s) is %.0fx the size of all arguments and outputs together",
+                pb->label, pb->shape, hbm_size_xla((int64_t)pb->size, a),
+                (double)pb->size / (double)((s->argument_size_in_bytes + s->output_size_in_bytes) ? (s->argument_size_in_bytes + s->output_size_in_bytes) : 1));
+        if (pb->source_file[0]) fprintf(f, "; it comes from %s:%d", pb->source_file, pb->source_line);
+        fprintf(f, ".\n");
+    }
+    hbmi_free(items);
+    if (capacity) {
+        const char *dev = device && *device ? device : "the device";
+        uint64_t need = s->peak_bytes;
+        uint64_t limit = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
+        fprintf(f, "\nVerdict for %s (%s):\n", dev, hbm_size_human(capacity, a));
+        if (need > capacity) {
+            fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
+                    hbm_size_human(capacity, b), hbm_size_human(need - capacity, c));
+        } else if (need > limit) {
+            double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
+            if (want > 1.0) want = 1.0;
+            fprintf(f,
+                    "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT: needs %s, the framework lets XLA "
+                    "use %.0f %% = %s (JAX preallocates 75 %%).\n"
+                    "  Set XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform).\n",
+                    hbm_size_human(need, a), fraction * 100.0, hbm_size_human(limit, b), (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100));
+        } else {
+            fprintf(f, "  FITS: needs %s of %s usable (%.1f %% of the device)%s.\n", hbm_size_human(need, a),
+                    hbm_size_human(limit, b), 100.0 * (double)need / (double)capacity,
+                    limit < capacity ? " under the framework's default limit" : "");
+        }
+    }
+    return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan explain: write error") : HBM_OK;
+}
+
+/* --- JSON -------------------------------------------------------------------------------------------------- */
+static void jstr(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan json: NULL argument");
+    const hbm_plan_stats *s = &p->stats;
+    char name[64];
+    snprintf(name, sizeof name, "%s", hbm_hlo_module_name(p->m));
+    fprintf(f, "{\n  \"module\": ");
+    jstr(f, name);
+    fprintf(f,
+            ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
+            ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
+            ",\n  \"constant_size_in_bytes\": %" PRIu64 ",\n  \"total_allocation_bytes\": %" PRIu64
+            ",\n  \"peak_bytes\": %" PRIu64 ",\n  \"temp_fragmentation_bytes\": %" PRId64
+            ",\n  \"total_fragmentation_bytes\": %" PRId64 ",\n  \"peak_step\": %" PRId64
+            ",\n  \"peak_instruction\": ",
+            s->argument_size_in_bytes, s->output_size_in_bytes, s->alias_size_in_bytes, s->temp_size_in_bytes,
+            s->constant_size_in_bytes, s->total_allocation_bytes, s->peak_bytes, s->temp_fragmentation_bytes,
+            s->total_fragmentation_bytes, s->peak_step);
+    jstr(f, hbm_plan_step_name(p, s->peak_step));
+    fprintf(f, ",\n  \"peak_live_bytes\": %" PRIu64 ",\n  \"schedule_steps\": %zu", s->peak_live_bytes, s->n_steps);
+    if (capacity) {
+        uint64_t limit = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
+        const char *v = s->peak_bytes > capacity ? "does_not_fit" : s->peak_bytes > limit ? "fits_physically_only" : "fits";
+        fprintf(f, ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"framework_limit_bytes\": %" PRIu64 ",\n  \"verdict\": \"%s\"",
+                capacity, limit, v);
+    }
+    fprintf(f, ",\n  \"peak_buffers\": [");
+    size_t n = p->n_peak < top ? p->n_peak : top;
+    for (size_t i = 0; i < n; i++) {
+        const hbm_plan_buffer *pb = &p->peak[i];
+        fprintf(f, "%s\n    {\"size\": %" PRIu64 ", \"label\": ", i ? "," : "", pb->size);
+        jstr(f, pb->label);
+        fprintf(f, ", \"shape\": ");
+        jstr(f, pb->shape);
+        fprintf(f, ", \"instruction\": ");
+        jstr(f, pb->instruction);
+        fprintf(f, ", \"op_name\": ");
+        jstr(f, pb->op_name);
+        fprintf(f, ", \"source_file\": ");
+        jstr(f, pb->source_file);
+        fprintf(f, ", \"source_line\": %d, \"category\": ", pb->source_line);
+        jstr(f, hbm_category_str(pb->category));
+        fprintf(f, "}");
+    }
+    fprintf(f, "%s]\n}\n", n ? "\n  " : "");
+    return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan json: write error") : HBM_OK;
+}

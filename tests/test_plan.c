@@ -1,0 +1,344 @@
+/* test_plan.c - buffer assignment rules on small modules written for the purpose, XLA's
+ * heap packing, the svd examples (the seed bug), reports, devices. */
+#include "core/internal.h"
+#include "plan/xla_heap.h"
+#include "test.h"
+
+static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
+    hbm_hlo_module *m = NULL;
+    if (hbm_hlo_parse(text, strlen(text), "t.hlo", &m) != HBM_OK) return NULL;
+    hbm_plan *p = NULL;
+    if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
+        hbm_hlo_module_free(m);
+        return NULL;
+    }
+    *mout = m;
+    return p;
+}
+
+static hbm_plan_stats stats_of(const char *text) {
+    hbm_plan_stats st;
+    memset(&st, 0xff, sizeof st);
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text(text, &m);
+    if (p) {
+        hbm_plan_get_stats(p, &st);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    } else {
+        fprintf(stderr, "plan failed: %s\n", hbm_last_error());
+    }
+    return st;
+}
+
+/* An elementwise chain reuses its operands' buffers: everything lands in the output. */
+static void test_elementwise_chain_reuses_buffers(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[1024]{0} parameter(0)\n"
+                                 "  a = f32[1024]{0} exponential(p)\n"
+                                 "  b = f32[1024]{0} negate(a)\n"
+                                 "  ROOT c = f32[1024]{0} sqrt(b)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+}
+
+/* A non-elementwise op cannot write over its operand: a temp is needed. */
+static void test_non_elementwise_needs_temp(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[32,32]{1,0} parameter(0)\n"
+                                 "  a = f32[32,32]{1,0} transpose(p), dimensions={1,0}\n"
+                                 "  b = f32[32,32]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                                 "  ROOT c = f32[32,32]{1,0} transpose(b), dimensions={1,0}\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 4096);
+}
+
+/* Two temps alive together are packed side by side with the 128-byte alignment. */
+static void test_heap_alignment_and_tuple_tables(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[10]{0} parameter(0)\n"
+                                 "  a = f32[10]{0} sort(p), dimensions={0}\n"
+                                 "  b = f32[10]{0} reverse(p), dimensions={0}\n"
+                                 "  t = (f32[10]{0}, f32[10]{0}) tuple(a, b)\n"
+                                 "  ROOT d = f32[20]{0} concatenate(a, b), dimensions={0}\n"
+                                 "}\n");
+    /* tuple table 16 B (own allocation) + heap: a at 0 (40 B), b at 128 (40 B) = 168 */
+    CHECK_EQ_U64(st.temp_size_in_bytes, 128 + 168);
+    CHECK_EQ_U64(st.temp_fragmentation_bytes, 168 - 80);
+    CHECK_EQ_U64(st.output_size_in_bytes, 80);
+}
+
+/* input_output_alias: a donated parameter is the output, nothing else to allocate. */
+static void test_donated_parameter(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[256]{0} parameter(0)\n"
+                                 "  u = f32[16]{0} constant({...})\n"
+                                 "  i = s32[] constant(0)\n"
+                                 "  ROOT d = f32[256]{0} dynamic-update-slice(p, u, i)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.alias_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+    CHECK_EQ_U64(st.constant_size_in_bytes, 64 + 4);
+    CHECK_EQ_U64(st.peak_bytes, 1024 + 68);
+}
+
+/* output_to_operand_aliasing: the custom call writes into its operand's buffer, as
+ * jaxdecomp's pfft3d does; only the workspace is temp. */
+static void test_custom_call_in_place(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "%fb () -> s8[4096] {\n  %z = s8[] constant(0)\n  ROOT %b = s8[4096]{0} broadcast(%z), dimensions={}\n}\n"
+        "%fc (x: f32[1024]) -> c64[1024] {\n  %x = f32[1024]{0} parameter(0)\n  ROOT %c = c64[1024]{0} convert(%x)\n}\n"
+        "ENTRY e {\n"
+        "  p = f32[1024]{0} parameter(0)\n"
+        "  w = c64[1024]{0} fusion(p), kind=kLoop, calls=%fc\n"
+        "  s = s8[4096]{0} fusion(), kind=kLoop, calls=%fb\n"
+        "  ROOT r = c64[1024]{0} custom-call(w, s), custom_call_target=\"pfft3d\", output_to_operand_aliasing={{}: (0, {})}\n"
+        "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 8192);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 4096);
+}
+
+/* A while loop: init, body parameter, body root and result share one buffer per element;
+ * the loop's tuple pointer tables are allocations of their own. */
+static void test_while_shares_loop_state(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "%body (s: (s32[], f32[256])) -> (s32[], f32[256]) {\n"
+                                 "  %s = (s32[], f32[256]{0}) parameter(0)\n"
+                                 "  %i = s32[] get-tuple-element(%s), index=0\n"
+                                 "  %one = s32[] constant(1)\n"
+                                 "  %j = s32[] add(%i, %one)\n"
+                                 "  %v = f32[256]{0} get-tuple-element(%s), index=1\n"
+                                 "  %w = f32[256]{0} exponential(%v)\n"
+                                 "  ROOT %t = (s32[], f32[256]{0}) tuple(%j, %w)\n"
+                                 "}\n"
+                                 "%cond (c: (s32[], f32[256])) -> pred[] {\n"
+                                 "  %c = (s32[], f32[256]{0}) parameter(0)\n"
+                                 "  %k = s32[] get-tuple-element(%c), index=0\n"
+                                 "  %n = s32[] constant(8)\n"
+                                 "  ROOT %lt = pred[] compare(%k, %n), direction=LT\n"
+                                 "}\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[256]{0} parameter(0)\n"
+                                 "  z = s32[] constant(0)\n"
+                                 "  c = f32[256]{0} copy(p)\n"
+                                 "  t0 = (s32[], f32[256]{0}) tuple(z, c)\n"
+                                 "  w = (s32[], f32[256]{0}) while(t0), condition=%cond, body=%body\n"
+                                 "  ROOT r = f32[256]{0} get-tuple-element(w), index=1\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024); /* copy, body values and result: one buffer */
+    CHECK_EQ_U64(st.constant_size_in_bytes, 12);
+    /* temp: the tuple tables (t0/while/body parameter: one buffer; body root) and the
+     * loop counter buffer (the constant z is its own allocation; j lives in the heap) */
+    CHECK(st.temp_size_in_bytes > 0 && st.temp_size_in_bytes < 1024);
+}
+
+/* The seed bug: four allocation lines and the first five peak buffers as XLA printed them. */
+static char *report_of(const char *path, size_t top, uint64_t cap, double frac, hbm_plan_stats *st) {
+    hbm_hlo_module *m;
+    if (hbm_hlo_parse_file(path, &m) != HBM_OK) return NULL;
+    hbm_plan *p;
+    if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
+        hbm_hlo_module_free(m);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    hbm_plan_report(p, f, top);
+    hbm_plan_explain(p, f, cap, frac, "dev", 8);
+    fclose(f);
+    if (st) hbm_plan_get_stats(p, st);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    return buf;
+}
+
+static void test_svd_oom_reproduces_xla(void) {
+    hbm_plan_stats st;
+    char *r = report_of(HBM_SOURCE_DIR "/examples/svd_oom.hlo", 15, 16ull << 30, 0.75, &st);
+    CHECK(r);
+    CHECK_CONTAINS(r, "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+                      "             parameter allocation:   57.22MiB\n"
+                      "              constant allocation:         0B\n"
+                      "        maybe_live_out allocation:   57.23MiB\n"
+                      "     preallocated temp allocation:  335.59GiB\n"
+                      "  preallocated temp fragmentation:       112B (0.00%)\n"
+                      "                 total allocation:  335.70GiB\n");
+    CHECK_CONTAINS(r, "Peak buffers:\n"
+                      "\tBuffer 1:\n\t\tSize: 335.28GiB\n\t\tXLA Label: custom-call\n\t\tShape: f32[300000,300000]\n"
+                      "\t\t==========================\n"
+                      "\tBuffer 2:\n\t\tSize: 263.36MiB\n\t\tXLA Label: custom-call\n\t\tShape: f32[69038144]\n"
+                      "\t\t==========================\n"
+                      "\tBuffer 3:\n\t\tSize: 57.22MiB\n\t\tXLA Label: custom-call\n\t\tShape: f32[300000,50]\n"
+                      "\t\t==========================\n"
+                      "\tBuffer 4:\n\t\tSize: 57.22MiB\n\t\tEntry Parameter Subshape: f32[300000,50]\n"
+                      "\t\t==========================\n"
+                      "\tBuffer 5:\n\t\tSize: 57.22MiB\n"
+                      "\t\tOperator: op_name=\"jit(svd)/jit(main)/svd[full_matrices=False compute_uv=True]\" "
+                      "source_file=\"/tmp/ipykernel_57631/2574565684.py\" source_line=5\n"
+                      "\t\tXLA Label: fusion\n\t\tShape: f32[300000,50]\n\t\t==========================\n");
+    /* the exact byte count XLA tried to allocate */
+    CHECK_EQ_U64(st.temp_size_in_bytes, 360336162820ull);
+    CHECK_EQ_U64(st.temp_fragmentation_bytes, 112);
+    CHECK_CONTAINS(r, "DOES NOT FIT");
+    free(r);
+}
+
+static void test_svd_fixed_fits(void) {
+    hbm_plan_stats st;
+    char *r = report_of(HBM_SOURCE_DIR "/examples/svd_fixed.hlo", 15, 16ull << 30, 0.75, &st);
+    CHECK(r);
+    CHECK(st.peak_bytes < (uint64_t)(0.75 * (16ull << 30)));
+    CHECK_CONTAINS(r, "FITS: needs");
+    free(r);
+}
+
+static void test_verdicts(void) {
+    hbm_plan_stats st;
+    /* 1 GiB param + 1 GiB output: physically fits 2.5 GiB but not 75 % of it */
+    const char *t = "HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[268435456]{0} parameter(0)\n"
+                    "  ROOT n = f32[268435456]{0} negate(p)\n}\n";
+    char path[] = "/tmp/hbm_test_plan_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(t, f);
+    fclose(f);
+    char *r = report_of(path, 15, (uint64_t)5 << 29, 0.75, &st);
+    CHECK(r);
+    CHECK_CONTAINS(r, "FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT");
+    CHECK_CONTAINS(r, "XLA_PYTHON_CLIENT_MEM_FRACTION=.80");
+    free(r);
+    r = report_of(path, 15, (uint64_t)5 << 29, 0, &st);
+    CHECK_CONTAINS(r, "FITS: needs");
+    free(r);
+    r = report_of(path, 15, (uint64_t)1 << 30, 0.75, &st);
+    CHECK_CONTAINS(r, "DOES NOT FIT");
+    free(r);
+    remove(path);
+}
+
+static void test_json(void) {
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(hbm_plan_json(p, f, 3, 16ull << 30, 0.75));
+    fclose(f);
+    CHECK_CONTAINS(buf, "\"argument_size_in_bytes\": 60000000");
+    CHECK_CONTAINS(buf, "\"output_size_in_bytes\": 60010224");
+    CHECK_CONTAINS(buf, "\"alias_size_in_bytes\": 0");
+    CHECK_CONTAINS(buf, "\"temp_size_in_bytes\": 360336162820");
+    CHECK_CONTAINS(buf, "\"temp_fragmentation_bytes\": 112");
+    CHECK_CONTAINS(buf, "\"peak_bytes\": 360456173044");
+    CHECK_CONTAINS(buf, "{\"size\": 360000000000, \"label\": \"custom-call\", \"shape\": \"f32[300000,300000]\"");
+    CHECK_CONTAINS(buf, "\"verdict\": \"does_not_fit\"");
+    free(buf);
+    /* the timeline: temp buffers carry offsets that never overlap */
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    CHECK(tl && tl->count > 5);
+    hbm_plan_buffer pb[4];
+    CHECK_EQ_U64(hbm_plan_peak_buffers(p, pb, 4), 4);
+    CHECK_EQ_U64(pb[3].param_number, 0);
+    CHECK(pb[3].category == HBM_CAT_PARAMETER);
+    CHECK(pb[0].category == HBM_CAT_TEMP);
+    CHECK_STR(hbm_plan_step_name(p, 1), "custom-call.1");
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+/* XLA's best fit on a hand-made timeline: largest first, smallest gap, alignment. */
+static void test_xla_best_fit(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_timeline_new(&tl));
+    size_t i;
+    CHECK_OK(hbm_timeline_add(tl, 100, 0, 4, NULL, &i)); /* A */
+    CHECK_OK(hbm_timeline_add(tl, 60, 0, 2, NULL, &i));  /* B */
+    CHECK_OK(hbm_timeline_add(tl, 30, 2, 4, NULL, &i));  /* C: fits in B's place */
+    CHECK_OK(hbm_timeline_add(tl, 10, 1, 3, NULL, &i));  /* D: overlaps everything */
+    for (size_t k = 0; k < tl->count; k++) tl->buffers[k].alignment = 16;
+    uint64_t hs;
+    CHECK_OK(hbmi_xla_best_fit(tl, 0, &hs));
+    CHECK_EQ_U64(tl->buffers[0].offset, 0);
+    CHECK_EQ_U64(tl->buffers[1].offset, 112);
+    CHECK_EQ_U64(tl->buffers[2].offset, 112);
+    CHECK_EQ_U64(tl->buffers[3].offset, 176);
+    CHECK_EQ_U64(hs, 186);
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    /* temporal order: longest lifetimes first (A, then B/C/D by size) */
+    CHECK_OK(hbmi_xla_best_fit(tl, 1, &hs));
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    /* colocated buffers (same id) get one offset */
+    tl->buffers[2].id = tl->buffers[1].id;
+    CHECK_OK(hbmi_xla_best_fit(tl, 0, &hs));
+    CHECK_EQ_U64(tl->buffers[1].offset, tl->buffers[2].offset);
+    hbm_timeline_free(tl);
+}
+
+static void test_devices(void) {
+    CHECK(hbm_device_model_count() >= 12);
+    const hbm_device_model *d = hbm_device_model_find("h100");
+    CHECK(d && !strcmp(d->name, "H100-80GB"));
+    CHECK(d->default_fraction == 0.75);
+    CHECK(hbm_device_model_find("A100-40GB")->capacity_bytes == 40960ull << 20);
+    CHECK(hbm_device_model_find("tpu-v5e") != NULL);
+    CHECK(hbm_device_model_find("MI300X") != NULL);
+    CHECK(hbm_device_model_find("rtx-4090") != NULL || hbm_device_model_find("4090") != NULL);
+    CHECK(hbm_device_model_find("no-such-gpu") == NULL);
+    CHECK_CONTAINS(hbm_last_error(), "no-such-gpu");
+}
+
+static void test_plan_fault_injection(void) {
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
+    for (uint64_t n = 1; n < 5000; n++) {
+        hbm_debug_fail_host_alloc(n);
+        hbm_plan *p = NULL;
+        hbm_status s = hbm_plan_run(m, NULL, &p);
+        hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            hbm_plan_stats st;
+            hbm_plan_get_stats(p, &st);
+            CHECK_EQ_U64(st.temp_size_in_bytes, 360336162820ull);
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+            return;
+        }
+        CHECK(s == HBM_ERR_NOMEM && p == NULL);
+    }
+    hbm_hlo_module_free(m);
+    CHECK(!"allocation failures never stopped");
+}
+
+int main(void) {
+    RUN(test_elementwise_chain_reuses_buffers);
+    RUN(test_non_elementwise_needs_temp);
+    RUN(test_heap_alignment_and_tuple_tables);
+    RUN(test_donated_parameter);
+    RUN(test_custom_call_in_place);
+    RUN(test_while_shares_loop_state);
+    RUN(test_svd_oom_reproduces_xla);
+    RUN(test_svd_fixed_fits);
+    RUN(test_verdicts);
+    RUN(test_json);
+    RUN(test_xla_best_fit);
+    RUN(test_devices);
+    RUN(test_plan_fault_injection);
+    return test_done();
+}

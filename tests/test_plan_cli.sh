@@ -1,0 +1,38 @@
+#!/bin/bash
+# test_plan_cli.sh - the `hbm plan` and `hbm devices` commands end to end.
+# usage: bash test_plan_cli.sh <path-to-hbm> <shared-data-dir>
+set -u
+HBM=$1
+SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
+fail=0
+check() { # name, condition command...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --device V100-16GB); rc=$?
+check "svd_oom exit 0" test $rc -eq 0
+check "svd_oom temp line" grep -q "     preallocated temp allocation:  335.59GiB" <<<"$out"
+check "svd_oom parameter line" grep -q "             parameter allocation:   57.22MiB" <<<"$out"
+check "svd_oom live-out line" grep -q "        maybe_live_out allocation:   57.23MiB" <<<"$out"
+check "svd_oom buffer 1" grep -q "Shape: f32\[300000,300000\]" <<<"$out"
+check "svd_oom verdict" grep -q "DOES NOT FIT" <<<"$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 16GiB); rc=$?
+check "svd_fixed fits 16GiB" grep -q "FITS: needs" <<<"$out"
+out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --json --top 2)
+check "json temp" grep -q '"temp_size_in_bytes": 360336162820' <<<"$out"
+check "json argument" grep -q '"argument_size_in_bytes": 60000000' <<<"$out"
+if command -v python3 >/dev/null; then
+    check "json parses" python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["peak_buffers"]) == 2' <<<"$out"
+fi
+out=$("$HBM" devices); check "devices lists H100" grep -q "H100-80GB" <<<"$out"
+check "devices lists TPU v5e" grep -q "TPU-v5e" <<<"$out"
+"$HBM" plan >/dev/null 2>&1; check "missing file is usage error" test $? -eq 2
+"$HBM" plan "$SRC/examples/svd_oom.hlo" --device nope >/dev/null 2>&1; check "unknown device is usage error" test $? -eq 2
+"$HBM" plan "$SRC/examples/svd_oom.hlo" --framework-limit 2 >/dev/null 2>&1; check "bad fraction is usage error" test $? -eq 2
+bad=$(mktemp); printf 'HloModule m\nENTRY e {\n  p = f32[2 parameter(0)\n}\n' >"$bad"
+err=$("$HBM" plan "$bad" 2>&1 >/dev/null); rc=$?
+check "syntax error exits 1" test $rc -eq 1
+check "syntax error names file:line:col" grep -q "$bad:3:13:" <<<"$err"
+rm -f "$bad"
+"$HBM" plan --help | grep -q "Usage: hbm plan"; check "help" test $? -eq 0
+exit $fail

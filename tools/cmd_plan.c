@@ -1,0 +1,115 @@
+/* cmd_plan.c - hbm plan: predict XLA's device memory for an HLO module. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void plan_help(FILE *f) {
+    fprintf(f,
+            "Usage: hbm plan FILE [--device NAME | --capacity SIZE] [--framework-limit FRACTION]\n"
+            "                     [--top N] [--json] [--alignment BYTES]\n"
+            "\n"
+            "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
+            "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) and compute what XLA's\n"
+            "buffer assignment will allocate on a GPU, before anything runs: the four numbers of\n"
+            "JAX's compiled.memory_analysis(), XLA's \"BufferAssignment OOM Debugging\" report with\n"
+            "its peak buffers, then where the peak is, who owns it and whether it fits.\n"
+            "\n"
+            "Options:\n"
+            "  --device NAME             judge against a known device ('hbm devices' lists them);\n"
+            "                            uses its framework default fraction (JAX: 0.75)\n"
+            "  --capacity SIZE           judge against SIZE bytes (80GiB, 16G, 1.5TiB)\n"
+            "  --framework-limit FRAC    share of the device the framework lets XLA use\n"
+            "                            (default: the device's, 0.75 for --capacity; 1 = none)\n"
+            "  --top N                   peak buffers to show (default 15, as XLA)\n"
+            "  --json                    memory_analysis() keys, peak_bytes, peak_buffers as JSON\n"
+            "  --alignment BYTES         XLA's GPU buffer alignment (default 128)\n"
+            "\n"
+            "Example:\n"
+            "  hbm plan examples/svd_oom.hlo --device V100-16GB\n");
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *file = NULL, *device = NULL, *cap_text = NULL, *frac_text = NULL;
+    size_t top = 15;
+    int json = 0;
+    uint64_t alignment = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is(a, "-h", "--help")) {
+            plan_help(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--device") || !strcmp(a, "--capacity") || !strcmp(a, "--framework-limit") ||
+                   !strcmp(a, "--top") || !strcmp(a, "--alignment")) {
+            if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--device")) device = v;
+            else if (!strcmp(a, "--capacity")) cap_text = v;
+            else if (!strcmp(a, "--framework-limit")) frac_text = v;
+            else {
+                char *end;
+                unsigned long long n = strtoull(v, &end, 10);
+                if (*end || !*v || (!strcmp(a, "--top") ? n > 64 : (n == 0 || (n & (n - 1)))))
+                    return cli_usage_error("plan", "%s '%s': expected %s", a, v,
+                                           !strcmp(a, "--top") ? "a number from 0 to 64" : "a power of two");
+                if (!strcmp(a, "--top")) top = (size_t)n;
+                else alignment = n;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("plan", "unknown option '%s'", a);
+        } else if (!file) {
+            file = a;
+        } else {
+            return cli_usage_error("plan", "more than one FILE ('%s' and '%s')", file, a);
+        }
+    }
+    if (!file) return cli_usage_error("plan", "missing FILE (an HLO text dump)");
+    if (device && cap_text) return cli_usage_error("plan", "give --device or --capacity, not both");
+    uint64_t capacity = 0;
+    double fraction = 0;
+    const char *dev_name = NULL;
+    char dev_buf[64];
+    if (device) {
+        const hbm_device_model *dm = hbm_device_model_find(device);
+        if (!dm) return cli_usage_error("plan", "%s", hbm_last_error());
+        capacity = dm->capacity_bytes;
+        fraction = dm->default_fraction;
+        dev_name = dm->name;
+    } else if (cap_text) {
+        if (hbm_size_parse(cap_text, &capacity) != HBM_OK || !capacity)
+            return cli_usage_error("plan", "--capacity '%s': expected a size such as 80GiB", cap_text);
+        fraction = 0.75;
+        snprintf(dev_buf, sizeof dev_buf, "a %s device", cap_text);
+        dev_name = dev_buf;
+    }
+    if (frac_text) {
+        char *end;
+        double fr = strtod(frac_text, &end);
+        if (*end || end == frac_text || !(fr > 0 && fr <= 1))
+            return cli_usage_error("plan", "--framework-limit '%s': expected a fraction in (0, 1]", frac_text);
+        fraction = fr;
+    }
+    hbm_hlo_module *m;
+    hbm_status s = hbm_hlo_parse_file(file, &m);
+    if (s) return cli_fail("plan", s);
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    if (alignment) o.alignment = alignment;
+    hbm_plan *p;
+    s = hbm_plan_run(m, &o, &p);
+    if (s) {
+        hbm_hlo_module_free(m);
+        return cli_fail("plan", s);
+    }
+    if (json) s = hbm_plan_json(p, stdout, top, capacity, fraction);
+    else {
+        s = hbm_plan_report(p, stdout, top);
+        if (!s) s = hbm_plan_explain(p, stdout, capacity, fraction, dev_name, top < 8 ? top : 8);
+    }
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    if (s) return cli_fail("plan", s);
+    return 0;
+}
