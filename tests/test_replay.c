@@ -146,7 +146,7 @@ static void test_bad_inputs(void) {
     CHECK_STATUS(hbm_replay(t, "nodevice:1", "allocator=platform", &r), hbm_device_open("nodevice:1", &(hbm_device *){0}));
     char spec[128];
     CHECK_OK(hbm_replay_device_spec("H100", spec, sizeof spec));
-    CHECK_STR(spec, "sim:80GiB,name=h100");
+    CHECK_STR(spec, "sim:85520809984,name=H100-80GB"); /* the planner's device table */
     CHECK_OK(hbm_replay_device_spec("sim:3GiB", spec, sizeof spec));
     CHECK_STR(spec, "sim:3GiB");
     CHECK_STATUS(hbm_replay_device_spec("tpu9", spec, sizeof spec), HBM_ERR_INVALID);

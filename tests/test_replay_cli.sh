@@ -20,7 +20,7 @@ grep -q "optimal packing bound *5.00GiB" <<<"$out" || fail "bound: $out"
 python3 - "$T/o.json" <<'PY' || fail "JSON content"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["device"] == "sim:80GiB,name=h100", d["device"]
+assert d["device"] == "sim:85520809984,name=H100-80GB", d["device"]
 r = d["results"][0]
 assert r["status"] == "HBM_OK" and r["first_oom"] is None, r
 assert r["peak_bytes_in_use"] == 5 * 2**30, r

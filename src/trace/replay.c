@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
+#include "hbm/plan.h"
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
 
@@ -183,34 +184,18 @@ hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *c
     return hbm_replay_many(t, device_spec, &config, 1, r);
 }
 
-/* Device names for --device (capacities from the vendors' data sheets).
- * TODO(merge): use the planner branch's device table instead of this list. */
-static const struct {
-    const char *name;
-    const char *size;
-} devices[] = {
-    {"h100", "80GiB"}, {"h100-80g", "80GiB"}, {"h200", "141GiB"}, {"a100", "80GiB"}, {"a100-80g", "80GiB"},
-    {"a100-40g", "40GiB"}, {"v100", "32GiB"}, {"v100-16g", "16GiB"}, {"l4", "24GiB"}, {"a10", "24GiB"},
-    {"t4", "16GiB"}, {"b200", "192GiB"}, {"mi300x", "192GiB"},
-};
-
+/* --device: sim:SIZE, or a device name from the planner's table (hbm devices), simulated
+ * with that device's capacity. */
 hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
     if (!name || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_device_spec: NULL argument");
     if (!strncmp(name, "sim:", 4)) {
         snprintf(buf, cap, "%s", name);
         return HBM_OK;
     }
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
-        if (hbmi_streq_ci(name, devices[i].name)) {
-            snprintf(buf, cap, "sim:%s,name=%s", devices[i].size, devices[i].name);
-            return HBM_OK;
-        }
-    char known[256] = "";
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        strcat(known, i ? ", " : "");
-        strcat(known, devices[i].name);
-    }
-    return hbmi_error(HBM_ERR_INVALID, "unknown device '%s': expected sim:SIZE (e.g. sim:80GiB) or one of %s", name, known);
+    const hbm_device_model *m = hbm_device_model_find(name);
+    if (!m) return hbmi_error_prefix(HBM_ERR_INVALID, "--device: expected sim:SIZE (e.g. sim:80GiB) or a device name: ");
+    snprintf(buf, cap, "sim:%" PRIu64 ",name=%s", m->capacity_bytes, m->name);
+    return HBM_OK;
 }
 
 static void col_size(char *buf, size_t cap, uint64_t v) {
