@@ -29,4 +29,10 @@ grep -q "^  in use" <<<"$out" || fail "no sparkline"
 "$HBM" view "$T/in.pickle" --ascii | grep -q "^  in use *[ .:=+*#@-]*@" || fail "ascii sparkline has no full column"
 "$HBM" view "$T/in.pickle" --top x 2>/dev/null; [ $? -eq 2 ] || fail "--top x exit"
 "$HBM" view "$T/missing" 2>/dev/null; [ $? -eq 1 ] || fail "missing file exit"
+# an HLO module is planned and viewed as its runtime sequence
+out=$("$HBM" view "$SRC/examples/svd_fixed.hlo") || fail "view of an HLO plan exit $?"
+grep -q "peak in use  435.03MiB" <<<"$out" || fail "HLO plan peak: $out"
+grep -q "custom-call *f32\[69038144\]" <<<"$out" || fail "HLO plan buffers: $out"
+"$HBM" replay "$SRC/examples/svd_oom.hlo" --device v100-16gb --allocators platform | grep -q "first OOM\|OOM" ||
+  fail "replay of the svd plan on a 16 GB device should run out of memory"
 echo ok

@@ -1,7 +1,25 @@
 /* load.c - open any supported trace by its content. */
 #include <string.h>
 
+#include "hbm/plan.h"
 #include "trace/trace_internal.h"
+
+/* An HLO module (as XLA prints it): plan it and take the plan's timeline as the runtime
+ * sequence (each buffer allocated at its first schedule step, freed after its last). */
+static hbm_status load_hlo(const void *data, size_t len, const char *name, hbm_trace **out) {
+    hbm_hlo_module *m;
+    hbm_status s = hbm_hlo_parse(data, len, name, &m);
+    if (s) return s;
+    hbm_plan *p;
+    s = hbm_plan_run(m, NULL, &p);
+    if (!s) {
+        const hbm_timeline *tl = hbm_plan_timeline(p);
+        s = tl ? hbm_trace_from_timeline(tl, out) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", name);
+        hbm_plan_free(p);
+    }
+    hbm_hlo_module_free(m);
+    return s;
+}
 
 hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out) {
     if (!data || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load: NULL argument");
@@ -12,9 +30,10 @@ hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hb
     while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
     if (i < len && p[i] == '{') return hbm_trace_parse_torch_json(data, len, name, out);
     if (len >= 6 && !memcmp(p + i, "Thread", 6)) return hbm_trace_parse_rmm_csv(data, len, name, out);
+    if (len - i >= 9 && !memcmp(p + i, "HloModule", 9)) return load_hlo(data, len, name, out);
     return hbmi_error(HBM_ERR_PARSE,
                       "%s: not a recognized trace (expected an hbm trace \"HBMTRACE\", a PyTorch snapshot "
-                      "pickle or JSON, or an RMM log CSV starting \"Thread,Time,Action\")",
+                      "pickle or JSON, an RMM log CSV starting \"Thread,Time,Action\", or an HLO module)",
                       name ? name : "input");
 }
 
