@@ -1,9 +1,62 @@
 /* cmd_demo.c - hbm demo: a transformer training step on a simulated 80 GiB GPU that runs
  * out of memory under JAX's defaults; the OOM report names the setting; the step is run
  * again with that setting. */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+
+/* examples/ next to the source tree or the installed share/hbm/examples; NULL if none. */
+static const char *examples_dir(char *buf, size_t cap) {
+    const char *env = getenv("HBM_EXAMPLES");
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    const char *candidates[4][2] = {{env, ""}, {".", "/examples"}, {exe, "/../examples"}, {exe, "/../share/hbm/examples"}};
+    for (int i = 0; i < 4; i++) {
+        if (!candidates[i][0] || !*candidates[i][0]) continue;
+        snprintf(buf, cap, "%s%s", candidates[i][0], candidates[i][1]);
+        char probe[PATH_MAX + 32];
+        snprintf(probe, sizeof probe, "%s/svd_oom.hlo", buf);
+        if (access(probe, R_OK) == 0) return buf;
+    }
+    return NULL;
+}
+
+/* Part two: the seed bug, predicted from the program text before anything runs. */
+static int demo_plan(const char *dir) {
+    static const char *const files[2] = {"svd_oom.hlo", "svd_fixed.hlo"};
+    const hbm_device_model *dev = hbm_device_model_find("V100-16GB");
+    if (!dev) return cli_fail("demo", HBM_ERR_INVALID);
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        hbm_hlo_module *m;
+        hbm_plan *p;
+        hbm_status s = hbm_hlo_parse_file(path, &m);
+        if (s) return cli_fail("demo", s);
+        if ((s = hbm_plan_run(m, NULL, &p))) {
+            hbm_hlo_module_free(m);
+            return cli_fail("demo", s);
+        }
+        printf("\n== hbm plan %s --device %s\n", path, dev->name);
+        if (i == 0) {
+            printf("jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix, as XLA compiled it.\n"
+                   "Before anything runs, hbm predicts XLA's buffer assignment (its OOM text, byte for byte):\n\n");
+            hbm_plan_report(p, stdout, 5);
+        } else {
+            printf("The same program with U declared as f32[300000,50] (what full_matrices=False needs):\n");
+        }
+        hbm_plan_explain(p, stdout, dev->capacity_bytes, dev->default_fraction, dev->name, i == 0 ? 3 : 0);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    }
+    return 0;
+}
 
 static void demo_help(FILE *f) {
     fprintf(f,
@@ -12,7 +65,9 @@ static void demo_help(FILE *f) {
             "Runs one training step of a 2.9B-parameter transformer (f32 weights, Adam, bf16\n"
             "activations) against hbm's BFC allocator on a simulated GPU, first with JAX's\n"
             "defaults (preallocate 75%% of the device), which runs out of memory, then with the\n"
-            "setting the OOM report suggests. Nothing touches a real GPU.\n"
+            "setting the OOM report suggests. Then it plans examples/svd_oom.hlo, the seed bug\n"
+            "(an SVD whose U is declared 300000x300000), and its fix, as `hbm plan` would:\n"
+            "what XLA will allocate and whether it fits a 16 GB V100. Nothing touches a GPU.\n"
             "\n"
             "Options:\n"
             "  --device SPEC   the simulated device (default sim:80GiB, an H100-sized GPU)\n");
@@ -98,5 +153,11 @@ int cmd_demo(int argc, char **argv) {
     }
     hbm_timeline_free(tl);
     if (s && s != HBM_ERR_OOM) return cli_fail("demo", s);
-    return rc;
+    char dir[PATH_MAX];
+    if (!examples_dir(dir, sizeof dir)) {
+        printf("\n(The second part of the demo plans examples/svd_oom.hlo; run it from the source tree\n"
+               "or set HBM_EXAMPLES to the examples folder.)\n");
+        return rc;
+    }
+    return rc ? rc : demo_plan(dir);
 }
