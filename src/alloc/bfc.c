@@ -11,8 +11,10 @@
  * have one class each, so they fit exactly). Two bitmaps find the first non-empty class
  * with one ctz each. Within the request's own class the first BFC_SCAN entries are
  * searched for the smallest chunk that fits; failing that, the next non-empty class is
- * searched (any chunk there fits) for its smallest among the first BFC_SCAN entries. This
- * keeps the fit within a class width (1/64 = 1.6 %) of best fit at bounded cost.
+ * searched (any chunk there fits) for its smallest among its first BFC_SCAN_NEXT entries;
+ * when no larger class has a chunk, the whole own class is searched, so an allocation
+ * never fails or grows the pool while a chunk that fits exists. This keeps the fit within
+ * a class width (1/64 = 1.6 %) of best fit at bounded cost.
  *
  * Metadata is out of band and proportional to the number of chunks: chunk records in an
  * array with a list of unused records, and an open-addressing table live address -> chunk.
@@ -158,7 +160,8 @@ static uint32_t bfc_find(const bfc *b, uint64_t need) {
     uint64_t slmap = sl + 1 < 64 ? b->sl_bits[fl] & (~0ull << (sl + 1)) : 0;
     if (!slmap) {
         uint64_t flmap = fl + 1 < 64 ? b->fl_bits & (~0ull << (fl + 1)) : 0;
-        if (!flmap) return NONE;
+        if (!flmap) /* nothing larger: the whole own class, before asking the device */
+            return h != NONE ? scan_list(b, h, need, INT32_MAX) : NONE;
         fl = (unsigned)__builtin_ctzll(flmap);
         slmap = b->sl_bits[fl];
     }
