@@ -88,6 +88,7 @@ hbm_status hbmi_tagtab_intern(hbmi_tagtab *t, const hbm_tag *tag, uint32_t *id_o
     s = hbmi_grow((void **)&t->next, &t->next_cap, t->count + 1, sizeof *t->next);
     if (s) return s;
     hbm_tag c = *tag;
+    c.op_name = c.shape = c.source_file = c.label = NULL; /* never free the caller's strings */
     if (!dup_field(tag->op_name, &c.op_name) || !dup_field(tag->shape, &c.shape) ||
         !dup_field(tag->source_file, &c.source_file) || !dup_field(tag->label, &c.label)) {
         tag_release(&c);
