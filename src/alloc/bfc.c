@@ -361,7 +361,7 @@ static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why)
 
 static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
     bfc *b = self;
-    if (HBMI_UNLIKELY(size > UINT64_MAX - b->quantum)) return bfc_oom(b, size, size, "larger than any device");
+    if (HBMI_UNLIKELY(size > UINT64_MAX / 2)) return bfc_oom(b, size, size, "larger than any device");
     uint64_t need = bfc_round(size);
     /* metadata first, so that nothing changes when the host is out of memory */
     hbm_status s = rec_reserve(b, 1);
@@ -434,8 +434,8 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
                           addr, g->addr, g->size);
     }
     uint32_t c = slot->idx;
-    tab_del(b, slot);
     bfc_chunk *k = &b->ch[c];
+    tab_del(b, slot);
     b->st.num_frees++;
     b->st.bytes_in_use -= k->size;
     k->state = CH_FREE;
