@@ -213,6 +213,27 @@ static void test_release_on_oom_and_trim(void) {
     CHECK_OK(hbm_device_counters_get(d, &c));
     CHECK_EQ_U64(c.bytes_in_use, 0);
     CHECK_OK(hbm_check(a));
+    /* nothing is released when even that would not make room under the limit */
+    CHECK_OK(hbm_alloc(a, 6 * MiB, NULL, &p));
+    CHECK_OK(hbm_free(a, p));
+    CHECK_STATUS(hbm_alloc(a, 20 * MiB, NULL, &q), HBM_ERR_OOM);
+    s = stats(a);
+    CHECK_EQ_U64(s.num_regions, 1);
+    CHECK_EQ_U64(s.device_frees, 2);
+    hbm_allocator_close(a);
+    hbm_device_close(d);
+
+    /* the device, not the limit, refuses (10 MiB free): releasing the free region helps */
+    CHECK_OK(hbm_device_open("sim:32MiB,free=10MiB", &d));
+    CHECK_OK(hbm_allocator_open(d, "allocator=bfc,preallocate=false,limit=32MiB", &a));
+    CHECK_OK(hbm_alloc(a, 6 * MiB, NULL, &p));
+    CHECK_OK(hbm_free(a, p));
+    CHECK_OK(hbm_alloc(a, 9 * MiB, NULL, &q));
+    s = stats(a);
+    CHECK_EQ_U64(s.num_regions, 1);
+    CHECK_EQ_U64(s.device_frees, 1);
+    CHECK(s.pool_bytes >= 9 * MiB && s.pool_bytes <= 10 * MiB);
+    CHECK_OK(hbm_check(a));
     hbm_allocator_close(a);
     hbm_device_close(d);
 }

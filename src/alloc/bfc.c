@@ -319,6 +319,16 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
     return HBM_OK;
 }
 
+/* Bytes in wholly free regions. */
+static uint64_t free_region_bytes(const bfc *b) {
+    uint64_t n = 0;
+    for (size_t r = 0; r < b->nreg; r++) {
+        const bfc_chunk *c = &b->ch[b->reg[r].first];
+        if (c->state == CH_FREE && c->size == b->reg[r].size) n += c->size;
+    }
+    return n;
+}
+
 /* Return every wholly free region to the device; *released gets the bytes. */
 static hbm_status release_free_regions(bfc *b, uint64_t *released) {
     *released = 0;
@@ -370,7 +380,10 @@ static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     uint32_t c = bfc_find(b, need);
     if (HBMI_UNLIKELY(c == NONE)) {
         s = bfc_extend(b, hbmi_align_up(need, b->quantum));
-        if (s == HBM_ERR_OOM && b->release_on_oom) {
+        /* XLA's garbage collection (DeallocateFreeRegions): give wholly free regions back
+         * and retry once, unless even that could not make room under the limit */
+        if (s == HBM_ERR_OOM && b->release_on_oom &&
+            hbmi_align_up(need, b->quantum) <= b->st.bytes_limit - b->st.pool_bytes + free_region_bytes(b)) {
             uint64_t released = 0;
             hbm_status r = release_free_regions(b, &released);
             if (r) return r;
