@@ -166,6 +166,19 @@ static void test_growth_backs_off_and_respects_limit(void) {
     hbm_allocator_close(a);
     hbm_device_close(d);
 
+    /* a request the device cannot hold fails without changing the region schedule */
+    CHECK_OK(hbm_device_open("sim:1GiB,free=100MiB", &d));
+    CHECK_OK(hbm_allocator_open(d, "allocator=bfc,preallocate=false,fraction=1", &a));
+    CHECK_OK(hbm_alloc(a, MiB, NULL, &p));
+    CHECK_STATUS(hbm_alloc(a, 500 * MiB, NULL, &p), HBM_ERR_OOM);
+    CHECK_OK(hbm_alloc(a, MiB, NULL, &p));
+    CHECK_OK(hbm_alloc(a, MiB, NULL, &p));
+    CHECK(regions(a, r, 8) == 2);
+    CHECK_EQ_U64(r[1], 4 * MiB);
+    CHECK_OK(hbm_check(a));
+    hbm_allocator_close(a);
+    hbm_device_close(d);
+
     /* the device refuses everything past the first region: OOM after backing off to the request */
     CHECK_OK(hbm_device_open("sim:1GiB,fail_after=1", &d));
     CHECK_OK(hbm_allocator_open(d, "allocator=bfc,preallocate=false,fraction=1", &a));

@@ -284,6 +284,7 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
                           hbm_size_human(avail, h2));
     }
     int increased = 0;
+    uint64_t curr0 = b->curr_region; /* restored if this fails: a failure changes nothing */
     while (need > b->curr_region) {
         b->curr_region = b->curr_region > UINT64_MAX / 2 ? UINT64_MAX - (UINT64_MAX % q) : b->curr_region * 2;
         increased = 1;
@@ -291,7 +292,10 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
     uint64_t bytes = b->curr_region < avail ? b->curr_region : avail;
     hbm_status s = rec_reserve(b, 2);
     if (!s) s = hbmi_grow((void **)&b->reg, &b->regcap, b->nreg + 1, sizeof *b->reg);
-    if (s) return s;
+    if (s) {
+        b->curr_region = curr0;
+        return s;
+    }
     uint64_t addr = 0;
     s = hbm_device_alloc(b->dev, bytes, &addr);
     while (s == HBM_ERR_OOM) {
@@ -301,7 +305,10 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
         bytes = next;
         s = hbm_device_alloc(b->dev, bytes, &addr);
     }
-    if (s) return s;
+    if (s) {
+        b->curr_region = curr0;
+        return s;
+    }
     if (!increased && b->curr_region <= UINT64_MAX / 2) b->curr_region *= 2;
     b->st.device_allocs++;
     uint32_t c = rec_new(b);
