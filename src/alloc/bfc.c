@@ -39,16 +39,30 @@
 #endif
 #define NONE UINT32_MAX
 
+#define MARK_LIVE (UINT32_MAX - 1)   /* fprev of a live chunk */
+#define MARK_UNUSED (UINT32_MAX - 2) /* fprev of an unused record */
+#define MAX_RECORDS (UINT32_MAX - 3)
+
 enum { CH_UNUSED = 0, CH_FREE = 1, CH_LIVE = 2 };
 
+/* 32 bytes, two to a cache line: what allocation and free touch. The state is coded in
+ * fprev (free chunks hold a list link or NONE there). */
 typedef struct bfc_chunk {
     uint64_t addr, size;
-    uint64_t requested, seq; /* live chunks */
-    uint32_t prev, next;     /* physical neighbours inside the region, NONE at the ends */
-    uint32_t fprev, fnext;   /* class list (free chunks); fnext links unused records */
-    uint32_t tag_id;
-    uint32_t state;
+    uint32_t prev, next; /* physical neighbours inside the region, NONE at the ends */
+    uint32_t fprev;      /* free: class-list link; else MARK_LIVE / MARK_UNUSED */
+    uint32_t fnext;      /* free: class-list link; live: tag id; unused: next unused record */
 } bfc_chunk;
+
+/* What only walks and checks read, in a parallel array. */
+typedef struct bfc_info {
+    uint64_t requested, seq;
+} bfc_info;
+
+static inline int ch_state(const bfc_chunk *c) {
+    return c->fprev == MARK_LIVE ? CH_LIVE : c->fprev == MARK_UNUSED ? CH_UNUSED : CH_FREE;
+}
+static inline int ch_free(const bfc_chunk *c) { return c->fprev != MARK_LIVE && c->fprev != MARK_UNUSED; }
 
 typedef struct bfc_region {
     uint64_t addr, size;
@@ -67,8 +81,10 @@ typedef struct bfc {
     uint64_t curr_region; /* size of the next region (XLA's curr_region_allocation_bytes_) */
     int release_on_oom;
 
-    bfc_chunk *ch;
-    size_t nch, chcap;
+    bfc_chunk *ch;        /* 64-byte aligned inside chraw */
+    void *chraw;
+    bfc_info *info;
+    size_t nch, chcap, infocap;
     uint32_t unused_head; /* list of unused records through fnext */
     size_t nunused;
 
@@ -172,9 +188,24 @@ static uint32_t bfc_find(const bfc *b, uint64_t need) {
 /* ---- chunk records ----------------------------------------------------------------------- */
 
 static hbm_status rec_reserve(bfc *b, size_t k) {
-    if (b->nunused + (b->chcap - b->nch) >= k) return HBM_OK;
-    if (b->nch + k > NONE) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^32 chunks");
-    return hbmi_grow((void **)&b->ch, &b->chcap, b->nch + k, sizeof *b->ch);
+    if (HBMI_LIKELY(b->nunused + (b->chcap - b->nch) >= k)) return HBM_OK;
+    size_t need = b->nch + k;
+    if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^32 - 3 chunks");
+    size_t cap = b->chcap ? b->chcap : 64;
+    while (cap < need) cap *= 2;
+    if (cap > MAX_RECORDS) cap = MAX_RECORDS;
+    hbm_status s = hbmi_grow((void **)&b->info, &b->infocap, cap, sizeof *b->info); /* as many */
+    if (s) return s;
+    /* aligned by hand so that no record straddles two cache lines */
+    void *raw = hbmi_malloc(cap * sizeof *b->ch + 64);
+    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the chunk records to %zu", cap);
+    bfc_chunk *ch = (bfc_chunk *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    if (b->nch) memcpy(ch, b->ch, b->nch * sizeof *ch);
+    hbmi_free(b->chraw);
+    b->chraw = raw;
+    b->ch = ch;
+    b->chcap = cap;
+    return HBM_OK;
 }
 
 /* Needs rec_reserve first. */
@@ -191,7 +222,7 @@ static uint32_t rec_new(bfc *b) {
 }
 
 static void rec_release(bfc *b, uint32_t i) {
-    b->ch[i].state = CH_UNUSED;
+    b->ch[i].fprev = MARK_UNUSED;
     b->ch[i].size = 0;
     b->ch[i].fnext = b->unused_head;
     b->unused_head = i;
@@ -312,7 +343,7 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
     if (!increased && b->curr_region <= UINT64_MAX / 2) b->curr_region *= 2;
     b->st.device_allocs++;
     uint32_t c = rec_new(b);
-    b->ch[c] = (bfc_chunk){addr, bytes, 0, 0, NONE, NONE, NONE, NONE, 0, CH_FREE};
+    b->ch[c] = (bfc_chunk){addr, bytes, NONE, NONE, NONE, NONE};
     list_push(b, c);
     size_t pos = b->nreg;
     while (pos > 0 && b->reg[pos - 1].addr > addr) pos--;
@@ -331,7 +362,7 @@ static uint64_t free_region_bytes(const bfc *b) {
     uint64_t n = 0;
     for (size_t r = 0; r < b->nreg; r++) {
         const bfc_chunk *c = &b->ch[b->reg[r].first];
-        if (c->state == CH_FREE && c->size == b->reg[r].size) n += c->size;
+        if (ch_free(c) && c->size == b->reg[r].size) n += c->size;
     }
     return n;
 }
@@ -342,7 +373,7 @@ static hbm_status release_free_regions(bfc *b, uint64_t *released) {
     for (size_t r = b->nreg; r-- > 0;) {
         bfc_region *g = &b->reg[r];
         bfc_chunk *c = &b->ch[g->first];
-        if (c->state != CH_FREE || c->size != g->size) continue;
+        if (!ch_free(c) || c->size != g->size) continue;
         hbm_status s = hbm_device_free(b->dev, g->addr);
         if (s) return s;
         list_remove(b, g->first);
@@ -411,17 +442,16 @@ static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
         uint32_t r = rec_new(b);
         k = &b->ch[c];
         bfc_chunk *t = &b->ch[r];
-        *t = (bfc_chunk){k->addr + need, k->size - need, 0, 0, c, k->next, NONE, NONE, 0, CH_FREE};
+        *t = (bfc_chunk){k->addr + need, k->size - need, c, k->next, NONE, NONE};
         if (k->next != NONE) b->ch[k->next].prev = r;
         k->next = r;
         k->size = need;
         list_push(b, r);
     }
     b->st.num_allocs++;
-    k->state = CH_LIVE;
-    k->requested = size;
-    k->seq = b->st.num_allocs;
-    k->tag_id = tag_id;
+    k->fprev = MARK_LIVE;
+    k->fnext = tag_id;
+    b->info[c] = (bfc_info){size, b->st.num_allocs};
     tab_put(b, k->addr, c);
     b->st.bytes_in_use += need;
     if (b->st.bytes_in_use > b->st.peak_bytes_in_use) b->st.peak_bytes_in_use = b->st.bytes_in_use;
@@ -458,9 +488,8 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
     tab_del(b, slot);
     b->st.num_frees++;
     b->st.bytes_in_use -= k->size;
-    k->state = CH_FREE;
-    uint32_t n = k->next;
-    if (n != NONE && b->ch[n].state == CH_FREE) { /* absorb the next chunk */
+    uint32_t n = k->next; /* k itself becomes free in list_push below */
+    if (n != NONE && ch_free(&b->ch[n])) { /* absorb the next chunk */
         list_remove(b, n);
         k->size += b->ch[n].size;
         k->next = b->ch[n].next;
@@ -468,7 +497,7 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
         rec_release(b, n);
     }
     uint32_t p = k->prev;
-    if (p != NONE && b->ch[p].state == CH_FREE) { /* the previous chunk absorbs this one */
+    if (p != NONE && ch_free(&b->ch[p])) { /* the previous chunk absorbs this one */
         list_remove(b, p);
         b->ch[p].size += k->size;
         b->ch[p].next = k->next;
@@ -500,9 +529,10 @@ static hbm_status bfc_walk(void *self, int (*fn)(void *, const hbm_block *, uint
         if (fn(user, &g, 0)) return HBM_OK;
         for (uint32_t i = b->reg[r].first; i != NONE; i = b->ch[i].next) {
             const bfc_chunk *c = &b->ch[i];
-            hbm_block k = {c->state == CH_LIVE ? HBM_BLOCK_LIVE : HBM_BLOCK_FREE, c->addr, c->size,
-                           c->state == CH_LIVE ? c->requested : 0, NULL, c->state == CH_LIVE ? c->seq : 0};
-            if (fn(user, &k, c->state == CH_LIVE ? c->tag_id : 0)) return HBM_OK;
+            int live = ch_state(c) == CH_LIVE;
+            hbm_block k = {live ? HBM_BLOCK_LIVE : HBM_BLOCK_FREE, c->addr, c->size, live ? b->info[i].requested : 0,
+                           NULL, live ? b->info[i].seq : 0};
+            if (fn(user, &k, live ? c->fnext : 0)) return HBM_OK;
         }
     }
     return HBM_OK;
@@ -526,7 +556,7 @@ static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
                 const bfc_chunk *c = &b->ch[h];
                 unsigned f2, s2;
                 bfc_class(c->size, &f2, &s2);
-                if (c->state != CH_FREE) return CORRUPT("chunk 0x%" PRIx64 " in a free list is not free", c->addr);
+                if (!ch_free(c)) return CORRUPT("chunk 0x%" PRIx64 " in a free list is not free", c->addr);
                 if (f2 != fl || s2 != sl)
                     return CORRUPT("chunk 0x%" PRIx64 " of %" PRIu64 " bytes is in class (%u,%u), belongs in (%u,%u)",
                                    c->addr, c->size, fl, sl, f2, s2);
@@ -542,6 +572,7 @@ static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
 static hbm_status bfc_check(void *self) {
     bfc *b = self;
     uint64_t nfree_lists = 0, nfree = 0, nlive = 0, inuse = 0, pool = 0, maxfree = 0, nchunks = 0;
+    if (b->infocap < b->nch || b->chcap < b->nch) return CORRUPT("%zu records, arrays of %zu and %zu", b->nch, b->chcap, b->infocap);
     hbm_status s = check_lists(b, &nfree_lists);
     if (s) return s;
     for (size_t r = 0; r < b->nreg; r++) {
@@ -564,7 +595,7 @@ static hbm_status bfc_check(void *self) {
             if (c->size > g->addr + g->size - at)
                 return CORRUPT("chunk 0x%" PRIx64 " runs past the end of region 0x%" PRIx64, c->addr, g->addr);
             at += c->size;
-            if (c->state == CH_FREE) {
+            if (ch_state(c) == CH_FREE) {
                 if (prev_free) return CORRUPT("free chunks at 0x%" PRIx64 " and before it are not coalesced", c->addr);
                 if (c->fprev == NONE) {
                     unsigned fl, sl;
@@ -576,19 +607,20 @@ static hbm_status bfc_check(void *self) {
                 }
                 nfree++;
                 if (c->size > maxfree) maxfree = c->size;
-            } else if (c->state == CH_LIVE) {
+            } else if (ch_state(c) == CH_LIVE) {
                 bfc_slot *sl = tab_find(b, c->addr);
                 if (!sl || sl->idx != i) return CORRUPT("live chunk 0x%" PRIx64 " is not in the address index", c->addr);
-                if (!c->requested || bfc_round(c->requested) != c->size)
+                const bfc_info *in = &b->info[i];
+                if (!in->requested || bfc_round(in->requested) != c->size)
                     return CORRUPT("live chunk 0x%" PRIx64 ": %" PRIu64 " bytes held for %" PRIu64 " asked", c->addr,
-                                   c->size, c->requested);
-                if (!c->seq || c->seq > b->st.num_allocs) return CORRUPT("live chunk 0x%" PRIx64 ": bad sequence number", c->addr);
+                                   c->size, in->requested);
+                if (!in->seq || in->seq > b->st.num_allocs) return CORRUPT("live chunk 0x%" PRIx64 ": bad sequence number", c->addr);
                 nlive++;
                 inuse += c->size;
             } else {
                 return CORRUPT("chunk 0x%" PRIx64 " in region 0x%" PRIx64 " is an unused record", c->addr, g->addr);
             }
-            prev_free = c->state == CH_FREE;
+            prev_free = ch_free(c);
         }
         if (at != g->addr + g->size) return CORRUPT("chunks of region 0x%" PRIx64 " do not cover it", g->addr);
     }
@@ -602,7 +634,7 @@ static hbm_status bfc_check(void *self) {
         if (!b->tab[i].key) continue;
         intab++;
         uint32_t k = b->tab[i].idx;
-        if (k >= b->nch || b->ch[k].state != CH_LIVE || b->ch[k].addr != b->tab[i].key - 1)
+        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE || b->ch[k].addr != b->tab[i].key - 1)
             return CORRUPT("address index entry 0x%" PRIx64 " names a chunk that is not live there", b->tab[i].key - 1);
     }
     if (intab != b->tabcount) return CORRUPT("address index count %zu, %zu entries", b->tabcount, intab);
@@ -625,7 +657,8 @@ static hbm_status bfc_check(void *self) {
 static void bfc_destroy(void *self) {
     bfc *b = self;
     for (size_t r = 0; r < b->nreg; r++) hbm_device_free(b->dev, b->reg[r].addr);
-    hbmi_free(b->ch);
+    hbmi_free(b->chraw);
+    hbmi_free(b->info);
     hbmi_free(b->reg);
     hbmi_free(b->tab);
     hbmi_free(b);
