@@ -1,7 +1,713 @@
-/* bfc.c - placeholder until the BFC policy lands (being written now). */
-#include "alloc/alloc_internal.h"
+/* bfc.c - XLA's best-fit-with-coalescing allocator (xla/tsl/framework/bfc_allocator.cc),
+ * with an O(1) two-level segregated fit (TLSF-style) in place of XLA's std::set bins.
+ *
+ * Memory comes from the device in regions: one region of the whole limit at open
+ * (preallocate=true), or regions that grow 2 MiB, 4 MiB, 8 MiB... on demand. A region is
+ * tiled by chunks (256-byte multiples); a chunk is live or free; free neighbours are
+ * coalesced at once, so no two adjacent chunks are ever both free.
+ *
+ * Free chunks sit in size classes: the first level is the power of two of size/256, the
+ * second level splits each power of two into 64 linear classes (sizes below 64 x 256 B
+ * have one class each, so they fit exactly). Two bitmaps find the first non-empty class
+ * with one ctz each. Within the request's own class the first BFC_SCAN entries are
+ * searched for the smallest chunk that fits; failing that, the next non-empty class is
+ * searched (any chunk there fits) for its smallest among its first BFC_SCAN_NEXT entries;
+ * when no larger class has a chunk, the whole own class is searched, so an allocation
+ * never fails or grows the pool while a chunk that fits exists. This keeps the fit within
+ * a class width (1/64 = 1.6 %) of best fit at bounded cost.
+ *
+ * Metadata is out of band and proportional to the number of chunks: chunk records in an
+ * array with a list of unused records, and an open-addressing table live address -> chunk.
+ * Device memory is never touched.
+ */
+#include <inttypes.h>
+#include <string.h>
 
-hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
-                           const hbm_allocator_ops **ops, void **self) {
-    return hbmi_error(HBM_ERR_NOT_AVAILABLE, "bfc: not written yet");
+#include "alloc/alloc_internal.h"
+#include "hbm/size.h"
+
+#define BFC_MIN 256u     /* granularity of chunk sizes (XLA's kMinAllocationSize) */
+#define BFC_SHIFT 8
+#define BFC_SLI 6        /* log2 of second-level classes per power of two */
+#define BFC_SL (1u << BFC_SLI)
+#define BFC_FL 52        /* size/256 < 2^56: first levels 0..50 */
+#ifndef BFC_SCAN
+#define BFC_SCAN 8 /* chunks examined per class list on a fit */
+#endif
+#ifndef BFC_SCAN_NEXT
+#define BFC_SCAN_NEXT BFC_SCAN
+#endif
+#define NONE UINT32_MAX
+
+#define MARK_LIVE (UINT32_MAX - 1)   /* fprev of a live chunk */
+#define MARK_UNUSED (UINT32_MAX - 2) /* fprev of an unused record */
+#define MAX_RECORDS (UINT32_MAX - 3)
+
+enum { CH_UNUSED = 0, CH_FREE = 1, CH_LIVE = 2 };
+
+/* 32 bytes, two to a cache line: what allocation and free touch. The state is coded in
+ * fprev (free chunks hold a list link or NONE there). */
+typedef struct bfc_chunk {
+    uint64_t addr, size;
+    uint32_t prev, next; /* physical neighbours inside the region, NONE at the ends */
+    uint32_t fprev;      /* free: class-list link; else MARK_LIVE / MARK_UNUSED */
+    uint32_t fnext;      /* free: class-list link; live: tag id; unused: next unused record */
+} bfc_chunk;
+
+/* What only walks and checks read, in a parallel array. */
+typedef struct bfc_info {
+    uint64_t requested, seq;
+} bfc_info;
+
+static inline int ch_state(const bfc_chunk *c) {
+    return c->fprev == MARK_LIVE ? CH_LIVE : c->fprev == MARK_UNUSED ? CH_UNUSED : CH_FREE;
+}
+static inline int ch_free(const bfc_chunk *c) { return c->fprev != MARK_LIVE && c->fprev != MARK_UNUSED; }
+
+typedef struct bfc_region {
+    uint64_t addr, size;
+    uint32_t first; /* chunk at addr */
+} bfc_region;
+
+typedef struct bfc_slot {
+    uint64_t key; /* addr + 1; 0 = empty */
+    uint32_t idx;
+    uint32_t pad_;
+} bfc_slot;
+
+typedef struct bfc {
+    hbm_device *dev;
+    uint64_t quantum;     /* region sizes are multiples of this (256 and the device granularity) */
+    uint64_t curr_region; /* size of the next region (XLA's curr_region_allocation_bytes_) */
+    int release_on_oom;
+
+    bfc_chunk *ch;        /* 64-byte aligned inside chraw */
+    void *chraw;
+    bfc_info *info;
+    size_t nch, chcap, infocap;
+    uint32_t unused_head; /* list of unused records through fnext */
+    size_t nunused;
+
+    bfc_region *reg;
+    size_t nreg, regcap;
+
+    bfc_slot *tab; /* live address -> chunk index */
+    size_t tabcap, tabcount;
+    unsigned tabshift;
+
+    uint64_t fl_bits;
+    uint64_t sl_bits[BFC_FL];
+    uint32_t heads[BFC_FL * BFC_SL];
+
+    hbm_stats st;
+} bfc;
+
+/* ---- size classes ---------------------------------------------------------------------- */
+
+static inline unsigned bfc_log2(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+
+static inline void bfc_class(uint64_t size, unsigned *fl, unsigned *sl) {
+    uint64_t u = size >> BFC_SHIFT;
+    if (u < BFC_SL) {
+        *fl = 0;
+        *sl = (unsigned)u;
+        return;
+    }
+    unsigned l = bfc_log2(u);
+    *fl = l - (BFC_SLI - 1);
+    *sl = (unsigned)(u >> (l - BFC_SLI)) - BFC_SL;
+}
+
+static uint64_t bfc_round(uint64_t size) { return (size + (BFC_MIN - 1)) & ~(uint64_t)(BFC_MIN - 1); }
+
+static void list_push(bfc *b, uint32_t i) {
+    unsigned fl, sl;
+    bfc_class(b->ch[i].size, &fl, &sl);
+    uint32_t *head = &b->heads[fl * BFC_SL + sl];
+    bfc_chunk *c = &b->ch[i];
+    c->fprev = NONE;
+    c->fnext = *head;
+    if (*head != NONE) b->ch[*head].fprev = i;
+    *head = i;
+    b->sl_bits[fl] |= 1ull << sl;
+    b->fl_bits |= 1ull << fl;
+}
+
+static void list_remove(bfc *b, uint32_t i) {
+    bfc_chunk *c = &b->ch[i];
+    if (c->fnext != NONE) b->ch[c->fnext].fprev = c->fprev;
+    if (c->fprev != NONE) {
+        b->ch[c->fprev].fnext = c->fnext;
+        return;
+    }
+    unsigned fl, sl;
+    bfc_class(c->size, &fl, &sl);
+    b->heads[fl * BFC_SL + sl] = c->fnext;
+    if (c->fnext == NONE) {
+        b->sl_bits[fl] &= ~(1ull << sl);
+        if (!b->sl_bits[fl]) b->fl_bits &= ~(1ull << fl);
+    }
+}
+
+/* The smallest of the first BFC_SCAN chunks of list h that hold need bytes, or NONE. */
+static inline uint32_t scan_list(const bfc *b, uint32_t h, uint64_t need, int limit) {
+    uint32_t best = NONE;
+    uint64_t bs = UINT64_MAX;
+    for (int k = 0; h != NONE && k < limit; h = b->ch[h].fnext, k++) {
+        uint64_t s = b->ch[h].size;
+        if (s >= need && s < bs) {
+            best = h;
+            bs = s;
+            if (s == need) break;
+        }
+    }
+    return best;
+}
+
+static uint32_t bfc_find(const bfc *b, uint64_t need) {
+    unsigned fl, sl;
+    bfc_class(need, &fl, &sl);
+    uint32_t h = b->heads[fl * BFC_SL + sl];
+    if (h != NONE) {
+        if (fl <= 1) return h; /* classes of one size */
+        uint32_t best = scan_list(b, h, need, BFC_SCAN);
+        if (best != NONE) return best;
+    }
+    uint64_t slmap = sl + 1 < 64 ? b->sl_bits[fl] & (~0ull << (sl + 1)) : 0;
+    if (!slmap) {
+        uint64_t flmap = fl + 1 < 64 ? b->fl_bits & (~0ull << (fl + 1)) : 0;
+        if (!flmap) /* nothing larger: the whole own class, before asking the device */
+            return h != NONE ? scan_list(b, h, need, INT32_MAX) : NONE;
+        fl = (unsigned)__builtin_ctzll(flmap);
+        slmap = b->sl_bits[fl];
+    }
+    sl = (unsigned)__builtin_ctzll(slmap);
+    return scan_list(b, b->heads[fl * BFC_SL + sl], need, BFC_SCAN_NEXT);
+}
+
+/* ---- chunk records ----------------------------------------------------------------------- */
+
+static hbm_status rec_reserve(bfc *b, size_t k) {
+    if (HBMI_LIKELY(b->nunused + (b->chcap - b->nch) >= k)) return HBM_OK;
+    size_t need = b->nch + k;
+    if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^32 - 3 chunks");
+    size_t cap = b->chcap ? b->chcap : 64;
+    while (cap < need) cap *= 2;
+    if (cap > MAX_RECORDS) cap = MAX_RECORDS;
+    hbm_status s = hbmi_grow((void **)&b->info, &b->infocap, cap, sizeof *b->info); /* as many */
+    if (s) return s;
+    /* aligned by hand so that no record straddles two cache lines */
+    void *raw = hbmi_malloc(cap * sizeof *b->ch + 64);
+    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the chunk records to %zu", cap);
+    bfc_chunk *ch = (bfc_chunk *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    if (b->nch) memcpy(ch, b->ch, b->nch * sizeof *ch);
+    hbmi_free(b->chraw);
+    b->chraw = raw;
+    b->ch = ch;
+    b->chcap = cap;
+    return HBM_OK;
+}
+
+/* Needs rec_reserve first. */
+static uint32_t rec_new(bfc *b) {
+    uint32_t i;
+    if (b->unused_head != NONE) {
+        i = b->unused_head;
+        b->unused_head = b->ch[i].fnext;
+        b->nunused--;
+    } else {
+        i = (uint32_t)b->nch++;
+    }
+    return i;
+}
+
+static void rec_release(bfc *b, uint32_t i) {
+    b->ch[i].fprev = MARK_UNUSED;
+    b->ch[i].size = 0;
+    b->ch[i].fnext = b->unused_head;
+    b->unused_head = i;
+    b->nunused++;
+}
+
+/* ---- live address index ----------------------------------------------------------------- */
+
+static inline size_t tab_home(const bfc *b, uint64_t addr) {
+    return (size_t)(((addr >> BFC_SHIFT) * 0x9E3779B97F4A7C15ull) >> b->tabshift);
+}
+
+static hbm_status tab_reserve(bfc *b, size_t n) {
+    if (n * 3 <= b->tabcap * 2) return HBM_OK;
+    size_t ncap = b->tabcap ? b->tabcap : 64;
+    while (n * 3 > ncap * 2) ncap *= 2;
+    bfc_slot *nt = hbmi_calloc(ncap, sizeof *nt);
+    if (!nt) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
+    unsigned shift = 64 - bfc_log2(ncap);
+    size_t mask = ncap - 1;
+    for (size_t i = 0; i < b->tabcap; i++) {
+        if (!b->tab[i].key) continue;
+        size_t j = (size_t)((((b->tab[i].key - 1) >> BFC_SHIFT) * 0x9E3779B97F4A7C15ull) >> shift);
+        while (nt[j].key) j = (j + 1) & mask;
+        nt[j] = b->tab[i];
+    }
+    hbmi_free(b->tab);
+    b->tab = nt;
+    b->tabcap = ncap;
+    b->tabshift = shift;
+    return HBM_OK;
+}
+
+static inline bfc_slot *tab_find(const bfc *b, uint64_t addr) {
+    if (!b->tabcap || addr == UINT64_MAX) return NULL;
+    size_t mask = b->tabcap - 1, i = tab_home(b, addr);
+    for (;;) {
+        bfc_slot *s = &b->tab[i];
+        if (s->key == addr + 1) return s;
+        if (!s->key) return NULL;
+        i = (i + 1) & mask;
+    }
+}
+
+/* Needs tab_reserve first. */
+static inline void tab_put(bfc *b, uint64_t addr, uint32_t idx) {
+    size_t mask = b->tabcap - 1, i = tab_home(b, addr);
+    while (b->tab[i].key) i = (i + 1) & mask;
+    b->tab[i].key = addr + 1;
+    b->tab[i].idx = idx;
+    b->tabcount++;
+}
+
+static void tab_del(bfc *b, bfc_slot *s) {
+    size_t mask = b->tabcap - 1, i = (size_t)(s - b->tab), j = i;
+    for (;;) { /* backward shift */
+        j = (j + 1) & mask;
+        if (!b->tab[j].key) break;
+        size_t home = tab_home(b, b->tab[j].key - 1);
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            b->tab[i] = b->tab[j];
+            i = j;
+        }
+    }
+    b->tab[i].key = 0;
+    b->tabcount--;
+}
+
+/* ---- regions ---------------------------------------------------------------------------- */
+
+static uint64_t largest_free(const bfc *b) {
+    if (!b->fl_bits) return 0;
+    unsigned fl = bfc_log2(b->fl_bits), sl = bfc_log2(b->sl_bits[fl]);
+    uint64_t m = 0;
+    for (uint32_t h = b->heads[fl * BFC_SL + sl]; h != NONE; h = b->ch[h].fnext)
+        if (b->ch[h].size > m) m = b->ch[h].size;
+    return m;
+}
+
+/* Take a region of at least need bytes (a multiple of the quantum) from the device, as
+ * XLA's Extend: curr_region doubles until it holds need; the region is min(curr, what the
+ * limit leaves); if the device refuses, back off x0.9 down to need. */
+static hbm_status bfc_extend(bfc *b, uint64_t need) {
+    uint64_t q = b->quantum;
+    uint64_t avail = b->st.bytes_limit > b->st.pool_bytes ? b->st.bytes_limit - b->st.pool_bytes : 0;
+    avail -= avail % q;
+    if (need > avail) {
+        char h1[32], h2[32];
+        return hbmi_error(HBM_ERR_OOM, "bfc: the limit of %s leaves %s to grow by", hbm_size_human(b->st.bytes_limit, h1),
+                          hbm_size_human(avail, h2));
+    }
+    int increased = 0;
+    uint64_t curr0 = b->curr_region; /* restored if this fails: a failure changes nothing */
+    while (need > b->curr_region) {
+        b->curr_region = b->curr_region > UINT64_MAX / 2 ? UINT64_MAX - (UINT64_MAX % q) : b->curr_region * 2;
+        increased = 1;
+    }
+    uint64_t bytes = b->curr_region < avail ? b->curr_region : avail;
+    hbm_status s = rec_reserve(b, 2);
+    if (!s) s = hbmi_grow((void **)&b->reg, &b->regcap, b->nreg + 1, sizeof *b->reg);
+    if (s) {
+        b->curr_region = curr0;
+        return s;
+    }
+    uint64_t addr = 0;
+    s = hbm_device_alloc(b->dev, bytes, &addr);
+    while (s == HBM_ERR_OOM) {
+        uint64_t next = hbmi_align_up((uint64_t)((double)bytes * 0.9), q);
+        if (next >= bytes) next = bytes - q; /* strict progress (XLA can loop on small sizes) */
+        if (next < need) break;
+        bytes = next;
+        s = hbm_device_alloc(b->dev, bytes, &addr);
+    }
+    if (s) {
+        b->curr_region = curr0;
+        return s;
+    }
+    if (!increased && b->curr_region <= UINT64_MAX / 2) b->curr_region *= 2;
+    b->st.device_allocs++;
+    uint32_t c = rec_new(b);
+    b->ch[c] = (bfc_chunk){addr, bytes, NONE, NONE, NONE, NONE};
+    list_push(b, c);
+    size_t pos = b->nreg;
+    while (pos > 0 && b->reg[pos - 1].addr > addr) pos--;
+    memmove(&b->reg[pos + 1], &b->reg[pos], (b->nreg - pos) * sizeof *b->reg);
+    b->reg[pos] = (bfc_region){addr, bytes, c};
+    b->nreg++;
+    b->st.num_regions++;
+    b->st.pool_bytes += bytes;
+    b->st.bytes_reserved += bytes;
+    hbmi_stats_update_peaks(&b->st);
+    return HBM_OK;
+}
+
+/* Bytes in wholly free regions. */
+static uint64_t free_region_bytes(const bfc *b) {
+    uint64_t n = 0;
+    for (size_t r = 0; r < b->nreg; r++) {
+        const bfc_chunk *c = &b->ch[b->reg[r].first];
+        if (ch_free(c) && c->size == b->reg[r].size) n += c->size;
+    }
+    return n;
+}
+
+/* Return every wholly free region to the device; *released gets the bytes. */
+static hbm_status release_free_regions(bfc *b, uint64_t *released) {
+    *released = 0;
+    for (size_t r = b->nreg; r-- > 0;) {
+        bfc_region *g = &b->reg[r];
+        bfc_chunk *c = &b->ch[g->first];
+        if (!ch_free(c) || c->size != g->size) continue;
+        hbm_status s = hbm_device_free(b->dev, g->addr);
+        if (s) return s;
+        list_remove(b, g->first);
+        rec_release(b, g->first);
+        *released += g->size;
+        b->st.device_frees++;
+        b->st.num_regions--;
+        b->st.pool_bytes -= g->size;
+        b->st.bytes_reserved -= g->size;
+        memmove(&b->reg[r], &b->reg[r + 1], (b->nreg - r - 1) * sizeof *b->reg);
+        b->nreg--;
+    }
+    return HBM_OK;
+}
+
+/* ---- the ops ------------------------------------------------------------------------------ */
+
+static uint64_t bfc_rounded(void *self, uint64_t size) {
+    return size > UINT64_MAX - (BFC_MIN - 1) ? size : bfc_round(size);
+}
+
+static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why) {
+    char h1[32], h2[32], h3[32], h4[32], h5[32];
+    uint64_t lf = largest_free(b);
+    b->st.num_ooms++;
+    return hbmi_error(HBM_ERR_OOM,
+                      "bfc: out of memory trying to allocate %s (rounded to %" PRIu64 "): %s in use, %s held of a "
+                      "limit of %s, largest free block %s (%s)",
+                      hbm_size_human(size, h1), need, hbm_size_human(b->st.bytes_in_use, h2),
+                      hbm_size_human(b->st.bytes_reserved, h3), hbm_size_human(b->st.bytes_limit, h4),
+                      hbm_size_human(lf, h5), why);
+}
+
+static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
+    bfc *b = self;
+    if (HBMI_UNLIKELY(size > UINT64_MAX / 2)) return bfc_oom(b, size, size, "larger than any device");
+    uint64_t need = bfc_round(size);
+    /* metadata first, so that nothing changes when the host is out of memory */
+    hbm_status s = rec_reserve(b, 1);
+    if (HBMI_UNLIKELY(s)) return s;
+    if (HBMI_UNLIKELY((b->tabcount + 1) * 3 > b->tabcap * 2) && (s = tab_reserve(b, b->tabcount + 1))) return s;
+    uint32_t c = bfc_find(b, need);
+    if (HBMI_UNLIKELY(c == NONE)) {
+        s = bfc_extend(b, hbmi_align_up(need, b->quantum));
+        /* XLA's garbage collection (DeallocateFreeRegions): give wholly free regions back
+         * and retry once, unless even that could not make room under the limit */
+        if (s == HBM_ERR_OOM && b->release_on_oom &&
+            hbmi_align_up(need, b->quantum) <= b->st.bytes_limit - b->st.pool_bytes + free_region_bytes(b)) {
+            uint64_t released = 0;
+            hbm_status r = release_free_regions(b, &released);
+            if (r) return r;
+            if (released) s = bfc_extend(b, hbmi_align_up(need, b->quantum));
+        }
+        if (s == HBM_ERR_OOM) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", hbm_last_error());
+            return bfc_oom(b, size, need, why);
+        }
+        if (s) return s;
+        c = bfc_find(b, need);
+        if (c == NONE) return hbmi_error(HBM_ERR_CORRUPT, "bfc: a new region does not hold %" PRIu64 " bytes", need);
+    }
+    list_remove(b, c);
+    bfc_chunk *k = &b->ch[c];
+    if (k->size > need) { /* split: the remainder (>= 256 B) stays free after the block */
+        uint32_t r = rec_new(b);
+        k = &b->ch[c];
+        bfc_chunk *t = &b->ch[r];
+        *t = (bfc_chunk){k->addr + need, k->size - need, c, k->next, NONE, NONE};
+        if (k->next != NONE) b->ch[k->next].prev = r;
+        k->next = r;
+        k->size = need;
+        list_push(b, r);
+    }
+    b->st.num_allocs++;
+    k->fprev = MARK_LIVE;
+    k->fnext = tag_id;
+    b->info[c] = (bfc_info){size, b->st.num_allocs};
+    tab_put(b, k->addr, c);
+    b->st.bytes_in_use += need;
+    if (b->st.bytes_in_use > b->st.peak_bytes_in_use) b->st.peak_bytes_in_use = b->st.bytes_in_use;
+    if (need > b->st.largest_alloc_size) b->st.largest_alloc_size = need;
+    *addr_out = k->addr;
+    return HBM_OK;
+}
+
+static const bfc_region *region_of(const bfc *b, uint64_t addr) {
+    size_t lo = 0, hi = b->nreg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->reg[mid].addr + b->reg[mid].size <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < b->nreg && b->reg[lo].addr <= addr ? &b->reg[lo] : NULL;
+}
+
+static hbm_status bfc_free(void *self, uint64_t addr) {
+    bfc *b = self;
+    bfc_slot *slot = tab_find(b, addr);
+    if (HBMI_UNLIKELY(!slot)) {
+        const bfc_region *g = region_of(b, addr);
+        if (!g)
+            return hbmi_error(HBM_ERR_BAD_FREE, "bfc: free of 0x%" PRIx64 ", which is in no region of this allocator",
+                              addr);
+        return hbmi_error(HBM_ERR_BAD_FREE,
+                          "bfc: free of 0x%" PRIx64 ", which is not the start of a live block (double free, or "
+                          "an address inside a block of region 0x%" PRIx64 "+%" PRIu64 ")",
+                          addr, g->addr, g->size);
+    }
+    uint32_t c = slot->idx;
+    bfc_chunk *k = &b->ch[c];
+    tab_del(b, slot);
+    b->st.num_frees++;
+    b->st.bytes_in_use -= k->size;
+    uint32_t n = k->next; /* k itself becomes free in list_push below */
+    if (n != NONE && ch_free(&b->ch[n])) { /* absorb the next chunk */
+        list_remove(b, n);
+        k->size += b->ch[n].size;
+        k->next = b->ch[n].next;
+        if (k->next != NONE) b->ch[k->next].prev = c;
+        rec_release(b, n);
+    }
+    uint32_t p = k->prev;
+    if (p != NONE && ch_free(&b->ch[p])) { /* the previous chunk absorbs this one */
+        list_remove(b, p);
+        b->ch[p].size += k->size;
+        b->ch[p].next = k->next;
+        if (k->next != NONE) b->ch[k->next].prev = p;
+        rec_release(b, c);
+        c = p;
+    }
+    list_push(b, c);
+    return HBM_OK;
+}
+
+static void bfc_stats(void *self, hbm_stats *out) {
+    bfc *b = self;
+    *out = b->st;
+    out->largest_free_block_bytes = largest_free(b);
+}
+
+static void bfc_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((bfc *)self)->st); }
+
+static hbm_status bfc_trim(void *self) {
+    uint64_t released;
+    return release_free_regions(self, &released);
+}
+
+static hbm_status bfc_walk(void *self, int (*fn)(void *, const hbm_block *, uint32_t), void *user) {
+    bfc *b = self;
+    for (size_t r = 0; r < b->nreg; r++) {
+        hbm_block g = {HBM_BLOCK_REGION, b->reg[r].addr, b->reg[r].size, 0, NULL, 0};
+        if (fn(user, &g, 0)) return HBM_OK;
+        for (uint32_t i = b->reg[r].first; i != NONE; i = b->ch[i].next) {
+            const bfc_chunk *c = &b->ch[i];
+            int live = ch_state(c) == CH_LIVE;
+            hbm_block k = {live ? HBM_BLOCK_LIVE : HBM_BLOCK_FREE, c->addr, c->size, live ? b->info[i].requested : 0,
+                           NULL, live ? b->info[i].seq : 0};
+            if (fn(user, &k, live ? c->fnext : 0)) return HBM_OK;
+        }
+    }
+    return HBM_OK;
+}
+
+#define CORRUPT(...) hbmi_error(HBM_ERR_CORRUPT, "bfc check: " __VA_ARGS__)
+
+static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
+    uint64_t nfree = 0;
+    if ((b->fl_bits >> (BFC_FL - 1)) != 0) return CORRUPT("first-level bitmap has bits past class %d", BFC_FL - 1);
+    for (unsigned fl = 0; fl < BFC_FL; fl++) {
+        if (((b->fl_bits >> fl) & 1) != (b->sl_bits[fl] != 0))
+            return CORRUPT("first-level bit %u disagrees with its second-level bitmap", fl);
+        for (unsigned sl = 0; sl < BFC_SL; sl++) {
+            uint32_t h = b->heads[fl * BFC_SL + sl];
+            if (((b->sl_bits[fl] >> sl) & 1) != (h != NONE))
+                return CORRUPT("bitmap bit of class (%u,%u) disagrees with its list", fl, sl);
+            uint32_t prev = NONE;
+            for (; h != NONE; prev = h, h = b->ch[h].fnext) {
+                if (h >= b->nch) return CORRUPT("class (%u,%u) lists chunk record %u of %zu", fl, sl, h, b->nch);
+                const bfc_chunk *c = &b->ch[h];
+                unsigned f2, s2;
+                bfc_class(c->size, &f2, &s2);
+                if (!ch_free(c)) return CORRUPT("chunk 0x%" PRIx64 " in a free list is not free", c->addr);
+                if (f2 != fl || s2 != sl)
+                    return CORRUPT("chunk 0x%" PRIx64 " of %" PRIu64 " bytes is in class (%u,%u), belongs in (%u,%u)",
+                                   c->addr, c->size, fl, sl, f2, s2);
+                if (c->fprev != prev) return CORRUPT("chunk 0x%" PRIx64 ": free-list back link broken", c->addr);
+                if (++nfree > b->nch) return CORRUPT("free lists are cyclic");
+            }
+        }
+    }
+    *nfree_out = nfree;
+    return HBM_OK;
+}
+
+static hbm_status bfc_check(void *self) {
+    bfc *b = self;
+    uint64_t nfree_lists = 0, nfree = 0, nlive = 0, inuse = 0, pool = 0, maxfree = 0, nchunks = 0;
+    if (b->infocap < b->nch || b->chcap < b->nch) return CORRUPT("%zu records, arrays of %zu and %zu", b->nch, b->chcap, b->infocap);
+    hbm_status s = check_lists(b, &nfree_lists);
+    if (s) return s;
+    for (size_t r = 0; r < b->nreg; r++) {
+        const bfc_region *g = &b->reg[r];
+        if (r && b->reg[r - 1].addr + b->reg[r - 1].size > g->addr)
+            return CORRUPT("regions 0x%" PRIx64 " and 0x%" PRIx64 " overlap or are out of order", b->reg[r - 1].addr,
+                           g->addr);
+        if (!g->size || g->size % b->quantum) return CORRUPT("region 0x%" PRIx64 " has size %" PRIu64, g->addr, g->size);
+        pool += g->size;
+        uint64_t at = g->addr;
+        uint32_t prev = NONE;
+        int prev_free = 0;
+        for (uint32_t i = g->first; i != NONE; prev = i, i = b->ch[i].next) {
+            if (i >= b->nch) return CORRUPT("region 0x%" PRIx64 " links chunk record %u of %zu", g->addr, i, b->nch);
+            const bfc_chunk *c = &b->ch[i];
+            if (++nchunks > b->nch) return CORRUPT("chunk chain of region 0x%" PRIx64 " is cyclic", g->addr);
+            if (c->addr != at) return CORRUPT("chunk at 0x%" PRIx64 ", expected 0x%" PRIx64 " (gap or overlap)", c->addr, at);
+            if (c->prev != prev) return CORRUPT("chunk 0x%" PRIx64 ": back link broken", c->addr);
+            if (!c->size || c->size % BFC_MIN) return CORRUPT("chunk 0x%" PRIx64 " has size %" PRIu64, c->addr, c->size);
+            if (c->size > g->addr + g->size - at)
+                return CORRUPT("chunk 0x%" PRIx64 " runs past the end of region 0x%" PRIx64, c->addr, g->addr);
+            at += c->size;
+            if (ch_state(c) == CH_FREE) {
+                if (prev_free) return CORRUPT("free chunks at 0x%" PRIx64 " and before it are not coalesced", c->addr);
+                if (c->fprev == NONE) {
+                    unsigned fl, sl;
+                    bfc_class(c->size, &fl, &sl);
+                    if (b->heads[fl * BFC_SL + sl] != i)
+                        return CORRUPT("free chunk 0x%" PRIx64 " is in no class list", c->addr);
+                } else if (c->fprev >= b->nch || b->ch[c->fprev].fnext != i) {
+                    return CORRUPT("free chunk 0x%" PRIx64 " is in no class list", c->addr);
+                }
+                nfree++;
+                if (c->size > maxfree) maxfree = c->size;
+            } else if (ch_state(c) == CH_LIVE) {
+                bfc_slot *sl = tab_find(b, c->addr);
+                if (!sl || sl->idx != i) return CORRUPT("live chunk 0x%" PRIx64 " is not in the address index", c->addr);
+                const bfc_info *in = &b->info[i];
+                if (!in->requested || bfc_round(in->requested) != c->size)
+                    return CORRUPT("live chunk 0x%" PRIx64 ": %" PRIu64 " bytes held for %" PRIu64 " asked", c->addr,
+                                   c->size, in->requested);
+                if (!in->seq || in->seq > b->st.num_allocs) return CORRUPT("live chunk 0x%" PRIx64 ": bad sequence number", c->addr);
+                nlive++;
+                inuse += c->size;
+            } else {
+                return CORRUPT("chunk 0x%" PRIx64 " in region 0x%" PRIx64 " is an unused record", c->addr, g->addr);
+            }
+            prev_free = ch_free(c);
+        }
+        if (at != g->addr + g->size) return CORRUPT("chunks of region 0x%" PRIx64 " do not cover it", g->addr);
+    }
+    if (nfree != nfree_lists)
+        return CORRUPT("%" PRIu64 " free chunks in regions, %" PRIu64 " in class lists", nfree, nfree_lists);
+    if (nchunks + b->nunused != b->nch)
+        return CORRUPT("%" PRIu64 " chunks + %zu unused records != %zu records", nchunks, b->nunused, b->nch);
+    if (nlive != b->tabcount) return CORRUPT("%" PRIu64 " live chunks, address index holds %zu", nlive, b->tabcount);
+    size_t intab = 0;
+    for (size_t i = 0; i < b->tabcap; i++) {
+        if (!b->tab[i].key) continue;
+        intab++;
+        uint32_t k = b->tab[i].idx;
+        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE || b->ch[k].addr != b->tab[i].key - 1)
+            return CORRUPT("address index entry 0x%" PRIx64 " names a chunk that is not live there", b->tab[i].key - 1);
+    }
+    if (intab != b->tabcount) return CORRUPT("address index count %zu, %zu entries", b->tabcount, intab);
+    const hbm_stats *t = &b->st;
+    if (inuse != t->bytes_in_use) return CORRUPT("bytes_in_use %" PRIu64 ", live chunks hold %" PRIu64, t->bytes_in_use, inuse);
+    if (pool != t->pool_bytes || pool != t->bytes_reserved || b->nreg != t->num_regions)
+        return CORRUPT("%zu regions of %" PRIu64 " bytes, stats say %" PRIu64 " of %" PRIu64 " (reserved %" PRIu64 ")",
+                       b->nreg, pool, t->num_regions, t->pool_bytes, t->bytes_reserved);
+    if (t->num_allocs - t->num_frees != nlive)
+        return CORRUPT("%" PRIu64 " allocs - %" PRIu64 " frees != %" PRIu64 " live", t->num_allocs, t->num_frees, nlive);
+    if (t->device_allocs - t->device_frees != b->nreg) return CORRUPT("device allocs - frees != regions");
+    if (largest_free(b) != maxfree)
+        return CORRUPT("largest free block %" PRIu64 " by classes, %" PRIu64 " by walk", largest_free(b), maxfree);
+    if (pool > t->bytes_limit) return CORRUPT("%" PRIu64 " bytes held past the limit %" PRIu64, pool, t->bytes_limit);
+    if (t->peak_bytes_in_use < inuse || t->peak_pool_bytes < pool || t->peak_bytes_reserved < pool)
+        return CORRUPT("peaks below current values");
+    return HBM_OK;
+}
+
+static void bfc_destroy(void *self) {
+    bfc *b = self;
+    for (size_t r = 0; r < b->nreg; r++) hbm_device_free(b->dev, b->reg[r].addr);
+    hbmi_free(b->chraw);
+    hbmi_free(b->info);
+    hbmi_free(b->reg);
+    hbmi_free(b->tab);
+    hbmi_free(b);
+}
+
+static const hbm_allocator_ops bfc_ops = {
+    .name = "bfc", .alloc = bfc_alloc, .free = bfc_free, .stats = bfc_stats, .reset_peaks = bfc_reset_peaks,
+    .check = bfc_check, .walk = bfc_walk, .trim = bfc_trim, .rounded_size = bfc_rounded, .destroy = bfc_destroy};
+
+hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit, const hbm_allocator_ops **ops,
+                           void **self) {
+    hbm_device_info info;
+    hbm_status s = hbm_device_info_get(dev, &info);
+    if (s) return s;
+    uint64_t q = BFC_MIN, g = info.granularity;
+    if (g > 1 && q % g) q = g % BFC_MIN == 0 ? g : q * g;
+    uint64_t limit = bytes_limit - bytes_limit % q;
+    if (cfg->preallocate && limit == 0)
+        return hbmi_error(HBM_ERR_CONFIG, "bfc: the byte limit %" PRIu64 " is below one region of %" PRIu64 " bytes",
+                          bytes_limit, q);
+    bfc *b = hbmi_calloc(1, sizeof *b);
+    if (!b) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a bfc allocator");
+    b->dev = dev;
+    b->quantum = q;
+    b->release_on_oom = cfg->release_on_oom;
+    b->unused_head = NONE;
+    memset(b->heads, 0xff, sizeof b->heads);
+    b->st.bytes_limit = bytes_limit;
+    uint64_t initial = hbmi_align_up(cfg->initial_region ? cfg->initial_region : (2u << 20), q);
+    if (cfg->preallocate) {
+        /* One region of the whole limit; if the device refuses, back off x0.9 down to the
+         * initial region size (2 MiB by default), below which opening fails. */
+        b->curr_region = limit;
+        s = bfc_extend(b, initial < limit ? initial : limit);
+        if (s) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", hbm_last_error());
+            bfc_destroy(b);
+            if (s != HBM_ERR_OOM) return s;
+            char h[32];
+            return hbmi_error(HBM_ERR_OOM,
+                              "bfc: cannot preallocate %s on device %s (%s); lower the fraction "
+                              "(XLA_PYTHON_CLIENT_MEM_FRACTION) or set XLA_PYTHON_CLIENT_PREALLOCATE=false",
+                              hbm_size_human(limit, h), info.name, why);
+        }
+    } else {
+        b->curr_region = initial;
+    }
+    *ops = &bfc_ops;
+    *self = b;
+    return HBM_OK;
 }

@@ -3,6 +3,7 @@
  * it is as slow as the device's own allocator. The memory fraction does not apply (as in
  * JAX); an explicit limit= does. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
@@ -110,15 +111,32 @@ static hbm_status plat_check(void *self) {
     return HBM_OK;
 }
 
+typedef struct plat_ref {
+    uint64_t addr;
+    uint32_t idx;
+} plat_ref;
+
+static int plat_cmp(const void *x, const void *y) {
+    uint64_t a = ((const plat_ref *)x)->addr, b = ((const plat_ref *)y)->addr;
+    return a < b ? -1 : a > b;
+}
+
+/* Blocks in address order, as hbm_allocator_walk promises (slots are in reuse order). */
 static hbm_status plat_walk(void *self, int (*fn)(void *, const hbm_block *, uint32_t), void *user) {
     platform *p = self;
-    for (size_t i = 0; i < p->nblocks; i++) {
-        plat_block *b = &p->blocks[i];
-        if (!b->size) continue;
+    plat_ref *order = hbmi_malloc((p->index.count ? p->index.count : 1) * sizeof *order);
+    if (!order) return hbmi_error(HBM_ERR_NOMEM, "platform: out of host memory listing %zu blocks", p->index.count);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nblocks && n < p->index.count; i++)
+        if (p->blocks[i].size) order[n++] = (plat_ref){p->blocks[i].addr, (uint32_t)i};
+    qsort(order, n, sizeof *order, plat_cmp);
+    for (size_t k = 0; k < n; k++) {
+        plat_block *b = &p->blocks[order[k].idx];
         hbm_block r = {HBM_BLOCK_REGION, b->addr, b->size, 0, NULL, 0};
         hbm_block l = {HBM_BLOCK_LIVE, b->addr, b->size, b->requested, NULL, b->seq};
         if (fn(user, &r, 0) || fn(user, &l, b->tag_id)) break;
     }
+    hbmi_free(order);
     return HBM_OK;
 }
 
