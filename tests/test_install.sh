@@ -16,7 +16,7 @@ ls "$tmp/prefix"/lib/libhbm.so* >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror "$src/examples/oom_report.c" $(pkg-config --cflags --libs --static hbm) -o "$tmp/oom_report"
-out=$("$tmp/oom_report")
+out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/oom_report")
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4294967296 bytes." <<<"$out" ||
   { echo "FAIL: the installed example did not report the OOM"; echo "$out"; exit 1; }
 grep -q '"num_ooms": 1' <<<"$out" || { echo "FAIL: stats"; echo "$out"; exit 1; }
