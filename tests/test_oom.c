@@ -150,6 +150,57 @@ static void test_handler_and_truncation(void) {
     close_env(&e);
 }
 
+/* JAX's default BFC pool (75 % preallocated): the report names the fraction that fits,
+ * and the record survives the blocks being freed before the report is written. */
+static void test_bfc_fraction(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:80GiB", "allocator=bfc"));
+    uint64_t p[3];
+    hbm_tag w = {.op_name = "params", .category = HBM_CAT_WEIGHT};
+    CHECK_OK(hbm_alloc(e.a, 40ULL << 30, &w, &p[0]));
+    CHECK_OK(hbm_alloc(e.a, 15ULL << 30, NULL, &p[1]));
+    CHECK_STATUS(hbm_alloc(e.a, 8ULL << 30, &big_tag, &p[2]), HBM_ERR_OOM);
+    CHECK_OK(hbm_free(e.a, p[0]));
+    CHECK_OK(hbm_free(e.a, p[1]));
+    char *r = report(e.a);
+    CHECK_CONTAINS(r, "limit:                     60.00GiB  (fraction 0.75 of 80.00GiB total; fraction from default)");
+    CHECK_CONTAINS(r, "in use:                    55.00GiB  in 2 live buffers");
+    CHECK_CONTAINS(r, "1.   40.00GiB");
+    CHECK_CONTAINS(r, "op=params [weight]");
+    CHECK_CONTAINS(r, "Diagnosis: framework limit.");
+    CHECK_CONTAINS(r, "Try: XLA_PYTHON_CLIENT_MEM_FRACTION=.79"); /* 63 GiB of 80 = .7875 */
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK_STR(d.config, "fraction=.79");
+    close_env(&e);
+    CHECK_OK(open_env(&e, "sim:80GiB", "allocator=bfc,fraction=.79"));
+    CHECK_OK(hbm_alloc(e.a, 40ULL << 30, &w, &p[0]));
+    CHECK_OK(hbm_alloc(e.a, 15ULL << 30, NULL, &p[1]));
+    CHECK_OK(hbm_alloc(e.a, 8ULL << 30, &big_tag, &p[2]));
+    close_env(&e);
+}
+
+/* Enough free memory in total, but in two holes smaller than the request. */
+static void test_bfc_fragmentation(void) {
+    env e;
+    CHECK_OK(open_env(&e, "sim:1GiB", "allocator=bfc,fraction=1"));
+    uint64_t p[4], q;
+    for (int i = 0; i < 4; i++) CHECK_OK(hbm_alloc(e.a, 256u << 20, NULL, &p[i]));
+    CHECK_OK(hbm_free(e.a, p[0]));
+    CHECK_OK(hbm_free(e.a, p[2]));
+    CHECK_STATUS(hbm_alloc(e.a, 300u << 20, NULL, &q), HBM_ERR_OOM);
+    hbm_oom_diagnosis d;
+    CHECK_OK(hbm_oom_diagnose(e.a, &d));
+    CHECK(d.cause == HBM_OOM_CAUSE_FRAGMENTATION);
+    CHECK_STR(d.env, "TF_GPU_ALLOCATOR=cuda_malloc_async");
+    char *r = report(e.a);
+    CHECK_CONTAINS(r, "Diagnosis: fragmentation.");
+    CHECK_CONTAINS(r, "largest free block:       256.00MiB");
+    CHECK_CONTAINS(r, "fragmentation:                50.0%");
+    CHECK_CONTAINS(r, "[.........................#########################.........................#########################]");
+    close_env(&e);
+}
+
 int main(void) {
     RUN(test_no_oom_yet);
     RUN(test_limit);
@@ -157,5 +208,7 @@ int main(void) {
     RUN(test_shared_device);
     RUN(test_exceeds_device);
     RUN(test_handler_and_truncation);
+    RUN(test_bfc_fraction);
+    RUN(test_bfc_fragmentation);
     return test_done();
 }

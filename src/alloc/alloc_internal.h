@@ -7,6 +7,15 @@
 #include "core/internal.h"
 #include "hbm/alloc.h"
 
+#define HBMI_OOM_MAP_WIDTH 100
+
+/* A live block at the moment of a failure (tag strings belong to the tag table). */
+typedef struct hbmi_oom_live {
+    uint64_t addr, size, requested, seq;
+    hbm_tag tag;
+    int has_tag;
+} hbmi_oom_live;
+
 /* What the allocator looked like when an allocation failed for lack of memory. */
 typedef struct hbmi_oom_record {
     int valid;
@@ -17,7 +26,17 @@ typedef struct hbmi_oom_record {
     uint64_t dev_free;   /* device free memory at the failure */
     uint64_t dev_total;
     uint64_t count;      /* how many OOMs so far */
+    /* taken at the failure, so the report shows that moment even if blocks are freed
+     * before it is written: the largest live blocks and the occupancy map */
+    hbmi_oom_live *top;  /* ntop largest live blocks, largest first (NULL if no memory) */
+    size_t ntop, nlive;
+    uint64_t span;       /* reserved bytes, regions laid end to end */
+    char map[HBMI_OOM_MAP_WIDTH + 1];
 } hbmi_oom_record;
+
+/* Fill a->oom's snapshot fields (top blocks, map); called with a->lock held. */
+void hbmi_oom_snapshot(hbm_allocator *a);
+void hbmi_oom_record_clear(hbmi_oom_record *r);
 
 struct hbm_allocator {
     const hbm_allocator_ops *ops;

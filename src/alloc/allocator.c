@@ -83,6 +83,7 @@ hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_devi
 void hbm_allocator_close(hbm_allocator *a) {
     if (!a) return;
     a->ops->destroy(a->self);
+    hbmi_oom_record_clear(&a->oom);
     hbmi_tagtab_free(a->tags);
     pthread_mutex_destroy(&a->lock);
     hbmi_free(a);
@@ -100,6 +101,7 @@ static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
     r->stats.version = HBM_STATS_VERSION;
     r->dev_free = r->dev_total = 0;
     if (a->dev) hbm_device_mem_info(a->dev, &r->dev_free, &r->dev_total);
+    hbmi_oom_snapshot(a);
 }
 
 void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) { record_oom(a, size, tag_id); }

@@ -9,13 +9,9 @@
 #include "alloc/alloc_internal.h"
 #include "hbm/size.h"
 
-#define MAP_WIDTH 100
+#define MAP_WIDTH HBMI_OOM_MAP_WIDTH
 
-typedef struct live_buf {
-    uint64_t addr, size, requested, seq;
-    hbm_tag tag; /* strings owned by the allocator's tag table (never freed while open) */
-    int has_tag;
-} live_buf;
+typedef hbmi_oom_live live_buf;
 
 typedef struct region {
     uint64_t addr, size;
@@ -23,35 +19,27 @@ typedef struct region {
 } region;
 
 typedef struct collect {
+    hbm_allocator *a;
     live_buf *live;
     size_t nlive, cap;
     region *regs;
     size_t nregs, rcap;
-    hbm_status err;
+    int failed;
 } collect;
 
-static int collect_fn(void *user, const hbm_block *b) {
+static int collect_fn(void *user, const hbm_block *b, uint32_t tag_id) {
     collect *c = user;
     if (b->kind == HBM_BLOCK_REGION) {
-        if (hbmi_grow((void **)&c->regs, &c->rcap, c->nregs + 1, sizeof *c->regs)) {
-            c->err = HBM_ERR_NOMEM;
-            return 1;
-        }
+        if (hbmi_grow((void **)&c->regs, &c->rcap, c->nregs + 1, sizeof *c->regs)) return c->failed = 1;
         c->regs[c->nregs++] = (region){b->addr, b->size, 0};
         return 0;
     }
     if (b->kind != HBM_BLOCK_LIVE) return 0;
-    if (hbmi_grow((void **)&c->live, &c->cap, c->nlive + 1, sizeof *c->live)) {
-        c->err = HBM_ERR_NOMEM;
-        return 1;
-    }
+    if (hbmi_grow((void **)&c->live, &c->cap, c->nlive + 1, sizeof *c->live)) return c->failed = 1;
     live_buf *l = &c->live[c->nlive++];
-    l->addr = b->addr;
-    l->size = b->size;
-    l->requested = b->requested;
-    l->seq = b->seq;
-    l->has_tag = b->tag != NULL;
-    if (b->tag) l->tag = *b->tag;
+    const hbm_tag *t = hbmi_tagtab_get(c->a->tags, tag_id);
+    *l = (live_buf){.addr = b->addr, .size = b->size, .requested = b->requested, .seq = b->seq, .has_tag = t != NULL};
+    if (t) l->tag = *t;
     return 0;
 }
 
@@ -251,23 +239,24 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
     }
 }
 
-hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
-    if (!a || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: NULL argument");
-    pthread_mutex_lock(&a->lock);
-    hbmi_oom_record r = a->oom;
-    pthread_mutex_unlock(&a->lock);
-    if (!r.valid) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: no allocation has failed for lack of memory");
+void hbmi_oom_record_clear(hbmi_oom_record *r) {
+    hbmi_free(r->top);
+    r->top = NULL;
+    r->ntop = r->nlive = 0;
+    r->span = 0;
+    r->map[0] = 0;
+}
 
+void hbmi_oom_snapshot(hbm_allocator *a) {
+    hbmi_oom_record *r = &a->oom;
+    hbmi_oom_record_clear(r);
     collect c;
     memset(&c, 0, sizeof c);
-    if (a->ops->walk) {
-        hbm_status s = hbm_allocator_walk(a, collect_fn, &c);
-        if (!s && c.err) s = hbmi_error(c.err, "out of host memory writing the OOM report");
-        if (s) {
-            hbmi_free(c.live);
-            hbmi_free(c.regs);
-            return s;
-        }
+    c.a = a;
+    if (!a->ops->walk || a->ops->walk(a->self, collect_fn, &c) || c.failed) {
+        hbmi_free(c.live);
+        hbmi_free(c.regs);
+        return; /* the report then has the numbers only */
     }
     /* The occupancy map lays the regions end to end in address order, like BFC's. */
     if (c.nregs) qsort(c.regs, c.nregs, sizeof *c.regs, region_cmp);
@@ -277,8 +266,7 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
         span += c.regs[i].size;
     }
     for (size_t i = 0; i < c.nlive; i++) {
-        /* find the region holding the block (binary search) */
-        size_t lo = 0, hi = c.nregs;
+        size_t lo = 0, hi = c.nregs; /* the region holding the block */
         while (hi - lo > 1) {
             size_t mid = (lo + hi) / 2;
             if (c.regs[mid].addr <= c.live[i].addr) lo = mid;
@@ -288,7 +276,37 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
         uint64_t off = c.regs[lo].base + (c.live[i].addr - c.regs[lo].addr);
         map_add(cells, span, off, off + c.live[i].size);
     }
+    for (int i = 0; i < MAP_WIDTH; i++) {
+        uint64_t lo = (uint64_t)ceill((long double)i * span / MAP_WIDTH);
+        uint64_t hi = (uint64_t)ceill((long double)(i + 1) * span / MAP_WIDTH);
+        uint64_t w = hi > lo ? hi - lo : 1;
+        r->map[i] = cells[i] == 0 ? '.' : cells[i] >= w ? '#' : '+';
+    }
+    r->map[MAP_WIDTH] = 0;
+    r->span = span;
     if (c.nlive) qsort(c.live, c.nlive, sizeof *c.live, by_size_desc);
+    /* keep the largest: the report lists report_top and the diagnosis sums the largest
+     * until they cover what must go, so keep enough for both */
+    r->nlive = c.nlive;
+    r->ntop = c.nlive < 1000 ? c.nlive : 1000;
+    r->top = c.live;
+    if (r->ntop < c.nlive) {
+        live_buf *shrunk = hbmi_realloc(c.live, r->ntop * sizeof *shrunk + 1);
+        if (shrunk) r->top = shrunk;
+    }
+    hbmi_free(c.regs);
+}
+
+hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
+    if (!a || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: NULL argument");
+    /* copy the record (and its block list, which the next failure replaces) under the lock */
+    pthread_mutex_lock(&a->lock);
+    hbmi_oom_record r = a->oom;
+    live_buf *live = r.ntop ? hbmi_malloc(r.ntop * sizeof *live) : NULL;
+    if (live) memcpy(live, r.top, r.ntop * sizeof *live);
+    pthread_mutex_unlock(&a->lock);
+    if (!r.valid) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: no allocation has failed for lack of memory");
+    size_t nlive = live ? r.ntop : 0;
 
     const hbm_stats *st = &r.stats;
     char b1[32], b2[32], b3[32];
@@ -314,7 +332,7 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
         fprintf(f, "  (fraction %.2f of %s %s; fraction from %s)\n", a->cfg.fraction,
                 hbm_size_xla((int64_t)(a->cfg.policy == HBM_POLICY_JAX ? r.dev_total : 0), b2),
                 a->cfg.policy == HBM_POLICY_JAX ? "total" : "free at start-up", a->cfg.source[HBM_OPT_fraction]);
-    fprintf(f, "  %-22s %12s  in %zu live buffers\n", "in use:", hbm_size_xla((int64_t)st->bytes_in_use, b1), c.nlive);
+    fprintf(f, "  %-22s %12s  in %zu live buffers\n", "in use:", hbm_size_xla((int64_t)st->bytes_in_use, b1), r.nlive);
     fprintf(f, "  %-22s %12s  in %" PRIu64 " region%s; peak %s\n", "reserved:",
             hbm_size_xla((int64_t)st->bytes_reserved, b1), st->num_regions, st->num_regions == 1 ? "" : "s",
             hbm_size_xla((int64_t)st->peak_bytes_reserved, b2));
@@ -326,32 +344,25 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     fprintf(f, "  %-22s %12s  of %s\n", "device free:", hbm_size_xla((int64_t)r.dev_free, b1),
             hbm_size_xla((int64_t)r.dev_total, b2));
 
-    size_t top = (size_t)a->cfg.report_top < c.nlive ? (size_t)a->cfg.report_top : c.nlive;
+    size_t top = (size_t)a->cfg.report_top < nlive ? (size_t)a->cfg.report_top : nlive;
     if (top) {
         uint64_t shown = 0;
-        for (size_t i = 0; i < top; i++) shown += c.live[i].size;
-        fprintf(f, "Largest live buffers (%zu of %zu, %s of %s in use):\n", top, c.nlive,
+        for (size_t i = 0; i < top; i++) shown += live[i].size;
+        fprintf(f, "Largest live buffers (%zu of %zu, %s of %s in use):\n", top, r.nlive,
                 hbm_size_xla((int64_t)shown, b1), hbm_size_xla((int64_t)st->bytes_in_use, b2));
         for (size_t i = 0; i < top; i++) {
-            const live_buf *l = &c.live[i];
+            const live_buf *l = &live[i];
             fprintf(f, "  %3zu. %10s  at 0x%012" PRIx64 "  #%-6" PRIu64 " ", i + 1, hbm_size_xla((int64_t)l->size, b1),
                     l->addr, l->seq);
             print_tag(f, l);
             fputc('\n', f);
         }
     }
-    fprintf(f, "Occupancy of the %s reserved (%d cells; '#' in use, '+' part, '.' free):\n  [", hbm_size_xla((int64_t)span, b3),
-            MAP_WIDTH);
-    for (int i = 0; i < MAP_WIDTH; i++) {
-        uint64_t lo = (uint64_t)ceill((long double)i * span / MAP_WIDTH);
-        uint64_t hi = (uint64_t)ceill((long double)(i + 1) * span / MAP_WIDTH);
-        uint64_t w = hi > lo ? hi - lo : 1;
-        fputc(cells[i] == 0 ? '.' : cells[i] >= w ? '#' : '+', f);
-    }
-    fprintf(f, "]\n");
-    print_diagnosis(f, a, &r, c.live, c.nlive);
-    hbmi_free(c.live);
-    hbmi_free(c.regs);
+    if (r.map[0])
+        fprintf(f, "Occupancy of the %s reserved (%d cells; '#' in use, '+' part, '.' free):\n  [%s]\n",
+                hbm_size_xla((int64_t)r.span, b3), MAP_WIDTH, r.map);
+    print_diagnosis(f, a, &r, live, nlive);
+    hbmi_free(live);
     return HBM_OK;
 }
 
