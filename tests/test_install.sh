@@ -14,8 +14,11 @@ for f in bin/hbm include/hbm/hbm.h include/hbm/alloc.h lib/libhbm.a lib/pkgconfi
 done
 ls "$tmp/prefix"/lib/libhbm.so* >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
-# shellcheck disable=SC2046
-cc -std=c11 -Wall -Werror "$src/examples/oom_report.c" $(pkg-config --cflags --libs --static hbm) -o "$tmp/oom_report"
+# a sanitizer build installs an instrumented library: the example must be built the same way
+san=""
+[ -n "${HBM_SANITIZE:-}" ] && san="-fsanitize=$HBM_SANITIZE"
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Werror $san "$src/examples/oom_report.c" $(pkg-config --cflags --libs --static hbm) -o "$tmp/oom_report"
 out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/oom_report")
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4294967296 bytes." <<<"$out" ||
   { echo "FAIL: the installed example did not report the OOM"; echo "$out"; exit 1; }
