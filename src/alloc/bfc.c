@@ -16,8 +16,9 @@
  * never fails or grows the pool while a chunk that fits exists. This keeps the fit within
  * a class width (1/64 = 1.6 %) of best fit at bounded cost.
  *
- * Metadata is out of band and proportional to the number of chunks: chunk records in an
- * array with a list of unused records, and an open-addressing table live address -> chunk.
+ * Metadata is out of band and proportional to the number of chunks: 32-byte chunk records
+ * in a cache-aligned array with a list of unused records, a parallel array of what only
+ * walks read, and an open-addressing table live address -> chunk.
  * Device memory is never touched.
  */
 #include <inttypes.h>
@@ -626,6 +627,12 @@ static hbm_status bfc_check(void *self) {
     }
     if (nfree != nfree_lists)
         return CORRUPT("%" PRIu64 " free chunks in regions, %" PRIu64 " in class lists", nfree, nfree_lists);
+    size_t nunused = 0;
+    for (uint32_t i = b->unused_head; i != NONE; i = b->ch[i].fnext) {
+        if (i >= b->nch || ch_state(&b->ch[i]) != CH_UNUSED || ++nunused > b->nunused)
+            return CORRUPT("the list of unused records is broken at record %u", i);
+    }
+    if (nunused != b->nunused) return CORRUPT("%zu unused records listed, %zu counted", nunused, b->nunused);
     if (nchunks + b->nunused != b->nch)
         return CORRUPT("%" PRIu64 " chunks + %zu unused records != %zu records", nchunks, b->nunused, b->nch);
     if (nlive != b->tabcount) return CORRUPT("%" PRIu64 " live chunks, address index holds %zu", nlive, b->tabcount);

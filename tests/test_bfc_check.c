@@ -1,0 +1,150 @@
+/* test_bfc_check.c - hbm_check on the bfc allocator finds each kind of corruption.
+ * White-box: this file compiles src/alloc/bfc.c into itself (the library's copy is then
+ * not linked), damages the state one way at a time, expects HBM_ERR_CORRUPT, repairs it
+ * and expects the check to pass again. */
+#include "test.h"
+
+#include "alloc/bfc.c"
+
+static bfc *self_of(hbm_allocator *a) { return (bfc *)a->self; }
+
+#define EXPECT_CORRUPT(a, what)                                                                   \
+    do {                                                                                          \
+        CHECK_STATUS(hbm_check(a), HBM_ERR_CORRUPT);                                              \
+        CHECK_CONTAINS(hbm_last_error(), what);                                                   \
+    } while (0)
+
+/* Three live blocks around two free ones: [A live][free][B live][C live][free tail]. */
+static void setup(hbm_device **d, hbm_allocator **a, uint64_t p[4]) {
+    CHECK_OK(hbm_device_open("sim:1GiB", d));
+    CHECK_OK(hbm_allocator_open(*d, "allocator=bfc,limit=64MiB", a));
+    for (int i = 0; i < 4; i++) CHECK_OK(hbm_alloc(*a, 4096, NULL, &p[i]));
+    CHECK_OK(hbm_free(*a, p[1]));
+    CHECK_OK(hbm_check(*a));
+}
+
+static uint32_t chunk_at(bfc *b, uint64_t addr) {
+    for (uint32_t i = 0; i < b->nch; i++)
+        if (ch_state(&b->ch[i]) != CH_UNUSED && b->ch[i].addr == addr) return i;
+    return NONE;
+}
+
+static void test_check_finds_damage(void) {
+    hbm_device *d;
+    hbm_allocator *a;
+    uint64_t p[4];
+    setup(&d, &a, p);
+    bfc *b = self_of(a);
+    uint32_t live = chunk_at(b, p[0]), hole = chunk_at(b, p[1]), next = chunk_at(b, p[2]);
+    CHECK(live != NONE && hole != NONE && next != NONE);
+    CHECK(ch_state(&b->ch[live]) == CH_LIVE && ch_state(&b->ch[hole]) == CH_FREE);
+
+    /* a block moves: a gap before it, an overlap after */
+    b->ch[hole].addr += 256;
+    EXPECT_CORRUPT(a, "gap or overlap");
+    b->ch[hole].addr -= 256;
+    CHECK_OK(hbm_check(a));
+
+    /* the stats drift */
+    b->st.bytes_in_use += 256;
+    EXPECT_CORRUPT(a, "bytes_in_use");
+    b->st.bytes_in_use -= 256;
+    b->st.num_regions++;
+    EXPECT_CORRUPT(a, "regions");
+    b->st.num_regions--;
+    CHECK_OK(hbm_check(a));
+
+    /* a bitmap bit without a list, and a list without its bit */
+    b->sl_bits[0] ^= 1;
+    b->fl_bits |= 1;
+    EXPECT_CORRUPT(a, "disagrees");
+    b->sl_bits[0] ^= 1;
+    b->fl_bits = 0;
+    for (unsigned f = 0; f < BFC_FL; f++)
+        if (b->sl_bits[f]) b->fl_bits |= 1ull << f;
+    CHECK_OK(hbm_check(a));
+
+    /* a free block dropped from its class list */
+    unsigned fl, sl;
+    bfc_class(b->ch[hole].size, &fl, &sl);
+    uint32_t saved_head = b->heads[fl * BFC_SL + sl];
+    CHECK(saved_head == hole && b->ch[hole].fnext == NONE);
+    b->heads[fl * BFC_SL + sl] = NONE;
+    EXPECT_CORRUPT(a, "disagrees");
+    b->heads[fl * BFC_SL + sl] = saved_head;
+    CHECK_OK(hbm_check(a));
+
+    /* a free block filed in the wrong class */
+    list_remove(b, hole);
+    b->ch[hole].size += 256 * 64; /* lie about the size while filing */
+    list_push(b, hole);
+    b->ch[hole].size -= 256 * 64;
+    EXPECT_CORRUPT(a, "belongs in");
+    b->ch[hole].size += 256 * 64;
+    list_remove(b, hole);
+    b->ch[hole].size -= 256 * 64;
+    list_push(b, hole);
+    CHECK_OK(hbm_check(a));
+
+    /* a live block marked free next to a free block: not coalesced (and in no list) */
+    uint32_t tag = b->ch[next].fnext;
+    b->ch[next].fprev = NONE;
+    EXPECT_CORRUPT(a, "coalesced");
+    b->ch[next].fprev = MARK_LIVE;
+    b->ch[next].fnext = tag;
+    CHECK_OK(hbm_check(a));
+
+    /* the address index loses a live block, or points at the wrong record */
+    bfc_slot *slot = tab_find(b, p[2]);
+    CHECK(slot != NULL);
+    slot->idx = live;
+    EXPECT_CORRUPT(a, "address index");
+    slot->idx = next;
+    CHECK_OK(hbm_check(a));
+
+    /* a back link breaks */
+    uint32_t saved_prev = b->ch[next].prev;
+    b->ch[next].prev = live;
+    EXPECT_CORRUPT(a, "back link");
+    b->ch[next].prev = saved_prev;
+    CHECK_OK(hbm_check(a));
+
+    /* the requested size disagrees with the held size */
+    b->info[next].requested = 10000;
+    EXPECT_CORRUPT(a, "asked");
+    b->info[next].requested = 4096;
+    CHECK_OK(hbm_check(a));
+
+    /* the list of unused records loses one */
+    CHECK_OK(hbm_free(a, p[2])); /* merges with the hole: one record becomes unused */
+    CHECK(b->nunused >= 1);
+    b->nunused++;
+    EXPECT_CORRUPT(a, "unused");
+    b->nunused--;
+    CHECK_OK(hbm_check(a));
+
+    hbm_allocator_close(a);
+    hbm_device_close(d);
+}
+
+static void test_classes_are_monotonic(void) {
+    /* every size maps to a class whose range holds it, and classes grow with size */
+    unsigned pf = 0, ps = 0;
+    for (uint64_t u = 1; u < (1u << 20); u += 1 + u / 97) {
+        unsigned fl, sl;
+        bfc_class(u << BFC_SHIFT, &fl, &sl);
+        CHECK(fl < BFC_FL && sl < BFC_SL);
+        CHECK(fl > pf || (fl == pf && sl >= ps));
+        pf = fl;
+        ps = sl;
+    }
+    unsigned fl, sl;
+    bfc_class(UINT64_MAX & ~(uint64_t)255, &fl, &sl);
+    CHECK(fl < BFC_FL && sl < BFC_SL);
+}
+
+int main(void) {
+    RUN(test_check_finds_damage);
+    RUN(test_classes_are_monotonic);
+    return test_done();
+}
