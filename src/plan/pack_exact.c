@@ -286,17 +286,18 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     /* static ranks: 0 section pressure, 1 size, 2 area, 3 lifetime */
     for (int r = 0; r < NRANK; r++) {
         for (uint32_t i = 0; i < n; i++) {
-            uint64_t press = 0, len = e->s1[i] - e->s0[i];
+            const hbm_tl_buffer *tb = &tl->buffers[e->buf[i]];
+            uint64_t press = 0, len = (uint64_t)tb->end - (uint64_t)tb->start;
             for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
                 if (e->sum0[s] > press) press = e->sum0[s];
-            uint64_t area = e->size[i] * len;
+            uint64_t area = len && e->size[i] > UINT64_MAX / len ? UINT64_MAX : e->size[i] * len;
             rkey *x = &rk[i];
             x->item = i;
             switch (r) {
-            case 0: *x = (rkey){{press, e->size[i], len}, i}; break;
-            case 1: *x = (rkey){{e->size[i], len, 0}, i}; break;
-            case 2: *x = (rkey){{area, e->size[i], 0}, i}; break;
-            default: *x = (rkey){{len, e->size[i], 0}, i}; break;
+            case 0: *x = (rkey){{len, area, press}, i}; break;
+            case 1: *x = (rkey){{press, area, len}, i}; break;
+            case 2: *x = (rkey){{press, len, area}, i}; break;
+            default: *x = (rkey){{e->size[i], len, 0}, i}; break;
             }
         }
         qsort(rk, n, sizeof *rk, rkey_cmp);
@@ -476,7 +477,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
             if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
             j++;
         }
-        int r = dfs(e, off + i, j - i, x, tie, v);
+        int r = getenv("HBM_RESET") ? dfs(e, off + i, j - i, 0, 0, v) : dfs(e, off + i, j - i, x, tie, v);
         if (r != R_FOUND) return r;
         i = j;
     }
@@ -524,9 +525,9 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     for (uint32_t i = 0; i < k; i++) {
         uint32_t c = e->stk[off + i];
         uint64_t y = e->lo[c];
-        if (y < x || (y == x && c < tie)) continue;
-        if (y >= (c == arg ? h2 : h1)) continue;
-        if (e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
+        if (y < x || (y == x && e->rank[c] < tie)) continue;
+        if (!getenv("HBM_NOH") && y >= (c == arg ? h2 : h1)) continue;
+        if (!getenv("HBM_NOTWIN") && e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
         cand cd = {y, e->rank[c], c};
         memcpy(e->stk + cb + 4 * (size_t)nc, &cd, sizeof cd);
         nc++;
@@ -551,7 +552,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             if (e->stk[off + i] != b) e->stk[ro + m++] = e->stk[off + i];
         e->sp = ro + m;
         uint64_t cv = INF;
-        int r = solve_list(e, ro, m, cd.lo, b, &cv);
+        int r = solve_list(e, ro, m, cd.lo, cd.rank, &cv);
         e->sp = ro;
         if (r == R_FOUND) {
             e->sp = cb;
