@@ -60,8 +60,9 @@ struct hbmi_exact {
     uint64_t *sum0;           /* all sizes per section */
     /* search state */
     uint64_t *lo, *off, *sum;
-    uint64_t *floor;          /* per section: least lo of its unplaced items (INF: none) */
-    uint32_t *stamp, stamp_now, *dirty; /* sections to refresh after a placement */
+    uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
+    uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
+    uint32_t *slot;
     uint8_t *placed;
     trail_ent *trail;
     size_t ntrail, cap_trail;
@@ -125,7 +126,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->ebuf, e->floor, e->stamp, e->dirty, e->placed_stk};
+                 e->trail, e->stk, e->ebuf, e->nact, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     for (int r = 0; r < NRANK; r++) hbmi_free(e->ranks[r]);
     hbmi_free(e);
@@ -196,10 +197,9 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->sec_beg = hbmi_calloc(S + 1, sizeof *e->sec_beg);
     e->sum0 = hbmi_calloc(S, sizeof *e->sum0);
     e->sum = hbmi_calloc(S, sizeof *e->sum);
-    e->floor = hbmi_calloc(S, sizeof *e->floor);
-    e->stamp = hbmi_calloc(S, sizeof *e->stamp);
-    e->dirty = hbmi_calloc(S, sizeof *e->dirty);
-    if (!e->sec_beg || !e->sum0 || !e->sum || !e->floor || !e->stamp || !e->dirty) goto nomem;
+    e->nact = hbmi_calloc(S, sizeof *e->nact);
+    e->slot_beg = hbmi_calloc(N + 1, sizeof *e->slot_beg);
+    if (!e->sec_beg || !e->sum0 || !e->sum || !e->nact || !e->slot_beg) goto nomem;
     for (uint32_t i = 0; i < n; i++) {
         memb += e->s1[i] - e->s0[i];
         if (memb > UINT32_MAX) {
@@ -216,6 +216,9 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     }
     for (size_t s = 0; s < S; s++) e->sec_beg[s + 1] += e->sec_beg[s];
     e->sec_it = hbmi_malloc((memb + 1) * sizeof *e->sec_it);
+    e->slot = hbmi_malloc((memb + 1) * sizeof *e->slot);
+    if (!e->slot) goto nomem;
+    for (uint32_t i = 0; i < n; i++) e->slot_beg[i + 1] = e->slot_beg[i] + (e->s1[i] - e->s0[i]);
     e->ebuf = hbmi_malloc(2 * N * sizeof *e->ebuf);
     if (!e->sec_it || !e->ebuf) goto nomem;
     {
@@ -340,10 +343,11 @@ static void reset(hbmi_exact *e) {
     }
     memcpy(e->sum, e->sum0, ((size_t)e->nsec + 1) * sizeof *e->sum);
     for (uint32_t s = 0; s <= e->nsec; s++) {
-        uint64_t f = INF;
-        for (uint32_t q = e->sec_beg[s]; q < e->sec_beg[s + 1]; q++)
-            if (e->lo[e->sec_it[q]] < f) f = e->lo[e->sec_it[q]];
-        e->floor[s] = f;
+        e->nact[s] = e->sec_beg[s + 1] - e->sec_beg[s];
+        for (uint32_t q = e->sec_beg[s]; q < e->sec_beg[s + 1]; q++) {
+            uint32_t c = e->sec_it[q];
+            e->slot[e->slot_beg[c] + (s - e->s0[c])] = q;
+        }
     }
     e->ntrail = 0;
     e->npl = 0;
@@ -360,7 +364,6 @@ static int need_stack(hbmi_exact *e, size_t more) {
     return 1;
 }
 
-#define SEC_FLAG 0x80000000u /* a trail entry for a section's floor */
 
 static int push_trail(hbmi_exact *e, uint32_t what, uint64_t old) {
     if (e->ntrail == e->cap_trail &&
@@ -372,46 +375,27 @@ static int push_trail(hbmi_exact *e, uint32_t what, uint64_t old) {
     return 1;
 }
 
-/* Sections of item c whose floor was the value old become dirty. */
-static uint32_t mark_dirty(hbmi_exact *e, uint32_t c, uint64_t old, uint32_t nd) {
-    for (uint32_t s = e->s0[c]; s < e->s1[c]; s++)
-        if (e->floor[s] == old && e->stamp[s] != e->stamp_now) {
-            e->stamp[s] = e->stamp_now;
-            e->dirty[nd++] = s;
-        }
-    return nd;
-}
-
 static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
-    if (++e->stamp_now == 0) {
-        memset(e->stamp, 0, ((size_t)e->nsec + 1) * sizeof *e->stamp);
-        e->stamp_now = 1;
-    }
     e->placed_stk[e->npl++] = (trail_ent){b, e->ntrail};
     e->placed[b] = 1;
     e->off[b] = y;
     uint64_t top = y + e->size[b];
-    for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) e->sum[s] -= e->size[b];
-    uint32_t nd = mark_dirty(e, b, e->lo[b], 0);
+    for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) {
+        /* swap b behind the active entries of s */
+        e->sum[s] -= e->size[b];
+        uint32_t *sb = &e->slot[e->slot_beg[b] + (s - e->s0[b])];
+        uint32_t last = e->sec_beg[s] + --e->nact[s], d = e->sec_it[last];
+        e->sec_it[last] = b;
+        e->sec_it[*sb] = d;
+        e->slot[e->slot_beg[d] + (s - e->s0[d])] = *sb;
+        *sb = last;
+    }
     for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) {
         uint32_t c = e->ov[k];
         if (e->placed[c] || e->lo[c] >= top) continue;
         uint64_t old = e->lo[c];
         if (!push_trail(e, c, old)) return 0;
         e->lo[c] = fit(e, c, top);
-        nd = mark_dirty(e, c, old, nd);
-    }
-    for (uint32_t i = 0; i < nd; i++) {
-        uint32_t s = e->dirty[i];
-        uint64_t f = INF;
-        for (uint32_t q = e->sec_beg[s]; q < e->sec_beg[s + 1]; q++) {
-            uint32_t c = e->sec_it[q];
-            if (!e->placed[c] && e->lo[c] < f) f = e->lo[c];
-        }
-        if (f != e->floor[s]) {
-            if (!push_trail(e, s | SEC_FLAG, e->floor[s])) return 0;
-            e->floor[s] = f;
-        }
     }
     return 1;
 }
@@ -423,10 +407,12 @@ static void undo_to(hbmi_exact *e, size_t npl) {
         uint32_t b = t.item;
         while (e->ntrail > t.old) {
             trail_ent *u = &e->trail[--e->ntrail];
-            if (u->item & SEC_FLAG) e->floor[u->item & ~SEC_FLAG] = u->old;
-            else e->lo[u->item] = u->old;
+            e->lo[u->item] = u->old;
         }
-        for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) e->sum[s] += e->size[b];
+        for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) {
+            e->sum[s] += e->size[b]; /* b sits right behind the active entries */
+            e->nact[s]++;
+        }
         e->placed[b] = 0;
         e->off[b] = HBM_NO_OFFSET;
     }
@@ -444,7 +430,9 @@ static void progress(hbmi_exact *e) {
 
 /* --- the search ----------------------------------------------------------------------- */
 /* The section bound over the sections of the items list[0..k) (sorted by s0) above
- * floor x. Returns 1 if it holds; else 0 with *v = the largest violating bound. */
+ * floor x: in each section the unplaced items stack above max(x, their least lo). Only
+ * sections whose slack is in doubt are scanned, and a scan stops at the first item low
+ * enough. Returns 1 if it holds; else 0 with *v = the largest violating bound. */
 static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint64_t *v) {
     uint32_t a = e->s0[list[0]], z = 0;
     for (uint32_t i = 0; i < k; i++)
@@ -453,8 +441,20 @@ static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x
     for (uint32_t s = a; s < z; s++) {
         uint64_t sum = e->sum[s];
         if (!sum) continue;
-        uint64_t f = (e->floor[s] > x ? e->floor[s] : x) + sum;
-        if (f > e->cap && f > worst) worst = f;
+        if (sum > e->cap || x > e->cap - sum) {
+            if (x + sum > worst) worst = x + sum;
+            continue;
+        }
+        uint64_t slack = e->cap - sum, minlo = INF;
+        for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
+            uint32_t c = e->sec_it[q];
+            if (e->lo[c] <= slack) {
+                minlo = 0;
+                break;
+            }
+            if (e->lo[c] < minlo) minlo = e->lo[c];
+        }
+        if (minlo && minlo + sum > worst) worst = minlo + sum;
     }
     if (worst) {
         *v = worst;
@@ -477,7 +477,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
             if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
             j++;
         }
-        int r = getenv("HBM_RESET") ? dfs(e, off + i, j - i, 0, 0, v) : dfs(e, off + i, j - i, x, tie, v);
+        int r = dfs(e, off + i, j - i, x, tie, v);
         if (r != R_FOUND) return r;
         i = j;
     }
@@ -526,8 +526,8 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         uint32_t c = e->stk[off + i];
         uint64_t y = e->lo[c];
         if (y < x || (y == x && e->rank[c] < tie)) continue;
-        if (!getenv("HBM_NOH") && y >= (c == arg ? h2 : h1)) continue;
-        if (!getenv("HBM_NOTWIN") && e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
+        if (y >= (c == arg ? h2 : h1)) continue;
+        if (e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
         cand cd = {y, e->rank[c], c};
         memcpy(e->stk + cb + 4 * (size_t)nc, &cd, sizeof cd);
         nc++;
