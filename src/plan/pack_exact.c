@@ -60,6 +60,7 @@ struct hbmi_exact {
     uint64_t *sum0;           /* all sizes per section */
     /* search state */
     uint64_t *lo, *off, *sum;
+    uint32_t *uov;            /* per item: how many time-overlapping items are unplaced */
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
@@ -126,7 +127,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->ebuf, e->nact, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     for (int r = 0; r < NRANK; r++) hbmi_free(e->ranks[r]);
     hbmi_free(e);
@@ -156,6 +157,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->off = hbmi_malloc(N * sizeof *e->off);
     e->placed = hbmi_calloc(N, 1);
     e->placed_stk = hbmi_malloc(N * sizeof *e->placed_stk);
+    e->uov = hbmi_malloc(N * sizeof *e->uov);
     e->ov_beg = hbmi_calloc(N + 1, sizeof *e->ov_beg);
     e->pin_beg = hbmi_calloc(N + 1, sizeof *e->pin_beg);
     t = hbmi_malloc(2 * N * sizeof *t);
@@ -164,7 +166,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     for (int r = 0; r < NRANK; r++)
         if (!(e->ranks[r] = hbmi_malloc(N * sizeof *e->ranks[r]))) goto nomem;
     if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo ||
-        !e->off || !e->placed || !e->placed_stk || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
+        !e->off || !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
         goto nomem;
     /* time sections from the items' own start and end points */
     size_t nt = 0;
@@ -340,6 +342,7 @@ static void reset(hbmi_exact *e) {
         e->placed[i] = 0;
         e->lo[i] = fit(e, i, 0);
         e->off[i] = HBM_NO_OFFSET;
+        e->uov[i] = e->ov_beg[i + 1] - e->ov_beg[i];
     }
     memcpy(e->sum, e->sum0, ((size_t)e->nsec + 1) * sizeof *e->sum);
     for (uint32_t s = 0; s <= e->nsec; s++) {
@@ -392,6 +395,7 @@ static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
     }
     for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) {
         uint32_t c = e->ov[k];
+        e->uov[c]--;
         if (e->placed[c] || e->lo[c] >= top) continue;
         uint64_t old = e->lo[c];
         if (!push_trail(e, c, old)) return 0;
@@ -415,6 +419,7 @@ static void undo_to(hbmi_exact *e, size_t npl) {
         }
         e->placed[b] = 0;
         e->off[b] = HBM_NO_OFFSET;
+        for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) e->uov[e->ov[k]]++;
     }
 }
 
@@ -500,15 +505,27 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     if ((e->nodes & 255) == 0) progress(e);
     if (e->node_limit && e->nodes > e->node_limit && !e->stop) e->stop = 3;
     if (e->stop) return R_ABORT;
-    /* the two smallest lo + size, and dead nodes */
-    uint64_t h1 = INF, h2 = INF;
-    uint32_t arg = UINT32_MAX;
+    /* the two smallest lo + size, dead nodes, and the first hatless item: one with no
+     * unplaced item overlapping it sits at its lo in the least-sum packing, so it comes
+     * no later than (lo, rank) in the order and nothing after it can be next */
+    uint64_t h1 = INF, h2 = INF, hat_lo = INF;
+    uint32_t arg = UINT32_MAX, hat_rank = UINT32_MAX;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t c = e->stk[off + i];
         uint64_t h = e->lo[c] + e->size[c];
         if (h <= x) {
             *v = INF;
             return R_NONE;
+        }
+        if (!e->uov[c]) {
+            if (e->lo[c] < x || (e->lo[c] == x && e->rank[c] < tie)) {
+                *v = INF; /* it can never be placed */
+                return R_NONE;
+            }
+            if (e->lo[c] < hat_lo || (e->lo[c] == hat_lo && e->rank[c] < hat_rank)) {
+                hat_lo = e->lo[c];
+                hat_rank = e->rank[c];
+            }
         }
         if (h < h1) {
             h2 = h1;
@@ -526,6 +543,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         uint32_t c = e->stk[off + i];
         uint64_t y = e->lo[c];
         if (y < x || (y == x && e->rank[c] < tie)) continue;
+        if (y > hat_lo || (y == hat_lo && e->rank[c] > hat_rank)) continue;
         if (y >= (c == arg ? h2 : h1)) continue;
         if (e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
         cand cd = {y, e->rank[c], c};
