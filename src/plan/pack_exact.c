@@ -32,7 +32,7 @@
 #include "core/internal.h"
 #include "plan/pack_internal.h"
 
-#define NRANK 4
+#define NRANK 8
 #define INF UINT64_MAX
 
 typedef struct span {
@@ -54,8 +54,9 @@ struct hbmi_exact {
     uint32_t *pin_beg;        /* CSR: pinned obstacles per item */
     span *pins;
     int32_t *twin;            /* previous identical item or -1 */
-    uint32_t *ranks[NRANK];
-    uint32_t *rank;           /* the one in use */
+    uint32_t *rank;           /* branching rank of each item (lower first) */
+    uint64_t *k_press, *k_len, *k_area; /* what ranks are made of */
+    void *rk;                 /* scratch for ranking */
     uint32_t *bys0;           /* items sorted by s0 */
     uint64_t *sum0;           /* all sizes per section */
     /* search state */
@@ -74,7 +75,8 @@ struct hbmi_exact {
     uint64_t *ebuf;           /* scratch for the section bound */
     uint64_t cap;             /* capacity being tried */
     uint64_t nodes, node_limit, deadline_ns;
-    int stop;                 /* 1 aborted, 2 out of memory */
+    int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
+    uint64_t seed;
     /* progress */
     void (*progress)(void *, const hbm_pack_progress *);
     void *progress_user;
@@ -123,13 +125,42 @@ static int s0_cmp_items(const void *a, const void *b) {
     return *x < *y ? -1 : *x > *y;
 }
 
+/* Branching ranks. 0: lifetime, area, pressure; 1: pressure, area, lifetime; 2: pressure,
+ * lifetime, area (MiniMalloc's WAT, TAW, TWA); 3: size; 4 and up: one of the first three
+ * with its leading key scaled by a random factor in [1, 1.5) (seeded), for restarts. */
+static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
+    rkey *rk = e->rk;
+    for (uint32_t i = 0; i < e->n; i++) {
+        uint64_t len = e->k_len[i], area = e->k_area[i], press = e->k_press[i];
+        switch (variant) {
+        case 0: rk[i] = (rkey){{len, area, press}, i}; break;
+        case 1: rk[i] = (rkey){{press, area, len}, i}; break;
+        case 2: rk[i] = (rkey){{press, len, area}, i}; break;
+        case 3: rk[i] = (rkey){{e->size[i], len, 0}, i}; break;
+        default: {
+            uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1);
+            uint64_t lead = variant % 3 == 0 ? len : press, next = variant % 3 == 1 ? area : len;
+            double f = 1.0 + (double)(h & 0xffff) / 131072.0;
+            uint64_t scaled = (double)lead * f >= 1.8e19 ? UINT64_MAX : (uint64_t)((double)lead * f);
+            rk[i] = (rkey){{scaled, next, h >> 16}, i};
+            break;
+        }
+        }
+    }
+    qsort(rk, e->n, sizeof *rk, rkey_cmp);
+    for (uint32_t i = 0; i < e->n; i++) e->rank[rk[i].item] = i;
+}
+
 void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->rank, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
-    for (int r = 0; r < NRANK; r++) hbmi_free(e->ranks[r]);
+    hbmi_free(e->k_press);
+    hbmi_free(e->k_len);
+    hbmi_free(e->k_area);
+    hbmi_free(e->rk);
     hbmi_free(e);
 }
 
@@ -163,8 +194,11 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     t = hbmi_malloc(2 * N * sizeof *t);
     tmp = hbmi_malloc(2 * N * sizeof *tmp);
     rk = hbmi_malloc(N * sizeof *rk);
-    for (int r = 0; r < NRANK; r++)
-        if (!(e->ranks[r] = hbmi_malloc(N * sizeof *e->ranks[r]))) goto nomem;
+    e->rank = hbmi_malloc(N * sizeof *e->rank);
+    e->k_press = hbmi_malloc(N * sizeof *e->k_press);
+    e->k_len = hbmi_malloc(N * sizeof *e->k_len);
+    e->k_area = hbmi_malloc(N * sizeof *e->k_area);
+    if (!e->rank || !e->k_press || !e->k_len || !e->k_area) goto nomem;
     if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo ||
         !e->off || !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
         goto nomem;
@@ -288,27 +322,19 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     qsort(rk, n, sizeof *rk, twin_cmp);
     for (uint32_t i = 1; i < n; i++)
         if (!memcmp(rk[i].k, rk[i - 1].k, sizeof rk[i].k)) e->twin[rk[i].item] = (int32_t)rk[i - 1].item;
-    /* static ranks: 0 section pressure, 1 size, 2 area, 3 lifetime */
-    for (int r = 0; r < NRANK; r++) {
-        for (uint32_t i = 0; i < n; i++) {
-            const hbm_tl_buffer *tb = &tl->buffers[e->buf[i]];
-            uint64_t press = 0, len = (uint64_t)tb->end - (uint64_t)tb->start;
-            for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
-                if (e->sum0[s] > press) press = e->sum0[s];
-            uint64_t area = len && e->size[i] > UINT64_MAX / len ? UINT64_MAX : e->size[i] * len;
-            rkey *x = &rk[i];
-            x->item = i;
-            switch (r) {
-            case 0: *x = (rkey){{len, area, press}, i}; break;
-            case 1: *x = (rkey){{press, area, len}, i}; break;
-            case 2: *x = (rkey){{press, len, area}, i}; break;
-            default: *x = (rkey){{e->size[i], len, 0}, i}; break;
-            }
-        }
-        qsort(rk, n, sizeof *rk, rkey_cmp);
-        for (uint32_t i = 0; i < n; i++) e->ranks[r][rk[i].item] = i;
+    /* the keys the branching ranks are made of */
+    for (uint32_t i = 0; i < n; i++) {
+        const hbm_tl_buffer *tb = &tl->buffers[e->buf[i]];
+        uint64_t press = 0, len = (uint64_t)tb->end - (uint64_t)tb->start;
+        for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
+            if (e->sum0[s] > press) press = e->sum0[s];
+        e->k_press[i] = press;
+        e->k_len[i] = len;
+        e->k_area[i] = len && e->size[i] > UINT64_MAX / len ? UINT64_MAX : e->size[i] * len;
     }
-    e->rank = e->ranks[0];
+    e->rk = rk;
+    rk = NULL;
+    set_rank(e, 0, 0);
     hbmi_free(t);
     hbmi_free(tmp);
     hbmi_free(rk);
@@ -613,7 +639,8 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
             uint64_t used = e->nodes - total0, lim = limit;
             if (node_limit && used >= node_limit) goto aborted;
             if (node_limit && lim > node_limit - used) lim = node_limit - used;
-            e->rank = e->ranks[q];
+            /* the four fixed ranks, then noisy ones with fresh seeds every round */
+            set_rank(e, q < 4 ? (unsigned)q : 4 + (unsigned)(q % 3), ++e->seed);
             e->node_limit = e->nodes + lim;
             v = INF;
             r = attempt(e, &v);
