@@ -16,7 +16,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
 int cli_is(const char *arg, const char *a, const char *b);
 
 #define HBM_COMMANDS(X)                                                                     \
-    X(config, "print the resolved allocator configuration and where each value came from")
+    X(config, "print the resolved allocator configuration and where each value came from")     \
+    X(pack, "place buffers with known lifetimes at offsets: heuristics or an exact search")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)
