@@ -77,6 +77,7 @@ struct hbmi_exact {
     uint64_t nodes, node_limit, deadline_ns;
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
     uint64_t seed;
+    unsigned next_rank;
     /* progress */
     void (*progress)(void *, const hbm_pack_progress *);
     void *progress_user;
@@ -635,12 +636,13 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
     /* round robin over the ranks with doubling node limits (stop = 3 marks a limit hit,
      * 1 the deadline, 2 out of memory) */
     while (r == R_ABORT) {
-        for (int q = 0; q < NRANK && r == R_ABORT; q++) {
+        for (int qq = 0; qq < NRANK && r == R_ABORT; qq++) {
+            unsigned q = e->next_rank++ % NRANK; /* continues across calls */
             uint64_t used = e->nodes - total0, lim = limit;
             if (node_limit && used >= node_limit) goto aborted;
             if (node_limit && lim > node_limit - used) lim = node_limit - used;
             /* the four fixed ranks, then noisy ones with fresh seeds every round */
-            set_rank(e, q < 4 ? (unsigned)q : 4 + (unsigned)(q % 3), ++e->seed);
+            set_rank(e, q < 4 ? q : 4 + q % 3, ++e->seed);
             e->node_limit = e->nodes + lim;
             v = INF;
             r = attempt(e, &v);

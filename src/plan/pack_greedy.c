@@ -241,6 +241,16 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     if (best > lower_bound && tl->count > 1) {
         hbmi_exact *e;
         if ((s = hbmi_exact_new(tl, def_align, &e))) goto out;
+        /* canonical dives without a capacity: bottom-up, lowest lo first */
+        for (int d = 0; d < 8 && best > lower_bound; d++) {
+            hbmi_exact_rc rc;
+            uint64_t nb;
+            if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, 0, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
+            if (rc == HBMI_EXACT_FOUND && (ext = hbm_timeline_extent(tl)) < best) {
+                best = ext;
+                save_offsets(tl, best_off);
+            }
+        }
         uint64_t lo = lower_bound, hi = best - 1, budget = 400 + 20 * (uint64_t)tl->count;
         uint64_t stop = hbmi_now_ns() + 8000000ULL;
         if (deadline_ns && deadline_ns < stop) stop = deadline_ns;
