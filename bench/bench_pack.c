@@ -78,37 +78,6 @@ static void bench_case(const char *name, hbm_timeline *tl, uint64_t cap, double 
     }
 }
 
-/* A hard instance: a perfectly packed rectangle of width cap over [0, T) cut into random
- * pieces (guillotine cuts in time and space), so the optimum equals the lower bound. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static void cut(hbm_timeline *tl, uint64_t off, uint64_t w, int64_t t0, int64_t t1, int depth, uint64_t unit) {
-    if (depth == 0 || (w <= unit && t1 - t0 <= 1) || rnd() % 8 == 0) {
-        size_t i;
-        hbm_timeline_add(tl, w, t0, t1, NULL, &i);
-        return;
-    }
-    if ((rnd() & 1) && w > unit) {
-        uint64_t k = 1 + rnd() % (w / unit - 1 ? w / unit - 1 : 1);
-        if (k * unit >= w) k = w / unit - 1;
-        cut(tl, off, k * unit, t0, t1, depth - 1, unit);
-        cut(tl, off + k * unit, w - k * unit, t0, t1, depth - 1, unit);
-    } else if (t1 - t0 > 1) {
-        int64_t m = t0 + 1 + (int64_t)(rnd() % (uint64_t)(t1 - t0 - 1));
-        cut(tl, off, w, t0, m, depth - 1, unit);
-        cut(tl, off, w, m, t1, depth - 1, unit);
-    } else {
-        size_t i;
-        hbm_timeline_add(tl, w, t0, t1, NULL, &i);
-    }
-}
-
 int main(int argc, char **argv) {
     double mincap = argc > 1 ? atof(argv[1]) : 120;
     int reps = argc > 2 ? atoi(argv[2]) : 5;
@@ -156,12 +125,15 @@ int main(int argc, char **argv) {
     row_stats g = {0};
     for (int k = 0; k < 4; k++) {
         hbm_timeline *tl;
-        hbm_timeline_new(&tl);
-        cut(tl, 0, 1 << 20, 0, 1000, 9, 1024);
+        size_t nb = k < 2 ? 100 : 200;
+        if (hbm_pack_generate((uint64_t)k + 1, nb, 1 << 20, 1000, &tl)) continue;
         char nm[32];
-        snprintf(nm, sizeof nm, "gen%d", k);
+        snprintf(nm, sizeof nm, "gen%d-%zu", k + 1, nb);
         bench_case(nm, tl, 1 << 20, mincap, reps, &g);
         hbm_timeline_free(tl);
     }
+    if (g.n)
+        printf("median over %d generated: best %.2f ms, exact fit %.3f s\n", g.n, median(g.best_t, g.n) * 1e3,
+               median(g.fit_t, g.n));
     return 0;
 }

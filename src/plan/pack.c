@@ -177,7 +177,7 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
     }
     restore(&p);
     if ((s = hbm_timeline_verify(tl, opts->capacity))) {
-        s = hbmi_error_prefix(HBM_ERR_CORRUPT, "pack: internal error, the %s packing is invalid: ", hbm_pack_algo_str(opts->algo));
+        if (s == HBM_ERR_CORRUPT) s = hbmi_error_prefix(HBM_ERR_CORRUPT, "pack: internal error, the %s packing is invalid: ", hbm_pack_algo_str(opts->algo));
         goto out;
     }
     r->extent = p.best;
