@@ -563,8 +563,9 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         }
     }
     /* candidates, as (lo, rank, item) triples packed in the stack (4 slots each) */
-    if (!need_stack(e, (size_t)k * 4 + k)) return R_ABORT;
-    size_t cb = e->sp;
+    if (!need_stack(e, (size_t)k * 4 + k + 1)) return R_ABORT;
+    size_t cb = (e->sp + 1) & ~(size_t)1; /* cand needs 8-byte alignment */
+    size_t sp0 = e->sp;
     uint32_t nc = 0;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t c = e->stk[off + i];
@@ -588,7 +589,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         size_t mark = e->npl;
         if (!place(e, b, cd.lo) || !need_stack(e, k)) {
             undo_to(e, mark);
-            e->sp = cb;
+            e->sp = sp0;
             return R_ABORT;
         }
         size_t ro = e->sp;
@@ -600,17 +601,17 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         int r = solve_list(e, ro, m, cd.lo, cd.rank, &cv);
         e->sp = ro;
         if (r == R_FOUND) {
-            e->sp = cb;
+            e->sp = sp0;
             return R_FOUND;
         }
         undo_to(e, mark);
         if (r == R_ABORT) {
-            e->sp = cb;
+            e->sp = sp0;
             return R_ABORT;
         }
         if (cv < best) best = cv;
     }
-    e->sp = cb;
+    e->sp = sp0;
     *v = best;
     return R_NONE;
 }
