@@ -78,6 +78,12 @@ struct hbmi_exact {
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
     uint64_t seed;
     unsigned next_rank;
+    uint64_t rank_id;         /* names the rank in use, for the failure cache */
+    /* failure cache: 128-bit hashes of (items, their lo, x, tie, rank) of groups proven
+     * to fail, with the bound proven; open addressing, linear probing */
+    struct fent { uint64_t h1, h2, v; } *fc;
+    size_t fc_cap, fc_n;
+    uint64_t fc_hits;
     /* progress */
     void (*progress)(void *, const hbm_pack_progress *);
     void *progress_user;
@@ -150,13 +156,14 @@ static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
     }
     qsort(rk, e->n, sizeof *rk, rkey_cmp);
     for (uint32_t i = 0; i < e->n; i++) e->rank[rk[i].item] = i;
+    e->rank_id = variant < 4 ? variant : hbmi_hash64(seed) | 4;
 }
 
 void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->rank, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -499,6 +506,77 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
 
 /* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
  * independent groups and solve each. */
+/* --- the failure cache ----------------------------------------------------------------- */
+static void group_hash(const hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint32_t tie,
+                       uint64_t *h1, uint64_t *h2) {
+    uint64_t a = hbmi_hash64(x ^ e->rank_id), b = hbmi_hash64(((uint64_t)tie << 32 | k) + 0x51ed27);
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c = list[i];
+        uint64_t m = hbmi_hash64(((uint64_t)c << 40) ^ e->lo[c] ^ 0x2545f4914f6cdd1dULL);
+        a = hbmi_hash64(a + m);
+        b = (b ^ m) * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    }
+    *h1 = a;
+    *h2 = hbmi_hash64(b);
+}
+
+static struct fent *fc_find(const hbmi_exact *e, uint64_t h1, uint64_t h2) {
+    if (!e->fc_cap) return NULL;
+    for (size_t i = h1 & (e->fc_cap - 1);; i = (i + 1) & (e->fc_cap - 1)) {
+        struct fent *f = &e->fc[i];
+        if (!f->h1 && !f->h2) return NULL;
+        if (f->h1 == h1 && f->h2 == h2) return f;
+    }
+}
+
+static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
+    if (!h1 && !h2) h1 = 1;
+    if (2 * (e->fc_n + 1) > e->fc_cap) { /* grow; the cache is optional, so no error */
+        size_t nc = e->fc_cap ? 2 * e->fc_cap : 4096;
+        if (nc > ((size_t)1 << 21)) return;
+        struct fent *nf = hbmi_calloc(nc, sizeof *nf);
+        if (!nf) return;
+        for (size_t i = 0; i < e->fc_cap; i++) {
+            struct fent *f = &e->fc[i];
+            if (!f->h1 && !f->h2) continue;
+            size_t j = f->h1 & (nc - 1);
+            while (nf[j].h1 || nf[j].h2) j = (j + 1) & (nc - 1);
+            nf[j] = *f;
+        }
+        hbmi_free(e->fc);
+        e->fc = nf;
+        e->fc_cap = nc;
+    }
+    if (!e->fc_cap || 2 * (e->fc_n + 1) > e->fc_cap) return;
+    struct fent *f = fc_find(e, h1, h2);
+    if (f) {
+        if (v > f->v) f->v = v;
+        return;
+    }
+    size_t j = h1 & (e->fc_cap - 1);
+    while (e->fc[j].h1 || e->fc[j].h2) j = (j + 1) & (e->fc_cap - 1);
+    e->fc[j] = (struct fent){h1, h2, v};
+    e->fc_n++;
+}
+
+/* dfs on one group, through the failure cache: the same group in the same state (its
+ * items, their lo, the floor x, the tie) recurs whenever a search backtracks over a
+ * placement elsewhere in time. A bound proven from a state holds at any capacity. */
+static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
+    if (k < 4) return dfs(e, off, k, x, tie, v);
+    uint64_t h1, h2;
+    group_hash(e, e->stk + off, k, x, tie, &h1, &h2);
+    struct fent *f = fc_find(e, h1 ? h1 : 1, h2);
+    if (f && f->v > e->cap) {
+        e->fc_hits++;
+        *v = f->v;
+        return R_NONE;
+    }
+    int r = dfs(e, off, k, x, tie, v);
+    if (r == R_NONE) fc_put(e, h1 ? h1 : 1, h2, *v);
+    return r;
+}
+
 static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
     if (!k) return R_FOUND;
     if (!bounds_ok(e, e->stk + off, k, x, v)) return R_NONE;
@@ -509,7 +587,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
             if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
             j++;
         }
-        int r = dfs(e, off + i, j - i, x, tie, v);
+        int r = dfs_cached(e, off + i, j - i, x, tie, v);
         if (r != R_FOUND) return r;
         i = j;
     }
