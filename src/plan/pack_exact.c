@@ -580,18 +580,44 @@ static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
 static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
     if (!k) return R_FOUND;
     if (!bounds_ok(e, e->stk + off, k, x, v)) return R_NONE;
-    uint32_t i = 0;
-    while (i < k) {
+    /* the groups: runs of the s0-sorted list that no item bridges */
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < k;) {
         uint32_t j = i + 1, reach = e->s1[e->stk[off + i]];
         while (j < k && e->s0[e->stk[off + j]] < reach) {
             if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
             j++;
         }
-        int r = dfs_cached(e, off + i, j - i, x, tie, v);
-        if (r != R_FOUND) return r;
+        ng++;
         i = j;
     }
-    return R_FOUND;
+    if (ng == 1) return dfs_cached(e, off, k, x, tie, v);
+    /* several: smallest first, so that a group that fails fails cheaply */
+    if (!need_stack(e, 2 * (size_t)ng)) return R_ABORT;
+    size_t gb = e->sp;
+    e->sp += 2 * (size_t)ng;
+    uint32_t g = 0;
+    for (uint32_t i = 0; i < k;) {
+        uint32_t j = i + 1, reach = e->s1[e->stk[off + i]];
+        while (j < k && e->s0[e->stk[off + j]] < reach) {
+            if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
+            j++;
+        }
+        uint32_t at = g++;
+        while (at && e->stk[gb + 2 * (at - 1) + 1] > j - i) {
+            e->stk[gb + 2 * at] = e->stk[gb + 2 * (at - 1)];
+            e->stk[gb + 2 * at + 1] = e->stk[gb + 2 * (at - 1) + 1];
+            at--;
+        }
+        e->stk[gb + 2 * at] = i;
+        e->stk[gb + 2 * at + 1] = j - i;
+        i = j;
+    }
+    int r = R_FOUND;
+    for (g = 0; g < ng && r == R_FOUND; g++)
+        r = dfs_cached(e, off + e->stk[gb + 2 * g], e->stk[gb + 2 * g + 1], x, tie, v);
+    e->sp = gb;
+    return r;
 }
 
 typedef struct cand {
