@@ -251,11 +251,14 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
                 save_offsets(tl, best_off);
             }
         }
-        uint64_t lo = lower_bound, hi = best - 1, budget = 400 + 20 * (uint64_t)tl->count;
-        uint64_t stop = hbmi_now_ns() + 8000000ULL;
-        if (deadline_ns && deadline_ns < stop) stop = deadline_ns;
-        for (int probe = 0; probe < 8 && lo <= hi && hbmi_now_ns() < stop; probe++) {
-            uint64_t c = probe == 0 ? lo : lo + (hi - lo) / 2;
+        /* then probes at the bound, and at capacities closing in on it (+10 %, +7 %, ...),
+         * each a search limited in nodes; a proof of infeasibility ends it */
+        static const uint32_t permille[] = {0, 100, 70, 50, 35, 25, 15, 8, 4};
+        uint64_t budget = 400 + 10 * (uint64_t)tl->count, stop = deadline_ns;
+        int misses = 0;
+        for (size_t p = 0; p < sizeof permille / sizeof permille[0] && misses < 2 && (!stop || hbmi_now_ns() < stop); p++) {
+            uint64_t c = lower_bound + lower_bound / 1000 * permille[p];
+            if (c >= best) continue;
             hbmi_exact_rc rc;
             uint64_t nb;
             if ((s = hbmi_exact_solve(e, tl, c, stop, budget, &rc, &nb))) break;
@@ -265,9 +268,11 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
                     best = ext;
                     save_offsets(tl, best_off);
                 }
-                hi = best - 1;
-            } else {
-                lo = rc == HBMI_EXACT_NONE && nb > c ? nb : c + 1;
+                misses = 0;
+            } else if (rc == HBMI_EXACT_NONE) {
+                break;
+            } else if (p > 0) {
+                misses++;
             }
         }
         hbmi_exact_free(e);
