@@ -79,6 +79,9 @@ struct hbmi_exact {
     uint64_t seed;
     unsigned next_rank;
     uint64_t rank_id;         /* names the rank in use, for the failure cache */
+    unsigned variant;
+    uint64_t seed_cur;
+    int regroup;
     /* failure cache: 128-bit hashes of (items, their lo, x, tie, rank) of groups proven
      * to fail, with the bound proven; open addressing, linear probing */
     struct fent { uint64_t h1, h2, v; } *fc;
@@ -135,27 +138,39 @@ static int s0_cmp_items(const void *a, const void *b) {
 /* Branching ranks. 0: lifetime, area, pressure; 1: pressure, area, lifetime; 2: pressure,
  * lifetime, area (MiniMalloc's WAT, TAW, TWA); 3: size; 4 and up: one of the first three
  * with its leading key scaled by a random factor in [1, 1.5) (seeded), for restarts. */
-static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
+static void rank_items(hbmi_exact *e, const uint32_t *list, uint32_t k, unsigned variant, uint64_t seed) {
     rkey *rk = e->rk;
-    for (uint32_t i = 0; i < e->n; i++) {
+    for (uint32_t q = 0; q < k; q++) {
+        uint32_t i = list ? list[q] : q;
         uint64_t len = e->k_len[i], area = e->k_area[i], press = e->k_press[i];
+        if (list) { /* a group of its own: pressure from what is left unplaced */
+            press = 0;
+            for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
+                if (e->sum[s] > press) press = e->sum[s];
+        }
         switch (variant) {
-        case 0: rk[i] = (rkey){{len, area, press}, i}; break;
-        case 1: rk[i] = (rkey){{press, area, len}, i}; break;
-        case 2: rk[i] = (rkey){{press, len, area}, i}; break;
-        case 3: rk[i] = (rkey){{e->size[i], len, 0}, i}; break;
+        case 0: rk[q] = (rkey){{len, area, press}, i}; break;
+        case 1: rk[q] = (rkey){{press, area, len}, i}; break;
+        case 2: rk[q] = (rkey){{press, len, area}, i}; break;
+        case 3: rk[q] = (rkey){{e->size[i], len, 0}, i}; break;
         default: {
             uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1);
             uint64_t lead = variant % 3 == 0 ? len : press, next = variant % 3 == 1 ? area : len;
             double f = 1.0 + (double)(h & 0xffff) / 131072.0;
             uint64_t scaled = (double)lead * f >= 1.8e19 ? UINT64_MAX : (uint64_t)((double)lead * f);
-            rk[i] = (rkey){{scaled, next, h >> 16}, i};
+            rk[q] = (rkey){{scaled, next, h >> 16}, i};
             break;
         }
         }
     }
-    qsort(rk, e->n, sizeof *rk, rkey_cmp);
-    for (uint32_t i = 0; i < e->n; i++) e->rank[rk[i].item] = i;
+    qsort(rk, k, sizeof *rk, rkey_cmp);
+    for (uint32_t q = 0; q < k; q++) e->rank[rk[q].item] = q;
+}
+
+static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
+    e->variant = variant;
+    e->seed_cur = seed;
+    rank_items(e, NULL, e->n, variant, seed);
     e->rank_id = variant < 4 ? variant : hbmi_hash64(seed) | 4;
 }
 
@@ -614,8 +629,27 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         i = j;
     }
     int r = R_FOUND;
-    for (g = 0; g < ng && r == R_FOUND; g++)
-        r = dfs_cached(e, off + e->stk[gb + 2 * g], e->stk[gb + 2 * g + 1], x, tie, v);
+    for (g = 0; g < ng && r == R_FOUND; g++) {
+        size_t go = off + e->stk[gb + 2 * g];
+        uint32_t gk = e->stk[gb + 2 * g + 1];
+        if (!e->regroup) {
+            r = dfs_cached(e, go, gk, x, tie, v);
+            continue;
+        }
+        /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
+         * what is left of it; the ranks of its items come back afterwards */
+        if (!need_stack(e, gk)) {
+            r = R_ABORT;
+            break;
+        }
+        size_t sv = e->sp;
+        for (uint32_t q = 0; q < gk; q++) e->stk[sv + q] = e->rank[e->stk[go + q]];
+        e->sp += gk;
+        rank_items(e, e->stk + go, gk, e->variant, e->seed_cur);
+        r = dfs_cached(e, go, gk, 0, 0, v);
+        for (uint32_t q = 0; q < gk; q++) e->rank[e->stk[go + q]] = e->stk[sv + q];
+        e->sp = sv;
+    }
     e->sp = gb;
     return r;
 }
@@ -735,6 +769,7 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t *next_bound) {
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
+    e->regroup = 1;
     uint64_t total0 = e->nodes, limit = (uint64_t)e->n * 8 + 64;
     int r = R_ABORT;
     uint64_t v = INF;
