@@ -104,21 +104,45 @@ static hbm_status run_exact(pack_run *p) {
         else if (!s && rc == HBMI_EXACT_NONE && nb > r->lower_bound) r->lower_bound = nb;
         else if (!s) r->timed_out = 1;
     } else {
-        /* iterative deepening on the capacity: each failed search proves a larger bound */
-        uint64_t c = lb;
-        while (c < p->best && (!cap || c <= cap)) {
+        /* 1. a first look at the bound itself (often the optimum);
+         * 2. top down: ask for a packing one byte below the best, until that is proven
+         *    impossible (then the best is optimal) - most of the time;
+         * 3. bottom up (iterative deepening): each failed search proves a larger bound,
+         *    so a timeout still reports a good bound - the rest of the time. */
+        uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
+        uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
+        int done = 0;
+        hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
+        s = hbmi_exact_solve(e, p->tl, c, p->deadline ? now + span / 4 : 0, 200000 + 1000 * (uint64_t)p->tl->count, &rc, &nb);
+        if (!s && rc == HBMI_EXACT_FOUND) {
+            keep(p, hbm_timeline_extent(p->tl));
+            done = 1;
+        } else if (!s && rc == HBMI_EXACT_NONE) {
+            c = nb;
+        }
+        while (!s && !done && c < p->best) {
+            hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
+            if ((s = hbmi_exact_solve(e, p->tl, p->best - 1, td_end, 0, &rc, &nb))) break;
+            if (rc == HBMI_EXACT_FOUND) {
+                keep(p, hbm_timeline_extent(p->tl));
+            } else if (rc == HBMI_EXACT_NONE) {
+                c = p->best; /* proven: nothing below the best */
+                done = 1;
+            } else {
+                break;
+            }
+        }
+        while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {
             hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
             if ((s = hbmi_exact_solve(e, p->tl, c, p->deadline, 0, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND) {
                 keep(p, hbm_timeline_extent(p->tl));
                 break;
             }
-            if (rc == HBMI_EXACT_ABORTED) {
-                r->timed_out = 1;
-                break;
-            }
+            if (rc == HBMI_EXACT_ABORTED) break;
             c = nb;
         }
+        if (!s && c < p->best && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
         if (!s) r->lower_bound = c < p->best ? c : p->best;
     }
     r->nodes = hbmi_exact_nodes(e);

@@ -20,7 +20,12 @@
  *    max over k of (e_k + the sizes of those with e >= e_k). Above the capacity: cut.
  *  - decomposition: after each placement the unplaced buffers split into groups that
  *    share no time section; groups never interact again and are solved one after the
- *    other (the first that fails fails the node), turning a product into a sum.
+ *    other, smallest first (the first that fails fails the node), turning a product
+ *    into a sum. Each group is a problem of its own: its search starts over (floor 0)
+ *    with ranks recomputed from what is left of it, as MiniMalloc's sub-partitions do.
+ *  - a failure cache: a group in a given state (its items, their lo, floor, tie, rank)
+ *    that failed once fails again; states recur whenever the search backtracks over a
+ *    placement elsewhere in time. 128-bit hashes; the bound proven is kept too.
  *
  * Every failed subtree returns the least bound that cut it, so a failed search at
  * capacity C proves a bound > C on the optimum (iterative deepening for --minimize).
@@ -81,7 +86,6 @@ struct hbmi_exact {
     uint64_t rank_id;         /* names the rank in use, for the failure cache */
     unsigned variant;
     uint64_t seed_cur;
-    int regroup;
     /* failure cache: 128-bit hashes of (items, their lo, x, tie, rank) of groups proven
      * to fail, with the bound proven; open addressing, linear probing */
     struct fent { uint64_t h1, h2, v; } *fc;
@@ -632,10 +636,6 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
     for (g = 0; g < ng && r == R_FOUND; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
-        if (!e->regroup) {
-            r = dfs_cached(e, go, gk, x, tie, v);
-            continue;
-        }
         /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
          * what is left of it; the ranks of its items come back afterwards */
         if (!need_stack(e, gk)) {
@@ -769,7 +769,6 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t *next_bound) {
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
-    e->regroup = 1;
     uint64_t total0 = e->nodes, limit = (uint64_t)e->n * 8 + 64;
     int r = R_ABORT;
     uint64_t v = INF;
