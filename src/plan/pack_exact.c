@@ -82,6 +82,7 @@ struct hbmi_exact {
     uint64_t nodes, node_limit, deadline_ns;
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
     uint64_t seed;
+    uint64_t first_limit;     /* node limit of the first restart round (0: 8n + 64) */
     unsigned next_rank;
     uint64_t rank_id;         /* names the rank in use, for the failure cache */
     unsigned variant;
@@ -769,7 +770,7 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t *next_bound) {
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
-    uint64_t total0 = e->nodes, limit = (uint64_t)e->n * 8 + 64;
+    uint64_t total0 = e->nodes, limit = e->first_limit ? e->first_limit : (uint64_t)e->n * 8 + 64;
     int r = R_ABORT;
     uint64_t v = INF;
     /* round robin over the ranks with doubling node limits (stop = 3 marks a limit hit,
@@ -804,6 +805,8 @@ aborted:
 }
 
 uint64_t hbmi_exact_nodes(const hbmi_exact *e) { return e->nodes; }
+
+void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes) { e->first_limit = nodes; }
 
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound) {

@@ -254,7 +254,8 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         /* then probes at the bound, and at capacities closing in on it (+10 %, +7 %, ...),
          * each a search limited in nodes; a proof of infeasibility ends it */
         static const uint32_t permille[] = {0, 100, 70, 50, 35, 25, 15, 8, 4};
-        uint64_t budget = 400 + 10 * (uint64_t)tl->count, stop = deadline_ns;
+        uint64_t budget = 600 + 12 * (uint64_t)tl->count, stop = deadline_ns;
+        hbmi_exact_set_first_limit(e, 2 * (uint64_t)tl->count + 32);
         int misses = 0;
         for (size_t p = 0; p < sizeof permille / sizeof permille[0] && misses < 2 && (!stop || hbmi_now_ns() < stop); p++) {
             uint64_t c = lower_bound + lower_bound / 1000 * permille[p];
