@@ -306,6 +306,13 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
                 if (!pass) {
                     e->ov_beg[i + 1]++;
                     e->ov_beg[j + 1]++;
+                    if (++nov > ((size_t)1 << 27)) {
+                        hbmi_exact_free(e);
+                        hbmi_free(t);
+                        hbmi_free(tmp);
+                        hbmi_free(rk);
+                        return hbmi_error(HBM_ERR_UNSUPPORTED, "pack: exact search: too many overlapping pairs (over 2^27)");
+                    }
                 } else {
                     e->ov[tmp[i]++] = j;
                     e->ov[tmp[j]++] = i;

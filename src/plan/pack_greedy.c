@@ -238,9 +238,13 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         }
     /* 2. a short canonical search below the best so far: bisect between the bound and the
      * best extent, each probe limited in nodes (deterministic) and by the deadline */
-    if (best > lower_bound && tl->count > 1) {
+    if (best > lower_bound && tl->count > 1 && tl->count <= 50000) {
         hbmi_exact *e;
-        if ((s = hbmi_exact_new(tl, def_align, &e))) goto out;
+        if ((s = hbmi_exact_new(tl, def_align, &e))) {
+            if (s != HBM_ERR_UNSUPPORTED) goto out;
+            s = HBM_OK; /* too large to search: the greedy result stands */
+            goto done;
+        }
         /* canonical dives without a capacity: bottom-up, lowest lo first */
         for (int d = 0; d < 8 && best > lower_bound; d++) {
             hbmi_exact_rc rc;
@@ -279,6 +283,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         hbmi_exact_free(e);
         if (s) goto out;
     }
+done:
     for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = best_off[i];
     *extent = best;
 out:
