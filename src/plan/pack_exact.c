@@ -3,21 +3,24 @@
  * Canonical packings. Take any packing and, among those at least as good, one with the
  * least sum of offsets: no buffer can move down, so each one sits at 0 or right on top of
  * (the aligned top of) a time-overlapping buffer, or of a pinned obstacle. Listing its
- * buffers by offset (ties by index), every buffer sits at lo = the lowest aligned offset
+ * buffers by offset (ties by a rank), every buffer sits at lo = the lowest aligned offset
  * above all time-overlapping buffers listed before it that clears the obstacles. So the
  * search builds the list: at each node it picks the next buffer b among those whose lo
  * is not below the last offset placed (x), and places it at lo[b]. The state is only the
  * lo values, kept up to date incrementally with an undo trail.
  *
  * Pruning, each argued from the least-sum packing (which no rule can cut):
- *  - order: lo[b] < x, or lo[b] == x with a smaller index than the last one, is skipped;
+ *  - order: lo[b] < x, or lo[b] == x with a smaller rank than the last one, is skipped;
  *  - gaps: if some other unplaced c has lo[c] + size[c] <= lo[b], placing b there is
  *    dominated (c could drop to lo[c] below everything placed later); if that holds with
  *    x itself, the node is dead;
+ *  - hatless: a buffer with no unplaced buffer overlapping it in time sits at its lo, so
+ *    its place in the list is known: nothing after it can come next, and the node is
+ *    dead if that place is already behind (MiniMalloc only stops branching after one);
  *  - twins: of buffers with equal size, lifetime and alignment, the lower index goes first;
  *  - sections: in every time section the unplaced buffers live together, so they stack
- *    above max(x, their lo): with e = max(x, lo) sorted downwards, the top is at least
- *    max over k of (e_k + the sizes of those with e >= e_k). Above the capacity: cut.
+ *    above max(x, their least lo) and must end below the capacity. Checked lazily: a
+ *    section's scan over its unplaced buffers stops at the first one low enough.
  *  - decomposition: after each placement the unplaced buffers split into groups that
  *    share no time section; groups never interact again and are solved one after the
  *    other, smallest first (the first that fails fails the node), turning a product
@@ -30,7 +33,7 @@
  * Every failed subtree returns the least bound that cut it, so a failed search at
  * capacity C proves a bound > C on the optimum (iterative deepening for --minimize).
  * Restarts: the branching order (lo first, then a static rank) cycles through several
- * ranks under doubling node limits, as MiniMalloc's round robin does. */
+ * ranks (MiniMalloc's three, size, and seeded noisy ones) under doubling node limits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +80,6 @@ struct hbmi_exact {
     size_t npl;
     uint32_t *stk;
     size_t sp, cap_stk;
-    uint64_t *ebuf;           /* scratch for the section bound */
     uint64_t cap;             /* capacity being tried */
     uint64_t nodes, node_limit, deadline_ns;
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
@@ -183,7 +185,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->ebuf, e->nact, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->nact, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -283,8 +285,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->slot = hbmi_malloc((memb + 1) * sizeof *e->slot);
     if (!e->slot) goto nomem;
     for (uint32_t i = 0; i < n; i++) e->slot_beg[i + 1] = e->slot_beg[i] + (e->s1[i] - e->s0[i]);
-    e->ebuf = hbmi_malloc(2 * N * sizeof *e->ebuf);
-    if (!e->sec_it || !e->ebuf) goto nomem;
+    if (!e->sec_it) goto nomem;
     {
         uint32_t *fill = hbmi_malloc(S * sizeof *fill);
         if (!fill) goto nomem;
