@@ -246,7 +246,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
             goto done;
         }
         /* canonical dives without a capacity: bottom-up, lowest lo first */
-        for (int d = 0; d < 8 && best > lower_bound; d++) {
+        for (int d = 0; d < 4 && best > lower_bound; d++) {
             hbmi_exact_rc rc;
             uint64_t nb;
             if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, 0, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
