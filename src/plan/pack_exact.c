@@ -71,6 +71,7 @@ struct hbmi_exact {
     uint64_t *lo, *off, *sum;
     uint32_t *uov;            /* per item: how many time-overlapping items are unplaced */
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
+    uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
     uint8_t *placed;
@@ -185,7 +186,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->nact, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -264,6 +265,8 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->sum0 = hbmi_calloc(S, sizeof *e->sum0);
     e->sum = hbmi_calloc(S, sizeof *e->sum);
     e->nact = hbmi_calloc(S, sizeof *e->nact);
+    e->wit = hbmi_calloc(S, sizeof *e->wit);
+    if (!e->wit) goto nomem;
     e->slot_beg = hbmi_calloc(N + 1, sizeof *e->slot_beg);
     if (!e->sec_beg || !e->sum0 || !e->sum || !e->nact || !e->slot_beg) goto nomem;
     for (uint32_t i = 0; i < n; i++) {
@@ -513,10 +516,13 @@ static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x
             continue;
         }
         uint64_t slack = e->cap - sum, minlo = INF;
+        uint32_t w = e->wit[s];
+        if (!e->placed[w] && e->lo[w] <= slack && e->s0[w] <= s && s < e->s1[w]) continue;
         for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
             uint32_t c = e->sec_it[q];
             if (e->lo[c] <= slack) {
                 minlo = 0;
+                e->wit[s] = c;
                 break;
             }
             if (e->lo[c] < minlo) minlo = e->lo[c];
