@@ -255,9 +255,10 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
                 save_offsets(tl, best_off);
             }
         }
-        /* then probes at the bound, and at capacities closing in on it (+10 %, +7 %, ...),
-         * each a search limited in nodes; a proof of infeasibility ends it */
-        static const uint32_t permille[] = {0, 100, 70, 50, 35, 25, 15, 8, 4};
+        /* then probes at +5 %, at the bound itself, and from +10 % down, each a search
+         * limited in nodes (short dives with varied ranks); two misses or a proof of
+         * infeasibility end it */
+        static const uint32_t permille[] = {50, 0, 100, 70, 35, 25};
         uint64_t budget = 600 + 12 * (uint64_t)tl->count, stop = deadline_ns;
         hbmi_exact_set_first_limit(e, 2 * (uint64_t)tl->count + 32);
         int misses = 0;
@@ -276,7 +277,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
                 misses = 0;
             } else if (rc == HBMI_EXACT_NONE) {
                 break;
-            } else if (p > 0) {
+            } else if (c != lower_bound) {
                 misses++;
             }
         }
