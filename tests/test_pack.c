@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "plan/pack_internal.h"
 #include "test.h"
 
 static hbm_timeline *parse(const char *text) {
@@ -179,6 +180,17 @@ static void test_exact_vs_brute_force(void) {
         int64_t at;
         CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
         gaps += p.best > lb;
+        if (p.best > lb) { /* a failed search proves a bound above C and at most the optimum */
+            hbmi_exact *e;
+            CHECK_OK(hbmi_exact_new(tl, 0, &e));
+            hbmi_exact_rc rc;
+            uint64_t nb = 0;
+            hbm_status s1 = hbmi_exact_solve(e, tl, lb, 0, 0, &rc, &nb);
+            hbmi_exact_free(e);
+            CHECK_OK(s1);
+            CHECK(rc == HBMI_EXACT_NONE);
+            CHECK(nb > lb && nb <= p.best);
+        }
         hbm_timeline_free(tl);
     }
     fprintf(stderr, "  %d of 600 instances need more than max-live\n", gaps);
