@@ -23,7 +23,8 @@ int cli_is(const char *arg, const char *a, const char *b);
     X(export, "write a trace as Perfetto JSON, pprof, a PyTorch snapshot or MiniMalloc CSV") \
     X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)") \
     X(plan, "predict XLA's device memory for an HLO module: XLA's report, the peak, a verdict") \
-    X(devices, "list the devices 'hbm plan --device' knows and their memory")
+    X(devices, "list the devices 'hbm plan --device' knows and their memory") \
+    X(pack, "place buffers with known lifetimes at offsets: heuristics or an exact search")
 
 #define HBM_CMD_DECL_(name, help) int cmd_##name(int argc, char **argv);
 HBM_COMMANDS(HBM_CMD_DECL_)

@@ -65,6 +65,14 @@ hbm_status hbm_pack_algo_parse(const char *text, hbm_pack_algo *out);
  * packing within capacity exists (proven) or none was found in time. */
 hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *o, hbm_pack_result *r);
 
+/* A hard instance with a known optimum, for tests and benchmarks: a capacity x steps
+ * rectangle cut at random (guillotine cuts in time and in space, on a grid of
+ * capacity / 256 bytes) into about `buffers` buffers, listed in random order. A perfect
+ * packing exists, so the optimum equals the lower bound (capacity rounded down to a
+ * multiple of 256). */
+hbm_status hbm_pack_generate(uint64_t seed, size_t buffers, uint64_t capacity, int64_t steps,
+                             hbm_timeline **out);
+
 /* MiniMalloc's CSV: header id,lower,upper,size[,alignment][,offset] (or begin/end). */
 hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
 hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);

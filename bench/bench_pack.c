@@ -1,0 +1,147 @@
+/* bench_pack.c - the packer on MiniMalloc's challenging cases and on generated hard
+ * instances: lower bound, TFLite's greedy by size, hbm's best heuristic, the exact search
+ * fitting the capacity, and --minimize (proven optimum or the gap at the cap).
+ *
+ *   bench_pack [CAP_SECONDS=120] [REPEATS=5]
+ *
+ * CAP_SECONDS bounds the exact fit and --minimize of each case (0: skip --minimize, fit
+ * with a 120 s cap). Times are medians over REPEATS runs (the exact fit is not repeated
+ * once it times out). */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "hbm/hbm.h"
+
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
+static double run(hbm_timeline *tl, hbm_pack_algo a, uint64_t cap, int minimize, double timeout,
+                  hbm_pack_result *r, hbm_status *st) {
+    hbm_pack_options o;
+    hbm_pack_options_default(&o);
+    o.algo = a;
+    o.capacity = cap;
+    o.minimize = minimize;
+    o.timeout_s = timeout;
+    uint64_t t0 = hbmi_now_ns();
+    *st = hbm_pack(tl, &o, r);
+    return (double)(hbmi_now_ns() - t0) / 1e9;
+}
+
+typedef struct row_stats {
+    double best_t[64], fit_t[64], min_t[64];
+    int n;
+} row_stats;
+
+static void bench_case(const char *name, hbm_timeline *tl, uint64_t cap, double mincap, int reps, row_stats *st) {
+    uint64_t lb;
+    int64_t at;
+    hbm_timeline_peak(tl, &lb, &at);
+    hbm_pack_result r;
+    hbm_status s;
+    run(tl, HBM_PACK_GREEDY_SIZE, 0, 0, 0, &r, &s);
+    uint64_t greedy = r.extent;
+    double bt[16], ft[16];
+    uint64_t best = 0;
+    int fit_ok = 1;
+    for (int i = 0; i < reps; i++) {
+        bt[i] = run(tl, HBM_PACK_BEST, 0, 0, 0, &r, &s);
+        best = r.extent;
+    }
+    int freps = 0;
+    for (int i = 0; i < reps; i++) { /* a case that times out is not repeated */
+        ft[freps++] = run(tl, HBM_PACK_EXACT, cap, 0, mincap > 0 ? mincap : 120, &r, &s);
+        if (s) {
+            fit_ok = 0;
+            break;
+        }
+    }
+    double btm = median(bt, reps), ftm = median(ft, freps);
+    printf("%-10s %6zu %9" PRIu64 " %9" PRIu64 " %5.1f%% %9" PRIu64 " %5.2f%% %7.2fms %9s %8.3fs",
+           name, tl->count, lb, greedy, 100.0 * (double)(greedy - lb) / (double)lb, best,
+           100.0 * (double)(best - lb) / (double)lb, btm * 1e3, fit_ok ? "fits" : "NO", ftm);
+    double mt = 0;
+    if (mincap > 0) {
+        mt = run(tl, HBM_PACK_EXACT, 0, 1, mincap, &r, &s);
+        printf(" %9" PRIu64 " %9" PRIu64 " %6s %8.2fs", r.extent, r.lower_bound, r.proven ? "yes" : "no", mt);
+    }
+    printf("\n");
+    fflush(stdout);
+    if (st->n < 64) {
+        st->best_t[st->n] = btm;
+        st->fit_t[st->n] = ftm;
+        st->min_t[st->n] = mt;
+        st->n++;
+    }
+}
+
+int main(int argc, char **argv) {
+    double mincap = argc > 1 ? atof(argv[1]) : 120;
+    int reps = argc > 2 ? atoi(argv[2]) : 5;
+    if (reps < 1) reps = 1;
+    if (reps > 16) reps = 16;
+    printf("%-10s %6s %9s %9s %6s %9s %6s %9s %9s %9s", "case", "bufs", "lower", "greedy", "+%", "best", "+%",
+           "best-t", "exact", "fit-t");
+    if (mincap > 0) printf(" %9s %9s %6s %9s", "min", "bound", "proven", "min-t");
+    printf("\n");
+    row_stats st = {0};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/minimalloc", HBM_SHARED_DATA);
+    DIR *d = opendir(dir);
+    char *names[64];
+    int nn = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) && nn < 64)
+        if (strstr(de->d_name, ".csv")) names[nn++] = strdup(de->d_name);
+    if (d) closedir(d);
+    for (int i = 1; i < nn; i++)
+        for (int j = i; j > 0 && strcmp(names[j], names[j - 1]) < 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    if (!nn) printf("(no MiniMalloc cases under %s: skipped)\n", dir);
+    for (int i = 0; i < nn; i++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        hbm_timeline *tl;
+        if (hbm_minimalloc_read(path, &tl)) {
+            fprintf(stderr, "%s: %s\n", path, hbm_last_error());
+            continue;
+        }
+        uint64_t cap = strtoull(strchr(names[i], '.') ? strchr(names[i], '.') + 1 : "0", NULL, 10);
+        char nm[32];
+        snprintf(nm, sizeof nm, "%.*s", (int)(strchr(names[i], '.') ? strchr(names[i], '.') - names[i] : 8), names[i]);
+        bench_case(nm, tl, cap ? cap : 1048576, mincap, reps, &st);
+        hbm_timeline_free(tl);
+        free(names[i]);
+    }
+    if (st.n)
+        printf("median over %d cases: best %.2f ms, exact fit %.3f s\n", st.n, median(st.best_t, st.n) * 1e3,
+               median(st.fit_t, st.n));
+    row_stats g = {0};
+    for (int k = 0; k < 4; k++) {
+        hbm_timeline *tl;
+        size_t nb = k < 2 ? 60 : 120;
+        if (hbm_pack_generate((uint64_t)k + 1, nb, 1 << 20, 1000, &tl)) continue;
+        char nm[32];
+        snprintf(nm, sizeof nm, "gen%d-%zu", k + 1, nb);
+        bench_case(nm, tl, 1 << 20, mincap, reps, &g);
+        hbm_timeline_free(tl);
+    }
+    if (g.n)
+        printf("median over %d generated: best %.2f ms, exact fit %.3f s\n", g.n, median(g.best_t, g.n) * 1e3,
+               median(g.fit_t, g.n));
+    return 0;
+}

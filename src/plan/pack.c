@@ -1,0 +1,217 @@
+/* pack.c - hbm_pack: options, dispatch to the heuristics and the exact search, and the
+ * final verification every packing goes through. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "plan/pack_internal.h"
+
+/* Input limits that keep every offset computation far from overflow. */
+#define PACK_MAX_TOTAL (UINT64_C(1) << 56)
+#define PACK_MAX_ALIGN (UINT64_C(1) << 40)
+
+static const char *const algo_names[] = {"greedy", "xla-spatial", "xla-temporal", "xla", "best", "exact"};
+
+void hbm_pack_options_default(hbm_pack_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->algo = HBM_PACK_BEST;
+}
+
+const char *hbm_pack_algo_str(hbm_pack_algo a) {
+    return (unsigned)a < sizeof algo_names / sizeof algo_names[0] ? algo_names[a] : "?";
+}
+
+hbm_status hbm_pack_algo_parse(const char *text, hbm_pack_algo *out) {
+    if (!text || !out) return hbmi_error(HBM_ERR_INVALID, "pack: NULL argument");
+    for (unsigned i = 0; i < sizeof algo_names / sizeof algo_names[0]; i++)
+        if (hbmi_streq_ci(text, algo_names[i])) {
+            *out = (hbm_pack_algo)i;
+            return HBM_OK;
+        }
+    if (hbmi_streq_ci(text, "tflite") || hbmi_streq_ci(text, "greedy-size")) {
+        *out = HBM_PACK_GREEDY_SIZE;
+        return HBM_OK;
+    }
+    return hbmi_error(HBM_ERR_INVALID,
+                      "unknown packing algorithm '%s' (greedy, best, exact, xla, xla-spatial, xla-temporal)", text);
+}
+
+static hbm_status check_input(const hbm_timeline *tl, const hbm_pack_options *o) {
+    uint64_t total = 0;
+    if (o->alignment > PACK_MAX_ALIGN)
+        return hbmi_error(HBM_ERR_INVALID, "pack: alignment %" PRIu64 " is too large", o->alignment);
+    for (size_t i = 0; i < tl->count; i++) {
+        const hbm_tl_buffer *b = &tl->buffers[i];
+        if (b->size == 0 || b->start >= b->end)
+            return hbmi_error(HBM_ERR_INVALID, "pack: buffer %" PRIu64 " has size 0 or an empty lifetime", b->id);
+        if (b->alignment > PACK_MAX_ALIGN)
+            return hbmi_error(HBM_ERR_INVALID, "pack: buffer %" PRIu64 " has alignment %" PRIu64 ", too large", b->id,
+                              b->alignment);
+        if (b->size > PACK_MAX_TOTAL || (total += b->size) > PACK_MAX_TOTAL)
+            return hbmi_error(HBM_ERR_INVALID, "pack: buffer sizes add up to more than 2^56 bytes");
+        if (b->flags & HBM_TL_PINNED) {
+            if (b->offset == HBM_NO_OFFSET || b->offset > PACK_MAX_TOTAL)
+                return hbmi_error(HBM_ERR_INVALID, "pack: pinned buffer %" PRIu64 " has no usable offset", b->id);
+        }
+    }
+    return HBM_OK;
+}
+
+typedef struct pack_run {
+    hbm_timeline *tl;
+    const hbm_pack_options *o;
+    hbm_pack_result *r;
+    uint64_t t0, deadline;
+    uint64_t *best_off; /* offsets of the best packing so far */
+    uint64_t best;      /* its extent (UINT64_MAX = none) */
+} pack_run;
+
+static void keep(pack_run *p, uint64_t extent) {
+    if (extent >= p->best) return;
+    p->best = extent;
+    for (size_t i = 0; i < p->tl->count; i++) p->best_off[i] = p->tl->buffers[i].offset;
+}
+
+static void restore(pack_run *p) {
+    for (size_t i = 0; i < p->tl->count; i++) p->tl->buffers[i].offset = p->best_off[i];
+}
+
+/* Exact: fit within capacity, or (minimize) find and prove the least extent. */
+static hbm_status run_exact(pack_run *p) {
+    const hbm_pack_options *o = p->o;
+    hbm_pack_result *r = p->r;
+    uint64_t cap = o->capacity, lb = r->lower_bound;
+    int minimize = o->minimize || !cap;
+    hbm_status s;
+    uint64_t ext = 0;
+    /* the best heuristic first: an upper bound, and often the answer */
+    uint64_t hdead = hbmi_now_ns() + 20000000ULL;
+    if (p->deadline && p->deadline < hdead) hdead = p->deadline;
+    if ((s = hbmi_pack_best(p->tl, o->alignment, lb, hdead, &ext))) return s;
+    keep(p, ext);
+    if (cap && lb > cap) return HBM_OK; /* proven infeasible by the bound */
+    if (!minimize && p->best <= cap) return HBM_OK;
+    if (minimize && p->best <= lb) return HBM_OK;
+    hbmi_exact *e;
+    if ((s = hbmi_exact_new(p->tl, o->alignment, &e))) return s;
+    hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, lb);
+    hbmi_exact_rc rc;
+    uint64_t nb = 0;
+    if (!minimize) {
+        s = hbmi_exact_solve(e, p->tl, cap, p->deadline, 0, &rc, &nb);
+        if (!s && rc == HBMI_EXACT_FOUND) keep(p, hbm_timeline_extent(p->tl));
+        else if (!s && rc == HBMI_EXACT_NONE && nb > r->lower_bound) r->lower_bound = nb;
+        else if (!s) r->timed_out = 1;
+    } else {
+        /* 1. a first look at the bound itself (often the optimum);
+         * 2. top down: ask for a packing one byte below the best, until that is proven
+         *    impossible (then the best is optimal) - most of the time;
+         * 3. bottom up (iterative deepening): each failed search proves a larger bound,
+         *    so a timeout still reports a good bound - the rest of the time. */
+        uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
+        uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
+        int done = 0;
+        hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
+        s = hbmi_exact_solve(e, p->tl, c, p->deadline ? now + span / 4 : 0, 200000 + 1000 * (uint64_t)p->tl->count, &rc, &nb);
+        if (!s && rc == HBMI_EXACT_FOUND) {
+            keep(p, hbm_timeline_extent(p->tl));
+            done = 1;
+        } else if (!s && rc == HBMI_EXACT_NONE) {
+            c = nb;
+        }
+        while (!s && !done && c < p->best) {
+            hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
+            if ((s = hbmi_exact_solve(e, p->tl, p->best - 1, td_end, 0, &rc, &nb))) break;
+            if (rc == HBMI_EXACT_FOUND) {
+                keep(p, hbm_timeline_extent(p->tl));
+            } else if (rc == HBMI_EXACT_NONE) {
+                c = p->best; /* proven: nothing below the best */
+                done = 1;
+            } else {
+                break;
+            }
+        }
+        while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {
+            hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
+            if ((s = hbmi_exact_solve(e, p->tl, c, p->deadline, 0, &rc, &nb))) break;
+            if (rc == HBMI_EXACT_FOUND) {
+                keep(p, hbm_timeline_extent(p->tl));
+                break;
+            }
+            if (rc == HBMI_EXACT_ABORTED) break;
+            c = nb;
+        }
+        if (!s && c < p->best && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
+        if (!s) r->lower_bound = c < p->best ? c : p->best;
+    }
+    r->nodes = hbmi_exact_nodes(e);
+    hbmi_exact_free(e);
+    return s;
+}
+
+hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_result *r) {
+    if (!tl || !r) return hbmi_error(HBM_ERR_INVALID, "pack: NULL argument");
+    hbm_pack_options def;
+    if (!opts) {
+        hbm_pack_options_default(&def);
+        opts = &def;
+    }
+    memset(r, 0, sizeof *r);
+    if ((unsigned)opts->algo > HBM_PACK_EXACT) return hbmi_error(HBM_ERR_INVALID, "pack: unknown algorithm %d", (int)opts->algo);
+    if (opts->algo == HBM_PACK_XLA_SPATIAL || opts->algo == HBM_PACK_XLA_TEMPORAL || opts->algo == HBM_PACK_XLA)
+        return hbmi_error(HBM_ERR_NOT_AVAILABLE, "pack: %s: XLA heuristics land with the planner",
+                          hbm_pack_algo_str(opts->algo));
+    if (opts->timeout_s < 0) return hbmi_error(HBM_ERR_INVALID, "pack: negative timeout");
+    hbm_status s = check_input(tl, opts);
+    if (s) return s;
+    pack_run p = {tl, opts, r, hbmi_now_ns(), 0, NULL, UINT64_MAX};
+    if (opts->timeout_s > 0) p.deadline = p.t0 + (uint64_t)(opts->timeout_s * 1e9);
+    uint64_t *saved = hbmi_malloc((tl->count + 1) * sizeof *saved);
+    p.best_off = hbmi_malloc((tl->count + 1) * sizeof *p.best_off);
+    if (!saved || !p.best_off) {
+        hbmi_free(saved);
+        hbmi_free(p.best_off);
+        return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
+    }
+    for (size_t i = 0; i < tl->count; i++) saved[i] = tl->buffers[i].offset;
+    if ((s = hbmi_pack_lower_bound(tl, &r->lower_bound))) goto out;
+    uint64_t ext = 0;
+    switch (opts->algo) {
+    case HBM_PACK_GREEDY_SIZE:
+        if (!(s = hbmi_pack_greedy(tl, opts->alignment, HBMI_ORDER_SIZE, 1, &ext))) keep(&p, ext);
+        break;
+    case HBM_PACK_BEST:
+        if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound, p.deadline, &ext))) keep(&p, ext);
+        break;
+    default:
+        s = run_exact(&p);
+        break;
+    }
+    if (s) goto out;
+    r->seconds = (double)(hbmi_now_ns() - p.t0) / 1e9;
+    if (p.best == UINT64_MAX || (opts->capacity && p.best > opts->capacity)) {
+        r->feasible = 0;
+        r->proven = opts->capacity && r->lower_bound > opts->capacity;
+        s = hbmi_error(HBM_ERR_INFEASIBLE,
+                       r->proven ? "pack: no packing of %zu buffers fits in %" PRIu64 " bytes (proven: at least %" PRIu64 " needed)"
+                                 : "pack: found no packing of %zu buffers within %" PRIu64 " bytes (best %" PRIu64 ")",
+                       tl->count, opts->capacity, r->proven ? r->lower_bound : p.best);
+        goto out;
+    }
+    restore(&p);
+    if ((s = hbm_timeline_verify(tl, opts->capacity))) {
+        if (s == HBM_ERR_CORRUPT) s = hbmi_error_prefix(HBM_ERR_CORRUPT, "pack: internal error, the %s packing is invalid: ", hbm_pack_algo_str(opts->algo));
+        goto out;
+    }
+    r->extent = p.best;
+    r->feasible = 1;
+    if (r->lower_bound > r->extent) r->lower_bound = r->extent; /* cannot happen; keeps the pair sane */
+    r->proven = r->extent == r->lower_bound;
+out:
+    if (s)
+        for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = saved[i];
+    hbmi_free(saved);
+    hbmi_free(p.best_off);
+    return s;
+}

@@ -1,0 +1,833 @@
+/* pack_exact.c - exact packing: a depth-first search over canonical packings.
+ *
+ * Canonical packings. Take any packing and, among those at least as good, one with the
+ * least sum of offsets: no buffer can move down, so each one sits at 0 or right on top of
+ * (the aligned top of) a time-overlapping buffer, or of a pinned obstacle. Listing its
+ * buffers by offset (ties by a rank), every buffer sits at lo = the lowest aligned offset
+ * above all time-overlapping buffers listed before it that clears the obstacles. So the
+ * search builds the list: at each node it picks the next buffer b among those whose lo
+ * is not below the last offset placed (x), and places it at lo[b]. The state is only the
+ * lo values, kept up to date incrementally with an undo trail.
+ *
+ * Pruning, each argued from the least-sum packing (which no rule can cut):
+ *  - order: lo[b] < x, or lo[b] == x with a smaller rank than the last one, is skipped;
+ *  - gaps: if some other unplaced c has lo[c] + size[c] <= lo[b], placing b there is
+ *    dominated (c could drop to lo[c] below everything placed later); if that holds with
+ *    x itself, the node is dead;
+ *  - hatless: a buffer with no unplaced buffer overlapping it in time sits at its lo, so
+ *    its place in the list is known: nothing after it can come next, and the node is
+ *    dead if that place is already behind (MiniMalloc only stops branching after one);
+ *  - twins: of buffers with equal size, lifetime and alignment, the lower index goes first;
+ *  - sections: in every time section the unplaced buffers live together, so they stack
+ *    above max(x, their least lo) and must end below the capacity. Checked lazily: a
+ *    section's scan over its unplaced buffers stops at the first one low enough.
+ *  - decomposition: after each placement the unplaced buffers split into groups that
+ *    share no time section; groups never interact again and are solved one after the
+ *    other, smallest first (the first that fails fails the node), turning a product
+ *    into a sum. Each group is a problem of its own: its search starts over (floor 0)
+ *    with ranks recomputed from what is left of it, as MiniMalloc's sub-partitions do.
+ *  - a failure cache: a group in a given state (its items, their lo, floor, tie, rank)
+ *    that failed once fails again; states recur whenever the search backtracks over a
+ *    placement elsewhere in time. 128-bit hashes; the bound proven is kept too.
+ *
+ * Every failed subtree returns the least bound that cut it, so a failed search at
+ * capacity C proves a bound > C on the optimum (iterative deepening for --minimize).
+ * Restarts: the branching order (lo first, then a static rank) cycles through several
+ * ranks (MiniMalloc's three, size, and seeded noisy ones) under doubling node limits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "plan/pack_internal.h"
+
+#define NRANK 8
+#define INF UINT64_MAX
+
+typedef struct span {
+    uint64_t off, top;
+} span;
+
+typedef struct trail_ent {
+    uint32_t item;
+    uint64_t old;
+} trail_ent;
+
+struct hbmi_exact {
+    uint32_t n, nsec;
+    uint32_t *buf;            /* item -> timeline index */
+    uint64_t *size, *align;
+    uint32_t *s0, *s1;        /* sections [s0, s1) */
+    uint32_t *sec_beg, *sec_it; /* CSR: items per section */
+    uint32_t *ov_beg, *ov;    /* CSR: time-overlapping items */
+    uint32_t *pin_beg;        /* CSR: pinned obstacles per item */
+    span *pins;
+    int32_t *twin;            /* previous identical item or -1 */
+    uint32_t *rank;           /* branching rank of each item (lower first) */
+    uint64_t *k_press, *k_len, *k_area; /* what ranks are made of */
+    void *rk;                 /* scratch for ranking */
+    uint32_t *bys0;           /* items sorted by s0 */
+    uint64_t *sum0;           /* all sizes per section */
+    /* search state */
+    uint64_t *lo, *off, *sum;
+    uint32_t *uov;            /* per item: how many time-overlapping items are unplaced */
+    uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
+    uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
+    uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
+    uint32_t *slot;
+    uint8_t *placed;
+    trail_ent *trail;
+    size_t ntrail, cap_trail;
+    trail_ent *placed_stk;    /* placed items (item, trail mark), to undo whole subtrees */
+    size_t npl;
+    uint32_t *stk;
+    size_t sp, cap_stk;
+    uint64_t cap;             /* capacity being tried */
+    uint64_t nodes, node_limit, deadline_ns;
+    int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
+    uint64_t seed;
+    uint64_t first_limit;     /* node limit of the first restart round (0: 8n + 64) */
+    unsigned next_rank;
+    uint64_t rank_id;         /* names the rank in use, for the failure cache */
+    unsigned variant;
+    uint64_t seed_cur;
+    /* failure cache: 128-bit hashes of (items, their lo, x, tie, rank) of groups proven
+     * to fail, with the bound proven; open addressing, linear probing */
+    struct fent { uint64_t h1, h2, v; } *fc;
+    size_t fc_cap, fc_n;
+    uint64_t fc_hits;
+    /* progress */
+    void (*progress)(void *, const hbm_pack_progress *);
+    void *progress_user;
+    uint64_t start_ns, last_ns, best, lb;
+};
+
+enum { R_FOUND, R_NONE, R_ABORT };
+
+/* --- construction --------------------------------------------------------------------- */
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t idx_of(const int64_t *t, size_t n, int64_t v) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (t[m] < v) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
+}
+
+typedef struct rkey {
+    uint64_t k[3];
+    uint32_t item;
+} rkey;
+
+static int rkey_cmp(const void *a, const void *b) {
+    const rkey *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x->k[i] != y->k[i]) return x->k[i] > y->k[i] ? -1 : 1;
+    return x->item < y->item ? -1 : x->item > y->item;
+}
+
+static int twin_cmp(const void *a, const void *b) {
+    const rkey *x = a, *y = b; /* k = size, s0, s1 packed; ascending, ties by item */
+    for (int i = 0; i < 3; i++)
+        if (x->k[i] != y->k[i]) return x->k[i] < y->k[i] ? -1 : 1;
+    return x->item < y->item ? -1 : x->item > y->item;
+}
+
+static int s0_cmp_items(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b; /* (s0 << 32 | item) */
+    return *x < *y ? -1 : *x > *y;
+}
+
+/* Branching ranks. 0: lifetime, area, pressure; 1: pressure, area, lifetime; 2: pressure,
+ * lifetime, area (MiniMalloc's WAT, TAW, TWA); 3: size; 4 and up: one of the first three
+ * with its leading key scaled by a random factor in [1, 1.5) (seeded), for restarts. */
+static void rank_items(hbmi_exact *e, const uint32_t *list, uint32_t k, unsigned variant, uint64_t seed) {
+    rkey *rk = e->rk;
+    for (uint32_t q = 0; q < k; q++) {
+        uint32_t i = list ? list[q] : q;
+        uint64_t len = e->k_len[i], area = e->k_area[i], press = e->k_press[i];
+        if (list) { /* a group of its own: pressure from what is left unplaced */
+            press = 0;
+            for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
+                if (e->sum[s] > press) press = e->sum[s];
+        }
+        switch (variant) {
+        case 0: rk[q] = (rkey){{len, area, press}, i}; break;
+        case 1: rk[q] = (rkey){{press, area, len}, i}; break;
+        case 2: rk[q] = (rkey){{press, len, area}, i}; break;
+        case 3: rk[q] = (rkey){{e->size[i], len, 0}, i}; break;
+        default: {
+            uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1);
+            uint64_t lead = variant % 3 == 0 ? len : press, next = variant % 3 == 1 ? area : len;
+            double f = 1.0 + (double)(h & 0xffff) / 131072.0;
+            uint64_t scaled = (double)lead * f >= 1.8e19 ? UINT64_MAX : (uint64_t)((double)lead * f);
+            rk[q] = (rkey){{scaled, next, h >> 16}, i};
+            break;
+        }
+        }
+    }
+    qsort(rk, k, sizeof *rk, rkey_cmp);
+    for (uint32_t q = 0; q < k; q++) e->rank[rk[q].item] = q;
+}
+
+static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
+    e->variant = variant;
+    e->seed_cur = seed;
+    rank_items(e, NULL, e->n, variant, seed);
+    e->rank_id = variant < 4 ? variant : hbmi_hash64(seed) | 4;
+}
+
+void hbmi_exact_free(hbmi_exact *e) {
+    if (!e) return;
+    void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
+                 e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
+                 e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
+    hbmi_free(e->k_press);
+    hbmi_free(e->k_len);
+    hbmi_free(e->k_area);
+    hbmi_free(e->rk);
+    hbmi_free(e);
+}
+
+hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact **out) {
+    hbmi_exact *e = hbmi_calloc(1, sizeof *e);
+    int64_t *t = NULL;
+    uint64_t *tmp = NULL;
+    rkey *rk = NULL;
+    if (!e) goto nomem;
+    uint32_t n = 0, npin = 0;
+    for (size_t i = 0; i < tl->count; i++) {
+        if (tl->buffers[i].flags & HBM_TL_PINNED) npin++;
+        else n++;
+    }
+    e->n = n;
+    size_t N = (size_t)n + 1;
+    e->buf = hbmi_malloc(N * sizeof *e->buf);
+    e->size = hbmi_malloc(N * sizeof *e->size);
+    e->align = hbmi_malloc(N * sizeof *e->align);
+    e->s0 = hbmi_malloc(N * sizeof *e->s0);
+    e->s1 = hbmi_malloc(N * sizeof *e->s1);
+    e->twin = hbmi_malloc(N * sizeof *e->twin);
+    e->bys0 = hbmi_malloc(N * sizeof *e->bys0);
+    e->lo = hbmi_malloc(N * sizeof *e->lo);
+    e->off = hbmi_malloc(N * sizeof *e->off);
+    e->placed = hbmi_calloc(N, 1);
+    e->placed_stk = hbmi_malloc(N * sizeof *e->placed_stk);
+    e->uov = hbmi_malloc(N * sizeof *e->uov);
+    e->ov_beg = hbmi_calloc(N + 1, sizeof *e->ov_beg);
+    e->pin_beg = hbmi_calloc(N + 1, sizeof *e->pin_beg);
+    t = hbmi_malloc(2 * N * sizeof *t);
+    tmp = hbmi_malloc(2 * N * sizeof *tmp);
+    rk = hbmi_malloc(N * sizeof *rk);
+    e->rank = hbmi_malloc(N * sizeof *e->rank);
+    e->k_press = hbmi_malloc(N * sizeof *e->k_press);
+    e->k_len = hbmi_malloc(N * sizeof *e->k_len);
+    e->k_area = hbmi_malloc(N * sizeof *e->k_area);
+    if (!e->rank || !e->k_press || !e->k_len || !e->k_area) goto nomem;
+    if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo ||
+        !e->off || !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
+        goto nomem;
+    /* time sections from the items' own start and end points */
+    size_t nt = 0;
+    uint32_t k = 0;
+    for (size_t i = 0; i < tl->count; i++) {
+        const hbm_tl_buffer *b = &tl->buffers[i];
+        if (b->flags & HBM_TL_PINNED) continue;
+        e->buf[k] = (uint32_t)i;
+        e->size[k] = b->size;
+        e->align[k] = hbmi_pack_align(b, def_align);
+        t[nt++] = b->start;
+        t[nt++] = b->end;
+        k++;
+    }
+    for (size_t i = 0; i < nt; i++) tmp[i] = (uint64_t)t[i] ^ (UINT64_C(1) << 63);
+    qsort(tmp, nt, sizeof *tmp, u64_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (!u || tmp[u - 1] != tmp[i]) tmp[u++] = tmp[i];
+    for (size_t i = 0; i < u; i++) t[i] = (int64_t)(tmp[i] ^ (UINT64_C(1) << 63));
+    nt = u;
+    e->nsec = nt ? (uint32_t)(nt - 1) : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
+        e->s0[i] = (uint32_t)idx_of(t, nt, b->start);
+        e->s1[i] = (uint32_t)idx_of(t, nt, b->end);
+    }
+    /* items per section, and the full live sum per section */
+    size_t S = (size_t)e->nsec + 1, memb = 0;
+    e->sec_beg = hbmi_calloc(S + 1, sizeof *e->sec_beg);
+    e->sum0 = hbmi_calloc(S, sizeof *e->sum0);
+    e->sum = hbmi_calloc(S, sizeof *e->sum);
+    e->nact = hbmi_calloc(S, sizeof *e->nact);
+    e->wit = hbmi_calloc(S, sizeof *e->wit);
+    if (!e->wit) goto nomem;
+    e->slot_beg = hbmi_calloc(N + 1, sizeof *e->slot_beg);
+    if (!e->sec_beg || !e->sum0 || !e->sum || !e->nact || !e->slot_beg) goto nomem;
+    for (uint32_t i = 0; i < n; i++) {
+        memb += e->s1[i] - e->s0[i];
+        if (memb > UINT32_MAX) {
+            hbmi_exact_free(e);
+            hbmi_free(t);
+            hbmi_free(tmp);
+            hbmi_free(rk);
+            return hbmi_error(HBM_ERR_UNSUPPORTED, "pack: exact search: %u buffers over %u time sections is too large", n, e->nsec);
+        }
+        for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) {
+            e->sec_beg[s + 1]++;
+            e->sum0[s] += e->size[i];
+        }
+    }
+    for (size_t s = 0; s < S; s++) e->sec_beg[s + 1] += e->sec_beg[s];
+    e->sec_it = hbmi_malloc((memb + 1) * sizeof *e->sec_it);
+    e->slot = hbmi_malloc((memb + 1) * sizeof *e->slot);
+    if (!e->slot) goto nomem;
+    for (uint32_t i = 0; i < n; i++) e->slot_beg[i + 1] = e->slot_beg[i] + (e->s1[i] - e->s0[i]);
+    if (!e->sec_it) goto nomem;
+    {
+        uint32_t *fill = hbmi_malloc(S * sizeof *fill);
+        if (!fill) goto nomem;
+        memcpy(fill, e->sec_beg, S * sizeof *fill);
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) e->sec_it[fill[s]++] = i;
+        hbmi_free(fill);
+    }
+    /* items by s0, and the overlap lists (a sweep over that order) */
+    for (uint32_t i = 0; i < n; i++) tmp[i] = (uint64_t)e->s0[i] << 32 | i;
+    qsort(tmp, n, sizeof *tmp, s0_cmp_items);
+    for (uint32_t i = 0; i < n; i++) e->bys0[i] = (uint32_t)tmp[i];
+    size_t nov = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t a = 0; a < n; a++) {
+            uint32_t i = e->bys0[a];
+            for (uint32_t c = a + 1; c < n && e->s0[e->bys0[c]] < e->s1[i]; c++) {
+                uint32_t j = e->bys0[c];
+                if (!pass) {
+                    e->ov_beg[i + 1]++;
+                    e->ov_beg[j + 1]++;
+                    if (++nov > ((size_t)1 << 27)) {
+                        hbmi_exact_free(e);
+                        hbmi_free(t);
+                        hbmi_free(tmp);
+                        hbmi_free(rk);
+                        return hbmi_error(HBM_ERR_UNSUPPORTED, "pack: exact search: too many overlapping pairs (over 2^27)");
+                    }
+                } else {
+                    e->ov[tmp[i]++] = j;
+                    e->ov[tmp[j]++] = i;
+                }
+            }
+        }
+        if (!pass) {
+            for (uint32_t i = 0; i < n; i++) e->ov_beg[i + 1] += e->ov_beg[i];
+            nov = e->ov_beg[n];
+            e->ov = hbmi_malloc((nov + 1) * sizeof *e->ov);
+            if (!e->ov) goto nomem;
+            for (uint32_t i = 0; i < n; i++) tmp[i] = e->ov_beg[i];
+        }
+    }
+    /* pinned obstacles per item */
+    {
+        size_t np = 0;
+        for (int pass = 0; pass < 2 && npin; pass++) {
+            for (uint32_t i = 0; i < n; i++) {
+                const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
+                for (size_t j = 0; j < tl->count; j++) {
+                    const hbm_tl_buffer *p = &tl->buffers[j];
+                    if (!(p->flags & HBM_TL_PINNED) || p->start >= b->end || b->start >= p->end) continue;
+                    if (!pass) e->pin_beg[i + 1]++;
+                    else e->pins[tmp[i]++] = (span){p->offset, p->offset + p->size};
+                }
+            }
+            if (!pass) {
+                for (uint32_t i = 0; i < n; i++) e->pin_beg[i + 1] += e->pin_beg[i];
+                np = e->pin_beg[n];
+                e->pins = hbmi_malloc((np + 1) * sizeof *e->pins);
+                if (!e->pins) goto nomem;
+                for (uint32_t i = 0; i < n; i++) tmp[i] = e->pin_beg[i];
+            }
+        }
+    }
+    /* twins: equal size, sections and alignment (so equal obstacles too) */
+    for (uint32_t i = 0; i < n; i++) {
+        rk[i] = (rkey){{e->size[i], (uint64_t)e->s0[i] << 32 | e->s1[i], e->align[i]}, i};
+        e->twin[i] = -1;
+    }
+    qsort(rk, n, sizeof *rk, twin_cmp);
+    for (uint32_t i = 1; i < n; i++)
+        if (!memcmp(rk[i].k, rk[i - 1].k, sizeof rk[i].k)) e->twin[rk[i].item] = (int32_t)rk[i - 1].item;
+    /* the keys the branching ranks are made of */
+    for (uint32_t i = 0; i < n; i++) {
+        const hbm_tl_buffer *tb = &tl->buffers[e->buf[i]];
+        uint64_t press = 0, len = (uint64_t)tb->end - (uint64_t)tb->start;
+        for (uint32_t s = e->s0[i]; s < e->s1[i]; s++)
+            if (e->sum0[s] > press) press = e->sum0[s];
+        e->k_press[i] = press;
+        e->k_len[i] = len;
+        e->k_area[i] = len && e->size[i] > UINT64_MAX / len ? UINT64_MAX : e->size[i] * len;
+    }
+    e->rk = rk;
+    rk = NULL;
+    set_rank(e, 0, 0);
+    hbmi_free(t);
+    hbmi_free(tmp);
+    hbmi_free(rk);
+    *out = e;
+    return HBM_OK;
+nomem:
+    hbmi_exact_free(e);
+    hbmi_free(t);
+    hbmi_free(tmp);
+    hbmi_free(rk);
+    return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the exact search");
+}
+
+/* --- state ---------------------------------------------------------------------------- */
+/* The lowest aligned offset >= z for item c that clears its pinned obstacles. */
+static uint64_t fit(const hbmi_exact *e, uint32_t c, uint64_t z) {
+    for (;;) {
+        z = hbmi_align_up(z, e->align[c]);
+        int moved = 0;
+        for (uint32_t p = e->pin_beg[c]; p < e->pin_beg[c + 1]; p++)
+            if (z < e->pins[p].top && e->pins[p].off < z + e->size[c]) {
+                z = e->pins[p].top;
+                moved = 1;
+            }
+        if (!moved) return z;
+    }
+}
+
+static void reset(hbmi_exact *e) {
+    for (uint32_t i = 0; i < e->n; i++) {
+        e->placed[i] = 0;
+        e->lo[i] = fit(e, i, 0);
+        e->off[i] = HBM_NO_OFFSET;
+        e->uov[i] = e->ov_beg[i + 1] - e->ov_beg[i];
+    }
+    memcpy(e->sum, e->sum0, ((size_t)e->nsec + 1) * sizeof *e->sum);
+    for (uint32_t s = 0; s <= e->nsec; s++) {
+        e->nact[s] = e->sec_beg[s + 1] - e->sec_beg[s];
+        for (uint32_t q = e->sec_beg[s]; q < e->sec_beg[s + 1]; q++) {
+            uint32_t c = e->sec_it[q];
+            e->slot[e->slot_beg[c] + (s - e->s0[c])] = q;
+        }
+    }
+    e->ntrail = 0;
+    e->npl = 0;
+    e->sp = 0;
+    e->stop = 0;
+}
+
+static int need_stack(hbmi_exact *e, size_t more) {
+    if (e->sp + more <= e->cap_stk) return 1;
+    if (hbmi_grow((void **)&e->stk, &e->cap_stk, e->sp + more, sizeof *e->stk)) {
+        e->stop = 2;
+        return 0;
+    }
+    return 1;
+}
+
+
+static int push_trail(hbmi_exact *e, uint32_t what, uint64_t old) {
+    if (e->ntrail == e->cap_trail &&
+        hbmi_grow((void **)&e->trail, &e->cap_trail, e->ntrail + 1, sizeof *e->trail)) {
+        e->stop = 2;
+        return 0;
+    }
+    e->trail[e->ntrail++] = (trail_ent){what, old};
+    return 1;
+}
+
+static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
+    e->placed_stk[e->npl++] = (trail_ent){b, e->ntrail};
+    e->placed[b] = 1;
+    e->off[b] = y;
+    uint64_t top = y + e->size[b];
+    for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) {
+        /* swap b behind the active entries of s */
+        e->sum[s] -= e->size[b];
+        uint32_t *sb = &e->slot[e->slot_beg[b] + (s - e->s0[b])];
+        uint32_t last = e->sec_beg[s] + --e->nact[s], d = e->sec_it[last];
+        e->sec_it[last] = b;
+        e->sec_it[*sb] = d;
+        e->slot[e->slot_beg[d] + (s - e->s0[d])] = *sb;
+        *sb = last;
+    }
+    for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) {
+        uint32_t c = e->ov[k];
+        e->uov[c]--;
+        if (e->placed[c] || e->lo[c] >= top) continue;
+        uint64_t old = e->lo[c];
+        if (!push_trail(e, c, old)) return 0;
+        e->lo[c] = fit(e, c, top);
+    }
+    return 1;
+}
+
+/* Take back every placement made since the placement stack held npl items. */
+static void undo_to(hbmi_exact *e, size_t npl) {
+    while (e->npl > npl) {
+        trail_ent t = e->placed_stk[--e->npl];
+        uint32_t b = t.item;
+        while (e->ntrail > t.old) {
+            trail_ent *u = &e->trail[--e->ntrail];
+            e->lo[u->item] = u->old;
+        }
+        for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) {
+            e->sum[s] += e->size[b]; /* b sits right behind the active entries */
+            e->nact[s]++;
+        }
+        e->placed[b] = 0;
+        e->off[b] = HBM_NO_OFFSET;
+        for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) e->uov[e->ov[k]]++;
+    }
+}
+
+static void progress(hbmi_exact *e) {
+    uint64_t now = hbmi_now_ns();
+    if (e->deadline_ns && now >= e->deadline_ns) e->stop = 1;
+    if (e->progress && now - e->last_ns >= 500000000ULL) {
+        e->last_ns = now;
+        hbm_pack_progress p = {(double)(now - e->start_ns) / 1e9, e->nodes, e->best, e->lb};
+        e->progress(e->progress_user, &p);
+    }
+}
+
+/* --- the search ----------------------------------------------------------------------- */
+/* The section bound over the sections of the items list[0..k) (sorted by s0) above
+ * floor x: in each section the unplaced items stack above max(x, their least lo). Only
+ * sections whose slack is in doubt are scanned, and a scan stops at the first item low
+ * enough. Returns 1 if it holds; else 0 with *v = the largest violating bound. */
+static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint64_t *v) {
+    uint32_t a = e->s0[list[0]], z = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (e->s1[list[i]] > z) z = e->s1[list[i]];
+    uint64_t worst = 0;
+    for (uint32_t s = a; s < z; s++) {
+        uint64_t sum = e->sum[s];
+        if (!sum) continue;
+        if (sum > e->cap || x > e->cap - sum) {
+            if (x + sum > worst) worst = x + sum;
+            continue;
+        }
+        uint64_t slack = e->cap - sum, minlo = INF;
+        uint32_t w = e->wit[s];
+        if (!e->placed[w] && e->lo[w] <= slack && e->s0[w] <= s && s < e->s1[w]) continue;
+        for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
+            uint32_t c = e->sec_it[q];
+            if (e->lo[c] <= slack) {
+                minlo = 0;
+                e->wit[s] = c;
+                break;
+            }
+            if (e->lo[c] < minlo) minlo = e->lo[c];
+        }
+        if (minlo && minlo + sum > worst) worst = minlo + sum;
+    }
+    if (worst) {
+        *v = worst;
+        return 0;
+    }
+    return 1;
+}
+
+static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v);
+
+/* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
+ * independent groups and solve each. */
+/* --- the failure cache ----------------------------------------------------------------- */
+static void group_hash(const hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint32_t tie,
+                       uint64_t *h1, uint64_t *h2) {
+    uint64_t a = hbmi_hash64(x ^ e->rank_id), b = hbmi_hash64(((uint64_t)tie << 32 | k) + 0x51ed27);
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c = list[i];
+        uint64_t m = hbmi_hash64(((uint64_t)c << 40) ^ e->lo[c] ^ 0x2545f4914f6cdd1dULL);
+        a = hbmi_hash64(a + m);
+        b = (b ^ m) * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    }
+    *h1 = a;
+    *h2 = hbmi_hash64(b);
+}
+
+static struct fent *fc_find(const hbmi_exact *e, uint64_t h1, uint64_t h2) {
+    if (!e->fc_cap) return NULL;
+    for (size_t i = h1 & (e->fc_cap - 1);; i = (i + 1) & (e->fc_cap - 1)) {
+        struct fent *f = &e->fc[i];
+        if (!f->h1 && !f->h2) return NULL;
+        if (f->h1 == h1 && f->h2 == h2) return f;
+    }
+}
+
+static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
+    if (!h1 && !h2) h1 = 1;
+    if (2 * (e->fc_n + 1) > e->fc_cap) { /* grow; the cache is optional, so no error */
+        size_t nc = e->fc_cap ? 2 * e->fc_cap : 4096;
+        if (nc > ((size_t)1 << 21)) return;
+        struct fent *nf = hbmi_calloc(nc, sizeof *nf);
+        if (!nf) return;
+        for (size_t i = 0; i < e->fc_cap; i++) {
+            struct fent *f = &e->fc[i];
+            if (!f->h1 && !f->h2) continue;
+            size_t j = f->h1 & (nc - 1);
+            while (nf[j].h1 || nf[j].h2) j = (j + 1) & (nc - 1);
+            nf[j] = *f;
+        }
+        hbmi_free(e->fc);
+        e->fc = nf;
+        e->fc_cap = nc;
+    }
+    if (!e->fc_cap || 2 * (e->fc_n + 1) > e->fc_cap) return;
+    struct fent *f = fc_find(e, h1, h2);
+    if (f) {
+        if (v > f->v) f->v = v;
+        return;
+    }
+    size_t j = h1 & (e->fc_cap - 1);
+    while (e->fc[j].h1 || e->fc[j].h2) j = (j + 1) & (e->fc_cap - 1);
+    e->fc[j] = (struct fent){h1, h2, v};
+    e->fc_n++;
+}
+
+/* dfs on one group, through the failure cache: the same group in the same state (its
+ * items, their lo, the floor x, the tie) recurs whenever a search backtracks over a
+ * placement elsewhere in time. A bound proven from a state holds at any capacity. */
+static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
+    if (k < 4) return dfs(e, off, k, x, tie, v);
+    uint64_t h1, h2;
+    group_hash(e, e->stk + off, k, x, tie, &h1, &h2);
+    struct fent *f = fc_find(e, h1 ? h1 : 1, h2);
+    if (f && f->v > e->cap) {
+        e->fc_hits++;
+        *v = f->v;
+        return R_NONE;
+    }
+    int r = dfs(e, off, k, x, tie, v);
+    if (r == R_NONE) fc_put(e, h1 ? h1 : 1, h2, *v);
+    return r;
+}
+
+static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
+    if (!k) return R_FOUND;
+    if (!bounds_ok(e, e->stk + off, k, x, v)) return R_NONE;
+    /* the groups: runs of the s0-sorted list that no item bridges */
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < k;) {
+        uint32_t j = i + 1, reach = e->s1[e->stk[off + i]];
+        while (j < k && e->s0[e->stk[off + j]] < reach) {
+            if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
+            j++;
+        }
+        ng++;
+        i = j;
+    }
+    if (ng == 1) return dfs_cached(e, off, k, x, tie, v);
+    /* several: smallest first, so that a group that fails fails cheaply */
+    if (!need_stack(e, 2 * (size_t)ng)) return R_ABORT;
+    size_t gb = e->sp;
+    e->sp += 2 * (size_t)ng;
+    uint32_t g = 0;
+    for (uint32_t i = 0; i < k;) {
+        uint32_t j = i + 1, reach = e->s1[e->stk[off + i]];
+        while (j < k && e->s0[e->stk[off + j]] < reach) {
+            if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
+            j++;
+        }
+        uint32_t at = g++;
+        while (at && e->stk[gb + 2 * (at - 1) + 1] > j - i) {
+            e->stk[gb + 2 * at] = e->stk[gb + 2 * (at - 1)];
+            e->stk[gb + 2 * at + 1] = e->stk[gb + 2 * (at - 1) + 1];
+            at--;
+        }
+        e->stk[gb + 2 * at] = i;
+        e->stk[gb + 2 * at + 1] = j - i;
+        i = j;
+    }
+    int r = R_FOUND;
+    for (g = 0; g < ng && r == R_FOUND; g++) {
+        size_t go = off + e->stk[gb + 2 * g];
+        uint32_t gk = e->stk[gb + 2 * g + 1];
+        /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
+         * what is left of it; the ranks of its items come back afterwards */
+        if (!need_stack(e, gk)) {
+            r = R_ABORT;
+            break;
+        }
+        size_t sv = e->sp;
+        for (uint32_t q = 0; q < gk; q++) e->stk[sv + q] = e->rank[e->stk[go + q]];
+        e->sp += gk;
+        rank_items(e, e->stk + go, gk, e->variant, e->seed_cur);
+        r = dfs_cached(e, go, gk, 0, 0, v);
+        for (uint32_t q = 0; q < gk; q++) e->rank[e->stk[go + q]] = e->stk[sv + q];
+        e->sp = sv;
+    }
+    e->sp = gb;
+    return r;
+}
+
+typedef struct cand {
+    uint64_t lo;
+    uint32_t rank, item;
+} cand;
+
+static int cand_cmp(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
+    e->nodes++;
+    if ((e->nodes & 255) == 0) progress(e);
+    if (e->node_limit && e->nodes > e->node_limit && !e->stop) e->stop = 3;
+    if (e->stop) return R_ABORT;
+    /* the two smallest lo + size, dead nodes, and the first hatless item: one with no
+     * unplaced item overlapping it sits at its lo in the least-sum packing, so it comes
+     * no later than (lo, rank) in the order and nothing after it can be next */
+    uint64_t h1 = INF, h2 = INF, hat_lo = INF;
+    uint32_t arg = UINT32_MAX, hat_rank = UINT32_MAX;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c = e->stk[off + i];
+        uint64_t h = e->lo[c] + e->size[c];
+        if (h <= x) {
+            *v = INF;
+            return R_NONE;
+        }
+        if (!e->uov[c]) {
+            if (e->lo[c] < x || (e->lo[c] == x && e->rank[c] < tie)) {
+                *v = INF; /* it can never be placed */
+                return R_NONE;
+            }
+            if (e->lo[c] < hat_lo || (e->lo[c] == hat_lo && e->rank[c] < hat_rank)) {
+                hat_lo = e->lo[c];
+                hat_rank = e->rank[c];
+            }
+        }
+        if (h < h1) {
+            h2 = h1;
+            h1 = h;
+            arg = c;
+        } else if (h < h2) {
+            h2 = h;
+        }
+    }
+    /* candidates, as (lo, rank, item) triples packed in the stack (4 slots each) */
+    if (!need_stack(e, (size_t)k * 4 + k + 1)) return R_ABORT;
+    size_t cb = (e->sp + 1) & ~(size_t)1; /* cand needs 8-byte alignment */
+    size_t sp0 = e->sp;
+    uint32_t nc = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c = e->stk[off + i];
+        uint64_t y = e->lo[c];
+        if (y < x || (y == x && e->rank[c] < tie)) continue;
+        if (y > hat_lo || (y == hat_lo && e->rank[c] > hat_rank)) continue;
+        if (y >= (c == arg ? h2 : h1)) continue;
+        if (e->twin[c] >= 0 && !e->placed[e->twin[c]]) continue;
+        cand cd = {y, e->rank[c], c};
+        memcpy(e->stk + cb + 4 * (size_t)nc, &cd, sizeof cd);
+        nc++;
+    }
+    _Static_assert(sizeof(cand) == 16, "cand packs in 4 slots");
+    e->sp = cb + 4 * (size_t)nc;
+    qsort(e->stk + cb, nc, sizeof(cand), cand_cmp);
+    uint64_t best = INF;
+    for (uint32_t j = 0; j < nc; j++) {
+        cand cd;
+        memcpy(&cd, e->stk + cb + 4 * (size_t)j, sizeof cd);
+        uint32_t b = cd.item;
+        size_t mark = e->npl;
+        if (!place(e, b, cd.lo) || !need_stack(e, k)) {
+            undo_to(e, mark);
+            e->sp = sp0;
+            return R_ABORT;
+        }
+        size_t ro = e->sp;
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < k; i++)
+            if (e->stk[off + i] != b) e->stk[ro + m++] = e->stk[off + i];
+        e->sp = ro + m;
+        uint64_t cv = INF;
+        int r = solve_list(e, ro, m, cd.lo, cd.rank, &cv);
+        e->sp = ro;
+        if (r == R_FOUND) {
+            e->sp = sp0;
+            return R_FOUND;
+        }
+        undo_to(e, mark);
+        if (r == R_ABORT) {
+            e->sp = sp0;
+            return R_ABORT;
+        }
+        if (cv < best) best = cv;
+    }
+    e->sp = sp0;
+    *v = best;
+    return R_NONE;
+}
+
+/* One complete or node-limited search with the current rank. */
+static int attempt(hbmi_exact *e, uint64_t *v) {
+    reset(e);
+    if (!e->n) return R_FOUND;
+    if (!need_stack(e, e->n)) return R_ABORT;
+    for (uint32_t i = 0; i < e->n; i++) e->stk[i] = e->bys0[i];
+    e->sp = e->n;
+    return solve_list(e, 0, e->n, 0, 0, v);
+}
+
+hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
+                            uint64_t deadline_ns, uint64_t node_limit, hbmi_exact_rc *rc,
+                            uint64_t *next_bound) {
+    e->cap = capacity;
+    e->deadline_ns = deadline_ns;
+    uint64_t total0 = e->nodes, limit = e->first_limit ? e->first_limit : (uint64_t)e->n * 8 + 64;
+    int r = R_ABORT;
+    uint64_t v = INF;
+    /* round robin over the ranks with doubling node limits (stop = 3 marks a limit hit,
+     * 1 the deadline, 2 out of memory) */
+    while (r == R_ABORT) {
+        for (int qq = 0; qq < NRANK && r == R_ABORT; qq++) {
+            unsigned q = e->next_rank++ % NRANK; /* continues across calls */
+            uint64_t used = e->nodes - total0, lim = limit;
+            if (node_limit && used >= node_limit) goto aborted;
+            if (node_limit && lim > node_limit - used) lim = node_limit - used;
+            /* the four fixed ranks, then noisy ones with fresh seeds every round */
+            set_rank(e, q < 4 ? q : 4 + q % 3, ++e->seed);
+            e->node_limit = e->nodes + lim;
+            v = INF;
+            r = attempt(e, &v);
+            if (e->stop == 2) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory in the exact search");
+            if (r == R_ABORT && e->stop == 1) goto aborted;
+        }
+        if (limit < UINT64_MAX / 4) limit *= 2;
+    }
+    if (r == R_FOUND) {
+        for (uint32_t i = 0; i < e->n; i++) tl->buffers[e->buf[i]].offset = e->off[i];
+        *rc = HBMI_EXACT_FOUND;
+    } else {
+        *rc = HBMI_EXACT_NONE;
+        *next_bound = v;
+    }
+    return HBM_OK;
+aborted:
+    *rc = HBMI_EXACT_ABORTED;
+    return HBM_OK;
+}
+
+uint64_t hbmi_exact_nodes(const hbmi_exact *e) { return e->nodes; }
+
+void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes) { e->first_limit = nodes; }
+
+void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
+                             void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound) {
+    e->progress = fn;
+    e->progress_user = user;
+    e->start_ns = start_ns;
+    e->last_ns = hbmi_now_ns();
+    e->best = best;
+    e->lb = lower_bound;
+}

@@ -1,0 +1,60 @@
+/* src/plan/pack_internal.h - what the packing files share (pack.c dispatches, pack_greedy.c
+ * holds the heuristics, pack_exact.c the search). Offsets are written straight into the
+ * timeline's buffers; buffers flagged HBM_TL_PINNED keep theirs and act as obstacles. */
+#ifndef HBM_PLAN_PACK_INTERNAL_H
+#define HBM_PLAN_PACK_INTERNAL_H
+
+#include <stdint.h>
+
+#include "hbm/pack.h"
+
+/* The orders the greedy heuristics can take buffers in. */
+typedef enum hbmi_pack_order {
+    HBMI_ORDER_SIZE,     /* size desc, then start (TFLite's greedy by size) */
+    HBMI_ORDER_AREA,     /* size * lifetime desc */
+    HBMI_ORDER_PRESSURE, /* max live bytes over the lifetime desc, then size */
+    HBMI_ORDER_LENGTH,   /* lifetime desc, then size */
+    HBMI_ORDER_START,    /* start asc, then size desc */
+    HBMI_ORDER_COUNT_
+} hbmi_pack_order;
+
+/* The effective alignment of every buffer (>= 1), from its own or o->alignment. */
+uint64_t hbmi_pack_align(const hbm_tl_buffer *b, uint64_t def);
+
+/* Place the unpinned buffers of tl one at a time in the given order, each into the
+ * smallest gap that holds it among the time-overlapping buffers already placed (best fit,
+ * or lowest fit when best_fit is 0), else on top. Writes offsets; *extent gets the result. */
+hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_order order,
+                            int best_fit, uint64_t *extent);
+
+/* hbm's best heuristic: several greedy orders and a short bounded search; keeps the
+ * smallest packing. Honours the deadline (ns, hbmi_now_ns clock; 0 = none). */
+hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
+                          uint64_t deadline_ns, uint64_t *extent);
+
+/* The max-live lower bound, counting pinned buffers' tops too. */
+hbm_status hbmi_pack_lower_bound(const hbm_timeline *tl, uint64_t *lb);
+
+/* Exact search outcome. */
+typedef enum hbmi_exact_rc { HBMI_EXACT_FOUND, HBMI_EXACT_NONE, HBMI_EXACT_ABORTED } hbmi_exact_rc;
+
+typedef struct hbmi_exact hbmi_exact;
+
+/* Build the search structure for tl's unpinned buffers. */
+hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact **out);
+void hbmi_exact_free(hbmi_exact *e);
+/* Look for a packing within capacity. FOUND: offsets written into tl. NONE: proven that
+ * none exists; *next_bound gets a proven lower bound (> capacity) on any packing's extent.
+ * ABORTED: the deadline (ns, 0 = none) or node_limit (0 = none) ran out. */
+hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
+                            uint64_t deadline_ns, uint64_t node_limit, hbmi_exact_rc *rc,
+                            uint64_t *next_bound);
+uint64_t hbmi_exact_nodes(const hbmi_exact *e);
+/* Node limit of the first round of restarts (0 = the default 8n + 64); small values
+ * make a limited search a series of short dives with different ranks. */
+void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
+/* Progress reporting from inside long searches (may be NULL). */
+void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
+                             void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound);
+
+#endif

@@ -1,0 +1,343 @@
+/* test_pack.c - static packing: MiniMalloc CSV, every algorithm's packings verified on
+ * generated instances, exact optimality against brute force, infeasibility proofs,
+ * timeouts, pinned buffers, and host-allocation failures. */
+#include <string.h>
+
+#include "core/internal.h"
+#include "plan/pack_internal.h"
+#include "test.h"
+
+static hbm_timeline *parse(const char *text) {
+    hbm_timeline *tl = NULL;
+    if (hbm_minimalloc_parse(text, strlen(text), "t.csv", &tl)) return NULL;
+    return tl;
+}
+
+static void test_csv_basic(void) {
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,1024\n1,5,15,2048\r\n\n2, 20 ,30,1\n");
+    CHECK(tl);
+    CHECK_EQ_U64(tl->count, 3);
+    CHECK_EQ_U64(tl->buffers[1].size, 2048);
+    CHECK_EQ_U64(tl->buffers[1].start, 5);
+    CHECK_EQ_U64(tl->buffers[1].end, 15);
+    CHECK_EQ_U64(tl->buffers[2].start, 20);
+    CHECK_EQ_U64(tl->buffers[2].offset, HBM_NO_OFFSET);
+    hbm_timeline_free(tl);
+    /* begin/end, any column order, alignment, offsets, string ids */
+    tl = parse("size,begin,end,id,alignment,offset\n64,0,4,a,32,0\n8,1,2,b,0,64\n");
+    CHECK(tl);
+    CHECK_EQ_U64(tl->buffers[0].alignment, 32);
+    CHECK_EQ_U64(tl->buffers[1].offset, 64);
+    CHECK_STR(hbm_timeline_tag(tl, 0)->label, "a");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(hbm_minimalloc_write(tl, f));
+    fclose(f);
+    CHECK_STR(buf, "id,lower,upper,size,alignment,offset\na,0,4,64,32,0\nb,1,2,8,0,64\n");
+    free(buf);
+    hbm_timeline_free(tl);
+}
+
+static void expect_error(const char *text, const char *needle) {
+    hbm_timeline *tl = (hbm_timeline *)1;
+    hbm_status s = hbm_minimalloc_parse(text, strlen(text), "bad.csv", &tl);
+    CHECK_STATUS(s, HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), needle);
+    CHECK(tl == (hbm_timeline *)1);
+}
+
+static void test_csv_errors(void) {
+    expect_error("", "no header");
+    expect_error("id,lower,size\n", "bad.csv:1: header needs");
+    expect_error("id,lower,upper,size\n0,0,10,4\n1,0,10\n", "bad.csv:3: 3 fields");
+    expect_error("id,lower,upper,size\n0,0,10,0\n", "bad.csv:2: size must be a positive");
+    expect_error("id,lower,upper,size\n\n0,5,5,4\n", "bad.csv:3: empty lifetime");
+    expect_error("id,lower,upper,size\n0,x,5,4\n", "bad.csv:2: lower and upper");
+    expect_error("id,lower,upper,size,alignment\n0,0,5,4,-1\n", "bad.csv:2: alignment");
+    expect_error("id,lower,upper,size\n0,0,5,99999999999999999999999\n", "bad.csv:2: size");
+    expect_error("id,lower,upper,size,size\n", "appears twice");
+    CHECK_STATUS(hbm_minimalloc_read("/nonexistent/x.csv", &(hbm_timeline *){NULL}), HBM_ERR_IO);
+}
+
+static void test_algo_names(void) {
+    hbm_pack_algo a;
+    CHECK_OK(hbm_pack_algo_parse("exact", &a));
+    CHECK(a == HBM_PACK_EXACT);
+    CHECK_OK(hbm_pack_algo_parse("GREEDY", &a));
+    CHECK(a == HBM_PACK_GREEDY_SIZE);
+    CHECK_STR(hbm_pack_algo_str(HBM_PACK_XLA_TEMPORAL), "xla-temporal");
+    CHECK_STATUS(hbm_pack_algo_parse("magic", &a), HBM_ERR_INVALID);
+}
+
+static hbm_status pack(hbm_timeline *tl, hbm_pack_algo a, uint64_t cap, int minimize, double timeout,
+                       hbm_pack_result *r) {
+    hbm_pack_options o;
+    hbm_pack_options_default(&o);
+    o.algo = a;
+    o.capacity = cap;
+    o.minimize = minimize;
+    o.timeout_s = timeout;
+    return hbm_pack(tl, &o, r);
+}
+
+/* Every algorithm on random and generated hard instances: verified, never below the bound. */
+static void test_all_algorithms_verified(void) {
+    test_rng rng = {42};
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    for (int it = 0; it < 40; it++) {
+        hbm_timeline *tl;
+        if (it % 2) {
+            CHECK_OK(hbm_pack_generate((uint64_t)it, 10 + test_below(&rng, 40), 1 << 16, 200, &tl));
+        } else {
+            CHECK_OK(hbm_timeline_new(&tl));
+            size_t n = 1 + test_below(&rng, 60);
+            for (size_t i = 0; i < n; i++) {
+                int64_t a = (int64_t)test_below(&rng, 50);
+                size_t k;
+                CHECK_OK(hbm_timeline_add(tl, 1 + test_below(&rng, 1000), a, a + 1 + (int64_t)test_below(&rng, 20), NULL, &k));
+                if (test_below(&rng, 4) == 0) tl->buffers[k].alignment = 1 + test_below(&rng, 64);
+            }
+        }
+        uint64_t lb;
+        int64_t at;
+        CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
+        for (size_t q = 0; q < sizeof algos / sizeof algos[0]; q++) {
+            hbm_pack_result r;
+            /* random ones with a gap over max-live may take long to prove: a short timeout */
+            CHECK_OK(pack(tl, algos[q], 0, algos[q] == HBM_PACK_EXACT, it % 2 ? 5.0 : 0.1, &r));
+            CHECK_OK(hbm_timeline_verify(tl, 0));
+            CHECK(r.feasible);
+            CHECK(r.extent >= lb);
+            CHECK_EQ_U64(r.extent, hbm_timeline_extent(tl));
+            CHECK(r.lower_bound >= lb && r.lower_bound <= r.extent);
+            if (algos[q] == HBM_PACK_EXACT && it % 2) { /* generated: a perfect packing exists */
+                CHECK(r.proven);
+                CHECK_EQ_U64(r.extent, lb);
+            }
+        }
+        hbm_timeline_free(tl);
+    }
+}
+
+/* Brute force: every order, each buffer on top of the placed ones it overlaps in time. */
+typedef struct bf {
+    int n;
+    uint64_t size[8], align[8], off[8];
+    int64_t a[8], b[8];
+    int used[8];
+    uint64_t best;
+} bf;
+
+static void bf_rec(bf *p, int k, uint64_t ext) {
+    if (ext >= p->best) return;
+    if (k == p->n) {
+        p->best = ext;
+        return;
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (p->used[i]) continue;
+        uint64_t lo = 0;
+        for (int j = 0; j < p->n; j++)
+            if (p->used[j] && p->a[j] < p->b[i] && p->a[i] < p->b[j] && p->off[j] + p->size[j] > lo)
+                lo = p->off[j] + p->size[j];
+        lo = hbmi_align_up(lo, p->align[i]);
+        p->used[i] = 1;
+        p->off[i] = lo;
+        bf_rec(p, k + 1, ext > lo + p->size[i] ? ext : lo + p->size[i]);
+        p->used[i] = 0;
+    }
+}
+
+static void test_exact_vs_brute_force(void) {
+    test_rng rng = {7};
+    int gaps = 0;
+    for (int it = 0; it < 600; it++) {
+        bf p = {.n = 2 + (int)test_below(&rng, 6), .best = UINT64_MAX};
+        hbm_timeline *tl;
+        CHECK_OK(hbm_timeline_new(&tl));
+        for (int i = 0; i < p.n; i++) {
+            p.a[i] = (int64_t)test_below(&rng, 6);
+            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&rng, 4);
+            p.size[i] = 1 + test_below(&rng, 8);
+            p.align[i] = test_below(&rng, 4) ? 1 : 1 + test_below(&rng, 3);
+            size_t k;
+            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
+            tl->buffers[k].alignment = p.align[i];
+        }
+        bf_rec(&p, 0, 0);
+        hbm_pack_result r;
+        CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
+        CHECK_EQ_U64(r.extent, p.best);
+        CHECK(r.proven);
+        CHECK_OK(pack(tl, HBM_PACK_EXACT, p.best, 0, 0, &r));
+        CHECK(r.feasible);
+        if (p.best > 1) { /* one byte less: proven infeasible */
+            CHECK_STATUS(pack(tl, HBM_PACK_EXACT, p.best - 1, 0, 0, &r), HBM_ERR_INFEASIBLE);
+            CHECK(r.proven && !r.feasible && r.lower_bound >= p.best);
+        }
+        uint64_t lb;
+        int64_t at;
+        CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
+        gaps += p.best > lb;
+        if (p.best > lb) { /* a failed search proves a bound above C and at most the optimum */
+            hbmi_exact *e;
+            CHECK_OK(hbmi_exact_new(tl, 0, &e));
+            hbmi_exact_rc rc;
+            uint64_t nb = 0;
+            hbm_status s1 = hbmi_exact_solve(e, tl, lb, 0, 0, &rc, &nb);
+            hbmi_exact_free(e);
+            CHECK_OK(s1);
+            CHECK(rc == HBMI_EXACT_NONE);
+            CHECK(nb > lb && nb <= p.best);
+        }
+        hbm_timeline_free(tl);
+    }
+    fprintf(stderr, "  %d of 600 instances need more than max-live\n", gaps);
+    CHECK(gaps > 3); /* the instances include ones where the optimum exceeds max-live */
+}
+
+/* A crafted instance where max-live is 4 but 5 is needed: a 2-wide buffer between two
+ * stacked pairs that force it to different heights. */
+static void test_exact_infeasible_crafted(void) {
+    hbm_timeline *tl = parse("id,lower,upper,size\n"
+                             "a,0,2,2\n" /* a under b at [0,2) */
+                             "b,0,1,2\n"
+                             "c,1,3,2\n" /* c must sit on a's top or below... */
+                             "d,2,3,2\n");
+    CHECK(tl);
+    uint64_t lb;
+    int64_t at;
+    CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
+    CHECK_EQ_U64(lb, 4);
+    hbm_pack_result r;
+    hbm_status s = pack(tl, HBM_PACK_EXACT, 4, 0, 0, &r);
+    if (s == HBM_OK) CHECK_OK(hbm_timeline_verify(tl, 4));
+    CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
+    CHECK(r.proven);
+    hbm_timeline_free(tl);
+    /* three mutually overlapping buffers of 3 in capacity 8: proven by the bound alone */
+    tl = parse("id,lower,upper,size\n0,0,3,3\n1,1,4,3\n2,2,5,3\n");
+    CHECK(tl);
+    CHECK_STATUS(pack(tl, HBM_PACK_EXACT, 8, 0, 0, &r), HBM_ERR_INFEASIBLE);
+    CHECK(r.proven && r.lower_bound == 9);
+    CHECK_EQ_U64(tl->buffers[0].offset, HBM_NO_OFFSET); /* untouched on failure */
+    hbm_timeline_free(tl);
+    /* max-live 4, optimum 5: x [0,2) 2, y [1,3) 2 would stack; z [0,1) 1 and w [2,3) 1
+     * with u [1,2) 1... found by brute force: */
+    tl = parse("id,lower,upper,size\n0,0,2,1\n1,1,3,2\n2,0,1,2\n3,2,4,1\n4,3,4,2\n5,1,2,1\n");
+    CHECK(tl);
+    CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
+    bf p = {.n = 6, .best = UINT64_MAX};
+    for (size_t i = 0; i < 6; i++) {
+        p.size[i] = tl->buffers[i].size;
+        p.a[i] = tl->buffers[i].start;
+        p.b[i] = tl->buffers[i].end;
+        p.align[i] = 1;
+    }
+    bf_rec(&p, 0, 0);
+    if (p.best > lb) {
+        CHECK_STATUS(pack(tl, HBM_PACK_EXACT, p.best - 1, 0, 0, &r), HBM_ERR_INFEASIBLE);
+        CHECK(r.proven);
+    }
+    CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
+    CHECK_EQ_U64(r.extent, p.best);
+    hbm_timeline_free(tl);
+}
+
+static void test_timeout(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_pack_generate(3, 400, 1 << 20, 1000, &tl));
+    /* shave the capacity so no perfect packing exists and the search has to run */
+    hbm_pack_result r;
+    uint64_t t0 = hbmi_now_ns();
+    hbm_status s = pack(tl, HBM_PACK_EXACT, (1 << 20) - 1024, 0, 0.3, &r);
+    double dt = (double)(hbmi_now_ns() - t0) / 1e9;
+    CHECK(dt < 2.0);
+    CHECK(s == HBM_ERR_INFEASIBLE);
+    CHECK(r.timed_out || r.proven);
+    t0 = hbmi_now_ns();
+    s = pack(tl, HBM_PACK_EXACT, 0, 1, 0.3, &r);
+    dt = (double)(hbmi_now_ns() - t0) / 1e9;
+    CHECK_OK(s);
+    CHECK(dt < 2.0);
+    CHECK(r.feasible && r.lower_bound <= r.extent);
+    CHECK(r.proven || r.timed_out);
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    hbm_timeline_free(tl);
+}
+
+static void test_pinned_and_alignment(void) {
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,100\n1,0,10,50\n2,5,15,70\n3,12,20,30\n");
+    CHECK(tl);
+    tl->buffers[0].offset = 60; /* pinned in the middle */
+    tl->buffers[0].flags = HBM_TL_PINNED;
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    for (size_t q = 0; q < 3; q++) {
+        hbm_pack_options o;
+        hbm_pack_options_default(&o);
+        o.algo = algos[q];
+        o.alignment = 16;
+        o.minimize = algos[q] == HBM_PACK_EXACT;
+        hbm_pack_result r;
+        CHECK_OK(hbm_pack(tl, &o, &r));
+        CHECK_EQ_U64(tl->buffers[0].offset, 60);
+        for (size_t i = 1; i < tl->count; i++) CHECK_EQ_U64(tl->buffers[i].offset % 16, 0);
+        CHECK_OK(hbm_timeline_verify(tl, 0));
+    }
+    tl->buffers[0].offset = HBM_NO_OFFSET;
+    hbm_pack_result r;
+    CHECK_STATUS(pack(tl, HBM_PACK_BEST, 0, 0, 0, &r), HBM_ERR_INVALID);
+    hbm_timeline_free(tl);
+}
+
+static void test_xla_not_here_and_args(void) {
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,100\n");
+    CHECK(tl);
+    hbm_pack_result r;
+    CHECK_STATUS(pack(tl, HBM_PACK_XLA, 0, 0, 0, &r), HBM_ERR_NOT_AVAILABLE);
+    CHECK_STATUS(hbm_pack(NULL, NULL, &r), HBM_ERR_INVALID);
+    CHECK_OK(hbm_pack(tl, NULL, &r)); /* defaults: best */
+    CHECK_EQ_U64(r.extent, 100);
+    CHECK_STATUS(pack(tl, HBM_PACK_GREEDY_SIZE, 99, 0, 0, &r), HBM_ERR_INFEASIBLE);
+    CHECK(r.proven);
+    hbm_timeline_free(tl);
+    CHECK_OK(hbm_timeline_new(&tl)); /* empty */
+    CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
+    CHECK_EQ_U64(r.extent, 0);
+    hbm_timeline_free(tl);
+}
+
+static void test_alloc_failures(void) {
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    for (size_t q = 0; q < 3; q++) {
+        for (uint64_t nth = 1; nth < 400; nth++) {
+            hbm_timeline *tl;
+            CHECK_OK(hbm_pack_generate(9, 30, 1 << 12, 50, &tl));
+            hbm_pack_result r;
+            hbm_debug_fail_host_alloc(nth);
+            hbm_status s = pack(tl, algos[q], 1 << 12, 0, 0, &r);
+            uint64_t made = hbm_debug_fail_host_alloc(0);
+            if (s) {
+                CHECK_STATUS(s, HBM_ERR_NOMEM);
+                for (size_t i = 0; i < tl->count; i++) CHECK_EQ_U64(tl->buffers[i].offset, HBM_NO_OFFSET);
+            }
+            hbm_timeline_free(tl);
+            if (!s && made < nth) break; /* every allocation has had its turn */
+        }
+    }
+}
+
+int main(void) {
+    RUN(test_csv_basic);
+    RUN(test_csv_errors);
+    RUN(test_algo_names);
+    RUN(test_all_algorithms_verified);
+    RUN(test_exact_vs_brute_force);
+    RUN(test_exact_infeasible_crafted);
+    RUN(test_timeout);
+    RUN(test_pinned_and_alignment);
+    RUN(test_xla_not_here_and_args);
+    RUN(test_alloc_failures);
+    return test_done();
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_pack_cli.sh - hbm pack from the command line: help, usage errors, CSV errors with
+# file:line, feasible and infeasible capacities, --minimize, --json, --output round trip.
+set -u
+HBM=$1
+DATA=${2:-}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$HBM" pack --help | grep -q "Usage: hbm pack" || fail "help"
+"$HBM" --help | grep -q "pack" || fail "pack not listed"
+"$HBM" pack >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing file should exit 2"
+"$HBM" pack x.csv --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option should exit 2"
+"$HBM" pack x.csv --capacity lots >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad capacity should exit 2"
+"$HBM" pack x.csv --capacity 10 --minimize >/dev/null 2>&1; [ $? -eq 2 ] || fail "capacity+minimize should exit 2"
+"$HBM" pack x.csv --algorithm magic 2>&1 | grep -q "unknown packing algorithm" || fail "bad algorithm"
+
+printf 'id,lower,upper,size\n0,0,10,4\n1,5,3,4\n' > "$T/bad.csv"
+out=$("$HBM" pack "$T/bad.csv" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "parse error should exit 1 (got $rc)"
+echo "$out" | grep -q "bad.csv:3: empty lifetime" || fail "parse error names file:line: $out"
+
+# three buffers of 3 alive together around time 2, a fourth later
+printf 'id,begin,end,size\na,0,3,3\nb,1,4,3\nc,2,5,3\nd,6,8,9\n' > "$T/p.csv"
+"$HBM" pack "$T/p.csv" --capacity 9 --output "$T/out.csv" >"$T/log" || fail "capacity 9 should fit: $(cat "$T/log")"
+grep -q "fits 9" "$T/log" || fail "fits line"
+head -1 "$T/out.csv" | grep -q "^id,lower,upper,size,offset$" || fail "output header: $(head -1 "$T/out.csv")"
+[ "$(wc -l < "$T/out.csv")" -eq 5 ] || fail "output rows"
+# the output is itself valid input, and packs to the same extent
+"$HBM" pack "$T/out.csv" --capacity 9 >/dev/null || fail "output re-read"
+"$HBM" pack "$T/p.csv" --capacity 8 >"$T/log" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "capacity 8 should fail with 1 (got $rc)"
+grep -q "proven infeasible" "$T/log" || fail "infeasible message: $(cat "$T/log")"
+"$HBM" pack "$T/p.csv" --minimize --json >"$T/j" || fail "minimize"
+grep -q '"extent": 9' "$T/j" || fail "json extent: $(cat "$T/j")"
+grep -q '"proven": true' "$T/j" || fail "json proven"
+"$HBM" pack "$T/p.csv" --algorithm greedy --json | grep -q '"algorithm": "greedy"' || fail "greedy json"
+"$HBM" pack "$T/p.csv" --algorithm xla >/dev/null 2>&1; [ $? -eq 1 ] || fail "xla not available yet should exit 1"
+"$HBM" pack "$T/p.csv" --output - | grep -q "^a,0,3,3," || fail "output to stdout"
+
+if [ -n "$DATA" ] && [ -f "$DATA/minimalloc/C.1048576.csv" ]; then
+  "$HBM" pack "$DATA/minimalloc/C.1048576.csv" --capacity 1048576 --timeout 60 --output "$T/c.csv" >"$T/log" \
+    || fail "C within 1048576: $(cat "$T/log")"
+  grep -q "offset" "$T/c.csv" || fail "C output"
+else
+  echo "note: MiniMalloc data not found under '$DATA', skipping the shared-data check"
+fi
+echo "ok"
