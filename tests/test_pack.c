@@ -84,7 +84,8 @@ static hbm_status pack(hbm_timeline *tl, hbm_pack_algo a, uint64_t cap, int mini
 /* Every algorithm on random and generated hard instances: verified, never below the bound. */
 static void test_all_algorithms_verified(void) {
     test_rng rng = {42};
-    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
+                             HBM_PACK_BEST, HBM_PACK_EXACT};
     for (int it = 0; it < 40; it++) {
         hbm_timeline *tl;
         if (it % 2) {
@@ -272,7 +273,8 @@ static void test_pinned_and_alignment(void) {
     CHECK(tl);
     tl->buffers[0].offset = 60; /* pinned in the middle */
     tl->buffers[0].flags = HBM_TL_PINNED;
-    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
+                             HBM_PACK_BEST, HBM_PACK_EXACT};
     for (size_t q = 0; q < 3; q++) {
         hbm_pack_options o;
         hbm_pack_options_default(&o);
@@ -291,11 +293,19 @@ static void test_pinned_and_alignment(void) {
     hbm_timeline_free(tl);
 }
 
-static void test_xla_not_here_and_args(void) {
-    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,100\n");
+static void test_xla_and_args(void) {
+    /* XLA's best fit: the big buffer first at 0, the two halves share the space above it */
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,100\n1,0,5,50\n2,5,10,50\n");
     CHECK(tl);
     hbm_pack_result r;
-    CHECK_STATUS(pack(tl, HBM_PACK_XLA, 0, 0, 0, &r), HBM_ERR_NOT_AVAILABLE);
+    CHECK_OK(pack(tl, HBM_PACK_XLA, 0, 0, 0, &r));
+    CHECK_EQ_U64(r.extent, 150);
+    CHECK_EQ_U64(tl->buffers[0].offset, 0);
+    CHECK_EQ_U64(tl->buffers[1].offset, 100);
+    CHECK_EQ_U64(tl->buffers[2].offset, 100);
+    hbm_timeline_free(tl);
+    tl = parse("id,lower,upper,size\n0,0,10,100\n");
+    CHECK(tl);
     CHECK_STATUS(hbm_pack(NULL, NULL, &r), HBM_ERR_INVALID);
     CHECK_OK(hbm_pack(tl, NULL, &r)); /* defaults: best */
     CHECK_EQ_U64(r.extent, 100);
@@ -309,7 +319,8 @@ static void test_xla_not_here_and_args(void) {
 }
 
 static void test_alloc_failures(void) {
-    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_BEST, HBM_PACK_EXACT};
+    hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
+                             HBM_PACK_BEST, HBM_PACK_EXACT};
     for (size_t q = 0; q < 3; q++) {
         for (uint64_t nth = 1; nth < 400; nth++) {
             hbm_timeline *tl;
@@ -337,7 +348,7 @@ int main(void) {
     RUN(test_exact_infeasible_crafted);
     RUN(test_timeout);
     RUN(test_pinned_and_alignment);
-    RUN(test_xla_not_here_and_args);
+    RUN(test_xla_and_args);
     RUN(test_alloc_failures);
     return test_done();
 }

@@ -5,6 +5,7 @@
 
 #include "core/internal.h"
 #include "plan/pack_internal.h"
+#include "plan/xla_heap.h"
 
 /* Input limits that keep every offset computation far from overflow. */
 #define PACK_MAX_TOTAL (UINT64_C(1) << 56)
@@ -75,6 +76,38 @@ static void keep(pack_run *p, uint64_t extent) {
 
 static void restore(pack_run *p) {
     for (size_t i = 0; i < p->tl->count; i++) p->tl->buffers[i].offset = p->best_off[i];
+}
+
+/* XLA's decreasing-size best fit (the planner's reproduction of its heap simulator),
+ * one order or both, keeping the smaller. The timeline's ids are made unique and the
+ * default alignment applied for the call: XLA's routine reads equal ids as colocated. */
+static hbm_status run_xla(pack_run *p) {
+    hbm_timeline *tl = p->tl;
+    uint64_t *ids = hbmi_malloc((tl->count + 1) * sizeof *ids), *aligns = hbmi_malloc((tl->count + 1) * sizeof *aligns);
+    if (!ids || !aligns) {
+        hbmi_free(ids);
+        hbmi_free(aligns);
+        return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
+    }
+    for (size_t i = 0; i < tl->count; i++) {
+        ids[i] = tl->buffers[i].id;
+        aligns[i] = tl->buffers[i].alignment;
+        tl->buffers[i].id = i;
+        if (aligns[i] <= 1 && p->o->alignment > 1) tl->buffers[i].alignment = p->o->alignment;
+    }
+    hbm_status s = HBM_OK;
+    for (int temporal = 0; temporal < 2 && !s; temporal++) {
+        if ((p->o->algo == HBM_PACK_XLA_SPATIAL && temporal) || (p->o->algo == HBM_PACK_XLA_TEMPORAL && !temporal)) continue;
+        uint64_t ext = 0;
+        if (!(s = hbmi_xla_best_fit(tl, temporal, &ext))) keep(p, ext);
+    }
+    for (size_t i = 0; i < tl->count; i++) {
+        tl->buffers[i].id = ids[i];
+        tl->buffers[i].alignment = aligns[i];
+    }
+    hbmi_free(ids);
+    hbmi_free(aligns);
+    return s;
 }
 
 /* Exact: fit within capacity, or (minimize) find and prove the least extent. */
@@ -159,9 +192,6 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
     }
     memset(r, 0, sizeof *r);
     if ((unsigned)opts->algo > HBM_PACK_EXACT) return hbmi_error(HBM_ERR_INVALID, "pack: unknown algorithm %d", (int)opts->algo);
-    if (opts->algo == HBM_PACK_XLA_SPATIAL || opts->algo == HBM_PACK_XLA_TEMPORAL || opts->algo == HBM_PACK_XLA)
-        return hbmi_error(HBM_ERR_NOT_AVAILABLE, "pack: %s: XLA heuristics land with the planner",
-                          hbm_pack_algo_str(opts->algo));
     if (opts->timeout_s < 0) return hbmi_error(HBM_ERR_INVALID, "pack: negative timeout");
     hbm_status s = check_input(tl, opts);
     if (s) return s;
@@ -183,6 +213,11 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
         break;
     case HBM_PACK_BEST:
         if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound, p.deadline, &ext))) keep(&p, ext);
+        break;
+    case HBM_PACK_XLA_SPATIAL:
+    case HBM_PACK_XLA_TEMPORAL:
+    case HBM_PACK_XLA:
+        s = run_xla(&p);
         break;
     default:
         s = run_exact(&p);
