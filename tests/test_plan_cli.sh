@@ -35,4 +35,15 @@ check "syntax error exits 1" test $rc -eq 1
 check "syntax error names file:line:col" grep -q "$bad:3:13:" <<<"$err"
 rm -f "$bad"
 "$HBM" plan --help | grep -q "Usage: hbm plan"; check "help" test $? -eq 0
+# --pack: the temp heap repacked by hbm's packers, never worse than the lower bound
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack exact)
+check "pack line" grep -q "Repacking the temp heap with 'exact': .* (XLA's heap simulator: 377.81MiB" <<<"$out"
+"$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack best --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = d["pack"]
+assert d["plan"]["temp_size_in_bytes"] > 0, d
+assert p["algorithm"] == "best" and p["lower_bound_bytes"] <= p["heap_bytes"] <= p["xla_heap_bytes"], p
+'; check "pack json" test $? -eq 0
+"$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack magic >/dev/null 2>&1; check "bad --pack is usage error" test $? -eq 2
 exit $fail

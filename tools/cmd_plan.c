@@ -7,7 +7,7 @@
 static void plan_help(FILE *f) {
     fprintf(f,
             "Usage: hbm plan FILE [--device NAME | --capacity SIZE] [--framework-limit FRACTION]\n"
-            "                     [--top N] [--json] [--alignment BYTES]\n"
+            "                     [--top N] [--json] [--alignment BYTES] [--pack ALGO [--timeout S]]\n"
             "\n"
             "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
             "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) and compute what XLA's\n"
@@ -24,13 +24,18 @@ static void plan_help(FILE *f) {
             "  --top N                   peak buffers to show (default 15, as XLA)\n"
             "  --json                    memory_analysis() keys, peak_bytes, peak_buffers as JSON\n"
             "  --alignment BYTES         XLA's GPU buffer alignment (default 128)\n"
+            "  --pack ALGO               what-if: repack the temp heap with greedy, xla, best or exact\n"
+            "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
+            "  --timeout S               time limit for --pack exact (default 10 s)\n"
             "\n"
             "Example:\n"
-            "  hbm plan examples/svd_oom.hlo --device V100-16GB\n");
+            "  hbm plan examples/svd_oom.hlo --device V100-16GB\n"
+            "  hbm plan model.hlo --pack exact        # how much of XLA's temp heap is packing waste?\n");
 }
 
 int cmd_plan(int argc, char **argv) {
-    const char *file = NULL, *device = NULL, *cap_text = NULL, *frac_text = NULL;
+    const char *file = NULL, *device = NULL, *cap_text = NULL, *frac_text = NULL, *pack_text = NULL;
+    double timeout = 10;
     size_t top = 15;
     int json = 0;
     uint64_t alignment = 0;
@@ -41,6 +46,17 @@ int cmd_plan(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--pack") || !strcmp(a, "--timeout")) {
+            if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--pack")) {
+                pack_text = v;
+            } else {
+                char *end;
+                timeout = strtod(v, &end);
+                if (*end || end == v || !(timeout > 0))
+                    return cli_usage_error("plan", "--timeout '%s': expected seconds > 0", v);
+            }
         } else if (!strcmp(a, "--device") || !strcmp(a, "--capacity") || !strcmp(a, "--framework-limit") ||
                    !strcmp(a, "--top") || !strcmp(a, "--alignment")) {
             if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
@@ -91,6 +107,11 @@ int cmd_plan(int argc, char **argv) {
             return cli_usage_error("plan", "--framework-limit '%s': expected a fraction in (0, 1]", frac_text);
         fraction = fr;
     }
+    hbm_pack_options po;
+    hbm_pack_options_default(&po);
+    po.timeout_s = timeout;
+    if (pack_text && hbm_pack_algo_parse(pack_text, &po.algo) != HBM_OK)
+        return cli_usage_error("plan", "--pack: %s", hbm_last_error());
     hbm_hlo_module *m;
     hbm_status s = hbm_hlo_parse_file(file, &m);
     if (s) return cli_fail("plan", s);
@@ -103,10 +124,33 @@ int cmd_plan(int argc, char **argv) {
         hbm_hlo_module_free(m);
         return cli_fail("plan", s);
     }
-    if (json) s = hbm_plan_json(p, stdout, top, capacity, fraction);
-    else {
+    hbm_pack_result pr;
+    uint64_t heap = 0;
+    if (pack_text && (s = hbm_plan_pack_temp(p, &po, &pr, &heap))) {
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+        return cli_fail("plan", s);
+    }
+    if (json) {
+        if (pack_text) printf("{\"plan\": ");
+        s = hbm_plan_json(p, stdout, top, capacity, fraction);
+        if (pack_text)
+            printf(", \"pack\": {\"algorithm\": \"%s\", \"xla_heap_bytes\": %llu, \"heap_bytes\": %llu, "
+                   "\"lower_bound_bytes\": %llu, \"proven\": %s, \"seconds\": %.3f}}\n",
+                   hbm_pack_algo_str(po.algo), (unsigned long long)heap, (unsigned long long)pr.extent,
+                   (unsigned long long)pr.lower_bound, pr.proven ? "true" : "false", pr.seconds);
+    } else {
         s = hbm_plan_report(p, stdout, top);
         if (!s) s = hbm_plan_explain(p, stdout, capacity, fraction, dev_name, top < 8 ? top : 8);
+        if (!s && pack_text) {
+            char a[32], b[32], c[32];
+            printf("\nRepacking the temp heap with '%s': %s (XLA's heap simulator: %s; lower bound %s%s), %.3f s\n",
+                   hbm_pack_algo_str(po.algo), hbm_size_xla((int64_t)pr.extent, a), hbm_size_xla((int64_t)heap, b),
+                   hbm_size_xla((int64_t)pr.lower_bound, c), pr.proven ? ", optimal" : "", pr.seconds);
+            if (heap > pr.extent)
+                printf("  %s of XLA's temp heap is packing waste that a better placement would save.\n",
+                       hbm_size_xla((int64_t)(heap - pr.extent), a));
+        }
     }
     hbm_plan_free(p);
     hbm_hlo_module_free(m);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "hbm/hlo.h"
+#include "hbm/pack.h"
 #include "hbm/status.h"
 #include "hbm/tag.h"
 #include "hbm/timeline.h"
@@ -85,6 +86,12 @@ size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max
  * offset). Owned by p; built on the first call (not thread-safe until then); NULL if
  * host memory runs out. */
 const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
+
+/* What-if: pack the buffers of the plan's temp heap (XLA's heap simulation input,
+ * colocated values merged into one buffer) with another algorithm (hbm/pack.h). r->extent
+ * is the heap the algorithm needs; compare with the heap_bytes XLA's simulator needed.
+ * HBM_OK with r->extent = 0 when the plan has no temp heap. */
+hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_pack_result *r, uint64_t *heap_bytes);
 
 /* Name of the instruction at schedule step t ("" if out of range). */
 const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);

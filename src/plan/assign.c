@@ -602,6 +602,12 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, uint64_t *heap_size) {
     hbmi_free(tl_value);
     ok = 1;
 out:
+    if (ok && tl && (!c->p->heap_tl || *heap_size > c->p->heap_tl_size)) { /* keep it for hbm_plan_pack_temp */
+        hbm_timeline_free(c->p->heap_tl);
+        c->p->heap_tl = tl;
+        c->p->heap_tl_size = *heap_size;
+        tl = NULL;
+    }
     hbm_timeline_free(tl);
     hbmi_free(off_spatial);
     hbmi_free(st);
@@ -897,6 +903,7 @@ void hbm_plan_free(hbm_plan *p) {
     hbmi_free(p->value_alloc);
     hbmi_free(p->value_offset);
     hbm_timeline_free(p->tl);
+    hbm_timeline_free(p->heap_tl);
     hbmi_arena_free(&p->strings);
     hbmi_df_free(p->df);
     hbmi_free(p);

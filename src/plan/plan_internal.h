@@ -37,6 +37,9 @@ struct hbm_plan {
     hbm_plan_buffer peak[64];
     size_t n_peak;
     uint64_t temp_heap_size, temp_heap_live; /* heap simulator result and its peak */
+    hbm_timeline *heap_tl;   /* the largest heap simulation's input, for repacking (ids:
+                                colocated values share one) */
+    uint64_t heap_tl_size;
 };
 
 static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
