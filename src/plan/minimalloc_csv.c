@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "plan/pack_internal.h"
 #include "hbm/pack.h"
 
 enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGN, COL_OFFSET, COL_N };
@@ -215,19 +216,21 @@ hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out) {
     return s;
 }
 
-hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f) {
+hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f) { return hbmi_minimalloc_write(tl, f, 1); }
+
+hbm_status hbmi_minimalloc_write(const hbm_timeline *tl, FILE *f, int csv_ids) {
     if (!tl || !f) return hbmi_error(HBM_ERR_INVALID, "minimalloc: NULL argument");
     int align = 0, offs = 0;
-    for (size_t i = 0; i < tl->count; i++) {
+    for (size_t i = 0; i < tl->count && csv_ids; i++) {
         if (tl->buffers[i].alignment > 1) align = 1;
         if (tl->buffers[i].offset != HBM_NO_OFFSET) offs = 1;
     }
     fprintf(f, "id,lower,upper,size%s%s\n", align ? ",alignment" : "", offs ? ",offset" : "");
     for (size_t i = 0; i < tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[i];
-        const hbm_tag *t = hbm_timeline_tag(tl, i);
+        const hbm_tag *t = csv_ids ? hbm_timeline_tag(tl, i) : NULL;
         if (t && t->label) fprintf(f, "%s", t->label);
-        else fprintf(f, "%" PRIu64, b->id);
+        else fprintf(f, "%" PRIu64, csv_ids ? b->id : (uint64_t)i);
         fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRIu64, b->start, b->end, b->size);
         if (align) fprintf(f, ",%" PRIu64, b->alignment);
         if (offs) {

@@ -57,4 +57,9 @@ void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound);
 
+/* MiniMalloc CSV of tl. csv_ids: ids as read from a CSV (non-numeric ones are kept in the
+ * tag label), alignment and offset columns when present (hbm_minimalloc_write); otherwise
+ * the buffer's index as id and the lifetimes only (exports of traces and plans). */
+hbm_status hbmi_minimalloc_write(const hbm_timeline *tl, FILE *f, int csv_ids);
+
 #endif
