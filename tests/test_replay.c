@@ -59,7 +59,10 @@ static void test_platform_oom(void) {
     CHECK(r.first_oom_report && strlen(r.first_oom_report) > 0);
     FILE *f = tmpfile();
     CHECK(f);
-    CHECK_OK(hbm_replay_write(t, "sim:1GiB", &r, 1, 11u << 20, f, 0));
+    hbm_replay_bounds b;
+    CHECK_OK(hbm_replay_bounds_get(t, 1.0, 1000, &b));
+    CHECK(b.lower_bound > 0 && b.packed >= b.lower_bound);
+    CHECK_OK(hbm_replay_write(t, "sim:1GiB", &r, 1, &b, f, 0));
     rewind(f);
     char buf[8192];
     size_t n = fread(buf, 1, sizeof buf - 1, f);

@@ -188,11 +188,22 @@ void hbm_replay_result_release(hbm_replay_result *r);
  * ...) as a simulated device of its capacity. */
 hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
 
+/* What the best allocator could have done on a trace: the most bytes live at once (no
+ * allocator can peak lower) and a static packing of its buffers (hbm_pack's best
+ * heuristic, within timeout_s) that shows how close to that bound one can get. */
+typedef struct hbm_replay_bounds {
+    uint64_t lower_bound;  /* max bytes live at once (0 = unknown) */
+    uint64_t packed;       /* extent of the packing found (0 = not computed) */
+    int proven;            /* packed == lower_bound */
+} hbm_replay_bounds;
+
+/* Traces with more than max_buffers buffers get the lower bound only. */
+hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
+
 /* The comparison table of n results (text), or a JSON object with "trace", "device",
- * "events", "optimal_bound_bytes" and "results". bound = the packing lower bound of the
- * trace (0 = unknown). */
+ * "events", "optimal_bound_bytes", "packed_bytes" and "results". b may be NULL. */
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
-                            uint64_t bound, FILE *f, int json);
+                            const hbm_replay_bounds *b, FILE *f, int json);
 
 /* --- export ---------------------------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
+#include "hbm/pack.h"
 #include "hbm/plan.h"
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
@@ -203,15 +204,40 @@ static void col_size(char *buf, size_t cap, uint64_t v) {
     snprintf(buf, cap, "%s", hbm_size_xla((int64_t)v, h));
 }
 
+hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_bounds_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    hbm_timeline *tl;
+    hbm_status s = hbm_trace_to_timeline(t, &tl);
+    if (s) return s;
+    s = hbm_timeline_peak(tl, &out->lower_bound, NULL);
+    if (!s && tl->count && tl->count <= max_buffers) {
+        hbm_pack_options o;
+        hbm_pack_result r;
+        hbm_pack_options_default(&o);
+        o.algo = HBM_PACK_BEST;
+        o.timeout_s = timeout_s;
+        s = hbm_pack(tl, &o, &r);
+        if (!s) {
+            out->packed = r.extent;
+            out->proven = r.extent == out->lower_bound;
+        }
+    }
+    hbm_timeline_free(tl);
+    return s;
+}
+
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
-                            uint64_t bound, FILE *f, int json) {
+                            const hbm_replay_bounds *bounds, FILE *f, int json) {
     if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
+    uint64_t bound = bounds ? bounds->lower_bound : 0, packed = bounds ? bounds->packed : 0;
     if (json) {
         fputs("{\"trace\": ", f);
         hbmi_json_str(f, t->name);
         fputs(", \"device\": ", f);
         hbmi_json_str(f, device_spec);
-        fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"results\": [", t->count, bound);
+        fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"packed_bytes\": %" PRIu64 ", \"results\": [",
+                t->count, bound, packed);
         for (size_t i = 0; i < n; i++) {
             const hbm_replay_result *x = &r[i];
             fputs(i ? ", {\"config\": " : "{\"config\": ", f);
@@ -266,10 +292,11 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
             fprintf(f, "none\n");
     }
     if (bound) {
-        /* TODO(merge): when hbm_pack (the packer branch) is in, print its exact packing of the
-         * trace's timeline here next to this max-live lower bound. */
         fprintf(f, "\n%-34s %12s   (max bytes live at once: no allocator can peak lower)\n", "optimal packing bound",
                 hbm_size_xla((int64_t)bound, a));
+        if (packed)
+            fprintf(f, "%-34s %12s   (a static placement of every buffer, knowing the future%s)\n", "best packing found",
+                    hbm_size_xla((int64_t)packed, a), packed == bound ? ": optimal" : "");
     }
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;
