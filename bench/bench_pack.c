@@ -1,5 +1,6 @@
 /* bench_pack.c - the packer on MiniMalloc's challenging cases and on generated hard
- * instances: lower bound, TFLite's greedy by size, hbm's best heuristic, the exact search
+ * instances: lower bound, TFLite's greedy by size, XLA's best fit (the planner's heap
+ * simulator, the smaller of its two orders), hbm's best heuristic, the exact search
  * fitting the capacity, and --minimize (proven optimum or the gap at the cap).
  *
  *   bench_pack [CAP_SECONDS=120] [REPEATS=5]
@@ -52,6 +53,8 @@ static void bench_case(const char *name, hbm_timeline *tl, uint64_t cap, double 
     hbm_status s;
     run(tl, HBM_PACK_GREEDY_SIZE, 0, 0, 0, &r, &s);
     uint64_t greedy = r.extent;
+    run(tl, HBM_PACK_XLA, 0, 0, 0, &r, &s);
+    uint64_t xla = r.extent;
     double bt[16], ft[16];
     uint64_t best = 0;
     int fit_ok = 1;
@@ -68,8 +71,9 @@ static void bench_case(const char *name, hbm_timeline *tl, uint64_t cap, double 
         }
     }
     double btm = median(bt, reps), ftm = median(ft, freps);
-    printf("%-10s %6zu %9" PRIu64 " %9" PRIu64 " %5.1f%% %9" PRIu64 " %5.2f%% %7.2fms %9s %8.3fs",
-           name, tl->count, lb, greedy, 100.0 * (double)(greedy - lb) / (double)lb, best,
+    printf("%-10s %6zu %9" PRIu64 " %9" PRIu64 " %5.1f%% %9" PRIu64 " %5.1f%% %9" PRIu64 " %5.2f%% %7.2fms %9s %8.3fs",
+           name, tl->count, lb, greedy, 100.0 * (double)(greedy - lb) / (double)lb, xla,
+           100.0 * (double)(xla - lb) / (double)lb, best,
            100.0 * (double)(best - lb) / (double)lb, btm * 1e3, fit_ok ? "fits" : "NO", ftm);
     double mt = 0;
     if (mincap > 0) {
@@ -91,7 +95,7 @@ int main(int argc, char **argv) {
     int reps = argc > 2 ? atoi(argv[2]) : 5;
     if (reps < 1) reps = 1;
     if (reps > 16) reps = 16;
-    printf("%-10s %6s %9s %9s %6s %9s %6s %9s %9s %9s", "case", "bufs", "lower", "greedy", "+%", "best", "+%",
+    printf("%-10s %6s %9s %9s %6s %9s %6s %9s %6s %9s %9s %9s", "case", "bufs", "lower", "greedy", "+%", "xla", "+%", "best", "+%",
            "best-t", "exact", "fit-t");
     if (mincap > 0) printf(" %9s %9s %6s %9s", "min", "bound", "proven", "min-t");
     printf("\n");
