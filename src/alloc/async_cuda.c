@@ -7,23 +7,15 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "alloc/alloc_internal.h"
+#include "alloc/blocktab.h"
 #include "device/cuda_driver.h"
 #include "hbm/size.h"
-
-typedef struct cblk {
-    uint64_t addr, size, requested, seq;
-    uint32_t tag_id, next_free;
-} cblk;
 
 typedef struct cpool {
     hbm_device *dev;
     hbmi_cuda_dev *cd;
     hbmi_CUmemoryPool pool;
-    hbmi_map index; /* addr -> block */
-    cblk *blocks;
-    size_t nblocks, cap;
-    uint32_t free_head;
+    hbmi_blocktab live;
     hbm_stats st;
 } cpool;
 
@@ -50,8 +42,7 @@ static hbm_status cp_alloc_stream(void *self, uint64_t size, const hbm_tag *tag,
         return hbmi_error(HBM_ERR_OOM, "cuda_async: %s more would pass the pool size %s", hbm_size_human(held, a),
                           hbm_size_human(p->st.bytes_limit, b));
     }
-    hbm_status s = hbmi_map_reserve(&p->index, p->index.count + 1);
-    if (!s && !p->free_head) s = hbmi_grow((void **)&p->blocks, &p->cap, p->nblocks + 1, sizeof *p->blocks);
+    hbm_status s = hbmi_blocktab_reserve(&p->live);
     if (s) return s;
     hbmi_CUcontext saved;
     if ((s = hbmi_cuda_enter(p->cd, &saved))) return s;
@@ -67,16 +58,8 @@ static hbm_status cp_alloc_stream(void *self, uint64_t size, const hbm_tag *tag,
         return hbmi_cuda_error(d, r, "cuda_async: cuMemAllocFromPoolAsync(%s, stream 0x%" PRIx64 ")",
                                hbm_size_human(size, a), stream);
     }
-    uint32_t i;
-    if (p->free_head) {
-        i = p->free_head - 1;
-        p->free_head = p->blocks[i].next_free;
-    } else {
-        i = (uint32_t)p->nblocks++;
-    }
     p->st.num_allocs++;
-    p->blocks[i] = (cblk){ptr, held, size, p->st.num_allocs, tag_id, 0};
-    hbmi_map_put(&p->index, ptr, i);
+    hbmi_blocktab_insert(&p->live, &(hbmi_blk){ptr, held, size, p->st.num_allocs, tag_id, 0});
     p->st.device_allocs++;
     p->st.bytes_in_use += held;
     if (held > p->st.largest_alloc_size) p->st.largest_alloc_size = held;
@@ -93,23 +76,17 @@ static hbm_status cp_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32
 
 static hbm_status cp_free_stream(void *self, uint64_t addr, uint64_t stream) {
     cpool *p = self;
-    uint64_t i;
-    if (!hbmi_map_get(&p->index, addr, &i))
-        return hbmi_error(HBM_ERR_BAD_FREE, "cuda_async: free of 0x%" PRIx64 ", which is not a live allocation", addr);
+    hbmi_blk *b = hbmi_blocktab_find(&p->live, addr);
+    if (!b) return hbmi_error(HBM_ERR_BAD_FREE, "cuda_async: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     hbmi_CUcontext saved;
     hbm_status s = hbmi_cuda_enter(p->cd, &saved);
     if (s) return s;
     hbmi_CUresult r = p->cd->drv->MemFreeAsync(addr, (hbmi_CUstream)(uintptr_t)stream);
     hbmi_cuda_leave(p->cd, saved);
     if (r) return hbmi_cuda_error(p->cd->drv, r, "cuda_async: cuMemFreeAsync(0x%" PRIx64 ")", addr);
-    hbmi_map_del(&p->index, addr, NULL);
-    cblk *b = &p->blocks[i];
     p->st.num_frees++;
     p->st.device_frees++;
-    p->st.bytes_in_use -= b->size;
-    b->size = 0;
-    b->next_free = p->free_head;
-    p->free_head = (uint32_t)i + 1;
+    p->st.bytes_in_use -= hbmi_blocktab_remove(&p->live, b);
     return HBM_OK;
 }
 
@@ -147,44 +124,27 @@ static void cp_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((cpool *)self)
 
 static hbm_status cp_check(void *self) {
     cpool *p = self;
-    uint64_t sum = 0, n = 0;
-    for (size_t i = 0; i < p->nblocks; i++) {
-        if (!p->blocks[i].size) continue;
-        uint64_t j;
-        if (!hbmi_map_get(&p->index, p->blocks[i].addr, &j) || j != i)
-            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: block %zu is not indexed", i);
-        sum += p->blocks[i].size, n++;
-    }
-    if (n != p->index.count || sum != p->st.bytes_in_use)
-        return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: %" PRIu64 " blocks / %" PRIu64 " bytes, stats say %zu / %" PRIu64, n,
-                          sum, p->index.count, p->st.bytes_in_use);
-    return HBM_OK;
+    hbm_status s = hbmi_blocktab_check(&p->live, "cuda_async");
+    if (!s && p->live.bytes != p->st.bytes_in_use)
+        s = hbmi_error(HBM_ERR_CORRUPT, "cuda_async: %" PRIu64 " bytes in blocks, stats say %" PRIu64, p->live.bytes,
+                       p->st.bytes_in_use);
+    return s;
 }
 
 static hbm_status cp_walk(void *self, int (*fn)(void *, const hbm_block *, uint32_t), void *user) {
-    cpool *p = self;
-    for (size_t i = 0; i < p->nblocks; i++) {
-        cblk *b = &p->blocks[i];
-        if (!b->size) continue;
-        hbm_block r = {HBM_BLOCK_REGION, b->addr, b->size, 0, NULL, 0};
-        hbm_block l = {HBM_BLOCK_LIVE, b->addr, b->size, b->requested, NULL, b->seq};
-        if (fn(user, &r, 0) || fn(user, &l, b->tag_id)) break;
-    }
-    return HBM_OK;
+    return hbmi_blocktab_walk(&((cpool *)self)->live, fn, user);
 }
 
 static void cp_destroy(void *self) {
     cpool *p = self;
     hbmi_CUcontext saved;
     if (!hbmi_cuda_enter(p->cd, &saved)) {
-        for (size_t i = 0; i < p->nblocks; i++)
-            if (p->blocks[i].size) p->cd->drv->MemFreeAsync(p->blocks[i].addr, NULL);
+        HBMI_BLOCKTAB_FOREACH(&p->live, b) p->cd->drv->MemFreeAsync(b->addr, NULL);
         p->cd->drv->CtxSynchronize();
         p->cd->drv->MemPoolDestroy(p->pool);
         hbmi_cuda_leave(p->cd, saved);
     }
-    hbmi_map_destroy(&p->index);
-    hbmi_free(p->blocks);
+    hbmi_blocktab_destroy(&p->live);
     hbmi_free(p);
 }
 
@@ -201,7 +161,7 @@ hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a cuda_async pool");
     p->dev = dev;
     p->cd = cd;
-    hbmi_map_init(&p->index);
+    hbmi_blocktab_init(&p->live);
     p->st.bytes_limit = bytes_limit;
     hbmi_CUcontext saved;
     hbm_status s = hbmi_cuda_enter(cd, &saved);
@@ -232,7 +192,7 @@ hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64
     if (s && p->pool) d->MemPoolDestroy(p->pool);
     hbmi_cuda_leave(cd, saved);
     if (s) {
-        hbmi_map_destroy(&p->index);
+        hbmi_blocktab_destroy(&p->live);
         hbmi_free(p);
         return s;
     }

@@ -3,25 +3,15 @@
  * it is as slow as the device's own allocator. The memory fraction does not apply (as in
  * JAX); an explicit limit= does. */
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc_internal.h"
+#include "alloc/blocktab.h"
 #include "hbm/size.h"
-
-typedef struct plat_block {
-    uint64_t addr, size, requested, seq;
-    uint32_t tag_id;
-    uint32_t next_free; /* free-list link when unused, index+1 */
-} plat_block;
 
 typedef struct platform {
     hbm_device *dev;
     uint64_t granularity;
-    hbmi_map index; /* addr -> block index */
-    plat_block *blocks;
-    size_t nblocks, cap;
-    uint32_t free_head; /* index+1 of an unused slot, 0 = none */
+    hbmi_blocktab live;
     hbm_stats st;
 } platform;
 
@@ -40,8 +30,7 @@ static hbm_status plat_alloc(void *self, uint64_t size, const hbm_tag *tag, uint
                           hbm_size_human(p->st.bytes_limit, b));
     }
     /* reserve metadata first so a device allocation is never orphaned */
-    hbm_status s = hbmi_map_reserve(&p->index, p->index.count + 1);
-    if (!s && !p->free_head) s = hbmi_grow((void **)&p->blocks, &p->cap, p->nblocks + 1, sizeof *p->blocks);
+    hbm_status s = hbmi_blocktab_reserve(&p->live);
     if (s) return s;
     uint64_t addr;
     s = hbm_device_alloc(p->dev, size, &addr);
@@ -49,16 +38,8 @@ static hbm_status plat_alloc(void *self, uint64_t size, const hbm_tag *tag, uint
         if (s == HBM_ERR_OOM) p->st.num_ooms++;
         return s;
     }
-    uint32_t i;
-    if (p->free_head) {
-        i = p->free_head - 1;
-        p->free_head = p->blocks[i].next_free;
-    } else {
-        i = (uint32_t)p->nblocks++;
-    }
     p->st.num_allocs++;
-    p->blocks[i] = (plat_block){addr, held, size, p->st.num_allocs, tag_id, 0};
-    hbmi_map_put(&p->index, addr, i);
+    hbmi_blocktab_insert(&p->live, &(hbmi_blk){addr, held, size, p->st.num_allocs, tag_id, 0});
     p->st.device_allocs++;
     p->st.bytes_in_use += held;
     p->st.bytes_reserved += held;
@@ -72,22 +53,17 @@ static hbm_status plat_alloc(void *self, uint64_t size, const hbm_tag *tag, uint
 
 static hbm_status plat_free(void *self, uint64_t addr) {
     platform *p = self;
-    uint64_t i;
-    if (!hbmi_map_get(&p->index, addr, &i))
-        return hbmi_error(HBM_ERR_BAD_FREE, "platform: free of 0x%" PRIx64 ", which is not a live allocation", addr);
+    hbmi_blk *b = hbmi_blocktab_find(&p->live, addr);
+    if (!b) return hbmi_error(HBM_ERR_BAD_FREE, "platform: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     hbm_status s = hbm_device_free(p->dev, addr);
     if (s) return s;
-    hbmi_map_del(&p->index, addr, NULL);
-    plat_block *b = &p->blocks[i];
+    uint64_t size = hbmi_blocktab_remove(&p->live, b);
     p->st.num_frees++;
     p->st.device_frees++;
-    p->st.bytes_in_use -= b->size;
-    p->st.bytes_reserved -= b->size;
-    p->st.pool_bytes -= b->size;
+    p->st.bytes_in_use -= size;
+    p->st.bytes_reserved -= size;
+    p->st.pool_bytes -= size;
     p->st.num_regions--;
-    b->size = 0;
-    b->next_free = p->free_head;
-    p->free_head = (uint32_t)i + 1;
     return HBM_OK;
 }
 
@@ -96,56 +72,23 @@ static void plat_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((platform *)
 
 static hbm_status plat_check(void *self) {
     platform *p = self;
-    uint64_t sum = 0, n = 0;
-    for (size_t i = 0; i < p->nblocks; i++) {
-        if (!p->blocks[i].size) continue;
-        uint64_t j;
-        if (!hbmi_map_get(&p->index, p->blocks[i].addr, &j) || j != i)
-            return hbmi_error(HBM_ERR_CORRUPT, "platform: block %zu at 0x%" PRIx64 " is not indexed", i, p->blocks[i].addr);
-        sum += p->blocks[i].size;
-        n++;
-    }
-    if (n != p->index.count || sum != p->st.bytes_in_use || p->st.bytes_in_use != p->st.pool_bytes)
-        return hbmi_error(HBM_ERR_CORRUPT, "platform: %" PRIu64 " blocks / %" PRIu64 " bytes, stats say %zu / %" PRIu64,
-                          n, sum, p->index.count, p->st.bytes_in_use);
-    return HBM_OK;
+    hbm_status s = hbmi_blocktab_check(&p->live, "platform");
+    if (!s && (p->live.bytes != p->st.bytes_in_use || p->st.bytes_in_use != p->st.pool_bytes ||
+               p->live.index.count != p->st.num_regions))
+        s = hbmi_error(HBM_ERR_CORRUPT, "platform: %zu blocks of %" PRIu64 " bytes, stats say %" PRIu64 " of %" PRIu64,
+                       p->live.index.count, p->live.bytes, p->st.num_regions, p->st.bytes_in_use);
+    return s;
 }
 
-typedef struct plat_ref {
-    uint64_t addr;
-    uint32_t idx;
-} plat_ref;
-
-static int plat_cmp(const void *x, const void *y) {
-    uint64_t a = ((const plat_ref *)x)->addr, b = ((const plat_ref *)y)->addr;
-    return a < b ? -1 : a > b;
-}
-
-/* Blocks in address order, as hbm_allocator_walk promises (slots are in reuse order). */
+/* Blocks in address order, as hbm_allocator_walk promises. */
 static hbm_status plat_walk(void *self, int (*fn)(void *, const hbm_block *, uint32_t), void *user) {
-    platform *p = self;
-    plat_ref *order = hbmi_malloc((p->index.count ? p->index.count : 1) * sizeof *order);
-    if (!order) return hbmi_error(HBM_ERR_NOMEM, "platform: out of host memory listing %zu blocks", p->index.count);
-    size_t n = 0;
-    for (size_t i = 0; i < p->nblocks && n < p->index.count; i++)
-        if (p->blocks[i].size) order[n++] = (plat_ref){p->blocks[i].addr, (uint32_t)i};
-    qsort(order, n, sizeof *order, plat_cmp);
-    for (size_t k = 0; k < n; k++) {
-        plat_block *b = &p->blocks[order[k].idx];
-        hbm_block r = {HBM_BLOCK_REGION, b->addr, b->size, 0, NULL, 0};
-        hbm_block l = {HBM_BLOCK_LIVE, b->addr, b->size, b->requested, NULL, b->seq};
-        if (fn(user, &r, 0) || fn(user, &l, b->tag_id)) break;
-    }
-    hbmi_free(order);
-    return HBM_OK;
+    return hbmi_blocktab_walk(&((platform *)self)->live, fn, user);
 }
 
 static void plat_destroy(void *self) {
     platform *p = self;
-    for (size_t i = 0; i < p->nblocks; i++)
-        if (p->blocks[i].size) hbm_device_free(p->dev, p->blocks[i].addr);
-    hbmi_map_destroy(&p->index);
-    hbmi_free(p->blocks);
+    HBMI_BLOCKTAB_FOREACH(&p->live, b) hbm_device_free(p->dev, b->addr);
+    hbmi_blocktab_destroy(&p->live);
     hbmi_free(p);
 }
 
@@ -162,7 +105,7 @@ hbm_status hbmi_platform_create(hbm_device *dev, const hbm_config *cfg, uint64_t
     hbm_device_info_get(dev, &info);
     p->dev = dev;
     p->granularity = info.granularity ? info.granularity : 1;
-    hbmi_map_init(&p->index);
+    hbmi_blocktab_init(&p->live);
     p->st.bytes_limit = cfg->limit ? bytes_limit : info.total_bytes;
     *ops = &platform_ops;
     *self = p;
