@@ -9,7 +9,9 @@
 #include "hbm/trace.h"
 
 #define HBMI_TRACE_MAGIC "HBMTRACE"
-#define HBMI_TRACE_VERSION 1u
+/* Version 2 added the sync event (type 7); readers accept 1 and 2, writers write 2. */
+#define HBMI_TRACE_VERSION 2u
+#define HBMI_TRACE_VERSION_MIN 1u
 #define HBMI_TRACE_HEADER 32u
 #define HBMI_REC_TAG 0x10
 #define HBMI_REC_BACKTRACE 0x11
