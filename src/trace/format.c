@@ -101,20 +101,16 @@ static hbm_status w_meta(hbm_trace_writer *w, const char *key, const char *val) 
     return s;
 }
 
-hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity, hbm_trace_writer **out) {
-    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_writer_open: NULL argument");
+hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
+                                   hbm_trace_writer **out) {
     *out = NULL;
     hbm_trace_writer *w = hbmi_calloc(1, sizeof *w);
     if (!w || !(w->path = hbmi_strdup(path))) {
         hbmi_free(w);
+        fclose(f);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace writer");
     }
-    if (!(w->f = fopen(path, "wb"))) {
-        hbm_status s = hbmi_error(HBM_ERR_IO, "cannot create trace %s: %s", path, strerror(errno));
-        hbmi_free(w->path);
-        hbmi_free(w);
-        return s;
-    }
+    w->f = f;
     unsigned char h[HBMI_TRACE_HEADER] = {0};
     memcpy(h, HBMI_TRACE_MAGIC, 8);
     hbmi_put32(h + 8, HBMI_TRACE_VERSION);
@@ -132,6 +128,18 @@ hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t 
     }
     *out = w;
     return HBM_OK;
+}
+
+hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity, hbm_trace_writer **out) {
+    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_writer_open: NULL argument");
+    *out = NULL;
+    FILE *f = fopen(path, "wb");
+    if (!f) return hbmi_error(HBM_ERR_IO, "cannot create trace %s: %s", path, strerror(errno));
+    return hbmi_trace_writer_fopen(f, path, device, capacity, out);
+}
+
+hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value) {
+    return w_meta(w, key, value);
 }
 
 hbm_status hbm_trace_writer_tag(hbm_trace_writer *w, uint32_t id, const hbm_tag *tag) {

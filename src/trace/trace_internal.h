@@ -87,6 +87,13 @@ static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *
     return (size_t)(q - p);
 }
 
+/* A writer on an open stream (owned from now on, closed on failure too); path names it in
+ * messages. */
+hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
+                                   hbm_trace_writer **out);
+/* A meta record (keys the reader knows: device, source, name). */
+hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
+
 /* Read a whole file into memory (NUL-terminated for text parsers). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
 

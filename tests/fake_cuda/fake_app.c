@@ -1,8 +1,9 @@
 /* fake_app.c - a program that reaches the CUDA driver the way runtimes do, for testing
  * `hbm run`: it dlopens the driver ($HBM_CUDA_DRIVER, else libcuda.so.1), finds
  * cuGetProcAddress_v2 with dlsym and most entry points through it, and some with dlsym.
- *   fake_app BIG_BYTES   allocates 1 MiB, 2 MiB, a 3 MiB pool block, then BIG_BYTES
- * (printing its result code), frees everything and exits 0 if the calls behaved. */
+ *   fake_app BIG_BYTES   allocates 1 MiB, 2 MiB, a 3 MiB pool block on stream 0x51, then
+ * BIG_BYTES (printing its result code), frees everything (the pool block on its stream,
+ * then synchronizes that stream, then the context) and exits 0 if the calls behaved. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ int main(int argc, char **argv) {
     hbmi_CUresult (*palloc)(hbmi_CUdeviceptr *, size_t, hbmi_CUmemoryPool, hbmi_CUstream) = get(gpa, "cuMemAllocFromPoolAsync");
     hbmi_CUresult (*pfree)(hbmi_CUdeviceptr, hbmi_CUstream) =
         (hbmi_CUresult(*)(hbmi_CUdeviceptr, hbmi_CUstream))dlsym(h, "cuMemFreeAsync");
+    hbmi_CUresult (*ssync)(hbmi_CUstream) = get(gpa, "cuStreamSynchronize");
+    hbmi_CUresult (*csync)(void) = (hbmi_CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
     hbmi_CUcontext ctx;
     if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
     hbmi_CUmemPoolProps props;
@@ -61,10 +64,12 @@ int main(int argc, char **argv) {
     printf("fake_app: big alloc rc=%d\n", rbig);
     ((char *)(uintptr_t)a)[0] = 1; /* the memory is real */
     bad |= pfree(c, s1) != 0;
+    bad |= ssync(s1) != 0;
     bad |= free_v2(b) != 0;
     bad |= mfree(a) != 0;
     if (!rbig) bad |= mfree(d) != 0;
     bad |= mfree(0x1234) == 0; /* unknown pointer: the driver refuses */
+    bad |= !csync || csync() != 0;
     printf("fake_app: %s\n", bad ? "FAILED" : "done");
     return bad ? 1 : 0;
 }
