@@ -65,6 +65,10 @@ typedef void *(*dlsym_fn)(void *, const char *);
 
 /* ---- state ------------------------------------------------------------------------------ */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held across a free's driver call and its recording, and by an allocation's recording:
+ * once the driver has freed an address another thread may get it back, and its alloc
+ * must not be recorded before this free. Lock order: order_mu, then mu. */
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static __thread int depth; /* >0: inside an intercepted call; pass through */
 static __thread uint32_t thread_no; /* 1, 2, ... in order of first event (under mu) */
@@ -148,15 +152,20 @@ static void trace_open(const char *path) {
 /* fork: the buffer is written before it, so the child has nothing of the parent's to
  * write; the child stops recording (its copy of the file offset is the parent's). */
 static void before_fork(void) {
+    pthread_mutex_lock(&order_mu);
     pthread_mutex_lock(&mu);
     if (tw) hbm_trace_writer_flush(tw);
 }
-static void after_fork_parent(void) { pthread_mutex_unlock(&mu); }
+static void after_fork_parent(void) {
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
+}
 static void after_fork_child(void) {
     if (tw) hbm_trace_writer_close(tw); /* nothing buffered: closes the child's descriptor only */
     tw = NULL;
     atomic_store(&ready, 0);
     pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
 }
 
 static void setup(void) {
@@ -224,15 +233,20 @@ static int admit(size_t n, const char *api, uint64_t stream, uint64_t *maddr) {
     return s == HBM_OK;
 }
 
-static void commit(int ok, uint64_t addr, size_t n, uint64_t maddr, const char *api, uint64_t stream) {
+/* rc: the call's result; 0 = success, OOM_CU (= OOM_RT) = out of memory, others are
+ * errors that allocated nothing and are not recorded. */
+static void commit(int rc, uint64_t addr, size_t n, uint64_t maddr, const char *api, uint64_t stream) {
     if (!maddr) return;
+    pthread_mutex_lock(&order_mu);
     pthread_mutex_lock(&mu);
     if (!atomic_load(&ready)) {
         /* finished (exit) or forked in between: the model is no longer kept */
-    } else if (!ok) {
+    } else if (rc) {
         hbm_free(model, maddr);
-        n_ooms++;
-        emit(HBM_EV_OOM, 0, 0, n, stream, api);
+        if (rc == OOM_CU) {
+            n_ooms++;
+            emit(HBM_EV_OOM, 0, 0, n, stream, api);
+        }
     } else if (hbmi_map_reserve(&sizes, sizes.count + 1) == HBM_OK && hbmi_map_put(&addrs, addr, maddr) == HBM_OK) {
         hbmi_map_put(&sizes, addr, n);
         n_allocs++;
@@ -243,6 +257,7 @@ static void commit(int ok, uint64_t addr, size_t n, uint64_t maddr, const char *
         hbm_free(model, maddr);
     }
     pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
 }
 
 static void release(uint64_t addr, const char *api, uint64_t stream) {
@@ -258,6 +273,16 @@ static void release(uint64_t addr, const char *api, uint64_t stream) {
         emit(HBM_EV_FREE, addr, n, n, stream, api);
     }
     pthread_mutex_unlock(&mu);
+}
+
+/* A free's driver call runs under order_mu when there is something to record. */
+static int free_begin(uint64_t addr) {
+    if (!addr || !atomic_load(&ready)) return 0;
+    pthread_mutex_lock(&order_mu);
+    return 1;
+}
+static void free_end(int locked) {
+    if (locked) pthread_mutex_unlock(&order_mu);
 }
 
 /* The host waited for stream (HBM_STREAM_ALL: the device): a sync event for replay. */
@@ -277,16 +302,18 @@ static CUresult do_alloc(alloc_fn real, CUdeviceptr *p, size_t n, const char *ap
     depth++;
     CUresult r = real(p, n);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, 0);
+    commit(r, r == 0 ? *p : 0, n, m, api, 0);
     return r;
 }
 static CUresult do_free(free_fn real, CUdeviceptr p, const char *api) {
     if (!real) return 999;
     if (depth) return real(p);
+    int locked = free_begin(p);
     depth++;
     CUresult r = real(p);
     depth--;
     if (!r) release(p, api, 0);
+    free_end(locked);
     return r;
 }
 static CUresult do_aasync(aasync_fn real, CUdeviceptr *p, size_t n, CUstream s, const char *api) {
@@ -297,16 +324,18 @@ static CUresult do_aasync(aasync_fn real, CUdeviceptr *p, size_t n, CUstream s, 
     depth++;
     CUresult r = real(p, n, s);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
     return r;
 }
 static CUresult do_fasync(fasync_fn real, CUdeviceptr p, CUstream s, const char *api) {
     if (!real) return 999;
     if (depth) return real(p, s);
+    int locked = free_begin(p);
     depth++;
     CUresult r = real(p, s);
     depth--;
     if (!r) release(p, api, (uint64_t)(uintptr_t)s);
+    free_end(locked);
     return r;
 }
 static CUresult do_apool(apool_fn real, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s, const char *api) {
@@ -317,7 +346,7 @@ static CUresult do_apool(apool_fn real, CUdeviceptr *p, size_t n, CUmemoryPool p
     depth++;
     CUresult r = real(p, n, pool, s);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
     return r;
 }
 
@@ -485,16 +514,18 @@ static cudaError_t rt_alloc(void **p, size_t n, cudaStream_t s, const char *api,
     depth++;
     cudaError_t r = m ? m(p, n) : ma(p, n, s);
     depth--;
-    commit(r == 0, r == 0 ? (uint64_t)(uintptr_t)*p : 0, n, mm, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? (uint64_t)(uintptr_t)*p : 0, n, mm, api, (uint64_t)(uintptr_t)s);
     return r;
 }
 static cudaError_t rt_release(void *p, cudaStream_t s, const char *api, rt_free_fn f, rt_free_async_fn fa) {
     if (!f && !fa) return 999;
     if (depth) return f ? f(p) : fa(p, s);
+    int locked = free_begin((uint64_t)(uintptr_t)p);
     depth++;
     cudaError_t r = f ? f(p) : fa(p, s);
     depth--;
     if (!r) release((uint64_t)(uintptr_t)p, api, (uint64_t)(uintptr_t)s);
+    free_end(locked);
     return r;
 }
 EXPORT cudaError_t cudaMalloc(void **p, size_t n) { NEXT(rt_malloc_fn, "cudaMalloc") return rt_alloc(p, n, NULL, "cudaMalloc", real_, NULL); }

@@ -40,34 +40,42 @@ out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform,cuda_async --device sim:
   ok "trace: hbm export reads it" || bad "trace: export" "$(head -c 300 "$tmp/p.json")"
 # event by event: kind, stream, API label, thread, ordered times
 if command -v python3 >/dev/null; then
-  out=$(python3 - "$tmp/t.hbmt" <<'PY' 2>&1
+  cat > "$tmp/dec.py" <<'PY'
 import struct, sys
-d = open(sys.argv[1], "rb").read()
-assert d[:8] == b"HBMTRACE" and struct.unpack_from("<I", d, 8)[0] == 2
-off, tags, evs, t = struct.unpack_from("<I", d, 12)[0], {}, [], 0
-kinds = {1: "alloc", 2: "free", 3: "oom", 7: "sync"}
-while off < len(d):
-    ty = d[off]
-    if ty >= 0x10:
-        n = struct.unpack_from("<I", d, off + 4)[0]
-        if ty == 0x10:
-            p, o, s = d[off + 8:off + 8 + n], 12, []
-            for _ in range(4):
-                l = struct.unpack_from("<I", p, o)[0]; o += 4
-                if l != 0xffffffff: s.append(p[o:o + l].decode()); o += l
-                else: s.append(None)
-            tags[struct.unpack_from("<I", p, 0)[0]] = s[3]
-        off += 8 + n
-        continue
-    off += 1; v = []
-    for _ in range(8):
-        x = sh = 0
-        while True:
-            c = d[off]; off += 1; x |= (c & 0x7f) << sh; sh += 7
-            if not c & 0x80: break
-        v.append(x)
-    t += v[0]
-    evs.append((kinds[ty], hex(v[4]), tags.get(v[6]), v[5], t, v[2]))
+def decode(path):
+    """(kind, stream, api, thread, time, addr, size) per event of an hbm trace."""
+    d = open(path, "rb").read()
+    assert d[:8] == b"HBMTRACE" and struct.unpack_from("<I", d, 8)[0] == 2
+    off, tags, evs, t, a = struct.unpack_from("<I", d, 12)[0], {}, [], 0, 0
+    kinds = {1: "alloc", 2: "free", 3: "oom", 7: "sync"}
+    while off < len(d):
+        ty = d[off]
+        if ty >= 0x10:
+            n = struct.unpack_from("<I", d, off + 4)[0]
+            if ty == 0x10:
+                p, o, s = d[off + 8:off + 8 + n], 12, []
+                for _ in range(4):
+                    l = struct.unpack_from("<I", p, o)[0]; o += 4
+                    if l != 0xffffffff: s.append(p[o:o + l].decode()); o += l
+                    else: s.append(None)
+                tags[struct.unpack_from("<I", p, 0)[0]] = s[3]
+            off += 8 + n
+            continue
+        off += 1; v = []
+        for _ in range(8):
+            x = sh = 0
+            while True:
+                c = d[off]; off += 1; x |= (c & 0x7f) << sh; sh += 7
+                if not c & 0x80: break
+            v.append(x)
+        t += v[0]
+        a = (a + ((v[1] >> 1) ^ -(v[1] & 1))) % 2**64
+        evs.append((kinds[ty], hex(v[4]), tags.get(v[6]), v[5], t, a, v[2]))
+    return evs
+PY
+  out=$(python3 - "$tmp/t.hbmt" "$tmp" <<'PY' 2>&1
+import sys; sys.path.insert(0, sys.argv[2]); from dec import decode
+evs = decode(sys.argv[1])
 got = [(k, s, api) for k, s, api, *_ in evs]
 want = [("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x51", "cuMemAllocFromPoolAsync"),
         ("oom", "0x0", "cuMemAlloc_v2"), ("free", "0x51", "cuMemFreeAsync"), ("sync", "0x51", "cuStreamSynchronize"),
@@ -75,11 +83,41 @@ want = [("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x0", "cuMemAlloc_v2"), ("
 assert got == want, got
 assert all(e[3] == 1 for e in evs), evs
 assert [e[4] for e in evs] == sorted(e[4] for e in evs), evs
-assert [e[5] for e in evs][:3] == [1 << 20, 2 << 20, 3 << 20], evs
+assert [e[6] for e in evs][:3] == [1 << 20, 2 << 20, 3 << 20], evs
 print("events ok")
 PY
 )
   grep -q "events ok" <<<"$out" && ok "trace: events with streams, syncs, API labels, thread, time order" || bad "trace: events" "$out"
+fi
+
+# threads: 4 threads allocate and free 1000 times each on their own streams; the driver
+# reuses addresses at once, so a free recorded after another thread's alloc of the same
+# address would break the pairing (and leave "live" bytes at exit)
+out=$("$hbm" run --trace "$tmp/th.hbmt" -- "$HBM_FAKE_APP" 1024 threads 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0 B live at exit; trace .* (8010 events)" <<<"$out" &&
+  ok "threads: every alloc and free recorded" || bad "threads: summary" "$out"
+out=$("$hbm" replay "$tmp/th.hbmt" --allocators platform,cuda_async --device sim:1GiB --json 2>&1)
+grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4004, "frees": 4004, "ooms": 0' <<<"$out" &&
+  ok "threads: replay on cuda_async pairs every free" || bad "threads: replay" "$out"
+if command -v python3 >/dev/null; then
+  out=$(python3 - "$tmp/th.hbmt" "$tmp" <<'PY' 2>&1
+import sys; sys.path.insert(0, sys.argv[2]); from dec import decode
+evs = decode(sys.argv[1])
+workers = [e for e in evs if e[3] != 1]
+assert sorted({e[3] for e in workers}) == [2, 3, 4, 5], {e[3] for e in workers}
+for th in (2, 3, 4, 5):
+    mine = [e for e in workers if e[3] == th]
+    assert len(mine) == 2000 and len({e[1] for e in mine}) == 1 and int(mine[0][1], 16) in range(0x100, 0x104), mine[:3]
+    assert [e[0] for e in mine] == ["alloc", "free"] * 1000, th
+live = set()
+for k, s, api, th, t, a, n in evs:
+    if k == "alloc": assert a not in live, hex(a); live.add(a)
+    elif k == "free": live.remove(a)
+assert not live and [e[4] for e in evs] == sorted(e[4] for e in evs)
+print("threads ok")
+PY
+)
+  grep -q "threads ok" <<<"$out" && ok "threads: thread numbers, streams, no address live twice" || bad "threads: events" "$out"
 else
   echo "skip trace event decoding: no python3"
 fi
