@@ -129,6 +129,7 @@ static void trace_open(const char *path) {
         fd = open(trace_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (f) setvbuf(f, NULL, _IONBF, 0); /* the writer buffers; stdio then never allocates */
     if (!f) {
         fprintf(stderr, "hbm run: cannot create the trace %s: %s; not writing a trace\n", trace_path, strerror(errno));
         if (fd >= 0) close(fd);

@@ -5,6 +5,8 @@
  * optionally a native backtrace. It comes from
  *   - the recorder: hbm_allocator_open(dev, "allocator=bfc,trace=run.hbmt", &a), or
  *     HBM_TRACE=run.hbmt in the environment of any program using hbm;
+ *   - hbm run --trace run.hbmt -- COMMAND: any program's CUDA allocations, frees and
+ *     synchronizations, intercepted with LD_PRELOAD (docs/gpu.md);
  *   - importers: RMM logging CSV, PyTorch memory snapshots (pickle or JSON).
  * It turns into an hbm_timeline (alloc/free pairs become buffers) for the packer, views
  * and exporters, and replays against other allocator configurations (what-if).
