@@ -127,6 +127,8 @@ out=$("$hbm" run --quiet --trace "$tmp/two.hbmt" -- sh -c '"$0" 1024 && "$0" 204
 second=$(ls "$tmp"/two.hbmt.* 2>/dev/null | head -1)
 [ "$rc" = 0 ] && [ -n "$second" ] && "$hbm" view "$tmp/two.hbmt" >/dev/null 2>&1 && "$hbm" view "$second" >/dev/null 2>&1 &&
   ok "two processes: FILE and FILE.<pid>" || bad "two processes" "$out $(ls "$tmp")"
+out=$(cd "$tmp" && "$hbm" run --quiet --trace rel.hbmt -- sh -c 'cd / && "$0" 1024' "$HBM_FAKE_APP" 2>&1)
+"$hbm" view "$tmp/rel.hbmt" >/dev/null 2>&1 && ok "trace: a relative path is the caller's, not the program's" || bad "trace: relative" "$out"
 out=$("$hbm" run --trace /nonexistent-dir/t.hbmt -- true 2>&1); [ $? = 1 ] && grep -q "cannot create it" <<<"$out" &&
   ok "trace: an uncreatable file fails before the run" || bad "trace: bad path" "$out"
 

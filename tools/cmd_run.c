@@ -90,6 +90,15 @@ int cmd_run(int argc, char **argv) {
         hbm_status s = hbm_size_parse(limit, &lim);
         if (s || !lim) return cli_usage_error("run", "--limit %s is not a size > 0 (e.g. 20GiB)", limit);
     }
+    char abs[PATH_MAX];
+    if (trace && trace[0] != '/') { /* the program may change directory before it allocates */
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, trace) >= (int)sizeof abs) {
+            fprintf(stderr, "hbm run: --trace %s: cannot make the path absolute\n", trace);
+            return 1;
+        }
+        trace = abs;
+    }
     if (trace) {
         /* the preload creates it exclusively (the first process of the run to allocate owns
          * it): remove an old one, and fail now if it cannot be created at all */
