@@ -2,7 +2,7 @@
 # test_run.sh HBM SHARED_DATA - hbm run over a program that calls the fake CUDA driver
 # through dlsym and cuGetProcAddress, as runtimes do.
 set -u
-hbm="$1"
+hbm="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # absolute: some cases run elsewhere
 fails=0
 [ -n "${HBM_FAKE_CUDA:-}" ] && [ -f "$HBM_FAKE_CUDA" ] && [ -x "${HBM_FAKE_APP:-}" ] ||
   { echo "SKIP: the fake CUDA driver or fake_app is not built (HBM_FAKE_CUDA, HBM_FAKE_APP)"; exit 77; }
