@@ -1,9 +1,10 @@
 /* hbm_preload.c - the LD_PRELOAD library of `hbm run`: watches an unmodified program's
  * device allocations, records them, and enforces an optional limit with hbm's OOM report.
  *
- * Intercepted: the runtime's cudaMalloc / cudaFree / cudaMallocAsync / cudaFreeAsync (by
- * symbol interposition), and the driver's cuMemAlloc_v2 / cuMemFree_v2 / cuMemAllocAsync /
- * cuMemFreeAsync / cuMemAllocFromPoolAsync (and their _ptsz forms) however the program
+ * Intercepted: the runtime's cudaMalloc / cudaFree / cudaMallocAsync / cudaFreeAsync /
+ * cudaStreamSynchronize / cudaDeviceSynchronize (by symbol interposition), and the driver's
+ * cuMemAlloc_v2 / cuMemFree_v2 / cuMemAllocAsync / cuMemFreeAsync / cuMemAllocFromPoolAsync /
+ * cuStreamSynchronize / cuCtxSynchronize (and their _ptsz forms) however the program
  * reaches them: linked directly, through dlsym(), or through cuGetProcAddress(), which is
  * how CUDA 12+ runtimes and XLA find driver entry points. A runtime call is recorded once:
  * the driver calls it makes inside are passed through (a per-thread depth counter).
@@ -12,21 +13,33 @@
  * device of the --limit's size, so a refused allocation gets hbm's OOM report (with the
  * live buffers, labelled by API) and the summary's numbers come from hbm's stats.
  *
- * Environment (set by hbm run): HBM_RUN_TRACE=FILE (CSV event log, see src/run/eventlog.h),
- * HBM_RUN_LIMIT=bytes (0 or unset: no limit), HBM_RUN_QUIET=1 (no summary).
+ * The trace (HBM_RUN_TRACE=FILE) is hbm's trace format (docs/trace-format.md), streamed
+ * through hbm_trace_writer: alloc / free / oom / sync events with time, address, size,
+ * stream, thread and a tag whose label is the API called. The first process of the run
+ * that touches device memory creates FILE (O_EXCL: hbm run removed any old one); another
+ * process (a child that execs) writes FILE.<pid>. A forked child stops recording (the
+ * buffer is flushed before the fork, so nothing is written twice). Everything is written
+ * under one lock; at exit the destructor flushes and closes the file.
+ *
+ * Environment (set by hbm run): HBM_RUN_TRACE=FILE, HBM_RUN_LIMIT=bytes (0 or unset: no
+ * limit), HBM_RUN_QUIET=1 (no summary).
  * Not intercepted: cuMemAllocManaged, cuMemAllocPitch, cuMemCreate/cuMemMap (virtual memory,
  * e.g. PyTorch's expandable_segments) and cudaMallocManaged/cudaMallocPitch. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 #include "hbm/hbm.h"
-#include "run/eventlog.h"
+#include "trace/trace_internal.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -44,23 +57,40 @@ typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*aasync_fn)(CUdeviceptr *, size_t, CUstream);
 typedef CUresult (*fasync_fn)(CUdeviceptr, CUstream);
 typedef CUresult (*apool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*ssync_fn)(CUstream);
+typedef CUresult (*csync_fn)(void);
 typedef CUresult (*gpa1_fn)(const char *, void **, int, unsigned long long);
 typedef CUresult (*gpa2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef void *(*dlsym_fn)(void *, const char *);
 
 /* ---- state ------------------------------------------------------------------------------ */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held across a free's driver call and its recording, and by an allocation's recording:
+ * once the driver has freed an address another thread may get it back, and its alloc
+ * must not be recorded before this free. Lock order: order_mu, then mu. */
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static __thread int depth; /* >0: inside an intercepted call; pass through */
+static __thread uint32_t thread_no; /* 1, 2, ... in order of first event (under mu) */
+static uint32_t threads;
 static hbm_device *mdev;
 static hbm_allocator *model;
 static hbmi_map addrs; /* real address -> model address */
 static hbmi_map sizes; /* real address -> bytes requested */
-static hbmi_eventlog elog;
+static hbm_trace_writer *tw; /* NULL: no trace */
+static uint64_t t0, n_events;
 static uint64_t limit, cur_bytes, peak_bytes, n_allocs, n_frees, n_ooms, n_refused;
-static int quiet, ready;
-static char trace_path[512];
+static int quiet;
+static atomic_int ready;
+static char trace_path[600];
 static dlsym_fn real_dlsym_p;
+
+/* Every API the trace names; tag id = index + 1, label = the API. */
+static const char *const apis[] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync",
+                                   "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize",
+                                   "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
+                                   "cudaStreamSynchronize", "cudaDeviceSynchronize"};
+#define NAPIS (sizeof apis / sizeof apis[0])
 
 static dlsym_fn real_dlsym(void) {
     if (!real_dlsym_p) {
@@ -70,6 +100,74 @@ static dlsym_fn real_dlsym(void) {
     return real_dlsym_p;
 }
 static void *next_sym(const char *name) { return real_dlsym() ? real_dlsym()(RTLD_NEXT, name) : NULL; }
+
+/* Append one event (mu held). A write error stops the trace with a message. */
+static void emit(hbm_event_kind kind, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
+                 const char *api) {
+    if (!tw) return;
+    if (!thread_no) thread_no = ++threads;
+    uint32_t tag = 0;
+    for (uint32_t i = 0; i < NAPIS && !tag; i++)
+        if (!strcmp(apis[i], api)) tag = i + 1;
+    hbm_trace_event e = {.kind = (uint8_t)kind, .thread = thread_no, .time_ns = hbmi_now_ns() - t0, .addr = addr,
+                         .size = size, .requested = requested, .stream = stream, .tag = tag};
+    if (hbm_trace_writer_event(tw, &e)) {
+        fprintf(stderr, "hbm run: %s; the trace stops here\n", hbm_last_error());
+        hbm_trace_writer_close(tw);
+        tw = NULL;
+        return;
+    }
+    n_events++;
+}
+
+/* Create the trace: FILE for the first process of the run, FILE.<pid> for others. */
+static void trace_open(const char *path) {
+    snprintf(trace_path, sizeof trace_path, "%s", path);
+    int fd = open(trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        snprintf(trace_path, sizeof trace_path, "%s.%ld", path, (long)getpid());
+        fd = open(trace_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (f) setvbuf(f, NULL, _IONBF, 0); /* the writer buffers; stdio then never allocates */
+    if (!f) {
+        fprintf(stderr, "hbm run: cannot create the trace %s: %s; not writing a trace\n", trace_path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return;
+    }
+    hbm_status s = hbmi_trace_writer_fopen(f, trace_path, NULL, limit, &tw);
+    if (!s) s = hbmi_trace_writer_meta(tw, "source", "hbm run");
+    for (uint32_t i = 0; !s && i < NAPIS; i++) {
+        hbm_tag tag = {.label = apis[i]};
+        s = hbm_trace_writer_tag(tw, i + 1, &tag);
+    }
+    if (!s) s = hbm_trace_writer_flush(tw);
+    if (s) {
+        fprintf(stderr, "hbm run: %s; not writing a trace\n", hbm_last_error());
+        hbm_trace_writer_close(tw);
+        tw = NULL;
+    }
+    t0 = hbmi_now_ns();
+}
+
+/* fork: the buffer is written before it, so the child has nothing of the parent's to
+ * write; the child stops recording (its copy of the file offset is the parent's). */
+static void before_fork(void) {
+    pthread_mutex_lock(&order_mu);
+    pthread_mutex_lock(&mu);
+    if (tw) hbm_trace_writer_flush(tw);
+}
+static void after_fork_parent(void) {
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
+}
+static void after_fork_child(void) {
+    if (tw) hbm_trace_writer_close(tw); /* nothing buffered: closes the child's descriptor only */
+    tw = NULL;
+    atomic_store(&ready, 0);
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
+}
 
 static void setup(void) {
     const char *t = getenv("HBM_RUN_TRACE"), *l = getenv("HBM_RUN_LIMIT"), *q = getenv("HBM_RUN_QUIET");
@@ -87,41 +185,45 @@ static void setup(void) {
         fprintf(stderr, "hbm run: cannot set up the model (%s); not recording\n", hbm_last_error());
         return;
     }
-    if (t && *t) {
-        snprintf(trace_path, sizeof trace_path, "%s", t);
-        if (hbmi_eventlog_open(&elog, t)) fprintf(stderr, "hbm run: %s; not writing a trace\n", hbm_last_error());
-    }
-    ready = 1;
+    if (t && *t) trace_open(t);
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    atomic_store(&ready, 1);
 }
 static void init(void) { pthread_once(&once, setup); }
 
 __attribute__((destructor)) static void finish(void) {
-    if (!ready) return;
     pthread_mutex_lock(&mu);
+    if (!atomic_load(&ready)) {
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    hbm_status ts = tw ? hbm_trace_writer_close(tw) : HBM_OK;
+    if (ts) fprintf(stderr, "hbm run: %s\n", hbm_last_error());
     if (!quiet) {
         char a[32], b[32];
         fprintf(stderr, "hbm run: %" PRIu64 " allocations, %" PRIu64 " frees, peak %s in use (%" PRIu64 " bytes), %s live at exit",
                 n_allocs, n_frees, hbm_size_human(peak_bytes, a), peak_bytes, hbm_size_human(cur_bytes, b));
         if (limit) fprintf(stderr, "; %" PRIu64 " refused by the limit %s", n_refused, hbm_size_human(limit, a));
         if (n_ooms > n_refused) fprintf(stderr, "; %" PRIu64 " failed in the driver", n_ooms - n_refused);
-        if (elog.f) fprintf(stderr, "; trace %s (%" PRIu64 " events)", trace_path, elog.events);
+        if (tw) fprintf(stderr, "; trace %s (%" PRIu64 " events)", trace_path, n_events);
         fprintf(stderr, "\n");
     }
-    hbmi_eventlog_close(&elog);
-    ready = 0;
+    tw = NULL;
+    atomic_store(&ready, 0);
     pthread_mutex_unlock(&mu);
 }
 
 /* Admit an allocation into the model; 0 = refused (the OOM report is printed). */
 static int admit(size_t n, const char *api, uint64_t stream, uint64_t *maddr) {
     init();
-    if (!ready || !n) return *maddr = 0, 1;
+    *maddr = 0;
+    if (!atomic_load(&ready) || !n) return 1;
     hbm_tag tag = {.op_name = api, .label = "device allocation"};
     pthread_mutex_lock(&mu);
-    hbm_status s = hbm_alloc(model, n, &tag, maddr);
+    hbm_status s = atomic_load(&ready) ? hbm_alloc(model, n, &tag, maddr) : HBM_OK;
     if (s == HBM_ERR_OOM) {
         n_ooms++, n_refused++;
-        hbmi_eventlog_write(&elog, "oom", 0, n, stream, api);
+        emit(HBM_EV_OOM, 0, 0, n, stream, api);
         fprintf(stderr, "hbm run: refused %s(%zu bytes): the limit is %" PRIu64 " bytes\n", api, n, limit);
         hbm_oom_report_write(model, stderr);
     } else if (s) {
@@ -132,37 +234,63 @@ static int admit(size_t n, const char *api, uint64_t stream, uint64_t *maddr) {
     return s == HBM_OK;
 }
 
-static void commit(int ok, uint64_t addr, size_t n, uint64_t maddr, const char *api, uint64_t stream) {
-    if (!ready || !maddr) return;
+/* rc: the call's result; 0 = success, OOM_CU (= OOM_RT) = out of memory, others are
+ * errors that allocated nothing and are not recorded. */
+static void commit(int rc, uint64_t addr, size_t n, uint64_t maddr, const char *api, uint64_t stream) {
+    if (!maddr) return;
+    pthread_mutex_lock(&order_mu);
     pthread_mutex_lock(&mu);
-    if (!ok) {
+    if (!atomic_load(&ready)) {
+        /* finished (exit) or forked in between: the model is no longer kept */
+    } else if (rc) {
         hbm_free(model, maddr);
-        n_ooms++;
-        hbmi_eventlog_write(&elog, "oom", 0, n, stream, api);
+        if (rc == OOM_CU) {
+            n_ooms++;
+            emit(HBM_EV_OOM, 0, 0, n, stream, api);
+        }
     } else if (hbmi_map_reserve(&sizes, sizes.count + 1) == HBM_OK && hbmi_map_put(&addrs, addr, maddr) == HBM_OK) {
         hbmi_map_put(&sizes, addr, n);
         n_allocs++;
         cur_bytes += n;
         if (cur_bytes > peak_bytes) peak_bytes = cur_bytes;
-        hbmi_eventlog_write(&elog, "alloc", addr, n, stream, api);
+        emit(HBM_EV_ALLOC, addr, n, n, stream, api);
     } else {
         hbm_free(model, maddr);
     }
     pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&order_mu);
 }
 
 static void release(uint64_t addr, const char *api, uint64_t stream) {
-    if (!ready || !addr) return;
+    if (!atomic_load(&ready) || !addr) return;
     pthread_mutex_lock(&mu);
     uint64_t maddr;
-    if (hbmi_map_del(&addrs, addr, &maddr)) {
+    if (atomic_load(&ready) && hbmi_map_del(&addrs, addr, &maddr)) {
         uint64_t n = 0;
         hbmi_map_del(&sizes, addr, &n);
         hbm_free(model, maddr);
         n_frees++;
         cur_bytes -= n;
-        hbmi_eventlog_write(&elog, "free", addr, n, stream, api);
+        emit(HBM_EV_FREE, addr, n, n, stream, api);
     }
+    pthread_mutex_unlock(&mu);
+}
+
+/* A free's driver call runs under order_mu when there is something to record. */
+static int free_begin(uint64_t addr) {
+    if (!addr || !atomic_load(&ready)) return 0;
+    pthread_mutex_lock(&order_mu);
+    return 1;
+}
+static void free_end(int locked) {
+    if (locked) pthread_mutex_unlock(&order_mu);
+}
+
+/* The host waited for stream (HBM_STREAM_ALL: the device): a sync event for replay. */
+static void synced(uint64_t stream, const char *api) {
+    if (!atomic_load(&ready)) return;
+    pthread_mutex_lock(&mu);
+    if (atomic_load(&ready)) emit(HBM_EV_SYNC, 0, 0, 0, stream, api);
     pthread_mutex_unlock(&mu);
 }
 
@@ -175,16 +303,18 @@ static CUresult do_alloc(alloc_fn real, CUdeviceptr *p, size_t n, const char *ap
     depth++;
     CUresult r = real(p, n);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, 0);
+    commit(r, r == 0 ? *p : 0, n, m, api, 0);
     return r;
 }
 static CUresult do_free(free_fn real, CUdeviceptr p, const char *api) {
     if (!real) return 999;
     if (depth) return real(p);
+    int locked = free_begin(p);
     depth++;
     CUresult r = real(p);
     depth--;
     if (!r) release(p, api, 0);
+    free_end(locked);
     return r;
 }
 static CUresult do_aasync(aasync_fn real, CUdeviceptr *p, size_t n, CUstream s, const char *api) {
@@ -195,16 +325,18 @@ static CUresult do_aasync(aasync_fn real, CUdeviceptr *p, size_t n, CUstream s, 
     depth++;
     CUresult r = real(p, n, s);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
     return r;
 }
 static CUresult do_fasync(fasync_fn real, CUdeviceptr p, CUstream s, const char *api) {
     if (!real) return 999;
     if (depth) return real(p, s);
+    int locked = free_begin(p);
     depth++;
     CUresult r = real(p, s);
     depth--;
     if (!r) release(p, api, (uint64_t)(uintptr_t)s);
+    free_end(locked);
     return r;
 }
 static CUresult do_apool(apool_fn real, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s, const char *api) {
@@ -215,7 +347,26 @@ static CUresult do_apool(apool_fn real, CUdeviceptr *p, size_t n, CUmemoryPool p
     depth++;
     CUresult r = real(p, n, pool, s);
     depth--;
-    commit(r == 0, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? *p : 0, n, m, api, (uint64_t)(uintptr_t)s);
+    return r;
+}
+
+static CUresult do_ssync(ssync_fn real, CUstream s, const char *api) {
+    if (!real) return 999;
+    if (depth) return real(s);
+    depth++;
+    CUresult r = real(s);
+    depth--;
+    if (!r) synced((uint64_t)(uintptr_t)s, api);
+    return r;
+}
+static CUresult do_csync(csync_fn real, const char *api) {
+    if (!real) return 999;
+    if (depth) return real();
+    depth++;
+    CUresult r = real();
+    depth--;
+    if (!r) synced(HBM_STREAM_ALL, api);
     return r;
 }
 
@@ -223,11 +374,11 @@ static CUresult do_apool(apool_fn real, CUdeviceptr *p, size_t n, CUmemoryPool p
  * Each kind has a few slots; a slot remembers one real entry point (e.g. cuMemAllocAsync
  * and cuMemAllocAsync_ptsz take two) and its wrapper calls that one. */
 #define NSLOT 4
-enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_COUNT };
+enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_SSYNC, K_CSYNC, K_COUNT };
 static void *slot_real[K_COUNT][NSLOT];
 static void *slot_wrap[K_COUNT][NSLOT];
 static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync",
-                                              "cuMemAllocFromPoolAsync"};
+                                              "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize"};
 
 #define SLOTS(X) X(0) X(1) X(2) X(3)
 #define DEF_WRAPS(i)                                                                                      \
@@ -241,12 +392,15 @@ static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "
     }                                                                                                     \
     static CUresult w_apool_##i(CUdeviceptr *p, size_t n, CUmemoryPool pl, CUstream s) {                  \
         return do_apool((apool_fn)slot_real[K_APOOL][i], p, n, pl, s, kind_api[K_APOOL]);                 \
-    }
+    }                                                                                                     \
+    static CUresult w_ssync_##i(CUstream s) { return do_ssync((ssync_fn)slot_real[K_SSYNC][i], s, kind_api[K_SSYNC]); } \
+    static CUresult w_csync_##i(void) { return do_csync((csync_fn)slot_real[K_CSYNC][i], kind_api[K_CSYNC]); }
 SLOTS(DEF_WRAPS)
 #define INIT_WRAPS(i)                                                                                     \
     slot_wrap[K_ALLOC][i] = (void *)w_alloc_##i, slot_wrap[K_FREE][i] = (void *)w_free_##i,               \
     slot_wrap[K_AASYNC][i] = (void *)w_aasync_##i, slot_wrap[K_FASYNC][i] = (void *)w_fasync_##i,         \
-    slot_wrap[K_APOOL][i] = (void *)w_apool_##i;
+    slot_wrap[K_APOOL][i] = (void *)w_apool_##i, slot_wrap[K_SSYNC][i] = (void *)w_ssync_##i,             \
+    slot_wrap[K_CSYNC][i] = (void *)w_csync_##i;
 
 static int is_ours(void *p) {
     Dl_info a, b;
@@ -284,6 +438,8 @@ static void rewrite_proc(const char *sym, void **pfn, int ver) {
     else if (!strcmp(sym, "cuMemAllocAsync")) *pfn = wrap(K_AASYNC, *pfn);
     else if (!strcmp(sym, "cuMemFreeAsync")) *pfn = wrap(K_FASYNC, *pfn);
     else if (!strcmp(sym, "cuMemAllocFromPoolAsync")) *pfn = wrap(K_APOOL, *pfn);
+    else if (!strcmp(sym, "cuStreamSynchronize")) *pfn = wrap(K_SSYNC, *pfn);
+    else if (!strcmp(sym, "cuCtxSynchronize")) *pfn = wrap(K_CSYNC, *pfn);
     else if (!strcmp(sym, "cuGetProcAddress") && !is_ours(*pfn)) {
         if (ver >= 12000) real_gpa2 = (gpa2_fn)*pfn, *pfn = (void *)hook_gpa2;
         else real_gpa1 = (gpa1_fn)*pfn, *pfn = (void *)hook_gpa1;
@@ -321,6 +477,8 @@ EXPORT void *dlsym(void *handle, const char *name) {
     if (!strcmp(name, "cuMemAllocAsync") || !strcmp(name, "cuMemAllocAsync_ptsz")) return wrap(K_AASYNC, p);
     if (!strcmp(name, "cuMemFreeAsync") || !strcmp(name, "cuMemFreeAsync_ptsz")) return wrap(K_FASYNC, p);
     if (!strcmp(name, "cuMemAllocFromPoolAsync") || !strcmp(name, "cuMemAllocFromPoolAsync_ptsz")) return wrap(K_APOOL, p);
+    if (!strcmp(name, "cuStreamSynchronize") || !strcmp(name, "cuStreamSynchronize_ptsz")) return wrap(K_SSYNC, p);
+    if (!strcmp(name, "cuCtxSynchronize")) return wrap(K_CSYNC, p);
     if (!strcmp(name, "cuGetProcAddress") && !is_ours(p)) return real_gpa1 = (gpa1_fn)p, (void *)hook_gpa1;
     if (!strcmp(name, "cuGetProcAddress_v2") && !is_ours(p)) return real_gpa2 = (gpa2_fn)p, (void *)hook_gpa2;
     return p;
@@ -339,6 +497,10 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { NEXT(fasync_fn, "cuM
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pl, CUstream s) {
     NEXT(apool_fn, "cuMemAllocFromPoolAsync") return do_apool(real_, p, n, pl, s, "cuMemAllocFromPoolAsync");
 }
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    NEXT(ssync_fn, "cuStreamSynchronize") return do_ssync(real_, s, "cuStreamSynchronize");
+}
+EXPORT CUresult cuCtxSynchronize(void) { NEXT(csync_fn, "cuCtxSynchronize") return do_csync(real_, "cuCtxSynchronize"); }
 
 typedef cudaError_t (*rt_malloc_fn)(void **, size_t);
 typedef cudaError_t (*rt_free_fn)(void *);
@@ -353,16 +515,18 @@ static cudaError_t rt_alloc(void **p, size_t n, cudaStream_t s, const char *api,
     depth++;
     cudaError_t r = m ? m(p, n) : ma(p, n, s);
     depth--;
-    commit(r == 0, r == 0 ? (uint64_t)(uintptr_t)*p : 0, n, mm, api, (uint64_t)(uintptr_t)s);
+    commit(r, r == 0 ? (uint64_t)(uintptr_t)*p : 0, n, mm, api, (uint64_t)(uintptr_t)s);
     return r;
 }
 static cudaError_t rt_release(void *p, cudaStream_t s, const char *api, rt_free_fn f, rt_free_async_fn fa) {
     if (!f && !fa) return 999;
     if (depth) return f ? f(p) : fa(p, s);
+    int locked = free_begin((uint64_t)(uintptr_t)p);
     depth++;
     cudaError_t r = f ? f(p) : fa(p, s);
     depth--;
     if (!r) release((uint64_t)(uintptr_t)p, api, (uint64_t)(uintptr_t)s);
+    free_end(locked);
     return r;
 }
 EXPORT cudaError_t cudaMalloc(void **p, size_t n) { NEXT(rt_malloc_fn, "cudaMalloc") return rt_alloc(p, n, NULL, "cudaMalloc", real_, NULL); }
@@ -372,4 +536,11 @@ EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
 }
 EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
     NEXT(rt_free_async_fn, "cudaFreeAsync") return rt_release(p, s, "cudaFreeAsync", NULL, real_);
+}
+/* cudaError_t and CUresult are both int, 0 = success: the driver paths serve the runtime's syncs */
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    NEXT(ssync_fn, "cudaStreamSynchronize") return do_ssync(real_, s, "cudaStreamSynchronize");
+}
+EXPORT cudaError_t cudaDeviceSynchronize(void) {
+    NEXT(csync_fn, "cudaDeviceSynchronize") return do_csync(real_, "cudaDeviceSynchronize");
 }

@@ -166,11 +166,77 @@ static void test_bad_inputs(void) {
     hbm_trace_free(t);
 }
 
+/* Stream 1 allocates and frees the whole 2 MiB pool, then stream 2 allocates it: on
+ * cuda_async that fails unless stream 1 was synchronized in between (a sync event);
+ * stream-agnostic platform never fails. Streams and syncs reach the replayed policy. */
+static hbm_trace *stream_trace(int with_sync) {
+    hbm_trace *t;
+    if (hbm_trace_new(&t)) return NULL;
+    hbm_trace_event ev[] = {
+        {.kind = HBM_EV_ALLOC, .time_ns = 1, .addr = 0x10000, .size = 2u << 20, .requested = 2u << 20, .stream = 1},
+        {.kind = HBM_EV_FREE, .time_ns = 2, .addr = 0x10000, .stream = 1},
+        {.kind = HBM_EV_SYNC, .time_ns = 3, .stream = 1},
+        {.kind = HBM_EV_ALLOC, .time_ns = 4, .addr = 0x10000, .size = 2u << 20, .requested = 2u << 20, .stream = 2},
+        {.kind = HBM_EV_FREE, .time_ns = 5, .addr = 0x10000, .stream = 2},
+        {.kind = HBM_EV_ALLOC, .time_ns = 6, .addr = 0x10000, .size = 2u << 20, .requested = 2u << 20, .stream = 2},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        if ((with_sync || ev[i].kind != HBM_EV_SYNC) && hbm_trace_add(t, &ev[i])) return NULL;
+    return t;
+}
+
+static void test_streams(void) {
+    hbm_trace *nosync = stream_trace(0), *sync = stream_trace(1);
+    CHECK(nosync && sync);
+    hbm_replay_result r;
+    CHECK_OK(hbm_replay(nosync, "sim:1GiB", "allocator=cuda_async,limit=2MiB", &r));
+    CHECK_OK(r.status);
+    CHECK_STR(r.allocator, "cuda_async");
+    CHECK_EQ_U64(r.ooms, 2); /* neither alloc on stream 2 can use the block pending on stream 1 */
+    CHECK_EQ_U64(r.first_oom_event, 2);
+    CHECK_EQ_U64(r.allocs, 1);
+    hbm_replay_result_release(&r);
+    CHECK_OK(hbm_replay(sync, "sim:1GiB", "allocator=cuda_async,limit=2MiB", &r));
+    CHECK_EQ_U64(r.ooms, 0);
+    CHECK_EQ_U64(r.allocs, 3);
+    CHECK_EQ_U64(r.frees, 2);
+    CHECK_EQ_U64(r.peak_reserved, 2u << 20);
+    hbm_replay_result_release(&r);
+    CHECK_OK(hbm_replay(nosync, "sim:1GiB", "allocator=platform,limit=2MiB", &r));
+    CHECK_EQ_U64(r.ooms, 0);
+    hbm_replay_result_release(&r);
+    hbm_trace_free(nosync);
+    hbm_trace_free(sync);
+}
+
+/* Every policy with a sim twin replays: bfc, platform, cuda_async, vmm. */
+static void test_all_policies(void) {
+    hbm_trace *t = window_trace(300, 30);
+    CHECK(t);
+    static const char *const cfgs[] = {"allocator=bfc", "allocator=platform", "allocator=cuda_async", "allocator=vmm"};
+    hbm_replay_result r[4];
+    CHECK_OK(hbm_replay_many(t, "sim:1GiB", cfgs, 4, r));
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(r[i].status);
+        CHECK_EQ_U64(r[i].allocs, 300);
+        CHECK_EQ_U64(r[i].frees, 270);
+        CHECK_EQ_U64(r[i].ooms, 0);
+        CHECK(r[i].peak_in_use >= 31u << 20);
+        CHECK(r[i].peak_reserved >= r[i].peak_in_use);
+        hbm_replay_result_release(&r[i]);
+    }
+    CHECK_STR(r[2].allocator, "cuda_async");
+    CHECK_STR(r[3].allocator, "vmm");
+    hbm_trace_free(t);
+}
+
 int main(void) {
     RUN(test_platform_fits);
     RUN(test_platform_oom);
     RUN(test_bfc);
     RUN(test_recorded_matches);
     RUN(test_bad_inputs);
+    RUN(test_streams);
+    RUN(test_all_policies);
     return test_done();
 }

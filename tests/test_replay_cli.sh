@@ -26,6 +26,19 @@ assert r["status"] == "HBM_OK" and r["first_oom"] is None, r
 assert r["peak_bytes_in_use"] == 5 * 2**30, r
 assert d["optimal_bound_bytes"] == 5 * 2**30
 PY
+# every policy with a sim twin, stream-ordered and virtual-memory ones included
+"$HBM" replay "$T/r.csv" --allocators bfc,platform,cuda_async,vmm --device sim:8GiB --json > "$T/all.json" ||
+  fail "four allocators exit $?"
+python3 - "$T/all.json" <<'PY' || fail "four allocators: $(cat "$T/all.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rs = d["results"]
+assert [r["allocator"] for r in rs] == ["bfc", "platform", "cuda_async", "vmm"], rs
+for r in rs:
+    assert r["status"] == "HBM_OK" and r["first_oom"] is None, r
+    assert r["peak_bytes_in_use"] == 5 * 2**30, r
+    assert r["peak_bytes_reserved"] >= r["peak_bytes_in_use"], r
+PY
 "$HBM" replay "$T/r.csv" --fraction 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--fraction 2 should be a usage error"
 "$HBM" replay "$T/r.csv" --device tpu9 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad device exit"
 grep -q "tpu9" "$T/err" || fail "bad device message"

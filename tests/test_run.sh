@@ -2,7 +2,7 @@
 # test_run.sh HBM SHARED_DATA - hbm run over a program that calls the fake CUDA driver
 # through dlsym and cuGetProcAddress, as runtimes do.
 set -u
-hbm="$1"
+hbm="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # absolute: some cases run elsewhere
 fails=0
 [ -n "${HBM_FAKE_CUDA:-}" ] && [ -f "$HBM_FAKE_CUDA" ] && [ -x "${HBM_FAKE_APP:-}" ] ||
   { echo "SKIP: the fake CUDA driver or fake_app is not built (HBM_FAKE_CUDA, HBM_FAKE_APP)"; exit 77; }
@@ -18,17 +18,119 @@ ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2"; fails=$((fails+1)); }
 
 # 1. a limit that refuses the big allocation, with a trace
-out=$("$hbm" run --trace "$tmp/t.csv" --limit 16MiB -- "$HBM_FAKE_APP" 67108864 2>&1); rc=$?
+out=$("$hbm" run --trace "$tmp/t.hbmt" --limit 16MiB -- "$HBM_FAKE_APP" 67108864 2>&1); rc=$?
 [ "$rc" = 0 ] && ok "limit: exit 0" || bad "limit: exit $rc" "$out"
 grep -q "fake_app: big alloc rc=2" <<<"$out" && ok "limit: refused with CUDA_ERROR_OUT_OF_MEMORY" || bad "limit: rc" "$out"
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 67108864 bytes." <<<"$out" && ok "limit: OOM report" || bad "limit: report" "$out"
 grep -q "op=cuMemAllocFromPoolAsync" <<<"$out" && ok "limit: report lists live buffers by API" || bad "limit: live" "$out"
-grep -q "hbm run: 3 allocations, 3 frees, peak 6.00 MiB in use (6291456 bytes)" <<<"$out" && ok "limit: summary" || bad "limit: summary" "$out"
-head -2 "$tmp/t.csv" | tail -1 | grep -qx "time_ns,action,addr,size,stream,api" && ok "trace: header" || bad "trace: header" "$(cat "$tmp/t.csv")"
-[ "$(grep -c ',alloc,' "$tmp/t.csv")" = 3 ] && [ "$(grep -c ',free,' "$tmp/t.csv")" = 3 ] &&
-  [ "$(grep -c ',oom,0x0,67108864,' "$tmp/t.csv")" = 1 ] && ok "trace: 3 allocs, 3 frees, 1 oom" || bad "trace: events" "$(cat "$tmp/t.csv")"
-grep -q ',alloc,0x[0-9a-f]*,3145728,0x51,cuMemAllocFromPoolAsync$' "$tmp/t.csv" && ok "trace: pool alloc on its stream" || bad "trace: stream" "$(cat "$tmp/t.csv")"
-grep -q ',free,0x[0-9a-f]*,2097152,0x0,cuMemFree_v2$' "$tmp/t.csv" && ok "trace: free via dlsym" || bad "trace: dlsym free" "$(cat "$tmp/t.csv")"
+grep -q "hbm run: 3 allocations, 3 frees, peak 6.00 MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
+  ok "limit: summary" || bad "limit: summary" "$out"
+
+# the trace is hbm's format: hbm view / replay / export read it
+"$hbm" view "$tmp/t.hbmt" --json > "$tmp/view.json" 2>&1 && ok "trace: hbm view reads it" || bad "trace: view" "$(cat "$tmp/view.json")"
+grep -q '"source": "hbm run", "events": 9, "peak_bytes_in_use": 6291456' "$tmp/view.json" &&
+  grep -q '"allocs": 3, "frees": 3, "ooms": 1, "first_oom_event": 3' "$tmp/view.json" &&
+  grep -q '"label": "cuMemAllocFromPoolAsync"' "$tmp/view.json" && ok "trace: view figures and API labels" ||
+  bad "trace: view figures" "$(cat "$tmp/view.json")"
+out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform,cuda_async --device sim:16MiB 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q "allocator=platform  *6.00MiB" <<<"$out" && grep -q "allocator=cuda_async" <<<"$out" &&
+  grep -q "event 3 at .*64.00MiB" <<<"$out" && ok "trace: hbm replay reads it (the refused 64 MiB fails again)" ||
+  bad "trace: replay" "$out"
+"$hbm" export "$tmp/t.hbmt" --format perfetto -o "$tmp/p.json" >/dev/null 2>&1 && grep -q '"in use"' "$tmp/p.json" &&
+  ok "trace: hbm export reads it" || bad "trace: export" "$(head -c 300 "$tmp/p.json")"
+# event by event: kind, stream, API label, thread, ordered times
+if command -v python3 >/dev/null; then
+  cat > "$tmp/dec.py" <<'PY'
+import struct, sys
+def decode(path):
+    """(kind, stream, api, thread, time, addr, size) per event of an hbm trace."""
+    d = open(path, "rb").read()
+    assert d[:8] == b"HBMTRACE" and struct.unpack_from("<I", d, 8)[0] == 2
+    off, tags, evs, t, a = struct.unpack_from("<I", d, 12)[0], {}, [], 0, 0
+    kinds = {1: "alloc", 2: "free", 3: "oom", 7: "sync"}
+    while off < len(d):
+        ty = d[off]
+        if ty >= 0x10:
+            n = struct.unpack_from("<I", d, off + 4)[0]
+            if ty == 0x10:
+                p, o, s = d[off + 8:off + 8 + n], 12, []
+                for _ in range(4):
+                    l = struct.unpack_from("<I", p, o)[0]; o += 4
+                    if l != 0xffffffff: s.append(p[o:o + l].decode()); o += l
+                    else: s.append(None)
+                tags[struct.unpack_from("<I", p, 0)[0]] = s[3]
+            off += 8 + n
+            continue
+        off += 1; v = []
+        for _ in range(8):
+            x = sh = 0
+            while True:
+                c = d[off]; off += 1; x |= (c & 0x7f) << sh; sh += 7
+                if not c & 0x80: break
+            v.append(x)
+        t += v[0]
+        a = (a + ((v[1] >> 1) ^ -(v[1] & 1))) % 2**64
+        evs.append((kinds[ty], hex(v[4]), tags.get(v[6]), v[5], t, a, v[2]))
+    return evs
+PY
+  out=$(python3 - "$tmp/t.hbmt" "$tmp" <<'PY' 2>&1
+import sys; sys.path.insert(0, sys.argv[2]); from dec import decode
+evs = decode(sys.argv[1])
+got = [(k, s, api) for k, s, api, *_ in evs]
+want = [("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x51", "cuMemAllocFromPoolAsync"),
+        ("oom", "0x0", "cuMemAlloc_v2"), ("free", "0x51", "cuMemFreeAsync"), ("sync", "0x51", "cuStreamSynchronize"),
+        ("free", "0x0", "cuMemFree_v2"), ("free", "0x0", "cuMemFree_v2"), ("sync", hex(2**64 - 1), "cuCtxSynchronize")]
+assert got == want, got
+assert all(e[3] == 1 for e in evs), evs
+assert [e[4] for e in evs] == sorted(e[4] for e in evs), evs
+assert [e[6] for e in evs][:3] == [1 << 20, 2 << 20, 3 << 20], evs
+print("events ok")
+PY
+)
+  grep -q "events ok" <<<"$out" && ok "trace: events with streams, syncs, API labels, thread, time order" || bad "trace: events" "$out"
+fi
+
+# threads: 4 threads allocate and free 1000 times each on their own streams; the driver
+# reuses addresses at once, so a free recorded after another thread's alloc of the same
+# address would break the pairing (and leave "live" bytes at exit)
+out=$("$hbm" run --trace "$tmp/th.hbmt" -- "$HBM_FAKE_APP" 1024 threads 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0 B live at exit; trace .* (8010 events)" <<<"$out" &&
+  ok "threads: every alloc and free recorded" || bad "threads: summary" "$out"
+out=$("$hbm" replay "$tmp/th.hbmt" --allocators platform,cuda_async --device sim:1GiB --json 2>&1)
+grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4004, "frees": 4004, "ooms": 0' <<<"$out" &&
+  ok "threads: replay on cuda_async pairs every free" || bad "threads: replay" "$out"
+if command -v python3 >/dev/null; then
+  out=$(python3 - "$tmp/th.hbmt" "$tmp" <<'PY' 2>&1
+import sys; sys.path.insert(0, sys.argv[2]); from dec import decode
+evs = decode(sys.argv[1])
+workers = [e for e in evs if e[3] != 1]
+assert sorted({e[3] for e in workers}) == [2, 3, 4, 5], {e[3] for e in workers}
+for th in (2, 3, 4, 5):
+    mine = [e for e in workers if e[3] == th]
+    assert len(mine) == 2000 and len({e[1] for e in mine}) == 1 and int(mine[0][1], 16) in range(0x100, 0x104), mine[:3]
+    assert [e[0] for e in mine] == ["alloc", "free"] * 1000, th
+live = set()
+for k, s, api, th, t, a, n in evs:
+    if k == "alloc": assert a not in live, hex(a); live.add(a)
+    elif k == "free": live.remove(a)
+assert not live and [e[4] for e in evs] == sorted(e[4] for e in evs)
+print("threads ok")
+PY
+)
+  grep -q "threads ok" <<<"$out" && ok "threads: thread numbers, streams, no address live twice" || bad "threads: events" "$out"
+else
+  echo "skip trace event decoding: no python3"
+fi
+
+# a second process of the run that allocates writes FILE.<pid>; both read
+out=$("$hbm" run --quiet --trace "$tmp/two.hbmt" -- sh -c '"$0" 1024 && "$0" 2048' "$HBM_FAKE_APP" 2>&1); rc=$?
+second=$(ls "$tmp"/two.hbmt.* 2>/dev/null | head -1)
+[ "$rc" = 0 ] && [ -n "$second" ] && "$hbm" view "$tmp/two.hbmt" >/dev/null 2>&1 && "$hbm" view "$second" >/dev/null 2>&1 &&
+  ok "two processes: FILE and FILE.<pid>" || bad "two processes" "$out $(ls "$tmp")"
+out=$(cd "$tmp" && "$hbm" run --quiet --trace rel.hbmt -- sh -c 'cd / && "$0" 1024' "$HBM_FAKE_APP" 2>&1)
+"$hbm" view "$tmp/rel.hbmt" >/dev/null 2>&1 && ok "trace: a relative path is the caller's, not the program's" || bad "trace: relative" "$out"
+out=$("$hbm" run --trace /nonexistent-dir/t.hbmt -- true 2>&1); [ $? = 1 ] && grep -q "cannot create it" <<<"$out" &&
+  ok "trace: an uncreatable file fails before the run" || bad "trace: bad path" "$out"
 
 # 2. no limit: everything goes through; quiet: no summary
 out=$("$hbm" run --quiet -- "$HBM_FAKE_APP" 67108864 2>&1); rc=$?

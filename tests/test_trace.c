@@ -135,10 +135,10 @@ static void test_torn_and_bad(void) {
     CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "version 9");
     memcpy(bad, data, len);
-    bad[last] = 7;
+    bad[last] = 8;
     CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
     char want[64];
-    snprintf(want, sizeof want, "byte offset %zu: unknown record type 0x07", last);
+    snprintf(want, sizeof want, "byte offset %zu: unknown record type 0x08", last);
     CHECK_CONTAINS(hbm_last_error(), want);
     /* an event whose tag was never declared (the 7th varint of the last event is its tag) */
     memcpy(bad, data, len);
@@ -307,6 +307,105 @@ static void test_streaming(void) {
     hbm_trace_free(r);
 }
 
+/* Stream-ordered reuse through a recorder on cuda_async: a 2 MiB block freed on stream 5
+ * is not reused by stream 9 until stream 5 is synchronized; every call is recorded with
+ * its stream, the syncs as sync events. */
+static void stream_workload(hbm_allocator *a) {
+    uint64_t p, q, r, z;
+    CHECK_OK(hbm_alloc_stream(a, 2u << 20, NULL, 5, &p));
+    CHECK_OK(hbm_free_stream(a, p, 5));
+    CHECK_OK(hbm_alloc_stream(a, 2u << 20, NULL, 9, &q));
+    CHECK(q != p); /* pending on stream 5: the policy saw the stream */
+    CHECK_OK(hbm_allocator_sync(a, 5));
+    CHECK_OK(hbm_alloc_stream(a, 2u << 20, NULL, 9, &r));
+    CHECK_EQ_U64(r, p); /* the sync reached the policy */
+    CHECK_OK(hbm_allocator_sync(a, HBM_STREAM_ALL));
+    CHECK_OK(hbm_alloc(a, 100, NULL, &z));
+}
+
+static void check_streams(const char *path) {
+    hbm_trace *r;
+    CHECK_OK(hbm_trace_read(path, &r));
+    static const struct {
+        uint8_t kind;
+        uint64_t stream;
+    } want[] = {{HBM_EV_ALLOC, 5}, {HBM_EV_FREE, 5}, {HBM_EV_ALLOC, 9}, {HBM_EV_SYNC, 5},
+                {HBM_EV_ALLOC, 9}, {HBM_EV_SYNC, HBM_STREAM_ALL}, {HBM_EV_ALLOC, 0}};
+    size_t k = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        const hbm_trace_event *e = &r->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_FREE) continue;
+        CHECK(k < sizeof want / sizeof want[0]);
+        if (k >= sizeof want / sizeof want[0]) break;
+        CHECK_EQ_U64(e->kind, want[k].kind);
+        CHECK_EQ_U64(e->stream, want[k].stream);
+        k++;
+    }
+    CHECK_EQ_U64(k, sizeof want / sizeof want[0]);
+    CHECK_STR(hbm_event_kind_str(HBM_EV_SYNC), "sync");
+    hbm_trace_free(r);
+}
+
+static void test_recorder_streams(void) {
+    hbm_device *d;
+    hbm_allocator *a, *inner;
+    CHECK_OK(hbm_device_open("sim:1GiB", &d));
+    char cfg[600];
+    snprintf(cfg, sizeof cfg, "allocator=cuda_async,trace=%s", tmp("streams.hbmt"));
+    CHECK_OK(hbm_allocator_open(d, cfg, &a));
+    stream_workload(a);
+    CHECK_OK(hbm_check(a));
+    hbm_allocator_close(a);
+    check_streams(tmp("streams.hbmt"));
+    /* the same through a wrapped handle */
+    CHECK_OK(hbm_allocator_open(d, "allocator=cuda_async", &inner));
+    CHECK_OK(hbm_trace_wrap(inner, tmp("streams2.hbmt"), 0, &a));
+    stream_workload(a);
+    hbm_allocator_close(a);
+    check_streams(tmp("streams2.hbmt"));
+    hbm_device_close(d);
+}
+
+/* Version 2 added the sync event; version 1 files still read, and a sync record in one is
+ * an error (version 1 readers never knew it). */
+static void test_versions(void) {
+    hbm_trace *t, *r;
+    CHECK_OK(hbm_trace_new(&t));
+    hbm_trace_event ev[] = {{.kind = HBM_EV_ALLOC, .time_ns = 1, .addr = 0x1000, .size = 64, .requested = 64, .stream = 3},
+                            {.kind = HBM_EV_SYNC, .time_ns = 2, .stream = HBM_STREAM_ALL},
+                            {.kind = HBM_EV_FREE, .time_ns = 3, .addr = 0x1000, .stream = 3}};
+    for (int i = 0; i < 3; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
+    const char *path = tmp("v2.hbmt");
+    CHECK_OK(hbm_trace_write(t, path));
+    char *data;
+    size_t len;
+    CHECK_OK(hbmi_read_file(path, &data, &len));
+    CHECK_EQ_U64(hbmi_get32((unsigned char *)data + 8), 2);
+    CHECK_OK(hbm_trace_parse(data, len, "v2", &r));
+    CHECK_EQ_U64(r->count, 3);
+    CHECK_EQ_U64(r->events[1].kind, HBM_EV_SYNC);
+    CHECK_EQ_U64(r->events[1].stream, HBM_STREAM_ALL);
+    CHECK_EQ_U64(r->events[2].stream, 3);
+    hbm_trace_free(r);
+    data[8] = 1; /* as version 1: the sync event (type 7) is unknown */
+    CHECK_STATUS(hbm_trace_parse(data, len, "v1", &r), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "unknown record type 0x07");
+    hbmi_free(data);
+    hbm_trace_free(t);
+    /* a version 1 file without sync events reads as before */
+    t = sample_trace();
+    CHECK(t);
+    CHECK_OK(hbm_trace_write(t, path));
+    CHECK_OK(hbmi_read_file(path, &data, &len));
+    data[8] = 1;
+    CHECK_OK(hbm_trace_parse(data, len, "v1", &r));
+    CHECK_EQ_U64(r->count, t->count);
+    for (size_t i = 0; i < t->count; i++) CHECK(!memcmp(&r->events[i], &t->events[i], sizeof r->events[i]));
+    hbm_trace_free(r);
+    hbmi_free(data);
+    hbm_trace_free(t);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hbm-test-trace-XXXXXX");
     if (!mkdtemp(tmpdir)) TEST_SKIP("cannot create a temporary directory");
@@ -317,6 +416,8 @@ int main(void) {
     RUN(test_recorder_env);
     RUN(test_wrap_handle);
     RUN(test_streaming);
+    RUN(test_recorder_streams);
+    RUN(test_versions);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

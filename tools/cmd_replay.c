@@ -18,10 +18,12 @@ static void replay_help(FILE *f) {
             "\n"
             "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, or a PyTorch\n"
             "memory snapshot (pickle or JSON); the format is recognized from the content.\n"
+            "Each allocation and free goes to the stream the trace recorded, and recorded stream\n"
+            "synchronizations are replayed, so cuda_async reuses memory across streams as it did.\n"
             "\n"
             "Options:\n"
-            "  --allocators LIST   policies to compare (default bfc,platform), each opened as\n"
-            "                      allocator=NAME plus --fraction when given\n"
+            "  --allocators LIST   policies to compare (default bfc,platform; also cuda_async,\n"
+            "                      vmm), each opened as allocator=NAME plus --fraction when given\n"
             "  --config STR        a full configuration to compare (repeatable), e.g.\n"
             "                      'allocator=bfc,preallocate=false'\n"
             "  --device D          sim:SIZE (e.g. sim:80GiB) or a device name from\n"
@@ -31,7 +33,7 @@ static void replay_help(FILE *f) {
             "  --json              one JSON object with every result\n"
             "\n"
             "Example:\n"
-            "  HBM_TRACE=run.hbmt python train.py          # record (or import a snapshot)\n"
+            "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
             "  hbm replay run.hbmt --allocators bfc,platform --device h100 --fraction .9\n");
 }
 

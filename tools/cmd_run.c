@@ -1,5 +1,6 @@
 /* cmd_run.c - hbm run: start a program with libhbm_preload.so in LD_PRELOAD. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,16 @@ static void help(FILE *f) {
             "sees every device allocation the program makes through the CUDA runtime (cudaMalloc,\n"
             "cudaFree, cudaMallocAsync, cudaFreeAsync) or driver (cuMemAlloc, cuMemFree,\n"
             "cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync, also when found through\n"
-            "dlsym or cuGetProcAddress, as PyTorch and JAX do). At exit it prints a summary:\n"
-            "allocations, frees, peak bytes in use.\n"
+            "dlsym or cuGetProcAddress, as PyTorch and JAX do), and the stream and device\n"
+            "synchronizations that make stream-ordered frees reusable. At exit it prints a\n"
+            "summary: allocations, frees, peak bytes in use.\n"
             "\n"
             "Options:\n"
-            "  --trace FILE   write every event as CSV: time_ns,action,addr,size,stream,api\n"
+            "  --trace FILE   record every alloc, free, failed alloc and synchronization as an hbm\n"
+            "                 trace (time, address, size, stream, thread, the API as the tag's\n"
+            "                 label), readable by hbm view / replay / export; written as the\n"
+            "                 program runs, so a crash loses at most the last 4096 events. A second\n"
+            "                 process of the run that allocates writes FILE.<pid>\n"
             "  --limit SIZE   refuse allocations that would take the program past SIZE bytes in use\n"
             "                 (e.g. 20GiB); a refused one returns the out-of-memory error and prints\n"
             "                 hbm's OOM report with the live allocations\n"
@@ -31,7 +37,8 @@ static void help(FILE *f) {
             "The exit status is COMMAND's (128+N if it died of signal N; 127 if it cannot start).\n"
             "\n"
             "Examples:\n"
-            "  hbm run --trace jax.csv -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
+            "  hbm run --trace jax.hbmt -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
+            "  hbm view jax.hbmt;  hbm replay jax.hbmt --allocators bfc,cuda_async,vmm\n"
             "  hbm run --limit 20GiB -- python train.py     # would it fit on a 24 GB card?\n");
 }
 
@@ -82,6 +89,30 @@ int cmd_run(int argc, char **argv) {
     if (limit) {
         hbm_status s = hbm_size_parse(limit, &lim);
         if (s || !lim) return cli_usage_error("run", "--limit %s is not a size > 0 (e.g. 20GiB)", limit);
+    }
+    char abs[PATH_MAX];
+    if (trace && trace[0] != '/') { /* the program may change directory before it allocates */
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, trace) >= (int)sizeof abs) {
+            fprintf(stderr, "hbm run: --trace %s: cannot make the path absolute\n", trace);
+            return 1;
+        }
+        trace = abs;
+    }
+    if (trace) {
+        /* the preload creates it exclusively (the first process of the run to allocate owns
+         * it): remove an old one, and fail now if it cannot be created at all */
+        if (unlink(trace) && errno != ENOENT) {
+            fprintf(stderr, "hbm run: --trace %s: cannot replace it: %s\n", trace, strerror(errno));
+            return 1;
+        }
+        int fd = open(trace, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "hbm run: --trace %s: cannot create it: %s\n", trace, strerror(errno));
+            return 1;
+        }
+        close(fd);
+        unlink(trace);
     }
     char lib[PATH_MAX];
     if (!find_preload(lib, sizeof lib)) {

@@ -5,6 +5,8 @@
  * optionally a native backtrace. It comes from
  *   - the recorder: hbm_allocator_open(dev, "allocator=bfc,trace=run.hbmt", &a), or
  *     HBM_TRACE=run.hbmt in the environment of any program using hbm;
+ *   - hbm run --trace run.hbmt -- COMMAND: any program's CUDA allocations, frees and
+ *     synchronizations, intercepted with LD_PRELOAD (docs/gpu.md);
  *   - importers: RMM logging CSV, PyTorch memory snapshots (pickle or JSON).
  * It turns into an hbm_timeline (alloc/free pairs become buffers) for the packer, views
  * and exporters, and replays against other allocator configurations (what-if).
@@ -40,7 +42,8 @@ extern "C" {
     X(HBM_EV_OOM, 3, "oom")                             \
     X(HBM_EV_SEGMENT_ALLOC, 4, "segment_alloc")         \
     X(HBM_EV_SEGMENT_FREE, 5, "segment_free")           \
-    X(HBM_EV_FREE_REQUESTED, 6, "free_requested")
+    X(HBM_EV_FREE_REQUESTED, 6, "free_requested")      \
+    X(HBM_EV_SYNC, 7, "sync")
 
 typedef enum hbm_event_kind {
 #define HBM_EV_ENUM_(name, value, text) name = value,
@@ -55,7 +58,9 @@ const char *hbm_event_kind_str(hbm_event_kind k); /* "alloc", ...; "?" if unknow
  *   free            addr = block freed (size may be 0 when the source does not say)
  *   free_requested  PyTorch: the user freed it; memory returns at the matching free
  *   oom             requested = bytes asked, addr 0
- *   segment_*       the allocator took (gave back) size bytes of device memory at addr */
+ *   segment_*       the allocator took (gave back) size bytes of device memory at addr
+ *   sync            the host waited for stream (HBM_STREAM_ALL: the whole device), so
+ *                   blocks freed on it are reusable by every stream (format version 2) */
 typedef struct hbm_trace_event {
     uint8_t kind;       /* hbm_event_kind */
     uint8_t pad_[3];
@@ -64,7 +69,7 @@ typedef struct hbm_trace_event {
     uint64_t addr;
     uint64_t size;
     uint64_t requested;
-    uint64_t stream;
+    uint64_t stream;    /* alloc/free/oom: the stream used; sync: the stream waited for */
     uint32_t tag;       /* hbm_trace_tag(t, tag); 0 = none */
     uint32_t backtrace; /* hbm_trace_backtrace(t, id, ...); 0 = none */
 } hbm_trace_event;

@@ -101,26 +101,22 @@ static hbm_status w_meta(hbm_trace_writer *w, const char *key, const char *val) 
     return s;
 }
 
-hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity, hbm_trace_writer **out) {
-    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_writer_open: NULL argument");
+hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
+                                   hbm_trace_writer **out) {
     *out = NULL;
     hbm_trace_writer *w = hbmi_calloc(1, sizeof *w);
     if (!w || !(w->path = hbmi_strdup(path))) {
         hbmi_free(w);
+        fclose(f);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace writer");
     }
-    if (!(w->f = fopen(path, "wb"))) {
-        hbm_status s = hbmi_error(HBM_ERR_IO, "cannot create trace %s: %s", path, strerror(errno));
-        hbmi_free(w->path);
-        hbmi_free(w);
-        return s;
-    }
+    w->f = f;
     unsigned char h[HBMI_TRACE_HEADER] = {0};
     memcpy(h, HBMI_TRACE_MAGIC, 8);
     hbmi_put32(h + 8, HBMI_TRACE_VERSION);
     hbmi_put32(h + 12, HBMI_TRACE_HEADER);
     hbmi_put64(h + 16, capacity);
-    hbmi_put32(h + 24, 0); /* flags: none defined in version 1 */
+    hbmi_put32(h + 24, 0); /* flags: none defined */
     hbm_status s = w_put(w, h, sizeof h);
     if (!s && device && *device) s = w_meta(w, "device", device);
     if (!s) s = w_flush(w);
@@ -132,6 +128,18 @@ hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t 
     }
     *out = w;
     return HBM_OK;
+}
+
+hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity, hbm_trace_writer **out) {
+    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_writer_open: NULL argument");
+    *out = NULL;
+    FILE *f = fopen(path, "wb");
+    if (!f) return hbmi_error(HBM_ERR_IO, "cannot create trace %s: %s", path, strerror(errno));
+    return hbmi_trace_writer_fopen(f, path, device, capacity, out);
+}
+
+hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value) {
+    return w_meta(w, key, value);
 }
 
 hbm_status hbm_trace_writer_tag(hbm_trace_writer *w, uint32_t id, const hbm_tag *tag) {
@@ -312,9 +320,9 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     if (len < HBMI_TRACE_HEADER || memcmp(p, HBMI_TRACE_MAGIC, 8))
         return bad(name, 0, "expected the 32-byte header starting with \"HBMTRACE\"");
     uint32_t ver = hbmi_get32(p + 8), hsize = hbmi_get32(p + 12), flags = hbmi_get32(p + 24);
-    if (ver != HBMI_TRACE_VERSION) {
+    if (ver < HBMI_TRACE_VERSION_MIN || ver > HBMI_TRACE_VERSION) {
         char m[96];
-        snprintf(m, sizeof m, "format version %u, expected %u", ver, HBMI_TRACE_VERSION);
+        snprintf(m, sizeof m, "format version %u, expected %u to %u", ver, HBMI_TRACE_VERSION_MIN, HBMI_TRACE_VERSION);
         return bad(name, 8, m);
     }
     if (hsize < HBMI_TRACE_HEADER || hsize > len) return bad(name, 12, "header size below 32 or past the end");
@@ -328,10 +336,11 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     /* reserve for the likely event count up front: records are mostly events */
     s = hbmi_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / 12 + 1, sizeof *r.t->events);
     hbmi_ev_state st = {0, 0};
+    unsigned last_event = ver >= 2 ? HBM_EV_SYNC : HBM_EV_FREE_REQUESTED; /* version 1 had types 1-6 */
     size_t off = hsize;
     while (!s && off < len) {
         unsigned type = p[off];
-        if (type >= HBM_EV_ALLOC && type <= HBM_EV_FREE_REQUESTED) {
+        if (type >= HBM_EV_ALLOC && type <= last_event) {
             uint64_t v[8];
             size_t q = off + 1;
             int torn = 0, toolong = 0;
@@ -388,7 +397,8 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
         }
         if (type < HBMI_REC_TAG) {
             char m[96];
-            snprintf(m, sizeof m, "unknown record type 0x%02x (expected an event 1-6 or a record >= 0x10)", type);
+            snprintf(m, sizeof m, "unknown record type 0x%02x (expected an event 1-%u or a record >= 0x10)", type,
+                     last_event);
             s = bad(name, off, m);
             break;
         }

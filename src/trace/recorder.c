@@ -1,7 +1,9 @@
 /* recorder.c - the tracking adaptor: wraps a policy (or a whole allocator handle) and
  * appends every alloc, free and failed alloc to a trace file, with a monotonic time, the
  * address, held and requested sizes, a small thread number, the tag and optionally a
- * native backtrace. Changes of the allocator's reserved bytes become segment events.
+ * native backtrace, the stream (hbm_alloc_stream / hbm_free_stream; 0 for hbm_alloc) and
+ * stream synchronizations (hbm_allocator_sync), all forwarded to the wrapped policy.
+ * Changes of the allocator's reserved bytes become segment events.
  * Calls arrive serialized by the outer handle's lock, so the recorder needs none. */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -143,16 +145,18 @@ static void segment_check(recorder *r, uint64_t time) {
     emit(r, &e, time);
 }
 
-static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
+static hbm_status rec_alloc_stream(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t stream,
+                                   uint64_t *addr_out) {
     recorder *r = self;
-    hbm_status s = r->iops->alloc(r->iself, size, tag, tag_id, addr_out);
+    hbm_status s = r->iops->alloc_stream ? r->iops->alloc_stream(r->iself, size, tag, tag_id, stream, addr_out)
+                                         : r->iops->alloc(r->iself, size, tag, tag_id, addr_out);
     if (HBMI_UNLIKELY(r->err)) return s;
     if (HBMI_UNLIKELY(tag_id > r->tags_written) && tag) {
         hbm_status ws = hbm_trace_writer_tag(r->w, tag_id, tag);
         if (ws) r->err = ws;
         r->tags_written = tag_id;
     }
-    hbm_trace_event e = {.kind = HBM_EV_ALLOC, .requested = size, .tag = tag ? tag_id : 0};
+    hbm_trace_event e = {.kind = HBM_EV_ALLOC, .requested = size, .stream = stream, .tag = tag ? tag_id : 0};
     uint64_t now = now_rel(r);
     if (s == HBM_OK) {
         e.addr = *addr_out;
@@ -168,11 +172,29 @@ static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     return s;
 }
 
-static hbm_status rec_free(void *self, uint64_t addr) {
+static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
+    return rec_alloc_stream(self, size, tag, tag_id, HBM_STREAM_DEFAULT, addr_out);
+}
+
+static hbm_status rec_free_stream(void *self, uint64_t addr, uint64_t stream) {
     recorder *r = self;
-    hbm_status s = r->iops->free(r->iself, addr);
+    hbm_status s = r->iops->free_stream ? r->iops->free_stream(r->iself, addr, stream) : r->iops->free(r->iself, addr);
     if (s) return s;
-    hbm_trace_event e = {.kind = HBM_EV_FREE, .addr = addr};
+    hbm_trace_event e = {.kind = HBM_EV_FREE, .addr = addr, .stream = stream};
+    uint64_t now = now_rel(r);
+    emit(r, &e, now);
+    segment_check(r, now);
+    return s;
+}
+
+static hbm_status rec_free(void *self, uint64_t addr) { return rec_free_stream(self, addr, HBM_STREAM_DEFAULT); }
+
+/* Recorded whether or not the policy cares: a replay against a stream-ordered one does. */
+static hbm_status rec_sync(void *self, uint64_t stream) {
+    recorder *r = self;
+    hbm_status s = r->iops->sync ? r->iops->sync(r->iself, stream) : HBM_OK;
+    if (s) return s;
+    hbm_trace_event e = {.kind = HBM_EV_SYNC, .stream = stream};
     uint64_t now = now_rel(r);
     emit(r, &e, now);
     segment_check(r, now);
@@ -263,7 +285,8 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     r->ops = (hbm_allocator_ops){.name = iops->name, .alloc = rec_alloc, .free = rec_free, .stats = rec_stats,
                                  .reset_peaks = rec_reset_peaks, .check = rec_check,
                                  .walk = iops->walk ? rec_walk : NULL, .trim = rec_trim,
-                                 .rounded_size = rec_rounded, .destroy = rec_destroy};
+                                 .rounded_size = rec_rounded, .destroy = rec_destroy,
+                                 .alloc_stream = rec_alloc_stream, .free_stream = rec_free_stream, .sync = rec_sync};
     if (st.bytes_reserved) { /* preallocated at open: one segment event first */
         hbm_trace_event e = {.kind = HBM_EV_SEGMENT_ALLOC, .size = st.bytes_reserved};
         r->last_reserved = st.bytes_reserved;
@@ -280,6 +303,13 @@ static hbm_status h_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_
     return hbm_alloc(self, size, tag, addr_out);
 }
 static hbm_status h_free(void *self, uint64_t addr) { return hbm_free(self, addr); }
+static hbm_status h_alloc_stream(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t stream,
+                                 uint64_t *addr_out) {
+    (void)tag_id;
+    return hbm_alloc_stream(self, size, tag, stream, addr_out);
+}
+static hbm_status h_free_stream(void *self, uint64_t addr, uint64_t stream) { return hbm_free_stream(self, addr, stream); }
+static hbm_status h_sync(void *self, uint64_t stream) { return hbm_allocator_sync(self, stream); }
 static void h_stats(void *self, hbm_stats *out) { hbm_stats_get(self, out); }
 static void h_reset_peaks(void *self) { hbm_stats_reset_peaks(self); }
 static hbm_status h_check(void *self) { return hbm_check(self); }
@@ -305,7 +335,8 @@ static hbm_status h_walk(void *self, int (*fn)(void *, const hbm_block *, uint32
 
 static const hbm_allocator_ops handle_ops = {
     .name = "traced", .alloc = h_alloc, .free = h_free, .stats = h_stats, .reset_peaks = h_reset_peaks,
-    .check = h_check, .walk = h_walk, .trim = h_trim, .rounded_size = h_rounded, .destroy = h_destroy};
+    .check = h_check, .walk = h_walk, .trim = h_trim, .rounded_size = h_rounded, .destroy = h_destroy,
+    .alloc_stream = h_alloc_stream, .free_stream = h_free_stream, .sync = h_sync};
 
 hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags, hbm_allocator **out) {
     if (!inner || !path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_wrap: NULL argument");

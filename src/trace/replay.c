@@ -1,7 +1,9 @@
 /* replay.c - the what-if: run a trace's allocations and frees against an allocator
  * configuration on a fresh simulated device and measure what it would have done.
  * The replay owns its allocator alone, so it drives the policy through the handle's ops
- * without the lock, with the trace's tags interned once up front. */
+ * without the lock, with the trace's tags interned once up front. Allocations and frees go
+ * to the stream the trace recorded and its sync events are replayed, so a stream-ordered
+ * policy (cuda_async) reuses memory across streams as it would have in the program. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +104,9 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
             raddr[i] = 0; /* 0: not allocated here (failed or empty) */
             if (!size) continue;
             uint32_t tg = e->tag <= ntags ? tagid[e->tag] : 0;
-            hbm_status as = ops->alloc(self, size, hbm_trace_tag(t, e->tag), tg, &addr);
+            const hbm_tag *tag = hbm_trace_tag(t, e->tag);
+            hbm_status as = ops->alloc_stream ? ops->alloc_stream(self, size, tag, tg, e->stream, &addr)
+                                              : ops->alloc(self, size, tag, tg, &addr);
             if (as == HBM_ERR_OOM) {
                 r->ooms++;
                 hbmi_allocator_note_oom(a, size, tg);
@@ -122,7 +126,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
             ops->stats(self, &st);
             if (st.bytes_in_use > r->peak_in_use) frag_at(r, &st);
             if (e->kind == HBM_EV_OOM) { /* it failed in the original run; here it fits: give it back */
-                if ((s = ops->free(self, addr))) break;
+                if ((s = ops->free_stream ? ops->free_stream(self, addr, e->stream) : ops->free(self, addr))) break;
                 r->frees++;
                 continue;
             }
@@ -130,8 +134,10 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
         } else if (e->kind == HBM_EV_FREE && pair[i] != SIZE_MAX) {
             uint64_t addr = raddr[pair[i]];
             if (!addr) continue; /* its allocation failed here */
-            if ((s = ops->free(self, addr - 1))) break;
+            if ((s = ops->free_stream ? ops->free_stream(self, addr - 1, e->stream) : ops->free(self, addr - 1))) break;
             r->frees++;
+        } else if (e->kind == HBM_EV_SYNC && ops->sync) {
+            if ((s = ops->sync(self, e->stream))) break;
         }
         /* segment and free_requested events describe the original allocator, not this one */
     }

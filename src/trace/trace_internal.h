@@ -9,7 +9,9 @@
 #include "hbm/trace.h"
 
 #define HBMI_TRACE_MAGIC "HBMTRACE"
-#define HBMI_TRACE_VERSION 1u
+/* Version 2 added the sync event (type 7); readers accept 1 and 2, writers write 2. */
+#define HBMI_TRACE_VERSION 2u
+#define HBMI_TRACE_VERSION_MIN 1u
 #define HBMI_TRACE_HEADER 32u
 #define HBMI_REC_TAG 0x10
 #define HBMI_REC_BACKTRACE 0x11
@@ -84,6 +86,13 @@ static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *
     st->addr = e->addr;
     return (size_t)(q - p);
 }
+
+/* A writer on an open stream (owned from now on, closed on failure too); path names it in
+ * messages. */
+hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
+                                   hbm_trace_writer **out);
+/* A meta record (keys the reader knows: device, source, name). */
+hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
 /* Read a whole file into memory (NUL-terminated for text parsers). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
