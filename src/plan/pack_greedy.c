@@ -227,29 +227,45 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     if (!best_off) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
     uint64_t best = UINT64_MAX, ext;
     hbm_status s = HBM_OK;
-    /* 1. greedy placement in every order, best fit and lowest fit */
+    /* 1. TFLite's greedy by size, a first packing */
+    if ((s = hbmi_pack_greedy(tl, def_align, HBMI_ORDER_SIZE, 1, &best))) goto out;
+    save_offsets(tl, best_off);
+    /* 2. the skyline: a construction, then searches below the best, for most of what is
+     * left of the time (64 attempts without a deadline) */
+    if (best > lower_bound) {
+        uint64_t now = hbmi_now_ns(), mid = deadline_ns > now ? now + (deadline_ns - now) / 10 * 7 : deadline_ns;
+        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, mid, deadline_ns ? UINT32_MAX : 64, 1, &ext))) goto out;
+        if (ext < best) {
+            best = ext;
+            save_offsets(tl, best_off);
+        }
+    }
+    /* 3. greedy placement in the other orders, best fit and lowest fit */
     for (int ord = 0; ord < HBMI_ORDER_COUNT_ && best > lower_bound; ord++)
         for (int bf = 1; bf >= 0 && best > lower_bound; bf--) {
+            if (ord == HBMI_ORDER_SIZE && bf) continue;
+            if (deadline_ns && hbmi_now_ns() >= deadline_ns) break;
             if ((s = hbmi_pack_greedy(tl, def_align, (hbmi_pack_order)ord, bf, &ext))) goto out;
             if (ext < best) {
                 best = ext;
                 save_offsets(tl, best_off);
             }
         }
-    /* 2. a short canonical search below the best so far: bisect between the bound and the
+    /* 4. a short canonical search below the best so far: bisect between the bound and the
      * best extent, each probe limited in nodes (deterministic) and by the deadline */
-    if (best > lower_bound && tl->count > 1 && tl->count <= 50000) {
+    if (best > lower_bound && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_now_ns() < deadline_ns)) {
         hbmi_exact *e;
         if ((s = hbmi_exact_new(tl, def_align, &e))) {
             if (s != HBM_ERR_UNSUPPORTED) goto out;
-            s = HBM_OK; /* too large to search: the greedy result stands */
-            goto done;
+            s = HBM_OK; /* too large for the exact search */
+            goto sky2;
         }
         /* canonical dives without a capacity: bottom-up, lowest lo first */
         for (int d = 0; d < 4 && best > lower_bound; d++) {
             hbmi_exact_rc rc;
             uint64_t nb;
-            if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, 0, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
+            if (d && deadline_ns && hbmi_now_ns() >= deadline_ns) break;
+            if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, deadline_ns, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND && (ext = hbm_timeline_extent(tl)) < best) {
                 best = ext;
                 save_offsets(tl, best_off);
@@ -284,7 +300,15 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         hbmi_exact_free(e);
         if (s) goto out;
     }
-done:
+sky2:
+    /* 5. the skyline again with whatever time is left */
+    if (best > lower_bound && deadline_ns && hbmi_now_ns() < deadline_ns) {
+        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, &ext))) goto out;
+        if (ext < best) {
+            best = ext;
+            save_offsets(tl, best_off);
+        }
+    }
     for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = best_off[i];
     *extent = best;
 out:
