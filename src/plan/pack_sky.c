@@ -98,13 +98,15 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width) {
         /* the lowest stretch [a, b) among the sections still needed, in the first run of
          * needed sections: runs share no unplaced buffer, so they are independent, and
          * finishing one before the next keeps backtracking inside one of them */
-        h = UINT64_MAX;
-        a = 0;
+        const uint64_t *H = k->H;
+        const uint32_t *cnt = k->cnt;
         uint32_t r = 0;
-        while (r < k->S && !k->cnt[r]) r++;
-        for (; r < k->S && k->cnt[r]; r++)
-            if (k->cnt[r] && k->H[r] < h) {
-                h = k->H[r];
+        while (r < k->S && !cnt[r]) r++;
+        h = UINT64_MAX;
+        a = r;
+        for (; r < k->S && cnt[r]; r++)
+            if (H[r] < h) {
+                h = H[r];
                 a = r;
             }
         for (b = a + 1; b < k->S && k->cnt[b] && k->H[b] == h; b++) {}
