@@ -85,7 +85,7 @@ static void untrail(sky *k, size_t mark) {
     }
 }
 
-static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width) {
+static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, uint32_t hint) {
     if (!nu) return SKY_FOUND;
     if (++k->nodes > k->node_limit) return SKY_ABORT;
     if ((k->nodes & 127) == 0 && k->deadline && k->node_limit != UINT64_MAX && hbmi_now_ns() >= k->deadline)
@@ -95,20 +95,24 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width) {
     uint64_t h;
     uint32_t a, b, nc;
     for (;;) {
-        /* the lowest stretch [a, b) among the sections still needed, in the first run of
-         * needed sections: runs share no unplaced buffer, so they are independent, and
-         * finishing one before the next keeps backtracking inside one of them */
-        const uint64_t *H = k->H;
-        const uint32_t *cnt = k->cnt;
-        uint32_t r = 0;
-        while (r < k->S && !cnt[r]) r++;
-        h = UINT64_MAX;
-        a = r;
-        for (; r < k->S && cnt[r]; r++)
-            if (H[r] < h) {
-                h = H[r];
-                a = r;
-            }
+        /* the lowest stretch [a, b) among the sections still needed. The hint: what is
+         * left of the parent's stretch right of the buffer just placed is still at the
+         * lowest height (placements only raise), so no scan is needed */
+        if (hint != UINT32_MAX) {
+            a = hint;
+            h = k->H[a];
+            hint = UINT32_MAX;
+        } else {
+            const uint64_t *H = k->H;
+            const uint32_t *cnt = k->cnt;
+            h = UINT64_MAX;
+            a = 0;
+            for (uint32_t r = 0; r < k->S; r++)
+                if (cnt[r] && H[r] < h) {
+                    h = H[r];
+                    a = r;
+                }
+        }
         for (b = a + 1; b < k->S && k->cnt[b] && k->H[b] == h; b++) {}
         nc = 0;
         for (uint32_t q = k->st_beg[a]; q < k->st_beg[b]; q++) {
@@ -190,7 +194,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width) {
             k->rem[s] -= k->size[c];
         }
         k->pl[c] = 1;
-        r = dfs(k, nu - 1, C, noise, width);
+        r = dfs(k, nu - 1, C, noise, width, k->s1[c] < b && k->cnt[k->s1[c]] && k->H[k->s1[c]] == h ? k->s1[c] : UINT32_MAX);
         k->pl[c] = 0;
         for (uint32_t s = k->s0[c]; s < k->s1[c]; s++) {
             k->cnt[s]++;
@@ -220,7 +224,7 @@ static int attempt(sky *k, uint64_t C, double noise, uint32_t width, uint64_t no
     k->ncs = 0;
     k->nodes = 0;
     k->node_limit = nodes;
-    return dfs(k, k->n, C, noise, width);
+    return dfs(k, k->n, C, noise, width, UINT32_MAX);
 }
 
 static uint64_t extent_of(const sky *k) {
