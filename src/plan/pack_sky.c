@@ -33,7 +33,6 @@ typedef struct sky {
     uint64_t rng;
     struct htr { uint32_t s; uint64_t h; } *tr; /* undo trail of skyline heights */
     size_t ntr, cap_tr;
-    struct cand_t { double sc; uint32_t u; } *cs; /* scratch: candidates of a node */
     uint32_t *cstk;        /* chosen candidates of the nodes on the path */
     size_t ncs, cap_cs;
     uint64_t nodes, node_limit;
@@ -41,7 +40,11 @@ typedef struct sky {
     double w[5];
     uint64_t deadline;
 } sky;
-typedef struct cand_t cand_t;
+typedef struct cand_t {
+    double sc;
+    uint32_t u;
+} cand_t;
+#define SKY_WMAX 4 /* most branches per node */
 
 static int i64c(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -93,7 +96,9 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
     if (k->oom) return SKY_ABORT;
     size_t mark = k->ntr;
     uint64_t h;
-    uint32_t a, b, nc;
+    uint32_t a, b, nc, nt;
+    cand_t best[SKY_WMAX];
+    if (width > SKY_WMAX) width = SKY_WMAX;
     for (;;) {
         /* the lowest stretch [a, b) among the sections still needed. The hint: what is
          * left of the parent's stretch right of the buffer just placed is still at the
@@ -114,7 +119,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
                 }
         }
         for (b = a + 1; b < k->S && k->cnt[b] && k->H[b] == h; b++) {}
-        nc = 0;
+        nc = nt = 0;
         for (uint32_t q = k->st_beg[a]; q < k->st_beg[b]; q++) {
             uint32_t c = k->st_it[q];
             if (k->pl[c] || k->s1[c] > b) continue;
@@ -135,9 +140,13 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
             if ((k->s0[c] == a && a > 0 && k->H[a - 1] == top) || (k->s1[c] == b && b < k->S && k->H[b] == top)) sc += k->w[2];
             sc += k->w[3] * (double)(k->s1[c] - k->s0[c]) / (double)(b - a) + k->w[4] * (double)k->size[c] / (double)k->maxsize;
             if (noise > 0) sc += noise * urand(k);
-            k->cs[nc].sc = sc;
-            k->cs[nc].u = c;
+            /* keep the best `width` so far, first found first on ties */
             nc++;
+            if (nt < width || sc > best[nt - 1].sc) {
+                uint32_t j = nt < width ? nt++ : nt - 1;
+                for (; j > 0 && sc > best[j - 1].sc; j--) best[j] = best[j - 1];
+                best[j] = (cand_t){sc, c};
+            }
         }
         if (nc) break;
         /* nothing fits inside: raise the stretch to its lower needed neighbour (wasted
@@ -155,27 +164,18 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
         }
         for (uint32_t s = a; s < b; s++) k->H[s] = to;
     }
-    /* candidates by score, best first (selection of the top `width`) */
-    cand_t *cs = k->cs;
+    /* the best candidates by score, best first */
     size_t cbase = k->ncs;
-    if (k->ncs + nc > k->cap_cs) {
-        size_t want = k->ncs + nc;
+    if (k->ncs + nt > k->cap_cs) {
+        size_t want = k->ncs + nt;
         if (hbmi_grow((void **)&k->cstk, &k->cap_cs, want, sizeof *k->cstk)) {
             k->oom = 1;
             untrail(k, mark);
             return SKY_ABORT;
         }
     }
-    uint32_t take = nc < width ? nc : width;
-    for (uint32_t j = 0; j < take; j++) {
-        uint32_t m = j;
-        for (uint32_t q = j + 1; q < nc; q++)
-            if (cs[q].sc > cs[m].sc) m = q;
-        cand_t t = cs[j];
-        cs[j] = cs[m];
-        cs[m] = t;
-        k->cstk[cbase + j] = cs[j].u;
-    }
+    uint32_t take = nt;
+    for (uint32_t j = 0; j < take; j++) k->cstk[cbase + j] = best[j].u;
     k->ncs += take;
     int r = SKY_NONE;
     for (uint32_t j = 0; j < take && r == SKY_NONE; j++) {
@@ -194,7 +194,10 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
             k->rem[s] -= k->size[c];
         }
         k->pl[c] = 1;
-        r = dfs(k, nu - 1, C, noise, width, k->s1[c] < b && k->cnt[k->s1[c]] && k->H[k->s1[c]] == h ? k->s1[c] : UINT32_MAX);
+        /* the next lowest stretch is known when some of this one is left: left of c (its
+         * sections untouched) or right of it */
+        uint32_t next = k->s0[c] > a ? a : k->s1[c] < b && k->cnt[k->s1[c]] ? k->s1[c] : UINT32_MAX;
+        r = dfs(k, nu - 1, C, noise, width, next);
         k->pl[c] = 0;
         for (uint32_t s = k->s0[c]; s < k->s1[c]; s++) {
             k->cnt[s]++;
@@ -263,13 +266,12 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
     k.st_it = hbmi_malloc((N + 1) * sizeof *k.st_it);
     k.off = hbmi_malloc((N + 1) * sizeof *k.off);
     k.rem = hbmi_malloc((2 * N + 1) * sizeof *k.rem);
-    k.cs = hbmi_malloc((N + 1) * sizeof *k.cs);
     k.deadline = deadline_ns;
     memcpy(k.w, sky_weights[0], sizeof k.w);
 
     uint64_t *best_off = hbmi_malloc((N + 1) * sizeof *best_off);
     hbm_status s = HBM_OK;
-    if (!t || !k.s0 || !k.s1 || !k.size || !k.align || !k.H || !k.cnt || !k.pl || !k.st_beg || !k.st_it || !k.off || !k.rem || !k.cs || !best_off) {
+    if (!t || !k.s0 || !k.s1 || !k.size || !k.align || !k.H || !k.cnt || !k.pl || !k.st_beg || !k.st_it || !k.off || !k.rem || !best_off) {
         s = hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the skyline of %zu buffers", N);
         goto done;
     }
@@ -337,7 +339,6 @@ done:
     hbmi_free(k.st_it);
     hbmi_free(k.off);
     hbmi_free(k.rem);
-    hbmi_free(k.cs);
     hbmi_free(k.tr);
     hbmi_free(k.cstk);
     hbmi_free(best_off);
