@@ -30,6 +30,7 @@ typedef struct sky {
     uint64_t *off;         /* offsets of the construction */
     uint64_t *rem;         /* unplaced bytes covering each section */
     uint64_t maxsize;
+    double *szf;           /* size / maxsize */
     uint64_t rng;
     struct htr { uint32_t s; uint64_t h; } *tr; /* undo trail of skyline heights */
     size_t ntr, cap_tr;
@@ -120,6 +121,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
         }
         for (b = a + 1; b < k->S && k->cnt[b] && k->H[b] == h; b++) {}
         nc = nt = 0;
+        double wid = k->w[3] / (double)(b - a);
         for (uint32_t q = k->st_beg[a]; q < k->st_beg[b]; q++) {
             uint32_t c = k->st_it[q];
             if (k->pl[c] || k->s1[c] > b) continue;
@@ -138,7 +140,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
                 }
             }
             if ((k->s0[c] == a && a > 0 && k->H[a - 1] == top) || (k->s1[c] == b && b < k->S && k->H[b] == top)) sc += k->w[2];
-            sc += k->w[3] * (double)(k->s1[c] - k->s0[c]) / (double)(b - a) + k->w[4] * (double)k->size[c] / (double)k->maxsize;
+            sc += wid * (double)(k->s1[c] - k->s0[c]) + k->w[4] * k->szf[c];
             if (noise > 0) sc += noise * urand(k);
             /* keep the best `width` so far, first found first on ties */
             nc++;
@@ -266,12 +268,13 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
     k.st_it = hbmi_malloc((N + 1) * sizeof *k.st_it);
     k.off = hbmi_malloc((N + 1) * sizeof *k.off);
     k.rem = hbmi_malloc((2 * N + 1) * sizeof *k.rem);
+    k.szf = hbmi_malloc((N + 1) * sizeof *k.szf);
     k.deadline = deadline_ns;
     memcpy(k.w, sky_weights[0], sizeof k.w);
 
     uint64_t *best_off = hbmi_malloc((N + 1) * sizeof *best_off);
     hbm_status s = HBM_OK;
-    if (!t || !k.s0 || !k.s1 || !k.size || !k.align || !k.H || !k.cnt || !k.pl || !k.st_beg || !k.st_it || !k.off || !k.rem || !best_off) {
+    if (!t || !k.s0 || !k.s1 || !k.size || !k.align || !k.H || !k.cnt || !k.pl || !k.st_beg || !k.st_it || !k.off || !k.rem || !k.szf || !best_off) {
         s = hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the skyline of %zu buffers", N);
         goto done;
     }
@@ -292,6 +295,7 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
         k.align[i] = hbmi_pack_align(b, def_align);
         if (b->size > k.maxsize) k.maxsize = b->size;
     }
+    for (size_t i = 0; i < N; i++) k.szf[i] = (double)k.size[i] / (double)k.maxsize;
     for (size_t i = 0; i < N; i++) k.st_beg[k.s0[i] + 1]++;
     for (uint32_t q = 0; q < nt; q++) k.st_beg[q + 1] += k.st_beg[q];
     memset(k.cnt, 0, (2 * N + 1) * sizeof *k.cnt);
@@ -339,6 +343,7 @@ done:
     hbmi_free(k.st_it);
     hbmi_free(k.off);
     hbmi_free(k.rem);
+    hbmi_free(k.szf);
     hbmi_free(k.tr);
     hbmi_free(k.cstk);
     hbmi_free(best_off);
