@@ -8,11 +8,18 @@
  * that height). The one chosen scores best on: starting at the stretch's left end (no
  * hole on the left), leaving a right remainder that an unplaced buffer can start (or
  * none), ending level with a neighbouring step (the skyline merges), filling the
- * stretch's width, its size, and a random term that differs between restarts. When no
- * buffer fits inside the stretch, the stretch is raised (wasted) to its lower neighbour
- * or to the lowest height where a buffer crossing it can go. Each construction is
- * O(n * (n + sections)); restarts run until a node count or the deadline. Timelines
- * with pinned buffers are left to the other heuristics. */
+ * stretch's width, its size, and a random term that differs between nodes. When no
+ * buffer fits inside the stretch, the stretch is raised (wasted) to its lower needed
+ * neighbour (a buffer crossing the stretch needs that neighbour too, so nothing lower
+ * is lost).
+ *
+ * Search: a plain construction, then depth-first searches for a packing below a target
+ * C (between the lower bound and the best so far), two branches per node, each under a
+ * node limit (4n + 64) and the deadline. A node dies when a raise lifts a section's
+ * skyline plus the unplaced bytes that need the section above C (they all stack above
+ * the skyline). Each node costs O(sections + buffers starting in the stretch). The
+ * search recurses once per buffer placed, hence HBMI_SKY_MAX. Timelines with pinned
+ * buffers are left to the other heuristics. */
 #include <stdlib.h>
 #include <string.h>
 
