@@ -1,6 +1,7 @@
 /* test_pack.c - static packing: MiniMalloc CSV, every algorithm's packings verified on
  * generated instances, exact optimality against brute force, infeasibility proofs,
  * timeouts, pinned buffers, and host-allocation failures. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -318,6 +319,83 @@ static void test_xla_and_args(void) {
     hbm_timeline_free(tl);
 }
 
+/* The skyline search: valid packings (alignment too), only ever better than `upper`,
+ * the timeline left alone otherwise, pinned buffers left to the other heuristics. */
+static void test_sky(void) {
+    test_rng rng = {7};
+    for (int it = 0; it < 60; it++) {
+        hbm_timeline *tl;
+        if (it % 3 == 0) {
+            CHECK_OK(hbm_pack_generate((uint64_t)it + 100, 20 + test_below(&rng, 100), 1 << 16, 300, &tl));
+        } else {
+            CHECK_OK(hbm_timeline_new(&tl));
+            size_t n = 1 + test_below(&rng, 80);
+            for (size_t i = 0; i < n; i++) {
+                int64_t a = (int64_t)test_below(&rng, 60);
+                size_t k;
+                CHECK_OK(hbm_timeline_add(tl, 1 + test_below(&rng, 5000), a, a + 1 + (int64_t)test_below(&rng, 30), NULL, &k));
+                if (it % 3 == 2 && test_below(&rng, 3) == 0) tl->buffers[k].alignment = 1 + test_below(&rng, 100);
+            }
+        }
+        uint64_t lb, g, e;
+        CHECK_OK(hbmi_pack_lower_bound(tl, &lb));
+        CHECK_OK(hbmi_pack_greedy(tl, 0, HBMI_ORDER_SIZE, 1, &g));
+        /* anything: a packing, verified, at least the bound */
+        CHECK_OK(hbmi_pack_sky(tl, 0, lb, UINT64_MAX, 0, 8, (uint64_t)it, &e));
+        CHECK(e != UINT64_MAX);
+        CHECK_OK(hbm_timeline_verify(tl, 0));
+        CHECK_EQ_U64(e, hbm_timeline_extent(tl));
+        CHECK(e >= lb);
+        /* below the greedy packing or nothing, the greedy packing then untouched */
+        CHECK_OK(hbmi_pack_greedy(tl, 0, HBMI_ORDER_SIZE, 1, &g));
+        uint64_t *before = malloc((tl->count + 1) * sizeof *before);
+        CHECK(before);
+        for (size_t i = 0; i < tl->count; i++) before[i] = tl->buffers[i].offset;
+        CHECK_OK(hbmi_pack_sky(tl, 0, lb, g, 0, 16, (uint64_t)it, &e));
+        CHECK_OK(hbm_timeline_verify(tl, 0));
+        if (e == UINT64_MAX) {
+            for (size_t i = 0; i < tl->count; i++) CHECK_EQ_U64(tl->buffers[i].offset, before[i]);
+            CHECK_EQ_U64(hbm_timeline_extent(tl), g);
+        } else {
+            CHECK(e < g && e >= lb);
+            CHECK_EQ_U64(e, hbm_timeline_extent(tl));
+        }
+        if (it % 3 == 0 && tl->count <= 40) CHECK_EQ_U64(e == UINT64_MAX ? g : e, lb); /* small perfect ones */
+        free(before);
+        hbm_timeline_free(tl);
+    }
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,100\n1,0,10,50\n2,5,15,70\n");
+    CHECK(tl);
+    tl->buffers[0].offset = 60;
+    tl->buffers[0].flags = HBM_TL_PINNED;
+    uint64_t e;
+    CHECK_OK(hbmi_pack_sky(tl, 0, 0, UINT64_MAX, 0, 8, 1, &e));
+    CHECK_EQ_U64(e, UINT64_MAX);
+    CHECK_EQ_U64(tl->buffers[1].offset, HBM_NO_OFFSET);
+    hbm_timeline_free(tl);
+}
+
+/* best: never worse than TFLite's greedy (it starts from it), and it keeps to its time
+ * budget - the default and a given timeout (generous margins: a loaded machine) */
+static void test_best_budget(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_pack_generate(77, 1500, 1 << 20, 5000, &tl));
+    hbm_pack_result r, g;
+    CHECK_OK(pack(tl, HBM_PACK_GREEDY_SIZE, 0, 0, 0, &g));
+    uint64_t t0 = hbmi_now_ns();
+    CHECK_OK(pack(tl, HBM_PACK_BEST, 0, 0, 0, &r));
+    double dt = (double)(hbmi_now_ns() - t0) / 1e9;
+    CHECK(r.extent <= g.extent);
+    CHECK(dt < 2.0); /* default budget HBM_PACK_BEST_DEFAULT_S (10 ms) plus a first greedy pass */
+    t0 = hbmi_now_ns();
+    CHECK_OK(pack(tl, HBM_PACK_BEST, 0, 0, 0.2, &r));
+    dt = (double)(hbmi_now_ns() - t0) / 1e9;
+    CHECK(r.extent <= g.extent);
+    CHECK(dt < 3.0);
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    hbm_timeline_free(tl);
+}
+
 static void test_alloc_failures(void) {
     hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
                              HBM_PACK_BEST, HBM_PACK_EXACT};
@@ -349,6 +427,8 @@ int main(void) {
     RUN(test_timeout);
     RUN(test_pinned_and_alignment);
     RUN(test_xla_and_args);
+    RUN(test_sky);
+    RUN(test_best_budget);
     RUN(test_alloc_failures);
     return test_done();
 }

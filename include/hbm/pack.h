@@ -25,9 +25,13 @@ typedef enum hbm_pack_algo {
     HBM_PACK_XLA_SPATIAL,  /* XLA's decreasing-size best fit, spatial order */
     HBM_PACK_XLA_TEMPORAL, /* XLA's decreasing-size best fit, temporal order */
     HBM_PACK_XLA,          /* the smaller of the two, as XLA's buffer assignment does */
-    HBM_PACK_BEST,         /* hbm's best heuristic */
+    HBM_PACK_BEST,         /* hbm's best heuristic (time budget: timeout_s, default
+                            * HBM_PACK_BEST_DEFAULT_S) */
     HBM_PACK_EXACT         /* exact search (anytime with a timeout) */
 } hbm_pack_algo;
+
+/* The time budget of HBM_PACK_BEST when timeout_s is 0 (seconds). */
+#define HBM_PACK_BEST_DEFAULT_S 0.010
 
 typedef struct hbm_pack_progress {
     double seconds;
@@ -40,7 +44,7 @@ typedef struct hbm_pack_options {
     hbm_pack_algo algo;
     uint64_t capacity;    /* 0 = unbounded */
     int minimize;         /* exact: find and prove the minimum extent */
-    double timeout_s;     /* 0 = none */
+    double timeout_s;     /* 0 = none (best: HBM_PACK_BEST_DEFAULT_S) */
     uint64_t alignment;   /* for buffers whose own alignment is 0 (0 or 1 = none) */
     void (*progress)(void *user, const hbm_pack_progress *p); /* may be NULL */
     void *progress_user;

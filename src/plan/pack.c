@@ -211,8 +211,10 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
     case HBM_PACK_GREEDY_SIZE:
         if (!(s = hbmi_pack_greedy(tl, opts->alignment, HBMI_ORDER_SIZE, 1, &ext))) keep(&p, ext);
         break;
-    case HBM_PACK_BEST:
-        if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound, p.deadline, &ext))) keep(&p, ext);
+    case HBM_PACK_BEST: /* a fast heuristic: HBM_PACK_BEST_DEFAULT_S unless told otherwise */
+        if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound,
+                                 p.deadline ? p.deadline : p.t0 + (uint64_t)(HBM_PACK_BEST_DEFAULT_S * 1e9), &ext)))
+            keep(&p, ext);
         break;
     case HBM_PACK_XLA_SPATIAL:
     case HBM_PACK_XLA_TEMPORAL:

@@ -113,9 +113,20 @@ typedef struct span {
     uint64_t off, top;
 } span;
 
-static int span_cmp(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    return x->off < y->off ? -1 : x->off > y->off;
+/* Shell sort by offset (Ciura's gaps): inline, no comparison callback - the lists are
+ * short and this runs once per buffer placed. */
+static void span_sort(span *v, size_t n) {
+    static const size_t gaps[] = {1160000, 515000, 229000, 102000, 45300, 20100, 8900, 3950, 1750, 701, 301, 132, 57, 23, 10, 4, 1};
+    for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+        size_t h = gaps[g];
+        if (h >= n) continue;
+        for (size_t i = h; i < n; i++) {
+            span t = v[i];
+            size_t j = i;
+            for (; j >= h && v[j - h].off > t.off; j -= h) v[j] = v[j - h];
+            v[j] = t;
+        }
+    }
 }
 
 typedef struct tstart {
@@ -186,7 +197,7 @@ hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_orde
             if (!placed[bystart[j].idx] || o->end <= b->start) continue;
             sp[ns++] = (span){o->offset, o->offset + o->size};
         }
-        qsort(sp, ns, sizeof *sp, span_cmp);
+        span_sort(sp, ns);
         uint64_t cur = 0, best = UINT64_MAX, bestgap = UINT64_MAX;
         for (size_t j = 0; j < ns; j++) {
             uint64_t at = hbmi_align_up(cur, a);
@@ -221,35 +232,64 @@ static void save_offsets(const hbm_timeline *tl, uint64_t *to) {
     for (size_t i = 0; i < tl->count; i++) to[i] = tl->buffers[i].offset;
 }
 
+/* Greedy placement in the orders other than TFLite's, best fit and lowest fit, while
+ * time is left. */
+static hbm_status greedy_orders(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t deadline_ns,
+                                uint64_t *best, uint64_t *best_off) {
+    for (int ord = 0; ord < HBMI_ORDER_COUNT_ && *best > lower_bound; ord++)
+        for (int bf = 1; bf >= 0 && *best > lower_bound; bf--) {
+            if (ord == HBMI_ORDER_SIZE && bf) continue;
+            if (deadline_ns && hbmi_now_ns() >= deadline_ns) return HBM_OK;
+            uint64_t ext;
+            hbm_status s = hbmi_pack_greedy(tl, def_align, (hbmi_pack_order)ord, bf, &ext);
+            if (s) return s;
+            if (ext < *best) {
+                *best = ext;
+                save_offsets(tl, best_off);
+            }
+        }
+    return HBM_OK;
+}
+
 hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
                           uint64_t deadline_ns, uint64_t *extent) {
     uint64_t *best_off = hbmi_malloc((tl->count + 1) * sizeof *best_off);
     if (!best_off) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
     uint64_t best = UINT64_MAX, ext;
     hbm_status s = HBM_OK;
-    /* 1. greedy placement in every order, best fit and lowest fit */
-    for (int ord = 0; ord < HBMI_ORDER_COUNT_ && best > lower_bound; ord++)
-        for (int bf = 1; bf >= 0 && best > lower_bound; bf--) {
-            if ((s = hbmi_pack_greedy(tl, def_align, (hbmi_pack_order)ord, bf, &ext))) goto out;
-            if (ext < best) {
-                best = ext;
-                save_offsets(tl, best_off);
-            }
+    /* 1. TFLite's greedy by size, a first packing; the other orders right after it only
+     * when they are cheap next to the budget (else at the end, if time is left) */
+    uint64_t t0 = hbmi_now_ns();
+    if ((s = hbmi_pack_greedy(tl, def_align, HBMI_ORDER_SIZE, 1, &best))) goto out;
+    save_offsets(tl, best_off);
+    uint64_t tg = hbmi_now_ns() - t0;
+    int early = !deadline_ns || (deadline_ns > t0 && tg * (2 * HBMI_ORDER_COUNT_) <= (deadline_ns - t0) / 5);
+    if (early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
+    /* 2. the skyline: a construction, then searches below the best, for most of what is
+     * left of the time (64 attempts without a deadline) */
+    if (best > lower_bound) {
+        uint64_t now = hbmi_now_ns(), mid = deadline_ns > now ? now + (deadline_ns - now) / 10 * 7 : deadline_ns;
+        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, mid, deadline_ns ? UINT32_MAX : 64, 1, &ext))) goto out;
+        if (ext < best) {
+            best = ext;
+            save_offsets(tl, best_off);
         }
-    /* 2. a short canonical search below the best so far: bisect between the bound and the
+    }
+    /* 3. a short canonical search below the best so far: bisect between the bound and the
      * best extent, each probe limited in nodes (deterministic) and by the deadline */
-    if (best > lower_bound && tl->count > 1 && tl->count <= 50000) {
+    if (best > lower_bound && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_now_ns() < deadline_ns)) {
         hbmi_exact *e;
         if ((s = hbmi_exact_new(tl, def_align, &e))) {
             if (s != HBM_ERR_UNSUPPORTED) goto out;
-            s = HBM_OK; /* too large to search: the greedy result stands */
-            goto done;
+            s = HBM_OK; /* too large for the exact search */
+            goto sky2;
         }
         /* canonical dives without a capacity: bottom-up, lowest lo first */
         for (int d = 0; d < 4 && best > lower_bound; d++) {
             hbmi_exact_rc rc;
             uint64_t nb;
-            if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, 0, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
+            if (d && deadline_ns && hbmi_now_ns() >= deadline_ns) break;
+            if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, deadline_ns, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND && (ext = hbm_timeline_extent(tl)) < best) {
                 best = ext;
                 save_offsets(tl, best_off);
@@ -284,7 +324,17 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         hbmi_exact_free(e);
         if (s) goto out;
     }
-done:
+sky2:
+    /* 4. the other greedy orders if they were left for later, and 5. the skyline again
+     * with whatever time is left */
+    if (!early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
+    if (best > lower_bound && deadline_ns && hbmi_now_ns() < deadline_ns) {
+        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, &ext))) goto out;
+        if (ext < best) {
+            best = ext;
+            save_offsets(tl, best_off);
+        }
+    }
     for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = best_off[i];
     *extent = best;
 out:

@@ -27,10 +27,20 @@ uint64_t hbmi_pack_align(const hbm_tl_buffer *b, uint64_t def);
 hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_order order,
                             int best_fit, uint64_t *extent);
 
-/* hbm's best heuristic: several greedy orders and a short bounded search; keeps the
+/* hbm's best heuristic: greedy orders, the skyline search and short exact probes; keeps the
  * smallest packing. Honours the deadline (ns, hbmi_now_ns clock; 0 = none). */
 hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
                           uint64_t deadline_ns, uint64_t *extent);
+
+/* Skyline packing (pack_sky.c): a construction, then node-limited searches at targets
+ * between lower_bound and the best so far, up to max_attempts, the bound or the deadline
+ * (ns, 0 = none). Only packings with an extent below `upper` (UINT64_MAX: any) count;
+ * the best is written into tl and *extent gets it, else tl is left alone and *extent =
+ * UINT64_MAX (also for timelines with pinned buffers or more than HBMI_SKY_MAX buffers).
+ * seed varies the random tie-breaking between calls. */
+#define HBMI_SKY_MAX 2000
+hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t upper,
+                         uint64_t deadline_ns, uint32_t max_attempts, uint64_t seed, uint64_t *extent);
 
 /* The max-live lower bound, counting pinned buffers' tops too. */
 hbm_status hbmi_pack_lower_bound(const hbm_timeline *tl, uint64_t *lb);
