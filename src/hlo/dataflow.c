@@ -536,7 +536,7 @@ static int may_use(const hbmi_instr *user, uint32_t opno, uint32_t node) {
     }
 }
 
-static int param_has_alias(const hbm_hlo_module *m, int64_t param, uint32_t node, const hbmi_shape *ps) {
+int hbmi_param_node_aliased(const hbm_hlo_module *m, int64_t param, uint32_t node, const hbmi_shape *ps) {
     for (uint32_t a = 0; a < m->n_io_alias; a++) {
         const hbmi_alias *al = &m->io_alias[a];
         if (al->operand != param) continue;
@@ -638,7 +638,7 @@ static int uses_and_ranges(dfb *b) {
                 val->end_pos = val->pos[p];
             }
         }
-        if (val->entry_param && !param_has_alias(m, def->param_no, val->node, def->shape)) {
+        if (val->entry_param && !hbmi_param_node_aliased(m, def->param_no, val->node, def->shape)) {
             end = end_time;
         } else {
             for (uint32_t u = 0; u < val->n_uses; u++) { /* GetLastUsageTime */

@@ -80,4 +80,8 @@ int hbmi_df_is_user_of(const hbmi_df *df, uint32_t user, uint32_t operand);
 int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node, uint32_t user,
                       uint32_t user_node);
 
+/* Is node (flattened shape index) of entry parameter param, whose shape is ps, named in the
+ * module's input_output_alias (a donated buffer)? */
+int hbmi_param_node_aliased(const hbm_hlo_module *m, int64_t param, uint32_t node, const hbmi_shape *ps);
+
 #endif

@@ -177,26 +177,6 @@ static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
     return 1;
 }
 
-static int param_aliased(const hbm_hlo_module *m, int64_t param, const hbmi_value *v, const hbmi_df *df) {
-    const hbmi_instr *in = hbmi_df_instr(df, v->gid);
-    for (uint32_t a = 0; a < m->n_io_alias; a++) {
-        const hbmi_alias *al = &m->io_alias[a];
-        if (al->operand != param) continue;
-        const hbmi_shape *s = in->shape;
-        uint32_t k = 0;
-        int ok = 1;
-        for (uint32_t d = 0; d < al->in_len && ok; d++) {
-            if (s->prim != HBMI_PRIM_TUPLE || al->in[d] < 0 || (uint32_t)al->in[d] >= s->n) ok = 0;
-            else {
-                k += hbmi_shape_child(s, (uint32_t)al->in[d]);
-                s = &s->elems[al->in[d]];
-            }
-        }
-        if (ok && k == v->node) return 1;
-    }
-    return 0;
-}
-
 /* BufferAssigner::AssignSingleHloBuffer */
 static int assign_single(ctx *c, uint32_t bi) {
     hbmi_df *df = c->df;
@@ -214,7 +194,8 @@ static int assign_single(ctx *c, uint32_t bi) {
             hbmi_alloc *a = new_alloc(c, b);
             if (!a) return 0;
             a->param_no = VI(df, b->values[i])->param_no;
-            a->param_aliased = (uint8_t)param_aliased(df->m, a->param_no, v, df);
+            a->param_aliased =
+                (uint8_t)hbmi_param_node_aliased(df->m, a->param_no, v->node, hbmi_df_instr(df, v->gid)->shape);
             if (a->param_aliased && !push_ai(c, (uint32_t)(a - p->allocs))) return 0;
             return 1;
         }

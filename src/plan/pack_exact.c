@@ -109,15 +109,6 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static size_t idx_of(const int64_t *t, size_t n, int64_t v) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t m = (lo + hi) / 2;
-        if (t[m] < v) lo = m + 1;
-        else hi = m;
-    }
-    return lo;
-}
 
 typedef struct rkey {
     uint64_t k[3];
@@ -256,8 +247,8 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->nsec = nt ? (uint32_t)(nt - 1) : 0;
     for (uint32_t i = 0; i < n; i++) {
         const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
-        e->s0[i] = (uint32_t)idx_of(t, nt, b->start);
-        e->s1[i] = (uint32_t)idx_of(t, nt, b->end);
+        e->s0[i] = (uint32_t)hbmi_time_index(t, nt, b->start);
+        e->s1[i] = (uint32_t)hbmi_time_index(t, nt, b->end);
     }
     /* items per section, and the full live sum per section */
     size_t S = (size_t)e->nsec + 1, memb = 0;

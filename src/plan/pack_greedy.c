@@ -39,20 +39,6 @@ static int gkey_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static size_t time_index(const int64_t *t, size_t n, int64_t v) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t m = (lo + hi) / 2;
-        if (t[m] < v) lo = m + 1;
-        else hi = m;
-    }
-    return lo;
-}
 
 /* Max live bytes over each buffer's lifetime (a range maximum over the time sections). */
 static hbm_status pressure(const hbm_timeline *tl, uint64_t *out) {
@@ -66,15 +52,15 @@ static hbm_status pressure(const hbm_timeline *tl, uint64_t *out) {
         t[nt++] = tl->buffers[i].start;
         t[nt++] = tl->buffers[i].end;
     }
-    qsort(t, nt, sizeof *t, i64_cmp);
+    qsort(t, nt, sizeof *t, hbmi_i64_cmp);
     size_t u = 0;
     for (size_t i = 0; i < nt; i++)
         if (!u || t[u - 1] != t[i]) t[u++] = t[i];
     nt = u;
     /* difference array over sections [t[k], t[k+1]) */
     for (size_t i = 0; i < n; i++) { /* unsigned wrap-around keeps the sums exact */
-        live[time_index(t, nt, tl->buffers[i].start)] += tl->buffers[i].size;
-        live[time_index(t, nt, tl->buffers[i].end)] -= tl->buffers[i].size;
+        live[hbmi_time_index(t, nt, tl->buffers[i].start)] += tl->buffers[i].size;
+        live[hbmi_time_index(t, nt, tl->buffers[i].end)] -= tl->buffers[i].size;
     }
     for (size_t k = 1; k < nt; k++) live[k] += live[k - 1];
     size_t levels = 1;
@@ -90,7 +76,7 @@ static hbm_status pressure(const hbm_timeline *tl, uint64_t *out) {
             sp[l][k] = k + w < nt && sp[l - 1][k + w] > sp[l - 1][k] ? sp[l - 1][k + w] : sp[l - 1][k];
     }
     for (size_t i = 0; i < n; i++) {
-        size_t a = time_index(t, nt, tl->buffers[i].start), b = time_index(t, nt, tl->buffers[i].end);
+        size_t a = hbmi_time_index(t, nt, tl->buffers[i].start), b = hbmi_time_index(t, nt, tl->buffers[i].end);
         size_t len = b - a, l = 0;
         while (((size_t)2 << l) <= len) l++;
         uint64_t x = sp[l][a], y = sp[l][b - ((size_t)1 << l)];
@@ -191,7 +177,7 @@ hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_orde
         uint64_t a = hbmi_pack_align(b, def_align);
         /* placed buffers overlapping b in time: their start is in (b->start - maxlen, b->end) */
         int64_t from = (uint64_t)b->start - (uint64_t)INT64_MIN <= maxlen ? INT64_MIN : (int64_t)((uint64_t)b->start - maxlen);
-        size_t lo = time_index(starts, n, from), ns = 0;
+        size_t lo = hbmi_time_index(starts, n, from), ns = 0;
         for (size_t j = lo; j < n && starts[j] < b->end; j++) {
             const hbm_tl_buffer *o = &tl->buffers[bystart[j].idx];
             if (!placed[bystart[j].idx] || o->end <= b->start) continue;

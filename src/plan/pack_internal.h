@@ -67,6 +67,23 @@ void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound);
 
+/* qsort comparison of int64_t (time points). */
+static inline int hbmi_i64_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Index of the first of the n sorted time points t that is >= v. */
+static inline size_t hbmi_time_index(const int64_t *t, size_t n, int64_t v) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (t[m] < v) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
+}
+
 /* MiniMalloc CSV of tl. csv_ids: ids as read from a CSV (non-numeric ones are kept in the
  * tag label), alignment and offset columns when present (hbm_minimalloc_write); otherwise
  * the buffer's index as id and the lifetimes only (exports of traces and plans). */
