@@ -51,7 +51,7 @@ static int demo_plan(const char *dir) {
         } else {
             printf("The same program with U declared as f32[300000,50] (what full_matrices=False needs):\n");
         }
-        hbm_plan_explain(p, stdout, dev->capacity_bytes, dev->default_fraction, dev->name, i == 0 ? 3 : 0);
+        hbm_plan_explain(p, stdout, dev->capacity_bytes, dev->default_fraction, dev->name, 3);
         hbm_plan_free(p);
         hbm_hlo_module_free(m);
     }
