@@ -25,7 +25,7 @@ static void setup(hbm_device **d, hbm_allocator **a, uint64_t p[4]) {
 
 static uint32_t chunk_at(bfc *b, uint64_t addr) {
     for (uint32_t i = 0; i < b->nch; i++)
-        if (ch_state(&b->ch[i]) != CH_UNUSED && b->ch[i].addr == addr) return i;
+        if (ch_state(&b->ch[i]) != CH_UNUSED && ch_addr(&b->ch[i]) == addr) return i;
     return NONE;
 }
 
@@ -87,11 +87,10 @@ static void test_check_finds_damage(void) {
     CHECK_OK(hbm_check(a));
 
     /* a live block marked free next to a free block: not coalesced (and in no list) */
-    uint32_t tag = b->ch[next].fnext;
-    b->ch[next].fprev = NONE;
+    uint64_t saved_size = b->ch[next].size;
+    b->ch[next].size = ch_size(&b->ch[next]);
     EXPECT_CORRUPT(a, "coalesced");
-    b->ch[next].fprev = MARK_LIVE;
-    b->ch[next].fnext = tag;
+    b->ch[next].size = saved_size;
     CHECK_OK(hbm_check(a));
 
     /* the address index loses a live block, or points at the wrong record */
@@ -109,10 +108,20 @@ static void test_check_finds_damage(void) {
     b->ch[next].prev = saved_prev;
     CHECK_OK(hbm_check(a));
 
-    /* the requested size disagrees with the held size */
-    b->info[next].requested = 10000;
-    EXPECT_CORRUPT(a, "asked");
-    b->info[next].requested = 4096;
+    /* a live block's sequence number is from the future, or its flags are unknown */
+    uint64_t saved_seq = b->ch[next].seq;
+    b->ch[next].seq = b->st.num_allocs + 1;
+    EXPECT_CORRUPT(a, "sequence number");
+    b->ch[next].seq = saved_seq;
+    b->ch[next].size |= 64;
+    EXPECT_CORRUPT(a, "flag bits");
+    b->ch[next].size &= ~(uint64_t)64;
+    CHECK_OK(hbm_check(a));
+
+    /* a free block carries a live block's bits in its address */
+    b->ch[hole].addr |= 3;
+    EXPECT_CORRUPT(a, "flag bits");
+    b->ch[hole].addr &= ~(uint64_t)3;
     CHECK_OK(hbm_check(a));
 
     /* the list of unused records loses one */

@@ -2,10 +2,51 @@
 #ifndef HBM_ALLOC_INTERNAL_H
 #define HBM_ALLOC_INTERNAL_H
 
-#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "core/internal.h"
 #include "hbm/alloc.h"
+
+/* The handle's lock. A held allocator lock guards a few hundred nanoseconds of work, and
+ * pthread mutexes cost two locked instructions per call (lock and unlock), each of which
+ * waits for every store before it, cache misses included, to complete: at 100,000 live
+ * blocks that measured ~70 ns per alloc+free pair. This one takes the lock with one atomic
+ * exchange and releases it with a plain release store; a waiter spins briefly, then yields,
+ * then sleeps (an allocation that asks the device for memory may hold it for long). */
+typedef struct hbmi_lock {
+    atomic_int held;
+} hbmi_lock;
+
+static inline void hbmi_lock_init(hbmi_lock *l) { atomic_init(&l->held, 0); }
+
+static inline int hbmi_lock_try(hbmi_lock *l) {
+    return !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+}
+
+static inline void hbmi_lock_wait(hbmi_lock *l) {
+    for (unsigned n = 0;; n++) {
+        if (!atomic_load_explicit(&l->held, memory_order_relaxed) && hbmi_lock_try(l)) return;
+        if (n < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else if (n < 256) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000}; /* 20 us */
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static inline void hbmi_lock_acquire(hbmi_lock *l) {
+    if (HBMI_LIKELY(hbmi_lock_try(l))) return;
+    hbmi_lock_wait(l);
+}
+
+static inline void hbmi_lock_release(hbmi_lock *l) { atomic_store_explicit(&l->held, 0, memory_order_release); }
 
 #define HBMI_OOM_MAP_WIDTH 100
 
@@ -43,7 +84,7 @@ struct hbm_allocator {
     void *self;
     hbm_device *dev;
     hbm_config cfg;
-    pthread_mutex_t lock;
+    hbmi_lock lock;
     hbmi_tagtab *tags;
     hbmi_oom_record oom;
     hbm_oom_fn oom_fn;

@@ -75,7 +75,7 @@ hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_devi
         a->cfg = *cfg;
     else
         hbm_config_default(&a->cfg);
-    pthread_mutex_init(&a->lock, NULL);
+    hbmi_lock_init(&a->lock);
     *out = a;
     return HBM_OK;
 }
@@ -85,7 +85,6 @@ void hbm_allocator_close(hbm_allocator *a) {
     a->ops->destroy(a->self);
     hbmi_oom_record_clear(&a->oom);
     hbmi_tagtab_free(a->tags);
-    pthread_mutex_destroy(&a->lock);
     hbmi_free(a);
 }
 
@@ -114,7 +113,7 @@ hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag,
                             uint64_t *addr_out) {
     if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
     if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     uint32_t tag_id = 0;
     hbm_status s = tag ? hbmi_tagtab_intern(a->tags, tag, &tag_id) : HBM_OK;
     if (!s)
@@ -128,7 +127,7 @@ hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag,
     }
     hbm_oom_fn fn = a->oom_fn;
     void *user = a->oom_user;
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     if (s == HBM_ERR_OOM && fn) fn(user, a, size);
     return s;
 }
@@ -137,51 +136,51 @@ hbm_status hbm_free(hbm_allocator *a, uint64_t addr) { return hbm_free_stream(a,
 
 hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream) {
     if (HBMI_UNLIKELY(!a)) return hbmi_error(HBM_ERR_INVALID, "hbm_free: NULL allocator");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->free_stream ? a->ops->free_stream(a->self, addr, stream) : a->ops->free(a->self, addr);
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return s;
 }
 
 hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_sync: NULL allocator");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->sync ? a->ops->sync(a->self, stream) : HBM_OK;
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return s;
 }
 
 hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out) {
     if (!a || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_get: NULL argument");
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     a->ops->stats(a->self, out);
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     out->version = HBM_STATS_VERSION;
     return HBM_OK;
 }
 
 hbm_status hbm_stats_reset_peaks(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_reset_peaks: NULL allocator");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     if (a->ops->reset_peaks) a->ops->reset_peaks(a->self);
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return HBM_OK;
 }
 
 hbm_status hbm_check(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_check: NULL allocator");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->check ? a->ops->check(a->self) : HBM_OK;
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return s;
 }
 
 hbm_status hbm_allocator_trim(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_trim: NULL allocator");
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->trim ? a->ops->trim(a->self) : HBM_OK;
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return s;
 }
 
@@ -195,10 +194,10 @@ const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id) {
 
 void hbm_allocator_set_oom_handler(hbm_allocator *a, hbm_oom_fn fn, void *user) {
     if (!a) return;
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     a->oom_fn = fn;
     a->oom_user = user;
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
 }
 
 typedef struct walk_ctx {
@@ -218,9 +217,9 @@ hbm_status hbm_allocator_walk(hbm_allocator *a, hbm_block_fn fn, void *user) {
     if (!a || !fn) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_walk: NULL argument");
     if (!a->ops->walk) return hbmi_error(HBM_ERR_UNSUPPORTED, "allocator %s cannot list its blocks", a->ops->name);
     walk_ctx w = {a, fn, user};
-    pthread_mutex_lock(&a->lock);
+    hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->walk(a->self, walk_tramp, &w);
-    pthread_mutex_unlock(&a->lock);
+    hbmi_lock_release(&a->lock);
     return s;
 }
 
