@@ -186,7 +186,7 @@ static hbm_status step(pk *k, int *done) {
         return HBM_OK;
     }
     case 'u': case 'e': case 0x90: {
-        size_t from;
+        size_t from = 0;
         hbm_status s = pop_mark(k, at, &from);
         if (s) return s;
         if (from == 0) return perr(k, at, "SETITEMS/APPENDS without a container below the MARK");
@@ -199,7 +199,7 @@ static hbm_status step(pk *k, int *done) {
         return HBM_OK;
     }
     case 't': case 0x91: {
-        size_t from;
+        size_t from = 0;
         hbm_status s = pop_mark(k, at, &from);
         if (s) return s;
         hbmi_pv *v = hbmi_pv_new(k->pool, op == 't' ? PV_TUPLE : PV_LIST);
