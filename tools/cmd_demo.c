@@ -19,9 +19,10 @@ static const char *examples_dir(char *buf, size_t cap) {
     const char *candidates[4][2] = {{env, ""}, {".", "/examples"}, {exe, "/../examples"}, {exe, "/../share/hbm/examples"}};
     for (int i = 0; i < 4; i++) {
         if (!candidates[i][0] || !*candidates[i][0]) continue;
-        snprintf(buf, cap, "%s%s", candidates[i][0], candidates[i][1]);
+        int len = snprintf(buf, cap, "%s%s", candidates[i][0], candidates[i][1]);
         char probe[PATH_MAX + 32];
-        snprintf(probe, sizeof probe, "%s/svd_oom.hlo", buf);
+        if (len < 0 || (size_t)len >= cap || snprintf(probe, sizeof probe, "%s/svd_oom.hlo", buf) >= (int)sizeof probe)
+            continue; /* a path too long to hold */
         if (access(probe, R_OK) == 0) return buf;
     }
     return NULL;
