@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "hbm/timeline.h"
+#include "timeline/timeline_internal.h"
 
 hbm_status hbm_timeline_new(hbm_timeline **out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "timeline: NULL out");
@@ -61,27 +60,19 @@ const hbm_tag *hbm_timeline_tag(const hbm_timeline *tl, size_t i) {
     return hbmi_tagtab_get(tl->tags_, tl->buffers[i].tag);
 }
 
-/* Events of a sweep: at time t, +size (start) or -size (end). Ends sort before starts
- * at equal times because lifetimes are half-open. */
-typedef struct tl_event {
-    int64_t t;
-    int kind; /* 0 = end, 1 = start */
-    size_t buf;
-} tl_event;
-
 static int event_cmp(const void *a, const void *b) {
-    const tl_event *x = a, *y = b;
+    const hbmi_tl_event *x = a, *y = b;
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    if (x->kind != y->kind) return x->kind - y->kind;
+    if (x->is_start != y->is_start) return x->is_start - y->is_start;
     return (x->buf > y->buf) - (x->buf < y->buf);
 }
 
-static hbm_status tl_events(const hbm_timeline *tl, tl_event **out) {
-    tl_event *ev = hbmi_malloc(2 * tl->count * sizeof *ev + 1);
+hbm_status hbmi_timeline_events(const hbm_timeline *tl, hbmi_tl_event **out) {
+    hbmi_tl_event *ev = hbmi_malloc(2 * tl->count * sizeof *ev + 1);
     if (!ev) return hbmi_error(HBM_ERR_NOMEM, "out of host memory sweeping %zu buffers", tl->count);
     for (size_t i = 0; i < tl->count; i++) {
-        ev[2 * i] = (tl_event){tl->buffers[i].start, 1, i};
-        ev[2 * i + 1] = (tl_event){tl->buffers[i].end, 0, i};
+        ev[2 * i] = (hbmi_tl_event){tl->buffers[i].start, 1, i};
+        ev[2 * i + 1] = (hbmi_tl_event){tl->buffers[i].end, 0, i};
     }
     qsort(ev, 2 * tl->count, sizeof *ev, event_cmp);
     *out = ev;
@@ -92,12 +83,12 @@ hbm_status hbm_timeline_peak(const hbm_timeline *tl, uint64_t *peak_bytes, int64
     if (!tl) return hbmi_error(HBM_ERR_INVALID, "timeline: NULL timeline");
     uint64_t live = 0, peak = 0;
     int64_t at = 0;
-    tl_event *ev;
-    hbm_status s = tl_events(tl, &ev);
+    hbmi_tl_event *ev;
+    hbm_status s = hbmi_timeline_events(tl, &ev);
     if (s) return s;
     for (size_t i = 0; i < 2 * tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[ev[i].buf];
-        if (ev[i].kind) {
+        if (ev[i].is_start) {
             live += b->size;
             if (live > peak) {
                 peak = live;
@@ -137,8 +128,8 @@ hbm_status hbm_timeline_verify(const hbm_timeline *tl, uint64_t capacity) {
     }
     /* Sweep over time keeping the live set; each new buffer is checked against every live
      * one. O(n log n + n * live), fine for the sizes we verify. */
-    tl_event *ev;
-    hbm_status s = tl_events(tl, &ev);
+    hbmi_tl_event *ev;
+    hbm_status s = hbmi_timeline_events(tl, &ev);
     if (s) return s;
     size_t *live = hbmi_malloc((tl->count + 1) * sizeof *live), nlive = 0;
     size_t *pos = hbmi_malloc((tl->count + 1) * sizeof *pos);
@@ -151,7 +142,7 @@ hbm_status hbm_timeline_verify(const hbm_timeline *tl, uint64_t capacity) {
     s = HBM_OK;
     for (size_t i = 0; i < 2 * tl->count && !s; i++) {
         size_t k = ev[i].buf;
-        if (!ev[i].kind) { /* remove: swap with last */
+        if (!ev[i].is_start) { /* remove: swap with last */
             size_t p = pos[k];
             live[p] = live[--nlive];
             pos[live[p]] = p;

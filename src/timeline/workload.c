@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
 #include "hbm/workload.h"
+#include "timeline/timeline_internal.h"
 
 void hbm_transformer_spec_default(hbm_transformer_spec *s) {
     s->layers = 24;
@@ -140,41 +140,24 @@ done:
 
 /* ---- running a timeline against an allocator --------------------------------------- */
 
-typedef struct run_event {
-    int64_t t;
-    uint32_t is_alloc;
-    uint32_t buf;
-} run_event;
-
-static int run_event_cmp(const void *a, const void *b) {
-    const run_event *x = a, *y = b;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    if (x->is_alloc != y->is_alloc) return (int)x->is_alloc - (int)y->is_alloc; /* frees first */
-    return (x->buf > y->buf) - (x->buf < y->buf);
-}
-
 hbm_status hbm_timeline_run(const hbm_timeline *tl, hbm_allocator *a, hbm_run_result *r) {
     if (!tl || !a || !r) return hbmi_error(HBM_ERR_INVALID, "hbm_timeline_run: NULL argument");
     memset(r, 0, sizeof *r);
     if (tl->count > UINT32_MAX) return hbmi_error(HBM_ERR_INVALID, "timeline too large to run");
-    run_event *ev = hbmi_malloc(2 * tl->count * sizeof *ev + 1);
+    hbmi_tl_event *ev = NULL;
+    hbm_status s = hbmi_timeline_events(tl, &ev);
+    if (s) return s;
     uint64_t *addr = hbmi_malloc(tl->count * sizeof *addr + 1);
     uint8_t *held = hbmi_calloc(tl->count + 1, 1);
-    if (!ev || !addr || !held) {
+    if (!addr || !held) {
         hbmi_free(ev);
         hbmi_free(addr);
         hbmi_free(held);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory running %zu buffers", tl->count);
     }
-    for (size_t i = 0; i < tl->count; i++) {
-        ev[2 * i] = (run_event){tl->buffers[i].start, 1, (uint32_t)i};
-        ev[2 * i + 1] = (run_event){tl->buffers[i].end, 0, (uint32_t)i};
-    }
-    qsort(ev, 2 * tl->count, sizeof *ev, run_event_cmp);
-    hbm_status s = HBM_OK;
     for (size_t e = 0; e < 2 * tl->count && !s; e++) {
-        uint32_t i = ev[e].buf;
-        if (ev[e].is_alloc) {
+        size_t i = ev[e].buf;
+        if (ev[e].is_start) {
             s = hbm_alloc(a, tl->buffers[i].size, hbm_timeline_tag(tl, i), &addr[i]);
             if (s) r->failed_buffer = i;
             else held[i] = 1;

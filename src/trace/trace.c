@@ -5,6 +5,7 @@
 
 #include "core/internal.h"
 #include "hbm/trace.h"
+#include "timeline/timeline_internal.h"
 
 const char *hbm_event_kind_str(hbm_event_kind k) {
     switch (k) {
@@ -158,19 +159,6 @@ hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out) {
 
 /* Events of a timeline: alloc at start, free at end, in time order (frees first at equal
  * times), with the time in the buffer's clock units x 1000 as time_ns. */
-typedef struct tl_point {
-    int64_t t;
-    int kind;
-    size_t buf;
-} tl_point;
-
-static int point_cmp(const void *a, const void *b) {
-    const tl_point *x = a, *y = b;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    if (x->kind != y->kind) return x->kind - y->kind;
-    return (x->buf > y->buf) - (x->buf < y->buf);
-}
-
 hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     if (!tl || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_from_timeline: NULL argument");
     *out = NULL;
@@ -179,24 +167,18 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     if (s) return s;
     snprintf(t->name, sizeof t->name, "%s", tl->name);
     snprintf(t->source, sizeof t->source, "timeline");
-    tl_point *p = hbmi_malloc(2 * tl->count * sizeof *p + 1);
-    if (!p) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory converting %zu buffers", tl->count);
+    hbmi_tl_event *p = NULL;
+    s = hbmi_timeline_events(tl, &p);
     if (!s) s = hbmi_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
-    int64_t t0 = 0;
-    for (size_t i = 0; !s && i < tl->count; i++) {
-        p[2 * i] = (tl_point){tl->buffers[i].start, 1, i};
-        p[2 * i + 1] = (tl_point){tl->buffers[i].end, 0, i};
-        if (i == 0 || tl->buffers[i].start < t0) t0 = tl->buffers[i].start;
-    }
-    if (!s) qsort(p, 2 * tl->count, sizeof *p, point_cmp);
+    int64_t t0 = tl->count && p ? p[0].t : 0; /* the earliest start */
     for (size_t i = 0; !s && i < 2 * tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[p[i].buf];
         /* plan offsets are relative to different allocations: use a unique address per buffer */
         uint64_t addr = 0x100000000ULL + (uint64_t)p[i].buf * 256u;
-        hbm_trace_event e = {.kind = p[i].kind ? HBM_EV_ALLOC : HBM_EV_FREE,
+        hbm_trace_event e = {.kind = p[i].is_start ? HBM_EV_ALLOC : HBM_EV_FREE,
                              .time_ns = (uint64_t)(p[i].t - t0) * 1000u, .addr = addr,
-                             .size = b->size, .requested = p[i].kind ? b->size : 0};
-        if (p[i].kind && b->tag) s = hbm_trace_intern(t, hbm_timeline_tag_at(tl, b->tag), &e.tag);
+                             .size = b->size, .requested = p[i].is_start ? b->size : 0};
+        if (p[i].is_start && b->tag) s = hbm_trace_intern(t, hbm_timeline_tag_at(tl, b->tag), &e.tag);
         if (!s) s = hbm_trace_add(t, &e);
     }
     hbmi_free(p);
