@@ -152,8 +152,58 @@ static void test_classes_are_monotonic(void) {
     CHECK(fl < BFC_FL && sl < BFC_SL);
 }
 
+/* The address index alone, at its fill limit with small tables (so lines fill, runs cross
+ * lines and wrap past the end, and deletions move entries back), and with pairs of
+ * addresses that share a tag: after every insertion or deletion each entry is found in its
+ * slot and each removed one is not. */
+static void test_index_full_lines(void) {
+    test_rng rng = {0x51ed2705u};
+    for (size_t cap = 64; cap <= 1024; cap *= 4) {
+        enum { MAXN = 1024 };
+        static bfc_chunk recs[MAXN];
+        int in[MAXN];
+        bfc b;
+        memset(&b, 0, sizeof b);
+        b.ch = recs;
+        CHECK_OK(tab_reserve(&b, cap * 3 / 5));
+        CHECK(b.tabcap == cap);
+        size_t limit = cap * 2 / 3; /* what bfc_alloc lets it hold */
+        for (uint32_t i = 0; i < MAXN; i++) {
+            /* odd records repeat the tag of the one before (addresses 2^40 apart) */
+            recs[i].addr = i & 1 ? recs[i - 1].addr + (1ull << 40) : (test_below(&rng, 1u << 24) + 1) << BFC_SHIFT;
+            in[i] = 0;
+        }
+        for (int step = 0; step < 4000; step++) {
+            uint32_t i = (uint32_t)test_below(&rng, limit + limit / 2);
+            if (!in[i] && b.tabcount < limit) {
+                if (tab_find(&b, recs[i].addr)) continue; /* a random address repeated */
+                tab_put(&b, recs[i].addr, i);
+                in[i] = 1;
+            } else if (in[i]) {
+                bfc_slot *s = tab_find(&b, recs[i].addr);
+                CHECK(s && s->idx == i);
+                tab_del(&b, s);
+                in[i] = 0;
+            }
+            size_t live = 0;
+            for (uint32_t k = 0; k < limit + limit / 2; k++) {
+                bfc_slot *s = tab_find(&b, recs[k].addr);
+                if (in[k]) {
+                    CHECK(s && s->idx == k);
+                    live++;
+                } else {
+                    CHECK(!s || s->idx != k);
+                }
+            }
+            CHECK(live == b.tabcount);
+        }
+        hbmi_free(b.tabraw);
+    }
+}
+
 int main(void) {
     RUN(test_check_finds_damage);
     RUN(test_classes_are_monotonic);
+    RUN(test_index_full_lines);
     return test_done();
 }
