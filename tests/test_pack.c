@@ -343,7 +343,7 @@ static void test_sky(void) {
         CHECK_OK(hbmi_pack_lower_bound(tl, &lb));
         CHECK_OK(hbmi_pack_greedy(tl, 0, HBMI_ORDER_SIZE, 1, &g));
         /* anything: a packing, verified, at least the bound */
-        CHECK_OK(hbmi_pack_sky(tl, 0, lb, UINT64_MAX, 0, 8, (uint64_t)it, &e));
+        CHECK_OK(hbmi_pack_sky(tl, 0, lb, UINT64_MAX, 0, 8, (uint64_t)it, it & 1, &e));
         CHECK(e != UINT64_MAX);
         CHECK_OK(hbm_timeline_verify(tl, 0));
         CHECK_EQ_U64(e, hbm_timeline_extent(tl));
@@ -353,7 +353,7 @@ static void test_sky(void) {
         uint64_t *before = malloc((tl->count + 1) * sizeof *before);
         CHECK(before);
         for (size_t i = 0; i < tl->count; i++) before[i] = tl->buffers[i].offset;
-        CHECK_OK(hbmi_pack_sky(tl, 0, lb, g, 0, 16, (uint64_t)it, &e));
+        CHECK_OK(hbmi_pack_sky(tl, 0, lb, g, 0, 16, (uint64_t)it, it & 1, &e));
         CHECK_OK(hbm_timeline_verify(tl, 0));
         if (e == UINT64_MAX) {
             for (size_t i = 0; i < tl->count; i++) CHECK_EQ_U64(tl->buffers[i].offset, before[i]);
@@ -371,7 +371,7 @@ static void test_sky(void) {
     tl->buffers[0].offset = 60;
     tl->buffers[0].flags = HBM_TL_PINNED;
     uint64_t e;
-    CHECK_OK(hbmi_pack_sky(tl, 0, 0, UINT64_MAX, 0, 8, 1, &e));
+    CHECK_OK(hbmi_pack_sky(tl, 0, 0, UINT64_MAX, 0, 8, 1, 0, &e));
     CHECK_EQ_U64(e, UINT64_MAX);
     CHECK_EQ_U64(tl->buffers[1].offset, HBM_NO_OFFSET);
     hbm_timeline_free(tl);

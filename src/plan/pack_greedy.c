@@ -252,13 +252,21 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     int early = !deadline_ns || (deadline_ns > t0 && tg * (2 * HBMI_ORDER_COUNT_) <= (deadline_ns - t0) / 5);
     if (early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
     /* 2. the skyline: a construction, then searches below the best, for most of what is
-     * left of the time (64 attempts without a deadline) */
+     * left of the time (64 attempts each way without a deadline), half of it with time
+     * running forwards, half backwards */
+    int dir = 0;
     if (best > lower_bound) {
-        uint64_t now = hbmi_now_ns(), mid = deadline_ns > now ? now + (deadline_ns - now) / 10 * 7 : deadline_ns;
-        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, mid, deadline_ns ? UINT32_MAX : 64, 1, &ext))) goto out;
-        if (ext < best) {
-            best = ext;
-            save_offsets(tl, best_off);
+        uint64_t now = hbmi_now_ns(), left = deadline_ns > now ? deadline_ns - now : 0;
+        for (int d = 0; d < 2 && best > lower_bound; d++) {
+            uint64_t until = deadline_ns ? now + left / 20 * 7 * (uint64_t)(d + 1) : 0;
+            if (deadline_ns && until < hbmi_now_ns()) until = hbmi_now_ns();
+            if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, until, deadline_ns ? UINT32_MAX : 64, 1, d, &ext)))
+                goto out;
+            if (ext < best) {
+                best = ext;
+                dir = d;
+                save_offsets(tl, best_off);
+            }
         }
     }
     /* 3. a short canonical search below the best so far: bisect between the bound and the
@@ -312,10 +320,10 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     }
 sky2:
     /* 4. the other greedy orders if they were left for later, and 5. the skyline again
-     * with whatever time is left */
+     * with whatever time is left, in the direction that did better */
     if (!early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
     if (best > lower_bound && deadline_ns && hbmi_now_ns() < deadline_ns) {
-        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, &ext))) goto out;
+        if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, dir, &ext))) goto out;
         if (ext < best) {
             best = ext;
             save_offsets(tl, best_off);

@@ -37,10 +37,12 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
  * (ns, 0 = none). Only packings with an extent below `upper` (UINT64_MAX: any) count;
  * the best is written into tl and *extent gets it, else tl is left alone and *extent =
  * UINT64_MAX (also for timelines with pinned buffers or more than HBMI_SKY_MAX buffers).
- * seed varies the random tie-breaking between calls. */
+ * seed varies the random tie-breaking between calls; reverse runs time backwards (the
+ * skyline then grows from the last section; some timelines pack better that way). */
 #define HBMI_SKY_MAX 2000
 hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t upper,
-                         uint64_t deadline_ns, uint32_t max_attempts, uint64_t seed, uint64_t *extent);
+                         uint64_t deadline_ns, uint32_t max_attempts, uint64_t seed, int reverse,
+                         uint64_t *extent);
 
 /* The max-live lower bound, counting pinned buffers' tops too. */
 hbm_status hbmi_pack_lower_bound(const hbm_timeline *tl, uint64_t *lb);

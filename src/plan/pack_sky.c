@@ -252,7 +252,7 @@ static uint64_t extent_of(const sky *k) {
 static const double sky_weights[SKY_NW][5] = {{8, 4, 2, 1, 4}, {8, 4, 2, 1, 1}, {8, 4, 4, 1, 4}, {8, 6, 2, 2, 6}};
 
 hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t upper,
-                         uint64_t deadline_ns, uint32_t max_attempts, uint64_t seed, uint64_t *extent) {
+                         uint64_t deadline_ns, uint32_t max_attempts, uint64_t seed, int reverse, uint64_t *extent) {
     size_t N = tl->count;
     *extent = UINT64_MAX;
     for (size_t i = 0; i < N; i++)
@@ -301,6 +301,11 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
         k.size[i] = b->size;
         k.align[i] = hbmi_pack_align(b, def_align);
         if (b->size > k.maxsize) k.maxsize = b->size;
+        if (reverse) { /* run time backwards: a packing is one either way */
+            uint32_t r0 = k.S - k.s1[i];
+            k.s1[i] = k.S - k.s0[i];
+            k.s0[i] = r0;
+        }
     }
     for (size_t i = 0; i < N; i++) k.szf[i] = (double)k.size[i] / (double)k.maxsize;
     for (size_t i = 0; i < N; i++) k.st_beg[k.s0[i] + 1]++;
