@@ -110,6 +110,60 @@ static hbm_status run_xla(pack_run *p) {
     return s;
 }
 
+/* The exact searches of one run: over the timeline itself, and over its bundles
+ * (buffers sharing a lifetime stacked as one: fewer items, fewer symmetric orders, often
+ * found much faster; a restriction, so it can only find packings). */
+typedef struct searches {
+    hbmi_exact *e;        /* the timeline's */
+    hbmi_exact *eb;       /* the bundles' (NULL: none) */
+    hbmi_bundles b;
+    uint64_t b_bound;     /* no bundled packing below this (proven) */
+    uint64_t budget;      /* node budget of the next turn */
+} searches;
+
+static void searches_free(searches *x) {
+    hbmi_exact_free(x->e);
+    hbmi_exact_free(x->eb);
+    hbmi_bundles_free(&x->b);
+}
+
+static uint64_t searches_nodes(const searches *x) {
+    return hbmi_exact_nodes(x->e) + (x->eb ? hbmi_exact_nodes(x->eb) : 0);
+}
+
+/* Look for a packing within c: the bundles and the timeline take turns under doubling
+ * node budgets until a packing is found (kept in p; FOUND), the timeline's search proves
+ * none exists (NONE, *nb the bound proven), or the deadline or max_nodes (0 = none)
+ * runs out (ABORTED). Only the timeline's own search proves anything. */
+static hbm_status race(pack_run *p, searches *x, uint64_t c, uint64_t deadline, uint64_t max_nodes,
+                       hbmi_exact_rc *rc, uint64_t *nb) {
+    uint64_t start = searches_nodes(x);
+    hbm_status s = HBM_OK;
+    *rc = HBMI_EXACT_ABORTED;
+    for (;;) {
+        for (int turn = x->eb ? 0 : 1; turn < 2; turn++) {
+            uint64_t used = searches_nodes(x) - start, lim = x->budget;
+            if (max_nodes && used >= max_nodes) return HBM_OK;
+            if (max_nodes && lim > max_nodes - used) lim = max_nodes - used;
+            if (!turn && c < x->b_bound) continue; /* the bundles cannot fit c */
+            hbm_timeline *tl = turn ? p->tl : x->b.tl;
+            if ((s = hbmi_exact_solve(turn ? x->e : x->eb, tl, c, deadline, lim, rc, nb))) return s;
+            if (*rc == HBMI_EXACT_FOUND) {
+                if (!turn) hbmi_unbundle(&x->b, p->tl);
+                keep(p, hbm_timeline_extent(p->tl));
+                return HBM_OK;
+            }
+            if (*rc == HBMI_EXACT_NONE) {
+                if (turn) return HBM_OK;
+                x->b_bound = *nb;
+            }
+            *rc = HBMI_EXACT_ABORTED;
+            if (deadline && hbmi_now_ns() >= deadline) return HBM_OK;
+        }
+        if (x->budget < UINT64_MAX / 4) x->budget *= 2;
+    }
+}
+
 /* Exact: fit within capacity, or (minimize) find and prove the least extent. */
 static hbm_status run_exact(pack_run *p) {
     const hbm_pack_options *o = p->o;
@@ -126,16 +180,19 @@ static hbm_status run_exact(pack_run *p) {
     if (cap && lb > cap) return HBM_OK; /* proven infeasible by the bound */
     if (!minimize && p->best <= cap) return HBM_OK;
     if (minimize && p->best <= lb) return HBM_OK;
-    hbmi_exact *e;
-    if ((s = hbmi_exact_new(p->tl, o->alignment, &e))) return s;
-    hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, lb);
+    searches x = {NULL, NULL, {NULL, NULL, NULL}, 0, 2000 + 50 * (uint64_t)p->tl->count};
+    if ((s = hbmi_exact_new(p->tl, o->alignment, &x.e)) || (s = hbmi_bundle(p->tl, o->alignment, &x.b)) ||
+        (x.b.tl && (s = hbmi_exact_new(x.b.tl, 0, &x.eb)))) {
+        searches_free(&x);
+        return s;
+    }
+    hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, lb);
     hbmi_exact_rc rc;
     uint64_t nb = 0;
     if (!minimize) {
-        s = hbmi_exact_solve(e, p->tl, cap, p->deadline, 0, &rc, &nb);
-        if (!s && rc == HBMI_EXACT_FOUND) keep(p, hbm_timeline_extent(p->tl));
-        else if (!s && rc == HBMI_EXACT_NONE && nb > r->lower_bound) r->lower_bound = nb;
-        else if (!s) r->timed_out = 1;
+        s = race(p, &x, cap, p->deadline, 0, &rc, &nb);
+        if (!s && rc == HBMI_EXACT_NONE && nb > r->lower_bound) r->lower_bound = nb;
+        else if (!s && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
     } else {
         /* 1. a first look at the bound itself (often the optimum);
          * 2. top down: ask for a packing one byte below the best, until that is proven
@@ -145,29 +202,23 @@ static hbm_status run_exact(pack_run *p) {
         uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
         uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
         int done = 0;
-        hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
-        s = hbmi_exact_solve(e, p->tl, c, p->deadline ? now + span / 4 : 0, 200000 + 1000 * (uint64_t)p->tl->count, &rc, &nb);
-        if (!s && rc == HBMI_EXACT_FOUND) {
-            keep(p, hbm_timeline_extent(p->tl));
-            done = 1;
-        } else if (!s && rc == HBMI_EXACT_NONE) {
-            c = nb;
-        }
+        hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
+        s = race(p, &x, c, p->deadline ? now + span / 4 : 0, (200000 + 1000 * (uint64_t)p->tl->count) * (x.eb ? 2 : 1), &rc, &nb);
+        if (!s && rc == HBMI_EXACT_FOUND) done = 1;
+        else if (!s && rc == HBMI_EXACT_NONE) c = nb;
         while (!s && !done && c < p->best) {
-            hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
-            if ((s = hbmi_exact_solve(e, p->tl, p->best - 1, td_end, 0, &rc, &nb))) break;
-            if (rc == HBMI_EXACT_FOUND) {
-                keep(p, hbm_timeline_extent(p->tl));
-            } else if (rc == HBMI_EXACT_NONE) {
+            hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
+            if ((s = race(p, &x, p->best - 1, td_end, 0, &rc, &nb))) break;
+            if (rc == HBMI_EXACT_NONE) {
                 c = p->best; /* proven: nothing below the best */
                 done = 1;
-            } else {
+            } else if (rc != HBMI_EXACT_FOUND) {
                 break;
             }
         }
         while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {
-            hbmi_exact_set_progress(e, o->progress, o->progress_user, p->t0, p->best, c);
-            if ((s = hbmi_exact_solve(e, p->tl, c, p->deadline, 0, &rc, &nb))) break;
+            hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
+            if ((s = hbmi_exact_solve(x.e, p->tl, c, p->deadline, 0, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND) {
                 keep(p, hbm_timeline_extent(p->tl));
                 break;
@@ -178,8 +229,8 @@ static hbm_status run_exact(pack_run *p) {
         if (!s && c < p->best && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
         if (!s) r->lower_bound = c < p->best ? c : p->best;
     }
-    r->nodes = hbmi_exact_nodes(e);
-    hbmi_exact_free(e);
+    r->nodes = searches_nodes(&x);
+    searches_free(&x);
     return s;
 }
 

@@ -86,7 +86,8 @@ struct hbmi_exact {
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
     uint64_t seed;
     uint64_t first_limit;     /* node limit of the first restart round (0: 8n + 64) */
-    unsigned next_rank;
+    uint64_t sched_cap, sched_k; /* the restart schedule: its capacity, attempts made */
+    int sched_on;
     uint64_t rank_id;         /* names the rank in use, for the failure cache */
     unsigned variant;
     uint64_t seed_cur;
@@ -775,26 +776,32 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t *next_bound) {
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
-    uint64_t total0 = e->nodes, limit = e->first_limit ? e->first_limit : (uint64_t)e->n * 8 + 64;
+    /* restarts: attempt k of the schedule tries rank k % NRANK with a node limit that
+     * doubles every NRANK attempts. A call at the capacity of the previous one goes on
+     * where that one stopped, so a search handed out in slices (node_limit) runs the same
+     * schedule as one made in a single call. */
+    if (capacity != e->sched_cap || !e->sched_on) {
+        e->sched_cap = capacity;
+        e->sched_on = 1;
+        e->sched_k = 0;
+    }
+    uint64_t total0 = e->nodes, first = e->first_limit ? e->first_limit : (uint64_t)e->n * 8 + 64;
     int r = R_ABORT;
     uint64_t v = INF;
-    /* round robin over the ranks with doubling node limits (stop = 3 marks a limit hit,
-     * 1 the deadline, 2 out of memory) */
     while (r == R_ABORT) {
-        for (int qq = 0; qq < NRANK && r == R_ABORT; qq++) {
-            unsigned q = e->next_rank++ % NRANK; /* continues across calls */
-            uint64_t used = e->nodes - total0, lim = limit;
-            if (node_limit && used >= node_limit) goto aborted;
-            if (node_limit && lim > node_limit - used) lim = node_limit - used;
-            /* the four fixed ranks, then noisy ones with fresh seeds every round */
-            set_rank(e, q < 4 ? q : 4 + q % 3, ++e->seed);
-            e->node_limit = e->nodes + lim;
-            v = INF;
-            r = attempt(e, &v);
-            if (e->stop == 2) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory in the exact search");
-            if (r == R_ABORT && e->stop == 1) goto aborted;
-        }
-        if (limit < UINT64_MAX / 4) limit *= 2;
+        uint64_t used = e->nodes - total0, k = e->sched_k, lim = first;
+        for (uint64_t d = k / NRANK; d && lim < UINT64_MAX / 4; d--) lim *= 2;
+        if (node_limit && used >= node_limit) goto aborted;
+        if (node_limit && lim > node_limit - used) lim = node_limit - used;
+        /* the four fixed ranks, then noisy ones with fresh seeds every round */
+        unsigned q = (unsigned)(k % NRANK);
+        set_rank(e, q < 4 ? q : 4 + q % 3, ++e->seed);
+        e->node_limit = e->nodes + lim;
+        v = INF;
+        r = attempt(e, &v);
+        e->sched_k++;
+        if (e->stop == 2) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory in the exact search");
+        if (r == R_ABORT && e->stop == 1) goto aborted;
     }
     if (r == R_FOUND) {
         for (uint32_t i = 0; i < e->n; i++) tl->buffers[e->buf[i]].offset = e->off[i];

@@ -69,6 +69,19 @@ void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound);
 
+/* Bundles (pack_bundle.c): unpinned buffers with the same lifetime and alignment a (and
+ * sizes that are multiples of a) as one buffer of their summed size. A restriction: use
+ * it to find packings, never to prove bounds. */
+typedef struct hbmi_bundles {
+    hbm_timeline *tl; /* the bundled timeline (NULL: nothing to bundle) */
+    uint32_t *map;    /* buffer -> its bundle in tl */
+    uint64_t *rel;    /* buffer -> its offset inside the bundle */
+} hbmi_bundles;
+hbm_status hbmi_bundle(const hbm_timeline *tl, uint64_t def_align, hbmi_bundles *out);
+void hbmi_bundles_free(hbmi_bundles *b);
+/* Offsets of tl's unpinned buffers from those of the bundles. */
+void hbmi_unbundle(const hbmi_bundles *b, hbm_timeline *tl);
+
 /* qsort comparison of int64_t (time points). */
 static inline int hbmi_i64_cmp(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
