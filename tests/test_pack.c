@@ -247,6 +247,94 @@ static void test_exact_infeasible_crafted(void) {
     hbm_timeline_free(tl);
 }
 
+/* bundles: buffers sharing a lifetime (and alignment, sizes multiples of it) become one;
+ * a packing of the bundles unbundles into a valid packing of the same extent */
+static void test_bundles(void) {
+    test_rng rng = {11};
+    for (int it = 0; it < 300; it++) {
+        hbm_timeline *tl;
+        CHECK_OK(hbm_timeline_new(&tl));
+        size_t n = 1 + test_below(&rng, 40);
+        for (size_t i = 0; i < n; i++) {
+            int64_t a = (int64_t)test_below(&rng, 5), b = a + 1 + (int64_t)test_below(&rng, 3);
+            size_t k;
+            CHECK_OK(hbm_timeline_add(tl, 1 + test_below(&rng, 64), a, b, NULL, &k));
+            if (test_below(&rng, 4) == 0) tl->buffers[k].alignment = 1 + test_below(&rng, 8);
+            if (test_below(&rng, 10) == 0) {
+                tl->buffers[k].flags = HBM_TL_PINNED;
+                tl->buffers[k].offset = 10000 + 100 * k; /* a multiple of 4 */
+                tl->buffers[k].alignment = 0;
+            }
+        }
+        uint64_t def = it % 3 ? 0 : 4;
+        hbmi_bundles b;
+        CHECK_OK(hbmi_bundle(tl, def, &b));
+        /* expected: groups of bundleable buffers by (start, end, alignment) */
+        size_t groups = 0, single = 0;
+        for (size_t i = 0; i < n; i++) {
+            const hbm_tl_buffer *x = &tl->buffers[i];
+            uint64_t al = hbmi_pack_align(x, def);
+            if ((x->flags & HBM_TL_PINNED) || (al > 1 && x->size % al)) {
+                single++;
+                continue;
+            }
+            int first = 1;
+            for (size_t j = 0; j < i && first; j++) {
+                const hbm_tl_buffer *y = &tl->buffers[j];
+                uint64_t ay = hbmi_pack_align(y, def);
+                first = !(y->start == x->start && y->end == x->end && ay == al && !(y->flags & HBM_TL_PINNED) &&
+                          (ay <= 1 || y->size % ay == 0));
+            }
+            groups += first;
+        }
+        if (groups + single == n) {
+            CHECK(b.tl == NULL);
+        } else {
+            CHECK(b.tl != NULL);
+            CHECK_EQ_U64(b.tl->count, groups + single);
+            uint64_t sum = 0, bsum = 0;
+            for (size_t i = 0; i < n; i++) sum += tl->buffers[i].size;
+            for (size_t i = 0; i < b.tl->count; i++) bsum += b.tl->buffers[i].size;
+            CHECK_EQ_U64(bsum, sum);
+            uint64_t ext;
+            CHECK_OK(hbmi_pack_greedy(b.tl, 0, HBMI_ORDER_SIZE, 1, &ext));
+            CHECK_OK(hbm_timeline_verify(b.tl, 0));
+            hbmi_unbundle(&b, tl);
+            for (size_t i = 0; i < n; i++)
+                if (tl->buffers[i].flags & HBM_TL_PINNED) CHECK_EQ_U64(tl->buffers[i].offset, 10000 + 100 * i);
+            if (def) /* the default alignment reaches the unbundled buffers too */
+                for (size_t i = 0; i < n; i++)
+                    if (!tl->buffers[i].alignment) tl->buffers[i].alignment = def;
+            CHECK_OK(hbm_timeline_verify(tl, 0));
+            CHECK_EQ_U64(hbm_timeline_extent(tl), hbm_timeline_extent(b.tl));
+        }
+        hbmi_bundles_free(&b);
+        hbm_timeline_free(tl);
+    }
+    /* the exact search, bundles racing the timeline's own search: still optimal on the
+     * small instances with shared lifetimes, and proven */
+    test_rng r2 = {5};
+    for (int it = 0; it < 200; it++) {
+        bf p = {.n = 2 + (int)test_below(&r2, 6), .best = UINT64_MAX};
+        hbm_timeline *tl;
+        CHECK_OK(hbm_timeline_new(&tl));
+        for (int i = 0; i < p.n; i++) {
+            p.a[i] = (int64_t)test_below(&r2, 2);
+            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&r2, 2);
+            p.size[i] = 1 + test_below(&r2, 8);
+            p.align[i] = 1;
+            size_t k;
+            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
+        }
+        bf_rec(&p, 0, 0);
+        hbm_pack_result r;
+        CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
+        CHECK_EQ_U64(r.extent, p.best);
+        CHECK(r.proven);
+        hbm_timeline_free(tl);
+    }
+}
+
 static void test_timeout(void) {
     hbm_timeline *tl;
     CHECK_OK(hbm_pack_generate(3, 400, 1 << 20, 1000, &tl));
@@ -398,8 +486,8 @@ static void test_best_budget(void) {
 static void test_alloc_failures(void) {
     hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
                              HBM_PACK_BEST, HBM_PACK_EXACT};
-    for (size_t q = 0; q < 3; q++) {
-        for (uint64_t nth = 1; nth < 400; nth++) {
+    for (size_t q = 0; q < sizeof algos / sizeof algos[0]; q++) {
+        for (uint64_t nth = 1; nth < 4000; nth++) {
             hbm_timeline *tl;
             CHECK_OK(hbm_pack_generate(9, 30, 1 << 12, 50, &tl));
             hbm_pack_result r;
@@ -423,6 +511,7 @@ int main(void) {
     RUN(test_all_algorithms_verified);
     RUN(test_exact_vs_brute_force);
     RUN(test_exact_infeasible_crafted);
+    RUN(test_bundles);
     RUN(test_timeout);
     RUN(test_pinned_and_alignment);
     RUN(test_xla_and_args);
