@@ -288,6 +288,9 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         for (uint32_t i = 0; i < n; i++)
             for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) e->sec_it[fill[s]++] = i;
         hbmi_free(fill);
+        /* the witness of a section is always one of its items (sections never change) */
+        for (size_t s = 0; s + 1 < S; s++)
+            if (e->sec_beg[s + 1] > e->sec_beg[s]) e->wit[s] = e->sec_it[e->sec_beg[s]];
     }
     /* items by s0, and the overlap lists (a sweep over that order) */
     for (uint32_t i = 0; i < n; i++) tmp[i] = (uint64_t)e->s0[i] << 32 | i;
@@ -436,7 +439,12 @@ static int push_trail(hbmi_exact *e, uint32_t what, uint64_t old) {
 }
 
 static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
-    e->placed_stk[e->npl++] = (trail_ent){b, e->ntrail};
+    /* a placed item's lo reads INF (restored from the trail on undo), so the hot checks
+     * below and in bounds_ok need not look at placed[] */
+    size_t mark = e->ntrail;
+    if (!push_trail(e, b, e->lo[b])) return 0;
+    e->placed_stk[e->npl++] = (trail_ent){b, mark};
+    e->lo[b] = INF;
     e->placed[b] = 1;
     e->off[b] = y;
     uint64_t top = y + e->size[b];
@@ -453,7 +461,7 @@ static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
     for (uint32_t k = e->ov_beg[b]; k < e->ov_beg[b + 1]; k++) {
         uint32_t c = e->ov[k];
         e->uov[c]--;
-        if (e->placed[c] || e->lo[c] >= top) continue;
+        if (e->lo[c] >= top) continue; /* placed ones included */
         uint64_t old = e->lo[c];
         if (!push_trail(e, c, old)) return 0;
         e->lo[c] = fit(e, c, top);
@@ -491,14 +499,10 @@ static void progress(hbmi_exact *e) {
 }
 
 /* --- the search ----------------------------------------------------------------------- */
-/* The section bound over the sections of the items list[0..k) (sorted by s0) above
- * floor x: in each section the unplaced items stack above max(x, their least lo). Only
+/* The section bound over sections [a, z) above floor x: in each section the unplaced items stack above max(x, their least lo). Only
  * sections whose slack is in doubt are scanned, and a scan stops at the first item low
  * enough. Returns 1 if it holds; else 0 with *v = the largest violating bound. */
-static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint64_t *v) {
-    uint32_t a = e->s0[list[0]], z = 0;
-    for (uint32_t i = 0; i < k; i++)
-        if (e->s1[list[i]] > z) z = e->s1[list[i]];
+static int bounds_ok(hbmi_exact *e, uint32_t a, uint32_t z, uint64_t x, uint64_t *v) {
     uint64_t worst = 0;
     for (uint32_t s = a; s < z; s++) {
         uint64_t sum = e->sum[s];
@@ -509,7 +513,7 @@ static int bounds_ok(hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x
         }
         uint64_t slack = e->cap - sum, minlo = INF;
         uint32_t w = e->wit[s];
-        if (!e->placed[w] && e->lo[w] <= slack && e->s0[w] <= s && s < e->s1[w]) continue;
+        if (e->lo[w] <= slack) continue; /* (INF once placed) */
         for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
             uint32_t c = e->sec_it[q];
             if (e->lo[c] <= slack) {
@@ -605,18 +609,14 @@ static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
 
 static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
     if (!k) return R_FOUND;
-    if (!bounds_ok(e, e->stk + off, k, x, v)) return R_NONE;
-    /* the groups: runs of the s0-sorted list that no item bridges */
-    uint32_t ng = 0;
-    for (uint32_t i = 0; i < k;) {
-        uint32_t j = i + 1, reach = e->s1[e->stk[off + i]];
-        while (j < k && e->s0[e->stk[off + j]] < reach) {
-            if (e->s1[e->stk[off + j]] > reach) reach = e->s1[e->stk[off + j]];
-            j++;
-        }
-        ng++;
-        i = j;
+    /* the groups: runs of the s0-sorted list that no item bridges; their sections */
+    uint32_t ng = 0, z = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c = e->stk[off + i];
+        if (e->s0[c] >= z) ng++;
+        if (e->s1[c] > z) z = e->s1[c];
     }
+    if (!bounds_ok(e, e->s0[e->stk[off]], z, x, v)) return R_NONE;
     if (ng == 1) return dfs_cached(e, off, k, x, tie, v);
     /* several: smallest first, so that a group that fails fails cheaply */
     if (!need_stack(e, 2 * (size_t)ng)) return R_ABORT;
