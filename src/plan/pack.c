@@ -131,6 +131,12 @@ static uint64_t searches_nodes(const searches *x) {
     return hbmi_exact_nodes(x->e) + (x->eb ? hbmi_exact_nodes(x->eb) : 0);
 }
 
+/* Progress lines from both searches (each counts its own nodes). */
+static void searches_progress(pack_run *p, searches *x, uint64_t bound) {
+    hbmi_exact_set_progress(x->e, p->o->progress, p->o->progress_user, p->t0, p->best, bound);
+    if (x->eb) hbmi_exact_set_progress(x->eb, p->o->progress, p->o->progress_user, p->t0, p->best, bound);
+}
+
 /* Look for a packing within c: the bundles and the timeline take turns under doubling
  * node budgets until a packing is found (kept in p; FOUND), the timeline's search proves
  * none exists (NONE, *nb the bound proven), or the deadline or max_nodes (0 = none)
@@ -186,7 +192,7 @@ static hbm_status run_exact(pack_run *p) {
         searches_free(&x);
         return s;
     }
-    hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, lb);
+    searches_progress(p, &x, lb);
     hbmi_exact_rc rc;
     uint64_t nb = 0;
     if (!minimize) {
@@ -202,12 +208,12 @@ static hbm_status run_exact(pack_run *p) {
         uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
         uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
         int done = 0;
-        hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
+        searches_progress(p, &x, c);
         s = race(p, &x, c, p->deadline ? now + span / 4 : 0, (200000 + 1000 * (uint64_t)p->tl->count) * (x.eb ? 2 : 1), &rc, &nb);
         if (!s && rc == HBMI_EXACT_FOUND) done = 1;
         else if (!s && rc == HBMI_EXACT_NONE) c = nb;
         while (!s && !done && c < p->best) {
-            hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
+            searches_progress(p, &x, c);
             if ((s = race(p, &x, p->best - 1, td_end, 0, &rc, &nb))) break;
             if (rc == HBMI_EXACT_NONE) {
                 c = p->best; /* proven: nothing below the best */
