@@ -79,7 +79,11 @@ const hbm_tag *hbmi_tagtab_get(const hbmi_tagtab *t, uint32_t id);
 uint32_t hbmi_tagtab_count(const hbmi_tagtab *t);
 
 /* --- misc ---------------------------------------------------------------------------- */
-static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) {
+    if (a <= 1) return x; /* (no division on the common paths) */
+    if (!(a & (a - 1))) return (x + a - 1) & ~(a - 1);
+    return (x + a - 1) / a * a;
+}
 /* Case-insensitive equality of ASCII strings. */
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */

@@ -222,6 +222,7 @@ static hbm_status run_exact(pack_run *p) {
                 break;
             }
         }
+        hbmi_exact_set_full_bounds(x.e, 1); /* bottom up: each failure should prove much */
         while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {
             hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
             if ((s = hbmi_exact_solve(x.e, p->tl, c, p->deadline, 0, &rc, &nb))) break;

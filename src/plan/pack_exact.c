@@ -72,6 +72,8 @@ struct hbmi_exact {
     uint32_t *uov;            /* per item: how many time-overlapping items are unplaced */
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
     uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
+    uint32_t last_fail;       /* the section that failed the last bound check */
+    int full_bound;           /* bound checks find the largest violation, not the first */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
     uint8_t *placed;
@@ -385,6 +387,7 @@ nomem:
 /* --- state ---------------------------------------------------------------------------- */
 /* The lowest aligned offset >= z for item c that clears its pinned obstacles. */
 static uint64_t fit(const hbmi_exact *e, uint32_t c, uint64_t z) {
+    if (e->pin_beg[c] == e->pin_beg[c + 1]) return hbmi_align_up(z, e->align[c]); /* no obstacles */
     for (;;) {
         z = hbmi_align_up(z, e->align[c]);
         int moved = 0;
@@ -502,28 +505,41 @@ static void progress(hbmi_exact *e) {
 /* The section bound over sections [a, z) above floor x: in each section the unplaced items stack above max(x, their least lo). Only
  * sections whose slack is in doubt are scanned, and a scan stops at the first item low
  * enough. Returns 1 if it holds; else 0 with *v = the largest violating bound. */
+static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
+    uint64_t sum = e->sum[s];
+    if (!sum) return 0;
+    if (sum > e->cap || x > e->cap - sum) return x + sum;
+    uint64_t slack = e->cap - sum, minlo = INF;
+    uint32_t w = e->wit[s];
+    if (e->lo[w] <= slack) return 0; /* (INF once placed) */
+    for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
+        uint32_t c = e->sec_it[q];
+        if (e->lo[c] <= slack) {
+            e->wit[s] = c;
+            return 0;
+        }
+        if (e->lo[c] < minlo) minlo = e->lo[c];
+    }
+    return minlo + sum;
+}
+
 static int bounds_ok(hbmi_exact *e, uint32_t a, uint32_t z, uint64_t x, uint64_t *v) {
-    uint64_t worst = 0;
+    /* Nine in ten checks fail (most children die here), so unless the largest violation
+     * is wanted (the bounds proven bottom up) the section that failed last goes first and
+     * the first violation ends the check; any violation is a valid bound. */
+    uint64_t worst = 0, w;
+    if (!e->full_bound && e->last_fail >= a && e->last_fail < z && (w = sec_violation(e, e->last_fail, x))) {
+        *v = w;
+        return 0;
+    }
     for (uint32_t s = a; s < z; s++) {
-        uint64_t sum = e->sum[s];
-        if (!sum) continue;
-        if (sum > e->cap || x > e->cap - sum) {
-            if (x + sum > worst) worst = x + sum;
-            continue;
+        if (!(w = sec_violation(e, s, x))) continue;
+        if (!e->full_bound) {
+            e->last_fail = s;
+            *v = w;
+            return 0;
         }
-        uint64_t slack = e->cap - sum, minlo = INF;
-        uint32_t w = e->wit[s];
-        if (e->lo[w] <= slack) continue; /* (INF once placed) */
-        for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
-            uint32_t c = e->sec_it[q];
-            if (e->lo[c] <= slack) {
-                minlo = 0;
-                e->wit[s] = c;
-                break;
-            }
-            if (e->lo[c] < minlo) minlo = e->lo[c];
-        }
-        if (minlo && minlo + sum > worst) worst = minlo + sum;
+        if (w > worst) worst = w;
     }
     if (worst) {
         *v = worst;
@@ -607,7 +623,7 @@ static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
     return r;
 }
 
-static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
+static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, int checked, uint64_t *v) {
     if (!k) return R_FOUND;
     /* the groups: runs of the s0-sorted list that no item bridges; their sections */
     uint32_t ng = 0, z = 0;
@@ -616,7 +632,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         if (e->s0[c] >= z) ng++;
         if (e->s1[c] > z) z = e->s1[c];
     }
-    if (!bounds_ok(e, e->s0[e->stk[off]], z, x, v)) return R_NONE;
+    if (!checked && !bounds_ok(e, e->s0[e->stk[off]], z, x, v)) return R_NONE;
     if (ng == 1) return dfs_cached(e, off, k, x, tie, v);
     /* several: smallest first, so that a group that fails fails cheaply */
     if (!need_stack(e, 2 * (size_t)ng)) return R_ABORT;
@@ -727,6 +743,9 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     e->sp = cb + 4 * (size_t)nc;
     qsort(e->stk + cb, nc, sizeof(cand), cand_cmp);
     uint64_t best = INF;
+    uint32_t sa = e->s0[e->stk[off]], sz = 0; /* the node's sections (the list is sorted by s0) */
+    for (uint32_t i = 0; i < k; i++)
+        if (e->s1[e->stk[off + i]] > sz) sz = e->s1[e->stk[off + i]];
     for (uint32_t j = 0; j < nc; j++) {
         cand cd;
         memcpy(&cd, e->stk + cb + 4 * (size_t)j, sizeof cd);
@@ -737,13 +756,20 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             e->sp = sp0;
             return R_ABORT;
         }
+        /* most children die on the bound: check it before building their list (the
+         * node's sections cover the child's; the rest of them hold nothing unplaced) */
+        uint64_t cv = INF;
+        if (!bounds_ok(e, sa, sz, cd.lo, &cv)) {
+            undo_to(e, mark);
+            if (cv < best) best = cv;
+            continue;
+        }
         size_t ro = e->sp;
         uint32_t m = 0;
         for (uint32_t i = 0; i < k; i++)
             if (e->stk[off + i] != b) e->stk[ro + m++] = e->stk[off + i];
         e->sp = ro + m;
-        uint64_t cv = INF;
-        int r = solve_list(e, ro, m, cd.lo, cd.rank, &cv);
+        int r = solve_list(e, ro, m, cd.lo, cd.rank, 1, &cv);
         e->sp = ro;
         if (r == R_FOUND) {
             e->sp = sp0;
@@ -768,7 +794,7 @@ static int attempt(hbmi_exact *e, uint64_t *v) {
     if (!need_stack(e, e->n)) return R_ABORT;
     for (uint32_t i = 0; i < e->n; i++) e->stk[i] = e->bys0[i];
     e->sp = e->n;
-    return solve_list(e, 0, e->n, 0, 0, v);
+    return solve_list(e, 0, e->n, 0, 0, 0, v);
 }
 
 hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
@@ -817,6 +843,8 @@ aborted:
 }
 
 uint64_t hbmi_exact_nodes(const hbmi_exact *e) { return e->nodes; }
+
+void hbmi_exact_set_full_bounds(hbmi_exact *e, int on) { e->full_bound = on; }
 
 void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes) { e->first_limit = nodes; }
 

@@ -62,6 +62,9 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t deadline_ns, uint64_t node_limit, hbmi_exact_rc *rc,
                             uint64_t *next_bound);
 uint64_t hbmi_exact_nodes(const hbmi_exact *e);
+/* Failed searches return the largest bound their cuts prove (slower) rather than the
+ * first one found; for the bottom-up bounds of --minimize. */
+void hbmi_exact_set_full_bounds(hbmi_exact *e, int on);
 /* Node limit of the first round of restarts (0 = the default 8n + 64); small values
  * make a limited search a series of short dives with different ranks. */
 void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
