@@ -36,7 +36,7 @@ hbm_status hbmi_blocktab_check(const hbmi_blocktab *t, const char *who);
 hbm_status hbmi_blocktab_walk(const hbmi_blocktab *t, int (*fn)(void *, const hbm_block *, uint32_t), void *user);
 
 #define HBMI_BLOCKTAB_FOREACH(t, b) \
-    for (hbmi_blk *b = (t)->blocks; b < (t)->blocks + (t)->n; b++) \
-        if (b->size)
+    for (hbmi_blk *b = (t)->blocks, *b##_end_ = (t)->n ? (t)->blocks + (t)->n : (t)->blocks; b != b##_end_; b++) \
+        if (b->size) /* (no arithmetic on a NULL table: UB even with 0) */
 
 #endif
