@@ -41,6 +41,9 @@
 #include "plan/pack_internal.h"
 
 #define NRANK 8
+#ifndef NRING
+#define NRING 4
+#endif
 #define INF UINT64_MAX
 
 typedef struct span {
@@ -73,6 +76,7 @@ struct hbmi_exact {
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
     uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
     uint32_t last_fail;       /* the section that failed the last bound check */
+    uint32_t fail_ring[4];    /* the last sections that failed, most recent first */
     int full_bound;           /* bound checks find the largest violation, not the first */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
@@ -523,6 +527,27 @@ static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
     return minlo + sum;
 }
 
+/* sec_violation of section s as it would be after placing b at y (floor y), without
+ * placing it: b leaves the section, items overlapping b rise to at least its top (the
+ * real lo can only be higher: alignment, obstacles), so a violation found here is one
+ * the placement would have too. */
+static uint64_t sec_violation_if(const hbmi_exact *e, uint32_t s, uint32_t b, uint64_t y) {
+    uint64_t top = y + e->size[b], sum = e->sum[s];
+    if (e->s0[b] <= s && s < e->s1[b]) sum -= e->size[b];
+    if (!sum) return 0;
+    if (sum > e->cap || y > e->cap - sum) return y + sum;
+    uint64_t slack = e->cap - sum, minlo = INF;
+    for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
+        uint32_t c = e->sec_it[q];
+        if (c == b) continue;
+        uint64_t l = e->lo[c];
+        if (l < top && e->s0[c] < e->s1[b] && e->s0[b] < e->s1[c]) l = top;
+        if (l <= slack) return 0;
+        if (l < minlo) minlo = l;
+    }
+    return minlo + sum;
+}
+
 static int bounds_ok(hbmi_exact *e, uint32_t a, uint32_t z, uint64_t x, uint64_t *v) {
     /* Nine in ten checks fail (most children die here), so unless the largest violation
      * is wanted (the bounds proven bottom up) the section that failed last goes first and
@@ -536,6 +561,10 @@ static int bounds_ok(hbmi_exact *e, uint32_t a, uint32_t z, uint64_t x, uint64_t
         if (!(w = sec_violation(e, s, x))) continue;
         if (!e->full_bound) {
             e->last_fail = s;
+            if (e->fail_ring[0] != s) {
+                memmove(e->fail_ring + 1, e->fail_ring, 3 * sizeof e->fail_ring[0]);
+                e->fail_ring[0] = s;
+            }
             *v = w;
             return 0;
         }
@@ -750,6 +779,17 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         cand cd;
         memcpy(&cd, e->stk + cb + 4 * (size_t)j, sizeof cd);
         uint32_t b = cd.item;
+        /* the section that failed last, first and without placing b: most children
+         * die there (no place and undo for them) */
+        uint64_t w = 0;
+        for (int q = 0; q < NRING && !e->full_bound && !w; q++) {
+            uint32_t lf = e->fail_ring[q];
+            if (lf >= sa && lf < sz) w = sec_violation_if(e, lf, b, cd.lo);
+        }
+        if (w) {
+            if (w < best) best = w;
+            continue;
+        }
         size_t mark = e->npl;
         if (!place(e, b, cd.lo) || !need_stack(e, k)) {
             undo_to(e, mark);
