@@ -27,8 +27,8 @@ uint64_t hbmi_pack_align(const hbm_tl_buffer *b, uint64_t def);
 hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_order order,
                             int best_fit, uint64_t *extent);
 
-/* hbm's best heuristic: greedy orders, the skyline search and short exact probes; keeps the
- * smallest packing. Honours the deadline (ns, hbmi_now_ns clock; 0 = none). */
+/* hbm's best heuristic: greedy orders, a search on the bundles for +5 %, the skyline search
+ * and short exact probes; keeps the smallest packing. Honours the deadline (ns, hbmi_now_ns clock; 0 = none). */
 hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
                           uint64_t deadline_ns, uint64_t *extent);
 
