@@ -283,9 +283,9 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     save_offsets(tl, best_off);
     uint64_t tg = hbmi_now_ns() - t0;
     int early = !deadline_ns || (deadline_ns > t0 && tg * (2 * HBMI_ORDER_COUNT_) <= (deadline_ns - t0) / 5);
-    /* 2. the bundles' canonical search for +5 %, for at most 60 % of the time left */
+    /* 2. the bundles' canonical search for +5 %, for at most 75 % of the time left */
     if (best > lower_bound) {
-        uint64_t now = hbmi_now_ns(), until = deadline_ns > now ? now + (deadline_ns - now) / 10 * 6 : deadline_ns;
+        uint64_t now = hbmi_now_ns(), until = deadline_ns > now ? now + (deadline_ns - now) / 4 * 3 : deadline_ns;
         if ((s = bundle_probe(tl, def_align, lower_bound, until, &best, best_off))) goto out;
     }
     if (early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
