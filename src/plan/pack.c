@@ -209,7 +209,8 @@ static hbm_status run_exact(pack_run *p) {
         uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
         int done = 0;
         searches_progress(p, &x, c);
-        s = race(p, &x, c, p->deadline ? now + span / 4 : 0, (200000 + 1000 * (uint64_t)p->tl->count) * (x.eb ? 2 : 1), &rc, &nb);
+        uint64_t look = (200000 + 1000 * (uint64_t)p->tl->count) * (x.eb ? 2 : 1); /* nodes */
+        s = race(p, &x, c, p->deadline ? now + span / 4 : 0, look, &rc, &nb);
         if (!s && rc == HBMI_EXACT_FOUND) done = 1;
         else if (!s && rc == HBMI_EXACT_NONE) c = nb;
         while (!s && !done && c < p->best) {
