@@ -276,7 +276,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     if (!best_off) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
     uint64_t best = UINT64_MAX, ext;
     hbm_status s = HBM_OK;
-    /* 1. TFLite's greedy by size, a first packing; the other orders right after it only
+    /* 1. TFLite's greedy by size, a first packing; the other orders after step 2 only
      * when they are cheap next to the budget (else at the end, if time is left) */
     uint64_t t0 = hbmi_now_ns();
     if ((s = hbmi_pack_greedy(tl, def_align, HBMI_ORDER_SIZE, 1, &best))) goto out;
