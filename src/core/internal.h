@@ -84,6 +84,8 @@ static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) {
     if (!(a & (a - 1))) return (x + a - 1) & ~(a - 1);
     return (x + a - 1) / a * a;
 }
+/* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
+hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
 /* Case-insensitive equality of ASCII strings. */
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */

@@ -1,7 +1,6 @@
 /* parse.c - HLO text -> hbm_hlo_module. One pass over the text with a hand-written
  * scanner (no token list), everything allocated from the module's arena. Names are
  * resolved per computation once it is complete, computations once the file is. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -889,27 +888,11 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
 
 hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return hbmi_error(HBM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (hbmi_grow((void **)&buf, &cap, len + 65536, 1) != HBM_OK) {
-            fclose(f);
-            hbmi_free(buf);
-            return hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory reading the file", path);
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        hbmi_free(buf);
-        return hbmi_error(HBM_ERR_IO, "%s: read error", path);
-    }
-    hbm_status s = hbm_hlo_parse(buf, len, path, out);
+    char *buf;
+    size_t len;
+    hbm_status s = hbmi_read_file(path, &buf, &len);
+    if (s) return s;
+    s = hbm_hlo_parse(buf, len, path, out);
     hbmi_free(buf);
     return s;
 }

@@ -196,22 +196,11 @@ fail:
 
 hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "minimalloc: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return hbmi_error(HBM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    hbm_status s = HBM_OK;
-    for (;;) {
-        if ((s = hbmi_grow((void **)&buf, &cap, len + 65536, 1))) break;
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) s = hbmi_error(HBM_ERR_IO, "reading %s failed", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (!s) s = hbm_minimalloc_parse(buf, len, path, out);
+    char *buf;
+    size_t len;
+    hbm_status s = hbmi_read_file(path, &buf, &len);
+    if (s) return s;
+    s = hbm_minimalloc_parse(buf, len, path, out);
     hbmi_free(buf);
     return s;
 }

@@ -94,9 +94,6 @@ hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
-/* Read a whole file into memory (NUL-terminated for text parsers). */
-hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
-
 /* A growable byte buffer for exporters. */
 typedef struct hbmi_buf {
     unsigned char *p;
