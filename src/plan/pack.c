@@ -213,15 +213,29 @@ static hbm_status run_exact(pack_run *p) {
         s = race(p, &x, c, p->deadline ? now + span / 4 : 0, look, &rc, &nb);
         if (!s && rc == HBMI_EXACT_FOUND) done = 1;
         else if (!s && rc == HBMI_EXACT_NONE) c = nb;
-        while (!s && !done && c < p->best) {
-            searches_progress(p, &x, c);
-            if ((s = race(p, &x, p->best - 1, td_end, 0, &rc, &nb))) break;
-            if (rc == HBMI_EXACT_NONE) {
-                c = p->best; /* proven: nothing below the best */
-                done = 1;
-            } else if (rc != HBMI_EXACT_FOUND) {
-                break;
+        /* each round asks, under one node budget each, for half the gap between the
+         * bound and the best, then a quarter, then one byte below the best; a round that
+         * finds nothing doubles the budget. (Node counts to success are heavy-tailed and
+         * a bolder target is often no harder: a packing found there saves many steps.) */
+        uint64_t per = 2000 + 50 * (uint64_t)p->tl->count;
+        while (!s && !done && c < p->best && (!td_end || hbmi_now_ns() < td_end)) {
+            uint64_t gap = p->best - c, tg[3] = {c + gap / 2, c + gap / 4 * 3, p->best - 1};
+            int found = 0;
+            for (int i = 0; i < 3 && !s && !done && !found; i++) {
+                if (tg[i] < c || tg[i] >= p->best || (i < 2 && tg[i] == p->best - 1)) continue;
+                searches_progress(p, &x, c);
+                x.budget = per / 2 + 1; /* both searches get a turn within the budget */
+                if ((s = race(p, &x, tg[i], td_end, per, &rc, &nb))) break;
+                if (rc == HBMI_EXACT_FOUND) {
+                    found = 1;
+                } else if (rc == HBMI_EXACT_NONE) { /* the timeline's search: a proof */
+                    if (nb > c) c = nb;
+                    if (c >= p->best) done = 1; /* nothing below the best */
+                } else if (td_end && hbmi_now_ns() >= td_end) {
+                    break;
+                }
             }
+            if (!found && per < UINT64_MAX / 4) per *= 2;
         }
         hbmi_exact_set_full_bounds(x.e, 1); /* bottom up: each failure should prove much */
         while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {

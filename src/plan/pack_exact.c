@@ -79,6 +79,8 @@ struct hbmi_exact {
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
     uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
     uint32_t fail_ring[NRING]; /* the last sections that failed a bound check, latest first */
+    uint64_t zh1, zh2;        /* sums of zkey(c, lo[c]) over the unplaced items (two mixes) */
+    uint64_t zoff1, zoff2;    /* the part of them outside the group being solved */
     int full_bound;           /* bound checks find the largest violation, not the first */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
@@ -406,10 +408,30 @@ static uint64_t fit(const hbmi_exact *e, uint32_t c, uint64_t z) {
     }
 }
 
+/* The failure cache names a group's state by sums over its items of a key of (item, lo):
+ * kept up to date as lo values change, so a node pays for the items that moved, not for
+ * all of them. A placed item (lo INF) adds nothing. */
+static inline uint64_t zkey(uint32_t c, uint64_t lo) {
+    return lo == INF ? 0 : hbmi_hash64(((uint64_t)c << 40) ^ lo ^ 0x2545f4914f6cdd1dULL);
+}
+
+static inline uint64_t zmix(uint64_t m) { return (m ^ (m >> 31)) * 0xbf58476d1ce4e5b9ULL; }
+
+static inline void set_lo(hbmi_exact *e, uint32_t c, uint64_t lo) {
+    uint64_t a = zkey(c, e->lo[c]), b = zkey(c, lo);
+    e->zh1 += b - a;
+    e->zh2 += zmix(b) - zmix(a);
+    e->lo[c] = lo;
+}
+
 static void reset(hbmi_exact *e) {
+    e->zh1 = e->zh2 = e->zoff1 = e->zoff2 = 0;
     for (uint32_t i = 0; i < e->n; i++) {
         e->placed[i] = 0;
         e->lo[i] = fit(e, i, 0);
+        uint64_t z = zkey(i, e->lo[i]);
+        e->zh1 += z;
+        e->zh2 += zmix(z);
         e->off[i] = HBM_NO_OFFSET;
         e->uov[i] = e->ov_beg[i + 1] - e->ov_beg[i];
     }
@@ -453,7 +475,7 @@ static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
     size_t mark = e->ntrail;
     if (!push_trail(e, b, e->lo[b])) return 0;
     e->placed_stk[e->npl++] = (trail_ent){b, mark};
-    e->lo[b] = INF;
+    set_lo(e, b, INF);
     e->placed[b] = 1;
     e->off[b] = y;
     uint64_t top = y + e->size[b];
@@ -473,7 +495,7 @@ static int place(hbmi_exact *e, uint32_t b, uint64_t y) {
         if (e->lo[c] >= top) continue; /* placed ones included */
         uint64_t old = e->lo[c];
         if (!push_trail(e, c, old)) return 0;
-        e->lo[c] = fit(e, c, top);
+        set_lo(e, c, fit(e, c, top));
     }
     return 1;
 }
@@ -485,7 +507,7 @@ static void undo_to(hbmi_exact *e, size_t npl) {
         uint32_t b = t.item;
         while (e->ntrail > t.old) {
             trail_ent *u = &e->trail[--e->ntrail];
-            e->lo[u->item] = u->old;
+            set_lo(e, u->item, u->old);
         }
         for (uint32_t s = e->s0[b]; s < e->s1[b]; s++) {
             e->sum[s] += e->size[b]; /* b sits right behind the active entries */
@@ -587,17 +609,9 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
 /* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
  * independent groups and solve each. */
 /* --- the failure cache ----------------------------------------------------------------- */
-static void group_hash(const hbmi_exact *e, const uint32_t *list, uint32_t k, uint64_t x, uint32_t tie,
-                       uint64_t *h1, uint64_t *h2) {
-    uint64_t a = hbmi_hash64(x ^ e->rank_id), b = hbmi_hash64(((uint64_t)tie << 32 | k) + 0x51ed27);
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t c = list[i];
-        uint64_t m = hbmi_hash64(((uint64_t)c << 40) ^ e->lo[c] ^ 0x2545f4914f6cdd1dULL);
-        a = hbmi_hash64(a + m);
-        b = (b ^ m) * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
-    }
-    *h1 = a;
-    *h2 = hbmi_hash64(b);
+static void group_hash(const hbmi_exact *e, uint32_t k, uint64_t x, uint32_t tie, uint64_t *h1, uint64_t *h2) {
+    *h1 = hbmi_hash64((e->zh1 - e->zoff1) ^ hbmi_hash64(x ^ e->rank_id));
+    *h2 = hbmi_hash64((e->zh2 - e->zoff2) + (((uint64_t)tie << 32 | k) + 0x51ed27));
 }
 
 static struct fent *fc_find(const hbmi_exact *e, uint64_t h1, uint64_t h2) {
@@ -645,7 +659,7 @@ static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
 static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
     if (k < 4) return dfs(e, off, k, x, tie, v);
     uint64_t h1, h2;
-    group_hash(e, e->stk + off, k, x, tie, &h1, &h2);
+    group_hash(e, k, x, tie, &h1, &h2);
     struct fent *f = fc_find(e, h1 ? h1 : 1, h2);
     if (f && f->v > e->cap) {
         e->fc_hits++;
@@ -690,9 +704,20 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         i = j;
     }
     int r = R_FOUND;
+    uint64_t zo1 = e->zoff1, zo2 = e->zoff2;
     for (g = 0; g < ng && r == R_FOUND; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
+        /* the rest of the unplaced items, for the group's hash */
+        uint64_t g1 = 0, g2 = 0;
+        for (uint32_t q = 0; q < gk; q++) {
+            uint32_t c = e->stk[go + q];
+            uint64_t zk = zkey(c, e->lo[c]);
+            g1 += zk;
+            g2 += zmix(zk);
+        }
+        e->zoff1 = e->zh1 - g1;
+        e->zoff2 = e->zh2 - g2;
         /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
          * what is left of it; the ranks of its items come back afterwards */
         if (!need_stack(e, gk)) {
@@ -707,6 +732,8 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         for (uint32_t q = 0; q < gk; q++) e->rank[e->stk[go + q]] = e->stk[sv + q];
         e->sp = sv;
     }
+    e->zoff1 = zo1;
+    e->zoff2 = zo2;
     e->sp = gb;
     return r;
 }
@@ -808,6 +835,11 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             undo_to(e, mark);
             if (cv < best) best = cv;
             continue;
+        }
+        if (e->fc_cap && k > 4) { /* the child's cache slot, fetched while its list is built */
+            uint64_t p1, p2;
+            group_hash(e, k - 1, cd.lo, cd.rank, &p1, &p2);
+            __builtin_prefetch(&e->fc[(p1 ? p1 : 1) & (e->fc_cap - 1)]);
         }
         size_t ro = e->sp;
         uint32_t m = 0;
