@@ -219,13 +219,14 @@ static hbm_status run_exact(pack_run *p) {
          * a bolder target is often no harder: a packing found there saves many steps.) */
         uint64_t per = 2000 + 50 * (uint64_t)p->tl->count;
         while (!s && !done && c < p->best && (!td_end || hbmi_now_ns() < td_end)) {
-            uint64_t gap = p->best - c, tg[3] = {c + gap / 2, c + gap / 4 * 3, p->best - 1};
+            uint64_t gap = p->best - c, tg[4] = {c, c + gap / 2, c + gap / 4 * 3, p->best - 1};
             int found = 0;
-            for (int i = 0; i < 3 && !s && !done && !found; i++) {
-                if (tg[i] < c || tg[i] >= p->best || (i < 2 && tg[i] == p->best - 1)) continue;
+            for (int i = 0; i < 4 && !s && !done && !found; i++) {
+                if (tg[i] >= p->best || (i && tg[i] <= tg[i - 1])) continue;
                 searches_progress(p, &x, c);
-                x.budget = per / 2 + 1; /* both searches get a turn within the budget */
-                if ((s = race(p, &x, tg[i], td_end, per, &rc, &nb))) break;
+                uint64_t nodes = i ? per : 2 * per; /* the bound itself gets twice as much */
+                x.budget = nodes / 2 + 1;           /* both searches get a turn within it */
+                if ((s = race(p, &x, tg[i], td_end, nodes, &rc, &nb))) break;
                 if (rc == HBMI_EXACT_FOUND) {
                     found = 1;
                 } else if (rc == HBMI_EXACT_NONE) { /* the timeline's search: a proof */

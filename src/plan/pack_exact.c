@@ -47,6 +47,7 @@
 
 #define NRANK 8
 #define NRING 4 /* failed sections remembered */
+#define NSCHED 4 /* capacities whose restart schedules are remembered */
 #define INF UINT64_MAX
 
 typedef struct span {
@@ -96,8 +97,10 @@ struct hbmi_exact {
     int stop;                 /* 1 deadline, 2 out of memory, 3 node limit */
     uint64_t seed;
     uint64_t first_limit;     /* node limit of the first restart round (0: 8n + 64) */
-    uint64_t sched_cap, sched_k; /* the restart schedule: its capacity, attempts made */
-    int sched_on;
+    struct sched {            /* restart schedules of the last capacities asked for */
+        uint64_t cap, k, tick; /* capacity, attempts made, last use (0: free) */
+    } sched[NSCHED];
+    uint64_t sched_tick;
     uint64_t rank_id;         /* names the rank in use, for the failure cache */
     unsigned variant;
     uint64_t seed_cur;
@@ -880,19 +883,25 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
     /* restarts: attempt k of the schedule tries rank k % NRANK with a node limit that
-     * doubles every NRANK attempts. A call at the capacity of the previous one goes on
-     * where that one stopped, so a search handed out in slices (node_limit) runs the same
-     * schedule as one made in a single call. */
-    if (capacity != e->sched_cap || !e->sched_on) {
-        e->sched_cap = capacity;
-        e->sched_on = 1;
-        e->sched_k = 0;
+     * doubles every NRANK attempts. A call at a capacity asked for lately goes on where
+     * the last one there stopped, so a search handed out in slices (node_limit), even
+     * interleaved with a few other capacities, runs the same schedule as one made in a
+     * single call. */
+    struct sched *sc = &e->sched[0];
+    for (int i = 0; i < NSCHED; i++) {
+        if (e->sched[i].tick && e->sched[i].cap == capacity) {
+            sc = &e->sched[i];
+            break;
+        }
+        if (e->sched[i].tick < sc->tick) sc = &e->sched[i]; /* else the least recent */
     }
+    if (!sc->tick || sc->cap != capacity) *sc = (struct sched){capacity, 0, 0};
+    sc->tick = ++e->sched_tick;
     uint64_t total0 = e->nodes, first = e->first_limit ? e->first_limit : (uint64_t)e->n * 8 + 64;
     int r = R_ABORT;
     uint64_t v = INF;
     while (r == R_ABORT) {
-        uint64_t used = e->nodes - total0, k = e->sched_k, lim = first;
+        uint64_t used = e->nodes - total0, k = sc->k, lim = first;
         for (uint64_t d = k / NRANK; d && lim < UINT64_MAX / 4; d--) lim *= 2;
         if (node_limit && used >= node_limit) goto aborted;
         if (node_limit && lim > node_limit - used) lim = node_limit - used;
@@ -902,7 +911,7 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
         e->node_limit = e->nodes + lim;
         v = INF;
         r = attempt(e, &v);
-        e->sched_k++;
+        sc->k++;
         if (e->stop == 2) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory in the exact search");
         if (r == R_ABORT && e->stop == 1) goto aborted;
     }
