@@ -201,8 +201,8 @@ static hbm_status run_exact(pack_run *p) {
         else if (!s && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
     } else {
         /* 1. a first look at the bound itself (often the optimum);
-         * 2. top down: ask for a packing one byte below the best, until that is proven
-         *    impossible (then the best is optimal) - most of the time;
+         * 2. top down: rounds of targets between the bound and one byte below the best,
+         *    until that is proven impossible (then the best is optimal) - most of the time;
          * 3. bottom up (iterative deepening): each failed search proves a larger bound,
          *    so a timeout still reports a good bound - the rest of the time. */
         uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
@@ -213,10 +213,12 @@ static hbm_status run_exact(pack_run *p) {
         s = race(p, &x, c, p->deadline ? now + span / 4 : 0, look, &rc, &nb);
         if (!s && rc == HBMI_EXACT_FOUND) done = 1;
         else if (!s && rc == HBMI_EXACT_NONE) c = nb;
-        /* each round asks, under one node budget each, for half the gap between the
-         * bound and the best, then a quarter, then one byte below the best; a round that
-         * finds nothing doubles the budget. (Node counts to success are heavy-tailed and
-         * a bolder target is often no harder: a packing found there saves many steps.) */
+        /* each round asks, under a node budget each, for a packing at the bound itself
+         * (twice the budget: on the given cases the optimum is the bound), at half and at
+         * three quarters of the gap between the bound and the best, then one byte below
+         * the best; a round that finds nothing doubles the budget. (Node counts to success
+         * are heavy-tailed and a bolder target is often no harder: a packing found there
+         * saves many steps.) */
         uint64_t per = 2000 + 50 * (uint64_t)p->tl->count;
         while (!s && !done && c < p->best && (!td_end || hbmi_now_ns() < td_end)) {
             uint64_t gap = p->best - c, tg[4] = {c, c + gap / 2, c + gap / 4 * 3, p->best - 1};
