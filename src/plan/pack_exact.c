@@ -34,7 +34,7 @@
  * capacity C proves a bound > C on the optimum (iterative deepening for --minimize).
  * Restarts: the branching order (lo first, then a static rank) cycles through several
  * ranks (MiniMalloc's three, size, and seeded noisy ones) under doubling node limits; the
- * schedule goes on across calls at one capacity.
+ * schedules of the last four capacities asked for go on across calls.
  *
  * Cost: most children (70-90 %) fail the section bound right away. So a child is first
  * checked, without being placed, against the sections that failed last; then placed and
