@@ -80,8 +80,8 @@ struct hbmi_exact {
     uint32_t *nact;           /* per section: its first nact entries of sec_it are unplaced */
     uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
     uint32_t fail_ring[NRING]; /* the last sections that failed a bound check, latest first */
-    uint64_t zh1, zh2;        /* sums of zkey(c, lo[c]) over the unplaced items (two mixes) */
-    uint64_t zoff1, zoff2;    /* the part of them outside the group being solved */
+    uint64_t zh[2];           /* sums of zkey(c, lo[c]) over the unplaced items (two mixes) */
+    uint64_t zoff[2];         /* the part of them outside the group being solved */
     int full_bound;           /* bound checks find the largest violation, not the first */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
     uint32_t *slot;
@@ -420,21 +420,25 @@ static inline uint64_t zkey(uint32_t c, uint64_t lo) {
 
 static inline uint64_t zmix(uint64_t m) { return (m ^ (m >> 31)) * 0xbf58476d1ce4e5b9ULL; }
 
+/* h += or -= (sign < 0) the key of item c at lo, in both mixes */
+static inline void zadd(uint64_t h[2], uint32_t c, uint64_t lo, int sign) {
+    uint64_t z = zkey(c, lo), m = zmix(z);
+    h[0] += sign < 0 ? 0 - z : z;
+    h[1] += sign < 0 ? 0 - m : m;
+}
+
 static inline void set_lo(hbmi_exact *e, uint32_t c, uint64_t lo) {
-    uint64_t a = zkey(c, e->lo[c]), b = zkey(c, lo);
-    e->zh1 += b - a;
-    e->zh2 += zmix(b) - zmix(a);
+    zadd(e->zh, c, e->lo[c], -1);
+    zadd(e->zh, c, lo, 1);
     e->lo[c] = lo;
 }
 
 static void reset(hbmi_exact *e) {
-    e->zh1 = e->zh2 = e->zoff1 = e->zoff2 = 0;
+    e->zh[0] = e->zh[1] = e->zoff[0] = e->zoff[1] = 0;
     for (uint32_t i = 0; i < e->n; i++) {
         e->placed[i] = 0;
         e->lo[i] = fit(e, i, 0);
-        uint64_t z = zkey(i, e->lo[i]);
-        e->zh1 += z;
-        e->zh2 += zmix(z);
+        zadd(e->zh, i, e->lo[i], 1);
         e->off[i] = HBM_NO_OFFSET;
         e->uov[i] = e->ov_beg[i + 1] - e->ov_beg[i];
     }
@@ -613,8 +617,8 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
  * independent groups and solve each. */
 /* --- the failure cache ----------------------------------------------------------------- */
 static void group_hash(const hbmi_exact *e, uint32_t k, uint64_t x, uint32_t tie, uint64_t *h1, uint64_t *h2) {
-    *h1 = hbmi_hash64((e->zh1 - e->zoff1) ^ hbmi_hash64(x ^ e->rank_id));
-    *h2 = hbmi_hash64((e->zh2 - e->zoff2) + (((uint64_t)tie << 32 | k) + 0x51ed27));
+    *h1 = hbmi_hash64((e->zh[0] - e->zoff[0]) ^ hbmi_hash64(x ^ e->rank_id));
+    *h2 = hbmi_hash64((e->zh[1] - e->zoff[1]) + (((uint64_t)tie << 32 | k) + 0x51ed27));
 }
 
 static struct fent *fc_find(const hbmi_exact *e, uint64_t h1, uint64_t h2) {
@@ -707,20 +711,16 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         i = j;
     }
     int r = R_FOUND;
-    uint64_t zo1 = e->zoff1, zo2 = e->zoff2;
+    uint64_t zo[2] = {e->zoff[0], e->zoff[1]};
     for (g = 0; g < ng && r == R_FOUND; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
-        /* the rest of the unplaced items, for the group's hash */
-        uint64_t g1 = 0, g2 = 0;
-        for (uint32_t q = 0; q < gk; q++) {
-            uint32_t c = e->stk[go + q];
-            uint64_t zk = zkey(c, e->lo[c]);
-            g1 += zk;
-            g2 += zmix(zk);
+        /* the rest of the unplaced items, for the group's hash (none below 4 items) */
+        if (gk >= 4) {
+            e->zoff[0] = e->zh[0];
+            e->zoff[1] = e->zh[1];
+            for (uint32_t q = 0; q < gk; q++) zadd(e->zoff, e->stk[go + q], e->lo[e->stk[go + q]], -1);
         }
-        e->zoff1 = e->zh1 - g1;
-        e->zoff2 = e->zh2 - g2;
         /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
          * what is left of it; the ranks of its items come back afterwards */
         if (!need_stack(e, gk)) {
@@ -735,8 +735,8 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         for (uint32_t q = 0; q < gk; q++) e->rank[e->stk[go + q]] = e->stk[sv + q];
         e->sp = sv;
     }
-    e->zoff1 = zo1;
-    e->zoff2 = zo2;
+    e->zoff[0] = zo[0];
+    e->zoff[1] = zo[1];
     e->sp = gb;
     return r;
 }
