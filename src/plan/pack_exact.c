@@ -26,9 +26,12 @@
  *    other, smallest first (the first that fails fails the node), turning a product
  *    into a sum. Each group is a problem of its own: its search starts over (floor 0)
  *    with ranks recomputed from what is left of it, as MiniMalloc's sub-partitions do.
- *  - a failure cache: a group in a given state (its items, their lo, floor, tie, rank)
- *    that failed once fails again; states recur whenever the search backtracks over a
- *    placement elsewhere in time. 128-bit hashes; the bound proven is kept too.
+ *  - a failure cache: a group in a given state (its items, their lo, the floor, the
+ *    items the tie excludes) that failed once fails again; states recur whenever the
+ *    search backtracks over a placement elsewhere in time, and across restarts: the
+ *    state names no rank, so what one rank proved the others reuse. 128-bit hashes;
+ *    the bound proven is kept too. A solution cache does the same for groups solved
+ *    from scratch: they are placed again as they were.
  *
  * Every failed subtree returns the least bound that cut it, so a failed search at
  * capacity C proves a bound > C on the optimum (iterative deepening for --minimize).
@@ -101,14 +104,21 @@ struct hbmi_exact {
         uint64_t cap, k, tick; /* capacity, attempts made, last use (0: free) */
     } sched[NSCHED];
     uint64_t sched_tick;
-    uint64_t rank_id;         /* names the rank in use, for the failure cache */
     unsigned variant;
     uint64_t seed_cur;
-    /* failure cache: 128-bit hashes of (items, their lo, x, tie, rank) of groups proven
-     * to fail, with the bound proven; open addressing, linear probing */
-    struct fent { uint64_t h1, h2, v; } *fc;
+    /* failure cache: 128-bit hashes of group states proven to fail, with the bound
+     * proven; set-associative, least recently used out */
+    struct fent { uint64_t h1, h2, v, use; } *fc;
     size_t fc_cap, fc_n;
+    uint64_t fc_clock;        /* attempts made: the entries' last use */
     uint64_t fc_hits;
+    /* solution cache: the packings found for groups searched from scratch (floor 0), by
+     * their state; a group that was solved is placed again without a search (a restart,
+     * or a backtrack over another group, brings it back in the same state) */
+    struct sent { uint64_t h1, h2, top; uint32_t at, k; } *sol;
+    trail_ent *sol_pairs; /* (item, offset) in placement order */
+    size_t sol_n, sol_used;
+    uint64_t sol_hits;
     /* progress */
     void (*progress)(void *, const hbm_pack_progress *);
     void *progress_user;
@@ -184,14 +194,14 @@ static void set_rank(hbmi_exact *e, unsigned variant, uint64_t seed) {
     e->variant = variant;
     e->seed_cur = seed;
     rank_items(e, NULL, e->n, variant, seed);
-    e->rank_id = variant < 4 ? variant : hbmi_hash64(seed) | 4;
 }
 
 void hbmi_exact_free(hbmi_exact *e) {
     if (!e) return;
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
-                 e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk};
+                 e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk,
+                 e->sol, e->sol_pairs};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -613,71 +623,151 @@ static int bounds_ok(hbmi_exact *e, uint32_t a, uint32_t z, uint64_t x, uint64_t
 
 static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v);
 
-/* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
- * independent groups and solve each. */
-/* --- the failure cache ----------------------------------------------------------------- */
-static void group_hash(const hbmi_exact *e, uint32_t k, uint64_t x, uint32_t tie, uint64_t *h1, uint64_t *h2) {
-    *h1 = hbmi_hash64((e->zh[0] - e->zoff[0]) ^ hbmi_hash64(x ^ e->rank_id));
-    *h2 = hbmi_hash64((e->zh[1] - e->zoff[1]) + (((uint64_t)tie << 32 | k) + 0x51ed27));
+/* --- the failure and solution caches --------------------------------------------------- */
+/* A group's state: its items and their lo (the key sums), the floor x and the items
+ * excluded by the tie (lo == x, rank below it; xh is the sum of their keys). Which
+ * packings can complete a state does not depend on the rank (items at one offset never
+ * overlap, so their order is free), so what a search proves holds under every rank:
+ * restarts with other ranks find it in the cache too. */
+static void group_hash(const hbmi_exact *e, uint32_t k, uint64_t x, uint64_t xh, uint64_t *h1, uint64_t *h2) {
+    *h1 = hbmi_hash64((e->zh[0] - e->zoff[0]) ^ hbmi_hash64(x ^ xh));
+    *h2 = hbmi_hash64((e->zh[1] - e->zoff[1]) + ((xh ^ k) + 0x51ed27));
+    *h1 += !*h1; /* (0, 0) marks a free slot */
 }
 
-static struct fent *fc_find(const hbmi_exact *e, uint64_t h1, uint64_t h2) {
+/* The failure cache is lossy and set-associative: a key lives in one bucket of FC_WAYS
+ * slots; the table doubles up to FC_MAX slots, then a new entry replaces the bucket's
+ * least recently used one. */
+#define FC_WAYS 4
+#define FC_MAX ((size_t)1 << 20)
+
+static struct fent *fc_find(hbmi_exact *e, uint64_t h1, uint64_t h2) {
     if (!e->fc_cap) return NULL;
-    for (size_t i = h1 & (e->fc_cap - 1);; i = (i + 1) & (e->fc_cap - 1)) {
-        struct fent *f = &e->fc[i];
-        if (!f->h1 && !f->h2) return NULL;
-        if (f->h1 == h1 && f->h2 == h2) return f;
+    struct fent *f = &e->fc[h1 & (e->fc_cap - FC_WAYS)];
+    for (int w = 0; w < FC_WAYS; w++)
+        if (f[w].h1 == h1 && f[w].h2 == h2) {
+            f[w].use = e->fc_clock;
+            return &f[w];
+        }
+    return NULL;
+}
+
+/* The slot for a new key: a free one in its bucket, else the least recently used. */
+static struct fent *fc_slot(struct fent *fc, size_t cap, uint64_t h1, int evict) {
+    struct fent *f = &fc[h1 & (cap - FC_WAYS)], *old = f;
+    for (int w = 0; w < FC_WAYS; w++) {
+        if (!f[w].h1 && !f[w].h2) return &f[w];
+        if (f[w].use < old->use) old = &f[w];
     }
+    return evict ? old : NULL;
 }
 
 static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
-    if (!h1 && !h2) h1 = 1;
-    if (2 * (e->fc_n + 1) > e->fc_cap) { /* grow; the cache is optional, so no error */
-        size_t nc = e->fc_cap ? 2 * e->fc_cap : 4096;
-        if (nc > ((size_t)1 << 21)) return;
-        struct fent *nf = hbmi_calloc(nc, sizeof *nf);
-        if (!nf) return;
-        for (size_t i = 0; i < e->fc_cap; i++) {
-            struct fent *f = &e->fc[i];
-            if (!f->h1 && !f->h2) continue;
-            size_t j = f->h1 & (nc - 1);
-            while (nf[j].h1 || nf[j].h2) j = (j + 1) & (nc - 1);
-            nf[j] = *f;
-        }
-        hbmi_free(e->fc);
-        e->fc = nf;
-        e->fc_cap = nc;
-    }
-    if (!e->fc_cap || 2 * (e->fc_n + 1) > e->fc_cap) return;
     struct fent *f = fc_find(e, h1, h2);
     if (f) {
         if (v > f->v) f->v = v;
         return;
     }
-    size_t j = h1 & (e->fc_cap - 1);
-    while (e->fc[j].h1 || e->fc[j].h2) j = (j + 1) & (e->fc_cap - 1);
-    e->fc[j] = (struct fent){h1, h2, v};
-    e->fc_n++;
+    if (e->fc_cap < FC_MAX && (!e->fc_cap || 4 * e->fc_n >= 3 * e->fc_cap || !fc_slot(e->fc, e->fc_cap, h1, 0))) {
+        /* grow (the cache is optional: no error when out of memory) */
+        size_t nc = e->fc_cap ? 2 * e->fc_cap : 4096;
+        struct fent *nf = hbmi_calloc(nc, sizeof *nf);
+        if (nf) {
+            size_t n = 0;
+            for (size_t i = 0; i < e->fc_cap; i++) {
+                struct fent *o = &e->fc[i], *d;
+                if ((o->h1 || o->h2) && (d = fc_slot(nf, nc, o->h1, 0))) {
+                    *d = *o;
+                    n++;
+                }
+            }
+            hbmi_free(e->fc);
+            e->fc = nf;
+            e->fc_cap = nc;
+            e->fc_n = n;
+        }
+    }
+    if (!e->fc_cap) return;
+    f = fc_slot(e->fc, e->fc_cap, h1, 1);
+    if (!f->h1 && !f->h2) e->fc_n++;
+    *f = (struct fent){h1, h2, v, e->fc_clock};
 }
 
-/* dfs on one group, through the failure cache: the same group in the same state (its
- * items, their lo, the floor x, the tie) recurs whenever a search backtracks over a
- * placement elsewhere in time. A bound proven from a state holds at any capacity. */
-static int dfs_cached(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
-    if (k < 4) return dfs(e, off, k, x, tie, v);
-    uint64_t h1, h2;
-    group_hash(e, k, x, tie, &h1, &h2);
-    struct fent *f = fc_find(e, h1 ? h1 : 1, h2);
-    if (f && f->v > e->cap) {
-        e->fc_hits++;
-        *v = f->v;
-        return R_NONE;
+#define SOL_SLOTS ((size_t)1 << 15)
+#define SOL_PAIRS ((size_t)1 << 19)
+
+static struct sent *sol_find(hbmi_exact *e, uint64_t h1, uint64_t h2) {
+    if (!e->sol) return NULL;
+    for (size_t i = h1 & (SOL_SLOTS - 1);; i = (i + 1) & (SOL_SLOTS - 1)) {
+        struct sent *t = &e->sol[i];
+        if (!t->k) return t; /* a free slot */
+        if (t->h1 == h1 && t->h2 == h2) return t;
     }
-    int r = dfs(e, off, k, x, tie, v);
-    if (r == R_NONE) fc_put(e, h1 ? h1 : 1, h2, *v);
+}
+
+/* Keep the packing of the group just solved: the items placed since npl0, in order. */
+static void sol_put(hbmi_exact *e, uint64_t h1, uint64_t h2, size_t npl0) {
+    size_t k = e->npl - npl0;
+    if (!k || k > SOL_PAIRS) return;
+    if (!e->sol) { /* optional, so no error */
+        e->sol = hbmi_calloc(SOL_SLOTS, sizeof *e->sol);
+        e->sol_pairs = hbmi_malloc(SOL_PAIRS * sizeof *e->sol_pairs);
+        if (!e->sol || !e->sol_pairs) {
+            hbmi_free(e->sol);
+            hbmi_free(e->sol_pairs);
+            e->sol = NULL;
+            e->sol_pairs = NULL;
+            return;
+        }
+    }
+    if (2 * (e->sol_n + 1) > SOL_SLOTS || e->sol_used + k > SOL_PAIRS) { /* full: start over */
+        memset(e->sol, 0, SOL_SLOTS * sizeof *e->sol);
+        e->sol_n = e->sol_used = 0;
+    }
+    struct sent *t = sol_find(e, h1, h2);
+    if (t->k) return;
+    uint64_t top = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint32_t b = e->placed_stk[npl0 + i].item;
+        e->sol_pairs[e->sol_used + i] = (trail_ent){b, e->off[b]};
+        if (e->off[b] + e->size[b] > top) top = e->off[b] + e->size[b];
+    }
+    *t = (struct sent){h1, h2, top, (uint32_t)e->sol_used, (uint32_t)k};
+    e->sol_used += k;
+    e->sol_n++;
+}
+
+static int place(hbmi_exact *e, uint32_t b, uint64_t y);
+
+/* dfs on a group searched from scratch (floor 0, no tie), through the solution cache:
+ * the same group comes back in the same state whenever a search backtracks over a
+ * placement elsewhere in time, and at every restart. */
+static int dfs_root(hbmi_exact *e, size_t off, uint32_t k, uint64_t *v) {
+    if (k < 4) return dfs(e, off, k, 0, 0, v);
+    uint64_t h1, h2;
+    group_hash(e, k, 0, 0, &h1, &h2);
+    struct sent *t = sol_find(e, h1, h2);
+    if (t && t->k && t->top <= e->cap) { /* solved before: place it again */
+        e->sol_hits++;
+        for (uint32_t i = 0; i < t->k; i++)
+            if (!place(e, e->sol_pairs[t->at + i].item, e->sol_pairs[t->at + i].old)) return R_ABORT;
+        return R_FOUND;
+    }
+    size_t npl0 = e->npl;
+    int r = dfs(e, off, k, 0, 0, v);
+    if (r == R_FOUND) sol_put(e, h1, h2, npl0);
     return r;
 }
 
+/* zoff = the keys of the unplaced items outside the group stk[go..go+gk) */
+static void group_off(hbmi_exact *e, size_t go, uint32_t gk) {
+    e->zoff[0] = e->zh[0];
+    e->zoff[1] = e->zh[1];
+    for (uint32_t q = 0; q < gk; q++) zadd(e->zoff, e->stk[go + q], e->lo[e->stk[go + q]], -1);
+}
+
+/* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
+ * independent groups and solve each. */
 static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, int checked, uint64_t *v) {
     if (!k) return R_FOUND;
     /* the groups: runs of the s0-sorted list that no item bridges; their sections */
@@ -688,7 +778,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         if (e->s1[c] > z) z = e->s1[c];
     }
     if (!checked && !bounds_ok(e, e->s0[e->stk[off]], z, x, v)) return R_NONE;
-    if (ng == 1) return dfs_cached(e, off, k, x, tie, v);
+    if (ng == 1) return x || tie ? dfs(e, off, k, x, tie, v) : dfs_root(e, off, k, v);
     /* several: smallest first, so that a group that fails fails cheaply */
     if (!need_stack(e, 2 * (size_t)ng)) return R_ABORT;
     size_t gb = e->sp;
@@ -712,15 +802,28 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
     }
     int r = R_FOUND;
     uint64_t zo[2] = {e->zoff[0], e->zoff[1]};
+    /* a group known to fail fails the node before any other group is solved: the groups
+     * that succeed would otherwise be solved again each time the search comes back here
+     * with the failing group in a state it has seen */
+    for (g = 0; g < ng && e->fc_n; g++) {
+        size_t go = off + e->stk[gb + 2 * g];
+        uint32_t gk = e->stk[gb + 2 * g + 1];
+        if (gk < 4) continue;
+        group_off(e, go, gk);
+        uint64_t h1, h2;
+        group_hash(e, gk, 0, 0, &h1, &h2);
+        struct fent *f = fc_find(e, h1, h2);
+        if (f && f->v > e->cap) {
+            e->fc_hits++;
+            *v = f->v;
+            r = R_NONE;
+            break;
+        }
+    }
     for (g = 0; g < ng && r == R_FOUND; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
-        /* the rest of the unplaced items, for the group's hash (none below 4 items) */
-        if (gk >= 4) {
-            e->zoff[0] = e->zh[0];
-            e->zoff[1] = e->zh[1];
-            for (uint32_t q = 0; q < gk; q++) zadd(e->zoff, e->stk[go + q], e->lo[e->stk[go + q]], -1);
-        }
+        if (gk >= 4) group_off(e, go, gk); /* the group's hash (none below 4 items) */
         /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
          * what is left of it; the ranks of its items come back afterwards */
         if (!need_stack(e, gk)) {
@@ -731,7 +834,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         for (uint32_t q = 0; q < gk; q++) e->stk[sv + q] = e->rank[e->stk[go + q]];
         e->sp += gk;
         rank_items(e, e->stk + go, gk, e->variant, e->seed_cur);
-        r = dfs_cached(e, go, gk, 0, 0, v);
+        r = dfs_root(e, go, gk, v);
         for (uint32_t q = 0; q < gk; q++) e->rank[e->stk[go + q]] = e->stk[sv + q];
         e->sp = sv;
     }
@@ -760,7 +863,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     /* the two smallest lo + size, dead nodes, and the first hatless item: one with no
      * unplaced item overlapping it sits at its lo in the least-sum packing, so it comes
      * no later than (lo, rank) in the order and nothing after it can be next */
-    uint64_t h1 = INF, h2 = INF, hat_lo = INF;
+    uint64_t h1 = INF, h2 = INF, hat_lo = INF, xh = 0;
     uint32_t arg = UINT32_MAX, hat_rank = UINT32_MAX;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t c = e->stk[off + i];
@@ -769,6 +872,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             *v = INF;
             return R_NONE;
         }
+        if (e->lo[c] == x && e->rank[c] < tie) xh += hbmi_hash64(c + 0x7f4a7c15ULL); /* excluded by the tie */
         if (!e->uov[c]) {
             if (e->lo[c] < x || (e->lo[c] == x && e->rank[c] < tie)) {
                 *v = INF; /* it can never be placed */
@@ -785,6 +889,17 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             arg = c;
         } else if (h < h2) {
             h2 = h;
+        }
+    }
+    /* a state that failed before fails again */
+    uint64_t f1 = 0, f2 = 0;
+    if (k >= 4) {
+        group_hash(e, k, x, xh, &f1, &f2);
+        struct fent *f = fc_find(e, f1, f2);
+        if (f && f->v > e->cap) {
+            e->fc_hits++;
+            *v = f->v;
+            return R_NONE;
         }
     }
     /* candidates, as (lo, rank, item) triples packed in the stack (4 slots each) */
@@ -839,11 +954,6 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             if (cv < best) best = cv;
             continue;
         }
-        if (e->fc_cap && k > 4) { /* the child's cache slot, fetched while its list is built */
-            uint64_t p1, p2;
-            group_hash(e, k - 1, cd.lo, cd.rank, &p1, &p2);
-            __builtin_prefetch(&e->fc[(p1 ? p1 : 1) & (e->fc_cap - 1)]);
-        }
         size_t ro = e->sp;
         uint32_t m = 0;
         for (uint32_t i = 0; i < k; i++)
@@ -864,12 +974,14 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     }
     e->sp = sp0;
     *v = best;
+    if (k >= 4) fc_put(e, f1, f2, best);
     return R_NONE;
 }
 
 /* One complete or node-limited search with the current rank. */
 static int attempt(hbmi_exact *e, uint64_t *v) {
     reset(e);
+    e->fc_clock++;
     if (!e->n) return R_FOUND;
     if (!need_stack(e, e->n)) return R_ABORT;
     for (uint32_t i = 0; i < e->n; i++) e->stk[i] = e->bys0[i];
