@@ -170,6 +170,16 @@ static hbm_status race(pack_run *p, searches *x, uint64_t c, uint64_t deadline, 
     }
 }
 
+/* hbm's best heuristic for up to ms milliseconds (and the run's deadline), stopping at a
+ * packing within `enough`; the packing is kept if it is the best so far. */
+static hbm_status run_best(pack_run *p, uint64_t ms, uint64_t enough) {
+    uint64_t dead = hbmi_now_ns() + ms * 1000000ULL, ext = 0;
+    if (p->deadline && p->deadline < dead) dead = p->deadline;
+    hbm_status s = hbmi_pack_best(p->tl, p->o->alignment, p->r->lower_bound, enough, dead, &ext);
+    if (!s) keep(p, ext);
+    return s;
+}
+
 /* Exact: fit within capacity, or (minimize) find and prove the least extent. */
 static hbm_status run_exact(pack_run *p) {
     const hbm_pack_options *o = p->o;
@@ -177,12 +187,9 @@ static hbm_status run_exact(pack_run *p) {
     uint64_t cap = o->capacity, lb = r->lower_bound;
     int minimize = o->minimize || !cap;
     hbm_status s;
-    uint64_t ext = 0;
-    /* the best heuristic first: an upper bound, and often the answer */
-    uint64_t hdead = hbmi_now_ns() + 20000000ULL;
-    if (p->deadline && p->deadline < hdead) hdead = p->deadline;
-    if ((s = hbmi_pack_best(p->tl, o->alignment, lb, hdead, &ext))) return s;
-    keep(p, ext);
+    /* the best heuristic first: an upper bound, and often the answer (a fit gives it
+     * 10 ms, then the searches 15 ms, then the heuristic 20 ms, then the searches) */
+    if ((s = run_best(p, minimize ? 20 : 10, minimize ? lb : cap))) return s;
     if (cap && lb > cap) return HBM_OK; /* proven infeasible by the bound */
     if (!minimize && p->best <= cap) return HBM_OK;
     if (minimize && p->best <= lb) return HBM_OK;
@@ -196,7 +203,12 @@ static hbm_status run_exact(pack_run *p) {
     hbmi_exact_rc rc;
     uint64_t nb = 0;
     if (!minimize) {
-        s = race(p, &x, cap, p->deadline, 0, &rc, &nb);
+        uint64_t mid = hbmi_now_ns() + 15000000ULL;
+        s = race(p, &x, cap, p->deadline && p->deadline < mid ? p->deadline : mid, 0, &rc, &nb);
+        if (!s && rc == HBMI_EXACT_ABORTED && (!p->deadline || hbmi_now_ns() < p->deadline)) {
+            if (!(s = run_best(p, 20, cap)) && p->best <= cap) rc = HBMI_EXACT_FOUND;
+            else if (!s) s = race(p, &x, cap, p->deadline, 0, &rc, &nb);
+        }
         if (!s && rc == HBMI_EXACT_NONE && nb > r->lower_bound) r->lower_bound = nb;
         else if (!s && rc == HBMI_EXACT_ABORTED) r->timed_out = 1;
     } else {
@@ -288,7 +300,7 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
         if (!(s = hbmi_pack_greedy(tl, opts->alignment, HBMI_ORDER_SIZE, 1, &ext))) keep(&p, ext);
         break;
     case HBM_PACK_BEST: /* a fast heuristic: HBM_PACK_BEST_DEFAULT_S unless told otherwise */
-        if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound,
+        if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound, r->lower_bound,
                                  p.deadline ? p.deadline : p.t0 + (uint64_t)(HBM_PACK_BEST_DEFAULT_S * 1e9), &ext)))
             keep(&p, ext);
         break;

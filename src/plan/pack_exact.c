@@ -108,7 +108,7 @@ struct hbmi_exact {
     uint64_t seed_cur;
     /* failure cache: 128-bit hashes of group states proven to fail, with the bound
      * proven; set-associative, least recently used out */
-    struct fent { uint64_t h1, h2, v, use; } *fc;
+    struct fent { uint64_t h1, h2, v; uint32_t use, work; } *fc;
     size_t fc_cap, fc_n;
     uint64_t fc_clock;        /* attempts made: the entries' last use */
     uint64_t fc_hits;
@@ -630,14 +630,15 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
  * overlap, so their order is free), so what a search proves holds under every rank:
  * restarts with other ranks find it in the cache too. */
 static void group_hash(const hbmi_exact *e, uint32_t k, uint64_t x, uint64_t xh, uint64_t *h1, uint64_t *h2) {
-    *h1 = hbmi_hash64((e->zh[0] - e->zoff[0]) ^ hbmi_hash64(x ^ xh));
+    *h1 = hbmi_hash64((e->zh[0] - e->zoff[0]) ^ hbmi_hash64(x)); /* (not xh: the parent can prefetch) */
     *h2 = hbmi_hash64((e->zh[1] - e->zoff[1]) + ((xh ^ k) + 0x51ed27));
     *h1 += !*h1; /* (0, 0) marks a free slot */
 }
 
 /* The failure cache is lossy and set-associative: a key lives in one bucket of FC_WAYS
- * slots; the table doubles up to FC_MAX slots, then a new entry replaces the bucket's
- * least recently used one. */
+ * slots. The table doubles when half full, up to FC_MAX slots; a new entry that finds
+ * its bucket full replaces the least valuable one there: the least work (the nodes its
+ * proof took), halved for every restart since it was last used. */
 #define FC_WAYS 4
 #define FC_MAX ((size_t)1 << 20)
 
@@ -646,29 +647,35 @@ static struct fent *fc_find(hbmi_exact *e, uint64_t h1, uint64_t h2) {
     struct fent *f = &e->fc[h1 & (e->fc_cap - FC_WAYS)];
     for (int w = 0; w < FC_WAYS; w++)
         if (f[w].h1 == h1 && f[w].h2 == h2) {
-            f[w].use = e->fc_clock;
+            f[w].use = (uint32_t)e->fc_clock;
             return &f[w];
         }
     return NULL;
 }
 
-/* The slot for a new key: a free one in its bucket, else the least recently used. */
-static struct fent *fc_slot(struct fent *fc, size_t cap, uint64_t h1, int evict) {
-    struct fent *f = &fc[h1 & (cap - FC_WAYS)], *old = f;
+/* The slot for a new key: a free one in its bucket, else (evict) the least valuable. */
+static struct fent *fc_slot(struct fent *fc, size_t cap, uint64_t h1, uint32_t clock, int evict) {
+    struct fent *f = &fc[h1 & (cap - FC_WAYS)], *old = NULL;
+    uint32_t least = UINT32_MAX;
     for (int w = 0; w < FC_WAYS; w++) {
         if (!f[w].h1 && !f[w].h2) return &f[w];
-        if (f[w].use < old->use) old = &f[w];
+        uint32_t age = clock - f[w].use, val = age >= 32 ? 0 : f[w].work >> age;
+        if (!old || val < least) {
+            old = &f[w];
+            least = val;
+        }
     }
     return evict ? old : NULL;
 }
 
-static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
+static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v, uint64_t work) {
+    uint32_t clock = (uint32_t)e->fc_clock, w32 = work > UINT32_MAX ? UINT32_MAX : (uint32_t)work;
     struct fent *f = fc_find(e, h1, h2);
     if (f) {
         if (v > f->v) f->v = v;
         return;
     }
-    if (e->fc_cap < FC_MAX && (!e->fc_cap || 4 * e->fc_n >= 3 * e->fc_cap || !fc_slot(e->fc, e->fc_cap, h1, 0))) {
+    if (e->fc_cap < FC_MAX && 2 * e->fc_n >= e->fc_cap) {
         /* grow (the cache is optional: no error when out of memory) */
         size_t nc = e->fc_cap ? 2 * e->fc_cap : 4096;
         struct fent *nf = hbmi_calloc(nc, sizeof *nf);
@@ -676,7 +683,7 @@ static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
             size_t n = 0;
             for (size_t i = 0; i < e->fc_cap; i++) {
                 struct fent *o = &e->fc[i], *d;
-                if ((o->h1 || o->h2) && (d = fc_slot(nf, nc, o->h1, 0))) {
+                if ((o->h1 || o->h2) && (d = fc_slot(nf, nc, o->h1, clock, 0))) {
                     *d = *o;
                     n++;
                 }
@@ -688,9 +695,9 @@ static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v) {
         }
     }
     if (!e->fc_cap) return;
-    f = fc_slot(e->fc, e->fc_cap, h1, 1);
+    f = fc_slot(e->fc, e->fc_cap, h1, clock, 1);
     if (!f->h1 && !f->h2) e->fc_n++;
-    *f = (struct fent){h1, h2, v, e->fc_clock};
+    *f = (struct fent){h1, h2, v, clock, w32};
 }
 
 #define SOL_SLOTS ((size_t)1 << 15)
@@ -856,7 +863,7 @@ static int cand_cmp(const void *a, const void *b) {
 }
 
 static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
-    e->nodes++;
+    uint64_t nodes0 = e->nodes++;
     if ((e->nodes & 63) == 0) progress(e); /* (a clock read: deadlines kept within ~0.2 ms) */
     if (e->node_limit && e->nodes > e->node_limit && !e->stop) e->stop = 3;
     if (e->stop) return R_ABORT;
@@ -954,6 +961,11 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             if (cv < best) best = cv;
             continue;
         }
+        if (e->fc_cap && k > 4) { /* the child's cache bucket, fetched while its list is built */
+            uint64_t p1, p2;
+            group_hash(e, k - 1, cd.lo, 0, &p1, &p2);
+            __builtin_prefetch(&e->fc[p1 & (e->fc_cap - FC_WAYS)]);
+        }
         size_t ro = e->sp;
         uint32_t m = 0;
         for (uint32_t i = 0; i < k; i++)
@@ -974,7 +986,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     }
     e->sp = sp0;
     *v = best;
-    if (k >= 4) fc_put(e, f1, f2, best);
+    if (k >= 4) fc_put(e, f1, f2, best, e->nodes - nodes0);
     return R_NONE;
 }
 

@@ -238,11 +238,12 @@ static hbm_status greedy_orders(hbm_timeline *tl, uint64_t def_align, uint64_t l
 }
 
 /* One canonical search on the bundles (buffers that share a lifetime, stacked as one)
- * for a packing within +5 % of the bound: rank WAT, one node-limited attempt. Bundles
- * have fewer items and no symmetric orders among equal lifetimes, and on timelines the
- * skyline finds hard (MiniMalloc's D) this finds +5 % in a few milliseconds. */
-static hbm_status bundle_probe(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t deadline_ns,
-                               uint64_t *best, uint64_t *best_off) {
+ * for a packing within +5 % of the bound, then within `enough` if that is larger:
+ * rank WAT, node-limited attempts. Bundles have fewer items and no symmetric orders among equal
+ * lifetimes, and on timelines the skyline finds hard (MiniMalloc's D) this finds +5 % in
+ * a few milliseconds. */
+static hbm_status bundle_probe(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t enough,
+                               uint64_t deadline_ns, uint64_t *best, uint64_t *best_off) {
     uint64_t c = lower_bound + lower_bound / 20;
     if (c >= *best || tl->count > 5000) return HBM_OK; /* (the search's setup grows with overlaps) */
     hbmi_bundles bu;
@@ -258,6 +259,8 @@ static hbm_status bundle_probe(hbm_timeline *tl, uint64_t def_align, uint64_t lo
     hbmi_exact_rc rc;
     uint64_t nb;
     s = hbmi_exact_solve(e, bu.tl, c, deadline_ns, nodes, &rc, &nb);
+    if (!s && rc != HBMI_EXACT_FOUND && enough > c && enough < *best) /* then what is enough */
+        s = hbmi_exact_solve(e, bu.tl, enough, deadline_ns, nodes, &rc, &nb);
     if (!s && rc == HBMI_EXACT_FOUND) {
         hbmi_unbundle(&bu, tl);
         if ((ext = hbm_timeline_extent(tl)) < *best) {
@@ -270,8 +273,9 @@ static hbm_status bundle_probe(hbm_timeline *tl, uint64_t def_align, uint64_t lo
     return s;
 }
 
-hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
+hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t enough,
                           uint64_t deadline_ns, uint64_t *extent) {
+    if (enough < lower_bound) enough = lower_bound;
     uint64_t *best_off = hbmi_malloc((tl->count + 1) * sizeof *best_off);
     if (!best_off) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for %zu buffers", tl->count);
     uint64_t best = UINT64_MAX, ext;
@@ -284,18 +288,18 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     uint64_t tg = hbmi_now_ns() - t0;
     int early = !deadline_ns || (deadline_ns > t0 && tg * (2 * HBMI_ORDER_COUNT_) <= (deadline_ns - t0) / 5);
     /* 2. the bundles' canonical search for +5 %, for at most 75 % of the time left */
-    if (best > lower_bound) {
+    if (best > enough) {
         uint64_t now = hbmi_now_ns(), until = deadline_ns > now ? now + (deadline_ns - now) / 4 * 3 : deadline_ns;
-        if ((s = bundle_probe(tl, def_align, lower_bound, until, &best, best_off))) goto out;
+        if ((s = bundle_probe(tl, def_align, lower_bound, enough, until, &best, best_off))) goto out;
     }
-    if (early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
+    if (early && (s = greedy_orders(tl, def_align, enough, deadline_ns, &best, best_off))) goto out;
     /* 3. the skyline: a construction, then searches below the best, for most of what is
      * left of the time (64 attempts each way without a deadline), half of it with time
      * running forwards, half backwards */
     int dir = 0;
-    if (best > lower_bound) {
+    if (best > enough) {
         uint64_t now = hbmi_now_ns(), left = deadline_ns > now ? deadline_ns - now : 0;
-        for (int d = 0; d < 2 && best > lower_bound; d++) {
+        for (int d = 0; d < 2 && best > enough; d++) {
             uint64_t until = deadline_ns ? now + left / 20 * 7 * (uint64_t)(d + 1) : 0;
             if (deadline_ns && until < hbmi_now_ns()) until = hbmi_now_ns();
             if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, until, deadline_ns ? UINT32_MAX : 64, 1, d, &ext)))
@@ -309,7 +313,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     }
     /* 4. a short canonical search below the best so far: bisect between the bound and the
      * best extent, each probe limited in nodes (deterministic) and by the deadline */
-    if (best > lower_bound && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_now_ns() < deadline_ns)) {
+    if (best > enough && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_now_ns() < deadline_ns)) {
         hbmi_exact *e;
         if ((s = hbmi_exact_new(tl, def_align, &e))) {
             if (s != HBM_ERR_UNSUPPORTED) goto out;
@@ -317,7 +321,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
             goto sky2;
         }
         /* canonical dives without a capacity: bottom-up, lowest lo first */
-        for (int d = 0; d < 4 && best > lower_bound; d++) {
+        for (int d = 0; d < 4 && best > enough; d++) {
             hbmi_exact_rc rc;
             uint64_t nb;
             if (d && deadline_ns && hbmi_now_ns() >= deadline_ns) break;
@@ -359,8 +363,8 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
 sky2:
     /* 5. the other greedy orders if they were left for later, and 6. the skyline again
      * with whatever time is left, in the direction that did better */
-    if (!early && (s = greedy_orders(tl, def_align, lower_bound, deadline_ns, &best, best_off))) goto out;
-    if (best > lower_bound && deadline_ns && hbmi_now_ns() < deadline_ns) {
+    if (!early && (s = greedy_orders(tl, def_align, enough, deadline_ns, &best, best_off))) goto out;
+    if (best > enough && deadline_ns && hbmi_now_ns() < deadline_ns) {
         if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, dir, &ext))) goto out;
         if (ext < best) {
             best = ext;

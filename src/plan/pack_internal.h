@@ -28,8 +28,10 @@ hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_orde
                             int best_fit, uint64_t *extent);
 
 /* hbm's best heuristic: greedy orders, a search on the bundles for +5 %, the skyline search
- * and short exact probes; keeps the smallest packing. Honours the deadline (ns, hbmi_now_ns clock; 0 = none). */
-hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound,
+ * and short exact probes; keeps the smallest packing. It stops early once a packing within
+ * `enough` is found (below lower_bound: the bound itself). Honours the deadline (ns,
+ * hbmi_now_ns clock; 0 = none). */
+hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bound, uint64_t enough,
                           uint64_t deadline_ns, uint64_t *extent);
 
 /* Skyline packing (pack_sky.c): a construction, then node-limited searches at targets
