@@ -905,6 +905,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
         struct fent *f = fc_find(e, f1, f2);
         if (f && f->v > e->cap) {
             e->fc_hits++;
+            e->nodes--; /* a hit is not a node (node limits count search) */
             *v = f->v;
             return R_NONE;
         }
