@@ -84,6 +84,8 @@ struct hbmi_exact {
     uint32_t *wit;            /* per section: the last item seen low enough (a hint) */
     uint32_t fail_ring[NRING]; /* the last sections that failed a bound check, latest first */
     uint64_t zh[2];           /* sums of zkey(c, lo[c]) over the unplaced items (two mixes) */
+    uint64_t *zk;             /* per item: zkey(c, lo[c]) */
+    uint64_t *zx;             /* per item: its key in the set the tie excludes */
     uint64_t zoff[2];         /* the part of them outside the group being solved */
     int full_bound;           /* bound checks find the largest violation, not the first */
     uint32_t *slot_beg;       /* CSR per item over its sections: where it sits in sec_it */
@@ -201,7 +203,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
                  e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk,
-                 e->sol, e->sol_pairs};
+                 e->sol, e->sol_pairs, e->zk, e->zx};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -232,6 +234,8 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->bys0 = hbmi_malloc(N * sizeof *e->bys0);
     e->lo = hbmi_malloc(N * sizeof *e->lo);
     e->off = hbmi_malloc(N * sizeof *e->off);
+    e->zk = hbmi_malloc(N * sizeof *e->zk);
+    e->zx = hbmi_malloc(N * sizeof *e->zx);
     e->placed = hbmi_calloc(N, 1);
     e->placed_stk = hbmi_malloc(N * sizeof *e->placed_stk);
     e->uov = hbmi_malloc(N * sizeof *e->uov);
@@ -244,7 +248,8 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->k_press = hbmi_malloc(N * sizeof *e->k_press);
     e->k_len = hbmi_malloc(N * sizeof *e->k_len);
     e->k_area = hbmi_malloc(N * sizeof *e->k_area);
-    if (!e->rank || !e->k_press || !e->k_len || !e->k_area) goto nomem;
+    if (!e->rank || !e->k_press || !e->k_len || !e->k_area || !e->zk || !e->zx) goto nomem;
+    for (uint32_t i = 0; i < n; i++) e->zx[i] = hbmi_hash64(i + 0x7f4a7c15ULL);
     if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo ||
         !e->off || !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
         goto nomem;
@@ -430,16 +435,11 @@ static inline uint64_t zkey(uint32_t c, uint64_t lo) {
 
 static inline uint64_t zmix(uint64_t m) { return (m ^ (m >> 31)) * 0xbf58476d1ce4e5b9ULL; }
 
-/* h += or -= (sign < 0) the key of item c at lo, in both mixes */
-static inline void zadd(uint64_t h[2], uint32_t c, uint64_t lo, int sign) {
-    uint64_t z = zkey(c, lo), m = zmix(z);
-    h[0] += sign < 0 ? 0 - z : z;
-    h[1] += sign < 0 ? 0 - m : m;
-}
-
 static inline void set_lo(hbmi_exact *e, uint32_t c, uint64_t lo) {
-    zadd(e->zh, c, e->lo[c], -1);
-    zadd(e->zh, c, lo, 1);
+    uint64_t z0 = e->zk[c], z1 = zkey(c, lo);
+    e->zh[0] += z1 - z0;
+    e->zh[1] += zmix(z1) - zmix(z0);
+    e->zk[c] = z1;
     e->lo[c] = lo;
 }
 
@@ -448,7 +448,9 @@ static void reset(hbmi_exact *e) {
     for (uint32_t i = 0; i < e->n; i++) {
         e->placed[i] = 0;
         e->lo[i] = fit(e, i, 0);
-        zadd(e->zh, i, e->lo[i], 1);
+        e->zk[i] = zkey(i, e->lo[i]);
+        e->zh[0] += e->zk[i];
+        e->zh[1] += zmix(e->zk[i]);
         e->off[i] = HBM_NO_OFFSET;
         e->uov[i] = e->ov_beg[i + 1] - e->ov_beg[i];
     }
@@ -770,7 +772,11 @@ static int dfs_root(hbmi_exact *e, size_t off, uint32_t k, uint64_t *v) {
 static void group_off(hbmi_exact *e, size_t go, uint32_t gk) {
     e->zoff[0] = e->zh[0];
     e->zoff[1] = e->zh[1];
-    for (uint32_t q = 0; q < gk; q++) zadd(e->zoff, e->stk[go + q], e->lo[e->stk[go + q]], -1);
+    for (uint32_t q = 0; q < gk; q++) {
+        uint64_t z = e->zk[e->stk[go + q]];
+        e->zoff[0] -= z;
+        e->zoff[1] -= zmix(z);
+    }
 }
 
 /* Items stk[off..off+k), unplaced and sorted by s0: check the bound, split into
@@ -879,7 +885,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             *v = INF;
             return R_NONE;
         }
-        if (e->lo[c] == x && e->rank[c] < tie) xh += hbmi_hash64(c + 0x7f4a7c15ULL); /* excluded by the tie */
+        if (e->lo[c] == x && e->rank[c] < tie) xh += e->zx[c]; /* excluded by the tie */
         if (!e->uov[c]) {
             if (e->lo[c] < x || (e->lo[c] == x && e->rank[c] < tie)) {
                 *v = INF; /* it can never be placed */
