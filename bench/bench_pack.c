@@ -1,6 +1,6 @@
 /* bench_pack.c - the packer on MiniMalloc's challenging cases and on generated hard
  * instances: lower bound, TFLite's greedy by size, XLA's best fit (the planner's heap
- * simulator, the smaller of its two orders), hbm's best heuristic (default 10 ms budget,
+ * simulator, the smaller of its two orders), hbm's best heuristic (default 9 ms budget,
  * the worst of REPEATS runs, then with 8 ms ("@8ms", the worst again) and 50 ms ("@50ms")),
  * the exact search fitting the capacity, and --minimize (proven optimum or the gap at the
  * cap).
@@ -11,8 +11,10 @@
  * with a 120 s cap). Times are medians over REPEATS runs (the exact fit is not repeated
  * once it times out). VARIANTS > 0: that many variants of each case of two kinds (some
  * buffers dropped; some dropped but not at the peak, so the bound and, here, the optimum
- * stay), packed by best (10 ms), fitted to the case's capacity and --minimize'd (both
- * capped at 10 s): how the tuning carries over to instances it has not seen. */
+ * stay), packed by best (default 9 ms), fitted to the case's capacity and --minimize'd (both
+ * capped at 10 s): how the tuning carries over to instances it has not seen. With
+ * HBM_BENCH_VARIANTS_DIR set, each variant is also written there as MiniMalloc CSV
+ * (<case><v>.csv, tight ones t<case><v>.csv), to run other solvers on the same inputs. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -109,7 +111,7 @@ static void bench_case(const char *name, hbm_timeline *tl, uint64_t cap, double 
  * drops about 8 % of the buffers not alive at the case's peak, so the bound stays and, on
  * a case whose optimum is its bound (all five given ones), the optimum stays the bound
  * too: a packing exists at the bound and the search has to find it. Counts the variants
- * the best heuristic (10 ms) packs within 5 % of their bound and those --minimize proves
+ * the best heuristic (default budget) packs within 5 % of their bound and those --minimize proves
  * within mincap seconds, and gives the exact fit's times at the case's capacity. */
 static void bench_variants(const char *name, const hbm_timeline *tl, int nvar, double mincap, uint64_t cap, int tight) {
     int within = 0, proven = 0, fits = 0;
@@ -129,6 +131,14 @@ static void bench_variants(const char *name, const hbm_timeline *tl, int nvar, d
             if ((x >> 33) % 100 < (tight ? 8u : 5u) && !(tight && at_peak)) continue;
             size_t k;
             if (hbm_timeline_add(t, b->size, b->start, b->end, NULL, &k)) break;
+        }
+        const char *dir = getenv("HBM_BENCH_VARIANTS_DIR");
+        if (dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s%s%d.csv", dir, tight ? "t" : "", name, v);
+            FILE *f = fopen(path, "w");
+            if (!f || hbm_minimalloc_write(t, f)) fprintf(stderr, "bench_pack: cannot write %s\n", path);
+            if (f) fclose(f);
         }
         uint64_t lb;
         int64_t at;
@@ -150,7 +160,7 @@ static void bench_variants(const char *name, const hbm_timeline *tl, int nvar, d
     double fmax = 0;
     for (int v = 0; v < nvar; v++)
         if (ft[v] > fmax) fmax = ft[v];
-    printf("%-10s %d %s variants: best (10 ms) within 5 %% on %d (worst +%.2f %%); fit %d, median %.3f s, max %.3f s",
+    printf("%-10s %d %s variants: best (9 ms) within 5 %% on %d (worst +%.2f %%); fit %d, median %.3f s, max %.3f s",
            name, nvar, tight ? "tight" : "drop", within, worst, fits, median(ft, nvar), fmax);
     if (mincap > 0) printf("; --minimize proves %d in %.0f s", proven, mincap);
     printf("\n");

@@ -125,9 +125,9 @@ static void test_all_algorithms_verified(void) {
 /* Brute force: every order, each buffer on top of the placed ones it overlaps in time. */
 typedef struct bf {
     int n;
-    uint64_t size[8], align[8], off[8];
-    int64_t a[8], b[8];
-    int used[8];
+    uint64_t size[10], align[10], off[10];
+    int64_t a[10], b[10];
+    int used[10];
     uint64_t best;
 } bf;
 
@@ -197,6 +197,83 @@ static void test_exact_vs_brute_force(void) {
     }
     fprintf(stderr, "  %d of 600 instances need more than max-live\n", gaps);
     CHECK(gaps > 3); /* the instances include ones where the optimum exceeds max-live */
+}
+
+/* The caches carry what one search proved or found to later ones: restarts under other
+ * ranks (a tiny first node limit forces many) and other capacities, asked in turns on
+ * one search. Every answer must still match brute force. */
+static void test_exact_restarts_share_caches(void) {
+    test_rng rng = {11};
+    for (int it = 0; it < 300; it++) {
+        bf p = {.n = 6 + (int)test_below(&rng, 4), .best = UINT64_MAX};
+        hbm_timeline *tl;
+        CHECK_OK(hbm_timeline_new(&tl));
+        for (int i = 0; i < p.n; i++) {
+            p.a[i] = (int64_t)test_below(&rng, 5);
+            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&rng, 4);
+            p.size[i] = 1 + test_below(&rng, 6);
+            p.align[i] = 1;
+            size_t k;
+            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
+        }
+        bf_rec(&p, 0, 0);
+        hbmi_exact *e;
+        CHECK_OK(hbmi_exact_new(tl, 0, &e));
+        hbmi_exact_set_first_limit(e, 1 + test_below(&rng, 3));
+        hbmi_exact_set_cache_min(e, 1); /* every node through the caches */
+        uint64_t caps[3] = {p.best - 1, p.best, p.best - 1};
+        for (int q = 0; q < 3; q++) {
+            hbmi_exact_rc rc;
+            uint64_t nb = 0;
+            CHECK_OK(hbmi_exact_solve(e, tl, caps[q], 0, 0, &rc, &nb));
+            if (caps[q] == p.best) {
+                CHECK(rc == HBMI_EXACT_FOUND);
+                CHECK_OK(hbm_timeline_verify(tl, p.best));
+            } else {
+                CHECK(rc == HBMI_EXACT_NONE && nb >= p.best);
+            }
+        }
+        hbmi_exact_free(e);
+        hbm_timeline_free(tl);
+    }
+    /* larger ones with a packing at the bound (cut from a full rectangle, then some
+     * buffers not alive at one instant dropped, which leaves slack to search through):
+     * whatever the caches carried over, a search at the bound must never claim that
+     * none exists */
+    for (int it = 0; it < 60; it++) {
+        hbm_timeline *full, *tl;
+        CHECK_OK(hbm_pack_generate(1000 + (uint64_t)it, 20 + test_below(&rng, 40), 1 << 12, 40, &full));
+        CHECK_OK(hbm_timeline_new(&tl));
+        int64_t t0 = full->buffers[0].start;
+        for (size_t i = 0; i < full->count; i++) {
+            const hbm_tl_buffer *b = &full->buffers[i];
+            size_t k;
+            if ((b->start > t0 || b->end <= t0) && test_below(&rng, 100) < 15) continue;
+            CHECK_OK(hbm_timeline_add(tl, b->size, b->start, b->end, NULL, &k));
+        }
+        hbm_timeline_free(full);
+        uint64_t lb;
+        int64_t at;
+        CHECK_OK(hbm_timeline_peak(tl, &lb, &at));
+        hbmi_exact *e;
+        CHECK_OK(hbmi_exact_new(tl, 0, &e));
+        hbmi_exact_set_first_limit(e, 1 + test_below(&rng, 8));
+        hbmi_exact_set_cache_min(e, 1);
+        uint64_t caps[3] = {lb - 1, lb, lb - 1};
+        for (int q = 0; q < 3; q++) {
+            hbmi_exact_rc rc;
+            uint64_t nb = 0;
+            CHECK_OK(hbmi_exact_solve(e, tl, caps[q], 0, 200000, &rc, &nb));
+            if (caps[q] == lb) {
+                CHECK(rc != HBMI_EXACT_NONE);
+                if (rc == HBMI_EXACT_FOUND) CHECK_OK(hbm_timeline_verify(tl, lb));
+            } else {
+                CHECK(rc != HBMI_EXACT_FOUND);
+            }
+        }
+        hbmi_exact_free(e);
+        hbm_timeline_free(tl);
+    }
 }
 
 /* A crafted instance where max-live is 4 but 5 is needed: a 2-wide buffer between two
@@ -510,6 +587,7 @@ int main(void) {
     RUN(test_algo_names);
     RUN(test_all_algorithms_verified);
     RUN(test_exact_vs_brute_force);
+    RUN(test_exact_restarts_share_caches);
     RUN(test_exact_infeasible_crafted);
     RUN(test_bundles);
     RUN(test_timeout);

@@ -26,7 +26,7 @@ static void pack_help(FILE *f) {
             "  --minimize         find the smallest packing and prove it optimal\n"
             "  --algorithm NAME   greedy  TFLite's greedy by size (largest first, best fit)\n"
             "                     best    hbm's heuristic: skyline search, greedy orders, short\n"
-            "                             exact probes, within the --timeout (default 10 ms;\n"
+            "                             exact probes, within the --timeout (default 9 ms;\n"
             "                             the default without --capacity/--minimize)\n"
             "                     exact   branch-and-bound over canonical packings, racing the\n"
             "                             same search over bundles of buffers that share a\n"

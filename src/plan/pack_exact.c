@@ -109,11 +109,12 @@ struct hbmi_exact {
     unsigned variant;
     uint64_t seed_cur;
     /* failure cache: 128-bit hashes of group states proven to fail, with the bound
-     * proven; set-associative, least recently used out */
+     * proven; set-associative, lossy (see fc_slot) */
     struct fent { uint64_t h1, h2, v; uint32_t use, work; } *fc;
     size_t fc_cap, fc_n;
     uint64_t fc_clock;        /* attempts made: the entries' last use */
     uint64_t fc_hits;
+    uint32_t cache_min;       /* groups of fewer items are not cached (cheaper to search) */
     /* solution cache: the packings found for groups searched from scratch (floor 0), by
      * their state; a group that was solved is placed again without a search (a restart,
      * or a backtrack over another group, brings it back in the same state) */
@@ -397,6 +398,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->rk = rk;
     rk = NULL;
     set_rank(e, 0, 0);
+    e->cache_min = 4;
     hbmi_free(t);
     hbmi_free(tmp);
     hbmi_free(rk);
@@ -733,17 +735,17 @@ static void sol_put(hbmi_exact *e, uint64_t h1, uint64_t h2, size_t npl0) {
         memset(e->sol, 0, SOL_SLOTS * sizeof *e->sol);
         e->sol_n = e->sol_used = 0;
     }
-    struct sent *t = sol_find(e, h1, h2);
-    if (t->k) return;
     uint64_t top = 0;
     for (size_t i = 0; i < k; i++) {
         uint32_t b = e->placed_stk[npl0 + i].item;
         e->sol_pairs[e->sol_used + i] = (trail_ent){b, e->off[b]};
         if (e->off[b] + e->size[b] > top) top = e->off[b] + e->size[b];
     }
+    struct sent *t = sol_find(e, h1, h2);
+    if (t->k && t->top <= top) return; /* (one that is too high for a smaller capacity goes) */
+    e->sol_n += !t->k;
     *t = (struct sent){h1, h2, top, (uint32_t)e->sol_used, (uint32_t)k};
     e->sol_used += k;
-    e->sol_n++;
 }
 
 static int place(hbmi_exact *e, uint32_t b, uint64_t y);
@@ -752,7 +754,7 @@ static int place(hbmi_exact *e, uint32_t b, uint64_t y);
  * the same group comes back in the same state whenever a search backtracks over a
  * placement elsewhere in time, and at every restart. */
 static int dfs_root(hbmi_exact *e, size_t off, uint32_t k, uint64_t *v) {
-    if (k < 4) return dfs(e, off, k, 0, 0, v);
+    if (k < e->cache_min) return dfs(e, off, k, 0, 0, v);
     uint64_t h1, h2;
     group_hash(e, k, 0, 0, &h1, &h2);
     struct sent *t = sol_find(e, h1, h2);
@@ -821,7 +823,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
     for (g = 0; g < ng && e->fc_n; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
-        if (gk < 4) continue;
+        if (gk < e->cache_min) continue;
         group_off(e, go, gk);
         uint64_t h1, h2;
         group_hash(e, gk, 0, 0, &h1, &h2);
@@ -836,7 +838,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
     for (g = 0; g < ng && r == R_FOUND; g++) {
         size_t go = off + e->stk[gb + 2 * g];
         uint32_t gk = e->stk[gb + 2 * g + 1];
-        if (gk >= 4) group_off(e, go, gk); /* the group's hash (none below 4 items) */
+        if (gk >= e->cache_min) group_off(e, go, gk); /* the group's hash (small ones: none) */
         /* as MiniMalloc does: each group searched from scratch (floor 0) and ranked by
          * what is left of it; the ranks of its items come back afterwards */
         if (!need_stack(e, gk)) {
@@ -906,7 +908,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     }
     /* a state that failed before fails again */
     uint64_t f1 = 0, f2 = 0;
-    if (k >= 4) {
+    if (k >= e->cache_min) {
         group_hash(e, k, x, xh, &f1, &f2);
         struct fent *f = fc_find(e, f1, f2);
         if (f && f->v > e->cap) {
@@ -968,7 +970,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
             if (cv < best) best = cv;
             continue;
         }
-        if (e->fc_cap && k > 4) { /* the child's cache bucket, fetched while its list is built */
+        if (e->fc_cap && k > e->cache_min) { /* the child's cache bucket, fetched while its list is built */
             uint64_t p1, p2;
             group_hash(e, k - 1, cd.lo, 0, &p1, &p2);
             __builtin_prefetch(&e->fc[p1 & (e->fc_cap - FC_WAYS)]);
@@ -993,7 +995,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     }
     e->sp = sp0;
     *v = best;
-    if (k >= 4) fc_put(e, f1, f2, best, e->nodes - nodes0);
+    if (k >= e->cache_min) fc_put(e, f1, f2, best, e->nodes - nodes0);
     return R_NONE;
 }
 
@@ -1064,6 +1066,8 @@ uint64_t hbmi_exact_nodes(const hbmi_exact *e) { return e->nodes; }
 void hbmi_exact_set_full_bounds(hbmi_exact *e, int on) { e->full_bound = on; }
 
 void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes) { e->first_limit = nodes; }
+
+void hbmi_exact_set_cache_min(hbmi_exact *e, uint32_t items) { e->cache_min = items ? items : 1; }
 
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound) {
