@@ -119,6 +119,7 @@ typedef struct searches {
     hbmi_bundles b;
     uint64_t b_bound;     /* no bundled packing below this (proven) */
     uint64_t budget;      /* node budget of the next turn */
+    uint64_t hinted;      /* the extent of the packing the searches' hint follows */
 } searches;
 
 static void searches_free(searches *x) {
@@ -137,6 +138,25 @@ static void searches_progress(pack_run *p, searches *x, uint64_t bound) {
     if (x->eb) hbmi_exact_set_progress(x->eb, p->o->progress, p->o->progress_user, p->t0, p->best, bound);
 }
 
+/* Both searches' rank 3 follows the best packing so far (searches next to it), once
+ * per new best. A bundle's offset there is that of its lowest member. */
+static void hint_best(pack_run *p, searches *x) {
+    if (p->best == UINT64_MAX || x->hinted == p->best) return;
+    x->hinted = p->best;
+    restore(p);
+    hbmi_exact_set_hint(x->e, p->tl);
+    if (!x->eb) return;
+    hbm_timeline *bt = x->b.tl;
+    for (size_t j = 0; j < bt->count; j++)
+        if (!(bt->buffers[j].flags & HBM_TL_PINNED)) bt->buffers[j].offset = UINT64_MAX - 1;
+    for (size_t i = 0; i < p->tl->count; i++) {
+        const hbm_tl_buffer *b = &p->tl->buffers[i];
+        hbm_tl_buffer *d = &bt->buffers[x->b.map[i]];
+        if (!(b->flags & HBM_TL_PINNED) && b->offset - x->b.rel[i] < d->offset) d->offset = b->offset - x->b.rel[i];
+    }
+    hbmi_exact_set_hint(x->eb, bt);
+}
+
 /* Look for a packing within c: the bundles and the timeline take turns under doubling
  * node budgets until a packing is found (kept in p; FOUND), the timeline's search proves
  * none exists (NONE, *nb the bound proven), or the deadline or max_nodes (0 = none)
@@ -146,6 +166,7 @@ static hbm_status race(pack_run *p, searches *x, uint64_t c, uint64_t deadline, 
     uint64_t start = searches_nodes(x);
     hbm_status s = HBM_OK;
     *rc = HBMI_EXACT_ABORTED;
+    hint_best(p, x);
     for (;;) {
         for (int turn = x->eb ? 0 : 1; turn < 2; turn++) {
             uint64_t used = searches_nodes(x) - start, lim = x->budget;
@@ -193,7 +214,7 @@ static hbm_status run_exact(pack_run *p) {
     if (cap && lb > cap) return HBM_OK; /* proven infeasible by the bound */
     if (!minimize && p->best <= cap) return HBM_OK;
     if (minimize && p->best <= lb) return HBM_OK;
-    searches x = {NULL, NULL, {NULL, NULL, NULL}, 0, 2000 + 50 * (uint64_t)p->tl->count};
+    searches x = {NULL, NULL, {NULL, NULL, NULL}, 0, 2000 + 50 * (uint64_t)p->tl->count, 0};
     if ((s = hbmi_exact_new(p->tl, o->alignment, &x.e)) || (s = hbmi_bundle(p->tl, o->alignment, &x.b)) ||
         (x.b.tl && (s = hbmi_exact_new(x.b.tl, 0, &x.eb)))) {
         searches_free(&x);

@@ -74,6 +74,7 @@ struct hbmi_exact {
     int32_t *twin;            /* previous identical item or -1 */
     uint32_t *rank;           /* branching rank of each item (lower first) */
     uint64_t *k_press, *k_len, *k_area; /* what ranks are made of */
+    uint64_t *hint;           /* per item: its offset in a packing to follow (NULL: none) */
     void *rk;                 /* scratch for ranking */
     uint32_t *bys0;           /* items sorted by s0 */
     uint64_t *sum0;           /* all sizes per section */
@@ -178,7 +179,9 @@ static void rank_items(hbmi_exact *e, const uint32_t *list, uint32_t k, unsigned
         case 0: rk[q] = (rkey){{len, area, press}, i}; break;
         case 1: rk[q] = (rkey){{press, area, len}, i}; break;
         case 2: rk[q] = (rkey){{press, len, area}, i}; break;
-        case 3: rk[q] = (rkey){{e->size[i], len, 0}, i}; break;
+        case 3: /* the order of a given packing (the best so far), else size */
+            rk[q] = e->hint ? (rkey){{UINT64_MAX - e->hint[i], e->size[i], 0}, i} : (rkey){{e->size[i], len, 0}, i};
+            break;
         default: {
             uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1);
             uint64_t lead = variant % 3 == 0 ? len : press, next = variant % 3 == 1 ? area : len;
@@ -209,6 +212,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
     hbmi_free(e->k_area);
+    hbmi_free(e->hint);
     hbmi_free(e->rk);
     hbmi_free(e);
 }
@@ -1068,6 +1072,14 @@ void hbmi_exact_set_full_bounds(hbmi_exact *e, int on) { e->full_bound = on; }
 void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes) { e->first_limit = nodes; }
 
 void hbmi_exact_set_cache_min(hbmi_exact *e, uint32_t items) { e->cache_min = items ? items : 1; }
+
+void hbmi_exact_set_hint(hbmi_exact *e, const hbm_timeline *tl) {
+    if (!e->hint && !(e->hint = hbmi_malloc(((size_t)e->n + 1) * sizeof *e->hint))) return; /* optional */
+    for (uint32_t i = 0; i < e->n; i++) {
+        uint64_t o = tl->buffers[e->buf[i]].offset;
+        e->hint[i] = o == HBM_NO_OFFSET ? UINT64_MAX - 1 : o;
+    }
+}
 
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound) {

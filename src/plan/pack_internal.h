@@ -73,6 +73,9 @@ void hbmi_exact_set_first_limit(hbmi_exact *e, uint64_t nodes);
 /* The least group size the failure and solution caches take (default 4: smaller groups
  * are cheaper to search again); tests set 1 to run the caches on every node. */
 void hbmi_exact_set_cache_min(hbmi_exact *e, uint32_t items);
+/* Rank 3 of the restarts follows the order of tl's offsets (a packing found earlier,
+ * too high: the search then starts next to it) instead of size. */
+void hbmi_exact_set_hint(hbmi_exact *e, const hbm_timeline *tl);
 /* Progress reporting from inside long searches (may be NULL). */
 void hbmi_exact_set_progress(hbmi_exact *e, void (*fn)(void *, const hbm_pack_progress *),
                              void *user, uint64_t start_ns, uint64_t best, uint64_t lower_bound);
