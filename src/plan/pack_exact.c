@@ -182,6 +182,11 @@ static void rank_items(hbmi_exact *e, const uint32_t *list, uint32_t k, unsigned
         case 3: /* the order of a given packing (the best so far), else size */
             rk[q] = e->hint ? (rkey){{UINT64_MAX - e->hint[i], e->size[i], 0}, i} : (rkey){{e->size[i], len, 0}, i};
             break;
+        case 7: { /* the given packing's order, each offset moved up by up to 1/32 of the capacity */
+            uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1), c32 = e->cap / 32 + 1;
+            rk[q] = (rkey){{UINT64_MAX - e->hint[i] - h % c32, e->size[i], 0}, i};
+            break;
+        }
         default: {
             uint64_t h = hbmi_hash64(seed * 0x9e3779b97f4a7c15ULL + i + 1);
             uint64_t lead = variant % 3 == 0 ? len : press, next = variant % 3 == 1 ? area : len;
@@ -1044,7 +1049,7 @@ hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
         if (node_limit && lim > node_limit - used) lim = node_limit - used;
         /* the four fixed ranks, then noisy ones with fresh seeds every round */
         unsigned q = (unsigned)(k % NRANK);
-        set_rank(e, q < 4 ? q : 4 + q % 3, ++e->seed);
+        set_rank(e, q < 4 ? q : q == 7 && e->hint ? 7 : 4 + q % 3, ++e->seed);
         e->node_limit = e->nodes + lim;
         v = INF;
         r = attempt(e, &v);
