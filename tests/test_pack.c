@@ -151,23 +151,37 @@ static void bf_rec(bf *p, int k, uint64_t ext) {
     }
 }
 
+/* A random instance of n buffers (lifetimes starting below `starts`, lasting 1..lens,
+ * sizes 1..sizes, one in four aligned to 2 or 3 when `aligned`), solved by brute force
+ * into p->best; *out gets its timeline (NULL on failure). */
+static void bf_random(bf *p, test_rng *rng, int n, uint64_t starts, uint64_t lens, uint64_t sizes, int aligned,
+                      hbm_timeline **out) {
+    *p = (bf){.n = n, .best = UINT64_MAX};
+    *out = NULL;
+    hbm_timeline *tl;
+    CHECK_OK(hbm_timeline_new(&tl));
+    for (int i = 0; i < p->n; i++) {
+        p->a[i] = (int64_t)test_below(rng, starts);
+        p->b[i] = p->a[i] + 1 + (int64_t)test_below(rng, lens);
+        p->size[i] = 1 + test_below(rng, sizes);
+        p->align[i] = !aligned || test_below(rng, 4) ? 1 : 1 + test_below(rng, 3);
+        size_t k;
+        CHECK_OK(hbm_timeline_add(tl, p->size[i], p->a[i], p->b[i], NULL, &k));
+        tl->buffers[k].alignment = p->align[i];
+    }
+    bf_rec(p, 0, 0);
+    *out = tl;
+}
+
 static void test_exact_vs_brute_force(void) {
     test_rng rng = {7};
     int gaps = 0;
     for (int it = 0; it < 600; it++) {
-        bf p = {.n = 2 + (int)test_below(&rng, 6), .best = UINT64_MAX};
+        bf p;
+        int n = 2 + (int)test_below(&rng, 6);
         hbm_timeline *tl;
-        CHECK_OK(hbm_timeline_new(&tl));
-        for (int i = 0; i < p.n; i++) {
-            p.a[i] = (int64_t)test_below(&rng, 6);
-            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&rng, 4);
-            p.size[i] = 1 + test_below(&rng, 8);
-            p.align[i] = test_below(&rng, 4) ? 1 : 1 + test_below(&rng, 3);
-            size_t k;
-            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
-            tl->buffers[k].alignment = p.align[i];
-        }
-        bf_rec(&p, 0, 0);
+        bf_random(&p, &rng, n, 6, 4, 8, 1, &tl);
+        if (!tl) return;
         hbm_pack_result r;
         CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
         CHECK_EQ_U64(r.extent, p.best);
@@ -205,18 +219,11 @@ static void test_exact_vs_brute_force(void) {
 static void test_exact_restarts_share_caches(void) {
     test_rng rng = {11};
     for (int it = 0; it < 300; it++) {
-        bf p = {.n = 6 + (int)test_below(&rng, 4), .best = UINT64_MAX};
+        bf p;
+        int n = 6 + (int)test_below(&rng, 4);
         hbm_timeline *tl;
-        CHECK_OK(hbm_timeline_new(&tl));
-        for (int i = 0; i < p.n; i++) {
-            p.a[i] = (int64_t)test_below(&rng, 5);
-            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&rng, 4);
-            p.size[i] = 1 + test_below(&rng, 6);
-            p.align[i] = 1;
-            size_t k;
-            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
-        }
-        bf_rec(&p, 0, 0);
+        bf_random(&p, &rng, n, 5, 4, 6, 0, &tl);
+        if (!tl) return;
         hbmi_exact *e;
         CHECK_OK(hbmi_exact_new(tl, 0, &e));
         hbmi_exact_set_first_limit(e, 1 + test_below(&rng, 3));
@@ -392,18 +399,11 @@ static void test_bundles(void) {
      * small instances with shared lifetimes, and proven */
     test_rng r2 = {5};
     for (int it = 0; it < 200; it++) {
-        bf p = {.n = 2 + (int)test_below(&r2, 6), .best = UINT64_MAX};
+        bf p;
+        int n = 2 + (int)test_below(&r2, 6);
         hbm_timeline *tl;
-        CHECK_OK(hbm_timeline_new(&tl));
-        for (int i = 0; i < p.n; i++) {
-            p.a[i] = (int64_t)test_below(&r2, 2);
-            p.b[i] = p.a[i] + 1 + (int64_t)test_below(&r2, 2);
-            p.size[i] = 1 + test_below(&r2, 8);
-            p.align[i] = 1;
-            size_t k;
-            CHECK_OK(hbm_timeline_add(tl, p.size[i], p.a[i], p.b[i], NULL, &k));
-        }
-        bf_rec(&p, 0, 0);
+        bf_random(&p, &r2, n, 2, 2, 8, 0, &tl);
+        if (!tl) return;
         hbm_pack_result r;
         CHECK_OK(pack(tl, HBM_PACK_EXACT, 0, 1, 0, &r));
         CHECK_EQ_U64(r.extent, p.best);
