@@ -138,8 +138,9 @@ static void searches_progress(pack_run *p, searches *x, uint64_t bound) {
     if (x->eb) hbmi_exact_set_progress(x->eb, p->o->progress, p->o->progress_user, p->t0, p->best, bound);
 }
 
-/* Both searches' rank 3 follows the best packing so far (searches next to it), once
- * per new best. A bundle's offset there is that of its lowest member. */
+/* Both searches' restarts follow the best packing so far in two of their ranks (its
+ * order, and its order with noise: they search next to it), set once per new best. A
+ * bundle's offset there is that of its lowest member. */
 static void hint_best(pack_run *p, searches *x) {
     if (p->best == UINT64_MAX || x->hinted == p->best) return;
     x->hinted = p->best;
