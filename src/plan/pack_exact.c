@@ -114,7 +114,6 @@ struct hbmi_exact {
     struct fent { uint64_t h1, h2, v; uint32_t use, work; } *fc;
     size_t fc_cap, fc_n;
     uint64_t fc_clock;        /* attempts made: the entries' last use */
-    uint64_t fc_hits;
     uint32_t cache_min;       /* groups of fewer items are not cached (cheaper to search) */
     /* solution cache: the packings found for groups searched from scratch (floor 0), by
      * their state; a group that was solved is placed again without a search (a restart,
@@ -122,7 +121,6 @@ struct hbmi_exact {
     struct sent { uint64_t h1, h2, top; uint32_t at, k; } *sol;
     trail_ent *sol_pairs; /* (item, offset) in placement order */
     size_t sol_n, sol_used;
-    uint64_t sol_hits;
     /* progress */
     void (*progress)(void *, const hbm_pack_progress *);
     void *progress_user;
@@ -713,6 +711,14 @@ static void fc_put(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t v, uint64_t
     *f = (struct fent){h1, h2, v, clock, w32};
 }
 
+/* A state proven to fail below a bound above the capacity: 1 with *v that bound. */
+static int fc_failed(hbmi_exact *e, uint64_t h1, uint64_t h2, uint64_t *v) {
+    struct fent *f = fc_find(e, h1, h2);
+    if (!f || f->v <= e->cap) return 0;
+    *v = f->v;
+    return 1;
+}
+
 #define SOL_SLOTS ((size_t)1 << 15)
 #define SOL_PAIRS ((size_t)1 << 19)
 
@@ -768,7 +774,6 @@ static int dfs_root(hbmi_exact *e, size_t off, uint32_t k, uint64_t *v) {
     group_hash(e, k, 0, 0, &h1, &h2);
     struct sent *t = sol_find(e, h1, h2);
     if (t && t->k && t->top <= e->cap) { /* solved before: place it again */
-        e->sol_hits++;
         for (uint32_t i = 0; i < t->k; i++)
             if (!place(e, e->sol_pairs[t->at + i].item, e->sol_pairs[t->at + i].old)) return R_ABORT;
         return R_FOUND;
@@ -836,10 +841,7 @@ static int solve_list(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_
         group_off(e, go, gk);
         uint64_t h1, h2;
         group_hash(e, gk, 0, 0, &h1, &h2);
-        struct fent *f = fc_find(e, h1, h2);
-        if (f && f->v > e->cap) {
-            e->fc_hits++;
-            *v = f->v;
+        if (fc_failed(e, h1, h2, v)) {
             r = R_NONE;
             break;
         }
@@ -919,11 +921,8 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     uint64_t f1 = 0, f2 = 0;
     if (k >= e->cache_min) {
         group_hash(e, k, x, xh, &f1, &f2);
-        struct fent *f = fc_find(e, f1, f2);
-        if (f && f->v > e->cap) {
-            e->fc_hits++;
+        if (fc_failed(e, f1, f2, v)) {
             e->nodes--; /* a hit is not a node (node limits count search) */
-            *v = f->v;
             return R_NONE;
         }
     }
