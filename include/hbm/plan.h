@@ -61,6 +61,8 @@ typedef struct hbm_plan_stats {
     uint64_t peak_live_bytes;        /* bytes live at that step (all categories) */
     size_t n_steps;                  /* length of the (flattened) schedule */
     size_t n_allocations;
+    uint64_t thread_local_size_in_bytes; /* reducer/comparator scalars: in XLA's "Total bytes
+                                            used" (total_allocation_bytes), not in memory_analysis() */
 } hbm_plan_stats;
 
 hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out);

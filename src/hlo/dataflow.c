@@ -2,6 +2,7 @@
  * lives: XLA's HloDataflowAnalysis (non-SSA), HloAliasAnalysis and HloLiveRange, reduced
  * to what buffer assignment needs. See DESIGN.md "Dataflow" and docs/plan.md. */
 #include <string.h>
+#include <strings.h>
 
 #include "hlo/dataflow.h"
 
@@ -42,7 +43,7 @@ static int classify(dfb *b) {
                 hbmi_comp *cc = &m->comps[in->called[k]];
                 if (in->op == HOP_FUSION) cc->kind = 'F';
                 else if (in->op == HOP_ASYNC_START && !cc->kind) cc->kind = 'A';
-                else if (in->called_role[k] == 'a' || in->op == HOP_CUSTOM_CALL) {
+                else if ((in->called_role[k] == 'a' && in->op != HOP_CALL) || in->op == HOP_CUSTOM_CALL) {
                     if (!cc->kind) cc->kind = 'E';
                 }
             }
@@ -61,7 +62,7 @@ static int classify(dfb *b) {
             if (in->op != HOP_WHILE && in->op != HOP_CALL && in->op != HOP_CONDITIONAL) continue;
             for (uint32_t k = 0; k < in->n_called; k++) {
                 uint32_t cj = in->called[k];
-                if (in->called_role[k] == 'a') continue;
+                if (in->called_role[k] == 'a' && in->op != HOP_CALL) continue; /* call's to_apply is called */
                 if (state[cj] == 0) {
                     state[cj] = 1;
                     stack[sp++] = cj;
@@ -708,6 +709,24 @@ static int64_t inplace_param(const hbmi_comp *fc, uint32_t r) {
     return o->op == HOP_PARAMETER ? o->param_no : -1;
 }
 
+/* The instruction's own text (for attributes the parser keeps no field for). */
+static int instr_text_has(const hbm_hlo_module *m, const hbmi_instr *in, const char *word) {
+    const char *p = m->text + in->off, *end = memchr(p, '\n', m->len - in->off);
+    size_t n = end ? (size_t)(end - p) : m->len - in->off, k = strlen(word);
+    for (size_t i = 0; i + k <= n; i++)
+        if ((p[i] | 32) == (word[0] | 32) && !strncasecmp(p + i, word, k)) return 1;
+    return 0;
+}
+
+/* AliasInfo::IsDefaultInPlaceOperation: dynamic-update-slice, scatter and all-reduce-start
+ * update their operands in place (xla/hlo/analysis/alias_info.cc), except an all-reduce-start
+ * on NVSHMEM, which needs separate input and output buffers. */
+static int default_in_place(const hbm_hlo_module *m, const hbmi_instr *in) {
+    if (!in->n_ops) return 0;
+    if (in->op == HOP_DUS || in->op == HOP_SCATTER) return 1;
+    return in->op == HOP_ALL_REDUCE_START && !instr_text_has(m, in, "nvshmem");
+}
+
 static int alias_buffers(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
@@ -735,9 +754,16 @@ static int alias_buffers(dfb *b) {
                     if (on == UINT32_MAX || un == UINT32_MAX) continue;
                     union_sets(p, VS(df, g, un), VS(df, og, on));
                 }
-            } else if ((in->op == HOP_DUS || in->op == HOP_SCATTER) && in->n_ops &&
-                       in->shape->prim != HBMI_PRIM_TUPLE) {
-                union_sets(p, VS(df, g, 0), VS(df, G(df, ci, in->ops[0]), 0));
+            } else if (default_in_place(m, in)) {
+                /* AliasInfo's default in-place ops: one in-place operand shares the whole
+                 * output, several share output element i with operand i */
+                uint32_t k = in->op == HOP_DUS ? 1 : in->op == HOP_SCATTER ? (in->n_ops - 1) / 2 : in->n_ops;
+                if (k == 1 && in->n_ops) {
+                    union_sets(p, VS(df, g, 0), VS(df, G(df, ci, in->ops[0]), 0));
+                } else if (in->shape->prim == HBMI_PRIM_TUPLE) {
+                    for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
+                        union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[e]), 0));
+                }
             } else if (in->op == HOP_FUSION && in->n_called) {
                 const hbmi_comp *fc = &m->comps[in->called[0]];
                 const hbmi_instr *root = &fc->ins[fc->root];

@@ -501,6 +501,7 @@ static int parse_attribute(parser *ps, hbmi_instr *in) {
         word_is(key, "false_computation"))
         return parse_called(ps, in, 'k');
     if (word_is(key, "to_apply")) return parse_called(ps, in, 'a');
+    if (word_is(key, "select") || word_is(key, "scatter")) return parse_called(ps, in, 'a'); /* select-and-scatter */
     if (word_is(key, "custom_call_target")) {
         in->target = string_lit(ps);
         return !ps->err;

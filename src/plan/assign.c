@@ -599,6 +599,78 @@ out:
     return ok;
 }
 
+/* --- thread-local allocations ------------------------------------------------------------------ */
+/* Does instruction in of a thread-local computation define the value at shape node k?
+ * Parameters of computations called in a parallel context define their values. */
+static int tl_defines(const hbmi_instr *in, uint32_t k) {
+    switch (in->op) {
+    case HOP_TUPLE: return k == 0;
+    case HOP_GTE:
+    case HOP_BITCAST:
+    case HOP_DOMAIN:
+    case HOP_OPT_BARRIER:
+    case HOP_ADD_DEPENDENCY: return 0;
+    default: return 1;
+    }
+}
+
+/* GatherComputationsByAllocationType, then AssignBuffersForComputations(thread-local): a
+ * computation reached through a reducer, comparator, custom call or fusion (and anything it
+ * calls) is thread-local; every value defined there, outside fusion computations, gets an
+ * allocation of its own (constants a constant allocation). They follow the heap in XLA's
+ * allocation list, which decides where CombineTempAllocations puts each temp allocation,
+ * and they count in XLA's "Total bytes used" but in none of memory_analysis()'s figures. */
+static int thread_locals(ctx *c) {
+    hbm_hlo_module *m = c->df->m;
+    uint32_t n = m->n_comps;
+    uint8_t *mark = hbmi_calloc(n + 1, 1); /* bit 1: global, bit 2: thread-local */
+    uint32_t *queue = hbmi_malloc(sizeof *queue * (2 * (size_t)n + 1));
+    if (!mark || !queue) {
+        hbmi_free(mark);
+        hbmi_free(queue);
+        return oom(c), 0;
+    }
+    uint32_t qh = 0, qt = 0;
+    queue[qt++] = m->entry;
+    mark[m->entry] = 1;
+    while (qh < qt) {
+        uint32_t ci = queue[qh++];
+        const hbmi_comp *cp = &m->comps[ci];
+        for (uint32_t i = 0; i < cp->n; i++) {
+            const hbmi_instr *in = &cp->ins[i];
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                int global_call = in->op == HOP_WHILE || in->op == HOP_CONDITIONAL || in->op == HOP_CALL ||
+                                  ((in->op == HOP_ASYNC_START || in->op == HOP_ASYNC_UPDATE || in->op == HOP_ASYNC_DONE) &&
+                                   in->called_role[k] == 'c');
+                uint8_t want = (mark[ci] & 2) || !global_call ? 2 : 1;
+                uint32_t cj = in->called[k];
+                if (cj < n && !(mark[cj] & want)) {
+                    mark[cj] |= want;
+                    queue[qt++] = cj;
+                }
+            }
+        }
+    }
+    int ok = 1;
+    for (uint32_t ci = 0; ci < n && ok; ci++) {
+        const hbmi_comp *cp = &m->comps[ci];
+        if (mark[ci] != 2 || cp->kind == 'F') continue;
+        for (uint32_t i = 0; i < cp->n && ok; i++) {
+            const hbmi_instr *in = &cp->ins[i];
+            for (uint32_t k = 0; k < in->shape->nodes && ok; k++) {
+                if (!tl_defines(in, k)) continue;
+                hbmi_alloc *a = new_empty(c, hbmi_shape_bytes(hbmi_shape_node(in->shape, k), c->p->opt.pointer_size));
+                if (!a) ok = 0;
+                else if (in->op == HOP_CONSTANT) a->constant = 1;
+                else a->thread_local = 1;
+            }
+        }
+    }
+    hbmi_free(mark);
+    hbmi_free(queue);
+    return ok;
+}
+
 /* --- CombineTempAllocations ------------------------------------------------------------------------ */
 static void swap_alloc(hbmi_alloc *x, hbmi_alloc *y) {
     hbmi_alloc t = *x;
@@ -941,7 +1013,7 @@ static int run(ctx *c) {
         p->stats.temp_fragmentation_bytes = (int64_t)hs - (int64_t)p->temp_heap_live;
         sim_free(&s);
     }
-    if (!combine_temps(c)) return 0;
+    if (!thread_locals(c) || !combine_temps(c)) return 0;
     /* summary stats */
     hbm_plan_stats *st = &p->stats;
     for (uint32_t i = 0; i < p->n_allocs; i++) {
@@ -953,6 +1025,7 @@ static int run(ctx *c) {
         if (a->constant) st->constant_size_in_bytes += a->size;
         if (a->live_out) st->output_size_in_bytes += a->size;
         if (hbmi_alloc_is_temp(a)) st->temp_size_in_bytes += a->size;
+        if (a->thread_local) st->thread_local_size_in_bytes += a->size;
         st->total_allocation_bytes += a->size;
     }
     st->n_allocations = p->n_allocs;

@@ -9,7 +9,7 @@
 typedef struct hbmi_alloc {
     uint64_t size;
     int64_t param_no;  /* -1 if not an entry parameter */
-    uint8_t param_aliased, constant, tuple, live_out, heap;
+    uint8_t param_aliased, constant, tuple, live_out, heap, thread_local;
     uint32_t n_values, cap_values;
     uint32_t *values;  /* value ids */
     uint64_t *offsets;
@@ -43,7 +43,7 @@ struct hbm_plan {
 };
 
 static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
-    return a->param_no < 0 && !a->live_out && !a->constant;
+    return a->param_no < 0 && !a->live_out && !a->constant && !a->thread_local;
 }
 
 /* Printable label of a value's defining instruction (XLA's HloOpcodeString). */

@@ -168,12 +168,14 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
-            ",\n  \"constant_size_in_bytes\": %" PRIu64 ",\n  \"total_allocation_bytes\": %" PRIu64
+            ",\n  \"constant_size_in_bytes\": %" PRIu64 ",\n  \"thread_local_size_in_bytes\": %" PRIu64
+            ",\n  \"total_bytes\": %" PRIu64 ",\n  \"total_allocation_bytes\": %" PRIu64
             ",\n  \"peak_bytes\": %" PRIu64 ",\n  \"temp_fragmentation_bytes\": %" PRId64
             ",\n  \"total_fragmentation_bytes\": %" PRId64 ",\n  \"peak_step\": %" PRId64
             ",\n  \"peak_instruction\": ",
             s->argument_size_in_bytes, s->output_size_in_bytes, s->alias_size_in_bytes, s->temp_size_in_bytes,
-            s->constant_size_in_bytes, s->total_allocation_bytes, s->peak_bytes, s->temp_fragmentation_bytes,
+            s->constant_size_in_bytes, s->thread_local_size_in_bytes, s->total_allocation_bytes,
+            s->total_allocation_bytes, s->peak_bytes, s->temp_fragmentation_bytes,
             s->total_fragmentation_bytes, s->peak_step);
     jstr(f, hbm_plan_step_name(p, s->peak_step));
     fprintf(f, ",\n  \"peak_live_bytes\": %" PRIu64 ",\n  \"schedule_steps\": %zu", s->peak_live_bytes, s->n_steps);
