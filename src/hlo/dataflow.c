@@ -905,6 +905,24 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     return ok && found;
 }
 
+/* tuple element of s that holds shape node k (k > 0) */
+static uint32_t element_of(const hbmi_shape *s, uint32_t k) {
+    if (s->prim != HBMI_PRIM_TUPLE) return UINT32_MAX;
+    for (uint32_t e = 0; e < s->n; e++) {
+        uint32_t c = hbmi_shape_child(s, e);
+        if (k >= c && k < c + s->elems[e].nodes) return e;
+    }
+    return UINT32_MAX;
+}
+
+/* is (operand opno, {}) -> output node user_node one of u's default in-place pairs? */
+static int in_place_pair(const hbmi_instr *u, uint32_t opno, uint32_t user_node) {
+    uint32_t k = u->op == HOP_DUS ? 1 : u->op == HOP_SCATTER ? (u->n_ops - 1) / 2 : u->n_ops;
+    if (k == 1) return opno == 0 && user_node == 0;
+    return opno < k && user_node && element_of(u->shape, user_node) == opno &&
+           user_node == hbmi_shape_child(u->shape, opno);
+}
+
 int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node, uint32_t user, uint32_t user_node) {
     const hbmi_instr *u = I(df, user), *o = I(df, operand);
     if (!hbmi_df_is_user_of(df, user, operand)) return 0;
@@ -926,7 +944,16 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
         return fusion_can_share(df, u, opno, user_node);
     }
     if (!hbmi_shape_equal(os, us)) return 0;
-    if ((u->op == HOP_DUS || u->op == HOP_SCATTER) && opno == 0 && user_node == 0) return 1;
+    uint32_t uses_of_operand = 0;
+    for (uint32_t k = 0; k < u->n_ops; k++) uses_of_operand += u->ops[k] == df->gid_idx[operand];
+    if (default_in_place(df->m, u) && in_place_pair(u, opno, user_node)) return 1; /* must alias */
+    if (u->op == HOP_DUS || u->op == HOP_SCATTER) return uses_of_operand == 1 && opno == 0;
+    if (u->op == HOP_TRIANGULAR_SOLVE) return uses_of_operand == 1 && opno == 1;
+    if (u->op == HOP_SORT) { /* only with no other user, and element i for operand i */
+        if (o->n_users != 1) return 0;
+        if (u->n_ops == 1) return 1;
+        return user_node && uses_of_operand == 1 && element_of(u->shape, user_node) == opno;
+    }
     if (u->op == HOP_CUSTOM_CALL) {
         for (uint32_t a = 0; a < u->n_alias; a++)
             if ((uint64_t)u->alias[a].operand == opno) return 1;

@@ -88,6 +88,8 @@ typedef enum hbmi_op {
     HOP_OPT_BARRIER,
     HOP_ADD_DEPENDENCY,
     HOP_ELEMENTWISE, /* IsElementwise in XLA (copy excluded: HOP_COPY) */
+    HOP_SORT,
+    HOP_TRIANGULAR_SOLVE,
     HOP_COUNT_
 } hbmi_op;
 

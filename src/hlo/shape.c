@@ -123,6 +123,8 @@ hbmi_op hbmi_op_lookup(const char *p, size_t n) {
                  {"recv-done", HOP_RECV_DONE, sizeof("recv-done") - 1},
                  {"dynamic-update-slice", HOP_DUS, sizeof("dynamic-update-slice") - 1},
                  {"scatter", HOP_SCATTER, sizeof("scatter") - 1},
+                 {"sort", HOP_SORT, sizeof("sort") - 1},
+                 {"triangular-solve", HOP_TRIANGULAR_SOLVE, sizeof("triangular-solve") - 1},
                  {"domain", HOP_DOMAIN, sizeof("domain") - 1},
                  {"opt-barrier", HOP_OPT_BARRIER, sizeof("opt-barrier") - 1},
                  {"optimization-barrier", HOP_OPT_BARRIER, sizeof("optimization-barrier") - 1},
