@@ -145,6 +145,114 @@ static void test_while_shares_loop_state(void) {
     CHECK(st.temp_size_in_bytes > 0 && st.temp_size_in_bytes < 1024);
 }
 
+/* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
+ * computation whose values get buffers like the caller's: the concatenate inside is temp,
+ * the slice that the call returns is the output. */
+static void test_call_to_apply_is_called(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "%cmd (x: f32[1024]) -> f32[1024] {\n"
+                                 "  %x = f32[1024]{0} parameter(0)\n"
+                                 "  %t = f32[2048]{0} concatenate(%x, %x), dimensions={0}\n"
+                                 "  ROOT %s = f32[1024]{0} slice(%t), slice={[0:1024]}\n"
+                                 "}\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[1024]{0} parameter(0)\n"
+                                 "  ROOT c = f32[1024]{0} call(p), to_apply=%cmd\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 8192);
+}
+
+/* all-reduce-start is one of AliasInfo's default in-place ops: its result takes the
+ * operand's buffer (here the live-out copy), so no temp; the reducer's three scalars are
+ * thread-local allocations, in XLA's total but not in memory_analysis(). On NVSHMEM the
+ * result needs a buffer of its own. */
+static const char ar_head[] = "HloModule m, is_scheduled=true\n"
+                                "%add (a: f32[], b: f32[]) -> f32[] {\n"
+                                "  %a = f32[] parameter(0)\n"
+                                "  %b = f32[] parameter(1)\n"
+                                "  ROOT %s = f32[] add(%a, %b)\n"
+                                "}\n"
+                                "ENTRY e {\n"
+                                "  p = f32[256]{0} parameter(0)\n"
+                                "  c = f32[256]{0} copy(p)\n"
+                                "  ars = f32[256]{0} all-reduce-start(c), replica_groups={}, to_apply=%add";
+static const char ar_tail[] = "\n"
+                                "  ROOT d = f32[256]{0} all-reduce-done(ars)\n"
+                                "}\n";
+
+static void test_all_reduce_in_place(void) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", ar_head, ar_tail);
+    hbm_plan_stats st = stats_of(text);
+    CHECK_EQ_U64(st.argument_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+    CHECK_EQ_U64(st.thread_local_size_in_bytes, 12);
+    CHECK_EQ_U64(st.total_allocation_bytes, 1024 + 1024 + 12);
+    snprintf(text, sizeof text, "%s%s%s", ar_head, ", backend_config={\"collective_backend_config\":{\"backend\":\"NVSHMEM\"}}", ar_tail);
+    st = stats_of(text);
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 1024);
+}
+
+/* CombineTempAllocations partitions the allocation list (std::partition, not stable): with
+ * the reducer's thread-local allocations after the heap, the heap (cuBLAS's workspace at 0,
+ * the result at 1024) comes first and the tuple's 16-byte table follows at 1280. Without
+ * them the table would come first and push the heap to 128. */
+static void test_thread_locals_order_temps(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "%add (a: f32[], b: f32[]) -> f32[] {\n"
+                                 "  %a = f32[] parameter(0)\n"
+                                 "  %b = f32[] parameter(1)\n"
+                                 "  ROOT %s = f32[] add(%a, %b)\n"
+                                 "}\n"
+                                 "%fr (q: f32[8,8]) -> f32[8] {\n"
+                                 "  %q = f32[8,8]{1,0} parameter(0)\n"
+                                 "  %z = f32[] constant(0)\n"
+                                 "  ROOT %r = f32[8]{0} reduce(%q, %z), dimensions={1}, to_apply=%add\n"
+                                 "}\n"
+                                 "ENTRY e {\n"
+                                 "  x = f32[8,16]{1,0} parameter(0)\n"
+                                 "  y = f32[8,16]{1,0} parameter(1)\n"
+                                 "  cc = (f32[8,8]{1,0}, s8[1024]{0}) custom-call(x, y), custom_call_target=\"__cublas$gemm\"\n"
+                                 "  g = f32[8,8]{1,0} get-tuple-element(cc), index=0\n"
+                                 "  ROOT f = f32[8]{0} fusion(g), kind=kInput, calls=%fr\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.output_size_in_bytes, 32);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 1296);
+    CHECK_EQ_U64(st.total_allocation_bytes, 1024 + 32 + 1296 + 12);
+}
+
+/* sort may take the buffer of an operand it is the only user of, element i for operand i:
+ * the iota's buffer becomes the sorted indices, so the heap holds one 240-byte buffer. */
+static void test_sort_reuses_operand(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "%lt (a: f64[], b: f64[], c: s32[], d: s32[]) -> pred[] {\n"
+                                 "  %a = f64[] parameter(0)\n"
+                                 "  %b = f64[] parameter(1)\n"
+                                 "  %c = s32[] parameter(2)\n"
+                                 "  %d = s32[] parameter(3)\n"
+                                 "  ROOT %r = pred[] compare(%a, %b), direction=LT\n"
+                                 "}\n"
+                                 "%fi () -> s32[60] {\n"
+                                 "  ROOT %i = s32[60]{0} iota(), iota_dimension=0\n"
+                                 "}\n"
+                                 "ENTRY e {\n"
+                                 "  p = f64[60]{0} parameter(0)\n"
+                                 "  i = s32[60]{0} fusion(), kind=kLoop, calls=%fi\n"
+                                 "  s = (f64[60]{0}, s32[60]{0}) sort(p, i), dimensions={0}, to_apply=%lt\n"
+                                 "  ROOT g = f64[60]{0} get-tuple-element(s), index=0\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 480);
+    CHECK_EQ_U64(st.output_size_in_bytes, 480);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 256 + 16);
+    CHECK_EQ_U64(st.thread_local_size_in_bytes, 8 + 8 + 4 + 4 + 1);
+}
+
+
 /* The seed bug: four allocation lines and the first five peak buffers as XLA printed them. */
 static char *report_of(const char *path, size_t top, uint64_t cap, double frac, hbm_plan_stats *st) {
     hbm_hlo_module *m;
@@ -333,6 +441,10 @@ int main(void) {
     RUN(test_donated_parameter);
     RUN(test_custom_call_in_place);
     RUN(test_while_shares_loop_state);
+    RUN(test_call_to_apply_is_called);
+    RUN(test_all_reduce_in_place);
+    RUN(test_thread_locals_order_temps);
+    RUN(test_sort_reuses_operand);
     RUN(test_svd_oom_reproduces_xla);
     RUN(test_svd_fixed_fits);
     RUN(test_verdicts);
