@@ -14,7 +14,7 @@ static const char *const kind_name[K_N] = {"all modules", "GPU",         "CPU", 
 static const char *const kind_pattern[K_N] = {NULL,     NULL,         NULL,          "command_buffer", " call(",
                                               "all-reduce", " while(", " conditional(", " sort(",      " custom-call(",
                                               "-start("};
-static int total[K_N], exact[K_N], total_bytes_exact;
+static int total[K_N], exact[K_N], total_bytes_exact, consistent;
 
 static void test_corpus(void) {
     const char *dir = HBM_SHARED_DATA "/hlo/xladumps";
@@ -55,6 +55,14 @@ static void test_corpus(void) {
                     (unsigned long long)st.argument_size_in_bytes, (unsigned long long)st.output_size_in_bytes,
                     (unsigned long long)st.temp_size_in_bytes, arg, out, temp);
         total_bytes_exact += st.total_allocation_bytes == tb;
+        /* the figures agree with each other: the peak of live bytes fits in what is needed
+         * (shared buffers counted once); a negative fragmentation is never printed */
+        int agree = st.peak_live_bytes <= st.peak_bytes;
+        if (!agree)
+            fprintf(stderr, "  inconsistent: %s: peak live %llu, needs %llu, fragmentation %lld / %lld\n", name,
+                    (unsigned long long)st.peak_live_bytes, (unsigned long long)st.peak_bytes,
+                    (long long)st.temp_fragmentation_bytes, (long long)st.total_fragmentation_bytes);
+        consistent += agree;
         int is_cpu = !strncmp(backend, "cpu", 3);
         for (int k = 0; k < K_N; k++) {
             int has = k == K_ALL || (k == K_GPU && !is_cpu) || (k == K_CPU && is_cpu) ||
@@ -74,9 +82,11 @@ static void test_corpus(void) {
         fprintf(stderr, "%-16s %7d %7d  (%.2f %%)\n", kind_name[k], exact[k], total[k],
                 total[k] ? 100.0 * exact[k] / total[k] : 0.0);
     fprintf(stderr, "%-16s %7d %7d\n", "total_bytes", total_bytes_exact, total[K_ALL]);
+    fprintf(stderr, "%-16s %7d %7d\n", "consistent", consistent, total[K_ALL]);
     CHECK(exact[K_ALL] * 1000 >= total[K_ALL] * 995);
     CHECK(total_bytes_exact * 1000 >= total[K_ALL] * 995);
     CHECK(exact[K_CPU] == total[K_CPU]);
+    CHECK(consistent == total[K_ALL]);
 }
 
 int main(void) {

@@ -54,7 +54,9 @@ typedef struct hbm_plan_stats {
     uint64_t constant_size_in_bytes;
     uint64_t total_allocation_bytes; /* sum of all allocations (XLA's "total allocation") */
     int64_t temp_fragmentation_bytes;  /* temp heap size - its peak of live bytes */
-    int64_t total_fragmentation_bytes; /* total allocation - whole-module minimum */
+    int64_t total_fragmentation_bytes; /* total allocation - whole-module minimum; either is
+                                          negative where XLA states none (its minimum counts a
+                                          buffer shared by several values once per value) */
     uint64_t peak_bytes;             /* device bytes the executable needs:
                                         arguments + outputs - aliased + temp + constants */
     int64_t peak_step;               /* schedule step where the most bytes are live */

@@ -853,23 +853,64 @@ static int value_interval(const hbm_plan *p, hbm_category cat, uint32_t v, int64
     return 1;
 }
 
-/* The step where the most bytes are live, over every allocation's values. */
+/* A value's place in memory: values at one place are the same bytes, counted once. */
+static uint64_t value_place(const hbm_plan *p, uint32_t ai, uint32_t v) {
+    return (uint64_t)ai << 40 | (p->value_offset[v] & ((UINT64_C(1) << 40) - 1));
+}
+
+typedef struct place_iv {
+    uint64_t place;
+    int64_t s, e;
+    uint64_t size;
+} place_iv;
+
+static int cmp_place_iv(const void *x, const void *y) {
+    const place_iv *a = x, *b = y;
+    if (a->place != b->place) return a->place < b->place ? -1 : 1;
+    return a->s < b->s ? -1 : a->s > b->s;
+}
+
+/* The step where the most bytes are live, over every allocation's values; values sharing a
+ * place (a buffer reused in place, a donated parameter and the output it becomes, the
+ * branches of a conditional writing one result) count once, at the largest size, while any
+ * of them is live. So the peak never exceeds the bytes the executable needs. */
 static int peak_step(ctx *c) {
     hbm_plan *p = c->p;
     int64_t T = p->df->n_flat ? p->df->n_flat : 1;
+    size_t n = 0;
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) n += p->allocs[ai].n_values;
     int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta);
-    if (!delta) return oom(c), 0;
+    place_iv *iv = hbmi_malloc(sizeof *iv * (n + 1));
+    if (!delta || !iv) {
+        hbmi_free(delta);
+        hbmi_free(iv);
+        return oom(c), 0;
+    }
+    n = 0;
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
         hbm_category cat = alloc_category(a);
         for (uint32_t k = 0; k < a->n_values; k++) {
             int64_t s, e;
             if (!value_interval(p, cat, a->values[k], &s, &e)) continue;
-            uint64_t size = p->df->buffers[p->df->values[a->values[k]].buffer].size;
-            delta[s] += (int64_t)size;
-            delta[e] -= (int64_t)size;
+            iv[n++] = (place_iv){value_place(p, ai, a->values[k]), s, e,
+                                 p->df->buffers[p->df->values[a->values[k]].buffer].size};
         }
     }
+    qsort(iv, n, sizeof *iv, cmp_place_iv);
+    for (size_t i = 0; i < n;) { /* merge overlapping intervals of one place */
+        size_t j = i + 1;
+        int64_t e = iv[i].e;
+        uint64_t size = iv[i].size;
+        for (; j < n && iv[j].place == iv[i].place && iv[j].s < e; j++) {
+            if (iv[j].e > e) e = iv[j].e;
+            if (iv[j].size > size) size = iv[j].size;
+        }
+        delta[iv[i].s] += (int64_t)size;
+        delta[e] -= (int64_t)size;
+        i = j;
+    }
+    hbmi_free(iv);
     int64_t cur = 0, best = -1, at = 0;
     for (int64_t t = 0; t < T; t++) {
         cur += delta[t];
@@ -889,6 +930,7 @@ static hbm_status build_timeline(hbm_plan *p) {
     const hbmi_df *df = p->df;
     hbm_timeline *tl;
     if (hbm_timeline_new(&tl) != HBM_OK) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+    size_t places = 0;
     snprintf(tl->clock, sizeof tl->clock, "step");
     snprintf(tl->name, sizeof tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
@@ -914,6 +956,11 @@ static hbm_status build_timeline(hbm_plan *p) {
                 hbm_timeline_free(tl);
                 return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
             }
+            if (hbmi_grow((void **)&p->tl_place, &places, idx + 1, sizeof *p->tl_place) != HBM_OK) {
+                hbm_timeline_free(tl);
+                return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
+            }
+            p->tl_place[idx] = value_place(p, ai, v);
             hbm_tl_buffer *b = &tl->buffers[idx];
             b->id = v;
             if (cat == HBM_CAT_TEMP) {
@@ -956,6 +1003,7 @@ void hbm_plan_free(hbm_plan *p) {
     hbmi_free(p->value_alloc);
     hbmi_free(p->value_offset);
     hbm_timeline_free(p->tl);
+    hbmi_free(p->tl_place);
     hbm_timeline_free(p->heap_tl);
     hbmi_arena_free(&p->strings);
     hbmi_df_free(p->df);

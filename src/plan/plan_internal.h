@@ -32,6 +32,8 @@ struct hbm_plan {
     uint64_t *value_offset;
     hbm_plan_stats stats;
     hbm_timeline *tl;
+    uint64_t *tl_place;    /* per timeline buffer: its memory (allocation << 40 | offset);
+                              values that share one place are the same bytes */
     hbmi_arena strings;
     /* XLA's peak buffer ranking, computed for up to 64 */
     hbm_plan_buffer peak[64];

@@ -21,7 +21,7 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
     fprintf(f, "              constant allocation: %10s\n", sz(s->constant_size_in_bytes, a));
     fprintf(f, "        maybe_live_out allocation: %10s\n", sz(s->output_size_in_bytes, a));
     fprintf(f, "     preallocated temp allocation: %10s\n", sz(s->temp_size_in_bytes, a));
-    if (p->temp_heap_size || s->temp_fragmentation_bytes) {
+    if ((p->temp_heap_size || s->temp_fragmentation_bytes) && s->temp_fragmentation_bytes >= 0) {
         double pct = s->temp_size_in_bytes ? 100.0 * (double)s->temp_fragmentation_bytes / (double)s->temp_size_in_bytes : 0;
         fprintf(f, "  preallocated temp fragmentation: %10s (%.2f%%)\n", hbm_size_xla(s->temp_fragmentation_bytes, b), pct);
     }
@@ -56,7 +56,15 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
 typedef struct live_item {
     uint64_t size;
     size_t idx;
+    uint64_t place;
 } live_item;
+
+static int cmp_place(const void *x, const void *y) {
+    const live_item *a = x, *b = y;
+    if (a->place != b->place) return a->place < b->place ? -1 : 1;
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
 
 static int cmp_live(const void *x, const void *y) {
     const live_item *a = x, *b = y;
@@ -81,11 +89,20 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, " + temp %s", hbm_size_human(s->temp_size_in_bytes, a));
     if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
     fprintf(f, ".\n");
-    fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live (%s lost to "
-               "fragmentation).\n",
-            hbm_size_human(p->temp_heap_live, a), hbm_size_xla(s->temp_fragmentation_bytes, b));
-    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live:\n", s->peak_step, s->n_steps,
+    if (s->total_allocation_bytes != s->peak_bytes)
+        fprintf(f, "  XLA's \"Total bytes used\" is %s: every allocation, constants and the %s of reducer and "
+                   "comparator scalars (thread-local) included, donated parameters counted apart from outputs.\n",
+                hbm_size_human(s->total_allocation_bytes, a), hbm_size_human(s->thread_local_size_in_bytes, b));
+    fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
+            hbm_size_human(p->temp_heap_live, a));
+    if (s->temp_fragmentation_bytes >= 0)
+        fprintf(f, " (%s lost to fragmentation)", hbm_size_xla(s->temp_fragmentation_bytes, b));
+    fprintf(f, ".\n");
+    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
             hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
+    if (s->peak_live_bytes < s->peak_bytes)
+        fprintf(f, " (the other %s is reserved but idle at that step)", hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
+    fprintf(f, ":\n");
     /* the buffers live at the peak step, largest first */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
@@ -94,9 +111,16 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const hbm_tl_buffer *bf = &tl->buffers[i];
         if (bf->start <= s->peak_step && s->peak_step < bf->end) {
             items[n].size = bf->size;
+            items[n].place = p->tl_place[i];
             items[n++].idx = i;
         }
     }
+    /* values sharing one place are the same bytes: show the largest of them once */
+    qsort(items, n, sizeof *items, cmp_place);
+    size_t uniq = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!uniq || items[i].place != items[uniq - 1].place) items[uniq++] = items[i];
+    n = uniq;
     qsort(items, n, sizeof *items, cmp_live);
     size_t show = n < top ? n : top;
     for (size_t k = 0; k < show; k++) {
@@ -158,6 +182,11 @@ static void jstr(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+static void jfrag(FILE *f, int64_t v) {
+    if (v < 0) fputs("null", f);
+    else fprintf(f, "%" PRId64, v);
+}
+
 hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan json: NULL argument");
     const hbm_plan_stats *s = &p->stats;
@@ -170,13 +199,16 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
             ",\n  \"constant_size_in_bytes\": %" PRIu64 ",\n  \"thread_local_size_in_bytes\": %" PRIu64
             ",\n  \"total_bytes\": %" PRIu64 ",\n  \"total_allocation_bytes\": %" PRIu64
-            ",\n  \"peak_bytes\": %" PRIu64 ",\n  \"temp_fragmentation_bytes\": %" PRId64
-            ",\n  \"total_fragmentation_bytes\": %" PRId64 ",\n  \"peak_step\": %" PRId64
-            ",\n  \"peak_instruction\": ",
+            ",\n  \"peak_bytes\": %" PRIu64 ",\n  \"temp_fragmentation_bytes\": ",
             s->argument_size_in_bytes, s->output_size_in_bytes, s->alias_size_in_bytes, s->temp_size_in_bytes,
             s->constant_size_in_bytes, s->thread_local_size_in_bytes, s->total_allocation_bytes,
-            s->total_allocation_bytes, s->peak_bytes, s->temp_fragmentation_bytes,
-            s->total_fragmentation_bytes, s->peak_step);
+            s->total_allocation_bytes, s->peak_bytes);
+    /* XLA states a fragmentation only when it is not negative (its no-fragmentation heap counts
+     * a buffer shared by several values once per value): null where it would not */
+    jfrag(f, s->temp_fragmentation_bytes);
+    fprintf(f, ",\n  \"total_fragmentation_bytes\": ");
+    jfrag(f, s->total_fragmentation_bytes);
+    fprintf(f, ",\n  \"peak_step\": %" PRId64 ",\n  \"peak_instruction\": ", s->peak_step);
     jstr(f, hbm_plan_step_name(p, s->peak_step));
     fprintf(f, ",\n  \"peak_live_bytes\": %" PRIu64 ",\n  \"schedule_steps\": %zu", s->peak_live_bytes, s->n_steps);
     if (capacity) {
