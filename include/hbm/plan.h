@@ -99,6 +99,9 @@ hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_
 
 /* Name of the instruction at schedule step t ("" if out of range). */
 const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
+/* Where step t runs: its computation and, outward, the instructions that call it up to the
+ * entry ("%body (while body of while.5) < %main"). Per-thread buffer, "" if out of range. */
+const char *hbm_plan_step_where(const hbm_plan *p, int64_t t);
 
 /* XLA's text: "BufferAssignment OOM Debugging." stats block and up to top peak buffers. */
 hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);

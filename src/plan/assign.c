@@ -1148,3 +1148,41 @@ const char *hbm_plan_step_name(const hbm_plan *p, int64_t t) {
     snprintf(buf, sizeof buf, "%.*s", (int)in->name.n, in->name.p);
     return buf;
 }
+
+/* The computation that runs step t and who calls it, outward to the entry:
+ * "%body.3 (while body of while.5) < %command_buffer.1 (called by call.2) < %main". */
+const char *hbm_plan_step_where(const hbm_plan *p, int64_t t) {
+    static _Thread_local char buf[512];
+    buf[0] = 0;
+    if (!p || t < 0 || (uint64_t)t >= p->df->n_flat) return buf;
+    const hbm_hlo_module *m = p->m;
+    uint32_t ci = p->df->gid_comp[p->df->flat[t]];
+    size_t len = 0;
+    for (int depth = 0; depth < 16; depth++) {
+        const hbmi_comp *c = &m->comps[ci];
+        int w = snprintf(buf + len, sizeof buf - len, "%s%%%.*s", depth ? " < " : "", (int)c->name.n, c->name.p);
+        if (w < 0 || (size_t)w >= sizeof buf - len) break;
+        len += (size_t)w;
+        if (ci == m->entry) break;
+        /* the sequential instruction that calls it */
+        int found = 0;
+        for (uint32_t cj = 0; cj < m->n_comps && !found; cj++) {
+            const hbmi_comp *cc = &m->comps[cj];
+            if (cc->kind != 'S') continue;
+            for (uint32_t i = 0; i < cc->n && !found; i++) {
+                const hbmi_instr *in = &cc->ins[i];
+                for (uint32_t k = 0; k < in->n_called && !found; k++) {
+                    if (in->called[k] != ci) continue;
+                    const char *role = in->called_role[k] == 'b' ? "while body of " : in->called_role[k] == 'w' ? "while condition of "
+                                     : in->called_role[k] == 'k' ? "branch of " : "called by ";
+                    w = snprintf(buf + len, sizeof buf - len, " (%s%.*s)", role, (int)in->name.n, in->name.p);
+                    if (w > 0 && (size_t)w < sizeof buf - len) len += (size_t)w;
+                    ci = cj;
+                    found = 1;
+                }
+            }
+        }
+        if (!found) break;
+    }
+    return buf;
+}

@@ -89,10 +89,14 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, " + temp %s", hbm_size_human(s->temp_size_in_bytes, a));
     if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
     fprintf(f, ".\n");
-    if (s->total_allocation_bytes != s->peak_bytes)
-        fprintf(f, "  XLA's \"Total bytes used\" is %s: every allocation, constants and the %s of reducer and "
-                   "comparator scalars (thread-local) included, donated parameters counted apart from outputs.\n",
-                hbm_size_human(s->total_allocation_bytes, a), hbm_size_human(s->thread_local_size_in_bytes, b));
+    if (s->total_allocation_bytes != s->peak_bytes) {
+        fprintf(f, "  XLA's \"Total bytes used\" is %s (%" PRIu64 " bytes):", hbm_size_human(s->total_allocation_bytes, a),
+                s->total_allocation_bytes);
+        if (s->thread_local_size_in_bytes)
+            fprintf(f, " + %s of reducer scalars", hbm_size_human(s->thread_local_size_in_bytes, a));
+        if (s->alias_size_in_bytes) fprintf(f, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
+        fprintf(f, ".\n");
+    }
     fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
             hbm_size_human(p->temp_heap_live, a));
     if (s->temp_fragmentation_bytes >= 0)
@@ -103,6 +107,8 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     if (s->peak_live_bytes < s->peak_bytes)
         fprintf(f, " (the other %s is reserved but idle at that step)", hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
     fprintf(f, ":\n");
+    const char *where = hbm_plan_step_where(p, s->peak_step);
+    if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
     /* the buffers live at the peak step, largest first */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
@@ -210,6 +216,8 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     jfrag(f, s->total_fragmentation_bytes);
     fprintf(f, ",\n  \"peak_step\": %" PRId64 ",\n  \"peak_instruction\": ", s->peak_step);
     jstr(f, hbm_plan_step_name(p, s->peak_step));
+    fprintf(f, ",\n  \"peak_computation\": ");
+    jstr(f, hbm_plan_step_where(p, s->peak_step));
     fprintf(f, ",\n  \"peak_live_bytes\": %" PRIu64 ",\n  \"schedule_steps\": %zu", s->peak_live_bytes, s->n_steps);
     if (capacity) {
         uint64_t limit = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
