@@ -377,6 +377,34 @@ static void test_figures_agree(void) {
     hbm_hlo_module_free(m);
 }
 
+/* A module XLA did not schedule is an estimate, said on the first line and in JSON; XLA's
+ * header is not printed as if XLA had said it. */
+static void test_unscheduled_is_estimate(void) {
+    const char *text = "HloModule m\n"
+                       "ENTRY e {\n"
+                       "  p = f32[1024]{0} parameter(0)\n"
+                       "  ROOT n = f32[1024]{0} negate(p)\n"
+                       "}\n";
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text(text, &m);
+    CHECK(p);
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    CHECK(st.estimate);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(hbm_plan_report(p, f, 15));
+    CHECK_OK(hbm_plan_json(p, f, 3, 0, 0));
+    fclose(f);
+    CHECK(!strncmp(buf, "ESTIMATE: ", 10));
+    CHECK(!strstr(buf, "BufferAssignment OOM Debugging"));
+    CHECK_CONTAINS(buf, "\"estimate\": true");
+    free(buf);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
 static void test_json(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
@@ -488,6 +516,7 @@ int main(void) {
     RUN(test_verdicts);
     RUN(test_json);
     RUN(test_figures_agree);
+    RUN(test_unscheduled_is_estimate);
     RUN(test_xla_best_fit);
     RUN(test_devices);
     RUN(test_plan_fault_injection);

@@ -63,6 +63,8 @@ typedef struct hbm_plan_stats {
     uint64_t peak_live_bytes;        /* bytes live at that step (all categories) */
     size_t n_steps;                  /* length of the (flattened) schedule */
     size_t n_allocations;
+    int estimate;                    /* the module was not scheduled by XLA (no is_scheduled=true):
+                                        the figures are hbm's estimate over XLA's post order */
     uint64_t thread_local_size_in_bytes; /* reducer/comparator scalars: in XLA's "Total bytes
                                             used" (total_allocation_bytes), not in memory_analysis() */
 } hbm_plan_stats;

@@ -1077,6 +1077,7 @@ static int run(ctx *c) {
         st->total_allocation_bytes += a->size;
     }
     st->n_allocations = p->n_allocs;
+    st->estimate = !p->m->is_scheduled;
     st->peak_bytes = st->argument_size_in_bytes + st->output_size_in_bytes - st->alias_size_in_bytes +
                      st->temp_size_in_bytes + st->constant_size_in_bytes;
     /* total fragmentation: total allocation minus the whole-module minimum (all values

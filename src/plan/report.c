@@ -15,8 +15,16 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan report: NULL argument");
     const hbm_plan_stats *s = &p->stats;
     char a[32], b[32];
-    fprintf(f, "BufferAssignment OOM Debugging.\n");
-    fprintf(f, "BufferAssignment stats:\n");
+    if (s->estimate) {
+        /* not XLA's words: XLA has not scheduled this module, so nobody assigned its buffers yet */
+        fprintf(f, "ESTIMATE: the module is not scheduled (no is_scheduled=true, e.g. a dump from before XLA's\n"
+                   "optimizations): hbm orders each computation as XLA's post order would and assigns buffers\n"
+                   "by XLA's rules, but XLA's own schedule, fusions and buffer assignment will differ.\n");
+        fprintf(f, "Buffer assignment estimate (hbm):\n");
+    } else {
+        fprintf(f, "BufferAssignment OOM Debugging.\n");
+        fprintf(f, "BufferAssignment stats:\n");
+    }
     fprintf(f, "             parameter allocation: %10s\n", sz(s->argument_size_in_bytes, a));
     fprintf(f, "              constant allocation: %10s\n", sz(s->constant_size_in_bytes, a));
     fprintf(f, "        maybe_live_out allocation: %10s\n", sz(s->output_size_in_bytes, a));
@@ -200,6 +208,7 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     snprintf(name, sizeof name, "%s", hbm_hlo_module_name(p->m));
     fprintf(f, "{\n  \"module\": ");
     jstr(f, name);
+    fprintf(f, ",\n  \"estimate\": %s", s->estimate ? "true" : "false");
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
