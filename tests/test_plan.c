@@ -405,6 +405,45 @@ static void test_unscheduled_is_estimate(void) {
     hbm_hlo_module_free(m);
 }
 
+/* Buffers in host memory (layout S(5)) are not device memory: they go to memory_analysis()'s
+ * host_* figures, get allocations and a temp heap of their own (XLA colors), and never share
+ * a device allocation. The device copy b reuses the output c's allocation (add on b); the
+ * host temp a gets the host heap. */
+static void test_host_memory_space(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[1024]{0} parameter(0)\n"
+                                 "  h = f32[1024]{0:S(5)} parameter(1)\n"
+                                 "  a = f32[1024]{0:S(5)} copy(h)\n"
+                                 "  b = f32[1024]{0} copy(a)\n"
+                                 "  c = f32[1024]{0} add(p, b)\n"
+                                 "  d = f32[2048]{0:S(5)} concatenate(a, a), dimensions={0}\n"
+                                 "  ROOT t = (f32[1024]{0}, f32[2048]{0:S(5)}) tuple(c, d)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096 + 16);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+    CHECK_EQ_U64(st.host_argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.host_output_size_in_bytes, 8192);
+    CHECK_EQ_U64(st.host_temp_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.peak_bytes, 4096 + 4112);
+    CHECK_EQ_U64(st.total_allocation_bytes, 4096 + 4112 + 4096 + 8192 + 4096);
+}
+
+/* TPU tiled layouts: every buffer is padded to its tiles, and the report says how much of
+ * what is needed is padding. */
+static void test_tiled_layout_padding(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p = f32[3,5]{1,0:T(8,128)} parameter(0)\n"
+                                 "  q = bf16[1000,1000]{1,0:T(8,128)(2,1)} parameter(1)\n"
+                                 "  ROOT n = bf16[1000,1000]{1,0:T(8,128)(2,1)} negate(q)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096 + 2064384);
+    CHECK_EQ_U64(st.output_size_in_bytes, 2064384);
+    CHECK_EQ_U64(st.padding_bytes, (4096 - 60) + 2 * (2064384 - 2000000));
+}
+
 static void test_json(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
@@ -517,6 +556,8 @@ int main(void) {
     RUN(test_json);
     RUN(test_figures_agree);
     RUN(test_unscheduled_is_estimate);
+    RUN(test_host_memory_space);
+    RUN(test_tiled_layout_padding);
     RUN(test_xla_best_fit);
     RUN(test_devices);
     RUN(test_plan_fault_injection);

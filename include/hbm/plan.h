@@ -63,6 +63,13 @@ typedef struct hbm_plan_stats {
     uint64_t peak_live_bytes;        /* bytes live at that step (all categories) */
     size_t n_steps;                  /* length of the (flattened) schedule */
     size_t n_allocations;
+    uint64_t host_argument_size_in_bytes; /* buffers in host memory (layout S(5)): not device */
+    uint64_t host_output_size_in_bytes;   /* memory, left out of every figure above */
+    uint64_t host_alias_size_in_bytes;
+    uint64_t host_temp_size_in_bytes;
+    uint64_t padding_bytes;          /* of peak_bytes, what only pads tiled layouts (TPU T(8,128)):
+                                        the padding of each parameter, output and constant
+                                        allocation and of the temp buffers live at the heap's peak */
     int estimate;                    /* the module was not scheduled by XLA (no is_scheduled=true):
                                         the figures are hbm's estimate over XLA's post order */
     uint64_t thread_local_size_in_bytes; /* reducer/comparator scalars: in XLA's "Total bytes
@@ -82,6 +89,7 @@ typedef struct hbm_plan_buffer {
     int source_line;
     hbm_category category;   /* parameter, constant, output, temp */
     int param_number;        /* entry parameter number, -1 otherwise */
+    uint64_t padding;        /* bytes of size that only pad the layout's tiles (TPU) */
 } hbm_plan_buffer;
 
 /* Up to max peak buffers as XLA ranks them (15 in XLA's report). Returns the count. */

@@ -42,6 +42,7 @@ typedef struct hbmi_shape {
     int64_t *dims;
     struct hbmi_shape *elems;
     int64_t memory_space; /* S(n) in the layout, 0 = device default */
+    uint64_t tiled_elems; /* elements once padded to the layout's tiles (T(8,128)...), 0 if untiled */
     uint32_t nodes;    /* nodes of the shape tree (1 for an array) */
 } hbmi_shape;
 

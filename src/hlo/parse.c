@@ -237,12 +237,60 @@ static int skip_group(parser *ps) {
 }
 
 /* --- shapes ------------------------------------------------------------------------------- */
+/* Elements of s once padded to its tiles. The first tile pads the most-minor physical
+ * dimensions (as if the shape had leading 1s when the tile has more dimensions):
+ * "f32[3,5]{1,0:T(8,128)}" holds 8x128 elements. A further tile packs that many elements
+ * into each slot of the tile before it, as the TPU packs 16- and 8-bit types into 32-bit
+ * words: "bf16[1000,1000]{1,0:T(8,128)(2,1)}" is tiled by 16x128 elements (1008x1024).
+ * XLA's generic ShapeUtil::ArraySize ignores the sub-tiles; XProf's sizes count them. */
+static uint64_t tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
+                               const uint32_t *tile_len, uint32_t n_tiles) {
+    if (!n_tiles || n_m2m != s->n || tile_len[0] > 16) return 0;
+    uint32_t k = tile_len[0];
+    const int64_t *t = tiles;
+    /* one tile, its slots holding the sub-tiles */
+    uint64_t tile_elems = 1;
+    int64_t cur[16];
+    for (uint32_t j = 0; j < k; j++) cur[j] = t[j];
+    const int64_t *next = t + k;
+    for (uint32_t q = 1; q < n_tiles; q++) {
+        uint32_t kq = tile_len[q];
+        for (uint32_t j = 0; j < kq && j < k; j++) {
+            int64_t sd = next[kq - 1 - j];
+            if (sd > 0 && cur[k - 1 - j] <= INT64_MAX / sd) cur[k - 1 - j] *= sd;
+        }
+        next += kq;
+    }
+    for (uint32_t j = 0; j < k; j++) {
+        if ((uint64_t)cur[j] && tile_elems > UINT64_MAX / (uint64_t)cur[j]) return UINT64_MAX;
+        tile_elems *= (uint64_t)cur[j];
+    }
+    uint64_t elems = 1; /* number of tiles, and elements of the untiled major dimensions */
+    uint32_t rank = s->n, lead = k > rank ? k - rank : 0;
+    for (uint32_t i = 0; i < rank + lead; i++) { /* physical order, major to minor */
+        uint64_t d = i < lead ? 1 : (uint64_t)s->dims[m2m[rank - 1 - (i - lead)]];
+        uint32_t tj = rank + lead - k; /* first tiled position */
+        if (i >= tj) {
+            uint64_t td = (uint64_t)cur[i - tj];
+            d = (d + td - 1) / td;
+        }
+        if (d && elems > UINT64_MAX / d) return UINT64_MAX;
+        elems *= d;
+    }
+    if (tile_elems && elems > UINT64_MAX / tile_elems) return UINT64_MAX;
+    return elems * tile_elems;
+}
+
 static int parse_layout(parser *ps, hbmi_shape *s) {
     /* {1,0:T(8,128)(2,1)E(4)S(1)} ; ps->p is after '{' */
+    int64_t m2m[64], tiles[64];
+    uint32_t n_m2m = 0, n_tile_dims = 0, tile_len[16], n_tiles = 0;
+    int in_m2m = 1, tiles_ok = 1;
     for (;;) {
         int c = peek(ps);
         if (c == '}') {
             ps->p++;
+            if (tiles_ok) s->tiled_elems = tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles);
             return 1;
         }
         if (c == ',') {
@@ -251,11 +299,16 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         }
         if (c == ':') {
             ps->p++;
+            in_m2m = 0;
             continue;
         }
         if (c >= '0' && c <= '9') {
             int64_t v;
             if (!parse_int(ps, &v)) return 0;
+            if (in_m2m) {
+                if (n_m2m < 64 && v >= 0 && (uint64_t)v < s->n) m2m[n_m2m++] = v;
+                else tiles_ok = 0;
+            }
             continue;
         }
         if ((c == 'E' || c == 'S') && ps->p + 1 < ps->end && ps->p[1] == '(') {
@@ -266,7 +319,30 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
             else s->memory_space = v;
             continue;
         }
-        if (c >= 'A' && c <= 'Z') { /* T(...)(...), L(...), D(...), #(...) etc. */
+        if (c == 'T' && ps->p + 1 < ps->end && ps->p[1] == '(') { /* T(8,128)(2,1) */
+            ps->p++;
+            while (peek(ps) == '(') {
+                ps->p++;
+                uint32_t k = 0;
+                while (peek(ps) != ')') {
+                    int64_t v;
+                    if (peek(ps) == '*') { /* a combined dimension: sizes unknown to us */
+                        ps->p++;
+                        tiles_ok = 0;
+                    } else {
+                        if (!parse_int(ps, &v)) return 0;
+                        if (v <= 0 || n_tile_dims >= 64) tiles_ok = 0;
+                        else tiles[n_tile_dims++] = v, k++;
+                    }
+                    if (!accept(ps, ',')) break;
+                }
+                if (!expect(ps, ')', "expected ')' closing a tile")) return 0;
+                if (n_tiles < 16 && k && k <= 16) tile_len[n_tiles++] = k;
+                else tiles_ok = 0;
+            }
+            continue;
+        }
+        if (c >= 'A' && c <= 'Z') { /* L(...), D(...), #(...) etc. */
             ps->p++;
             while (peek(ps) == '(') {
                 if (!skip_group(ps)) return 0;

@@ -155,7 +155,7 @@ uint64_t hbmi_shape_bytes(const hbmi_shape *s, unsigned pointer_size) {
     if (s->prim == HBMI_PRIM_TUPLE) return (uint64_t)pointer_size * s->n;
     int bits = hbm_hlo_prim_bits((hbm_hlo_prim)s->prim);
     if (bits <= 0) return 0;
-    uint64_t e = hbmi_shape_elements(s);
+    uint64_t e = s->tiled_elems ? s->tiled_elems : hbmi_shape_elements(s);
     if (e == UINT64_MAX) return UINT64_MAX;
     uint64_t bytes;
     if (s->elem_bits && s->elem_bits < 8) /* packed sub-byte layout E(n) */

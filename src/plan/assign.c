@@ -27,6 +27,12 @@ static hbm_status oom(ctx *c) {
 
 static hbmi_instr *VI(const hbmi_df *df, uint32_t v) { return hbmi_df_instr(df, df->values[v].gid); }
 
+/* The memory space (XLA's color) of value v: S(n) in its layout. */
+static int64_t value_color(const hbmi_df *df, uint32_t v) {
+    const hbmi_shape *sh = hbmi_shape_node(VI(df, v)->shape, df->values[v].node);
+    return sh ? sh->memory_space : 0;
+}
+
 /* --- allocations ------------------------------------------------------------------------------- */
 static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     if (a->n_values == a->cap_values) {
@@ -97,6 +103,7 @@ static hbmi_alloc *new_empty(ctx *c, uint64_t size) {
 static hbmi_alloc *new_alloc(ctx *c, const hbmi_buffer *b) {
     hbmi_alloc *a = new_empty(c, b->size);
     if (!a) return NULL;
+    a->color = value_color(c->df, b->values[0]);
     for (uint32_t i = 0; i < b->n_values; i++)
         if (!alloc_add_value(c, a, b->values[i], 0)) return NULL;
     if (!alloc_add_peak(c, a, b->values[0])) return NULL;
@@ -142,6 +149,7 @@ static int live_range_interferes(const hbmi_df *df, uint32_t v1, uint32_t v2) {
 static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
     const hbmi_df *df = c->df;
     if (b->size > a->size) return 0;
+    if (value_color(df, b->values[0]) != a->color) return 0;
     if ((a->param_no >= 0 && !a->param_aliased) || a->constant) return 0; /* read-only */
     if (a->tuple) return 0;                                                 /* not reusable */
     /* pairwise LiveRangeInterferes, looking only at assigned values that can overlap */
@@ -599,6 +607,17 @@ out:
     return ok;
 }
 
+/* Bytes of value v that only pad its layout's tiles. */
+static uint64_t value_padding(const hbmi_df *df, uint32_t v) {
+    const hbmi_value *val = &df->values[v];
+    const hbmi_shape *sh = hbmi_shape_node(hbmi_df_instr(df, val->gid)->shape, val->node);
+    if (!sh || !sh->tiled_elems) return 0;
+    hbmi_shape plain = *sh;
+    plain.tiled_elems = 0;
+    uint64_t u = hbmi_shape_bytes(&plain, df->pointer_size);
+    return val->size > u ? val->size - u : 0;
+}
+
 /* --- thread-local allocations ------------------------------------------------------------------ */
 /* Does instruction in of a thread-local computation define the value at shape node k?
  * Parameters of computations called in a parallel context define their values. */
@@ -692,9 +711,18 @@ static int combine_temps(ctx *c) {
         first++;
     }
     if (first >= p->n_allocs) return 1;
-    hbmi_alloc *comb = &p->allocs[first];
-    for (uint32_t i = first + 1; i < p->n_allocs; i++) {
+    /* each temp allocation joins the first one of its memory space */
+    uint32_t kept = first;
+    for (uint32_t i = first; i < p->n_allocs; i++) {
         hbmi_alloc *t = &p->allocs[i];
+        hbmi_alloc *comb = NULL;
+        for (uint32_t j = first; j < kept && !comb; j++)
+            if (p->allocs[j].color == t->color) comb = &p->allocs[j];
+        if (!comb) {
+            if (i != kept) swap_alloc(&p->allocs[kept], t);
+            kept++;
+            continue;
+        }
         uint64_t base = hbmi_align_up(comb->size, p->opt.alignment);
         comb->size = base + t->size;
         for (uint32_t k = 0; k < t->n_values; k++)
@@ -711,8 +739,9 @@ static int combine_temps(ctx *c) {
         t->offsets = NULL;
         t->n_values = t->cap_values = t->n_peak = t->cap_peak = 0;
     }
-    p->n_allocs = first + 1;
-    for (uint32_t k = 0; k < comb->n_values; k++) p->value_alloc[comb->values[k]] = first;
+    p->n_allocs = kept;
+    for (uint32_t j = first; j < kept; j++)
+        for (uint32_t k = 0; k < p->allocs[j].n_values; k++) p->value_alloc[p->allocs[j].values[k]] = j;
     return 1;
 }
 
@@ -783,6 +812,7 @@ static int rank_peaks(ctx *c) {
      * smallest when a strictly larger one arrives */
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
+        if (a->color == HBMI_HOST_SPACE) continue; /* device memory only */
         for (uint32_t k = 0; k < a->n_peak; k++) {
             uint32_t v = a->peak[k];
             uint64_t size = df->buffers[df->values[v].buffer].size;
@@ -820,6 +850,7 @@ static int rank_peaks(ctx *c) {
         o->source_file = intern(c, buf, strlen(buf));
         o->source_line = in->meta_source_line;
         o->param_number = val->entry_param ? (int)in->param_no : -1;
+        o->padding = value_padding(df, top[i].v);
         o->category = a->param_no >= 0 ? HBM_CAT_PARAMETER
                       : a->constant    ? HBM_CAT_CONSTANT
                       : a->live_out    ? HBM_CAT_OUTPUT
@@ -889,6 +920,7 @@ static int peak_step(ctx *c) {
     n = 0;
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
+        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue; /* not device memory over time */
         hbm_category cat = alloc_category(a);
         for (uint32_t k = 0; k < a->n_values; k++) {
             int64_t s, e;
@@ -935,6 +967,7 @@ static hbm_status build_timeline(hbm_plan *p) {
     snprintf(tl->name, sizeof tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
+        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue; /* not device memory over time */
         hbm_category cat = alloc_category(a);
         for (uint32_t k = 0; k < a->n_values; k++) {
             uint32_t v = a->values[k];
@@ -1037,35 +1070,53 @@ static int run(ctx *c) {
     /* the temp heap */
     sim s;
     memset(&s, 0, sizeof s);
-    int any = 0;
-    for (uint32_t v = 0; v < nv && !any; v++) any = c->delayed[v];
-    if (any) {
-        if (!simulate(c, c->delayed, &s)) {
+    /* one heap per memory space (SplitBuffersByColor), in increasing order */
+    uint8_t *in_color = hbmi_malloc(nv + 1);
+    if (!in_color) return oom(c), 0;
+    int64_t color = -1;
+    for (;;) {
+        int64_t next = INT64_MAX;
+        for (uint32_t v = 0; v < nv; v++)
+            if (c->delayed[v] && value_color(df, v) > color && value_color(df, v) < next) next = value_color(df, v);
+        if (next == INT64_MAX) break;
+        color = next;
+        for (uint32_t v = 0; v < nv; v++) in_color[v] = c->delayed[v] && value_color(df, v) == color;
+        if (!simulate(c, in_color, &s)) {
             sim_free(&s);
+            hbmi_free(in_color);
             return 0;
         }
         hbmi_alloc *h = new_empty(c, 0);
-        if (!h) {
+        uint64_t hs = 0;
+        if (!h || !heap_pack(c, &s, h, &hs) || !heap_peak_values(c, &s, h)) {
             sim_free(&s);
+            hbmi_free(in_color);
             return 0;
         }
         h->heap = 1;
-        uint64_t hs = 0;
-        if (!heap_pack(c, &s, h, &hs) || !heap_peak_values(c, &s, h)) {
-            sim_free(&s);
-            return 0;
-        }
+        h->color = color;
         h->size = hs;
-        p->temp_heap_size = hs;
-        p->temp_heap_live = nofrag_peak(df, &s);
-        p->stats.temp_fragmentation_bytes = (int64_t)hs - (int64_t)p->temp_heap_live;
+        if (color != HBMI_HOST_SPACE) {
+            p->temp_heap_size += hs;
+            p->temp_heap_live += nofrag_peak(df, &s);
+        }
         sim_free(&s);
     }
+    hbmi_free(in_color);
+    p->stats.temp_fragmentation_bytes = (int64_t)p->temp_heap_size - (int64_t)p->temp_heap_live;
     if (!thread_locals(c) || !combine_temps(c)) return 0;
     /* summary stats */
     hbm_plan_stats *st = &p->stats;
     for (uint32_t i = 0; i < p->n_allocs; i++) {
         const hbmi_alloc *a = &p->allocs[i];
+        if (a->color == HBMI_HOST_SPACE) { /* memory_analysis()'s host_* figures */
+            if (a->param_no >= 0) st->host_argument_size_in_bytes += a->size;
+            if (a->param_no >= 0 && a->param_aliased) st->host_alias_size_in_bytes += a->size;
+            if (a->live_out) st->host_output_size_in_bytes += a->size;
+            if (hbmi_alloc_is_temp(a)) st->host_temp_size_in_bytes += a->size;
+            st->total_allocation_bytes += a->size;
+            continue;
+        }
         if (a->param_no >= 0) {
             st->argument_size_in_bytes += a->size;
             if (a->param_aliased) st->alias_size_in_bytes += a->size;
@@ -1075,6 +1126,16 @@ static int run(ctx *c) {
         if (hbmi_alloc_is_temp(a)) st->temp_size_in_bytes += a->size;
         if (a->thread_local) st->thread_local_size_in_bytes += a->size;
         st->total_allocation_bytes += a->size;
+        if (a->thread_local) continue;
+        if (a->heap || hbmi_alloc_is_temp(a)) {
+            for (uint32_t k = 0; k < a->n_peak; k++) st->padding_bytes += value_padding(df, a->peak[k]);
+        } else {
+            uint64_t pad = 0; /* of the value that sizes the allocation */
+            for (uint32_t k = 0; k < a->n_values; k++)
+                if (df->values[a->values[k]].size == a->size && value_padding(df, a->values[k]) > pad)
+                    pad = value_padding(df, a->values[k]);
+            st->padding_bytes += pad;
+        }
     }
     st->n_allocations = p->n_allocs;
     st->estimate = !p->m->is_scheduled;

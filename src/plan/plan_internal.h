@@ -10,6 +10,7 @@ typedef struct hbmi_alloc {
     uint64_t size;
     int64_t param_no;  /* -1 if not an entry parameter */
     uint8_t param_aliased, constant, tuple, live_out, heap, thread_local;
+    int64_t color;     /* memory space S(n) of its values: 0 device, 5 host (HBMI_HOST_SPACE) */
     uint32_t n_values, cap_values;
     uint32_t *values;  /* value ids */
     uint64_t *offsets;
@@ -43,6 +44,8 @@ struct hbm_plan {
                                 colocated values share one) */
     uint64_t heap_tl_size;
 };
+
+#define HBMI_HOST_SPACE 5
 
 static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
     return a->param_no < 0 && !a->live_out && !a->constant && !a->thread_local;

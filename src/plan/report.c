@@ -115,6 +115,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     if (s->peak_live_bytes < s->peak_bytes)
         fprintf(f, " (the other %s is reserved but idle at that step)", hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
     fprintf(f, ":\n");
+    if (s->padding_bytes)
+        fprintf(f, "  Padding to tiled layouts: %s of the %s needed (%.1f %%).\n",
+                hbm_size_human(s->padding_bytes, a), hbm_size_human(s->peak_bytes, b),
+                s->peak_bytes ? 100.0 * (double)s->padding_bytes / (double)s->peak_bytes : 0.0);
     const char *where = hbm_plan_step_where(p, s->peak_step);
     if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
     /* the buffers live at the peak step, largest first */
@@ -223,7 +227,14 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     jfrag(f, s->temp_fragmentation_bytes);
     fprintf(f, ",\n  \"total_fragmentation_bytes\": ");
     jfrag(f, s->total_fragmentation_bytes);
-    fprintf(f, ",\n  \"peak_step\": %" PRId64 ",\n  \"peak_instruction\": ", s->peak_step);
+    fprintf(f, ",\n  \"peak_step\": %" PRId64, s->peak_step);
+    fprintf(f,
+            ",\n  \"host_argument_size_in_bytes\": %" PRIu64 ",\n  \"host_output_size_in_bytes\": %" PRIu64
+            ",\n  \"host_alias_size_in_bytes\": %" PRIu64 ",\n  \"host_temp_size_in_bytes\": %" PRIu64,
+            s->host_argument_size_in_bytes, s->host_output_size_in_bytes, s->host_alias_size_in_bytes,
+            s->host_temp_size_in_bytes);
+    fprintf(f, ",\n  \"padding_bytes\": %" PRIu64, s->padding_bytes);
+    fprintf(f, ",\n  \"peak_instruction\": ");
     jstr(f, hbm_plan_step_name(p, s->peak_step));
     fprintf(f, ",\n  \"peak_computation\": ");
     jstr(f, hbm_plan_step_where(p, s->peak_step));
@@ -250,6 +261,7 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
         jstr(f, pb->source_file);
         fprintf(f, ", \"source_line\": %d, \"category\": ", pb->source_line);
         jstr(f, hbm_category_str(pb->category));
+        if (s->padding_bytes) fprintf(f, ", \"padding\": %" PRIu64, pb->padding);
         fprintf(f, "}");
     }
     fprintf(f, "%s]\n}\n", n ? "\n  " : "");
