@@ -7,13 +7,16 @@
 static void plan_help(FILE *f) {
     fprintf(f,
             "Usage: hbm plan FILE [--device NAME | --capacity SIZE] [--framework-limit FRACTION]\n"
-            "                     [--top N] [--json] [--alignment BYTES] [--pack ALGO [--timeout S]]\n"
+            "                     [--top N] [--json] [--backend gpu|cpu|tpu] [--alignment BYTES]\n"
+            "                     [--pack ALGO [--timeout S]]\n"
             "\n"
             "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
             "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) and compute what XLA's\n"
-            "buffer assignment will allocate on a GPU, before anything runs: the four numbers of\n"
-            "JAX's compiled.memory_analysis(), XLA's \"BufferAssignment OOM Debugging\" report with\n"
-            "its peak buffers, then where the peak is, who owns it and whether it fits.\n"
+            "buffer assignment will allocate, before anything runs: the numbers of JAX's\n"
+            "compiled.memory_analysis() (host_* for buffers in host memory, S(5)), XLA's\n"
+            "\"BufferAssignment OOM Debugging\" report with its peak buffers, then where the peak is\n"
+            "(which computation: while body, command buffer), who owns it and whether it fits.\n"
+            "A module XLA has not scheduled (no is_scheduled=true) gives an estimate, said so.\n"
             "\n"
             "Options:\n"
             "  --device NAME             judge against a known device ('hbm devices' lists them);\n"
@@ -23,7 +26,9 @@ static void plan_help(FILE *f) {
             "                            (default: the device's, 0.75 for --capacity; 1 = none)\n"
             "  --top N                   peak buffers to show (default 15, as XLA)\n"
             "  --json                    memory_analysis() keys, peak_bytes, peak_buffers as JSON\n"
-            "  --alignment BYTES         XLA's GPU buffer alignment (default 128)\n"
+            "  --backend NAME            whose rules: gpu, cpu or tpu (default: read from the module:\n"
+            "                            file name, custom calls, tiled layouts; else gpu)\n"
+            "  --alignment BYTES         buffer alignment (default: GPU and TPU 128, CPU 64)\n"
             "  --pack ALGO               what-if: repack the temp heap with greedy, xla, best or exact\n"
             "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
             "  --timeout S               time limit for --pack exact (default 10 s)\n"
@@ -39,6 +44,7 @@ int cmd_plan(int argc, char **argv) {
     size_t top = 15;
     int json = 0;
     uint64_t alignment = 0;
+    hbm_backend backend = HBM_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is(a, "-h", "--help")) {
@@ -57,6 +63,9 @@ int cmd_plan(int argc, char **argv) {
                 if (*end || end == v || !(timeout > 0))
                     return cli_usage_error("plan", "--timeout '%s': expected seconds > 0", v);
             }
+        } else if (!strcmp(a, "--backend")) {
+            if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
+            if (hbm_backend_parse(argv[++i], &backend) != HBM_OK) return cli_usage_error("plan", "%s", hbm_last_error());
         } else if (!strcmp(a, "--device") || !strcmp(a, "--capacity") || !strcmp(a, "--framework-limit") ||
                    !strcmp(a, "--top") || !strcmp(a, "--alignment")) {
             if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
@@ -118,6 +127,7 @@ int cmd_plan(int argc, char **argv) {
     hbm_plan_options o;
     hbm_plan_options_default(&o);
     if (alignment) o.alignment = alignment;
+    o.backend = backend;
     hbm_plan *p;
     s = hbm_plan_run(m, &o, &p);
     if (s) {

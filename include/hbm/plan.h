@@ -34,9 +34,17 @@ extern "C" {
 
 typedef struct hbm_plan hbm_plan;
 
+/* Whose rules: XLA's GPU, CPU or TPU compiler. AUTO reads it from the module (file name,
+ * custom-call targets, tiled layouts, backend configs); GPU when nothing says otherwise. */
+typedef enum hbm_backend { HBM_BACKEND_AUTO = 0, HBM_BACKEND_GPU, HBM_BACKEND_CPU, HBM_BACKEND_TPU } hbm_backend;
+const char *hbm_backend_str(hbm_backend b); /* "gpu", "cpu", "tpu", "auto" */
+/* "gpu"/"cpu"/"tpu"/"auto" -> *out; HBM_ERR_INVALID naming the value otherwise */
+hbm_status hbm_backend_parse(const char *s, hbm_backend *out);
+
 typedef struct hbm_plan_options {
-    uint64_t alignment;    /* XLA-allocated buffer alignment; 0 = 128 (XLA's GPU default) */
+    uint64_t alignment;    /* buffer alignment; 0 = the backend's (GPU 128, CPU 64, TPU 128) */
     unsigned pointer_size; /* bytes per tuple element; 0 = 8 */
+    hbm_backend backend;   /* AUTO: detected */
 } hbm_plan_options;
 
 void hbm_plan_options_default(hbm_plan_options *o);
@@ -67,6 +75,7 @@ typedef struct hbm_plan_stats {
     uint64_t host_output_size_in_bytes;   /* memory, left out of every figure above */
     uint64_t host_alias_size_in_bytes;
     uint64_t host_temp_size_in_bytes;
+    hbm_backend backend;             /* the rules applied (detected or given) */
     uint64_t padding_bytes;          /* of peak_bytes, what only pads tiled layouts (TPU T(8,128)):
                                         the padding of each parameter, output and constant
                                         allocation and of the temp buffers live at the heap's peak */

@@ -5,6 +5,7 @@
  * smaller wins), CombineTempAllocations, the summary stats and the peak buffers. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plan/plan_internal.h"
 #include "plan/xla_heap.h"
@@ -1010,8 +1011,46 @@ static hbm_status build_timeline(hbm_plan *p) {
 void hbm_plan_options_default(hbm_plan_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->alignment = 128;
     o->pointer_size = 8;
+}
+
+const char *hbm_backend_str(hbm_backend b) {
+    return b == HBM_BACKEND_GPU ? "gpu" : b == HBM_BACKEND_CPU ? "cpu" : b == HBM_BACKEND_TPU ? "tpu" : "auto";
+}
+
+hbm_status hbm_backend_parse(const char *s, hbm_backend *out) {
+    static const hbm_backend all[] = {HBM_BACKEND_AUTO, HBM_BACKEND_GPU, HBM_BACKEND_CPU, HBM_BACKEND_TPU};
+    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+        if (!strcasecmp(s, hbm_backend_str(all[i]))) return *out = all[i], HBM_OK;
+    return hbmi_error(HBM_ERR_INVALID, "backend '%s': expected gpu, cpu, tpu or auto", s ? s : "");
+}
+
+static int text_has(const hbm_hlo_module *m, const char *needle) {
+    size_t k = strlen(needle);
+    for (const char *q = m->text; (q = memchr(q, needle[0], m->len - (size_t)(q - m->text))) != NULL; q++)
+        if ((size_t)(m->text + m->len - q) >= k && !memcmp(q, needle, k)) return 1;
+    return 0;
+}
+
+/* Which XLA compiler produced the module: the dump's file name says it
+ * (module_0001.jit_f.sm_8.0_gpu_after_optimizations.txt, ...cpu_after_optimizations.txt),
+ * else tiled layouts mean TPU, CUDA/ROCm library calls and GPU backend configs mean GPU,
+ * the CPU runtime's calls and %parallel_ computations mean CPU. */
+static hbm_backend detect_backend(const hbm_hlo_module *m) {
+    const char *base = strrchr(m->path, '/');
+    base = base ? base + 1 : m->path;
+    if (strstr(base, "tpu")) return HBM_BACKEND_TPU;
+    if (strstr(base, "gpu") || strstr(base, ".sm_")) return HBM_BACKEND_GPU;
+    if (strstr(base, "cpu")) return HBM_BACKEND_CPU;
+    if (text_has(m, ":T(")) return HBM_BACKEND_TPU;
+    if (text_has(m, "custom_call_target=\"__cublas") || text_has(m, "custom_call_target=\"__cudnn") ||
+        text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__gpu") ||
+        text_has(m, "\"operation_queue_id\"") || text_has(m, "command_buffer"))
+        return HBM_BACKEND_GPU;
+    if (text_has(m, "custom_call_target=\"__xla_cpu") || text_has(m, "%parallel_") ||
+        text_has(m, "\"outer_dimension_partitions\""))
+        return HBM_BACKEND_CPU;
+    return HBM_BACKEND_GPU;
 }
 
 static _Thread_local const hbmi_df *bsort_df;
@@ -1164,8 +1203,14 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
     if (o) {
         if (o->alignment) p->opt.alignment = o->alignment;
         if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
+        p->opt.backend = o->backend;
     }
     p->m = m;
+    if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m);
+    /* XLA:GPU aligns buffers to 128 bytes (kXlaAllocatedBufferAlignBytes), XLA:CPU slices its
+     * temp buffer at 64 (cpu_function_runtime::Align) */
+    if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;
+    p->stats.backend = p->opt.backend;
     hbm_status s = hbmi_df_run(m, p->opt.pointer_size, &p->df);
     if (s != HBM_OK) {
         hbm_plan_free(p);

@@ -90,6 +90,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     if (!tl) return HBM_ERR_NOMEM;
     char a[32], b[32], c[32];
     fprintf(f, "\nhbm: explanation\n");
+    static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
+    fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
+            rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
+            s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory: arguments %s + outputs %s",
             hbm_size_human(s->peak_bytes, a), s->peak_bytes, hbm_size_human(s->argument_size_in_bytes, b),
             hbm_size_human(s->output_size_in_bytes, c));
@@ -212,7 +216,8 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     snprintf(name, sizeof name, "%s", hbm_hlo_module_name(p->m));
     fprintf(f, "{\n  \"module\": ");
     jstr(f, name);
-    fprintf(f, ",\n  \"estimate\": %s", s->estimate ? "true" : "false");
+    fprintf(f, ",\n  \"estimate\": %s,\n  \"backend\": \"%s\"", s->estimate ? "true" : "false",
+            hbm_backend_str(s->backend));
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
