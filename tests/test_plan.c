@@ -444,6 +444,25 @@ static void test_tiled_layout_padding(void) {
     CHECK_EQ_U64(st.padding_bytes, (4096 - 60) + 2 * (2064384 - 2000000));
 }
 
+/* An element of a multi-output custom call that nothing reads (cuSOLVER's U, a workspace) is
+ * still a value with a buffer: its live range starts and ends at the call, so it takes temp
+ * heap space at that one step (4096 + 512 here, after the 24-byte tuple table that
+ * CombineTempAllocations puts first), and the peak is at the call. */
+static void test_unused_custom_call_outputs(void) {
+    const char *text = "HloModule m, is_scheduled=true\n"
+                       "ENTRY e {\n"
+                       "  p = f32[16]{0} parameter(0)\n"
+                       "  cc = (f32[16]{0}, f32[1024]{0}, s8[512]{0}) custom-call(p), custom_call_target=\"cusolver_gesvdj\"\n"
+                       "  g = f32[16]{0} get-tuple-element(cc), index=0\n"
+                       "  ROOT n = f32[16]{0} negate(g)\n"
+                       "}\n";
+    hbm_plan_stats st = stats_of(text);
+    CHECK_EQ_U64(st.output_size_in_bytes, 64);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 128 + 4096 + 512);
+    CHECK_EQ_U64(st.peak_step, 1);
+    CHECK_EQ_U64(st.peak_live_bytes, 64 + 64 + 24 + 4096 + 512);
+}
+
 static void test_json(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
@@ -558,6 +577,7 @@ int main(void) {
     RUN(test_unscheduled_is_estimate);
     RUN(test_host_memory_space);
     RUN(test_tiled_layout_padding);
+    RUN(test_unused_custom_call_outputs);
     RUN(test_xla_best_fit);
     RUN(test_devices);
     RUN(test_plan_fault_injection);
