@@ -463,6 +463,25 @@ static void test_unused_custom_call_outputs(void) {
     CHECK_EQ_U64(st.peak_live_bytes, 64 + 64 + 24 + 4096 + 512);
 }
 
+/* A tuple-shaped all-gather-done (async-done, collective-permute-done) defines its own tuple
+ * table; the arrays alias the start's results. Four 16-byte tables end to end at 128-byte
+ * alignment, then the heap (the second gathered array; the first becomes the output). */
+static void test_tuple_done_defines_its_table(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "ENTRY e {\n"
+                                 "  p0 = f32[4]{0} parameter(0)\n"
+                                 "  p1 = f32[4]{0} parameter(1)\n"
+                                 "  ags = ((f32[4]{0}, f32[4]{0}), (f32[8]{0}, f32[8]{0})) all-gather-start(p0, p1), dimensions={0}, replica_groups={}\n"
+                                 "  agd = (f32[8]{0}, f32[8]{0}) all-gather-done(ags)\n"
+                                 "  g0 = f32[8]{0} get-tuple-element(agd), index=0\n"
+                                 "  g1 = f32[8]{0} get-tuple-element(agd), index=1\n"
+                                 "  ROOT a = f32[8]{0} add(g0, g1)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 32);
+    CHECK_EQ_U64(st.output_size_in_bytes, 32);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 3 * 128 + 128 + 32);
+}
+
 static void test_json(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
@@ -578,6 +597,7 @@ int main(void) {
     RUN(test_host_memory_space);
     RUN(test_tiled_layout_padding);
     RUN(test_unused_custom_call_outputs);
+    RUN(test_tuple_done_defines_its_table);
     RUN(test_xla_best_fit);
     RUN(test_devices);
     RUN(test_plan_fault_injection);

@@ -188,7 +188,9 @@ static int defines(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr
     case HOP_CONDITIONAL:
     case HOP_ASYNC_UPDATE:
     case HOP_ALL_REDUCE_DONE: return 0;
-    case HOP_ASYNC_DONE:
+    case HOP_ASYNC_DONE: /* the output aliases the async result; a tuple output's table is its own */
+        if (in->n_ops != 1) return 1; /* malformed: define */
+        return hbmi_shape_node(s, k) && hbmi_shape_node(s, k)->prim == HBMI_PRIM_TUPLE;
     case HOP_COPY_DONE: return in->n_ops != 1; /* malformed: define */
     case HOP_ASYNC_START:
     case HOP_LEGACY_START:
@@ -309,7 +311,15 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
         const hbmi_shape *os = I(df, o0)->shape;
         if (os->prim != HBMI_PRIM_TUPLE || os->n < 2) return flow(b, ch, g, 0, o0, 0, nodes_of(s));
         uint32_t which = in->op == HOP_COPY_DONE ? 0 : 1;
-        return flow(b, ch, g, 0, o0, hbmi_shape_child(os, which), nodes_of(s));
+        uint32_t src = hbmi_shape_child(os, which);
+        if (in->op == HOP_ASYNC_DONE && s->prim == HBMI_PRIM_TUPLE) { /* the elements, not the table */
+            const hbmi_shape *ss = &os->elems[which];
+            for (uint32_t i = 0; i < s->n && ss->prim == HBMI_PRIM_TUPLE && i < ss->n; i++)
+                if (!flow(b, ch, g, hbmi_shape_child(s, i), o0, src + hbmi_shape_child(ss, i), s->elems[i].nodes))
+                    return 0;
+            return 1;
+        }
+        return flow(b, ch, g, 0, o0, src, nodes_of(s));
     }
     case HOP_ASYNC_START:
     case HOP_LEGACY_START: {
