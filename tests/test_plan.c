@@ -482,6 +482,38 @@ static void test_tuple_done_defines_its_table(void) {
     CHECK_EQ_U64(st.temp_size_in_bytes, 3 * 128 + 128 + 32);
 }
 
+/* An async-start defines all of its tuple-shaped values, the op it wraps defines its own
+ * (XLA numbers reduce-scatter.5{} apart from the start's {1}), and the done its table: five
+ * 16-byte tables, each its own allocation at a 128-byte step, plus the second scattered
+ * array in the heap (the first becomes the output r through the elementwise add). */
+static void test_async_tuple_tables(void) {
+    hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true\n"
+                                 "%add (x: f32[], y: f32[]) -> f32[] {\n"
+                                 "  %x = f32[] parameter(0)\n"
+                                 "  %y = f32[] parameter(1)\n"
+                                 "  ROOT %s = f32[] add(%x, %y)\n"
+                                 "}\n"
+                                 "%async_computation (p0: f32[8], p1: f32[8]) -> (f32[4], f32[4]) {\n"
+                                 "  %p0 = f32[8]{0} parameter(0)\n"
+                                 "  %p1 = f32[8]{0} parameter(1)\n"
+                                 "  ROOT %rs = (f32[4]{0}, f32[4]{0}) reduce-scatter(%p0, %p1), replica_groups={}, "
+                                 "dimensions={0}, to_apply=%add\n"
+                                 "}\n"
+                                 "ENTRY e {\n"
+                                 "  a = f32[8]{0} parameter(0)\n"
+                                 "  b = f32[8]{0} parameter(1)\n"
+                                 "  s = ((f32[8]{0}, f32[8]{0}), (f32[4]{0}, f32[4]{0})) async-start(a, b), "
+                                 "calls=%async_computation\n"
+                                 "  d = (f32[4]{0}, f32[4]{0}) async-done(s)\n"
+                                 "  g0 = f32[4]{0} get-tuple-element(d), index=0\n"
+                                 "  g1 = f32[4]{0} get-tuple-element(d), index=1\n"
+                                 "  ROOT r = f32[4]{0} add(g0, g1)\n"
+                                 "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 16);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 5 * 128 + 16);
+    CHECK_EQ_U64(st.thread_local_size_in_bytes, 12);
+}
+
 static void test_json(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse_file(HBM_SOURCE_DIR "/examples/svd_oom.hlo", &m));
@@ -598,6 +630,7 @@ int main(void) {
     RUN(test_tiled_layout_padding);
     RUN(test_unused_custom_call_outputs);
     RUN(test_tuple_done_defines_its_table);
+    RUN(test_async_tuple_tables);
     RUN(test_xla_best_fit);
     RUN(test_devices);
     RUN(test_plan_fault_injection);

@@ -196,8 +196,8 @@ static int defines(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr
     case HOP_LEGACY_START:
         if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || k == 0) return 1;
         if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in) && k >= hbmi_shape_child(s, 1) &&
-            k < hbmi_shape_child(s, 1) + s->elems[1].nodes)
-            return 0; /* the wrapped op defines the output */
+            k < hbmi_shape_child(s, 1) + s->elems[1].nodes) /* the wrapped op defines the output's */
+            return hbmi_shape_node(s, k)->prim == HBMI_PRIM_TUPLE; /* arrays; the start its tuples */
         if (k < hbmi_shape_child(s, 1)) { /* inside {0}: the operands */
             const hbmi_shape *e0 = &s->elems[0];
             if (e0->prim == HBMI_PRIM_TUPLE) return k == 1; /* {0} itself is a defined tuple */
@@ -458,9 +458,13 @@ static int define_values(dfb *b) {
                     v->size = hbmi_shape_bytes(sub, df->pointer_size);
                     v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
                     v->constant = in->op == HOP_CONSTANT;
+                    uint32_t id = df->n_values++;
+                    /* a tuple the wrapped op returns has its own table, in the async
+                     * computation; the start's position holds the start's table */
+                    if (pass == 0 && v->is_tuple) continue;
                     hbmi_vset *set = &df->vs[in->pos_base + k];
                     set->n = 1;
-                    set->one = df->n_values++;
+                    set->one = id;
                 }
             }
     }
