@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_python.sh HBM SHARED_DATA - the Python package (python/hbm) against this build's
 # libhbm.so and hbm tool: pytest on tests/python. Skips (77) without python3's pytest
-# (Debian: python3-pytest; scripts/deps.sh installs it).
+# (Debian: python3-pytest; scripts/deps.sh installs it). HBM_PYTHON: the interpreter(s) to try.
 set -eu
 hbm="$1"
 shared="${2:-}"
@@ -10,7 +10,7 @@ src="${HBM_SOURCE_DIR:?}"
 lib="$build/libhbm.so"
 [ -e "$lib" ] || { echo "FAIL: $lib was not built"; exit 1; }
 py=""
-for c in python3 /usr/bin/python3; do
+for c in ${HBM_PYTHON:-python3 /usr/bin/python3}; do
   if command -v "$c" >/dev/null && "$c" -c 'import pytest' 2>/dev/null; then py="$c"; break; fi
 done
 [ -n "$py" ] || { echo "SKIP: no python3 with pytest (Debian: apt-get install python3-pytest)"; exit 77; }

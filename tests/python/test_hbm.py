@@ -4,7 +4,6 @@ Environment: HBM_LIBRARY (the libhbm.so under test), HBM_CLI (the hbm tool of th
 build), HBM_SOURCE_DIR, HBM_SHARED_DATA (optional: tests on real data skip without it).
 """
 import csv
-import io
 import json
 import os
 import pickle
@@ -346,6 +345,54 @@ def test_torch_missing_is_a_clear_import_error(monkeypatch):
     assert "pip install torch" in str(e.value)
     with pytest.raises(ImportError):
         hbm.torch.dump_on_oom("oom.pickle")
+
+
+class FakeTorch:
+    """The parts of torch that hbm.torch calls, recording what it was given."""
+
+    def __init__(self, snapshot):
+        import types
+        self.calls = []
+        self.observers = []
+        memory = types.SimpleNamespace(
+            CUDAPluggableAllocator=lambda *a: ("pluggable",) + a,
+            change_current_allocator=lambda a: self.calls.append(("change", a)),
+            _snapshot=lambda: snapshot,
+            _record_memory_history=lambda *a, **k: self.calls.append(("record",)))
+        self.cuda = types.SimpleNamespace(memory=memory)
+        self._C = types.SimpleNamespace(_cuda_attach_out_of_memory_observer=self.observers.append)
+
+
+def test_torch_with_a_stand_in(monkeypatch, tmp_path):
+    from hbm import _lib
+    snap = plain_snapshot(os.path.join(SNAPSHOTS, snapshot_files()[0])) if snapshot_files() else {
+        "segments": [], "device_traces": [[]]}
+    fake = FakeTorch(snap)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(hbm.torch, "_installed", False)
+    lib = _lib.get()
+    try:
+        # PyTorch's allocator: the observer writes the snapshot and hbm's report of it
+        path = tmp_path / "oom.pickle"
+        hbm.torch.dump_on_oom(str(path))
+        assert fake.calls == [("record",)] and len(fake.observers) == 1
+        fake.observers[0](0, 1 << 30, 0, 0)
+        with open(str(path), "rb") as f:
+            assert PlainUnpickler(f).load() == snap
+        rc, out = cli("view", str(path))
+        assert rc == 0 and (tmp_path / "oom.pickle.txt").read_text() == out
+        assert sorted(os.listdir(str(tmp_path))) == ["oom.pickle", "oom.pickle.txt"]
+        # hbm's allocator
+        with pytest.raises(hbm.ConfigError):
+            hbm.torch.use_hbm_allocator("allocator=nope")
+        a = hbm.torch.use_hbm_allocator("allocator=vmm,limit=1GiB")
+        assert a == ("pluggable", hbm.library_path(), "hbm_torch_malloc", "hbm_torch_free")
+        assert fake.calls[-1] == ("change", a)
+        hbm.torch.dump_on_oom(str(tmp_path / "hbm_oom"))
+        assert len(fake.observers) == 1  # the allocator's own hook instead of PyTorch's observer
+    finally:
+        _lib.check(lib.hbm_torch_configure(None))
+        _lib.check(lib.hbm_torch_oom_report_file(None))
 
 
 def test_jax_plan():
