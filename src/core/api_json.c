@@ -3,6 +3,7 @@
  * formats themselves live with their modules (plan/report.c, report/view_*.c, trace/). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,31 +38,39 @@ static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, 
     return s;
 }
 
+/* A new file beside path, created as fopen would (0666 less the umask). */
+static FILE *create_temp(const char *path, char *tmp, size_t cap) {
+    static _Atomic unsigned counter;
+    for (int tries = 0; tries < 100; tries++) {
+        snprintf(tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), counter++);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            FILE *f = fdopen(fd, "wb");
+            if (!f) {
+                close(fd);
+                unlink(tmp);
+            }
+            return f;
+        }
+        if (errno != EEXIST) return NULL;
+    }
+    return NULL;
+}
+
 static hbm_status to_file(emit_fn fn, const void *ctx, const char *path) {
     if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
-    size_t n = strlen(path);
-    char *tmp = hbmi_malloc(n + 8);
+    size_t cap = strlen(path) + 48;
+    char *tmp = hbmi_malloc(cap);
     if (!tmp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing %s", path);
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".XXXXXX", 8);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
+    FILE *f = create_temp(path, tmp, cap);
+    if (!f) {
         hbm_status s = hbmi_error(HBM_ERR_IO, "cannot create %s: %s", path, strerror(errno));
         hbmi_free(tmp);
         return s;
     }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        hbmi_free(tmp);
-        return hbmi_error(HBM_ERR_IO, "cannot write %s", path);
-    }
     hbm_status s = fn(ctx, f);
     int bad = ferror(f);
-    if (fclose(f) || bad) {
-        if (!s) s = hbmi_error(HBM_ERR_IO, "error writing %s", path);
-    }
+    if ((fclose(f) || bad) && !s) s = hbmi_error(HBM_ERR_IO, "error writing %s", path);
     if (!s && rename(tmp, path)) s = hbmi_error(HBM_ERR_IO, "cannot rename to %s: %s", path, strerror(errno));
     if (s) unlink(tmp);
     hbmi_free(tmp);
