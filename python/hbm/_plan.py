@@ -61,6 +61,9 @@ class Plan:
         self.capacity_bytes = self._d.get("capacity_bytes")
         self.framework_limit_bytes = self._d.get("framework_limit_bytes")
         self.verdict = self._d.get("verdict")
+        # True: XLA had not scheduled the module, the figures are hbm's estimate over its
+        # post order; None from a library that does not say
+        self.estimate = self._d.get("estimate")
         self.fits = None if self.verdict is None else self.verdict == "fits"
 
     def _call(self, fn, *args):
@@ -81,9 +84,9 @@ class Plan:
                           ctypes.byref(self._target))
 
     @property
-    def estimate(self):
-        """hbm's estimate in words: what the executable needs, where the peak is, who owns
-        it and, with a device, the verdict (the explanation part of report())."""
+    def explanation(self):
+        """hbm's explanation: what the executable needs, where the peak is, who owns it and,
+        with a device, the verdict (the part of report() after XLA's block)."""
         return self._call(self._lib.hbm_plan_explain_format, min(self._top, 8), ctypes.byref(self._target))
 
     def html(self, title=None):

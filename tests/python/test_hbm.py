@@ -113,7 +113,8 @@ def test_plan_is_the_cli_s():
     assert p.peak_bytes == d["peak_bytes"] and p.peak_buffers == d["peak_buffers"]
     assert p.peak_buffers[0]["shape"] == "f32[300000,300000]" and p.peak_buffers[0]["category"] == "temp"
     assert p.fits is False and p.verdict == "does_not_fit"
-    assert "DOES NOT FIT" in p.estimate and "BufferAssignment" not in p.estimate
+    assert "DOES NOT FIT" in p.explanation and "BufferAssignment" not in p.explanation
+    assert p.estimate is d.get("estimate") and p.estimate in (None, False)  # a scheduled module
     assert p.host_temp_size_in_bytes is None  # not reported by the library (docs/python.md)
     rc, out = cli("plan", SVD_FIXED, "--capacity", "16GiB", "--framework-limit", "0.9", "--top", "3", "--json")
     q = hbm.plan(SVD_FIXED, capacity="16GiB", framework_limit=0.9, top=3)
