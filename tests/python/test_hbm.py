@@ -115,7 +115,8 @@ def test_plan_is_the_cli_s():
     assert p.fits is False and p.verdict == "does_not_fit"
     assert "DOES NOT FIT" in p.explanation and "BufferAssignment" not in p.explanation
     assert p.estimate is d.get("estimate") and p.estimate in (None, False)  # a scheduled module
-    assert p.host_temp_size_in_bytes is None  # not reported by the library (docs/python.md)
+    for key in ("host_argument_size_in_bytes", "host_temp_size_in_bytes", "generated_code_size_in_bytes"):
+        assert getattr(p, key) == d.get(key)  # None where the library does not report it
     rc, out = cli("plan", SVD_FIXED, "--capacity", "16GiB", "--framework-limit", "0.9", "--top", "3", "--json")
     q = hbm.plan(SVD_FIXED, capacity="16GiB", framework_limit=0.9, top=3)
     assert q.to_json() == out and q.fits is True and len(q.peak_buffers) == 3
