@@ -8,7 +8,7 @@ import weakref
 from . import _lib
 from ._html import iframe
 
-# memory_analysis() attributes the library does not report yet read as None
+# memory_analysis()'s attribute names; those the library's JSON lacks read as None
 _MEMORY_ANALYSIS = (
     "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
     "generated_code_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
