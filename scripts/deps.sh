@@ -10,6 +10,10 @@ command -v python3 >/dev/null || need+=(python3)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 # headless browser for tests/test_view_html.sh (Debian's package; the test skips without it)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+# the Python package: its tests (pytest) and `pip install ./python` offline into a venv
+for m in pytest:python3-pytest ensurepip:python3-venv wheel:python3-wheel; do
+  /usr/bin/python3 -c "import ${m%%:*}" 2>/dev/null || need+=("${m#*:}")
+done
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo=sudo

@@ -70,8 +70,50 @@ static void test_torch(void) {
     unsetenv("HBM_LIMIT");
 }
 
+/* hbm_torch_configure and hbm_torch_oom_report_file (the Python package's use_hbm_allocator
+ * and dump_on_oom). */
+static void test_torch_configure(void) {
+    setenv("HBM_ALLOCATOR", "vmm", 1); /* the string wins: the environment is not read */
+    CHECK_STATUS(hbm_torch_configure("allocator=nope"), HBM_ERR_CONFIG);
+    CHECK_CONTAINS(hbm_last_error(), "nope");
+    CHECK_OK(hbm_torch_configure("allocator=platform,limit=8MiB"));
+    char path[] = "/tmp/hbm_torch_oom_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+    CHECK_OK(hbm_torch_oom_report_file(path));
+    void *p = hbm_torch_malloc(1 << 20, 0, NULL);
+    CHECK(p != NULL);
+    CHECK_STR(hbm_allocator_name(hbm_torch_allocator(0)), "platform");
+    CHECK_STATUS(hbm_torch_configure(NULL), HBM_ERR_INVALID); /* already open */
+    char buf[16384];
+    void *r = (void *)1;
+    capture_stderr(big_alloc, &r, buf, sizeof buf);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(buf, "OOM report written to");
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    unlink(path);
+    CHECK_CONTAINS(buf, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 41943040 bytes.");
+    hbm_torch_free(p, 1 << 20, 0, NULL);
+    hbm_torch_shutdown();
+    CHECK_OK(hbm_torch_oom_report_file(NULL));
+    CHECK_OK(hbm_torch_configure(NULL));
+    p = hbm_torch_malloc(1 << 20, 0, NULL); /* the environment again */
+    CHECK(p != NULL);
+    CHECK_STR(hbm_allocator_name(hbm_torch_allocator(0)), "vmm");
+    hbm_torch_free(p, 1 << 20, 0, NULL);
+    hbm_torch_shutdown();
+    unsetenv("HBM_ALLOCATOR");
+}
+
 int main(void) {
     fake = cuda_test_setup();
     RUN(test_torch);
+    RUN(test_torch_configure);
     return test_done();
 }

@@ -46,31 +46,12 @@ int cmd_export(int argc, char **argv) {
     if (!in) return cli_usage_error("export", "missing the input FILE");
     if (!fmt) return cli_usage_error("export", "missing --format (perfetto, pprof, torch or minimalloc)");
     if (!out) return cli_usage_error("export", "missing -o OUT");
-    int kind = !strcmp(fmt, "perfetto") ? 1 : !strcmp(fmt, "pprof") ? 2 : !strcmp(fmt, "torch") ? 3
-             : !strcmp(fmt, "minimalloc") ? 4 : 0;
-    if (!kind) return cli_usage_error("export", "--format %s: expected perfetto, pprof, torch or minimalloc", fmt);
+    if (strcmp(fmt, "perfetto") && strcmp(fmt, "pprof") && strcmp(fmt, "torch") && strcmp(fmt, "minimalloc"))
+        return cli_usage_error("export", "--format %s: expected perfetto, pprof, torch or minimalloc", fmt);
     hbm_trace *t;
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("export", s);
-    FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
-    if (!f) {
-        fprintf(stderr, "hbm export: cannot create %s\n", out);
-        hbm_trace_free(t);
-        return 1;
-    }
-    if (kind == 1) s = hbm_export_perfetto(t, f);
-    else if (kind == 2) s = hbm_export_pprof(t, f);
-    else if (kind == 3) s = hbm_export_torch(t, f);
-    else {
-        hbm_timeline *tl;
-        s = hbm_trace_to_timeline(t, &tl);
-        if (!s) s = hbm_export_minimalloc(tl, f);
-        hbm_timeline_free(tl);
-    }
-    if (f != stdout && fclose(f) && !s) {
-        fprintf(stderr, "hbm export: error writing %s\n", out);
-        s = HBM_ERR_IO;
-    }
+    s = strcmp(out, "-") ? hbm_export_file(t, fmt, out) : hbm_export_write(t, fmt, stdout); /* whole or not at all */
     hbm_trace_free(t);
     return s ? cli_fail("export", s) : 0;
 }

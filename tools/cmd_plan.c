@@ -91,31 +91,15 @@ int cmd_plan(int argc, char **argv) {
         }
     }
     if (!file) return cli_usage_error("plan", "missing FILE (an HLO text dump)");
-    if (device && cap_text) return cli_usage_error("plan", "give --device or --capacity, not both");
-    uint64_t capacity = 0;
     double fraction = 0;
-    const char *dev_name = NULL;
-    char dev_buf[64];
-    if (device) {
-        const hbm_device_model *dm = hbm_device_model_find(device);
-        if (!dm) return cli_usage_error("plan", "%s", hbm_last_error());
-        capacity = dm->capacity_bytes;
-        fraction = dm->default_fraction;
-        dev_name = dm->name;
-    } else if (cap_text) {
-        if (hbm_size_parse(cap_text, &capacity) != HBM_OK || !capacity)
-            return cli_usage_error("plan", "--capacity '%s': expected a size such as 80GiB", cap_text);
-        fraction = 0.75;
-        snprintf(dev_buf, sizeof dev_buf, "a %s device", cap_text);
-        dev_name = dev_buf;
-    }
     if (frac_text) {
         char *end;
-        double fr = strtod(frac_text, &end);
-        if (*end || end == frac_text || !(fr > 0 && fr <= 1))
+        fraction = strtod(frac_text, &end);
+        if (*end || end == frac_text || !(fraction > 0 && fraction <= 1))
             return cli_usage_error("plan", "--framework-limit '%s': expected a fraction in (0, 1]", frac_text);
-        fraction = fr;
     }
+    hbm_plan_target target;
+    if (hbm_plan_target_resolve(device, cap_text, fraction, &target)) return cli_usage_error("plan", "%s", hbm_last_error());
     hbm_pack_options po;
     hbm_pack_options_default(&po);
     po.timeout_s = timeout;
@@ -143,15 +127,14 @@ int cmd_plan(int argc, char **argv) {
     }
     if (json) {
         if (pack_text) printf("{\"plan\": ");
-        s = hbm_plan_json(p, stdout, top, capacity, fraction);
+        s = hbm_plan_json(p, stdout, top, target.capacity, target.fraction);
         if (pack_text)
             printf(", \"pack\": {\"algorithm\": \"%s\", \"xla_heap_bytes\": %llu, \"heap_bytes\": %llu, "
                    "\"lower_bound_bytes\": %llu, \"proven\": %s, \"seconds\": %.3f}}\n",
                    hbm_pack_algo_str(po.algo), (unsigned long long)heap, (unsigned long long)pr.extent,
                    (unsigned long long)pr.lower_bound, pr.proven ? "true" : "false", pr.seconds);
     } else {
-        s = hbm_plan_report(p, stdout, top);
-        if (!s) s = hbm_plan_explain(p, stdout, capacity, fraction, dev_name, top < 8 ? top : 8);
+        s = hbm_plan_write_text(p, stdout, top, &target);
         if (!s && pack_text) {
             char a[32], b[32], c[32];
             printf("\nRepacking the temp heap with '%s': %s (XLA's heap simulator: %s; lower bound %s%s), %.3f s\n",

@@ -74,16 +74,10 @@ int cmd_replay(int argc, char **argv) {
     hbm_status s = hbm_trace_load(path, &t);
     if (s) return cli_fail("replay", s);
     char spec[160];
-    if (device) {
-        if ((s = hbm_replay_device_spec(device, spec, sizeof spec))) {
-            hbm_trace_free(t);
-            fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
-            return 2;
-        }
-    } else if (t->capacity) {
-        snprintf(spec, sizeof spec, "sim:%" PRIu64, t->capacity);
-    } else {
-        snprintf(spec, sizeof spec, "sim:80GiB");
+    if (device && (s = hbm_replay_device_spec(device, spec, sizeof spec))) {
+        hbm_trace_free(t);
+        fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
+        return 2;
     }
     /* the configurations: --config ones, then one per --allocators name */
     char list[32][300];
@@ -101,24 +95,10 @@ int cmd_replay(int argc, char **argv) {
             p += k + (p[k] == ',');
         }
     }
-    hbm_replay_result *res = calloc((size_t)n, sizeof *res);
-    if (!res) {
-        hbm_trace_free(t);
-        fprintf(stderr, "hbm replay: out of memory\n");
-        return 1;
-    }
     const char *cfgs[32];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];
-    hbm_replay_many(t, spec, cfgs, (size_t)n, res); /* failures are in res[i] */
-    hbm_replay_bounds b;
-    if (hbm_replay_bounds_get(t, 1.0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
-    hbm_replay_write(t, spec, res, (size_t)n, &b, stdout, json);
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) rc = 1;
-        hbm_replay_result_release(&res[i]);
-    }
-    free(res);
+    int failed = 0;
+    s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
     hbm_trace_free(t);
-    return rc;
+    return s ? cli_fail("replay", s) : failed;
 }

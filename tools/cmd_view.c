@@ -70,14 +70,7 @@ int cmd_view(int argc, char **argv) {
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("view", s);
     if (html) {
-        FILE *f = fopen(html, "w");
-        if (!f) {
-            hbm_trace_free(t);
-            fprintf(stderr, "hbm view: cannot create %s\n", html);
-            return 1;
-        }
-        s = hbm_view_html(t, &o, f);
-        if (fclose(f) && !s) s = HBM_ERR_IO;
+        s = hbm_view_file(t, HBM_VIEW_HTML, o.top, o.title, html); /* whole or not at all */
         if (!s) fprintf(stderr, "hbm view: wrote %s\n", html);
     } else {
         s = json ? hbm_view_json(t, &o, stdout) : hbm_view_text(t, &o, stdout);

@@ -1,0 +1,379 @@
+/* api_json.c - the library's outputs as strings and whole files (hbm/json_api.h): what the
+ * CLI prints, for bindings. Each function here composes existing library calls; the
+ * formats themselves live with their modules (plan/report.c, report/view_*.c, trace/). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "hbm/hbm.h"
+#include "plan/plan_internal.h"
+#include "trace/trace_internal.h"
+
+/* --- output into a caller buffer or a file --------------------------------------------- */
+
+typedef hbm_status (*emit_fn)(const void *ctx, FILE *f);
+
+static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    hbm_status s = fn(ctx, f);
+    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (!s) {
+        if (cap) {
+            size_t k = n < cap - 1 ? n : cap - 1;
+            memcpy(buf, mem, k);
+            buf[k] = 0;
+        }
+        *len = n;
+    }
+    free(mem);
+    return s;
+}
+
+/* A new file beside path, created as fopen would (0666 less the umask). */
+static FILE *create_temp(const char *path, char *tmp, size_t cap) {
+    static _Atomic unsigned counter;
+    for (int tries = 0; tries < 100; tries++) {
+        snprintf(tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), counter++);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            FILE *f = fdopen(fd, "wb");
+            if (!f) {
+                close(fd);
+                unlink(tmp);
+            }
+            return f;
+        }
+        if (errno != EEXIST) return NULL;
+    }
+    return NULL;
+}
+
+static hbm_status to_file(emit_fn fn, const void *ctx, const char *path) {
+    if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
+    size_t cap = strlen(path) + 48;
+    char *tmp = hbmi_malloc(cap);
+    if (!tmp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing %s", path);
+    FILE *f = create_temp(path, tmp, cap);
+    if (!f) {
+        hbm_status s = hbmi_error(HBM_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        hbmi_free(tmp);
+        return s;
+    }
+    hbm_status s = fn(ctx, f);
+    int bad = ferror(f);
+    if ((fclose(f) || bad) && !s) s = hbmi_error(HBM_ERR_IO, "error writing %s", path);
+    if (!s && rename(tmp, path)) s = hbmi_error(HBM_ERR_IO, "cannot rename to %s: %s", path, strerror(errno));
+    if (s) unlink(tmp);
+    hbmi_free(tmp);
+    return s;
+}
+
+/* --- plans ------------------------------------------------------------------------------ */
+
+hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, double framework_limit,
+                                   hbm_plan_target *out) {
+    if (!out) return hbmi_error(HBM_ERR_INVALID, "plan target: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (device && capacity) return hbmi_error(HBM_ERR_INVALID, "give a device or a capacity, not both");
+    if (device) {
+        const hbm_device_model *dm = hbm_device_model_find(device);
+        if (!dm) return HBM_ERR_INVALID; /* the message names close choices */
+        out->capacity = dm->capacity_bytes;
+        out->fraction = dm->default_fraction;
+        snprintf(out->device_name, sizeof out->device_name, "%s", dm->name);
+    } else if (capacity) {
+        if (hbm_size_parse(capacity, &out->capacity) != HBM_OK || !out->capacity)
+            return hbmi_error(HBM_ERR_INVALID, "capacity '%s': expected a size such as 80GiB", capacity);
+        out->fraction = 0.75; /* JAX's default XLA_PYTHON_CLIENT_MEM_FRACTION */
+        snprintf(out->device_name, sizeof out->device_name, "a %s device", capacity);
+    }
+    if (framework_limit != 0) {
+        if (!(framework_limit > 0 && framework_limit <= 1))
+            return hbmi_error(HBM_ERR_INVALID, "framework limit %g: expected a fraction in (0, 1]", framework_limit);
+        out->fraction = framework_limit;
+    }
+    return HBM_OK;
+}
+
+hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o) {
+    if (!o) return hbmi_error(HBM_ERR_INVALID, "plan backend: NULL argument");
+    hbm_plan_options_default(o);
+    if (!backend || !strcmp(backend, "gpu") || !strcmp(backend, "cuda") || !strcmp(backend, "rocm")) return HBM_OK;
+    return hbmi_error(HBM_ERR_UNSUPPORTED,
+                      "backend '%s': hbm models XLA's GPU buffer assignment (gpu, cuda, rocm) only", backend);
+}
+
+typedef struct plan_ctx {
+    const hbm_plan *p;
+    size_t top;
+    const hbm_plan_target *t;
+    const char *title;
+} plan_ctx;
+
+static const hbm_plan_target no_target;
+
+hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t) {
+    if (!t) t = &no_target;
+    hbm_status s = hbm_plan_report(p, f, top);
+    if (!s)
+        s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
+    return s;
+}
+
+static hbm_status emit_plan_text(const void *c, FILE *f) {
+    const plan_ctx *x = c;
+    return hbm_plan_write_text(x->p, f, x->top, x->t);
+}
+
+static hbm_status emit_plan_json(const void *c, FILE *f) {
+    const plan_ctx *x = c;
+    const hbm_plan_target *t = x->t ? x->t : &no_target;
+    return hbm_plan_json(x->p, f, x->top, t->capacity, t->fraction);
+}
+
+static hbm_status emit_plan_explain(const void *c, FILE *f) {
+    const plan_ctx *x = c;
+    const hbm_plan_target *t = x->t ? x->t : &no_target;
+    return hbm_plan_explain(x->p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, x->top);
+}
+
+static hbm_status emit_plan_html(const void *c, FILE *f) {
+    const plan_ctx *x = c;
+    const hbm_timeline *tl = hbm_plan_timeline(x->p);
+    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory building the plan's timeline");
+    hbm_trace *tr;
+    hbm_status s = hbm_trace_from_timeline(tl, &tr);
+    if (s) return s;
+    snprintf(tr->name, sizeof tr->name, "%s", hbm_hlo_module_name(x->p->m));
+    hbm_view_options o;
+    hbm_view_options_default(&o);
+    if (x->title) o.title = x->title;
+    s = hbm_view_html(tr, &o, f);
+    hbm_trace_free(tr);
+    return s;
+}
+
+#define PLAN_CHECK_()                                                                 \
+    do {                                                                              \
+        if (!p) return hbmi_error(HBM_ERR_INVALID, "plan format: NULL plan");          \
+    } while (0)
+
+hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                size_t *len) {
+    PLAN_CHECK_();
+    plan_ctx c = {p, top, t, NULL};
+    return to_buffer(emit_plan_text, &c, buf, cap, len);
+}
+
+hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                size_t *len) {
+    PLAN_CHECK_();
+    plan_ctx c = {p, top, t, NULL};
+    return to_buffer(emit_plan_json, &c, buf, cap, len);
+}
+
+hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                   size_t *len) {
+    PLAN_CHECK_();
+    plan_ctx c = {p, top, t, NULL};
+    return to_buffer(emit_plan_explain, &c, buf, cap, len);
+}
+
+hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len) {
+    PLAN_CHECK_();
+    plan_ctx c = {p, 0, NULL, title};
+    return to_buffer(emit_plan_html, &c, buf, cap, len);
+}
+
+/* --- traces ----------------------------------------------------------------------------- */
+
+static hbm_status emit_trace_info(const void *c, FILE *f) {
+    const hbm_trace *t = c;
+    fputs("{\"name\": ", f);
+    hbmi_json_str(f, t->name);
+    fputs(", \"source\": ", f);
+    hbmi_json_str(f, t->source);
+    fputs(", \"device\": ", f);
+    hbmi_json_str(f, t->device);
+    fprintf(f, ", \"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"truncated_at\": %" PRIu64 "}", t->capacity,
+            t->count, t->truncated_at);
+    return HBM_OK;
+}
+
+hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len) {
+    if (!t) return hbmi_error(HBM_ERR_INVALID, "trace info: NULL trace");
+    return to_buffer(emit_trace_info, t, buf, cap, len);
+}
+
+typedef struct view_ctx {
+    const hbm_trace *t;
+    hbm_view_kind kind;
+    hbm_view_options o;
+} view_ctx;
+
+static hbm_status emit_view(const void *c, FILE *f) {
+    const view_ctx *x = c;
+    return x->kind == HBM_VIEW_HTML ? hbm_view_html(x->t, &x->o, f)
+         : x->kind == HBM_VIEW_JSON ? hbm_view_json(x->t, &x->o, f)
+                                    : hbm_view_text(x->t, &x->o, f);
+}
+
+static hbm_status view_setup(view_ctx *x, const hbm_trace *t, hbm_view_kind kind, int top, const char *title) {
+    if (!t) return hbmi_error(HBM_ERR_INVALID, "view: NULL trace");
+    if (kind != HBM_VIEW_TEXT && kind != HBM_VIEW_JSON && kind != HBM_VIEW_HTML)
+        return hbmi_error(HBM_ERR_INVALID, "view: kind %d is not text (0), json (1) or html (2)", (int)kind);
+    x->t = t;
+    x->kind = kind;
+    hbm_view_options_default(&x->o);
+    if (top >= 0) x->o.top = top;
+    if (title) x->o.title = title;
+    return HBM_OK;
+}
+
+hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
+                           size_t cap, size_t *len) {
+    view_ctx x;
+    hbm_status s = view_setup(&x, t, kind, top, title);
+    return s ? s : to_buffer(emit_view, &x, buf, cap, len);
+}
+
+hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path) {
+    view_ctx x;
+    hbm_status s = view_setup(&x, t, kind, top, title);
+    return s ? s : to_file(emit_view, &x, path);
+}
+
+hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f) {
+    if (!t || !format || !f) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
+    if (!strcmp(format, "perfetto")) return hbm_export_perfetto(t, f);
+    if (!strcmp(format, "pprof")) return hbm_export_pprof(t, f);
+    if (!strcmp(format, "torch")) return hbm_export_torch(t, f);
+    if (!strcmp(format, "minimalloc")) {
+        hbm_timeline *tl;
+        hbm_status s = hbm_trace_to_timeline(t, &tl);
+        if (!s) s = hbm_export_minimalloc(tl, f);
+        hbm_timeline_free(tl);
+        return s;
+    }
+    return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected perfetto, pprof, torch or minimalloc", format);
+}
+
+typedef struct export_ctx {
+    const hbm_trace *t;
+    const char *format;
+} export_ctx;
+
+static hbm_status emit_export(const void *c, FILE *f) {
+    const export_ctx *x = c;
+    return hbm_export_write(x->t, x->format, f);
+}
+
+hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path) {
+    if (!t || !format) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
+    if (strcmp(format, "perfetto") && strcmp(format, "pprof") && strcmp(format, "torch") && strcmp(format, "minimalloc"))
+        return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected perfetto, pprof, torch or minimalloc", format);
+    export_ctx x = {t, format};
+    return to_file(emit_export, &x, path);
+}
+
+#define REPLAY_MAX_CONFIGS 64
+
+hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                FILE *f, int json, int *failed) {
+    if (failed) *failed = 0;
+    if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
+    if (n > REPLAY_MAX_CONFIGS) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, REPLAY_MAX_CONFIGS);
+    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
+    if (!n) configs = defaults, n = 2;
+    for (size_t i = 0; i < n; i++)
+        if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
+    char spec[160];
+    hbm_status s;
+    if (device) {
+        if ((s = hbm_replay_device_spec(device, spec, sizeof spec))) return s;
+    } else if (t->capacity) {
+        snprintf(spec, sizeof spec, "sim:%" PRIu64, t->capacity);
+    } else {
+        snprintf(spec, sizeof spec, "sim:80GiB");
+    }
+    hbm_replay_result *res = hbmi_calloc(n, sizeof *res);
+    if (!res) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
+    hbm_replay_many(t, spec, configs, n, res); /* failures are in res[i] */
+    hbm_replay_bounds b;
+    if (hbm_replay_bounds_get(t, 1.0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
+    s = hbm_replay_write(t, spec, res, n, &b, f, json);
+    for (size_t i = 0; i < n; i++) {
+        if (failed && res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) *failed = 1;
+        hbm_replay_result_release(&res[i]);
+    }
+    hbmi_free(res);
+    return s;
+}
+
+typedef struct replay_ctx {
+    const hbm_trace *t;
+    const char *device;
+    const char *const *configs;
+    size_t n;
+    int json;
+} replay_ctx;
+
+static hbm_status emit_replay(const void *c, FILE *f) {
+    const replay_ctx *x = c;
+    return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
+}
+
+hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
+                             char *buf, size_t cap, size_t *len) {
+    replay_ctx x = {t, device, configs, n, json};
+    return to_buffer(emit_replay, &x, buf, cap, len);
+}
+
+/* --- errors ----------------------------------------------------------------------------- */
+
+/* ":DIGITS" at s; returns the position after the digits (s when none) and the value. */
+static const char *digits(const char *s, int *v) {
+    if (*s != ':' || !isdigit((unsigned char)s[1])) return s;
+    long x = 0;
+    const char *p = s + 1;
+    while (isdigit((unsigned char)*p)) {
+        if (x < 100000000) x = x * 10 + (*p - '0');
+        p++;
+    }
+    *v = (int)x;
+    return p;
+}
+
+int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
+    int l = 0, c = 0, found = 0;
+    const char *msg = hbm_last_error(), *at = NULL;
+    for (const char *p = msg; *p && !found; p++) {
+        if (isspace((unsigned char)*p) || *p == '\'' || *p == '"') break; /* FILE has none */
+        if (*p != ':' || p == msg) continue;
+        int lv = 0, cv = 0;
+        const char *q = digits(p, &lv);
+        if (q == p) continue;
+        const char *r = digits(q, &cv);
+        if (r[0] == ':' && r[1] == ' ') {
+            l = lv, c = r == q ? 0 : cv, at = p, found = 1;
+        }
+    }
+    if (file && cap) {
+        size_t n = found ? (size_t)(at - msg) : 0;
+        if (n > cap - 1) n = cap - 1;
+        memcpy(file, msg, n);
+        file[n] = 0;
+    }
+    if (line) *line = l;
+    if (column) *column = c;
+    return found;
+}

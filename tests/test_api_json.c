@@ -1,0 +1,212 @@
+/* test_api_json.c - hbm/json_api.h: outputs into caller buffers and whole files, the
+ * plan target, the backend check, replay defaults and the last error's location. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static const char *svd = HBM_SOURCE_DIR "/examples/svd_oom.hlo";
+
+
+static void test_target(void) {
+    hbm_plan_target t;
+    CHECK_OK(hbm_plan_target_resolve("v100-16gb", NULL, 0, &t));
+    CHECK_EQ_U64(t.capacity, 17179869184ull);
+    CHECK(t.fraction > 0.74 && t.fraction < 0.76);
+    CHECK_STR(t.device_name, "V100-16GB");
+    CHECK_OK(hbm_plan_target_resolve(NULL, "16GiB", 0.5, &t));
+    CHECK_EQ_U64(t.capacity, 17179869184ull);
+    CHECK(t.fraction == 0.5);
+    CHECK_STR(t.device_name, "a 16GiB device");
+    CHECK_OK(hbm_plan_target_resolve(NULL, NULL, 0, &t));
+    CHECK_EQ_U64(t.capacity, 0);
+    CHECK_STATUS(hbm_plan_target_resolve("h100", "16GiB", 0, &t), HBM_ERR_INVALID);
+    CHECK_STATUS(hbm_plan_target_resolve("no-such-gpu", NULL, 0, &t), HBM_ERR_INVALID);
+    CHECK_STATUS(hbm_plan_target_resolve(NULL, "lots", 0, &t), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "lots");
+    CHECK_STATUS(hbm_plan_target_resolve(NULL, "1GiB", 1.5, &t), HBM_ERR_INVALID);
+    CHECK_STATUS(hbm_plan_target_resolve(NULL, "1GiB", -0.1, &t), HBM_ERR_INVALID);
+    hbm_plan_options o;
+    CHECK_OK(hbm_plan_backend_options(NULL, &o));
+    CHECK_OK(hbm_plan_backend_options("gpu", &o));
+    CHECK_EQ_U64(o.alignment, 128);
+    CHECK_STATUS(hbm_plan_backend_options("tpu", &o), HBM_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(hbm_last_error(), "tpu");
+}
+
+static void test_plan_outputs(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p;
+    CHECK_OK(hbm_hlo_parse_file(svd, &m));
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    hbm_plan_target t;
+    CHECK_OK(hbm_plan_target_resolve("v100-16gb", NULL, 0, &t));
+    /* the buffer version equals what the FILE version writes */
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    CHECK(f);
+    CHECK_OK(hbm_plan_json(p, f, 15, t.capacity, t.fraction));
+    fclose(f);
+    size_t len = 0;
+    CHECK_OK(hbm_plan_json_format(p, 15, &t, NULL, 0, &len));
+    CHECK_EQ_U64(len, n);
+    char *buf = malloc(len + 1);
+    CHECK(buf);
+    CHECK_OK(hbm_plan_json_format(p, 15, &t, buf, len + 1, &len));
+    CHECK_STR(buf, mem);
+    CHECK_CONTAINS(buf, "\"temp_size_in_bytes\": 360336162820");
+    CHECK_CONTAINS(buf, "\"verdict\": \"does_not_fit\"");
+    /* cut to the buffer, NUL-terminated, full length reported */
+    char small[8];
+    CHECK_OK(hbm_plan_json_format(p, 15, &t, small, sizeof small, &len));
+    CHECK_EQ_U64(len, n);
+    CHECK_EQ_U64(strlen(small), 7);
+    CHECK(!memcmp(small, mem, 7));
+    free(buf);
+    free(mem);
+    /* the CLI's text: XLA's block, the explanation, the verdict */
+    CHECK_OK(hbm_plan_text_format(p, 15, &t, NULL, 0, &len));
+    buf = malloc(len + 1);
+    CHECK(buf);
+    CHECK_OK(hbm_plan_text_format(p, 15, &t, buf, len + 1, &len));
+    CHECK_CONTAINS(buf, "BufferAssignment OOM Debugging.");
+    CHECK_CONTAINS(buf, "Verdict for V100-16GB");
+    CHECK_CONTAINS(buf, "DOES NOT FIT");
+    free(buf);
+    CHECK_OK(hbm_plan_text_format(p, 15, NULL, NULL, 0, &len));
+    buf = malloc(len + 1);
+    CHECK(buf);
+    CHECK_OK(hbm_plan_text_format(p, 15, NULL, buf, len + 1, &len));
+    CHECK(!strstr(buf, "Verdict"));
+    free(buf);
+    CHECK_OK(hbm_plan_explain_format(p, 8, &t, NULL, 0, &len));
+    buf = malloc(len + 1);
+    CHECK(buf);
+    CHECK_OK(hbm_plan_explain_format(p, 8, &t, buf, len + 1, &len));
+    CHECK(!strstr(buf, "BufferAssignment"));
+    CHECK_CONTAINS(buf, "DOES NOT FIT");
+    free(buf);
+    CHECK_OK(hbm_plan_html_format(p, NULL, NULL, 0, &len));
+    buf = malloc(len + 1);
+    CHECK(buf);
+    CHECK_OK(hbm_plan_html_format(p, "svd", buf, len + 1, &len));
+    CHECK_CONTAINS(buf, "<html");
+    CHECK_CONTAINS(buf, "svd");
+    free(buf);
+    CHECK_STATUS(hbm_plan_json_format(NULL, 15, NULL, NULL, 0, &len), HBM_ERR_INVALID);
+    CHECK_STATUS(hbm_plan_json_format(p, 15, NULL, NULL, 0, NULL), HBM_ERR_INVALID);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+static char *fmt_view(const hbm_trace *t, hbm_view_kind k, int top) {
+    size_t len;
+    if (hbm_view_format(t, k, top, NULL, NULL, 0, &len)) return NULL;
+    char *b = malloc(len + 1);
+    if (b && hbm_view_format(t, k, top, NULL, b, len + 1, &len)) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static void test_trace_outputs(void) {
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_load(svd, &t)); /* an HLO module loads as its runtime sequence */
+    size_t len;
+    char info[512];
+    CHECK_OK(hbm_trace_info_format(t, info, sizeof info, &len));
+    CHECK(len < sizeof info);
+    CHECK_CONTAINS(info, "\"events\": ");
+    char *j = fmt_view(t, HBM_VIEW_JSON, 3);
+    CHECK(j);
+    CHECK_CONTAINS(j, "\"peak_bytes_in_use\"");
+    free(j);
+    char *h = fmt_view(t, HBM_VIEW_HTML, -1);
+    CHECK(h);
+    CHECK_CONTAINS(h, "<html");
+    free(h);
+    CHECK_STATUS(hbm_view_format(t, (hbm_view_kind)7, -1, NULL, NULL, 0, &len), HBM_ERR_INVALID);
+
+    char dir[] = "/tmp/hbm_api_json_XXXXXX", path[256], tmp_left[300];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    CHECK_STATUS(hbm_export_file(t, "svg", path), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "perfetto");
+    CHECK(!exists(path));
+    mode_t old = umask(022);
+    CHECK_OK(hbm_export_file(t, "perfetto", path));
+    umask(old);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644); /* as fopen would create it */
+    CHECK_OK(hbm_view_file(t, HBM_VIEW_TEXT, 5, NULL, path)); /* replaces it whole */
+    snprintf(tmp_left, sizeof tmp_left, "rm -f %s/out.json; rmdir %s", dir, dir);
+    CHECK(system(tmp_left) == 0); /* fails if a temporary file was left behind */
+    snprintf(path, sizeof path, "%s/no/such/dir/x.html", dir);
+    CHECK_STATUS(hbm_view_file(t, HBM_VIEW_HTML, -1, NULL, path), HBM_ERR_IO);
+
+    /* replay: the default configurations and device */
+    CHECK_OK(hbm_replay_format(t, NULL, NULL, 0, 1, NULL, 0, &len));
+    char *r = malloc(len + 1);
+    CHECK(r);
+    CHECK_OK(hbm_replay_format(t, NULL, NULL, 0, 1, r, len + 1, &len));
+    CHECK_CONTAINS(r, "\"config\": \"allocator=bfc\"");
+    CHECK_CONTAINS(r, "\"config\": \"allocator=platform\"");
+    CHECK_CONTAINS(r, "\"device\": \"sim:80GiB\"");
+    free(r);
+    const char *cfg[] = {"allocator=vmm"};
+    int failed = 1;
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    CHECK(f);
+    CHECK_OK(hbm_replay_run_write(t, "h100", cfg, 1, f, 0, &failed));
+    fclose(f);
+    CHECK(failed == 0);
+    CHECK_CONTAINS(mem, "vmm");
+    free(mem);
+    CHECK_STATUS(hbm_replay_format(t, "no-such-gpu", NULL, 0, 1, NULL, 0, &len), HBM_ERR_INVALID);
+    hbm_trace_free(t);
+}
+
+static void test_error_location(void) {
+    const char *bad = "HloModule m\n\nENTRY e {\n  x = f32[2 parameter(0)\n}\n";
+    hbm_hlo_module *m;
+    CHECK_STATUS(hbm_hlo_parse(bad, strlen(bad), "bad.hlo", &m), HBM_ERR_PARSE);
+    char file[64];
+    int line = -1, col = -1;
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 1);
+    CHECK_STR(file, "bad.hlo");
+    CHECK(line == 4);
+    CHECK(col > 0);
+    char cut[4];
+    CHECK(hbm_last_error_location(cut, sizeof cut, NULL, NULL) == 1);
+    CHECK_STR(cut, "bad");
+    const char *csv = "Thread,Time,Action,Pointer,Size,Stream\n1,2,allocate,0x10\n";
+    hbm_trace *t;
+    CHECK(hbm_trace_parse_rmm_csv(csv, strlen(csv), "log.csv", &t) == HBM_ERR_PARSE);
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 1);
+    CHECK_STR(file, "log.csv");
+    CHECK(line == 2 && col == 0);
+    hbm_clear_error();
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 0);
+    CHECK_STR(file, "");
+    CHECK(line == 0 && col == 0);
+    hbm_plan_target t2;
+    CHECK_STATUS(hbm_plan_target_resolve(NULL, "16:2: GiB", 0, &t2), HBM_ERR_INVALID);
+    CHECK(hbm_last_error_location(NULL, 0, &line, &col) == 0); /* "capacity '16:2: ..." has no FILE: */
+}
+
+int main(void) {
+    RUN(test_target);
+    RUN(test_plan_outputs);
+    RUN(test_trace_outputs);
+    RUN(test_error_location);
+    return test_done();
+}
