@@ -28,10 +28,15 @@ static void test_target(void) {
     CHECK_STATUS(hbm_plan_target_resolve(NULL, "1GiB", -0.1, &t), HBM_ERR_INVALID);
     hbm_plan_options o;
     CHECK_OK(hbm_plan_backend_options(NULL, &o));
+    CHECK(o.backend == HBM_BACKEND_AUTO);
     CHECK_OK(hbm_plan_backend_options("gpu", &o));
-    CHECK_EQ_U64(o.alignment, 128);
-    CHECK_STATUS(hbm_plan_backend_options("tpu", &o), HBM_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(hbm_last_error(), "tpu");
+    CHECK(o.backend == HBM_BACKEND_GPU);
+    CHECK_OK(hbm_plan_backend_options("cuda", &o));
+    CHECK(o.backend == HBM_BACKEND_GPU);
+    CHECK_OK(hbm_plan_backend_options("tpu", &o));
+    CHECK(o.backend == HBM_BACKEND_TPU);
+    CHECK_STATUS(hbm_plan_backend_options("xpu", &o), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "xpu");
 }
 
 static void test_plan_outputs(void) {

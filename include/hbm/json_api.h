@@ -45,8 +45,8 @@ typedef struct hbm_plan_target {
 hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, double framework_limit,
                                    hbm_plan_target *out);
 
-/* Plan options for an XLA backend name: NULL, "gpu", "cuda" and "rocm" are XLA's GPU
- * buffer assignment (what hbm models); anything else is HBM_ERR_UNSUPPORTED. */
+/* Plan options for an XLA backend name: NULL (read from the module), "gpu" (also "cuda",
+ * "rocm"), "cpu", "tpu"; anything else is HBM_ERR_INVALID naming it. */
 hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o);
 
 /* The text of `hbm plan`: XLA's report with top peak buffers, then hbm's explanation (at

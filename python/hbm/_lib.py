@@ -26,7 +26,7 @@ c_double = ctypes.c_double
 
 class PlanOptions(ctypes.Structure):
     """hbm_plan_options (hbm/plan.h)."""
-    _fields_ = [("alignment", c_uint64), ("pointer_size", ctypes.c_uint)]
+    _fields_ = [("alignment", c_uint64), ("pointer_size", ctypes.c_uint), ("backend", ctypes.c_int)]
 
 
 class PlanTarget(ctypes.Structure):

@@ -107,9 +107,9 @@ hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, dou
 hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o) {
     if (!o) return hbmi_error(HBM_ERR_INVALID, "plan backend: NULL argument");
     hbm_plan_options_default(o);
-    if (!backend || !strcmp(backend, "gpu") || !strcmp(backend, "cuda") || !strcmp(backend, "rocm")) return HBM_OK;
-    return hbmi_error(HBM_ERR_UNSUPPORTED,
-                      "backend '%s': hbm models XLA's GPU buffer assignment (gpu, cuda, rocm) only", backend);
+    if (!backend) return HBM_OK; /* read from the module */
+    if (!strcmp(backend, "cuda") || !strcmp(backend, "rocm")) backend = "gpu";
+    return hbm_backend_parse(backend, &o->backend);
 }
 
 typedef struct plan_ctx {

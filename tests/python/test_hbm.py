@@ -183,8 +183,9 @@ def test_errors(tmp_path):
     with pytest.raises(hbm.Error):
         hbm.plan(SVD, capacity="1GiB", framework_limit=1.5)
     with pytest.raises(hbm.Error) as e:
-        hbm.plan(SVD, backend="tpu")
-    assert e.value.status == "HBM_ERR_UNSUPPORTED" and "tpu" in str(e.value)
+        hbm.plan(SVD, backend="xpu")
+    assert e.value.status == "HBM_ERR_INVALID" and "xpu" in str(e.value)
+    assert json.loads(hbm.plan(SVD, backend="cpu").to_json())["backend"] == "cpu"
     # the status -> class mapping, through real library calls where one is reachable
     from hbm import _lib
     lib = _lib.get()
