@@ -741,6 +741,12 @@ static int default_in_place(const hbm_hlo_module *m, const hbmi_instr *in) {
     return in->op == HOP_ALL_REDUCE_START && !instr_text_has(m, in, "nvshmem");
 }
 
+/* How many of a default in-place op's operands are updated in place: one updates the whole
+ * output, several update output element i each (scatter: its operands, not indices/updates). */
+static uint32_t in_place_operands(const hbmi_instr *in) {
+    return in->op == HOP_DUS ? 1 : in->op == HOP_SCATTER ? (in->n_ops - 1) / 2 : in->n_ops;
+}
+
 static int alias_buffers(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
@@ -769,10 +775,8 @@ static int alias_buffers(dfb *b) {
                     union_sets(p, VS(df, g, un), VS(df, og, on));
                 }
             } else if (default_in_place(m, in)) {
-                /* AliasInfo's default in-place ops: one in-place operand shares the whole
-                 * output, several share output element i with operand i */
-                uint32_t k = in->op == HOP_DUS ? 1 : in->op == HOP_SCATTER ? (in->n_ops - 1) / 2 : in->n_ops;
-                if (k == 1 && in->n_ops) {
+                uint32_t k = in_place_operands(in);
+                if (k == 1) {
                     union_sets(p, VS(df, g, 0), VS(df, G(df, ci, in->ops[0]), 0));
                 } else if (in->shape->prim == HBMI_PRIM_TUPLE) {
                     for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
@@ -931,9 +935,9 @@ static uint32_t element_of(const hbmi_shape *s, uint32_t k) {
 
 /* is (operand opno, {}) -> output node user_node one of u's default in-place pairs? */
 static int in_place_pair(const hbmi_instr *u, uint32_t opno, uint32_t user_node) {
-    uint32_t k = u->op == HOP_DUS ? 1 : u->op == HOP_SCATTER ? (u->n_ops - 1) / 2 : u->n_ops;
+    uint32_t k = in_place_operands(u);
     if (k == 1) return opno == 0 && user_node == 0;
-    return opno < k && user_node && element_of(u->shape, user_node) == opno &&
+    return opno < k && u->shape->prim == HBMI_PRIM_TUPLE && opno < u->shape->n &&
            user_node == hbmi_shape_child(u->shape, opno);
 }
 
