@@ -52,12 +52,12 @@ int cmd_export(int argc, char **argv) {
     hbm_trace *t;
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("export", s);
-    FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
-    if (!f) {
-        fprintf(stderr, "hbm export: cannot create %s\n", out);
+    hbm_output o; /* written whole or not at all */
+    if ((s = hbm_output_open(&o, out))) {
         hbm_trace_free(t);
-        return 1;
+        return cli_fail("export", s);
     }
+    FILE *f = o.f;
     if (kind == 1) s = hbm_export_perfetto(t, f);
     else if (kind == 2) s = hbm_export_pprof(t, f);
     else if (kind == 3) s = hbm_export_torch(t, f);
@@ -67,10 +67,7 @@ int cmd_export(int argc, char **argv) {
         if (!s) s = hbm_export_minimalloc(tl, f);
         hbm_timeline_free(tl);
     }
-    if (f != stdout && fclose(f) && !s) {
-        fprintf(stderr, "hbm export: error writing %s\n", out);
-        s = HBM_ERR_IO;
-    }
+    int rc = cli_output_done("export", &o, s);
     hbm_trace_free(t);
-    return s ? cli_fail("export", s) : 0;
+    return rc;
 }

@@ -70,15 +70,13 @@ int cmd_view(int argc, char **argv) {
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("view", s);
     if (html) {
-        FILE *f = fopen(html, "w");
-        if (!f) {
+        hbm_output out; /* written whole or not at all */
+        if (!(s = hbm_output_open(&out, html))) {
+            int rc = cli_output_done("view", &out, hbm_view_html(t, &o, out.f));
+            if (!rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s\n", html);
             hbm_trace_free(t);
-            fprintf(stderr, "hbm view: cannot create %s\n", html);
-            return 1;
+            return rc;
         }
-        s = hbm_view_html(t, &o, f);
-        if (fclose(f) && !s) s = HBM_ERR_IO;
-        if (!s) fprintf(stderr, "hbm view: wrote %s\n", html);
     } else {
         s = json ? hbm_view_json(t, &o, stdout) : hbm_view_text(t, &o, stdout);
     }
