@@ -5,16 +5,33 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all build run test test-fast test-asan test-tsan bench install deps clean fuzz
+# quiet builds: no "make[2]: Entering directory" lines, no per-file progress or "Built
+# target" lines; the build's output goes to DIR/build.log and is shown when it fails
+# (V=1 shows everything, commands included)
+MAKEFLAGS += --no-print-directory
+QUIET := -DCMAKE_RULE_MESSAGES=OFF -DCMAKE_VERBOSE_MAKEFILE=OFF
+ifeq ($(V),1)
+QUIET := -DCMAKE_RULE_MESSAGES=ON -DCMAKE_VERBOSE_MAKEFILE=ON
+compile = cmake --build $(1) -j $(JOBS)
+else
+compile = echo "building $(1)/ ..." && cmake --build $(1) -j $(JOBS) >$(1)/build.log 2>&1 || \
+  { grep -v 'Built target' $(1)/build.log; echo "build failed (whole log: $(1)/build.log)"; exit 1; }
+endif
+
+.PHONY: all build run test test-fast test-asan test-tsan bench install deps deps-test clean fuzz fuzz-long
 
 all: build
 
+# building needs a C compiler, make and CMake; the tests may use more (see scripts/deps.sh)
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh build
+
+deps-test:
+	@./scripts/deps.sh test
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHBM_WERROR=ON $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHBM_WERROR=ON $(QUIET) $(CMAKE_FLAGS) >/dev/null
+	@$(call compile,$(BUILD))
 
 run: build
 	./$(BUILD)/hbm demo
@@ -23,20 +40,20 @@ run: build
 test: test-fast test-asan test-tsan
 	@echo "all test passes green"
 
-test-fast: build
+test-fast: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHBM_WERROR=ON \
+test-asan: deps deps-test
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHBM_WERROR=ON $(QUIET) \
 	  -DHBM_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-asan -j $(JOBS)
+	@$(call compile,build-asan)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  HBM_FUZZ_ITERS=5000 ctest --output-on-failure -j $(JOBS)
 
-test-tsan: deps
-	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHBM_WERROR=ON \
+test-tsan: deps deps-test
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHBM_WERROR=ON $(QUIET) \
 	  -DHBM_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-tsan -j $(JOBS)
+	@$(call compile,build-tsan)
 	cd build-tsan && ctest --output-on-failure -L threads -j $(JOBS)
 
 bench: build
@@ -44,9 +61,14 @@ bench: build
 
 fuzz:
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHBM_FUZZ=ON -DBUILD_TESTING=OFF \
-	  -DHBM_SANITIZE=address,undefined >/dev/null
-	@cmake --build build-fuzz -j $(JOBS)
+	  -DHBM_SANITIZE=address,undefined $(QUIET) >/dev/null
+	@$(call compile,build-fuzz)
 	@echo "fuzzers in build-fuzz/: run e.g. mkdir -p /tmp/corpus && build-fuzz/fuzz_config /tmp/corpus fuzz/corpus/fuzz_config"
+
+# the long tier: every fuzzer FUZZ_SECONDS (30 min) from fuzz/corpus and ../shared/data seeds
+FUZZ_SECONDS ?= 1800
+fuzz-long: fuzz
+	@./scripts/fuzz_long.sh $(FUZZ_SECONDS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

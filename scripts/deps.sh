@@ -1,23 +1,67 @@
 #!/usr/bin/env bash
-# Install what building and testing hbm needs on a fresh Debian/Ubuntu machine.
-# Idempotent: does nothing when everything is present.
-set -euo pipefail
-need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v cc >/dev/null || need+=(build-essential)
-command -v make >/dev/null || need+=(make)
-command -v python3 >/dev/null || need+=(python3)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-# headless browser for tests/test_view_html.sh (Debian's package; the test skips without it)
-command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
-# the Python package: its tests (pytest) and `pip install ./python` offline into a venv
-for m in pytest:python3-pytest ensurepip:python3-venv wheel:python3-wheel; do
-  /usr/bin/python3 -c "import ${m%%:*}" 2>/dev/null || need+=("${m#*:}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  echo "scripts/deps.sh: installing ${need[*]}" >&2
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}"
+# scripts/deps.sh [build|test] - install what hbm needs on a Debian/Ubuntu machine, and only
+# that. Idempotent: does nothing when everything is present.
+#   build (default): a C compiler, make and CMake - all that `make build` and `make run` need.
+#   test: also what some tests use (pkg-config, python3 with pytest, venv and wheel, Debian's
+#         chromium for the HTML test); those tests skip, saying why, where it is missing.
+# Without apt-get nothing is installed: a missing build tool is an error that names it,
+# a missing test tool is a note.
+set -eu
+mode=${1:-build}
+case "$mode" in build | test) ;; *) echo "usage: scripts/deps.sh [build|test]" >&2; exit 2 ;; esac
+need=() # Debian packages to install
+missing=() # what is absent, in words
+have() { command -v "$1" >/dev/null 2>&1; }
+want() { # want PACKAGE WHAT: WHAT is absent, PACKAGE provides it
+  need+=("$1")
+  missing+=("$2")
+}
+have cmake || want cmake "cmake"
+have cc || have gcc || have clang || want build-essential "a C compiler (cc)"
+have make || want make "make"
+nbuild=${#need[@]}
+if [ "$mode" = test ]; then
+  have pkg-config || want pkg-config "pkg-config"
+  # a python3 module, or the Debian package that provides it to /usr/bin/python3 (the
+  # python3 on PATH may be another one, e.g. pyenv's)
+  pymod() {
+    python3 -c "import $1" 2>/dev/null ||
+      dpkg-query -W -f='${Status}' "$2" 2>/dev/null | grep -q 'install ok installed'
+  }
+  if have python3; then
+    pymod pytest python3-pytest || want python3-pytest "python3's pytest"
+    pymod 'ensurepip, venv' python3-venv || want python3-venv "python3's venv"
+    # `pip install ./python` offline builds a wheel with the machine's own setuptools/wheel
+    pymod wheel python3-wheel || want python3-wheel "python3's wheel"
+  else
+    want python3 "python3"
+    need+=(python3-pytest python3-venv python3-wheel)
+  fi
+  # the headless browser for tests/test_view_html.sh
+  have chromium || have chromium-browser || want chromium "chromium (for the HTML test)"
 fi
+[ ${#need[@]} -eq 0 ] && exit 0
+list() { local IFS=,; local s="$*"; echo "${s//,/, }"; }
+if ! have apt-get; then
+  if [ "$nbuild" -gt 0 ]; then
+    echo "scripts/deps.sh: missing: $(list "${missing[@]:0:$nbuild}")" >&2
+    echo "scripts/deps.sh: install them with your system's package manager (no apt-get here)" >&2
+    exit 1
+  fi
+  echo "scripts/deps.sh: note: no $(list "${missing[@]}") and no apt-get to install them;" \
+    "the tests that need them will skip" >&2
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if have sudo; then
+    sudo=sudo
+  else
+    echo "scripts/deps.sh: missing: $(list "${missing[@]}"); not root and no sudo to install them" >&2
+    [ "$nbuild" -gt 0 ] && exit 1
+    exit 0
+  fi
+fi
+echo "scripts/deps.sh: installing ${need[*]}" >&2
+$sudo apt-get update -q >/dev/null
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}" >/dev/null

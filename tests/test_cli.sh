@@ -20,9 +20,17 @@ check config-env 0 "fraction         0.6          XLA_PYTHON_CLIENT_MEM_FRACTION
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.6 "$hbm" config
 check config-json 0 '"preallocate": {"value": "false", "source": "XLA_PYTHON_CLIENT_PREALLOCATE"}' -- \
   env XLA_PYTHON_CLIENT_PREALLOCATE=false "$hbm" config --json
-check config-bad 1 "XLA_PYTHON_CLIENT_PREALLOCATE=maybe is not valid: expected true or false" -- \
-  env XLA_PYTHON_CLIENT_PREALLOCATE=maybe "$hbm" config
-check config-both 1 "are both set" -- \
+check config-bad 2 "HBM_PREALLOCATE='maybe' is not valid: expected true or false" -- \
+  env HBM_PREALLOCATE=maybe "$hbm" config
+check config-bad-fraction 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='half' is not valid" -- \
+  env XLA_PYTHON_CLIENT_MEM_FRACTION=half "$hbm" config
+# JAX's own rule: only 0, false, False turn preallocation off; a note says so
+check config-jax-no 0 "XLA_PYTHON_CLIENT_PREALLOCATE='no' means preallocate=true" -- \
+  env XLA_PYTHON_CLIENT_PREALLOCATE=no "$hbm" config
+check config-jax-space 0 "fraction         0.5          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+  env "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 " "$hbm" config
+check config-tf 0 "allocator        platform     TF_GPU_ALLOCATOR" -- env TF_GPU_ALLOCATOR=cuda_malloc "$hbm" config
+check config-both 2 "are both set" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.5 XLA_CLIENT_MEM_FRACTION=.6 "$hbm" config
 check config-string 0 "allocator        platform     config" -- "$hbm" config --config allocator=platform
 check config-help 0 "XLA_PYTHON_CLIENT_MEM_FRACTION" -- "$hbm" config --help
@@ -33,4 +41,13 @@ for want in "RESOURCE_EXHAUSTED: Out of memory while trying to allocate" "Diagno
             "preallocated temp allocation:  335.59GiB" "DOES NOT FIT" "FITS: needs 492.26 MiB"; do
   if [ "$rc" != 0 ] || ! grep -qF -- "$want" <<<"$demo"; then echo "FAIL demo: rc $rc, lacks '$want'"; fails=$((fails+1)); fi
 done
+# the demo: device names, advice checked by running the step, the environment honoured
+check demo-name 0 "The step completed" -- "$hbm" demo --device h100
+check demo-small 1 "No setting makes this step fit sim:40GiB" -- "$hbm" demo --device sim:40GiB
+check demo-badenv 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='abc' is not valid" -- \
+  env XLA_PYTHON_CLIENT_MEM_FRACTION=abc "$hbm" demo
+check demo-baddev 2 "--device 'nosuch'" -- "$hbm" demo --device nosuch
+tdir=$(mktemp -d); trap 'rm -rf "$tdir"' EXIT
+HBM_TRACE="$tdir/demo.hbmt" "$hbm" demo >/dev/null 2>&1
+if [ -s "$tdir/demo.hbmt" ]; then echo "ok   demo-trace"; else echo "FAIL demo-trace: HBM_TRACE ignored"; fails=$((fails+1)); fi
 [ "$fails" = 0 ] || { echo "$fails failures"; exit 1; }

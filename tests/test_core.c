@@ -1,4 +1,6 @@
 /* test_core.c - status strings, sizes, the hash map, the tag table, fault injection. */
+#include <unistd.h>
+
 #include "core/internal.h"
 #include "test.h"
 
@@ -131,6 +133,66 @@ static void test_tagtab_faults(void) {
     }
 }
 
+static int slurp(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return (int)n;
+}
+
+static int count_entries(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1) n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+static void test_output_files(void) {
+    char dir[] = "/tmp/hbm-test-output-XXXXXX", path[300], buf[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    hbm_output o;
+    /* a new file appears only on commit */
+    CHECK_OK(hbm_output_open(&o, path));
+    fputs("first", o.f);
+    CHECK(slurp(path, buf, sizeof buf) < 0);
+    CHECK_OK(hbm_output_commit(&o));
+    CHECK(slurp(path, buf, sizeof buf) == 5 && !strcmp(buf, "first"));
+    /* an abort keeps the old file and removes the temporary */
+    CHECK_OK(hbm_output_open(&o, path));
+    fputs("second, half written", o.f);
+    hbm_output_abort(&o);
+    CHECK(slurp(path, buf, sizeof buf) == 5 && !strcmp(buf, "first"));
+    CHECK(count_entries(dir) == 1);
+    /* a replacement is whole */
+    CHECK_OK(hbm_output_open(&o, path));
+    fputs("second", o.f);
+    CHECK_OK(hbm_output_commit(&o));
+    CHECK(slurp(path, buf, sizeof buf) == 6 && !strcmp(buf, "second"));
+    CHECK(count_entries(dir) == 1);
+    /* a folder is not a file; a missing folder names the path */
+    CHECK_STATUS(hbm_output_open(&o, dir), HBM_ERR_IO);
+    CHECK_CONTAINS(hbm_last_error(), "is a directory");
+    char missing[340];
+    snprintf(missing, sizeof missing, "%s/no/such/x", dir);
+    CHECK_STATUS(hbm_output_open(&o, missing), HBM_ERR_IO);
+    CHECK_CONTAINS(hbm_last_error(), missing);
+    /* the input side: a folder is named as such */
+    char *data;
+    size_t len;
+    CHECK_STATUS(hbmi_read_file(dir, &data, &len), HBM_ERR_IO);
+    CHECK_CONTAINS(hbm_last_error(), "is a directory");
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     RUN(test_status);
     RUN(test_size_parse);
@@ -138,5 +200,6 @@ int main(void) {
     RUN(test_map);
     RUN(test_tagtab);
     RUN(test_tagtab_faults);
+    RUN(test_output_files);
     return test_done();
 }

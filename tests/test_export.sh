@@ -57,6 +57,6 @@ PY
 # usage errors
 "$HBM" export "$T/in.pickle" --format svg -o "$T/x" 2>/dev/null; [ $? -eq 2 ] || fail "bad format exit"
 "$HBM" export "$T/in.pickle" --format perfetto 2>/dev/null; [ $? -eq 2 ] || fail "missing -o exit"
-"$HBM" export "$T/nope" --format perfetto -o "$T/x" 2>/dev/null; [ $? -eq 1 ] || fail "missing input exit"
+"$HBM" export "$T/nope" --format perfetto -o "$T/x" 2>/dev/null; [ $? -eq 2 ] || fail "missing input exit"
 "$HBM" export --help | grep -q "memory_viz" || fail "help"
 echo ok

@@ -226,6 +226,72 @@ static void test_fault_injection(void) {
     CHECK(!"allocation failures never stopped");
 }
 
+/* A computation with more instructions than parse_computation's 64-entry stack buffer, so
+ * its instruction array moves to the heap: every way that can fail must free it. */
+static char *long_module(uint32_t n_instr) {
+    size_t cap = 128 + (size_t)n_instr * 64, len = 0;
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    len += (size_t)snprintf(t + len, cap - len, "HloModule long\n\nENTRY %%main () -> f32[4] {\n");
+    len += (size_t)snprintf(t + len, cap - len, "  %%v0 = f32[4]{0} constant({1, 2, 3, 4})\n");
+    for (uint32_t i = 1; i < n_instr; i++)
+        len += (size_t)snprintf(t + len, cap - len, "  %%v%u = f32[4]{0} negate(f32[4]{0} %%v%u)\n", i, i - 1);
+    snprintf(t + len, cap - len, "}\n");
+    return t;
+}
+
+static void test_long_computation_error_paths(void) {
+    char *t = long_module(100);
+    CHECK(t != NULL);
+    if (!t) return;
+    hbm_hlo_module *m = parse(t);
+    CHECK(m != NULL);
+    hbm_hlo_module_free(m);
+    /* the regression the HLO fuzzer found: past 64 instructions, the text ends before the
+     * closing '}' (the array was leaked); under ASan any leak here fails the test */
+    size_t len = strlen(t);
+    CHECK_STATUS(hbm_hlo_parse(t, len - 2, "cut.hlo", &m), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "expected '}' closing the computation");
+    /* ... and an instruction that fails to parse past 64 */
+    char *bad = strstr(t, "%v80 =");
+    CHECK(bad != NULL);
+    if (bad) bad[5] = '!';
+    CHECK_STATUS(hbm_hlo_parse(t, len, "bad.hlo", &m), HBM_ERR_PARSE);
+    if (bad) bad[5] = '=';
+    /* every host allocation failing in turn, growth of the array included */
+    int done = 0;
+    for (uint64_t n = 1; n < 10000 && !done; n++) {
+        hbm_debug_fail_host_alloc(n);
+        hbm_status s = hbm_hlo_parse(t, len, "t.hlo", &m);
+        hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            done = 1;
+            hbm_hlo_module_free(m);
+        } else {
+            CHECK(s == HBM_ERR_NOMEM && m == NULL);
+        }
+    }
+    CHECK(done);
+    free(t);
+}
+
+/* the fuzzer's own input, where ../shared/data holds it */
+static void test_fuzz_regression_inputs(void) {
+#ifdef HBM_SHARED_DATA
+    const char *path = HBM_SHARED_DATA "/fuzz/hlo-leak-parse_computation.hlo";
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("  (skipped: %s absent)\n", path);
+        return;
+    }
+    fclose(f);
+    hbm_hlo_module *m = NULL;
+    hbm_status s = hbm_hlo_parse_file(path, &m);
+    CHECK(s == HBM_ERR_PARSE && m == NULL);
+    hbm_hlo_module_free(m);
+#endif
+}
+
 static void test_file_errors(void) {
     hbm_hlo_module *m;
     CHECK_STATUS(hbm_hlo_parse_file("/nonexistent/x.hlo", &m), HBM_ERR_IO);
@@ -240,6 +306,8 @@ int main(void) {
     RUN(test_error_positions);
     RUN(test_never_crashes_on_prefixes);
     RUN(test_fault_injection);
+    RUN(test_long_computation_error_paths);
+    RUN(test_fuzz_regression_inputs);
     RUN(test_file_errors);
     return test_done();
 }

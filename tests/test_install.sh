@@ -19,7 +19,8 @@ san=""
 [ -n "${HBM_SANITIZE:-}" ] && san="-fsanitize=$HBM_SANITIZE"
 # shellcheck disable=SC2046,SC2086
 cc -std=c11 -Wall -Werror $san "$src/examples/oom_report.c" $(pkg-config --cflags --libs --static hbm) -o "$tmp/oom_report"
-out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/oom_report")
+# the documented line alone must give a binary that runs: no LD_LIBRARY_PATH
+out=$(env -u LD_LIBRARY_PATH "$tmp/oom_report") || { echo "FAIL: the example built with pkg-config does not run"; exit 1; }
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4294967296 bytes." <<<"$out" ||
   { echo "FAIL: the installed example did not report the OOM"; echo "$out"; exit 1; }
 grep -q '"num_ooms": 1' <<<"$out" || { echo "FAIL: stats"; echo "$out"; exit 1; }

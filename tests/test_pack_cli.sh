@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 printf 'id,lower,upper,size\n0,0,10,4\n1,5,3,4\n' > "$T/bad.csv"
 out=$("$HBM" pack "$T/bad.csv" 2>&1); rc=$?
-[ $rc -eq 1 ] || fail "parse error should exit 1 (got $rc)"
+[ $rc -eq 2 ] || fail "parse error should exit 2 (got $rc)"
 echo "$out" | grep -q "bad.csv:3: empty lifetime" || fail "parse error names file:line: $out"
 
 # three buffers of 3 alive together around time 2, a fourth later

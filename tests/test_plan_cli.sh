@@ -31,7 +31,7 @@ check "devices lists TPU v5e" grep -q "TPU-v5e" <<<"$out"
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --framework-limit 2 >/dev/null 2>&1; check "bad fraction is usage error" test $? -eq 2
 bad=$(mktemp); printf 'HloModule m\nENTRY e {\n  p = f32[2 parameter(0)\n}\n' >"$bad"
 err=$("$HBM" plan "$bad" 2>&1 >/dev/null); rc=$?
-check "syntax error exits 1" test $rc -eq 1
+check "syntax error exits 2" test $rc -eq 2
 check "syntax error names file:line:col" grep -q "$bad:3:13:" <<<"$err"
 rm -f "$bad"
 "$HBM" plan --help | grep -q "Usage: hbm plan"; check "help" test $? -eq 0

@@ -43,7 +43,7 @@ PY
 "$HBM" replay "$T/r.csv" --device tpu9 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad device exit"
 grep -q "tpu9" "$T/err" || fail "bad device message"
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,xx,allocate,0x1,2,0x0\n' > "$T/bad.csv"
-"$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 1 ] || fail "bad csv exit"
+"$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad csv exit"
 grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"
 "$HBM" replay --help | grep -q "Example" || fail "help"
 echo "ok"

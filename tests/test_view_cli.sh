@@ -28,7 +28,7 @@ grep -q "model.py:" <<<"$out" || fail "no source lines"
 grep -q "^  in use" <<<"$out" || fail "no sparkline"
 "$HBM" view "$T/in.pickle" --ascii | grep -q "^  in use *[ .:=+*#@-]*@" || fail "ascii sparkline has no full column"
 "$HBM" view "$T/in.pickle" --top x 2>/dev/null; [ $? -eq 2 ] || fail "--top x exit"
-"$HBM" view "$T/missing" 2>/dev/null; [ $? -eq 1 ] || fail "missing file exit"
+"$HBM" view "$T/missing" 2>/dev/null; [ $? -eq 2 ] || fail "missing file exit"
 # an HLO module is planned and viewed as its runtime sequence
 out=$("$HBM" view "$SRC/examples/svd_fixed.hlo") || fail "view of an HLO plan exit $?"
 grep -q "peak in use  435.03MiB" <<<"$out" || fail "HLO plan peak: $out"

@@ -1,6 +1,7 @@
 /* cli.h - shared by the subcommands of the hbm tool. Each subcommand is one function
  * `int cmd_NAME(int argc, char **argv)` (argv[0] is the subcommand's name) returning the
- * process exit status: 0 success, 1 failure of the work, 2 bad usage. */
+ * process exit status: 0 success (it fits, it completed), 1 a negative verdict (it does
+ * not fit, an OOM found), 2 bad usage, bad input or output that could not be written. */
 #ifndef HBM_CLI_H
 #define HBM_CLI_H
 
@@ -8,10 +9,15 @@
 
 #include "hbm/hbm.h"
 
-/* Print "hbm NAME: <status text>: <last error>" to stderr and return 1. */
+/* Print "hbm NAME: <status text>: <last error>" to stderr; return 1 for HBM_ERR_OOM and
+ * HBM_ERR_INFEASIBLE (verdicts), else 2. */
 int cli_fail(const char *cmd, hbm_status s);
 /* Print "hbm NAME: message" + usage hint to stderr and return 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* Finish an output file opened with hbm_output_open: commit it when s is HBM_OK, else
+ * remove the temporary. On failure print "hbm NAME: cannot write PATH (...)" and return
+ * the exit status (2); 0 when the file is complete. */
+int cli_output_done(const char *cmd, hbm_output *o, hbm_status s);
 /* argv[i] equals a or b (b may be NULL). */
 int cli_is(const char *arg, const char *a, const char *b);
 

@@ -71,7 +71,14 @@ static void demo_help(FILE *f) {
             "what XLA will allocate and whether it fits a 16 GB V100. Nothing touches a GPU.\n"
             "\n"
             "Options:\n"
-            "  --device SPEC   the simulated device (default sim:80GiB, an H100-sized GPU)\n");
+            "  --device D      the simulated device: sim:SIZE or a name from 'hbm devices'\n"
+            "                  (default sim:80GiB, an H100-sized GPU)\n"
+            "\n"
+            "The allocator is configured from the environment like any program using libhbm\n"
+            "(XLA_PYTHON_CLIENT_MEM_FRACTION, HBM_TRACE, ...; see 'hbm config --help').\n"
+            "\n"
+            "Exit status: 0 the step completed (at first or with the advice), 1 no setting\n"
+            "makes it fit the device, 2 bad usage or a bad variable.\n");
 }
 
 static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
@@ -92,17 +99,82 @@ static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
            hbm_size_xla((int64_t)by_cat[HBM_CAT_ACTIVATION], c), hbm_size_xla((int64_t)peak, d));
 }
 
+/* One run of the step on a fresh device and allocator configured from the environment, as
+ * any program using libhbm is. verbose: the run's header, its result and any OOM report.
+ * *done: the step completed. On an OOM, *d holds the diagnosis. */
+static hbm_status run_step(const char *spec, const char *shown, const hbm_timeline *tl, int verbose, int attempt,
+                           int *done, hbm_oom_diagnosis *d, uint64_t *capacity) {
+    hbm_device *dev;
+    hbm_allocator *a;
+    *done = 0;
+    hbm_status s = hbm_device_open(spec, &dev);
+    if (s) return s;
+    hbm_device_info info;
+    if (capacity && hbm_device_info_get(dev, &info) == HBM_OK) *capacity = info.total_bytes;
+    if ((s = hbm_allocator_open(dev, NULL, &a))) {
+        hbm_device_close(dev);
+        return s;
+    }
+    if (verbose) {
+        const hbm_config *c = hbm_allocator_config(a);
+        hbm_stats st;
+        hbm_stats_get(a, &st);
+        char l[32];
+        printf("== Run %d on %s: allocator=%s preallocate=%s fraction=%.2f -> limit %s\n", attempt, shown,
+               hbm_allocator_kind_str(c->allocator), c->preallocate ? "true" : "false", c->fraction,
+               hbm_size_xla((int64_t)st.bytes_limit, l));
+    }
+    hbm_run_result r;
+    s = hbm_timeline_run(tl, a, &r);
+    if (s == HBM_OK) {
+        *done = 1;
+        if (verbose) {
+            char p1[32], p2[32];
+            printf("The step completed: %zu allocations and frees, peak in use %s, peak reserved %s.\n", r.events,
+                   hbm_size_xla((int64_t)r.peak_in_use, p1), hbm_size_xla((int64_t)r.peak_reserved, p2));
+        }
+    } else if (s == HBM_ERR_OOM) {
+        s = HBM_OK;
+        if (verbose) {
+            printf("Out of memory at event %zu. hbm's report:\n\n", r.events + 1);
+            hbm_oom_report_write(a, stdout);
+            printf("\n");
+        }
+        hbm_oom_diagnose(a, d);
+    }
+    hbm_allocator_close(a);
+    hbm_device_close(dev);
+    return s;
+}
+
+/* ".76" for 0.76, "1" for 1 */
+static const char *fraction_text(double f, char buf[16]) {
+    if (f >= 0.9999) return strcpy(buf, "1");
+    snprintf(buf, 16, "%.2f", f);
+    return buf[0] == '0' ? buf + 1 : buf;
+}
+
 int cmd_demo(int argc, char **argv) {
-    const char *spec = "sim:80GiB";
+    const char *device = "sim:80GiB";
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "-h", "--help")) {
             demo_help(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            spec = argv[++i];
+            device = argv[++i];
         } else {
             return cli_usage_error("demo", "unknown argument '%s'", argv[i]);
         }
+    }
+    char spec[128];
+    if (hbm_replay_device_spec(device, spec, sizeof spec))
+        return cli_usage_error("demo", "--device '%s': %s", device, hbm_last_error());
+    /* the environment configures the allocator, as for any program using libhbm: a bad
+     * value is bad input, found before any work */
+    hbm_config env_cfg;
+    if (hbm_config_from_env(&env_cfg)) {
+        fprintf(stderr, "hbm demo: %s\n", hbm_last_error());
+        return 2;
     }
     hbm_transformer_spec ts;
     hbm_transformer_spec_default(&ts);
@@ -110,50 +182,64 @@ int cmd_demo(int argc, char **argv) {
     hbm_status s = hbm_workload_transformer(&ts, &tl);
     if (s) return cli_fail("demo", s);
     describe(tl, &ts);
+    uint64_t peak = 0, capacity = 0;
+    hbm_timeline_peak(tl, &peak, NULL);
 
-    char config[256] = "allocator=bfc";
-    int rc = 1;
-    for (int attempt = 1; attempt <= 3; attempt++) {
-        hbm_device *dev;
-        hbm_allocator *a;
-        if ((s = hbm_device_open(spec, &dev))) break;
-        if ((s = hbm_allocator_open(dev, config, &a))) {
-            hbm_device_close(dev);
-            break;
-        }
-        const hbm_config *c = hbm_allocator_config(a);
-        hbm_stats st;
-        hbm_stats_get(a, &st);
-        char l[32];
-        printf("== Run %d on %s: allocator=%s preallocate=%s fraction=%.2f -> limit %s\n", attempt, spec,
-               hbm_allocator_kind_str(c->allocator), c->preallocate ? "true" : "false", c->fraction,
-               hbm_size_xla((int64_t)st.bytes_limit, l));
-        hbm_run_result r;
-        s = hbm_timeline_run(tl, a, &r);
-        if (s == HBM_OK) {
-            char p1[32], p2[32];
-            printf("The step completed: %zu allocations and frees, peak in use %s, peak reserved %s.\n", r.events,
-                   hbm_size_xla((int64_t)r.peak_in_use, p1), hbm_size_xla((int64_t)r.peak_reserved, p2));
-            rc = 0;
-        } else if (s == HBM_ERR_OOM) {
-            printf("Out of memory at event %zu. hbm's report:\n\n", r.events + 1);
-            hbm_oom_report_write(a, stdout);
-            hbm_oom_diagnosis d;
-            hbm_oom_diagnose(a, &d);
-            printf("\n");
-            if (d.config[0] && strlen(config) + strlen(d.config) + 2 < sizeof config) {
-                printf("Running again with the suggested %s ...\n\n", d.env);
-                strcat(config, ",");
-                strcat(config, d.config);
-                s = HBM_OK;
+    int done = 0, rc = 1;
+    hbm_oom_diagnosis d;
+    memset(&d, 0, sizeof d);
+    s = run_step(spec, device, tl, 1, 1, &done, &d, &capacity);
+    if (!s && !done) {
+        char advice[160] = "", f1[16], f2[16], p[32], c[32];
+        double f0;
+        if (!strncmp(d.config, "fraction=", 9) && (f0 = strtod(d.config + 9, NULL)) > 0) {
+            /* the report's suggestion covers the request that failed; find, by running the
+             * step, the smallest fraction (in steps of .01) that covers the whole step */
+            char *old = getenv("HBM_MEM_FRACTION") ? strdup(getenv("HBM_MEM_FRACTION")) : NULL;
+            double found = 0;
+            for (int k = (int)(f0 * 100 + 0.5); k <= 100 && !s && !found; k++) {
+                hbm_oom_diagnosis d2;
+                setenv("HBM_MEM_FRACTION", fraction_text(k / 100.0, f1), 1);
+                s = run_step(spec, device, tl, 0, 0, &done, &d2, NULL);
+                if (done) found = k / 100.0;
             }
+            if (old) setenv("HBM_MEM_FRACTION", old, 1);
+            else unsetenv("HBM_MEM_FRACTION");
+            free(old);
+            if (found > 0) {
+                snprintf(advice, sizeof advice, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_text(found, f1));
+                if (found - f0 > 0.005)
+                    printf("The report's %s covers the request that failed; running the step shows that the\n"
+                           "whole step needs %s.\n", d.env, advice);
+                setenv("HBM_MEM_FRACTION", fraction_text(found, f2), 1); /* wins over any fraction set */
+            } else if (!s) {
+                printf("No setting makes this step fit %s: at its peak it holds %s live, and even\n"
+                       "XLA_PYTHON_CLIENT_MEM_FRACTION=1 (the whole %s) fails. It needs a device with more\n"
+                       "memory, or a smaller step (batch, sequence length, rematerialization).\n",
+                       device, hbm_size_xla((int64_t)peak, p), hbm_size_xla((int64_t)capacity, c));
+            }
+        } else if (d.env[0]) {
+            char *eq = strchr(d.env, '=');
+            snprintf(advice, sizeof advice, "%s", d.env);
+            if (eq) {
+                *eq = 0;
+                setenv(d.env, eq + 1, 1);
+                *eq = '=';
+            }
+        } else {
+            printf("No allocator setting can help here (%s): the step holds %s at its peak on a %s\n"
+                   "device. It needs a device with more memory, or a smaller step.\n",
+                   hbm_oom_cause_str(d.cause), hbm_size_xla((int64_t)peak, p), hbm_size_xla((int64_t)capacity, c));
         }
-        hbm_allocator_close(a);
-        hbm_device_close(dev);
-        if (rc == 0 || s) break;
+        if (!s && advice[0]) {
+            printf("Running again with %s ...\n\n", advice);
+            s = run_step(spec, device, tl, 1, 2, &done, &d, NULL);
+            if (!s && !done) printf("The step still runs out of memory with %s.\n", advice);
+        }
     }
+    if (!s && done) rc = 0;
     hbm_timeline_free(tl);
-    if (s && s != HBM_ERR_OOM) return cli_fail("demo", s);
+    if (s) return cli_fail("demo", s);
     char dir[PATH_MAX];
     if (!examples_dir(dir, sizeof dir)) {
         printf("\n(The second part of the demo plans examples/svd_oom.hlo; run it from the source tree\n"

@@ -51,7 +51,13 @@ int cmd_export(int argc, char **argv) {
     hbm_trace *t;
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("export", s);
-    s = strcmp(out, "-") ? hbm_export_file(t, fmt, out) : hbm_export_write(t, fmt, stdout); /* whole or not at all */
+    hbm_output o; /* written whole or not at all */
+    if ((s = hbm_output_open(&o, out))) {
+        hbm_trace_free(t);
+        return cli_fail("export", s);
+    }
+    s = hbm_export_write(t, fmt, o.f);
+    int rc = cli_output_done("export", &o, s);
     hbm_trace_free(t);
-    return s ? cli_fail("export", s) : 0;
+    return rc;
 }

@@ -128,12 +128,14 @@ int cmd_pack(int argc, char **argv) {
         hbm_timeline_free(tl);
         return cli_fail("pack", s);
     }
+    /* with --output -, stdout carries the CSV alone: the summary goes to stderr */
+    FILE *sum = output && !strcmp(output, "-") ? stderr : stdout;
     char e1[32], e2[32];
     double over = r.lower_bound ? 100.0 * ((double)r.extent - (double)r.lower_bound) / (double)r.lower_bound : 0;
     if (json) {
-        printf("{\"file\": ");
-        json_str(stdout, file);
-        printf(", \"buffers\": %zu, \"algorithm\": \"%s\", \"capacity\": %llu, \"minimize\": %s, "
+        fprintf(sum, "{\"file\": ");
+        json_str(sum, file);
+        fprintf(sum, ", \"buffers\": %zu, \"algorithm\": \"%s\", \"capacity\": %llu, \"minimize\": %s, "
                "\"lower_bound\": %llu, \"feasible\": %s, \"extent\": %llu, \"over_lower_bound_pct\": %.3f, "
                "\"proven\": %s, \"timed_out\": %s, \"seconds\": %.6f, \"nodes\": %llu}\n",
                tl->count, hbm_pack_algo_str(o.algo), (unsigned long long)o.capacity, o.minimize ? "true" : "false",
@@ -141,36 +143,30 @@ int cmd_pack(int argc, char **argv) {
                r.feasible ? over : 0.0, r.proven ? "true" : "false", r.timed_out ? "true" : "false", r.seconds,
                (unsigned long long)r.nodes);
     } else {
-        printf("%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
+        fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
                hbm_size_xla((int64_t)r.lower_bound, e1));
         if (r.feasible) {
-            printf("%s: extent %llu (%s), +%.2f%% over the lower bound", hbm_pack_algo_str(o.algo),
+            fprintf(sum, "%s: extent %llu (%s), +%.2f%% over the lower bound", hbm_pack_algo_str(o.algo),
                    (unsigned long long)r.extent, hbm_size_xla((int64_t)r.extent, e2), over);
-            if (o.capacity) printf(", fits %llu", (unsigned long long)o.capacity);
-            if (r.proven) printf(", optimal (proven)");
-            else if (o.minimize) printf(", not proven%s", r.timed_out ? " (timed out)" : "");
-            printf(", %.3f s", r.seconds);
-            if (r.nodes) printf(", %llu nodes", (unsigned long long)r.nodes);
-            printf("\n");
+            if (o.capacity) fprintf(sum, ", fits %llu", (unsigned long long)o.capacity);
+            if (r.proven) fprintf(sum, ", optimal (proven)");
+            else if (o.minimize) fprintf(sum, ", not proven%s", r.timed_out ? " (timed out)" : "");
+            fprintf(sum, ", %.3f s", r.seconds);
+            if (r.nodes) fprintf(sum, ", %llu nodes", (unsigned long long)r.nodes);
+            fprintf(sum, "\n");
         } else {
-            printf("%s: no packing within %llu: %s%s (%.3f s)\n", hbm_pack_algo_str(o.algo),
+            fprintf(sum, "%s: no packing within %llu: %s%s (%.3f s)\n", hbm_pack_algo_str(o.algo),
                    (unsigned long long)o.capacity,
                    r.proven ? "proven infeasible" : (r.timed_out ? "none found before the timeout" : "none found"),
                    r.proven ? "" : "", r.seconds);
-            if (r.proven) printf("  at least %llu bytes are needed\n", (unsigned long long)r.lower_bound);
+            if (r.proven) fprintf(sum, "  at least %llu bytes are needed\n", (unsigned long long)r.lower_bound);
         }
     }
     int rc = r.feasible ? 0 : 1;
     if (r.feasible && output) {
-        FILE *f = strcmp(output, "-") ? fopen(output, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "hbm pack: cannot write %s\n", output);
-            rc = 1;
-        } else {
-            s = hbm_minimalloc_write(tl, f);
-            if (f != stdout && fclose(f)) s = s ? s : HBM_ERR_IO;
-            if (s) rc = cli_fail("pack", s);
-        }
+        hbm_output out; /* written whole or not at all */
+        if ((s = hbm_output_open(&out, output))) rc = cli_fail("pack", s);
+        else rc = cli_output_done("pack", &out, hbm_minimalloc_write(tl, out.f));
     }
     hbm_timeline_free(tl);
     return rc;

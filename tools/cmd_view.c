@@ -70,8 +70,13 @@ int cmd_view(int argc, char **argv) {
     hbm_status s = hbm_trace_load(in, &t);
     if (s) return cli_fail("view", s);
     if (html) {
-        s = hbm_view_file(t, HBM_VIEW_HTML, o.top, o.title, html); /* whole or not at all */
-        if (!s) fprintf(stderr, "hbm view: wrote %s\n", html);
+        hbm_output out; /* written whole or not at all */
+        if (!(s = hbm_output_open(&out, html))) {
+            int rc = cli_output_done("view", &out, hbm_view_html(t, &o, out.f));
+            if (!rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s\n", html);
+            hbm_trace_free(t);
+            return rc;
+        }
     } else {
         s = json ? hbm_view_json(t, &o, stdout) : hbm_view_text(t, &o, stdout);
     }

@@ -1,5 +1,7 @@
 /* hbm.c - the command-line tool: dispatch only; every subcommand lives in cmd_*.c and
  * all logic in libhbm. */
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -8,7 +10,9 @@
 int cli_fail(const char *cmd, hbm_status s) {
     const char *e = hbm_last_error();
     fprintf(stderr, "hbm %s: %s%s%s\n", cmd, hbm_status_str(s), *e ? ": " : "", e);
-    return 1;
+    /* out of device memory and infeasible are answers (1); anything else is trouble with
+     * the input or the output (2) */
+    return s == HBM_ERR_OOM || s == HBM_ERR_INFEASIBLE ? 1 : 2;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -21,7 +25,35 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
+int cli_output_done(const char *cmd, hbm_output *o, hbm_status s) {
+    if (s) hbm_output_abort(o);
+    else s = hbm_output_commit(o);
+    if (!s) return 0;
+    const char *e = hbm_last_error();
+    if (!strcmp(o->path, "-"))
+        fprintf(stderr, "hbm %s: error writing standard output: %s\n", cmd, *e ? e : hbm_status_str(s));
+    else
+        fprintf(stderr, "hbm %s: cannot write %s (an existing file is left as it was): %s\n", cmd, o->path,
+                *e ? e : hbm_status_str(s));
+    return 2;
+}
+
 int cli_is(const char *arg, const char *a, const char *b) { return !strcmp(arg, a) || (b && !strcmp(arg, b)); }
+
+/* Every command's writes to stdout are checked here, once, at the end: a full disk,
+ * a closed pipe or /dev/full is an error with a message, never a silent exit 0. */
+static int check_stdout(const char *cmd, int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad || rc == 2) return rc; /* a command that exits 2 has said why */
+    fprintf(stderr, "hbm %s: error writing standard output: %s\n", cmd, e ? strerror(e) : "write failed");
+    return 2;
+}
 
 static const struct {
     const char *name;
@@ -49,6 +81,10 @@ static void usage(FILE *f) {
             "  -h, --help     this text\n"
             "  --version      the version of hbm\n"
             "\n"
+            "Exit status (every command): 0 success (it fits, it completed), 1 a negative verdict\n"
+            "(it does not fit, an OOM found), 2 bad usage or input, or output that could not\n"
+            "be written (stdout is checked; output files are written whole or not at all).\n"
+            "\n"
             "Allocator settings come from the variables JAX and TensorFlow read\n"
             "(XLA_PYTHON_CLIENT_PREALLOCATE, XLA_PYTHON_CLIENT_MEM_FRACTION, ...) and hbm's own HBM_*;\n"
             "'hbm config --help' lists them all.\n"
@@ -65,14 +101,17 @@ int main(int argc, char **argv) {
     }
     if (cli_is(argv[1], "-h", "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return check_stdout("help", 0);
     }
     if (cli_is(argv[1], "--version", "-V")) {
         printf("hbm %s\n", hbm_version());
-        return 0;
+        return check_stdout("--version", 0);
     }
+    /* past `ulimit -f` a write fails with EFBIG instead of killing the process, so that a
+     * partial output file is removed and an existing one kept */
+    signal(SIGXFSZ, SIG_IGN);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) return check_stdout(commands[i].name, commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "hbm: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

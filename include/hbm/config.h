@@ -108,6 +108,10 @@ const char *hbm_allocator_kind_str(hbm_allocator_kind k);
 hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json);
 /* Every option: key, variables, accepted values and meaning. */
 hbm_status hbm_config_write_doc(FILE *f);
+/* One "note: ..." line per JAX/TF variable in the environment whose value means something
+ * other than it seems (XLA_PYTHON_CLIENT_PREALLOCATE=no is "on" to JAX); returns how many
+ * (NULL fn = getenv). */
+int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * JAX, XLA and TensorFlow users already set. One table (HBM_CONFIG_OPTIONS in
  * hbm/config.h) names every option; this file parses, prints and documents them. */
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -48,8 +49,79 @@ void hbm_config_default(hbm_config *c) {
 /* ---- value parsers; `who` names the key or variable for messages -------------------- */
 
 static hbm_status bad_value(hbm_config_option o, const char *who, const char *value, const char *accepted) {
-    return hbmi_error(HBM_ERR_CONFIG, "%s=%s is not valid: expected %s", who, value,
+    return hbmi_error(HBM_ERR_CONFIG, "%s='%s' is not valid: expected %s", who, value,
                       accepted ? accepted : opts[o].accepted);
+}
+
+/* ---- the frameworks' own rules for their variables --------------------------------------
+ * JAX/XLA (jax/_src/xla_bridge.py and xla/python/xla_client.py,
+ * generate_pjrt_gpu_plugin_options, jax 0.4.3x): an empty variable is unset;
+ *   XLA_PYTHON_CLIENT_PREALLOCATE: preallocate = value not in ("false", "False", "0"), so
+ *     any other text, "no", "off" and "FALSE" included, leaves preallocation on;
+ *   XLA_[PYTHON_]CLIENT_MEM_FRACTION: float(value), Python's syntax (surrounding whitespace,
+ *     '_' between digits, inf, nan); XLA multiplies the device's total memory by it and
+ *     allows more than 1 (oversubscription under unified memory).
+ * TensorFlow (tensorflow/core/common_runtime/gpu/gpu_process_state.cc, gpu_cudamallocasync_
+ * allocator.cc, TF 2.x): TF_GPU_ALLOCATOR is compared exactly (strcmp) with
+ * "cuda_malloc_async" (the async pool), "cuda_malloc" (every request straight to cudaMalloc)
+ * and "memory_guard" (a debug allocator over BFC); any other value means the BFC default. */
+static int jax_preallocate(const char *v) { return strcmp(v, "false") && strcmp(v, "False") && strcmp(v, "0"); }
+
+static int is_py_space(char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); }
+
+/* Python's float(v) for ASCII text: 1 and *out on success, 0 when Python raises ValueError. */
+static int py_float(const char *v, double *out) {
+    char buf[128];
+    size_t n = 0;
+    while (is_py_space(*v)) v++;
+    size_t len = strlen(v);
+    while (len && is_py_space(v[len - 1])) len--;
+    if (!len || len >= sizeof buf) return 0;
+    /* '_' only between two digits; keep the rest */
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] == '_') {
+            if (!i || i + 1 == len || !isdigit((unsigned char)v[i - 1]) || !isdigit((unsigned char)v[i + 1])) return 0;
+            continue;
+        }
+        buf[n++] = v[i];
+    }
+    buf[n] = 0;
+    const char *p = buf;
+    if (*p == '+' || *p == '-') p++;
+    if (hbmi_streq_ci(p, "inf") || hbmi_streq_ci(p, "infinity") || hbmi_streq_ci(p, "nan")) {
+        *out = strtod(buf, NULL);
+        return 1;
+    }
+    /* digits [. digits] | . digits, then an optional exponent: no hex, no nan(...) */
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (isdigit((unsigned char)*p)) p++, digits++;
+    }
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    if (*p) return 0;
+    *out = strtod(buf, NULL); /* overflow gives inf as Python does; underflow 0 */
+    return 1;
+}
+
+static hbm_status parse_jax_fraction(hbm_config *c, const char *who, const char *v) {
+    double f;
+    if (!py_float(v, &f))
+        return hbmi_error(HBM_ERR_CONFIG, "%s='%s' is not valid: expected a number (JAX reads it with Python's float())",
+                          who, v);
+    if (!(f > 0.0) || f != f || f - f != 0.0) /* <= 0, nan, inf */
+        return hbmi_error(HBM_ERR_CONFIG,
+                          "%s='%s' is not valid: JAX accepts it, but XLA would give the allocator %s bytes; "
+                          "expected a finite number above 0 (e.g. .6)", who, v, f > 0.0 ? "an undefined number of" : "no");
+    c->fraction = f;
+    return HBM_OK;
 }
 
 static hbm_status parse_bool(hbm_config_option o, const char *who, const char *v, int *out) {
@@ -62,10 +134,10 @@ static hbm_status parse_bool(hbm_config_option o, const char *who, const char *v
 }
 
 static hbm_status parse_allocator(const char *who, const char *v, hbm_allocator_kind *out) {
-    if (!strcmp(who, "TF_GPU_ALLOCATOR")) {
-        if (hbmi_streq_ci(v, "cuda_malloc_async")) return *out = HBM_ALLOCATOR_CUDA_ASYNC, HBM_OK;
-        if (hbmi_streq_ci(v, "bfc")) return *out = HBM_ALLOCATOR_BFC, HBM_OK;
-        return bad_value(HBM_OPT_allocator, who, v, "cuda_malloc_async (or bfc)");
+    if (!strcmp(who, "TF_GPU_ALLOCATOR")) { /* TF's rule: exact values, anything else = BFC */
+        if (!strcmp(v, "cuda_malloc_async")) return *out = HBM_ALLOCATOR_CUDA_ASYNC, HBM_OK;
+        if (!strcmp(v, "cuda_malloc")) return *out = HBM_ALLOCATOR_PLATFORM, HBM_OK;
+        return *out = HBM_ALLOCATOR_BFC, HBM_OK;
     }
     if (hbmi_streq_ci(v, "default")) return *out = HBM_ALLOCATOR_BFC, HBM_OK;
     for (unsigned i = 0; i < sizeof allocator_names / sizeof allocator_names[0]; i++)
@@ -83,9 +155,12 @@ static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *wh
         if (hbmi_streq_ci(v, "jax")) return c->policy = HBM_POLICY_JAX, HBM_OK;
         if (hbmi_streq_ci(v, "jax_legacy")) return c->policy = HBM_POLICY_JAX_LEGACY, HBM_OK;
         return bad_value(o, who, v, NULL);
-    case HBM_OPT_preallocate: return parse_bool(o, who, v, &c->preallocate);
+    case HBM_OPT_preallocate:
+        if (!strcmp(who, "XLA_PYTHON_CLIENT_PREALLOCATE")) return c->preallocate = jax_preallocate(v), HBM_OK;
+        return parse_bool(o, who, v, &c->preallocate);
     case HBM_OPT_release_on_oom: return parse_bool(o, who, v, &c->release_on_oom);
     case HBM_OPT_fraction: {
+        if (!strncmp(who, "XLA_", 4)) return parse_jax_fraction(c, who, v);
         errno = 0;
         double f = strtod(v, &end);
         if (!*v || *end || errno || !(f > 0.0 && f <= 1.0)) return bad_value(o, who, v, NULL);
@@ -153,7 +228,7 @@ hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user) {
     const char *f2 = env_get(fn, user, "XLA_CLIENT_MEM_FRACTION");
     if (f1 && f2)
         return hbmi_error(HBM_ERR_CONFIG,
-                          "XLA_PYTHON_CLIENT_MEM_FRACTION=%s and XLA_CLIENT_MEM_FRACTION=%s are both set; "
+                          "XLA_PYTHON_CLIENT_MEM_FRACTION='%s' and XLA_CLIENT_MEM_FRACTION='%s' are both set; "
                           "set only one (JAX refuses both too)", f1, f2);
     /* framework variables first, hbm's own after: later ones win */
     struct { hbm_config_option o; const char *name; } order[] = {
@@ -164,8 +239,11 @@ hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user) {
         {HBM_OPT_async_prealloc, "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC"},
     };
     hbm_status s;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const char *tf = order[i].o == HBM_OPT_allocator ? env_get(fn, user, order[i].name) : NULL;
+        if (tf && strcmp(tf, "cuda_malloc_async") && strcmp(tf, "cuda_malloc")) continue; /* TF: BFC */
         if ((s = apply_env(c, order[i].o, fn, user, order[i].name))) return s;
+    }
     /* XLA_PYTHON_CLIENT_ALLOCATOR=default leaves TF_GPU_ALLOCATOR's choice in place */
     const char *xa = env_get(fn, user, "XLA_PYTHON_CLIENT_ALLOCATOR");
     if (xa && !hbmi_streq_ci(xa, "default")) {
@@ -225,13 +303,71 @@ hbm_status hbm_config_resolve(const char *text, hbm_config *out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "hbm_config_resolve: NULL config");
     if (!text) return hbm_config_from_env(out);
     hbm_config_default(out);
+    /* observability settings (what is recorded and reported, never how memory is
+     * allocated) come from the environment even under a program's own config string, as
+     * mimalloc's MIMALLOC_* options do; keys in the string still win */
+    static const hbm_config_option observe[] = {HBM_OPT_trace, HBM_OPT_trace_backtrace, HBM_OPT_report_top};
+    for (size_t i = 0; i < sizeof observe / sizeof observe[0]; i++) {
+        hbm_status s = apply_env(out, observe[i], NULL, NULL, opts[observe[i]].hbm_env);
+        if (s) return s;
+    }
     return hbm_config_apply(out, text);
+}
+
+/* ---- notes: framework values that mean something other than they seem ------------------- */
+
+static void note(FILE *f, int *n, const char *fmt, ...) HBMI_PRINTF(3, 4);
+static void note(FILE *f, int *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("note: ", f);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    va_end(ap);
+    ++*n;
+}
+
+int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user) {
+    int n = 0;
+    if (!f) return 0;
+    const char *v = env_get(fn, user, "XLA_PYTHON_CLIENT_PREALLOCATE");
+    if (v && strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "false") && strcmp(v, "False") &&
+        strcmp(v, "true") && strcmp(v, "True"))
+        note(f, &n,
+             "XLA_PYTHON_CLIENT_PREALLOCATE='%s' means preallocate=%s: JAX turns preallocation off only "
+             "for '0', 'false' or 'False'", v, jax_preallocate(v) ? "true" : "false");
+    static const char *const fr[] = {"XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION"};
+    for (int i = 0; i < 2; i++) {
+        double x;
+        if (!(v = env_get(fn, user, fr[i])) || !py_float(v, &x) || !(x > 0.0) || x - x != 0.0) continue;
+        char *end;
+        double plain = strtod(v, &end);
+        if (*end || plain != x)
+            note(f, &n, "%s='%s' is read as %g (Python's float(): surrounding spaces and '_' between digits "
+                        "are allowed)", fr[i], v, x);
+        if (x > 1.0)
+            note(f, &n, "%s='%s' is more than the whole device: XLA allows it for unified memory "
+                        "(oversubscription); on a plain GPU preallocation or the first large request fails",
+                 fr[i], v);
+    }
+    if ((v = env_get(fn, user, "TF_GPU_ALLOCATOR"))) {
+        if (!strcmp(v, "cuda_malloc"))
+            note(f, &n, "TF_GPU_ALLOCATOR='cuda_malloc' sends every request to cudaMalloc: allocator=platform");
+        else if (!strcmp(v, "memory_guard"))
+            note(f, &n, "TF_GPU_ALLOCATOR='memory_guard' is TensorFlow's debug allocator over BFC: "
+                        "allocator=bfc here, without its guard bytes");
+        else if (strcmp(v, "cuda_malloc_async"))
+            note(f, &n, "TF_GPU_ALLOCATOR='%s' is not a value TensorFlow acts on (it knows cuda_malloc_async, "
+                        "cuda_malloc, memory_guard, compared exactly): TensorFlow uses BFC, and so does hbm", v);
+    }
+    return n;
 }
 
 uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now) {
     if (c->limit) return c->limit < total ? c->limit : total;
     uint64_t base = c->policy == HBM_POLICY_JAX_LEGACY ? free_now : total;
-    return (uint64_t)((double)base * c->fraction);
+    double b = (double)base * c->fraction; /* a JAX fraction may exceed 1 */
+    return b >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)b;
 }
 
 /* ---- printing ------------------------------------------------------------------------- */

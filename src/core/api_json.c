@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "plan/plan_internal.h"
 #include "trace/trace_internal.h"
@@ -38,43 +39,17 @@ static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, 
     return s;
 }
 
-/* A new file beside path, created as fopen would (0666 less the umask). */
-static FILE *create_temp(const char *path, char *tmp, size_t cap) {
-    static _Atomic unsigned counter;
-    for (int tries = 0; tries < 100; tries++) {
-        snprintf(tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (!f) {
-                close(fd);
-                unlink(tmp);
-            }
-            return f;
-        }
-        if (errno != EEXIST) return NULL;
-    }
-    return NULL;
-}
-
+/* Written whole or not at all (hbm/file.h). */
 static hbm_status to_file(emit_fn fn, const void *ctx, const char *path) {
     if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
-    size_t cap = strlen(path) + 48;
-    char *tmp = hbmi_malloc(cap);
-    if (!tmp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing %s", path);
-    FILE *f = create_temp(path, tmp, cap);
-    if (!f) {
-        hbm_status s = hbmi_error(HBM_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-        hbmi_free(tmp);
+    hbm_output o;
+    hbm_status s = hbm_output_open(&o, path);
+    if (s) return s;
+    if ((s = fn(ctx, o.f))) {
+        hbm_output_abort(&o);
         return s;
     }
-    hbm_status s = fn(ctx, f);
-    int bad = ferror(f);
-    if ((fclose(f) || bad) && !s) s = hbmi_error(HBM_ERR_IO, "error writing %s", path);
-    if (!s && rename(tmp, path)) s = hbmi_error(HBM_ERR_IO, "cannot rename to %s: %s", path, strerror(errno));
-    if (s) unlink(tmp);
-    hbmi_free(tmp);
-    return s;
+    return hbm_output_commit(&o);
 }
 
 /* --- plans ------------------------------------------------------------------------------ */

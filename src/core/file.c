@@ -1,15 +1,26 @@
-/* file.c - whole files into memory, for the readers of every input format. */
+/* file.c - whole files into memory, for the readers of every input format; output files
+ * written whole or not at all (a temporary renamed when complete). */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/internal.h"
+#include "hbm/file.h"
 
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
     *data = NULL;
     *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return hbmi_error(HBM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return hbmi_error(HBM_ERR_IO, "%s is a directory, not a file", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *p = hbmi_malloc(cap + 1);
     while (p) {
@@ -30,10 +41,82 @@ hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading %s", path);
     if (err) {
         hbmi_free(p);
-        return hbmi_error(HBM_ERR_IO, "error reading %s", path);
+        return hbmi_error(HBM_ERR_IO, "error reading %s: %s", path, strerror(errno));
     }
     p[n] = 0;
     *data = p;
     *len = n;
     return HBM_OK;
+}
+
+/* ---- output files: a temporary in the same folder, renamed when complete ---------------- */
+
+hbm_status hbm_output_open(hbm_output *o, const char *path) {
+    if (!o || !path || !*path) return hbmi_error(HBM_ERR_INVALID, "hbm_output_open: no path");
+    memset(o, 0, sizeof *o);
+    if (strlen(path) >= sizeof o->path) return hbmi_error(HBM_ERR_INVALID, "output path too long: %.64s...", path);
+    snprintf(o->path, sizeof o->path, "%s", path);
+    if (!strcmp(path, "-")) {
+        o->f = stdout;
+        return HBM_OK;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return hbmi_error(HBM_ERR_IO, "cannot write %s: it is a directory", path);
+    static unsigned counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) {
+            int e = errno;
+            o->tmp[0] = 0;
+            return hbmi_error(HBM_ERR_IO, "cannot write %s: %s", path, strerror(e));
+        }
+        o->f = fdopen(fd, "wb");
+        if (!o->f) {
+            int e = errno;
+            close(fd);
+            unlink(o->tmp);
+            o->tmp[0] = 0;
+            return hbmi_error(HBM_ERR_IO, "cannot write %s: %s", path, strerror(e));
+        }
+        return HBM_OK;
+    }
+    o->tmp[0] = 0;
+    return hbmi_error(HBM_ERR_IO, "cannot write %s: no free temporary name next to it", path);
+}
+
+hbm_status hbm_output_commit(hbm_output *o) {
+    if (!o || !o->f) return hbmi_error(HBM_ERR_INVALID, "hbm_output_commit: not open");
+    if (o->f == stdout) {
+        o->f = NULL;
+        errno = 0;
+        if (fflush(stdout) == 0 && !ferror(stdout)) return HBM_OK;
+        return hbmi_error(HBM_ERR_IO, "error writing standard output: %s", errno ? strerror(errno) : "write failed");
+    }
+    errno = 0;
+    int bad = fflush(o->f) != 0 || ferror(o->f);
+    int e = errno;
+    if (fclose(o->f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    o->f = NULL;
+    if (!bad && rename(o->tmp, o->path) == 0) {
+        o->tmp[0] = 0;
+        return HBM_OK;
+    }
+    if (!bad) e = errno;
+    unlink(o->tmp);
+    o->tmp[0] = 0;
+    return hbmi_error(HBM_ERR_IO, "error writing %s (left as it was): %s", o->path, e ? strerror(e) : "write failed");
+}
+
+void hbm_output_abort(hbm_output *o) {
+    if (!o) return;
+    if (o->f && o->f != stdout) fclose(o->f);
+    o->f = NULL;
+    if (o->tmp[0]) unlink(o->tmp);
+    o->tmp[0] = 0;
 }

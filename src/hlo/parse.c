@@ -788,13 +788,20 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
     uint32_t n = 0, cap = 64;
     int has_root = 0;
     while (peek(ps) != '}') {
-        if (peek(ps) < 0) return fail(ps, "expected '}' closing the computation"), 0;
+        /* every early return below frees the growing array: it is not in the arena */
+        if (peek(ps) < 0) {
+            fail(ps, "expected '}' closing the computation");
+            goto fail_body;
+        }
         if (n == cap) {
-            if (cap > UINT32_MAX / 4) return fail(ps, "too many instructions"), 0;
+            if (cap > UINT32_MAX / 4) {
+                fail(ps, "too many instructions");
+                goto fail_body;
+            }
             hbmi_instr *ni = hbmi_malloc(sizeof *ni * cap * 2);
             if (!ni) {
-                if (ins != tmp) hbmi_free(ins);
-                return nomem(ps), 0;
+                nomem(ps);
+                goto fail_body;
             }
             memcpy(ni, ins, sizeof *ni * n);
             if (ins != tmp) hbmi_free(ins);
@@ -802,10 +809,7 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
             cap *= 2;
         }
         memset(&ins[n], 0, sizeof ins[n]);
-        if (!parse_instruction(ps, &ins[n])) {
-            if (ins != tmp) hbmi_free(ins);
-            return 0;
-        }
+        if (!parse_instruction(ps, &ins[n])) goto fail_body;
         if (ins[n].is_root) {
             c->root = n;
             has_root = 1;
@@ -841,6 +845,9 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
         while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
     }
     return resolve_operands(ps, c);
+fail_body:
+    if (ins != tmp) hbmi_free(ins);
+    return 0;
 }
 
 static int is_section_keyword(hbmi_str w) {
