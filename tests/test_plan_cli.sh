@@ -10,7 +10,7 @@ check() { # name, condition command...
     if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
 }
 out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --device V100-16GB); rc=$?
-check "svd_oom exit 0" test $rc -eq 0
+check "svd_oom does not fit: exit 1" test $rc -eq 1
 check "svd_oom temp line" grep -q "     preallocated temp allocation:  335.59GiB" <<<"$out"
 check "svd_oom parameter line" grep -q "             parameter allocation:   57.22MiB" <<<"$out"
 check "svd_oom live-out line" grep -q "        maybe_live_out allocation:   57.23MiB" <<<"$out"
@@ -18,6 +18,12 @@ check "svd_oom buffer 1" grep -q "Shape: f32\[300000,300000\]" <<<"$out"
 check "svd_oom verdict" grep -q "DOES NOT FIT" <<<"$out"
 out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 16GiB); rc=$?
 check "svd_fixed fits 16GiB" grep -q "FITS: needs" <<<"$out"
+check "svd_fixed fits: exit 0" test $rc -eq 0
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB); rc=$?
+check "svd_fixed beyond 75 % of 600MiB" grep -q "NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT" <<<"$out"
+check "svd_fixed beyond the limit: exit 1" test $rc -eq 1
+"$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB --framework-limit 1 >/dev/null; rc=$?
+check "svd_fixed without a limit: exit 0" test $rc -eq 0
 out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --json --top 2)
 check "json temp" grep -q '"temp_size_in_bytes": 360336162820' <<<"$out"
 check "json argument" grep -q '"argument_size_in_bytes": 60000000' <<<"$out"

@@ -33,6 +33,9 @@ static void plan_help(FILE *f) {
             "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
             "  --timeout S               time limit for --pack exact (default 10 s)\n"
             "\n"
+            "Exit status: 0 it fits (or no device given), 1 it does not fit the device or only\n"
+            "beyond the framework's limit, 2 bad usage or input.\n"
+            "\n"
             "Example:\n"
             "  hbm plan examples/svd_oom.hlo --device V100-16GB\n"
             "  hbm plan model.hlo --pack exact        # how much of XLA's temp heap is packing waste?\n");
@@ -145,8 +148,17 @@ int cmd_plan(int argc, char **argv) {
                        hbm_size_xla((int64_t)(heap - pr.extent), a));
         }
     }
+    /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
+     * share the framework lets XLA use (as configured, the program would run out of memory) */
+    int verdict = 0;
+    hbm_plan_stats st;
+    if (!s && target.capacity && hbm_plan_get_stats(p, &st) == HBM_OK) {
+        double f = target.fraction;
+        uint64_t limit = f > 0 && f < 1 ? (uint64_t)((double)target.capacity * f) : target.capacity;
+        verdict = st.peak_bytes > limit;
+    }
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     if (s) return cli_fail("plan", s);
-    return 0;
+    return verdict;
 }

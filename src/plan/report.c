@@ -82,6 +82,18 @@ static int cmp_live(const void *x, const void *y) {
 
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
+/* s and a newline, cut in the middle to at most width columns so that both ends survive
+ * (a path's file name and line, an op name's last component). */
+static void put_middle(FILE *f, const char *s, size_t width) {
+    size_t n = strlen(s);
+    if (n <= width) {
+        fprintf(f, "%s\n", s);
+        return;
+    }
+    size_t head = (width - 3) / 3, tail = width - 3 - head;
+    fprintf(f, "%.*s...%s\n", (int)head, s, s + n - tail);
+}
+
 hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction, const char *device,
                             size_t top) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan explain: NULL argument");
@@ -94,7 +106,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
-    fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory: arguments %s + outputs %s",
+    fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
             hbm_size_human(s->peak_bytes, a), s->peak_bytes, hbm_size_human(s->argument_size_in_bytes, b),
             hbm_size_human(s->output_size_in_bytes, c));
     if (s->alias_size_in_bytes) fprintf(f, " - donated %s", hbm_size_human(s->alias_size_in_bytes, a));
@@ -112,12 +124,13 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
             hbm_size_human(p->temp_heap_live, a));
     if (s->temp_fragmentation_bytes >= 0)
-        fprintf(f, " (%s lost to fragmentation)", hbm_size_xla(s->temp_fragmentation_bytes, b));
+        fprintf(f, "\n    (%s lost to fragmentation)", hbm_size_xla(s->temp_fragmentation_bytes, b));
     fprintf(f, ".\n");
     fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
             hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
     if (s->peak_live_bytes < s->peak_bytes)
-        fprintf(f, " (the other %s is reserved but idle at that step)", hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
+        fprintf(f, "\n    (the other %s is reserved but idle at that step)",
+                hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
     fprintf(f, ":\n");
     if (s->padding_bytes)
         fprintf(f, "  Padding to tiled layouts: %s of the %s needed (%.1f %%).\n",
@@ -149,18 +162,29 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const hbm_tl_buffer *bf = &tl->buffers[items[k].idx];
         const hbm_tag *t = hbm_timeline_tag(tl, items[k].idx);
         double pct = s->peak_live_bytes ? 100.0 * (double)bf->size / (double)s->peak_live_bytes : 0;
-        fprintf(f, "    %10s %5.1f%%  %-9s %s %s", hbm_size_xla((int64_t)bf->size, a), pct,
-                t ? cat_name(t->category) : "", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
-        if (t && t->source_file) fprintf(f, "  at %s:%d", t->source_file, t->source_line);
+        char what[64]; /* "label shape", cut to fit 100 columns */
+        int w = snprintf(what, sizeof what, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
+        if (w >= (int)sizeof what) memcpy(what + sizeof what - 4, "...", 4);
+        fprintf(f, "    %10s %5.1f%%  %-9s %s", hbm_size_xla((int64_t)bf->size, a), pct,
+                t ? cat_name(t->category) : "", what);
         fprintf(f, "\n");
-        if (t && t->op_name) fprintf(f, "               op %s\n", t->op_name);
+        if (t && t->source_file) {
+            char loc[512];
+            snprintf(loc, sizeof loc, "%s:%d", t->source_file, t->source_line);
+            fprintf(f, "               at ");
+            put_middle(f, loc, 100 - 18);
+        }
+        if (t && t->op_name) {
+            fprintf(f, "               op ");
+            put_middle(f, t->op_name, 100 - 18);
+        }
     }
     if (n > show) fprintf(f, "    ... and %zu smaller buffers\n", n - show);
     /* a buffer that dwarfs the inputs is the usual culprit (e.g. an SVD's full U) */
     if (p->n_peak && p->peak[0].size > 4 * (s->argument_size_in_bytes + s->output_size_in_bytes) &&
         p->peak[0].size > s->peak_bytes / 2) {
         const hbm_plan_buffer *pb = &p->peak[0];
-        fprintf(f, "  Suspect: %s %s (%s) is %.0fx the size of all arguments and outputs together",
+        fprintf(f, "  Suspect: %s %s (%s)\n    is %.0fx the size of all arguments and outputs together",
                 pb->label, pb->shape, hbm_size_xla((int64_t)pb->size, a),
                 (double)pb->size / (double)((s->argument_size_in_bytes + s->output_size_in_bytes) ? (s->argument_size_in_bytes + s->output_size_in_bytes) : 1));
         if (pb->source_file[0]) fprintf(f, "; it comes from %s:%d", pb->source_file, pb->source_line);
@@ -179,14 +203,14 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
             double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
             if (want > 1.0) want = 1.0;
             fprintf(f,
-                    "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT: needs %s, the framework lets XLA "
-                    "use %.0f %% = %s (JAX preallocates 75 %%).\n"
+                    "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT: needs %s,\n"
+                    "    the framework lets XLA use %.0f %% = %s (JAX preallocates 75 %%).\n"
                     "  Set XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform).\n",
                     hbm_size_human(need, a), fraction * 100.0, hbm_size_human(limit, b), (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100));
         } else {
             fprintf(f, "  FITS: needs %s of %s usable (%.1f %% of the device)%s.\n", hbm_size_human(need, a),
                     hbm_size_human(limit, b), 100.0 * (double)need / (double)capacity,
-                    limit < capacity ? " under the framework's default limit" : "");
+                    limit < capacity ? ",\n    under the framework's default limit" : "");
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan explain: write error") : HBM_OK;
