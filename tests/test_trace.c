@@ -135,10 +135,10 @@ static void test_torn_and_bad(void) {
     CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "version 9");
     memcpy(bad, data, len);
-    bad[last] = 8;
+    bad[last] = 10;
     CHECK_STATUS(hbm_trace_parse(bad, len, "b", &r), HBM_ERR_PARSE);
     char want[64];
-    snprintf(want, sizeof want, "byte offset %zu: unknown record type 0x08", last);
+    snprintf(want, sizeof want, "byte offset %zu: unknown record type 0x0a", last);
     CHECK_CONTAINS(hbm_last_error(), want);
     /* an event whose tag was never declared (the 7th varint of the last event is its tag) */
     memcpy(bad, data, len);
@@ -366,27 +366,35 @@ static void test_recorder_streams(void) {
     hbm_device_close(d);
 }
 
-/* Version 2 added the sync event; version 1 files still read, and a sync record in one is
- * an error (version 1 readers never knew it). */
+/* Version 2 added the sync event, version 3 segment_map/unmap; older files still read, and a
+ * newer record in one is an error (its readers never knew it). */
 static void test_versions(void) {
     hbm_trace *t, *r;
     CHECK_OK(hbm_trace_new(&t));
     hbm_trace_event ev[] = {{.kind = HBM_EV_ALLOC, .time_ns = 1, .addr = 0x1000, .size = 64, .requested = 64, .stream = 3},
                             {.kind = HBM_EV_SYNC, .time_ns = 2, .stream = HBM_STREAM_ALL},
-                            {.kind = HBM_EV_FREE, .time_ns = 3, .addr = 0x1000, .stream = 3}};
-    for (int i = 0; i < 3; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
+                            {.kind = HBM_EV_FREE, .time_ns = 3, .addr = 0x1000, .stream = 3},
+                            {.kind = HBM_EV_SEGMENT_MAP, .time_ns = 4, .addr = 0x200000, .size = 2 << 20},
+                            {.kind = HBM_EV_SEGMENT_UNMAP, .time_ns = 5, .addr = 0x200000, .size = 2 << 20}};
+    for (int i = 0; i < 5; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
     const char *path = tmp("v2.hbmt");
     CHECK_OK(hbm_trace_write(t, path));
     char *data;
     size_t len;
     CHECK_OK(hbmi_read_file(path, &data, &len));
-    CHECK_EQ_U64(hbmi_get32((unsigned char *)data + 8), 2);
-    CHECK_OK(hbm_trace_parse(data, len, "v2", &r));
-    CHECK_EQ_U64(r->count, 3);
+    CHECK_EQ_U64(hbmi_get32((unsigned char *)data + 8), 3);
+    CHECK_OK(hbm_trace_parse(data, len, "v3", &r));
+    CHECK_EQ_U64(r->count, 5);
+    CHECK_EQ_U64(r->events[3].kind, HBM_EV_SEGMENT_MAP);
+    CHECK_EQ_U64(r->events[4].kind, HBM_EV_SEGMENT_UNMAP);
+    CHECK_EQ_U64(r->events[4].size, 2 << 20);
     CHECK_EQ_U64(r->events[1].kind, HBM_EV_SYNC);
     CHECK_EQ_U64(r->events[1].stream, HBM_STREAM_ALL);
     CHECK_EQ_U64(r->events[2].stream, 3);
     hbm_trace_free(r);
+    data[8] = 2; /* as version 2: segment_map (type 8) is unknown */
+    CHECK_STATUS(hbm_trace_parse(data, len, "v2", &r), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "unknown record type 0x08");
     data[8] = 1; /* as version 1: the sync event (type 7) is unknown */
     CHECK_STATUS(hbm_trace_parse(data, len, "v1", &r), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "unknown record type 0x07");

@@ -43,7 +43,9 @@ extern "C" {
     X(HBM_EV_SEGMENT_ALLOC, 4, "segment_alloc")         \
     X(HBM_EV_SEGMENT_FREE, 5, "segment_free")           \
     X(HBM_EV_FREE_REQUESTED, 6, "free_requested")      \
-    X(HBM_EV_SYNC, 7, "sync")
+    X(HBM_EV_SYNC, 7, "sync")                           \
+    X(HBM_EV_SEGMENT_MAP, 8, "segment_map")             \
+    X(HBM_EV_SEGMENT_UNMAP, 9, "segment_unmap")
 
 typedef enum hbm_event_kind {
 #define HBM_EV_ENUM_(name, value, text) name = value,
@@ -59,6 +61,8 @@ const char *hbm_event_kind_str(hbm_event_kind k); /* "alloc", ...; "?" if unknow
  *   free_requested  PyTorch: the user freed it; memory returns at the matching free
  *   oom             requested = bytes asked, addr 0
  *   segment_*       the allocator took (gave back) size bytes of device memory at addr
+ *   segment_(un)map an expandable segment mapped (unmapped) size bytes of physical memory
+ *                   at addr inside its reserved virtual range (PyTorch; format version 3)
  *   sync            the host waited for stream (HBM_STREAM_ALL: the whole device), so
  *                   blocks freed on it are reusable by every stream (format version 2) */
 typedef struct hbm_trace_event {

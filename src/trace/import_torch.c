@@ -18,9 +18,9 @@ static const act actions[] = {
     {"free_requested", HBM_EV_FREE_REQUESTED},
     {"free", HBM_EV_FREE},
     {"segment_alloc", HBM_EV_SEGMENT_ALLOC},
-    {"segment_map", HBM_EV_SEGMENT_ALLOC},
+    {"segment_map", HBM_EV_SEGMENT_MAP},
     {"segment_free", HBM_EV_SEGMENT_FREE},
-    {"segment_unmap", HBM_EV_SEGMENT_FREE},
+    {"segment_unmap", HBM_EV_SEGMENT_UNMAP},
     {"oom", HBM_EV_OOM},
 };
 

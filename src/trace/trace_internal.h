@@ -9,8 +9,9 @@
 #include "hbm/trace.h"
 
 #define HBMI_TRACE_MAGIC "HBMTRACE"
-/* Version 2 added the sync event (type 7); readers accept 1 and 2, writers write 2. */
-#define HBMI_TRACE_VERSION 2u
+/* Version 2 added the sync event (type 7), version 3 segment_map / segment_unmap (8, 9);
+ * readers accept 1 to 3, writers write 3. */
+#define HBMI_TRACE_VERSION 3u
 #define HBMI_TRACE_VERSION_MIN 1u
 #define HBMI_TRACE_HEADER 32u
 #define HBMI_REC_TAG 0x10

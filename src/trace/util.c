@@ -40,7 +40,7 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
     hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     uint64_t use = 0, res = 0;
     int segs = 0;
-    for (size_t i = 0; i < t->count && !s; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC;
+    for (size_t i = 0; i < t->count && !s; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, sz;
@@ -53,8 +53,10 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
         case HBM_EV_FREE:
             if (hbmi_map_del(&live, key, &sz)) use -= sz;
             break;
-        case HBM_EV_SEGMENT_ALLOC: res += e->size; break;
-        case HBM_EV_SEGMENT_FREE: res -= e->size < res ? e->size : res; break;
+        case HBM_EV_SEGMENT_ALLOC:
+        case HBM_EV_SEGMENT_MAP: res += e->size; break;
+        case HBM_EV_SEGMENT_FREE:
+        case HBM_EV_SEGMENT_UNMAP: res -= e->size < res ? e->size : res; break;
         default: break;
         }
         (*in_use)[i] = use;
