@@ -9,6 +9,7 @@ static void replay_help(FILE *f) {
     fprintf(f,
             "Usage: hbm replay TRACE [--allocators bfc,platform,...] [--config 'key=value,...']...\n"
             "                  [--device sim:SIZE | --device NAME] [--fraction F] [--json]\n"
+            "                  [--device-index N]\n"
             "\n"
             "Replay every alloc and free of TRACE against each allocator configuration on a\n"
             "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
@@ -16,8 +17,10 @@ static void replay_help(FILE *f) {
             "the allocator's OOM report). The optimal packing bound (most bytes ever live at\n"
             "once) shows how far each allocator is from the best possible.\n"
             "\n"
-            "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, or a PyTorch\n"
-            "memory snapshot (pickle or JSON); the format is recognized from the content.\n"
+            "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, a PyTorch memory\n"
+            "snapshot (pickle or JSON) or an HLO module; the format is recognized from the\n"
+            "content. A snapshot's replay starts from the blocks and segments that were live\n"
+            "when its history began (rebuilt from its segments).\n"
             "Each allocation and free goes to the stream the trace recorded, and recorded stream\n"
             "synchronizations are replayed, so cuda_async reuses memory across streams as it did.\n"
             "\n"
@@ -31,6 +34,8 @@ static void replay_help(FILE *f) {
             "                      device's capacity, else sim:80GiB)\n"
             "  --fraction F        memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
             "  --json              one JSON object with every result\n"
+            "  --device-index N    device N (cuda:N) of a snapshot (default: the one with an\n"
+            "                      OOM, else the largest peak; the device replayed is named)\n"
             "\n"
             "Example:\n"
             "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
@@ -41,6 +46,7 @@ int cmd_replay(int argc, char **argv) {
     const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
     const char *configs[32];
     int nconfigs = 0, json = 0;
+    long device_index = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is(a, "-h", "--help")) {
@@ -48,6 +54,11 @@ int cmd_replay(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--device-index") && i + 1 < argc) {
+            char *end;
+            device_index = strtol(argv[++i], &end, 10);
+            if (!*argv[i] || *end || device_index < 0 || device_index > 4096)
+                return cli_usage_error("replay", "--device-index %s: expected 0 to 4096", argv[i]);
         } else if ((!strcmp(a, "--allocators") || !strcmp(a, "--device") || !strcmp(a, "--fraction") ||
                     !strcmp(a, "--config")) && i + 1 < argc) {
             const char *v = argv[++i];
@@ -71,8 +82,10 @@ int cmd_replay(int argc, char **argv) {
         if (*end || !(f > 0 && f <= 1)) return cli_usage_error("replay", "--fraction %s: expected a number in (0, 1]", fraction);
     }
     hbm_trace *t;
-    hbm_status s = hbm_trace_load(path, &t);
+    hbm_status s = hbm_trace_load_device(path, (int)device_index, &t);
     if (s) return cli_fail("replay", s);
+    if (!json && (t->n_others || device_index >= 0))
+        fprintf(stderr, "hbm replay: device %s of %s (--device-index picks another)\n", t->device, path);
     char spec[160];
     if (device && (s = hbm_replay_device_spec(device, spec, sizeof spec))) {
         hbm_trace_free(t);

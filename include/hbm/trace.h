@@ -59,7 +59,8 @@ const char *hbm_event_kind_str(hbm_event_kind k); /* "alloc", ...; "?" if unknow
  *   alloc           addr = block handed out, size = bytes held, requested = bytes asked
  *   free            addr = block freed (size may be 0 when the source does not say)
  *   free_requested  PyTorch: the user freed it; memory returns at the matching free
- *   oom             requested = bytes asked, addr 0
+ *   oom             requested = bytes asked, addr 0, size = the device's free bytes at
+ *                   that moment when the source says (PyTorch's device_free), else 0
  *   segment_*       the allocator took (gave back) size bytes of device memory at addr
  *   segment_(un)map an expandable segment mapped (unmapped) size bytes of physical memory
  *                   at addr inside its reserved virtual range (PyTorch; format version 3)
@@ -87,6 +88,20 @@ typedef struct hbm_trace {
     char device[64];         /* device name, if known */
     uint64_t capacity;       /* device bytes, 0 if unknown */
     uint64_t truncated_at;   /* byte offset of a torn final record (crash), else 0 */
+    int device_index;        /* N of cuda:N when the source numbers its devices, else 0 */
+    int has_time;            /* 1: time_ns are times; 0: the source has none and time_ns is
+                              * the event's index in the source (say "event N", not seconds) */
+    /* A history that starts mid-run (PyTorch's ring buffer): the state when it began,
+     * rebuilt from the snapshot's end state, is events [0, history_start) at time 0:
+     * segment events for what was reserved, then allocs for what was live. */
+    size_t history_start;
+    uint64_t live_before_bytes;     /* bytes live before the history (requested) */
+    uint64_t live_before_blocks;    /* in that many blocks */
+    uint64_t reserved_before_bytes; /* bytes reserved before the history */
+    /* The file's other devices, when this trace came from hbm_trace_load (first device);
+     * owned, freed with it; hbm_view_all shows them after this one. */
+    struct hbm_trace **others;
+    size_t n_others;
     struct hbmi_tagtab *tags_;
     uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
     size_t bt_nframes_, bt_cap_;
@@ -131,7 +146,19 @@ hbm_status hbm_trace_write(const hbm_trace *t, const char *path);
 hbm_status hbm_trace_load(const char *path, hbm_trace **out);
 hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out);
 
-/* Importers on bytes in memory. Errors name the line (CSV) or byte offset (pickle, JSON). */
+/* Every device a file holds: a PyTorch snapshot has a history (and segments) per GPU, the
+ * other formats one device. Devices without data are left out; the order is the one to
+ * show them in: a device with an OOM first, then by peak bytes in use, largest first.
+ * *n >= 1 on success. Free with hbm_trace_free_all (the traces and the array). */
+hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n);
+hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n);
+void hbm_trace_free_all(hbm_trace **traces, size_t n);
+/* One device of a file: device_index N (cuda:N), or -1 for the first in the order above
+ * (what hbm_trace_load gives, with the others in t->others). An index the file does not hold is HBM_ERR_INVALID, with a
+ * message listing the devices it does hold. */
+hbm_status hbm_trace_load_device(const char *path, int device_index, hbm_trace **out);
+
+/* Importers on bytes in memory (a snapshot: its first device, as above). Errors name the line (CSV) or byte offset (pickle, JSON). */
 hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *name, hbm_trace **out);
 hbm_status hbm_trace_parse_torch_pickle(const void *data, size_t len, const char *name, hbm_trace **out);
 hbm_status hbm_trace_parse_torch_json(const char *text, size_t len, const char *name, hbm_trace **out);
@@ -221,8 +248,11 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f);
 /* pprof profile.proto, gzip-wrapped: alloc_objects/alloc_space (total) and
  * inuse_objects/inuse_space (at the peak), by tag and backtrace. */
 hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f);
-/* A PyTorch memory snapshot (pickle protocol 2: segments + device_traces). */
+/* A PyTorch memory snapshot (pickle protocol 2: segments + device_traces) of one device, or
+ * of n devices (hbm_trace_load_all's traces): the end state's real segments and blocks, the
+ * history with segment_map/unmap, times only where the trace has them. */
 hbm_status hbm_export_torch(const hbm_trace *t, FILE *f);
+hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f);
 /* MiniMalloc CSV (id,lower,upper,size) of the timeline's buffers. */
 hbm_status hbm_export_minimalloc(const hbm_timeline *tl, FILE *f);
 

@@ -31,6 +31,9 @@ void hbm_view_options_default(hbm_view_options *o);
 hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o, FILE *f);
 /* The same figures as one JSON object. */
 hbm_status hbm_view_json(const hbm_trace *t, const hbm_view_options *o, FILE *f);
+/* t and the other devices of its file (t->others): text, one section per device, or JSON
+ * (json != 0): t's figures with, in "devices", each device's (hbm view's output). */
+hbm_status hbm_view_all(const hbm_trace *t, int json, const hbm_view_options *o, FILE *f);
 /* A self-contained HTML page: zoomable timeline of in-use and reserved memory, the
  * buffers live at the peak as stacked blocks by size with hover details, and a table
  * sortable by any column. No network access, no external script or style. */

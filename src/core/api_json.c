@@ -198,8 +198,7 @@ typedef struct view_ctx {
 static hbm_status emit_view(const void *c, FILE *f) {
     const view_ctx *x = c;
     return x->kind == HBM_VIEW_HTML ? hbm_view_html(x->t, &x->o, f)
-         : x->kind == HBM_VIEW_JSON ? hbm_view_json(x->t, &x->o, f)
-                                    : hbm_view_text(x->t, &x->o, f);
+                                    : hbm_view_all(x->t, x->kind == HBM_VIEW_JSON, &x->o, f);
 }
 
 static hbm_status view_setup(view_ctx *x, const hbm_trace *t, hbm_view_kind kind, int top, const char *title) {

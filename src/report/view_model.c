@@ -98,7 +98,7 @@ hbm_status hbmi_view_build(const hbm_trace *t, hbmi_view *v) {
     }
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
-        v->allocs += e->kind == HBM_EV_ALLOC;
+        v->allocs += e->kind == HBM_EV_ALLOC && i >= t->history_start; /* the history's own */
         v->frees += e->kind == HBM_EV_FREE;
         if (e->kind == HBM_EV_OOM && !v->ooms++) v->first_oom = (int64_t)i;
         if (v->use[i] > v->peak_use) v->peak_use = v->use[i], v->peak_i = i;

@@ -1,7 +1,11 @@
 /* export_torch.c - a PyTorch memory snapshot (what torch.cuda.memory._dump_snapshot()
  * writes, and pytorch.org/memory_viz opens): a pickle (protocol 2) of
  *   {"segments": [...], "device_traces": [[{action, addr, size, stream, time_us, frames}]]}
- * Blocks still live at the end of the trace are listed in "segments", one segment each. */
+ * "segments" is the end state: each segment still reserved with its blocks (live allocations
+ * and the gaps between them); "device_traces" the history after the rebuilt state, with
+ * segment_map/unmap kept and time_us only where the trace has times. Loading it again (in
+ * memory_viz or hbm) gives the same peaks and segments per device. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace/trace_internal.h"
@@ -66,76 +70,266 @@ static void frames(hbmi_buf *b, const hbm_trace *t, uint32_t tag) {
     hbmi_buf_put(b, "ue", 2); /* SETITEMS, APPENDS */
 }
 
-hbm_status hbm_export_torch(const hbm_trace *t, FILE *f) {
-    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
-    hbmi_buf b = {0};
-    hbmi_map live; /* addr -> event index of the live alloc */
+
+typedef struct seg {
+    uint64_t addr, size, stream;
+    int map; /* from segment_map (expandable) */
+} seg;
+
+typedef struct blk {
+    uint64_t addr;
+    size_t ev; /* index of its alloc event */
+} blk;
+
+static int seg_cmp(const void *a, const void *b) {
+    const seg *x = a, *y = b;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+static int blk_cmp(const void *a, const void *b) {
+    const blk *x = a, *y = b;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* A segment of the end state with its blocks: live allocations inside it, the gaps as
+ * "inactive" blocks. */
+static void put_segment(hbmi_buf *b, const hbm_trace *t, const seg *sg, const blk *bl, size_t nb) {
+    uint64_t alloc = 0, req = 0;
+    for (size_t k = 0; k < nb; k++) {
+        const hbm_trace_event *a = &t->events[bl[k].ev];
+        alloc += a->size > a->requested ? a->size : a->requested;
+        req += a->requested ? a->requested : a->size;
+    }
+    hbmi_buf_put(b, "}(", 2);
+    kv_uint(b, "device", (uint64_t)t->device_index);
+    kv_uint(b, "address", sg->addr);
+    kv_uint(b, "total_size", sg->size);
+    kv_uint(b, "stream", sg->stream);
+    kv_str(b, "segment_type", sg->size <= (2u << 20) ? "small" : "large");
+    kv_uint(b, "allocated_size", alloc);
+    kv_uint(b, "active_size", alloc);
+    kv_uint(b, "requested_size", req);
+    p_str(b, "is_expandable");
+    hbmi_buf_byte(b, sg->map ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
+    p_str(b, "blocks");
+    hbmi_buf_put(b, "](", 2);
+    uint64_t cursor = sg->addr, end = sg->addr + sg->size;
+    for (size_t k = 0; k <= nb; k++) {
+        uint64_t next = k < nb ? bl[k].addr : end;
+        if (next > cursor) { /* a gap: cached, not in use */
+            hbmi_buf_put(b, "}(", 2);
+            kv_uint(b, "address", cursor);
+            kv_uint(b, "size", next - cursor);
+            kv_uint(b, "requested_size", 0);
+            kv_str(b, "state", "inactive");
+            hbmi_buf_byte(b, 'u');
+        }
+        if (k == nb) break;
+        const hbm_trace_event *a = &t->events[bl[k].ev];
+        uint64_t size = a->size > a->requested ? a->size : a->requested;
+        if (size > end - bl[k].addr) size = end - bl[k].addr;
+        hbmi_buf_put(b, "}(", 2);
+        kv_uint(b, "address", bl[k].addr);
+        kv_uint(b, "size", size);
+        kv_uint(b, "requested_size", a->requested ? a->requested : size);
+        kv_str(b, "state", "active_allocated");
+        frames(b, t, a->tag);
+        hbmi_buf_byte(b, 'u');
+        cursor = bl[k].addr + size;
+    }
+    hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
+}
+
+/* The history of one device: its events from history_start on, as PyTorch names them. */
+static hbm_status put_history(hbmi_buf *b, const hbm_trace *t, int addressed) {
+    static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
+                                   "free_requested", "", "segment_map", "segment_unmap"};
+    hbmi_map live; /* addr -> event index of the live alloc (for the sizes and frames of frees) */
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
-    static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
-                                   "free_requested"};
-    hbmi_buf_put(&b, "\x80\x02}(", 4); /* PROTO 2, EMPTY_DICT, MARK */
-    p_str(&b, "device_traces");
-    hbmi_buf_put(&b, "]](", 3); /* outer list, inner list, MARK: [[ ... */
+    hbmi_buf_put(b, "](", 2);
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_FREE_REQUESTED) continue;
+        if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_SEGMENT_UNMAP || e->kind == HBM_EV_SYNC) continue;
         uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j;
         uint32_t tag = e->tag;
         if (e->kind == HBM_EV_ALLOC) {
-            if (!size) size = e->requested;
+            size = e->requested ? e->requested : e->size;
             s = hbmi_map_put(&live, key, i);
         } else if (e->kind == HBM_EV_FREE || e->kind == HBM_EV_FREE_REQUESTED) {
             /* memory_viz matches frees to allocs by address and wants the size and frames */
             int found = e->kind == HBM_EV_FREE ? hbmi_map_del(&live, key, &j) : hbmi_map_get(&live, key, &j);
-            if (!found) continue;
-            const hbm_trace_event *a = &t->events[j];
-            size = a->size ? a->size : a->requested;
-            tag = a->tag;
+            if (found) {
+                const hbm_trace_event *a = &t->events[j];
+                size = a->requested ? a->requested : a->size;
+                if (!tag) tag = a->tag;
+            } else if (!size) {
+                continue; /* a free of nothing known, without a size: memory_viz could not use it */
+            }
         } else if (e->kind == HBM_EV_OOM) {
             size = e->requested;
-        } else if (!e->addr) {
+        } else if (!addressed) {
             continue; /* a segment change without an address (the recorder's): memory_viz pairs by address */
         }
-        hbmi_buf_put(&b, "}(", 2);
-        kv_str(&b, "action", action[e->kind]);
-        kv_uint(&b, "addr", e->addr);
-        kv_uint(&b, "size", size);
-        kv_uint(&b, "stream", e->stream);
-        kv_uint(&b, "time_us", e->time_ns / 1000);
-        if (e->kind == HBM_EV_OOM) kv_uint(&b, "device_free", 0);
-        frames(&b, t, tag);
-        hbmi_buf_byte(&b, 'u');
+        if (i < t->history_start) continue; /* the rebuilt state goes to "segments" */
+        hbmi_buf_put(b, "}(", 2);
+        kv_str(b, "action", action[e->kind]);
+        kv_uint(b, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
+        kv_uint(b, "size", size);
+        kv_uint(b, "stream", e->stream);
+        if (t->has_time) kv_uint(b, "time_us", e->time_ns / 1000);
+        if (e->kind == HBM_EV_OOM) kv_uint(b, "device_free", e->size);
+        frames(b, t, tag);
+        hbmi_buf_byte(b, 'u');
     }
-    hbmi_buf_put(&b, "ea", 2); /* APPENDS (events) then APPEND the device list to device_traces */
+    hbmi_buf_byte(b, 'e');
+    hbmi_map_destroy(&live);
+    return s;
+}
+
+/* The end state of one device: its live segments with their blocks. Without addressed
+ * segment events (hbm's recorder, RMM logs, plans), every live block is a segment of its own. */
+/* Reserved ranges: segment_alloc/map add one, segment_free/unmap remove the bytes they
+ * name (an unmap may cover part of a range, or pages mapped by several events). */
+typedef struct ranges {
+    seg *r;
+    size_t n, cap;
+} ranges;
+
+static hbm_status ranges_add(ranges *x, seg v) {
+    if (hbmi_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    x->r[x->n++] = v;
+    return HBM_OK;
+}
+
+static hbm_status ranges_cut(ranges *x, uint64_t lo, uint64_t hi) {
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < x->n && !s; i++) {
+        seg *r = &x->r[i];
+        uint64_t a = r->addr, b = r->addr + r->size;
+        if (b <= lo || a >= hi) continue;
+        seg right = {hi, b > hi ? b - hi : 0, r->stream, r->map};
+        if (a < lo) {
+            r->size = lo - a;
+        } else {
+            x->r[i] = x->r[--x->n]; /* remove; look at the moved one again */
+            i--;
+        }
+        if (right.size) s = ranges_add(x, right);
+    }
+    return s;
+}
+
+/* The end state of one device: its reserved ranges with their blocks (adjacent mapped
+ * pages of an expandable segment as one segment). Without addressed segment events (hbm's
+ * recorder, RMM logs, plans), every live block is a segment of its own. */
+static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
+    hbmi_map live;
+    hbmi_map_init(&live);
+    ranges rs = {0};
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr;
+        switch (e->kind) {
+        case HBM_EV_ALLOC: s = hbmi_map_put(&live, key, i); break;
+        case HBM_EV_FREE: hbmi_map_del(&live, key, NULL); break;
+        case HBM_EV_SEGMENT_ALLOC:
+        case HBM_EV_SEGMENT_MAP:
+            if (addressed && e->size) s = ranges_add(&rs, (seg){e->addr, e->size, e->stream, e->kind == HBM_EV_SEGMENT_MAP});
+            break;
+        case HBM_EV_SEGMENT_FREE:
+        case HBM_EV_SEGMENT_UNMAP:
+            if (addressed) s = ranges_cut(&rs, e->addr, e->addr + e->size);
+            break;
+        default: break;
+        }
+    }
+    blk *bl = hbmi_malloc((live.count + 1) * sizeof *bl);
+    size_t nb = 0;
+    if (!s && !bl) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    for (size_t k = 0; !s && k < live.cap; k++)
+        if (live.keys[k]) bl[nb++] = (blk){t->events[live.vals[k]].addr, (size_t)live.vals[k]};
+    if (!s) {
+        qsort(bl, nb, sizeof *bl, blk_cmp);
+        qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        size_t m = 0; /* merge adjacent mapped pages */
+        for (size_t k = 0; k < rs.n; k++) {
+            if (m && rs.r[k].map && rs.r[m - 1].map && rs.r[m - 1].addr + rs.r[m - 1].size == rs.r[k].addr &&
+                rs.r[m - 1].stream == rs.r[k].stream)
+                rs.r[m - 1].size += rs.r[k].size;
+            else
+                rs.r[m++] = rs.r[k];
+        }
+        rs.n = m;
+        /* blocks outside every range get a segment of their own */
+        size_t k = 0, base = rs.n;
+        for (size_t i = 0; i < nb && !s; i++) {
+            while (k < base && rs.r[k].addr + rs.r[k].size <= bl[i].addr) k++;
+            if (k < base && rs.r[k].addr <= bl[i].addr) continue;
+            const hbm_trace_event *a = &t->events[bl[i].ev];
+            uint64_t size = a->size > a->requested ? a->size : a->requested;
+            s = ranges_add(&rs, (seg){a->addr, size ? size : 1, a->stream, 0});
+        }
+        if (!s) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        size_t i = 0;
+        for (k = 0; k < rs.n && !s; k++) {
+            while (i < nb && bl[i].addr < rs.r[k].addr) i++;
+            size_t j = i;
+            while (j < nb && bl[j].addr < rs.r[k].addr + rs.r[k].size) j++;
+            put_segment(b, t, &rs.r[k], bl + i, j - i);
+            i = j;
+        }
+    }
+    hbmi_free(bl);
+    hbmi_free(rs.r);
+    hbmi_map_destroy(&live);
+    return s;
+}
+
+hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
+    if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
+    hbmi_buf b = {0};
+    hbm_status s = HBM_OK;
+    int maxdev = 0;
+    for (size_t d = 0; d < n; d++)
+        if (traces[d]->device_index > maxdev) maxdev = traces[d]->device_index;
+    hbmi_buf_put(&b, "\x80\x02}(", 4); /* PROTO 2, EMPTY_DICT, MARK */
+    p_str(&b, "device_traces");
+    hbmi_buf_put(&b, "](", 2); /* one list per device index, in order */
+    for (int dv = 0; dv <= maxdev && !s; dv++) {
+        const hbm_trace *t = NULL;
+        for (size_t d = 0; d < n; d++)
+            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d];
+        if (!t) {
+            hbmi_buf_byte(&b, ']');
+            continue;
+        }
+        int addressed = 0;
+        for (size_t i = 0; i < t->count && !addressed; i++)
+            addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
+                        t->events[i].addr;
+        s = put_history(&b, t, addressed);
+    }
+    hbmi_buf_byte(&b, 'e');
     p_str(&b, "segments");
     hbmi_buf_put(&b, "](", 2);
-    for (size_t k = 0; k < live.cap && !s; k++) {
-        if (!live.keys[k]) continue;
-        const hbm_trace_event *a = &t->events[live.vals[k]];
-        uint64_t size = a->size ? a->size : a->requested;
-        hbmi_buf_put(&b, "}(", 2);
-        kv_uint(&b, "device", 0);
-        kv_uint(&b, "address", a->addr);
-        kv_uint(&b, "total_size", size);
-        kv_uint(&b, "stream", a->stream);
-        kv_str(&b, "segment_type", size <= (1u << 20) ? "small" : "large");
-        kv_uint(&b, "allocated_size", size);
-        kv_uint(&b, "active_size", size);
-        kv_uint(&b, "requested_size", a->requested ? a->requested : size);
-        p_str(&b, "blocks");
-        hbmi_buf_put(&b, "](}(", 4);
-        kv_uint(&b, "address", a->addr);
-        kv_uint(&b, "size", size);
-        kv_uint(&b, "requested_size", a->requested ? a->requested : size);
-        kv_str(&b, "state", "active_allocated");
-        frames(&b, t, a->tag);
-        hbmi_buf_put(&b, "ueu", 3); /* block SETITEMS, blocks APPENDS, segment SETITEMS */
+    for (size_t d = 0; d < n && !s; d++) {
+        const hbm_trace *t = traces[d];
+        int addressed = 0;
+        for (size_t i = 0; i < t->count && !addressed; i++)
+            addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
+                        t->events[i].addr;
+        s = put_segments(&b, t, addressed);
     }
     hbmi_buf_put(&b, "eu.", 3); /* segments APPENDS, root SETITEMS, STOP */
-    hbmi_map_destroy(&live);
     if (!s && b.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);
     return s;
+}
+
+hbm_status hbm_export_torch(const hbm_trace *t, FILE *f) {
+    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
+    hbm_trace *one = (hbm_trace *)t;
+    return hbm_export_torch_all(&one, 1, f);
 }

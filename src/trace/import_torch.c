@@ -1,7 +1,20 @@
 /* import_torch.c - PyTorch memory snapshots (torch.cuda.memory._dump_snapshot()): the
- * pickle or its JSON form. The allocator's history is "device_traces", one list per
- * device of {action, addr, size, stream, time_us, frames}; a snapshot without history
- * falls back to the live blocks of "segments". */
+ * pickle or its JSON form, one hbm_trace per device.
+ *
+ * A snapshot holds, per device, the allocator's history "device_traces[N]" (a ring buffer:
+ * it usually starts mid-run) and the state at the end, "segments" (every segment of every
+ * device with its blocks). What was live when the history began is rebuilt as memory_viz
+ * (torch/utils/viz/MemoryViz.js, process_alloc_data) rebuilds it:
+ *   - in use: a free in the history of a block it never allocated was allocated before it
+ *     (its size and frames are the free's), and so is every block "active_allocated" in
+ *     "segments" that the history does not hold live at its end (its requested_size);
+ *   - reserved: the segment curve anchored so that it ends at the total_size of the
+ *     device's segments; the segments it started with are those the history frees without
+ *     having allocated them and those of "segments" it never allocated (for expandable
+ *     segments: the mapped bytes the history does not explain).
+ * That state becomes the first events of the trace (t->history_start of them, time 0), so
+ * curves, peaks, views, replay and exports all start from it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace/pyval.h"
@@ -24,126 +37,404 @@ static const act actions[] = {
     {"oom", HBM_EV_OOM},
 };
 
-/* The frame to blame: the first Python frame outside torch itself, else the first one. */
+static const act *find_action(const char *a) {
+    if (!a) return NULL;
+    for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
+        if (!strcmp(a, actions[k].name)) return &actions[k];
+    return NULL; /* "snapshot" markers and future actions */
+}
+
+/* torch's own Python files, on every path form: .../torch/..., ...\torch\..., site-packages */
+static int torch_file(const char *f) {
+    return strstr(f, "/torch/") || strstr(f, "\\torch\\") || !strncmp(f, "torch/", 6) || !strncmp(f, "torch\\", 6);
+}
+
+static int python_file(const char *f) {
+    size_t n = strlen(f);
+    return n > 3 && !strcmp(f + n - 3, ".py");
+}
+
+/* "at::_ops::bmm::call(...)" -> "aten::bmm" (the struct's name: op and overload). */
+static int aten_name(const char *fn, char *buf, size_t cap) {
+    if (!strncmp(fn, "aten::", 6) && fn[6]) { /* already an operator name (hbm's own export) */
+        snprintf(buf, cap, "%s", fn);
+        return 1;
+    }
+    const char *p = strstr(fn, "at::_ops::");
+    if (!p) return 0;
+    p += 10;
+    size_t n = 0;
+    while (p[n] && p[n] != ':' && p[n] != '(' && p[n] != '<' && p[n] != ' ') n++;
+    if (!n) return 0;
+    snprintf(buf, cap, "aten::%.*s", (int)n, p);
+    return 1;
+}
+
+/* "torch::autograd::generated::MmBackward0::apply(...)" -> "MmBackward0" */
+static int autograd_node(const char *fn, char *buf, size_t cap) {
+    const char *p = strstr(fn, "autograd::generated::");
+    if (!p) return 0;
+    p += 21;
+    size_t n = 0;
+    while (p[n] && p[n] != ':' && p[n] != '(') n++;
+    if (!n) return 0;
+    snprintf(buf, cap, "%.*s", (int)n, p);
+    return 1;
+}
+
+/* The frame to blame: the first Python frame of the user's code (outside torch); else the
+ * first Python frame; else, for a stack of C++ frames only (the backward pass), the ATen
+ * operator that allocated (and the autograd node that ran it as label). Never the
+ * unwinder's own frames. */
 static hbm_status frames_tag(hbm_trace *t, const hbmi_pv *frames, uint32_t *tag) {
     *tag = 0;
     if (!frames || frames->type != PV_LIST || !frames->n) return HBM_OK;
-    const hbmi_pv *pick = NULL;
-    for (size_t i = 0; i < frames->n && !pick; i++) {
-        const char *f = hbmi_pv_str(frames->items[i], "filename");
-        size_t n = f ? strlen(f) : 0;
-        if (n > 3 && !strcmp(f + n - 3, ".py") && !strstr(f, "/torch/")) pick = frames->items[i];
+    const hbmi_pv *user = NULL, *py = NULL;
+    char op[160] = "", node[160] = "";
+    for (size_t i = 0; i < frames->n && !user; i++) {
+        const hbmi_pv *fr = frames->items[i];
+        const char *f = hbmi_pv_str(fr, "filename"), *name = hbmi_pv_str(fr, "name");
+        if (f && python_file(f)) {
+            if (!py) py = fr;
+            if (!torch_file(f)) user = fr;
+        } else if (name) {
+            if (!op[0]) aten_name(name, op, sizeof op);
+            if (!node[0]) autograd_node(name, node, sizeof node);
+        }
     }
-    if (!pick) pick = frames->items[0];
-    if (pick->type != PV_DICT) return HBM_OK;
-    hbm_tag tg = {.op_name = hbmi_pv_str(pick, "name"), .source_file = hbmi_pv_str(pick, "filename"),
-                  .source_line = (int)hbmi_pv_int(pick, "line", 0),
-                  .label = hbmi_pv_str(frames->items[0], "name")};
+    const hbmi_pv *pick = user ? user : py;
+    hbm_tag tg = {0};
+    if (pick) {
+        tg.op_name = hbmi_pv_str(pick, "name");
+        tg.source_file = hbmi_pv_str(pick, "filename");
+        tg.source_line = (int)hbmi_pv_int(pick, "line", 0);
+        tg.label = op[0] ? op : hbmi_pv_str(py, "name"); /* the ATen op, else the innermost Python function */
+    } else if (op[0]) {
+        tg.op_name = op;
+        tg.label = node[0] ? node : NULL;
+    } else {
+        return HBM_OK; /* nothing but allocator and unwinder frames: no attribution */
+    }
     return hbm_trace_intern(t, &tg, tag);
 }
 
-static hbm_status from_traces(hbm_trace *t, const hbmi_pv *dev) {
-    int64_t t0 = -1;
-    for (size_t i = 0; i < dev->n; i++) {
-        const hbmi_pv *e = dev->items[i];
-        const char *a = hbmi_pv_str(e, "action");
-        if (!a) continue;
-        const act *found = NULL;
-        for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
-            if (!strcmp(a, actions[k].name)) found = &actions[k];
-        if (!found) continue; /* "snapshot" markers and future actions */
-        int64_t us = hbmi_pv_int(e, "time_us", -1);
-        if (us >= 0 && t0 < 0) t0 = us;
-        hbm_trace_event ev = {.kind = (uint8_t)found->kind,
-                              .time_ns = us >= 0 && us >= t0 ? (uint64_t)(us - t0) * 1000u : (uint64_t)i,
-                              .addr = (uint64_t)hbmi_pv_int(e, "addr", 0),
-                              .size = (uint64_t)hbmi_pv_int(e, "size", 0),
-                              .stream = (uint64_t)hbmi_pv_int(e, "stream", 0)};
-        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_OOM) ev.requested = ev.size;
-        if (ev.kind == HBM_EV_OOM) ev.size = 0, ev.addr = 0;
-        hbm_status s = frames_tag(t, hbmi_pv_get(e, "frames"), &ev.tag);
-        if (!s) s = hbm_trace_add(t, &ev);
-        if (s) return s;
-    }
+/* A size or address from the snapshot: negative values are an error naming where. */
+static hbm_status get_u64(const hbmi_pv *d, const char *key, uint64_t *out, const char *name, const char *where,
+                          size_t idx) {
+    const hbmi_pv *v = hbmi_pv_get(d, key);
+    *out = 0;
+    if (!v) return HBM_OK;
+    if (v->type == PV_INT && v->i < 0 && strcmp(key, "addr") && strcmp(key, "address"))
+        return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %lld, expected a size >= 0", name, where, idx, key,
+                          (long long)v->i);
+    if (v->type == PV_FLOAT && (v->f < 0 || v->f >= 9.2e18))
+        return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %g, outside 0 to 2^63", name, where, idx, key, v->f);
+    *out = (uint64_t)hbmi_pv_int(d, key, 0);
     return HBM_OK;
 }
 
-static hbm_status from_segments(hbm_trace *t, const hbmi_pv *segs) {
-    for (size_t i = 0; i < segs->n; i++) {
+typedef struct dev_src {
+    int index;             /* N of cuda:N */
+    const hbmi_pv *events; /* device_traces[N] (may be NULL) */
+} dev_src;
+
+/* The segments of device dev in order, with the address of block b computed as memory_viz
+ * does when a block has none (the segment's address plus the sizes before it). */
+static int seg_device(const hbmi_pv *sg, int fallback) { return (int)hbmi_pv_int(sg, "device", fallback); }
+
+static hbm_status add_prelude_alloc(hbm_trace *t, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
+                                    const hbmi_pv *frames) {
+    hbm_trace_event ev = {.kind = HBM_EV_ALLOC, .addr = addr, .size = size, .requested = requested, .stream = stream};
+    hbm_status s = frames_tag(t, frames, &ev.tag);
+    return s ? s : hbm_trace_add(t, &ev);
+}
+
+static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
+    const hbmi_pv *evs = d->events;
+    size_t n = evs && evs->type == PV_LIST ? evs->n : 0;
+    hbm_status s = HBM_OK;
+    hbmi_map live, seglive; /* history: addr -> 1 for blocks / segments it allocated and holds */
+    hbmi_map_init(&live);
+    hbmi_map_init(&seglive);
+    /* pass 1: what the history holds at its end, what it frees without having allocated,
+     * and whether it has times */
+    int64_t t0 = -1;
+    uint64_t seg_net_up = 0, seg_net_down = 0;
+    for (size_t i = 0; i < n && !s; i++) {
+        const hbmi_pv *e = evs->items[i];
+        const act *a = find_action(hbmi_pv_str(e, "action"));
+        if (!a) continue;
+        uint64_t addr, size;
+        if ((s = get_u64(e, "addr", &addr, t->name, "event", i)) || (s = get_u64(e, "size", &size, t->name, "event", i)))
+            break;
+        int64_t us = hbmi_pv_int(e, "time_us", -1);
+        if (us >= 0 && (t0 < 0 || us < t0)) t0 = us;
+        uint64_t key = addr == UINT64_MAX ? 0 : addr;
+        switch (a->kind) {
+        case HBM_EV_ALLOC: s = hbmi_map_put(&live, key, 1); break;
+        case HBM_EV_FREE:
+            if (!hbmi_map_del(&live, key, NULL)) {
+                /* allocated before the history: it was live from the start */
+                t->live_before_bytes += size;
+                t->live_before_blocks++;
+                s = add_prelude_alloc(t, addr, size, size, (uint64_t)hbmi_pv_int(e, "stream", 0),
+                                      hbmi_pv_get(e, "frames"));
+            }
+            break;
+        case HBM_EV_SEGMENT_ALLOC:
+        case HBM_EV_SEGMENT_MAP:
+            seg_net_up += size;
+            s = hbmi_map_put(&seglive, key, size);
+            break;
+        case HBM_EV_SEGMENT_FREE:
+        case HBM_EV_SEGMENT_UNMAP:
+            seg_net_down += size;
+            if (!hbmi_map_del(&seglive, key, NULL)) {
+                hbm_trace_event se = {.kind = (uint8_t)(a->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
+                                                                                        : HBM_EV_SEGMENT_MAP),
+                                      .addr = addr, .size = size, .stream = (uint64_t)hbmi_pv_int(e, "stream", 0)};
+                t->reserved_before_bytes += size;
+                s = hbm_trace_add(t, &se);
+            }
+            break;
+        default: break;
+        }
+    }
+    t->has_time = t0 >= 0;
+    /* the end state: blocks active that the history does not hold, segments it never
+     * allocated; reserved anchored at the segments' total */
+    uint64_t seg_total = 0;
+    for (size_t i = 0; !s && segs && segs->type == PV_LIST && i < segs->n; i++) {
         const hbmi_pv *sg = segs->items[i];
-        uint64_t base = (uint64_t)hbmi_pv_int(sg, "address", 0), cursor = base;
-        hbm_trace_event se = {.kind = HBM_EV_SEGMENT_ALLOC, .addr = base,
-                              .size = (uint64_t)hbmi_pv_int(sg, "total_size", 0),
-                              .stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), .time_ns = t->count};
-        hbm_status s = hbm_trace_add(t, &se);
-        if (s) return s;
+        if (seg_device(sg, only_device) != d->index) continue;
+        uint64_t base, total;
+        if ((s = get_u64(sg, "address", &base, t->name, "segment", i)) ||
+            (s = get_u64(sg, "total_size", &total, t->name, "segment", i)))
+            break;
+        seg_total += total;
+        uint64_t stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), cursor = base, key = base == UINT64_MAX ? 0 : base;
+        int expandable = hbmi_pv_int(sg, "is_expandable", 0) != 0;
+        if (!expandable && !hbmi_map_get(&seglive, key, NULL) && total) {
+            hbm_trace_event se = {.kind = HBM_EV_SEGMENT_ALLOC, .addr = base, .size = total, .stream = stream};
+            t->reserved_before_bytes += total;
+            s = hbm_trace_add(t, &se);
+        }
         const hbmi_pv *blocks = hbmi_pv_get(sg, "blocks");
-        for (size_t b = 0; blocks && blocks->type == PV_LIST && b < blocks->n; b++) {
+        for (size_t b = 0; !s && blocks && blocks->type == PV_LIST && b < blocks->n; b++) {
             const hbmi_pv *bl = blocks->items[b];
-            uint64_t size = (uint64_t)hbmi_pv_int(bl, "size", 0);
+            uint64_t size, req;
+            if ((s = get_u64(bl, "size", &size, t->name, "block", b)) ||
+                (s = get_u64(bl, "requested_size", &req, t->name, "block", b)))
+                break;
+            if (!hbmi_pv_get(bl, "requested_size")) req = size;
             uint64_t addr = (uint64_t)hbmi_pv_int(bl, "address", (int64_t)cursor);
             cursor = addr + size;
             const char *state = hbmi_pv_str(bl, "state");
             if (!state || strcmp(state, "active_allocated")) continue;
-            hbm_trace_event ev = {.kind = HBM_EV_ALLOC, .addr = addr, .size = size,
-                                  .requested = (uint64_t)hbmi_pv_int(bl, "requested_size", (int64_t)size),
-                                  .stream = se.stream, .time_ns = t->count};
-            if ((s = frames_tag(t, hbmi_pv_get(bl, "frames"), &ev.tag)) || (s = hbm_trace_add(t, &ev))) return s;
+            if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, NULL)) continue;
+            t->live_before_bytes += req;
+            t->live_before_blocks++;
+            s = add_prelude_alloc(t, addr, size, req, stream, hbmi_pv_get(bl, "frames"));
         }
     }
-    return HBM_OK;
+    /* The anchor: reserved when the history began = the segments' total at the end minus
+     * what the history added. Segments found above beyond it (a history whose unmaps do
+     * not match its maps, as expandable segments' may) are dropped; expandable segments map
+     * pages inside one virtual range, so the history's map events do not name the segment's
+     * address: what the anchor needs beyond the segments found above was mapped before the
+     * history began (one map event per expandable segment's base). */
+    uint64_t start = seg_total + seg_net_down >= seg_net_up ? seg_total + seg_net_down - seg_net_up : 0;
+    if (!s) {
+        uint64_t sum = 0;
+        size_t k = 0;
+        for (size_t i = 0; i < t->count; i++) {
+            const hbm_trace_event *e = &t->events[i];
+            if (e->kind != HBM_EV_ALLOC && sum + e->size > start) continue;
+            if (e->kind != HBM_EV_ALLOC) sum += e->size;
+            t->events[k++] = *e;
+        }
+        t->count = k;
+        t->reserved_before_bytes = sum;
+    }
+    if (!s) {
+        for (size_t i = 0; !s && start > t->reserved_before_bytes && segs && segs->type == PV_LIST && i < segs->n; i++) {
+            const hbmi_pv *sg = segs->items[i];
+            if (seg_device(sg, only_device) != d->index || !hbmi_pv_int(sg, "is_expandable", 0)) continue;
+            uint64_t total = (uint64_t)hbmi_pv_int(sg, "total_size", 0), need = start - t->reserved_before_bytes;
+            uint64_t add = total < need ? total : need;
+            if (!add) continue;
+            hbm_trace_event se = {.kind = HBM_EV_SEGMENT_MAP, .addr = (uint64_t)hbmi_pv_int(sg, "address", 0),
+                                  .size = add, .stream = (uint64_t)hbmi_pv_int(sg, "stream", 0)};
+            t->reserved_before_bytes += add;
+            s = hbm_trace_add(t, &se);
+        }
+        if (!s && start > t->reserved_before_bytes) { /* not explained by any segment: keep the anchor */
+            hbm_trace_event se = {.kind = HBM_EV_SEGMENT_ALLOC, .size = start - t->reserved_before_bytes};
+            t->reserved_before_bytes = start;
+            s = hbm_trace_add(t, &se);
+        }
+    }
+    /* segments before blocks: order the prelude so reserved never trails in use */
+    if (!s && t->count > 1) {
+        size_t k = 0;
+        for (size_t i = 0; i < t->count; i++)
+            if (t->events[i].kind != HBM_EV_ALLOC) {
+                hbm_trace_event x = t->events[i];
+                memmove(t->events + k + 1, t->events + k, (i - k) * sizeof x);
+                t->events[k++] = x;
+            }
+    }
+    t->history_start = t->count;
+    /* pass 2: the history itself */
+    for (size_t i = 0; i < n && !s; i++) {
+        const hbmi_pv *e = evs->items[i];
+        const act *a = find_action(hbmi_pv_str(e, "action"));
+        if (!a) continue;
+        uint64_t addr, size;
+        get_u64(e, "addr", &addr, t->name, "event", i);
+        get_u64(e, "size", &size, t->name, "event", i);
+        int64_t us = hbmi_pv_int(e, "time_us", -1);
+        hbm_trace_event ev = {.kind = (uint8_t)a->kind,
+                              .time_ns = t->has_time ? (us >= t0 ? (uint64_t)(us - t0) * 1000u : 0) : (uint64_t)i,
+                              .addr = addr, .size = size, .stream = (uint64_t)hbmi_pv_int(e, "stream", 0)};
+        if (ev.kind == HBM_EV_ALLOC) ev.requested = size;
+        if (ev.kind == HBM_EV_OOM) { /* the request, and the device's free bytes at that moment */
+            ev.requested = size;
+            ev.size = (uint64_t)hbmi_pv_int(e, "device_free", 0);
+            ev.addr = 0;
+        }
+        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
+            s = frames_tag(t, hbmi_pv_get(e, "frames"), &ev.tag);
+        if (!s) s = hbm_trace_add(t, &ev);
+    }
+    hbmi_map_destroy(&live);
+    hbmi_map_destroy(&seglive);
+    return s;
 }
 
-static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace **out) {
+/* Peak bytes in use of a trace (for ordering devices). */
+static uint64_t peak_in_use(const hbm_trace *t, int *oom) {
+    uint64_t *use, *res, peak = 0;
+    *oom = 0;
+    for (size_t i = 0; i < t->count; i++) *oom |= t->events[i].kind == HBM_EV_OOM;
+    if (hbmi_trace_curves(t, &use, &res, NULL)) return 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (use[i] > peak) peak = use[i];
+    hbmi_free(use);
+    hbmi_free(res);
+    return peak;
+}
+
+typedef struct ranked {
+    hbm_trace *t;
+    int oom;
+    uint64_t peak;
+} ranked;
+
+static int rank_cmp(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->oom != y->oom) return y->oom - x->oom;
+    if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
+    return x->t->device_index - y->t->device_index;
+}
+
+static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***out, size_t *nout) {
     if (!root || root->type != PV_DICT)
         return hbmi_error(HBM_ERR_PARSE, "%s: expected a dict with \"segments\" and \"device_traces\" (a PyTorch memory snapshot)", name);
     const hbmi_pv *traces = hbmi_pv_get(root, "device_traces"), *segs = hbmi_pv_get(root, "segments");
-    if ((!traces || traces->type != PV_LIST) && (!segs || segs->type != PV_LIST))
+    if (traces && traces->type != PV_LIST) traces = NULL;
+    if (segs && segs->type != PV_LIST) segs = NULL;
+    if (!traces && !segs)
         return hbmi_error(HBM_ERR_PARSE, "%s: the snapshot has neither a \"device_traces\" nor a \"segments\" list", name);
-    hbm_trace *t;
-    hbm_status s = hbm_trace_new(&t);
-    if (s) return s;
-    snprintf(t->name, sizeof t->name, "%s", name);
-    snprintf(t->source, sizeof t->source, "torch");
-    /* the first device with history; hbm traces are per device */
-    const hbmi_pv *dev = NULL;
-    for (size_t i = 0; traces && traces->type == PV_LIST && i < traces->n && !dev; i++)
-        if (traces->items[i]->type == PV_LIST && traces->items[i]->n) {
-            dev = traces->items[i];
-            snprintf(t->device, sizeof t->device, "cuda:%zu", i);
+    /* the devices: every index with history or segments (segments without "device" belong
+     * to device 0, as in old snapshots) */
+    int maxdev = traces && traces->n ? (int)traces->n - 1 : 0;
+    for (size_t i = 0; segs && i < segs->n; i++) {
+        int dv = seg_device(segs->items[i], 0);
+        if (dv < 0 || dv > 4096)
+            return hbmi_error(HBM_ERR_PARSE, "%s: segment %zu: device %d, expected 0 to 4096", name, i, dv);
+        if (dv > maxdev) maxdev = dv;
+    }
+    ranked *rk = hbmi_calloc((size_t)maxdev + 1, sizeof *rk);
+    if (!rk) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    size_t nr = 0;
+    hbm_status s = HBM_OK;
+    for (int dv = 0; dv <= maxdev && !s; dv++) {
+        dev_src d = {.index = dv, .events = traces && (size_t)dv < traces->n ? traces->items[dv] : NULL};
+        int has = d.events && d.events->type == PV_LIST && d.events->n;
+        for (size_t i = 0; !has && segs && i < segs->n; i++) has = seg_device(segs->items[i], 0) == dv;
+        if (!has) continue;
+        hbm_trace *t;
+        if ((s = hbm_trace_new(&t))) break;
+        snprintf(t->name, sizeof t->name, "%s", name);
+        snprintf(t->source, sizeof t->source, "torch");
+        snprintf(t->device, sizeof t->device, "cuda:%d", dv);
+        t->device_index = dv;
+        if ((s = one_device(t, &d, segs, 0))) {
+            hbm_trace_free(t);
+            break;
         }
-    if (dev)
-        s = from_traces(t, dev);
-    else if (segs && segs->type == PV_LIST)
-        s = from_segments(t, segs);
+        rk[nr].t = t;
+        rk[nr].peak = peak_in_use(t, &rk[nr].oom);
+        if (!t->count) { /* an empty history and no segments: nothing to show */
+            hbm_trace_free(t);
+            continue;
+        }
+        nr++;
+    }
+    if (!s && !nr) { /* an empty snapshot: one empty trace for device 0 */
+        if (!(s = hbm_trace_new(&rk[0].t))) {
+            snprintf(rk[0].t->name, sizeof rk[0].t->name, "%s", name);
+            snprintf(rk[0].t->source, sizeof rk[0].t->source, "torch");
+            snprintf(rk[0].t->device, sizeof rk[0].t->device, "cuda:0");
+            rk[0].t->device_index = 0;
+            nr = 1;
+        }
+    }
+    hbm_trace **arr = s ? NULL : hbmi_calloc(nr, sizeof *arr);
+    if (!s && !arr) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     if (s) {
-        hbm_trace_free(t);
+        for (size_t i = 0; i < nr; i++) hbm_trace_free(rk[i].t);
+        hbmi_free(rk);
         return s;
     }
-    *out = t;
+    qsort(rk, nr, sizeof *rk, rank_cmp);
+    for (size_t i = 0; i < nr; i++) arr[i] = rk[i].t;
+    hbmi_free(rk);
+    *out = arr;
+    *nout = nr;
+    return HBM_OK;
+}
+
+hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbm_trace ***out,
+                                size_t *n) {
+    hbmi_pvpool pool = {0};
+    hbmi_pv *root;
+    hbm_status s = json ? hbmi_json_parse(data, len, name, &pool, &root)
+                        : hbmi_pickle_parse(data, len, name, &pool, &root);
+    if (!s) s = from_tree(root, name, out, n);
+    hbmi_pvpool_free(&pool);
+    return s;
+}
+
+/* The first device (the one with an OOM, else the largest peak). */
+static hbm_status first_device(const void *data, size_t len, int json, const char *name, hbm_trace **out) {
+    hbm_trace **all;
+    size_t n;
+    hbm_status s = hbmi_torch_parse_all(data, len, json, name, &all, &n);
+    if (s) return s;
+    *out = hbmi_trace_keep_others(all, n, 0);
     return HBM_OK;
 }
 
 hbm_status hbm_trace_parse_torch_pickle(const void *data, size_t len, const char *name, hbm_trace **out) {
     if (!data || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_parse_torch_pickle: NULL argument");
     *out = NULL;
-    if (!name) name = "snapshot";
-    hbmi_pvpool pool = {0};
-    hbmi_pv *root;
-    hbm_status s = hbmi_pickle_parse(data, len, name, &pool, &root);
-    if (!s) s = from_tree(root, name, out);
-    hbmi_pvpool_free(&pool);
-    return s;
+    return first_device(data, len, 0, name ? name : "snapshot", out);
 }
 
 hbm_status hbm_trace_parse_torch_json(const char *text, size_t len, const char *name, hbm_trace **out) {
     if (!text || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_parse_torch_json: NULL argument");
     *out = NULL;
-    if (!name) name = "snapshot";
-    hbmi_pvpool pool = {0};
-    hbmi_pv *root;
-    hbm_status s = hbmi_json_parse(text, len, name, &pool, &root);
-    if (!s) s = from_tree(root, name, out);
-    hbmi_pvpool_free(&pool);
-    return s;
+    return first_device(text, len, 1, name ? name : "snapshot", out);
 }

@@ -37,13 +37,80 @@ hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hb
                       name ? name : "input");
 }
 
-hbm_status hbm_trace_load(const char *path, hbm_trace **out) {
-    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load: NULL argument");
+hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick) {
+    hbm_trace *t = all[pick];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != pick) all[k++] = all[i];
+    if (k) {
+        t->others = all; /* the array holds the others now */
+        t->n_others = k;
+    } else {
+        hbmi_free(all);
+    }
+    return t;
+}
+
+hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n) {
+    if (!data || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
+    *out = NULL;
+    *n = 0;
+    if (!name) name = "input";
+    const unsigned char *p = data;
+    size_t i = 0;
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
+    if (len >= 1 && p[0] == 0x80) return hbmi_torch_parse_all(data, len, 0, name, out, n);
+    if (i < len && p[i] == '{') return hbmi_torch_parse_all(data, len, 1, name, out, n);
+    hbm_trace **arr = hbmi_calloc(1, sizeof *arr);
+    if (!arr) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbm_status s = hbm_trace_load_mem(data, len, name, &arr[0]);
+    if (s) {
+        hbmi_free(arr);
+        return s;
+    }
+    *out = arr;
+    *n = 1;
+    return HBM_OK;
+}
+
+hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n) {
+    if (!path || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
     char *data;
     size_t len;
     hbm_status s = hbmi_read_file(path, &data, &len);
     if (s) return s;
-    s = hbm_trace_load_mem(data, len, path, out);
+    s = hbm_trace_load_all_mem(data, len, path, out, n);
     hbmi_free(data);
     return s;
 }
+
+hbm_status hbm_trace_load_device(const char *path, int device_index, hbm_trace **out) {
+    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_device: NULL argument");
+    *out = NULL;
+    hbm_trace **all;
+    size_t n;
+    hbm_status s = hbm_trace_load_all(path, &all, &n);
+    if (s) return s;
+    size_t pick = n;
+    for (size_t i = 0; i < n && pick == n; i++)
+        if (device_index < 0 || all[i]->device_index == device_index) pick = i;
+    if (pick == n) {
+        char have[256] = "";
+        size_t k = 0;
+        for (size_t i = 0; i < n && k + 24 < sizeof have; i++)
+            k += (size_t)snprintf(have + k, sizeof have - k, "%s%d", i ? ", " : "", all[i]->device_index);
+        hbm_trace_free_all(all, n);
+        return hbmi_error(HBM_ERR_INVALID, "%s: no device %d in this file (it holds device%s %s)", path, device_index,
+                          n > 1 ? "s" : "", have);
+    }
+    if (device_index < 0) {
+        *out = hbmi_trace_keep_others(all, n, pick);
+        return HBM_OK;
+    }
+    *out = all[pick];
+    all[pick] = NULL;
+    hbm_trace_free_all(all, n);
+    return HBM_OK;
+}
+
+hbm_status hbm_trace_load(const char *path, hbm_trace **out) { return hbm_trace_load_device(path, -1, out); }

@@ -27,17 +27,25 @@ hbm_status hbm_trace_new(hbm_trace **out) {
         hbmi_free(t);
         return s;
     }
+    t->has_time = 1;
     *out = t;
     return HBM_OK;
 }
 
 void hbm_trace_free(hbm_trace *t) {
     if (!t) return;
+    hbm_trace_free_all(t->others, t->n_others);
     hbmi_tagtab_free(t->tags_);
     hbmi_free(t->events);
     hbmi_free(t->bt_frames_);
     hbmi_free(t->bt_index_);
     hbmi_free(t);
+}
+
+void hbm_trace_free_all(hbm_trace **traces, size_t n) {
+    if (!traces) return;
+    for (size_t i = 0; i < n; i++) hbm_trace_free(traces[i]);
+    hbmi_free(traces);
 }
 
 hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e) {
@@ -167,6 +175,7 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     if (s) return s;
     snprintf(t->name, sizeof t->name, "%s", tl->name);
     snprintf(t->source, sizeof t->source, "timeline");
+    t->has_time = 0; /* schedule steps, not times */
     hbmi_tl_event *p = NULL;
     s = hbmi_timeline_events(tl, &p);
     if (!s) s = hbmi_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
