@@ -28,6 +28,7 @@ int cli_is(const char *arg, const char *a, const char *b);
     X(replay, "replay a trace against allocator configurations: would another have survived?") \
     X(export, "write a trace as Perfetto JSON, pprof, a PyTorch snapshot or MiniMalloc CSV") \
     X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)") \
+    X(diff, "compare two traces, snapshots or plans: both peaks and what makes the difference") \
     X(plan, "predict XLA's device memory for an HLO module: XLA's report, the peak, a verdict") \
     X(devices, "list the devices 'hbm plan --device' knows and their memory") \
     X(pack, "place buffers with known lifetimes at offsets: heuristics or an exact search")

@@ -34,6 +34,11 @@ hbm_status hbm_view_json(const hbm_trace *t, const hbm_view_options *o, FILE *f)
 /* t and the other devices of its file (t->others): text, one section per device, or JSON
  * (json != 0): t's figures with, in "devices", each device's (hbm view's output). */
 hbm_status hbm_view_all(const hbm_trace *t, int json, const hbm_view_options *o, FILE *f);
+/* hbm diff A B: the peak of each (in use: bytes asked for; reserved), the change, and the
+ * buffers live at each peak grouped by op, source line and category, matched between A and
+ * B with their bytes in each, largest change first (top of them; -1 all). json: one object
+ * {"a", "b", "delta_bytes_in_use", "delta_bytes_reserved", "contributors"}. */
+hbm_status hbm_diff_write(const hbm_trace *a, const hbm_trace *b, int top, int json, FILE *f);
 /* A self-contained HTML page: zoomable timeline of in-use and reserved memory, the
  * buffers live at the peak as stacked blocks by size with hover details, and a table
  * sortable by any column. No network access, no external script or style. */

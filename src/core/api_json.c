@@ -351,3 +351,19 @@ int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
     if (column) *column = c;
     return found;
 }
+
+typedef struct diff_ctx {
+    const hbm_trace *a, *b;
+    int json;
+} diff_ctx;
+
+static hbm_status emit_diff(const void *c, FILE *f) {
+    const diff_ctx *x = c;
+    return hbm_diff_write(x->a, x->b, x->json ? -1 : 15, x->json, f);
+}
+
+hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len) {
+    if (!a || !b) return hbmi_error(HBM_ERR_INVALID, "diff: NULL trace");
+    diff_ctx x = {a, b, json};
+    return to_buffer(emit_diff, &x, buf, cap, len);
+}

@@ -1,0 +1,187 @@
+/* diff.c - hbm diff A B: two traces (snapshots, hbm traces, plans) side by side: the peak of
+ * each, the difference, and what makes it: the buffers live at each peak grouped by op,
+ * source line and category, matched between A and B, largest change first. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbm/size.h"
+#include "report/view_internal.h"
+#include "trace/trace_internal.h"
+
+typedef struct contrib {
+    const hbm_tag *tag; /* a representative tag (from A or B) */
+    char *key;          /* op \x1f source \x1f category */
+    uint64_t bytes[2];
+    uint64_t count[2];
+} contrib;
+
+static int contrib_key_cmp(const void *x, const void *y) {
+    return strcmp(((const contrib *)x)->key, ((const contrib *)y)->key);
+}
+
+static int64_t delta(const contrib *c) { return (int64_t)c->bytes[1] - (int64_t)c->bytes[0]; }
+
+static int contrib_delta_cmp(const void *x, const void *y) {
+    const contrib *a = x, *b = y;
+    int64_t da = delta(a), db = delta(b);
+    uint64_t ma = da < 0 ? (uint64_t)-da : (uint64_t)da, mb = db < 0 ? (uint64_t)-db : (uint64_t)db;
+    if (ma != mb) return ma > mb ? -1 : 1;
+    uint64_t sa = a->bytes[0] + a->bytes[1], sb = b->bytes[0] + b->bytes[1];
+    if (sa != sb) return sa > sb ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+static const char *tag_op(const hbm_tag *tg) {
+    return tg && tg->op_name && *tg->op_name ? tg->op_name : tg && tg->label && *tg->label ? tg->label : "(untagged)";
+}
+
+/* The contributors of both peaks, merged by key and sorted by change. */
+static hbm_status contributors(const hbmi_view v[2], contrib **out, size_t *nout) {
+    size_t n = v[0].n_at_peak + v[1].n_at_peak, m = 0;
+    contrib *c = hbmi_calloc(n + 1, sizeof *c);
+    if (!c) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbm_status s = HBM_OK;
+    for (int side = 0; side < 2 && !s; side++) {
+        for (size_t k = 0; k < v[side].n_at_peak && !s; k++) {
+            const hbm_tl_buffer *b = &v[side].tl->buffers[v[side].at_peak[k]];
+            const hbm_tag *tg = hbm_timeline_tag_at(v[side].tl, b->tag);
+            char src[300], key[1024];
+            snprintf(key, sizeof key, "%s\x1f%s\x1f%s", tag_op(tg), hbmi_view_source(tg, src, sizeof src),
+                     tg ? hbm_category_str(tg->category) : "");
+            if (!(c[m].key = hbmi_strdup(key))) {
+                s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                break;
+            }
+            c[m].tag = tg;
+            c[m].bytes[side] = b->size;
+            c[m].count[side] = 1;
+            m++;
+        }
+    }
+    if (!s) {
+        qsort(c, m, sizeof *c, contrib_key_cmp);
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (k && !strcmp(c[k - 1].key, c[i].key)) {
+                for (int side = 0; side < 2; side++) {
+                    c[k - 1].bytes[side] += c[i].bytes[side];
+                    c[k - 1].count[side] += c[i].count[side];
+                }
+                hbmi_free(c[i].key);
+            } else {
+                c[k++] = c[i];
+            }
+        }
+        m = k;
+        qsort(c, m, sizeof *c, contrib_delta_cmp);
+    }
+    if (s) {
+        for (size_t i = 0; i < m; i++) hbmi_free(c[i].key);
+        hbmi_free(c);
+        return s;
+    }
+    *out = c;
+    *nout = m;
+    return HBM_OK;
+}
+
+static void side_text(FILE *f, const char *which, const hbm_trace *t, const hbmi_view *v) {
+    char a[32], b[32], name[80];
+    hbmi_fit(name, sizeof name, t->name, 44, 1);
+    fprintf(f, "%s  %s (%s%s%s)\n   peak in use %s at ", which, name, t->source[0] ? t->source : "hbm",
+            t->device[0] ? ", device " : "", t->device, hbm_size_xla((int64_t)v->peak_use, a));
+    if (v->peak_i < t->history_start) fputs("the history's start", f);
+    else fprintf(f, "event %zu", v->peak_i - t->history_start);
+    fprintf(f, ", peak reserved %s, %zu buffers live at the peak\n", hbm_size_xla((int64_t)v->peak_res, b), v->n_at_peak);
+}
+
+/* "+1.00GiB", "-512B", "0B" */
+static const char *signed_size(int64_t d, char *buf, size_t cap) {
+    char h[32];
+    hbm_size_xla(d < 0 ? -d : d, h);
+    snprintf(buf, cap, "%s%s", d > 0 ? "+" : d < 0 ? "-" : "", h);
+    return buf;
+}
+
+static void change_line(FILE *f, const char *what, uint64_t a, uint64_t b) {
+    char d[40];
+    int64_t x = (int64_t)b - (int64_t)a;
+    fprintf(f, "  %s %s", what, signed_size(x, d, sizeof d));
+    if (a) fprintf(f, " (%+.1f %%)", 100.0 * (double)x / (double)a);
+    fputc('\n', f);
+}
+
+static void side_json(FILE *f, const hbm_trace *t, const hbmi_view *v) {
+    fputs("{\"name\": ", f);
+    hbmi_json_str(f, t->name);
+    fputs(", \"source\": ", f);
+    hbmi_json_str(f, t->source);
+    fputs(", \"device\": ", f);
+    hbmi_json_str(f, t->device);
+    fprintf(f,
+            ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
+            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 "}",
+            v->peak_use, v->peak_i < t->history_start ? -1 : (int64_t)(v->peak_i - t->history_start), v->peak_res,
+            v->n_at_peak, v->at_peak_bytes);
+}
+
+hbm_status hbm_diff_write(const hbm_trace *a, const hbm_trace *b, int top, int json, FILE *f) {
+    if (!a || !b || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_diff_write: NULL argument");
+    hbmi_view v[2];
+    hbm_status s = hbmi_view_build(a, &v[0]);
+    if (s) return s;
+    if ((s = hbmi_view_build(b, &v[1]))) {
+        hbmi_view_free(&v[0]);
+        return s;
+    }
+    contrib *c = NULL;
+    size_t n = 0;
+    s = contributors(v, &c, &n);
+    size_t show = top < 0 || (size_t)top > n ? n : (size_t)top;
+    if (!s && json) {
+        fputs("{\"a\": ", f);
+        side_json(f, a, &v[0]);
+        fputs(", \"b\": ", f);
+        side_json(f, b, &v[1]);
+        fprintf(f, ", \"delta_bytes_in_use\": %" PRId64 ", \"delta_bytes_reserved\": %" PRId64 ", \"contributors\": [",
+                (int64_t)v[1].peak_use - (int64_t)v[0].peak_use, (int64_t)v[1].peak_res - (int64_t)v[0].peak_res);
+        for (size_t i = 0; i < show; i++) {
+            char src[300];
+            fputs(i ? ", {\"op\": " : "{\"op\": ", f);
+            hbmi_json_str(f, tag_op(c[i].tag));
+            fputs(", \"source\": ", f);
+            hbmi_json_str(f, hbmi_view_source(c[i].tag, src, sizeof src));
+            fputs(", \"category\": ", f);
+            hbmi_json_str(f, c[i].tag ? hbm_category_str(c[i].tag->category) : "");
+            fprintf(f,
+                    ", \"a_bytes\": %" PRIu64 ", \"b_bytes\": %" PRIu64 ", \"delta_bytes\": %" PRId64
+                    ", \"a_buffers\": %" PRIu64 ", \"b_buffers\": %" PRIu64 "}",
+                    c[i].bytes[0], c[i].bytes[1], delta(&c[i]), c[i].count[0], c[i].count[1]);
+        }
+        fprintf(f, "], \"contributors_total\": %zu}\n", n);
+    } else if (!s) {
+        side_text(f, "A", a, &v[0]);
+        side_text(f, "B", b, &v[1]);
+        fputs("B - A at the peaks:\n", f);
+        change_line(f, "in use  ", v[0].peak_use, v[1].peak_use);
+        change_line(f, "reserved", v[0].peak_res, v[1].peak_res);
+        fprintf(f, "\nWhat makes it: buffers live at each peak by op and source line, largest change first\n"
+                   "(top %zu of %zu):\n", show, n);
+        if (show)
+            fprintf(f, "  %10s %10s %10s  %-30s %s\n", "change", "in A", "in B", "op", "source");
+        for (size_t i = 0; i < show; i++) {
+            char d[40], x[32], y[32], op[128], src[128], raw[300];
+            hbmi_fit(op, sizeof op, tag_op(c[i].tag), 30, 0);
+            hbmi_fit(src, sizeof src, *hbmi_view_source(c[i].tag, raw, sizeof raw) ? raw : "-", 34, 1);
+            fprintf(f, "  %10s %10s %10s  %-30s %s\n", signed_size(delta(&c[i]), d, sizeof d),
+                    hbm_size_xla((int64_t)c[i].bytes[0], x), hbm_size_xla((int64_t)c[i].bytes[1], y), op, src);
+        }
+    }
+    for (size_t i = 0; i < n; i++) hbmi_free(c[i].key);
+    hbmi_free(c);
+    hbmi_view_free(&v[0]);
+    hbmi_view_free(&v[1]);
+    if (s) return s;
+    return ferror(f) ? hbmi_error(HBM_ERR_IO, "writing the diff failed") : HBM_OK;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_diff.sh - hbm diff on two plans (examples/svd_oom.hlo and svd_fixed.hlo) and on a file
+# against itself: peaks, the change, contributors whose bytes add up to each side's bytes live
+# at its peak, JSON equal to the text, usage errors.
+set -u
+HBM=$1
+SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail=0
+check() { local name=$1; shift; if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi; }
+A=$SRC/examples/svd_oom.hlo B=$SRC/examples/svd_fixed.hlo
+out=$("$HBM" diff "$A" "$B"); rc=$?
+check "exit 0" test $rc -eq 0
+check "A's peak" grep -q "peak in use 335.64GiB at event 7" <<<"$out"
+check "B's peak" grep -q "peak in use 435.03MiB at event 7" <<<"$out"
+check "the change" grep -q "in use   -335.22GiB (-99.9 %)" <<<"$out"
+check "the largest contributor first" grep -Eq "^  -335.22GiB  335.59GiB  377.81MiB  custom-call" <<<"$out"
+check "100 columns" test "$(awk 'length($0) > 100' <<<"$out" | wc -l)" -eq 0
+"$HBM" diff "$A" "$B" --json >"$T/d.json"
+"$HBM" view "$A" --json >"$T/a.json"
+"$HBM" view "$B" --json >"$T/b.json"
+check "JSON adds up" python3 - "$T/d.json" "$T/a.json" "$T/b.json" <<'PY'
+import json, sys
+d, a, b = (json.load(open(p)) for p in sys.argv[1:4])
+assert d["a"]["peak_bytes_in_use"] == a["peak_bytes_in_use"] and d["b"]["peak_bytes_in_use"] == b["peak_bytes_in_use"]
+assert d["delta_bytes_in_use"] == b["peak_bytes_in_use"] - a["peak_bytes_in_use"]
+assert d["delta_bytes_reserved"] == b["peak_bytes_reserved"] - a["peak_bytes_reserved"]
+c = d["contributors"]
+assert len(c) == d["contributors_total"] > 0
+assert sum(x["a_bytes"] for x in c) == a["live_at_peak_bytes"], (sum(x["a_bytes"] for x in c), a["live_at_peak_bytes"])
+assert sum(x["b_bytes"] for x in c) == b["live_at_peak_bytes"]
+assert all(x["delta_bytes"] == x["b_bytes"] - x["a_bytes"] for x in c)
+assert [abs(x["delta_bytes"]) for x in c] == sorted((abs(x["delta_bytes"]) for x in c), reverse=True)
+PY
+"$HBM" diff "$A" "$A" --json >"$T/same.json"
+check "a file against itself changes nothing" python3 -c '
+import json, sys; d = json.load(open(sys.argv[1]))
+assert d["delta_bytes_in_use"] == 0 and all(x["delta_bytes"] == 0 for x in d["contributors"])' "$T/same.json"
+"$HBM" diff "$A" >/dev/null 2>&1; check "one file is a usage error" test $? -eq 2
+"$HBM" diff "$A" "$B" "$A" >/dev/null 2>&1; check "three files are a usage error" test $? -eq 2
+"$HBM" diff "$A" "$T/missing" >/dev/null 2>&1; check "a missing file exits 2" test $? -eq 2
+"$HBM" diff --help | grep -q "Usage: hbm diff A B"; check "help" test $? -eq 0
+exit $fail
