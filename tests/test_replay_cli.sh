@@ -14,7 +14,7 @@ Thread,Time,Action,Pointer,Size,Stream
 CSV
 out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB) || fail "replay exit $?"
 grep -q "allocator=platform" <<<"$out" || fail "no platform row: $out"
-grep -q "event 3 at 0.300000s: 3.00GiB" <<<"$out" || fail "first OOM not at event 3: $out"
+grep -q "event 3 (0.300000s): 3.00GiB" <<<"$out" || fail "first OOM not at event 3: $out"
 grep -q "optimal packing bound *5.00GiB" <<<"$out" || fail "bound: $out"
 "$HBM" replay "$T/r.csv" --device h100 --allocators platform --json > "$T/o.json" || fail "json exit"
 python3 - "$T/o.json" <<'PY' || fail "JSON content"

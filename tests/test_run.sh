@@ -34,7 +34,7 @@ grep -q '"source": "hbm run", "device": "[^"]*", "events": 9, "peak_bytes_in_use
   bad "trace: view figures" "$(cat "$tmp/view.json")"
 out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform,cuda_async --device sim:16MiB 2>&1); rc=$?
 [ "$rc" = 0 ] && grep -q "allocator=platform  *6.00MiB" <<<"$out" && grep -q "allocator=cuda_async" <<<"$out" &&
-  grep -q "event 3 at .*64.00MiB" <<<"$out" && ok "trace: hbm replay reads it (the refused 64 MiB fails again)" ||
+  grep -q "event 3 (.*s): 64.00MiB" <<<"$out" && ok "trace: hbm replay reads it (the refused 64 MiB fails again)" ||
   bad "trace: replay" "$out"
 "$hbm" export "$tmp/t.hbmt" --format perfetto -o "$tmp/p.json" >/dev/null 2>&1 && grep -q '"in use"' "$tmp/p.json" &&
   ok "trace: hbm export reads it" || bad "trace: export" "$(head -c 300 "$tmp/p.json")"

@@ -1,6 +1,9 @@
 /* export_perfetto.c - Chrome / Perfetto trace JSON (opens in ui.perfetto.dev and
  * chrome://tracing): counter tracks "in use" and "reserved" (bytes), an instant per OOM,
- * times in microseconds. A counter is written only when its value changes. */
+ * times in microseconds. A counter is written only when its value changes. A trace without
+ * times (a snapshot recorded without time_us) is laid out by event number instead, one
+ * microsecond per event, and says so in otherData.clock; the state before a snapshot's
+ * history sits at 0 and events count from the history's first. */
 #include <inttypes.h>
 
 #include "trace/trace_internal.h"
@@ -14,13 +17,15 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
     snprintf(dev, sizeof dev, "hbm %s", t->device[0] ? t->device : "device");
     fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": ", f);
     hbmi_json_str(f, t->name);
+    fputs(t->has_time ? ", \"clock\": \"time\"" : ", \"clock\": \"event number (the trace has no times): 1 us = 1 event\"", f);
     fputs("}, \"traceEvents\": [\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": ", f);
     hbmi_json_str(f, dev);
     fputs("}}", f);
     uint64_t last_use = UINT64_MAX, last_res = UINT64_MAX;
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
-        double us = (double)e->time_ns / 1000.0;
+        size_t ev = i < t->history_start ? 0 : i - t->history_start;
+        double us = t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
         if (use[i] != last_use || i + 1 == t->count) {
             fprintf(f, ",\n{\"name\": \"in use\", \"ph\": \"C\", \"ts\": %.3f, \"pid\": 1, \"args\": {\"bytes\": %" PRIu64 "}}",
                     us, use[i]);
@@ -36,7 +41,7 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
             fprintf(f,
                     ",\n{\"name\": \"OOM\", \"ph\": \"i\", \"s\": \"p\", \"ts\": %.3f, \"pid\": 1, \"tid\": %u, \"args\": "
                     "{\"requested_bytes\": %" PRIu64 ", \"event\": %zu, \"in_use_bytes\": %" PRIu64,
-                    us, e->thread, e->requested, i, use[i]);
+                    us, e->thread, e->requested, ev, use[i]);
             if (tg && tg->op_name) {
                 fputs(", \"op\": ", f);
                 hbmi_json_str(f, tg->op_name);

@@ -251,7 +251,7 @@ static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
         if (live.keys[k]) bl[nb++] = (blk){t->events[live.vals[k]].addr, (size_t)live.vals[k]};
     if (!s) {
         qsort(bl, nb, sizeof *bl, blk_cmp);
-        qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        if (rs.n) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
         size_t m = 0; /* merge adjacent mapped pages */
         for (size_t k = 0; k < rs.n; k++) {
             if (m && rs.r[k].map && rs.r[m - 1].map && rs.r[m - 1].addr + rs.r[m - 1].size == rs.r[k].addr &&
@@ -270,7 +270,7 @@ static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
             uint64_t size = a->size > a->requested ? a->size : a->requested;
             s = ranges_add(&rs, (seg){a->addr, size ? size : 1, a->stream, 0});
         }
-        if (!s) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        if (!s && rs.n) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
         size_t i = 0;
         for (k = 0; k < rs.n && !s; k++) {
             while (i < nb && bl[i].addr < rs.r[k].addr) i++;

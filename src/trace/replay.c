@@ -233,6 +233,19 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     return s;
 }
 
+/* An event's number in the history (-1 before it). */
+static int64_t hist_event(const hbm_trace *t, int64_t i) {
+    return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
+}
+
+/* "event N (1.234567s)", "event N" without times, "before the history". */
+static const char *replay_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
+    if (i < (int64_t)t->history_start) snprintf(buf, cap, "before the history");
+    else if (t->has_time) snprintf(buf, cap, "event %" PRId64 " (%.6fs)", hist_event(t, i), (double)time_ns / 1e9);
+    else snprintf(buf, cap, "event %" PRId64, hist_event(t, i));
+    return buf;
+}
+
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
                             const hbm_replay_bounds *bounds, FILE *f, int json) {
     if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
@@ -264,9 +277,10 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
                     x->allocs, x->frees, x->ooms, x->peak_in_use, x->peak_reserved, x->frag_at_peak, x->device_calls,
                     x->seconds > 0 ? (double)x->events / x->seconds : 0.0);
             if (x->first_oom_event >= 0) {
-                fprintf(f, ", \"first_oom\": {\"event\": %" PRId64 ", \"time_ns\": %" PRIu64 ", \"bytes\": %" PRIu64
-                           ", \"report\": ",
-                        x->first_oom_event, x->first_oom_time_ns, x->first_oom_bytes);
+                fprintf(f, ", \"first_oom\": {\"event\": %" PRId64 ", \"before_history\": %s, \"time_ns\": %" PRIu64
+                           ", \"bytes\": %" PRIu64 ", \"report\": ",
+                        hist_event(t, x->first_oom_event), x->first_oom_event < (int64_t)t->history_start ? "true" : "false",
+                        t->has_time ? x->first_oom_time_ns : 0, x->first_oom_bytes);
                 hbmi_json_str(f, x->first_oom_report);
                 fputc('}', f);
             } else {
@@ -277,36 +291,41 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         fputs("]}\n", f);
         return HBM_OK;
     }
-    char a[32], b[32], c[32];
-    fprintf(f, "replay of %s (%zu events) on %s\n\n", t->name, t->count, device_spec);
-    fprintf(f, "%-34s %12s %14s %10s %13s  %s\n", "configuration", "peak in use", "peak reserved", "frag@peak",
-            "device calls", "first OOM");
+    char a[32], b[32], c[32], name[80], cfg[64], w[64];
+    hbmi_fit(name, sizeof name, t->name, 48, 1);
+    fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
+            t->device[0] ? ", " : "", t->count - t->history_start);
+    if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
+    fprintf(f, ")\n  on %s\n\n", device_spec);
+    fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak in use", "reserved", "frag", "calls",
+            "first OOM");
     for (size_t i = 0; i < n; i++) {
         const hbm_replay_result *x = &r[i];
+        hbmi_fit(cfg, sizeof cfg, x->config, 28, 0);
         if (x->status) {
-            fprintf(f, "%-34s %s: %s\n", x->config, hbm_status_str(x->status), x->error);
+            fprintf(f, "%-28s %s: %s\n", cfg, hbm_status_str(x->status), x->error);
             continue;
         }
         col_size(a, sizeof a, x->peak_in_use);
         col_size(b, sizeof b, x->peak_reserved);
-        fprintf(f, "%-34s %12s %14s %9.1f%% %13" PRIu64 "  ", x->config, a, b, 100.0 * x->frag_at_peak,
-                x->device_calls);
+        fprintf(f, "%-28s %11s %11s %5.1f%% %7" PRIu64 "  ", cfg, a, b, 100.0 * x->frag_at_peak, x->device_calls);
         if (x->first_oom_event >= 0)
-            fprintf(f, "event %" PRId64 " at %.6fs: %s (%" PRIu64 " OOMs)\n", x->first_oom_event,
-                    (double)x->first_oom_time_ns / 1e9, hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
+            fprintf(f, "%s: %s (%" PRIu64 " OOMs)\n", replay_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
+                    hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
         else
             fprintf(f, "none\n");
     }
     if (bound) {
-        fprintf(f, "\n%-34s %12s   (max bytes live at once: no allocator can peak lower)\n", "optimal packing bound",
+        fprintf(f, "\n%-28s %11s  (max bytes live at once: no allocator can peak lower)\n", "optimal packing bound",
                 hbm_size_xla((int64_t)bound, a));
         if (packed)
-            fprintf(f, "%-34s %12s   (a static placement of every buffer, knowing the future%s)\n", "best packing found",
+            fprintf(f, "%-28s %11s  (a static placement of every buffer, knowing the future%s)\n", "best packing found",
                     hbm_size_xla((int64_t)packed, a), packed == bound ? ": optimal" : "");
     }
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;
-        fprintf(f, "\n--- first OOM with %s (event %" PRId64 ") ---\n%s\n", r[i].config, r[i].first_oom_event,
+        fprintf(f, "\n--- first OOM with %s (%s) ---\n%s\n", r[i].config,
+                replay_when(t, r[i].first_oom_event, r[i].first_oom_time_ns, w, sizeof w),
                 r[i].first_oom_report ? r[i].first_oom_report : "");
     }
     return HBM_OK;
