@@ -102,6 +102,9 @@ typedef struct hbm_trace {
      * owned, freed with it; hbm_view_all shows them after this one. */
     struct hbm_trace **others;
     size_t n_others;
+    /* 1: backtraces are source stacks (PyTorch's frames), each frame a tag id (op_name = the
+     * function, source_file, source_line), innermost first; 0: native return addresses. */
+    int stacks;
     struct hbmi_tagtab *tags_;
     uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
     size_t bt_nframes_, bt_cap_;

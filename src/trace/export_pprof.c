@@ -111,15 +111,16 @@ hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f) {
         const hbm_trace_event *e = &t->events[i];
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, gi;
         if (e->kind == HBM_EV_ALLOC) {
-            uint64_t gk = (uint64_t)e->tag << 32 | e->backtrace;
+            uint32_t bt = t->stacks ? 0 : e->backtrace; /* source stacks: the tag names the frame */
+            uint64_t gk = (uint64_t)e->tag << 32 | bt;
             if (!hbmi_map_get(&gidx, gk, &gi)) {
                 if ((s = hbmi_grow((void **)&g, &gcap, ng + 1, sizeof *g))) break;
-                g[ng] = (group){.tag = e->tag, .bt = e->backtrace};
+                g[ng] = (group){.tag = e->tag, .bt = bt};
                 gi = ng++;
                 if ((s = hbmi_map_put(&gidx, gk, gi))) break;
             }
             g[gi].alloc_n++;
-            g[gi].alloc_b += (int64_t)(e->size ? e->size : e->requested);
+            g[gi].alloc_b += (int64_t)(e->requested ? e->requested : e->size); /* in use = bytes asked for */
             if (i <= peak_at) s = hbmi_map_put(&live, key, i);
         } else if (e->kind == HBM_EV_FREE && i <= peak_at) {
             hbmi_map_del(&live, key, NULL);
@@ -130,9 +131,9 @@ hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f) {
         if (!live.keys[k]) continue;
         const hbm_trace_event *a = &t->events[live.vals[k]];
         uint64_t gi = 0;
-        hbmi_map_get(&gidx, (uint64_t)a->tag << 32 | a->backtrace, &gi);
+        hbmi_map_get(&gidx, (uint64_t)a->tag << 32 | (t->stacks ? 0 : a->backtrace), &gi);
         g[gi].inuse_n++;
-        g[gi].inuse_b += (int64_t)(a->size ? a->size : a->requested);
+        g[gi].inuse_b += (int64_t)(a->requested ? a->requested : a->size);
     }
     hbmi_map_destroy(&live);
 

@@ -54,12 +54,8 @@ static void kv_uint(hbmi_buf *b, const char *k, uint64_t v) {
     p_uint(b, v);
 }
 
-static void frames(hbmi_buf *b, const hbm_trace *t, uint32_t tag) {
-    const hbm_tag *tg = hbm_trace_tag(t, tag);
-    p_str(b, "frames");
-    hbmi_buf_byte(b, ']');
-    if (!tg) return;
-    hbmi_buf_put(b, "(}(", 3);
+static void frame(hbmi_buf *b, const hbm_tag *tg) {
+    hbmi_buf_put(b, "}(", 2);
     kv_str(b, "filename", tg->source_file ? tg->source_file : "??");
     p_str(b, "line");
     p_int(b, tg->source_line);
@@ -67,7 +63,50 @@ static void frames(hbmi_buf *b, const hbm_trace *t, uint32_t tag) {
     snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
              tg->shape ? " " : "", tg->shape ? tg->shape : "");
     kv_str(b, "name", name);
-    hbmi_buf_put(b, "ue", 2); /* SETITEMS, APPENDS */
+    hbmi_buf_byte(b, 'u'); /* SETITEMS */
+}
+
+/* Stacks written once each, then referred to through the pickle memo (as PyTorch's own
+ * snapshots share them): key (device position << 32 | backtrace id) -> memo index. */
+typedef struct memo {
+    hbmi_map idx;
+    uint64_t device; /* position of the trace being written */
+    uint32_t next;
+    int oom;
+} memo;
+
+/* "frames": the whole stack when the trace keeps one (a snapshot's), else the tag's frame. */
+static void frames(hbmi_buf *b, memo *m, const hbm_trace *t, uint32_t tag, uint32_t bt) {
+    p_str(b, "frames");
+    size_t n = 0;
+    const uint64_t *fr = t->stacks ? hbm_trace_backtrace(t, bt, &n) : NULL;
+    uint64_t key = m->device << 32 | bt, at;
+    unsigned char op[5];
+    if (n && hbmi_map_get(&m->idx, key, &at)) { /* LONG_BINGET */
+        op[0] = 'j';
+        hbmi_put32(op + 1, (uint32_t)at);
+        hbmi_buf_put(b, op, 5);
+        return;
+    }
+    hbmi_buf_byte(b, ']');
+    if (n) {
+        op[0] = 'r'; /* LONG_BINPUT: the list, filled below */
+        hbmi_put32(op + 1, m->next);
+        hbmi_buf_put(b, op, 5);
+        if (hbmi_map_put(&m->idx, key, m->next++)) m->oom = 1;
+        hbmi_buf_byte(b, '(');
+        for (size_t i = 0; i < n; i++) {
+            const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[i]);
+            if (tg) frame(b, tg);
+        }
+        hbmi_buf_byte(b, 'e'); /* APPENDS */
+        return;
+    }
+    const hbm_tag *tg = hbm_trace_tag(t, tag);
+    if (!tg) return;
+    hbmi_buf_byte(b, '(');
+    frame(b, tg);
+    hbmi_buf_byte(b, 'e');
 }
 
 
@@ -92,7 +131,7 @@ static int blk_cmp(const void *a, const void *b) {
 
 /* A segment of the end state with its blocks: live allocations inside it, the gaps as
  * "inactive" blocks. */
-static void put_segment(hbmi_buf *b, const hbm_trace *t, const seg *sg, const blk *bl, size_t nb) {
+static void put_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const seg *sg, const blk *bl, size_t nb) {
     uint64_t alloc = 0, req = 0;
     for (size_t k = 0; k < nb; k++) {
         const hbm_trace_event *a = &t->events[bl[k].ev];
@@ -132,7 +171,7 @@ static void put_segment(hbmi_buf *b, const hbm_trace *t, const seg *sg, const bl
         kv_uint(b, "size", size);
         kv_uint(b, "requested_size", a->requested ? a->requested : size);
         kv_str(b, "state", "active_allocated");
-        frames(b, t, a->tag);
+        frames(b, m, t, a->tag, a->backtrace);
         hbmi_buf_byte(b, 'u');
         cursor = bl[k].addr + size;
     }
@@ -140,7 +179,7 @@ static void put_segment(hbmi_buf *b, const hbm_trace *t, const seg *sg, const bl
 }
 
 /* The history of one device: its events from history_start on, as PyTorch names them. */
-static hbm_status put_history(hbmi_buf *b, const hbm_trace *t, int addressed) {
+static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed) {
     static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
                                    "free_requested", "", "segment_map", "segment_unmap"};
     hbmi_map live; /* addr -> event index of the live alloc (for the sizes and frames of frees) */
@@ -151,7 +190,7 @@ static hbm_status put_history(hbmi_buf *b, const hbm_trace *t, int addressed) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_SEGMENT_UNMAP || e->kind == HBM_EV_SYNC) continue;
         uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j;
-        uint32_t tag = e->tag;
+        uint32_t tag = e->tag, bt = e->backtrace;
         if (e->kind == HBM_EV_ALLOC) {
             size = e->requested ? e->requested : e->size;
             s = hbmi_map_put(&live, key, i);
@@ -162,6 +201,7 @@ static hbm_status put_history(hbmi_buf *b, const hbm_trace *t, int addressed) {
                 const hbm_trace_event *a = &t->events[j];
                 size = a->requested ? a->requested : a->size;
                 if (!tag) tag = a->tag;
+                if (!bt) bt = a->backtrace;
             } else if (!size) {
                 continue; /* a free of nothing known, without a size: memory_viz could not use it */
             }
@@ -178,7 +218,7 @@ static hbm_status put_history(hbmi_buf *b, const hbm_trace *t, int addressed) {
         kv_uint(b, "stream", e->stream);
         if (t->has_time) kv_uint(b, "time_us", e->time_ns / 1000);
         if (e->kind == HBM_EV_OOM) kv_uint(b, "device_free", e->size);
-        frames(b, t, tag);
+        frames(b, m, t, tag, bt);
         hbmi_buf_byte(b, 'u');
     }
     hbmi_buf_byte(b, 'e');
@@ -222,7 +262,7 @@ static hbm_status ranges_cut(ranges *x, uint64_t lo, uint64_t hi) {
 /* The end state of one device: its reserved ranges with their blocks (adjacent mapped
  * pages of an expandable segment as one segment). Without addressed segment events (hbm's
  * recorder, RMM logs, plans), every live block is a segment of its own. */
-static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
+static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed) {
     hbmi_map live;
     hbmi_map_init(&live);
     ranges rs = {0};
@@ -252,15 +292,15 @@ static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
     if (!s) {
         qsort(bl, nb, sizeof *bl, blk_cmp);
         if (rs.n) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
-        size_t m = 0; /* merge adjacent mapped pages */
+        size_t nm = 0; /* merge adjacent mapped pages */
         for (size_t k = 0; k < rs.n; k++) {
-            if (m && rs.r[k].map && rs.r[m - 1].map && rs.r[m - 1].addr + rs.r[m - 1].size == rs.r[k].addr &&
-                rs.r[m - 1].stream == rs.r[k].stream)
-                rs.r[m - 1].size += rs.r[k].size;
+            if (nm && rs.r[k].map && rs.r[nm - 1].map && rs.r[nm - 1].addr + rs.r[nm - 1].size == rs.r[k].addr &&
+                rs.r[nm - 1].stream == rs.r[k].stream)
+                rs.r[nm - 1].size += rs.r[k].size;
             else
-                rs.r[m++] = rs.r[k];
+                rs.r[nm++] = rs.r[k];
         }
-        rs.n = m;
+        rs.n = nm;
         /* blocks outside every range get a segment of their own */
         size_t k = 0, base = rs.n;
         for (size_t i = 0; i < nb && !s; i++) {
@@ -276,7 +316,7 @@ static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
             while (i < nb && bl[i].addr < rs.r[k].addr) i++;
             size_t j = i;
             while (j < nb && bl[j].addr < rs.r[k].addr + rs.r[k].size) j++;
-            put_segment(b, t, &rs.r[k], bl + i, j - i);
+            put_segment(b, m, t, &rs.r[k], bl + i, j - i);
             i = j;
         }
     }
@@ -289,6 +329,8 @@ static hbm_status put_segments(hbmi_buf *b, const hbm_trace *t, int addressed) {
 hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
     hbmi_buf b = {0};
+    memo m = {0};
+    hbmi_map_init(&m.idx);
     hbm_status s = HBM_OK;
     int maxdev = 0;
     for (size_t d = 0; d < n; d++)
@@ -299,7 +341,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     for (int dv = 0; dv <= maxdev && !s; dv++) {
         const hbm_trace *t = NULL;
         for (size_t d = 0; d < n; d++)
-            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d];
+            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d], m.device = d;
         if (!t) {
             hbmi_buf_byte(&b, ']');
             continue;
@@ -308,7 +350,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         for (size_t i = 0; i < t->count && !addressed; i++)
             addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
                         t->events[i].addr;
-        s = put_history(&b, t, addressed);
+        s = put_history(&b, &m, t, addressed);
     }
     hbmi_buf_byte(&b, 'e');
     p_str(&b, "segments");
@@ -319,12 +361,14 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         for (size_t i = 0; i < t->count && !addressed; i++)
             addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
                         t->events[i].addr;
-        s = put_segments(&b, t, addressed);
+        m.device = d;
+        s = put_segments(&b, &m, t, addressed);
     }
     hbmi_buf_put(&b, "eu.", 3); /* segments APPENDS, root SETITEMS, STOP */
-    if (!s && b.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    if (!s && (b.oom || m.oom)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);
+    hbmi_map_destroy(&m.idx);
     return s;
 }
 

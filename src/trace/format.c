@@ -173,6 +173,7 @@ hbm_status hbm_trace_write(const hbm_trace *t, const char *path) {
     if (s) return s;
     if (t->source[0]) s = w_meta(w, "source", t->source);
     if (!s && t->name[0]) s = w_meta(w, "name", t->name);
+    if (!s && t->stacks) s = w_meta(w, "stacks", "frames"); /* before the backtraces that use it */
     for (uint32_t i = 1; !s && i <= hbm_trace_tag_count(t); i++) s = hbm_trace_writer_tag(w, i, hbm_trace_tag(t, i));
     for (uint32_t i = 1; !s && i <= t->bt_count_; i++) {
         size_t n;
@@ -257,7 +258,16 @@ static hbm_status rd_bt(rd *r, const unsigned char *p, size_t n, const char *nam
     if ((n - 8) / 8 < k) return bad(name, off, "backtrace frame count exceeds its record");
     uint64_t *fr = hbmi_malloc(8 * (size_t)k + 1);
     if (!fr) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    for (uint32_t i = 0; i < k; i++) fr[i] = hbmi_get64(p + 8 + 8 * i);
+    for (uint32_t i = 0; i < k; i++) {
+        fr[i] = hbmi_get64(p + 8 + 8 * i);
+        if (r->t->stacks) { /* frames are tag ids: renumber them as the tags were */
+            if (fr[i] >= r->tagmap_cap || !r->tagmap[fr[i]]) {
+                hbmi_free(fr);
+                return bad(name, off, "stack frame uses a tag id that no earlier record declared");
+            }
+            fr[i] = r->tagmap[fr[i]];
+        }
+    }
     uint32_t bid;
     hbm_status s = hbm_trace_add_backtrace(r->t, fr, k, &bid);
     hbmi_free(fr);
@@ -273,6 +283,7 @@ static void rd_meta(rd *r, const unsigned char *p, size_t n) {
     const char *k = (const char *)p + 4, *v = (const char *)p + 8 + kl;
     char *dst = NULL;
     size_t cap = 0;
+    if (kl == 6 && !memcmp(k, "stacks", 6)) r->t->stacks = vl == 6 && !memcmp(v, "frames", 6);
     if (kl == 6 && !memcmp(k, "device", 6)) dst = r->t->device, cap = sizeof r->t->device;
     else if (kl == 6 && !memcmp(k, "source", 6)) dst = r->t->source, cap = sizeof r->t->source;
     else if (kl == 4 && !memcmp(k, "name", 4)) dst = r->t->name, cap = sizeof r->t->name;

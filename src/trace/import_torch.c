@@ -118,6 +118,70 @@ static hbm_status frames_tag(hbm_trace *t, const hbmi_pv *frames, uint32_t *tag)
     return hbm_trace_intern(t, &tg, tag);
 }
 
+/* The whole stack of an event as a backtrace of frame tags (t->stacks). Pickles share equal
+ * frame lists and frames (memo), so both are cached by object; equal stacks that are not
+ * the same object (JSON) are found by their content's hash. */
+typedef struct stack_cache {
+    hbmi_map by_list;  /* frames list object -> backtrace id */
+    hbmi_map by_frame; /* frame dict object -> tag id */
+    hbmi_map by_hash;  /* hash of the tag ids -> backtrace id */
+    uint64_t *ids;
+    size_t cap;
+} stack_cache;
+
+static void stack_cache_free(stack_cache *c) {
+    hbmi_map_destroy(&c->by_list);
+    hbmi_map_destroy(&c->by_frame);
+    hbmi_map_destroy(&c->by_hash);
+    hbmi_free(c->ids);
+}
+
+static hbm_status frames_stack(hbm_trace *t, stack_cache *c, const hbmi_pv *frames, uint32_t *bt) {
+    *bt = 0;
+    if (!frames || frames->type != PV_LIST || !frames->n) return HBM_OK;
+    uint64_t v;
+    if (hbmi_map_get(&c->by_list, (uint64_t)(uintptr_t)frames, &v)) {
+        *bt = (uint32_t)v;
+        return HBM_OK;
+    }
+    hbm_status s = hbmi_grow((void **)&c->ids, &c->cap, frames->n, sizeof *c->ids);
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    size_t n = 0;
+    for (size_t i = 0; i < frames->n && !s; i++) {
+        const hbmi_pv *fr = frames->items[i];
+        if (fr->type != PV_DICT) continue;
+        if (!hbmi_map_get(&c->by_frame, (uint64_t)(uintptr_t)fr, &v)) {
+            hbm_tag tg = {.op_name = hbmi_pv_str(fr, "name"), .source_file = hbmi_pv_str(fr, "filename"),
+                          .source_line = (int)hbmi_pv_int(fr, "line", 0)};
+            uint32_t id;
+            if ((s = hbm_trace_intern(t, &tg, &id)) || (s = hbmi_map_put(&c->by_frame, (uint64_t)(uintptr_t)fr, id)))
+                break;
+            v = id;
+        }
+        c->ids[n++] = v;
+        h = hbmi_hash64(h ^ v);
+    }
+    if (s || !n) return s;
+    h &= UINT64_MAX >> 1; /* never the map's reserved key */
+    if (hbmi_map_get(&c->by_hash, h, &v)) {
+        size_t m;
+        const uint64_t *old = hbm_trace_backtrace(t, (uint32_t)v, &m);
+        if (m == n && !memcmp(old, c->ids, n * sizeof *old)) {
+            *bt = (uint32_t)v;
+            return hbmi_map_put(&c->by_list, (uint64_t)(uintptr_t)frames, v);
+        }
+    }
+    if ((s = hbm_trace_add_backtrace(t, c->ids, n, bt))) return s;
+    if (!(s = hbmi_map_put(&c->by_hash, h, *bt))) s = hbmi_map_put(&c->by_list, (uint64_t)(uintptr_t)frames, *bt);
+    return s;
+}
+
+/* The tag (frame to blame) and the whole stack of an event or block. */
+static hbm_status attribute(hbm_trace *t, stack_cache *c, const hbmi_pv *frames, hbm_trace_event *ev) {
+    hbm_status s = frames_tag(t, frames, &ev->tag);
+    return s ? s : frames_stack(t, c, frames, &ev->backtrace);
+}
+
 /* A size or address from the snapshot: negative values are an error naming where. */
 static hbm_status get_u64(const hbmi_pv *d, const char *key, uint64_t *out, const char *name, const char *where,
                           size_t idx) {
@@ -142,10 +206,10 @@ typedef struct dev_src {
  * does when a block has none (the segment's address plus the sizes before it). */
 static int seg_device(const hbmi_pv *sg, int fallback) { return (int)hbmi_pv_int(sg, "device", fallback); }
 
-static hbm_status add_prelude_alloc(hbm_trace *t, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
-                                    const hbmi_pv *frames) {
+static hbm_status add_prelude_alloc(hbm_trace *t, stack_cache *c, uint64_t addr, uint64_t size, uint64_t requested,
+                                    uint64_t stream, const hbmi_pv *frames) {
     hbm_trace_event ev = {.kind = HBM_EV_ALLOC, .addr = addr, .size = size, .requested = requested, .stream = stream};
-    hbm_status s = frames_tag(t, frames, &ev.tag);
+    hbm_status s = attribute(t, c, frames, &ev);
     return s ? s : hbm_trace_add(t, &ev);
 }
 
@@ -156,6 +220,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     hbmi_map live, seglive; /* history: addr -> 1 for blocks / segments it allocated and holds */
     hbmi_map_init(&live);
     hbmi_map_init(&seglive);
+    stack_cache sc;
+    memset(&sc, 0, sizeof sc);
+    t->stacks = 1;
     /* pass 1: what the history holds at its end, what it frees without having allocated,
      * and whether it has times */
     int64_t t0 = -1;
@@ -177,7 +244,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
                 /* allocated before the history: it was live from the start */
                 t->live_before_bytes += size;
                 t->live_before_blocks++;
-                s = add_prelude_alloc(t, addr, size, size, (uint64_t)hbmi_pv_int(e, "stream", 0),
+                s = add_prelude_alloc(t, &sc, addr, size, size, (uint64_t)hbmi_pv_int(e, "stream", 0),
                                       hbmi_pv_get(e, "frames"));
             }
             break;
@@ -234,7 +301,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, NULL)) continue;
             t->live_before_bytes += req;
             t->live_before_blocks++;
-            s = add_prelude_alloc(t, addr, size, req, stream, hbmi_pv_get(bl, "frames"));
+            s = add_prelude_alloc(t, &sc, addr, size, req, stream, hbmi_pv_get(bl, "frames"));
         }
     }
     /* The anchor: reserved when the history began = the segments' total at the end minus
@@ -304,11 +371,12 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             ev.addr = 0;
         }
         if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
-            s = frames_tag(t, hbmi_pv_get(e, "frames"), &ev.tag);
+            s = attribute(t, &sc, hbmi_pv_get(e, "frames"), &ev);
         if (!s) s = hbm_trace_add(t, &ev);
     }
     hbmi_map_destroy(&live);
     hbmi_map_destroy(&seglive);
+    stack_cache_free(&sc);
     return s;
 }
 
