@@ -9,6 +9,7 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$HBM" pack --help | grep -q "Usage: hbm pack" || fail "help"
+"$HBM" pack --help | grep -q "Time-dependent" || fail "help names --timeout time-dependent"
 "$HBM" --help | grep -q "pack" || fail "pack not listed"
 "$HBM" pack >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing file should exit 2"
 "$HBM" pack x.csv --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option should exit 2"
@@ -43,6 +44,17 @@ if [ -n "$DATA" ] && [ -f "$DATA/minimalloc/C.1048576.csv" ]; then
   "$HBM" pack "$DATA/minimalloc/C.1048576.csv" --capacity 1048576 --timeout 60 --output "$T/c.csv" >"$T/log" \
     || fail "C within 1048576: $(cat "$T/log")"
   grep -q "offset" "$T/c.csv" || fail "C output"
+  # the default is reproducible: the same answer on every run (a budget of counted work,
+  # not of time), whatever else the machine is doing
+  for c in A D E; do
+    f="$DATA/minimalloc/$c.1048576.csv"
+    [ -f "$f" ] || continue
+    first=$("$HBM" pack "$f" --json | sed 's/"seconds": [0-9.]*//')
+    for i in 1 2 3 4 5; do
+      again=$("$HBM" pack "$f" --json | sed 's/"seconds": [0-9.]*//')
+      [ "$again" = "$first" ] || fail "$c: the default pack differs between runs: $first / $again"
+    done
+  done
 else
   echo "note: MiniMalloc data not found under '$DATA', skipping the shared-data check"
 fi

@@ -31,7 +31,9 @@ static void plan_help(FILE *f) {
             "  --alignment BYTES         buffer alignment (default: GPU and TPU 128, CPU 64)\n"
             "  --pack ALGO               what-if: repack the temp heap with greedy, xla, best or exact\n"
             "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
-            "  --timeout S               time limit for --pack exact (default 10 s)\n"
+            "  --timeout S               wall-clock limit for --pack (time-dependent). Default as\n"
+            "                            'hbm pack': best a fixed budget of counted work (about\n"
+            "                            9 ms, the same answer every run), exact until optimal\n"
             "\n"
             "Exit status: 0 it fits (or no device given), 1 it does not fit the device or only\n"
             "beyond the framework's limit, 2 bad usage or input.\n"
@@ -43,7 +45,7 @@ static void plan_help(FILE *f) {
 
 int cmd_plan(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *cap_text = NULL, *frac_text = NULL, *pack_text = NULL;
-    double timeout = 10;
+    double timeout = 0; /* hbm pack's budgets unless told */
     size_t top = 15;
     int json = 0;
     uint64_t alignment = 0;
