@@ -23,7 +23,7 @@ out=$("$hbm" run --trace "$tmp/t.hbmt" --limit 16MiB -- "$HBM_FAKE_APP" 67108864
 grep -q "fake_app: big alloc rc=2" <<<"$out" && ok "limit: refused with CUDA_ERROR_OUT_OF_MEMORY" || bad "limit: rc" "$out"
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 67108864 bytes." <<<"$out" && ok "limit: OOM report" || bad "limit: report" "$out"
 grep -q "op=cuMemAllocFromPoolAsync" <<<"$out" && ok "limit: report lists live buffers by API" || bad "limit: live" "$out"
-grep -q "hbm run: 3 allocations, 3 frees, peak 6.00 MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
+grep -q "hbm run: 3 allocations, 3 frees, peak 6.00MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
   ok "limit: summary" || bad "limit: summary" "$out"
 
 # the trace is hbm's format: hbm view / replay / export read it
@@ -94,7 +94,7 @@ fi
 # reuses addresses at once, so a free recorded after another thread's alloc of the same
 # address would break the pairing (and leave "live" bytes at exit)
 out=$("$hbm" run --trace "$tmp/th.hbmt" -- "$HBM_FAKE_APP" 1024 threads 2>&1); rc=$?
-[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0 B live at exit; trace .* (8010 events)" <<<"$out" &&
+[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0B live at exit; trace .* (8010 events)" <<<"$out" &&
   ok "threads: every alloc and free recorded" || bad "threads: summary" "$out"
 out=$("$hbm" replay "$tmp/th.hbmt" --allocators platform,cuda_async --device sim:1GiB --json 2>&1)
 grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4004, "frees": 4004, "ooms": 0' <<<"$out" &&

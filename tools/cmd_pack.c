@@ -21,8 +21,9 @@ static void pack_help(FILE *f) {
             "Every packing printed has been verified (no overlap in time and space, alignment).\n"
             "\n"
             "Options:\n"
-            "  --capacity SIZE    find a packing within SIZE bytes (\"1048576\", \"1MiB\"), or prove\n"
-            "                     that none exists (exit 1)\n"
+            "  --capacity SIZE    find a packing within SIZE bytes (\"1048576\", \"1MiB\"; KB, MB, GB\n"
+            "                     are powers of 1000, KiB, MiB, GiB and a bare K, M, G of 1024),\n"
+            "                     or prove that none exists (exit 1)\n"
             "  --minimize         find the smallest packing and prove it optimal\n"
             "  --algorithm NAME   greedy  TFLite's greedy by size (largest first, best fit)\n"
             "                     best    hbm's heuristic: skyline search, greedy orders, short\n"
@@ -71,7 +72,7 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    const char *file = NULL, *output = NULL;
+    const char *file = NULL, *output = NULL, *cap_text = NULL;
     int json = 0, algo_set = 0;
     hbm_pack_options o;
     hbm_pack_options_default(&o);
@@ -89,6 +90,7 @@ int cmd_pack(int argc, char **argv) {
             if (i + 1 >= argc) return cli_usage_error("pack", "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--capacity")) {
+                cap_text = v;
                 if (hbm_size_parse(v, &o.capacity) || !o.capacity)
                     return cli_usage_error("pack", "--capacity '%s' is not a positive size", v);
             } else if (!strcmp(a, "--alignment")) {
@@ -146,10 +148,13 @@ int cmd_pack(int argc, char **argv) {
                (unsigned long long)r.nodes);
     } else {
         fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
-               hbm_size_xla((int64_t)r.lower_bound, e1));
+               hbm_size_human(r.lower_bound, e1));
+        if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
+            fprintf(sum, "capacity %s = %llu bytes (%s)\n", cap_text, (unsigned long long)o.capacity,
+                    hbm_size_human(o.capacity, e2));
         if (r.feasible) {
             fprintf(sum, "%s: extent %llu (%s), +%.2f%% over the lower bound", hbm_pack_algo_str(o.algo),
-                   (unsigned long long)r.extent, hbm_size_xla((int64_t)r.extent, e2), over);
+                   (unsigned long long)r.extent, hbm_size_human(r.extent, e2), over);
             if (o.capacity) fprintf(sum, ", fits %llu", (unsigned long long)o.capacity);
             if (r.proven) fprintf(sum, ", optimal (proven)");
             else if (o.minimize) fprintf(sum, ", not proven%s", r.timed_out ? " (timed out)" : "");

@@ -21,7 +21,8 @@ static void plan_help(FILE *f) {
             "Options:\n"
             "  --device NAME             judge against a known device ('hbm devices' lists them);\n"
             "                            uses its framework default fraction (JAX: 0.75)\n"
-            "  --capacity SIZE           judge against SIZE bytes (80GiB, 16G, 1.5TiB)\n"
+            "  --capacity SIZE           judge against SIZE bytes: 80GiB, 1.5TiB, 16G (binary: 2^30),\n"
+            "                            40GB (decimal: 40 x 10^9, 37.25 GiB)\n"
             "  --framework-limit FRAC    share of the device the framework lets XLA use\n"
             "                            (default: the device's, 0.75 for --capacity; 1 = none)\n"
             "  --top N                   peak buffers to show (default 15, as XLA)\n"
@@ -143,11 +144,11 @@ int cmd_plan(int argc, char **argv) {
         if (!s && pack_text) {
             char a[32], b[32], c[32];
             printf("\nRepacking the temp heap with '%s': %s (XLA's heap simulator: %s; lower bound %s%s), %.3f s\n",
-                   hbm_pack_algo_str(po.algo), hbm_size_xla((int64_t)pr.extent, a), hbm_size_xla((int64_t)heap, b),
-                   hbm_size_xla((int64_t)pr.lower_bound, c), pr.proven ? ", optimal" : "", pr.seconds);
+                   hbm_pack_algo_str(po.algo), hbm_size_human(pr.extent, a), hbm_size_human(heap, b),
+                   hbm_size_human(pr.lower_bound, c), pr.proven ? ", optimal" : "", pr.seconds);
             if (heap > pr.extent)
                 printf("  %s of XLA's temp heap is packing waste that a better placement would save.\n",
-                       hbm_size_xla((int64_t)(heap - pr.extent), a));
+                       hbm_size_human(heap - pr.extent, a));
         }
     }
     /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
