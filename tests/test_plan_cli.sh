@@ -52,4 +52,17 @@ assert d["plan"]["temp_size_in_bytes"] > 0, d
 assert p["algorithm"] == "best" and p["lower_bound_bytes"] <= p["heap_bytes"] <= p["xla_heap_bytes"], p
 '; check "pack json" test $? -eq 0
 "$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack magic >/dev/null 2>&1; check "bad --pack is usage error" test $? -eq 2
+# a folder is said to be one (every command reading files shares the reader)
+T=$(mktemp -d); mkdir "$T/adir"
+for c in plan pack view replay; do
+  out=$(cd "$T" && "$HBM" $c adir 2>&1); rc=$?
+  check "$c adir: says it is a directory, exit 2" grep -q "adir is a directory" <<<"$out"
+  check "$c adir exit 2" test $rc -eq 2
+done
+rm -rf "$T"
+# --top has no limit (all the peak buffers there are); a negative one is a usage error
+n=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --json --top 1000 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["peak_buffers"]))')
+check "--top 1000 lists every peak buffer (11)" test "$n" = 11
+"$HBM" plan "$SRC/examples/svd_oom.hlo" --top -1 >/dev/null 2>&1; check "--top -1 is a usage error" test $? -eq 2
+"$HBM" plan --help | grep -q "no limit" || { echo "FAIL --help states --top's limit"; fail=1; }
 exit $fail

@@ -1,4 +1,6 @@
 /* cmd_plan.c - hbm plan: predict XLA's device memory for an HLO module. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +27,13 @@ static void plan_help(FILE *f) {
             "                            40GB (decimal: 40 x 10^9, 37.25 GiB)\n"
             "  --framework-limit FRAC    share of the device the framework lets XLA use\n"
             "                            (default: the device's, 0.75 for --capacity; 1 = none)\n"
-            "  --top N                   peak buffers to show (default 15, as XLA)\n"
+            "  --top N                   peak buffers to show (default 15, as XLA; no limit: all\n"
+            "                            there are; the explanation shows at most 8 of them)\n"
             "  --json                    memory_analysis() keys, peak_bytes, peak_buffers as JSON\n"
             "  --backend NAME            whose rules: gpu, cpu or tpu (default: read from the module:\n"
             "                            file name, custom calls, tiled layouts; else gpu)\n"
-            "  --alignment BYTES         buffer alignment (default: GPU and TPU 128, CPU 64)\n"
+            "  --alignment BYTES         buffer alignment, a power of two (default: GPU and TPU 128,\n"
+            "                            CPU 64)\n"
             "  --pack ALGO               what-if: repack the temp heap with greedy, xla, best or exact\n"
             "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
             "  --timeout S               wall-clock limit for --pack (time-dependent). Default as\n"
@@ -81,10 +85,11 @@ int cmd_plan(int argc, char **argv) {
             else if (!strcmp(a, "--framework-limit")) frac_text = v;
             else {
                 char *end;
+                errno = 0;
                 unsigned long long n = strtoull(v, &end, 10);
-                if (*end || !*v || (!strcmp(a, "--top") ? n > 64 : (n == 0 || (n & (n - 1)))))
+                if (*end || !isdigit((unsigned char)*v) || errno || (strcmp(a, "--top") && (n == 0 || (n & (n - 1)))))
                     return cli_usage_error("plan", "%s '%s': expected %s", a, v,
-                                           !strcmp(a, "--top") ? "a number from 0 to 64" : "a power of two");
+                                           !strcmp(a, "--top") ? "a number of buffers (0 or more)" : "a power of two");
                 if (!strcmp(a, "--top")) top = (size_t)n;
                 else alignment = n;
             }
