@@ -10,6 +10,7 @@ static void pack_help(FILE *f) {
     fprintf(f,
             "Usage: hbm pack FILE.csv [--capacity SIZE | --minimize] [--algorithm NAME]\n"
             "                [--timeout SECONDS] [--alignment BYTES] [--output OUT.csv] [--json]\n"
+            "                [--width COLUMNS]\n"
             "\n"
             "Give every buffer an offset so that no two buffers alive at the same time overlap\n"
             "(static memory packing, the problem XLA's and TFLite's planners solve greedily and\n"
@@ -40,6 +41,7 @@ static void pack_help(FILE *f) {
             "  --alignment BYTES  alignment for buffers without their own\n"
             "  --output OUT.csv   write the packed buffers ('-' = stdout)\n"
             "  --json             print the result as JSON\n"
+            "  --width COLUMNS    cut longer lines in the middle with '...' (default 100, 0: none)\n"
             "\n"
             "Exit status: 0 a packing was found (within the capacity), 1 none (proven, or not\n"
             "found within the budget), 2 bad usage or input. A progress line goes to stderr when\n"
@@ -74,6 +76,7 @@ static void json_str(FILE *f, const char *s) {
 int cmd_pack(int argc, char **argv) {
     const char *file = NULL, *output = NULL, *cap_text = NULL;
     int json = 0, algo_set = 0;
+    size_t width = CLI_WIDTH;
     hbm_pack_options o;
     hbm_pack_options_default(&o);
     for (int i = 1; i < argc; i++) {
@@ -83,6 +86,9 @@ int cmd_pack(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--width")) {
+            int rc = cli_width_arg("pack", argc, argv, &i, &width);
+            if (rc) return rc;
         } else if (!strcmp(a, "--minimize")) {
             o.minimize = 1;
         } else if (!strcmp(a, "--capacity") || !strcmp(a, "--algorithm") || !strcmp(a, "--timeout") ||
@@ -147,6 +153,11 @@ int cmd_pack(int argc, char **argv) {
                r.feasible ? over : 0.0, r.proven ? "true" : "false", r.timed_out ? "true" : "false", r.seconds,
                (unsigned long long)r.nodes);
     } else {
+        /* text: lines fitted to --width */
+        FILE *to = sum;
+        char *text = NULL;
+        size_t tlen = 0;
+        if (!(sum = open_memstream(&text, &tlen))) sum = to;
         fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
                hbm_size_human(r.lower_bound, e1));
         if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
@@ -158,7 +169,7 @@ int cmd_pack(int argc, char **argv) {
             if (o.capacity) fprintf(sum, ", fits %llu", (unsigned long long)o.capacity);
             if (r.proven) fprintf(sum, ", optimal (proven)");
             else if (o.minimize) fprintf(sum, ", not proven%s", r.timed_out ? " (timed out)" : "");
-            fprintf(sum, ", %.3f s", r.seconds);
+            fprintf(sum, "\n  %.3f s", r.seconds); /* (a line of its own: the rest is the same every run) */
             if (r.nodes) fprintf(sum, ", %llu nodes", (unsigned long long)r.nodes);
             fprintf(sum, "\n");
         } else {
@@ -167,6 +178,12 @@ int cmd_pack(int argc, char **argv) {
                    r.proven ? "proven infeasible" : (r.timed_out ? "none found before the timeout" : "none found"),
                    r.proven ? "" : "", r.seconds);
             if (r.proven) fprintf(sum, "  at least %llu bytes are needed\n", (unsigned long long)r.lower_bound);
+        }
+        if (sum != to) {
+            fclose(sum);
+            cli_write_fitted(to, text, tlen, width);
+            free(text);
+            sum = to;
         }
     }
     int rc = r.feasible ? 0 : 1;
