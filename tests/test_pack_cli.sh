@@ -39,6 +39,13 @@ grep -q '"proven": true' "$T/j" || fail "json proven"
 "$HBM" pack "$T/p.csv" --algorithm greedy --json | grep -q '"algorithm": "greedy"' || fail "greedy json"
 "$HBM" pack "$T/p.csv" --algorithm xla >/dev/null 2>&1 || fail "xla: XLA's heap simulator should pack"
 "$HBM" pack "$T/p.csv" --output - | grep -q "^a,0,3,3," || fail "output to stdout"
+# sizes: SI decimal, IEC binary, and the capacity understood is echoed
+printf 'id,lower,upper,size\na,0,3,1000\nb,1,4,24\n' > "$T/si.csv"
+out=$("$HBM" pack "$T/si.csv" --capacity 1KB) && fail "1KB is 1000 bytes: 1024 do not fit: $out"
+grep -q "capacity 1KB = 1000 bytes" <<<"$out" || fail "capacity echo: $out"
+out=$("$HBM" pack "$T/si.csv" --capacity 1KiB) || fail "1KiB is 1024 bytes, it fits: $out"
+grep -q "capacity 1KiB = 1024 bytes (1.0KiB)" <<<"$out" || fail "capacity echo KiB: $out"
+"$HBM" pack "$T/si.csv" --capacity 1024 | grep -q "^capacity" && fail "a plain byte count needs no echo"
 
 if [ -n "$DATA" ] && [ -f "$DATA/minimalloc/C.1048576.csv" ]; then
   "$HBM" pack "$DATA/minimalloc/C.1048576.csv" --capacity 1048576 --timeout 60 --output "$T/c.csv" >"$T/log" \
