@@ -23,8 +23,8 @@
  *
  * Environment (set by hbm run): HBM_RUN_TRACE=FILE, HBM_RUN_TRACE_TMP=the name the first
  * process writes FILE under (hbm run renames it when the program ends), HBM_RUN_LIMIT=bytes
- * (0 or unset: no limit), HBM_RUN_QUIET=1 (no summary), HBM_RUN_SEEN_FD=a pipe each
- * process that uses CUDA writes a byte to (hbm run says so when none did).
+ * (0 or unset: no limit), HBM_RUN_QUIET=1 (no summary), HBM_RUN_SEEN=a file each
+ * process that uses CUDA appends a byte to (hbm run says so when none did).
  * Not intercepted: cuMemAllocManaged, cuMemAllocPitch, cuMemCreate/cuMemMap (virtual memory,
  * e.g. PyTorch's expandable_segments) and cudaMallocManaged/cudaMallocPitch. */
 #define _GNU_SOURCE
@@ -176,10 +176,13 @@ static void after_fork_child(void) {
 static void setup(void) {
     const char *t = getenv("HBM_RUN_TRACE"), *l = getenv("HBM_RUN_LIMIT"), *q = getenv("HBM_RUN_QUIET");
     /* tell hbm run that a process of the run uses CUDA (it prints the summary then) */
-    const char *seen = getenv("HBM_RUN_SEEN_FD");
-    if (seen && *seen) {
-        int fd = atoi(seen);
-        if (fd > 2 && write(fd, "1", 1) < 0) { /* hbm run then says no allocation was seen */
+    const char *seen = getenv("HBM_RUN_SEEN");
+    if (seen && *seen) { /* a file, not an inherited descriptor: programs close those */
+        int fd = open(seen, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, "1", 1) < 0) { /* hbm run then says no allocation was seen */
+            }
+            close(fd);
         }
     }
     quiet = q && *q && strcmp(q, "0");

@@ -39,6 +39,13 @@ out=$("$hbm" run --trace "$tmp/keep.hbmt" -- true 2>&1); rc=$?
 [ -z "$(ls "$tmp" | grep 'keep.hbmt.tmp')" ] && ok "no CUDA: no temporary left" || bad "no CUDA: temporary left" "$(ls "$tmp")"
 out=$("$hbm" run --quiet -- true 2>&1)
 [ -z "$out" ] && ok "no CUDA, --quiet: silent" || bad "no CUDA --quiet" "$out"
+# a program whose child allocates with every inherited descriptor closed (Python's
+# subprocess does that): hbm run still knows CUDA was used
+if command -v python3 >/dev/null; then
+  out=$("$hbm" run -- python3 -c 'import subprocess, sys; subprocess.run([sys.argv[1], "1024"], close_fds=True)' "$HBM_FAKE_APP" 2>&1)
+  grep -q "hbm run: [0-9]* allocations" <<<"$out" && ! grep -q "no CUDA allocations seen" <<<"$out" &&
+    ok "no CUDA line only when none was seen (child with closed descriptors)" || bad "closed descriptors" "$out"
+fi
 mkdir "$tmp/adir"
 out=$("$hbm" run --trace "$tmp/adir" -- true 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "adir is a directory" <<<"$out" && ok "--trace DIR: says so, exit 2" || bad "--trace dir ($rc)" "$out"

@@ -136,13 +136,6 @@ int cmd_run(int argc, char **argv) {
         close(fd);
         unlink(tmp);
     }
-    int seen[2]; /* each process of the run that uses CUDA writes a byte here */
-    if (pipe(seen)) {
-        fprintf(stderr, "hbm run: pipe: %s\n", strerror(errno));
-        return 2;
-    }
-    fcntl(seen[0], F_SETFD, FD_CLOEXEC);
-    fcntl(seen[0], F_SETFL, O_NONBLOCK);
     char lib[PATH_MAX];
     if (!find_preload(lib, sizeof lib)) {
         fprintf(stderr, "hbm run: cannot find libhbm_preload.so next to hbm, in ../lib, or at $HBM_PRELOAD_LIB\n");
@@ -155,20 +148,31 @@ int cmd_run(int argc, char **argv) {
     snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
     char lims[32];
     snprintf(lims, sizeof lims, "%llu", (unsigned long long)lim);
+    /* each process of the run that uses CUDA appends a byte to this file (a path, not an
+     * inherited descriptor: Python's subprocess and others close those) */
+    const char *td = getenv("TMPDIR");
+    char seen[PATH_MAX];
+    snprintf(seen, sizeof seen, "%s/hbm-run-XXXXXX", td && *td ? td : "/tmp");
+    int sfd = mkstemp(seen);
+    if (sfd < 0) {
+        fprintf(stderr, "hbm run: cannot create %s: %s\n", seen, strerror(errno));
+        free(pre);
+        return 2;
+    }
+    close(sfd);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "hbm run: fork: %s\n", strerror(errno));
         free(pre);
+        unlink(seen);
         return 1;
     }
     if (pid == 0) {
         setenv("LD_PRELOAD", pre, 1);
         if (trace) setenv("HBM_RUN_TRACE", trace, 1), setenv("HBM_RUN_TRACE_TMP", tmp, 1);
         else unsetenv("HBM_RUN_TRACE"), unsetenv("HBM_RUN_TRACE_TMP");
-        char fdtext[16];
-        snprintf(fdtext, sizeof fdtext, "%d", seen[1]);
-        setenv("HBM_RUN_SEEN_FD", fdtext, 1);
+        setenv("HBM_RUN_SEEN", seen, 1);
         setenv("HBM_RUN_LIMIT", lims, 1);
         setenv("HBM_RUN_QUIET", quiet ? "1" : "0", 1);
         execvp(argv[i], argv + i);
@@ -176,13 +180,15 @@ int cmd_run(int argc, char **argv) {
         _exit(127);
     }
     free(pre);
-    close(seen[1]);
     int st;
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return 1;
-    char byte;
-    int used = read(seen[0], &byte, 1) == 1;
-    close(seen[0]);
+        if (errno != EINTR) {
+            unlink(seen);
+            return 1;
+        }
+    struct stat sst;
+    int used = stat(seen, &sst) == 0 && sst.st_size > 0;
+    unlink(seen);
     finish_trace(trace, tmp, used, quiet);
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
