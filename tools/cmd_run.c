@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -180,6 +181,10 @@ int cmd_run(int argc, char **argv) {
         _exit(127);
     }
     free(pre);
+    /* Ctrl-C goes to the program (same process group); hbm run waits for it to end, then
+     * renames the trace, as system(3) does */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) {
