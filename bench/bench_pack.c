@@ -1,7 +1,8 @@
 /* bench_pack.c - the packer on MiniMalloc's challenging cases and on generated hard
  * instances: lower bound, TFLite's greedy by size, XLA's best fit (the planner's heap
- * simulator, the smaller of its two orders), hbm's best heuristic (default 9 ms budget,
- * the worst of REPEATS runs, then with 8 ms ("@8ms", the worst again) and 50 ms ("@50ms")),
+ * simulator, the smaller of its two orders), hbm's best heuristic (the default budget, 9 ms
+ * of counted work: the same packing every run; the worst of REPEATS runs all the same, then
+ * with 8 ms ("@8ms", wall time, the worst again) and 50 ms ("@50ms")),
  * the exact search fitting the capacity, and --minimize (proven optimum or the gap at the
  * cap).
  *

@@ -21,8 +21,10 @@
  * buffer is flushed before the fork, so nothing is written twice). Everything is written
  * under one lock; at exit the destructor flushes and closes the file.
  *
- * Environment (set by hbm run): HBM_RUN_TRACE=FILE, HBM_RUN_LIMIT=bytes (0 or unset: no
- * limit), HBM_RUN_QUIET=1 (no summary).
+ * Environment (set by hbm run): HBM_RUN_TRACE=FILE, HBM_RUN_TRACE_TMP=the name the first
+ * process writes FILE under (hbm run renames it when the program ends), HBM_RUN_LIMIT=bytes
+ * (0 or unset: no limit), HBM_RUN_QUIET=1 (no summary), HBM_RUN_SEEN=a file each
+ * process that uses CUDA appends a byte to (hbm run says so when none did).
  * Not intercepted: cuMemAllocManaged, cuMemAllocPitch, cuMemCreate/cuMemMap (virtual memory,
  * e.g. PyTorch's expandable_segments) and cudaMallocManaged/cudaMallocPitch. */
 #define _GNU_SOURCE
@@ -121,9 +123,11 @@ static void emit(hbm_event_kind kind, uint64_t addr, uint64_t size, uint64_t req
 }
 
 /* Create the trace: FILE for the first process of the run, FILE.<pid> for others. */
-static void trace_open(const char *path) {
+static void trace_open(const char *path, const char *tmp) {
+    /* the first process writes to hbm run's temporary name (renamed to FILE when the
+     * program ends, so an existing FILE is kept until then); it says FILE */
     snprintf(trace_path, sizeof trace_path, "%s", path);
-    int fd = open(trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(tmp && *tmp ? tmp : trace_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) {
         snprintf(trace_path, sizeof trace_path, "%s.%ld", path, (long)getpid());
         fd = open(trace_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -171,13 +175,23 @@ static void after_fork_child(void) {
 
 static void setup(void) {
     const char *t = getenv("HBM_RUN_TRACE"), *l = getenv("HBM_RUN_LIMIT"), *q = getenv("HBM_RUN_QUIET");
+    /* tell hbm run that a process of the run uses CUDA (it prints the summary then) */
+    const char *seen = getenv("HBM_RUN_SEEN");
+    if (seen && *seen) { /* a file, not an inherited descriptor: programs close those */
+        int fd = open(seen, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, "1", 1) < 0) { /* hbm run then says no allocation was seen */
+            }
+            close(fd);
+        }
+    }
     quiet = q && *q && strcmp(q, "0");
     if (l && *l && hbm_size_parse(l, &limit)) {
         fprintf(stderr, "hbm run: HBM_RUN_LIMIT=%s is not a size; no limit\n", l);
         limit = 0;
     }
     char spec[128], cfg[128];
-    snprintf(spec, sizeof spec, "sim:%" PRIu64 ",name=hbm run,granularity=512", limit ? limit : (uint64_t)(1ull << 60));
+    snprintf(spec, sizeof spec, "sim:%" PRIu64 ",name=hbm run,granularity=512", (uint64_t)(1ull << 60));
     snprintf(cfg, sizeof cfg, "allocator=platform,limit=%" PRIu64 ",report_top=10", limit ? limit : (uint64_t)(1ull << 60));
     hbmi_map_init(&addrs);
     hbmi_map_init(&sizes);
@@ -185,7 +199,7 @@ static void setup(void) {
         fprintf(stderr, "hbm run: cannot set up the model (%s); not recording\n", hbm_last_error());
         return;
     }
-    if (t && *t) trace_open(t);
+    if (t && *t) trace_open(t, getenv("HBM_RUN_TRACE_TMP"));
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atomic_store(&ready, 1);
 }
@@ -203,7 +217,7 @@ __attribute__((destructor)) static void finish(void) {
         char a[32], b[32];
         fprintf(stderr, "hbm run: %" PRIu64 " allocations, %" PRIu64 " frees, peak %s in use (%" PRIu64 " bytes), %s live at exit",
                 n_allocs, n_frees, hbm_size_human(peak_bytes, a), peak_bytes, hbm_size_human(cur_bytes, b));
-        if (limit) fprintf(stderr, "; %" PRIu64 " refused by the limit %s", n_refused, hbm_size_human(limit, a));
+        if (limit) fprintf(stderr, "; %" PRIu64 " refused by --limit %s (%" PRIu64 " bytes)", n_refused, hbm_size_human(limit, a), limit);
         if (n_ooms > n_refused) fprintf(stderr, "; %" PRIu64 " failed in the driver", n_ooms - n_refused);
         if (tw) fprintf(stderr, "; trace %s (%" PRIu64 " events)", trace_path, n_events);
         fprintf(stderr, "\n");
@@ -224,7 +238,12 @@ static int admit(size_t n, const char *api, uint64_t stream, uint64_t *maddr) {
     if (s == HBM_ERR_OOM) {
         n_ooms++, n_refused++;
         emit(HBM_EV_OOM, 0, 0, n, stream, api);
-        fprintf(stderr, "hbm run: refused %s(%zu bytes): the limit is %" PRIu64 " bytes\n", api, n, limit);
+        char a[32], b[32], c[32], d[32];
+        fprintf(stderr,
+                "hbm run: refused %s(%s, %zu bytes): %s in use + %s is past --limit %s (%" PRIu64 " bytes); raising\n"
+                "  --limit to at least %s would let it through. The allocator's report:\n",
+                api, hbm_size_human(n, a), n, hbm_size_human(cur_bytes, b), a, hbm_size_human(limit, c), limit,
+                hbm_size_human(cur_bytes + n, d));
         hbm_oom_report_write(model, stderr);
     } else if (s) {
         *maddr = 0; /* host trouble in the model: let it through unrecorded */

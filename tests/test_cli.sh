@@ -38,7 +38,7 @@ check config-badarg 2 "unknown argument '--frob'" -- "$hbm" config --frob
 demo=$("$hbm" demo 2>&1); rc=$?
 for want in "RESOURCE_EXHAUSTED: Out of memory while trying to allocate" "Diagnosis: framework limit." \
             "Try: XLA_PYTHON_CLIENT_MEM_FRACTION=.76" "The step completed" \
-            "preallocated temp allocation:  335.59GiB" "DOES NOT FIT" "FITS: needs 492.26 MiB"; do
+            "preallocated temp allocation:  335.59GiB" "DOES NOT FIT" "FITS: needs 492.26MiB"; do
   if [ "$rc" != 0 ] || ! grep -qF -- "$want" <<<"$demo"; then echo "FAIL demo: rc $rc, lacks '$want'"; fails=$((fails+1)); fi
 done
 # the demo: device names, advice checked by running the step, the environment honoured

@@ -22,16 +22,20 @@ static void test_status(void) {
 
 static void test_size_parse(void) {
     static const struct { const char *text; uint64_t want; } ok[] = {
-        {"0", 0}, {"1048576", 1048576}, {"80GiB", 80ULL << 30}, {"80G", 80ULL << 30}, {"80 gb", 80ULL << 30},
+        {"0", 0}, {"1048576", 1048576}, {"80GiB", 80ULL << 30}, {"80G", 80ULL << 30}, {"80 gb", 80000000000ULL},
         {"1.5GiB", 3ULL << 29}, {"2MiB", 2u << 20}, {"16k", 16384}, {"512B", 512}, {" 7 ", 7},
-        {"0.5K", 512}, {"1T", 1ULL << 40}, {"141GB", 141ULL << 30}, {".25MiB", 1u << 18}};
+        {"0.5K", 512}, {"1T", 1ULL << 40}, {"141GB", 141000000000ULL}, {".25MiB", 1u << 18},
+        /* SI decimal, IEC binary, a bare prefix binary */
+        {"40GB", 40000000000ULL}, {"40GiB", 40ULL << 30}, {"1KB", 1000}, {"1kB", 1000}, {"1.5MB", 1500000},
+        {"2TB", 2000000000000ULL}, {"2TiB", 2ULL << 40}, {"3M", 3u << 20}, {"1EiB", 1ULL << 60},
+        {"18EB", 18000000000000000000ULL}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 1234;
         CHECK_OK(hbm_size_parse(ok[i].text, &v));
         CHECK_EQ_U64(v, ok[i].want);
     }
     static const char *const bad[] = {"", "GiB", "-1", "1.5", "12XB", "1 2", "99999999999999999999",
-                                      "20000000000T", "1e3", "abc"};
+                                      "20000000000T", "1e3", "abc", "19EB", "16EiB", "1iB", "1KiBB"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v;
         CHECK_STATUS(hbm_size_parse(bad[i], &v), HBM_ERR_INVALID);
@@ -51,8 +55,10 @@ static void test_size_format(void) {
     CHECK_STR(hbm_size_xla(360000000000LL, b), "335.28GiB");
     CHECK_STR(hbm_size_xla(-2048, b), "-2.0KiB");
     CHECK_STR(hbm_size_xla(INT64_MIN, b), "-8E");
-    CHECK_STR(hbm_size_human(512, b), "512 B");
-    CHECK_STR(hbm_size_human(80ULL << 30, b), "80.00 GiB");
+    CHECK_STR(hbm_size_human(512, b), "512B");
+    CHECK_STR(hbm_size_human(80ULL << 30, b), "80.00GiB");
+    CHECK_STR(hbm_size_human(1536, b), "1.5KiB");
+    CHECK_STR(hbm_size_human(UINT64_MAX, b), "16.00EiB");
 }
 
 static void test_map(void) {

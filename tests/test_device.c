@@ -7,7 +7,7 @@ static void test_specs(void) {
     CHECK_OK(hbm_device_open("sim:80GiB", &d));
     CHECK_OK(hbm_device_info_get(d, &info));
     CHECK_STR(info.kind, "sim");
-    CHECK_STR(info.name, "sim:80.00 GiB");
+    CHECK_STR(info.name, "sim:80.00GiB");
     CHECK_EQ_U64(info.total_bytes, 80ULL << 30);
     hbm_device_close(d);
     CHECK_OK(hbm_device_open("sim:1GiB,name=gpu0,granularity=2MiB", &d));

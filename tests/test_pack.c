@@ -560,6 +560,29 @@ static void test_best_budget(void) {
     hbm_timeline_free(tl);
 }
 
+/* The default budget is counted work, not time: the same packing on every run. This
+ * instance is cut by the budget above its bound, and under a 9 ms wall-clock budget its
+ * packings differ from run to run (2-3 distinct extents in 6 runs here). */
+static void test_best_reproducible(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_pack_generate(2, 300, 1 << 20, 1000, &tl));
+    hbm_pack_result r;
+    uint64_t *first = malloc(tl->count * sizeof *first);
+    CHECK(first != NULL);
+    CHECK_OK(pack(tl, HBM_PACK_BEST, 0, 0, 0, &r));
+    CHECK(r.extent > r.lower_bound);
+    for (size_t i = 0; i < tl->count; i++) first[i] = tl->buffers[i].offset;
+    for (int run = 0; run < 6; run++) {
+        hbm_pack_result again;
+        for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = HBM_NO_OFFSET;
+        CHECK_OK(pack(tl, HBM_PACK_BEST, 0, 0, 0, &again));
+        CHECK_EQ_U64(again.extent, r.extent);
+        for (size_t i = 0; i < tl->count; i++) CHECK_EQ_U64(tl->buffers[i].offset, first[i]);
+    }
+    free(first);
+    hbm_timeline_free(tl);
+}
+
 static void test_alloc_failures(void) {
     hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
                              HBM_PACK_BEST, HBM_PACK_EXACT};
@@ -595,6 +618,7 @@ int main(void) {
     RUN(test_xla_and_args);
     RUN(test_sky);
     RUN(test_best_budget);
+    RUN(test_best_reproducible);
     RUN(test_alloc_failures);
     return test_done();
 }

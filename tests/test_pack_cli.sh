@@ -9,6 +9,7 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$HBM" pack --help | grep -q "Usage: hbm pack" || fail "help"
+"$HBM" pack --help | grep -q "Time-dependent" || fail "help names --timeout time-dependent"
 "$HBM" --help | grep -q "pack" || fail "pack not listed"
 "$HBM" pack >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing file should exit 2"
 "$HBM" pack x.csv --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option should exit 2"
@@ -38,11 +39,29 @@ grep -q '"proven": true' "$T/j" || fail "json proven"
 "$HBM" pack "$T/p.csv" --algorithm greedy --json | grep -q '"algorithm": "greedy"' || fail "greedy json"
 "$HBM" pack "$T/p.csv" --algorithm xla >/dev/null 2>&1 || fail "xla: XLA's heap simulator should pack"
 "$HBM" pack "$T/p.csv" --output - | grep -q "^a,0,3,3," || fail "output to stdout"
+# sizes: SI decimal, IEC binary, and the capacity understood is echoed
+printf 'id,lower,upper,size\na,0,3,1000\nb,1,4,24\n' > "$T/si.csv"
+out=$("$HBM" pack "$T/si.csv" --capacity 1KB) && fail "1KB is 1000 bytes: 1024 do not fit: $out"
+grep -q "capacity 1KB = 1000 bytes" <<<"$out" || fail "capacity echo: $out"
+out=$("$HBM" pack "$T/si.csv" --capacity 1KiB) || fail "1KiB is 1024 bytes, it fits: $out"
+grep -q "capacity 1KiB = 1024 bytes (1.0KiB)" <<<"$out" || fail "capacity echo KiB: $out"
+"$HBM" pack "$T/si.csv" --capacity 1024 | grep -q "^capacity" && fail "a plain byte count needs no echo"
 
 if [ -n "$DATA" ] && [ -f "$DATA/minimalloc/C.1048576.csv" ]; then
   "$HBM" pack "$DATA/minimalloc/C.1048576.csv" --capacity 1048576 --timeout 60 --output "$T/c.csv" >"$T/log" \
     || fail "C within 1048576: $(cat "$T/log")"
   grep -q "offset" "$T/c.csv" || fail "C output"
+  # the default is reproducible: the same answer on every run (a budget of counted work,
+  # not of time), whatever else the machine is doing
+  for c in A D E; do
+    f="$DATA/minimalloc/$c.1048576.csv"
+    [ -f "$f" ] || continue
+    first=$("$HBM" pack "$f" --json | sed 's/"seconds": [0-9.]*//')
+    for i in 1 2 3 4 5; do
+      again=$("$HBM" pack "$f" --json | sed 's/"seconds": [0-9.]*//')
+      [ "$again" = "$first" ] || fail "$c: the default pack differs between runs: $first / $again"
+    done
+  done
 else
   echo "note: MiniMalloc data not found under '$DATA', skipping the shared-data check"
 fi

@@ -23,8 +23,36 @@ out=$("$hbm" run --trace "$tmp/t.hbmt" --limit 16MiB -- "$HBM_FAKE_APP" 67108864
 grep -q "fake_app: big alloc rc=2" <<<"$out" && ok "limit: refused with CUDA_ERROR_OUT_OF_MEMORY" || bad "limit: rc" "$out"
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 67108864 bytes." <<<"$out" && ok "limit: OOM report" || bad "limit: report" "$out"
 grep -q "op=cuMemAllocFromPoolAsync" <<<"$out" && ok "limit: report lists live buffers by API" || bad "limit: live" "$out"
-grep -q "hbm run: 3 allocations, 3 frees, peak 6.00 MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
+grep -q "hbm run: 3 allocations, 3 frees, peak 6.00MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
   ok "limit: summary" || bad "limit: summary" "$out"
+
+grep -q "hbm run: refused cuMemAlloc_v2(64.00MiB, 67108864 bytes): 6.00MiB in use + 64.00MiB is past --limit 16.00MiB" <<<"$out" &&
+  grep -q "raising" <<<"$out" && grep -q "to at least 70.00MiB would let it through" <<<"$out" &&
+  ok "limit: the refusal names --limit and what would let it through" || bad "limit: refusal line" "$out"
+
+# a program that allocates nothing: a summary line all the same, an existing trace kept
+echo old > "$tmp/keep.hbmt"
+out=$("$hbm" run --trace "$tmp/keep.hbmt" -- true 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q "hbm run: no CUDA allocations seen: is the program using the GPU?" <<<"$out" &&
+  grep -q "is left as it was" <<<"$out" && [ "$(cat "$tmp/keep.hbmt")" = old ] &&
+  ok "no CUDA: says so, the old trace is kept" || bad "no CUDA" "$out"
+[ -z "$(ls "$tmp" | grep 'keep.hbmt.tmp')" ] && ok "no CUDA: no temporary left" || bad "no CUDA: temporary left" "$(ls "$tmp")"
+out=$("$hbm" run --quiet -- true 2>&1)
+[ -z "$out" ] && ok "no CUDA, --quiet: silent" || bad "no CUDA --quiet" "$out"
+# a program whose child allocates with every inherited descriptor closed (Python's
+# subprocess does that): hbm run still knows CUDA was used
+if command -v python3 >/dev/null; then
+  out=$("$hbm" run -- python3 -c 'import subprocess, sys; subprocess.run([sys.argv[1], "1024"], close_fds=True)' "$HBM_FAKE_APP" 2>&1)
+  grep -q "hbm run: [0-9]* allocations" <<<"$out" && ! grep -q "no CUDA allocations seen" <<<"$out" &&
+    ok "no CUDA line only when none was seen (child with closed descriptors)" || bad "closed descriptors" "$out"
+fi
+mkdir "$tmp/adir"
+out=$("$hbm" run --trace "$tmp/adir" -- true 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "adir is a directory" <<<"$out" && ok "--trace DIR: says so, exit 2" || bad "--trace dir ($rc)" "$out"
+# a new trace replaces the old one once the program has ended
+echo old > "$tmp/t2.hbmt"
+"$hbm" run --trace "$tmp/t2.hbmt" -- "$HBM_FAKE_APP" 1024 >/dev/null 2>&1
+"$hbm" view "$tmp/t2.hbmt" --json >/dev/null 2>&1 && ok "trace: replaced when the program ends" || bad "trace: not replaced"
 
 # the trace is hbm's format: hbm view / replay / export read it
 "$hbm" view "$tmp/t.hbmt" --json > "$tmp/view.json" 2>&1 && ok "trace: hbm view reads it" || bad "trace: view" "$(cat "$tmp/view.json")"
@@ -94,7 +122,7 @@ fi
 # reuses addresses at once, so a free recorded after another thread's alloc of the same
 # address would break the pairing (and leave "live" bytes at exit)
 out=$("$hbm" run --trace "$tmp/th.hbmt" -- "$HBM_FAKE_APP" 1024 threads 2>&1); rc=$?
-[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0 B live at exit; trace .* (8010 events)" <<<"$out" &&
+[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0B live at exit; trace .* (8010 events)" <<<"$out" &&
   ok "threads: every alloc and free recorded" || bad "threads: summary" "$out"
 out=$("$hbm" replay "$tmp/th.hbmt" --allocators platform,cuda_async --device sim:1GiB --json 2>&1)
 grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4004, "frees": 4004, "ooms": 0' <<<"$out" &&
@@ -129,7 +157,7 @@ second=$(ls "$tmp"/two.hbmt.* 2>/dev/null | head -1)
   ok "two processes: FILE and FILE.<pid>" || bad "two processes" "$out $(ls "$tmp")"
 out=$(cd "$tmp" && "$hbm" run --quiet --trace rel.hbmt -- sh -c 'cd / && "$0" 1024' "$HBM_FAKE_APP" 2>&1)
 "$hbm" view "$tmp/rel.hbmt" >/dev/null 2>&1 && ok "trace: a relative path is the caller's, not the program's" || bad "trace: relative" "$out"
-out=$("$hbm" run --trace /nonexistent-dir/t.hbmt -- true 2>&1); [ $? = 1 ] && grep -q "cannot create it" <<<"$out" &&
+out=$("$hbm" run --trace /nonexistent-dir/t.hbmt -- true 2>&1); [ $? = 2 ] && grep -q "cannot create it" <<<"$out" &&
   ok "trace: an uncreatable file fails before the run" || bad "trace: bad path" "$out"
 
 # 2. no limit: everything goes through; quiet: no summary

@@ -18,6 +18,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
  * remove the temporary. On failure print "hbm NAME: cannot write PATH (...)" and return
  * the exit status (2); 0 when the file is complete. */
 int cli_output_done(const char *cmd, hbm_output *o, hbm_status s);
+/* Terminal width of text output: 100 columns unless --width says otherwise (0: no limit).
+ * Parse "--width N" at argv[*i] (advancing *i); returns 0, or the exit status of a usage
+ * error. */
+#define CLI_WIDTH 100
+int cli_width_arg(const char *cmd, int argc, char **argv, int *i, size_t *width);
+/* Write text to f with every line longer than width columns (a tab counts up to the next
+ * multiple of 8; 0 = no limit) cut in the middle with "...", so both ends survive
+ * (file:line at the end of a line, its subject at the start). hbm's text is ASCII: the
+ * ellipsis is too, whatever the locale. Returns 0, or -1 on a write error. */
+int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width);
 /* argv[i] equals a or b (b may be NULL). */
 int cli_is(const char *arg, const char *a, const char *b);
 

@@ -95,8 +95,8 @@ static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
            "  %zu buffers: weights and their gradients %s, Adam state %s, activations %s;\n"
            "  %s live at the step's peak.\n\n",
            (double)params / 1e9, s->layers, s->d_model, s->batch, s->seq_len, tl->count,
-           hbm_size_xla((int64_t)by_cat[HBM_CAT_WEIGHT], a), hbm_size_xla((int64_t)by_cat[HBM_CAT_OPTIMIZER], b),
-           hbm_size_xla((int64_t)by_cat[HBM_CAT_ACTIVATION], c), hbm_size_xla((int64_t)peak, d));
+           hbm_size_human(by_cat[HBM_CAT_WEIGHT], a), hbm_size_human(by_cat[HBM_CAT_OPTIMIZER], b),
+           hbm_size_human(by_cat[HBM_CAT_ACTIVATION], c), hbm_size_human(peak, d));
 }
 
 /* One run of the step on a fresh device and allocator configured from the environment, as
@@ -122,7 +122,7 @@ static hbm_status run_step(const char *spec, const char *shown, const hbm_timeli
         char l[32];
         printf("== Run %d on %s: allocator=%s preallocate=%s fraction=%.2f -> limit %s\n", attempt, shown,
                hbm_allocator_kind_str(c->allocator), c->preallocate ? "true" : "false", c->fraction,
-               hbm_size_xla((int64_t)st.bytes_limit, l));
+               hbm_size_human(st.bytes_limit, l));
     }
     hbm_run_result r;
     s = hbm_timeline_run(tl, a, &r);
@@ -131,7 +131,7 @@ static hbm_status run_step(const char *spec, const char *shown, const hbm_timeli
         if (verbose) {
             char p1[32], p2[32];
             printf("The step completed: %zu allocations and frees, peak in use %s, peak reserved %s.\n", r.events,
-                   hbm_size_xla((int64_t)r.peak_in_use, p1), hbm_size_xla((int64_t)r.peak_reserved, p2));
+                   hbm_size_human(r.peak_in_use, p1), hbm_size_human(r.peak_reserved, p2));
         }
     } else if (s == HBM_ERR_OOM) {
         s = HBM_OK;
@@ -216,7 +216,7 @@ int cmd_demo(int argc, char **argv) {
                 printf("No setting makes this step fit %s: at its peak it holds %s live, and even\n"
                        "XLA_PYTHON_CLIENT_MEM_FRACTION=1 (the whole %s) fails. It needs a device with more\n"
                        "memory, or a smaller step (batch, sequence length, rematerialization).\n",
-                       device, hbm_size_xla((int64_t)peak, p), hbm_size_xla((int64_t)capacity, c));
+                       device, hbm_size_human(peak, p), hbm_size_human(capacity, c));
             }
         } else if (d.env[0]) {
             char *eq = strchr(d.env, '=');
@@ -229,7 +229,7 @@ int cmd_demo(int argc, char **argv) {
         } else {
             printf("No allocator setting can help here (%s): the step holds %s at its peak on a %s\n"
                    "device. It needs a device with more memory, or a smaller step.\n",
-                   hbm_oom_cause_str(d.cause), hbm_size_xla((int64_t)peak, p), hbm_size_xla((int64_t)capacity, c));
+                   hbm_oom_cause_str(d.cause), hbm_size_human(peak, p), hbm_size_human(capacity, c));
         }
         if (!s && advice[0]) {
             printf("Running again with %s ...\n\n", advice);

@@ -1,17 +1,20 @@
 /* cmd_devices.c - hbm devices: the accelerators hbm knows, their memory and framework limits. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 int cmd_devices(int argc, char **argv) {
     int json = 0;
+    size_t width = CLI_WIDTH;
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "-h", "--help")) {
-            printf("Usage: hbm devices [--json]\n"
+            printf("Usage: hbm devices [--json] [--width COLUMNS]\n"
                    "\n"
                    "List the devices 'hbm plan --device NAME' knows: the memory the runtime reports\n"
                    "and the share the framework lets XLA use by default (JAX preallocates 75 %% on GPUs).\n"
-                   "Names are case-insensitive; the aliases column lists other accepted spellings.\n"
+                   "Names are case-insensitive; 'also' lists other accepted spellings. Lines are cut\n"
+                   "at --width columns (default 100, 0: none) with '...' in the middle.\n"
                    "\n"
                    "Example:\n"
                    "  hbm devices\n"
@@ -19,13 +22,20 @@ int cmd_devices(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--width")) {
+            int rc = cli_width_arg("devices", argc, argv, &i, &width);
+            if (rc) return rc;
         } else {
             return cli_usage_error("devices", "unknown argument '%s'", argv[i]);
         }
     }
     size_t n = hbm_device_model_count();
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = json ? stdout : open_memstream(&text, &len); /* text: fitted to --width */
+    if (!out) return cli_fail("devices", HBM_ERR_NOMEM);
     if (json) printf("[");
-    else printf("%-12s %14s %18s %9s  %s\n", "NAME", "CAPACITY", "BYTES", "FRACTION", "NOTE");
+    else fprintf(out, "%-12s %10s %14s %8s  %s\n", "NAME", "CAPACITY", "BYTES", "FRACTION", "NOTE");
     for (size_t i = 0; i < n; i++) {
         const hbm_device_model *d = hbm_device_model_at(i);
         char h[32];
@@ -33,9 +43,15 @@ int cmd_devices(int argc, char **argv) {
             printf("%s\n  {\"name\": \"%s\", \"capacity_bytes\": %llu, \"default_fraction\": %.2f, \"aliases\": \"%s\"}",
                    i ? "," : "", d->name, (unsigned long long)d->capacity_bytes, d->default_fraction, d->aliases);
         else
-            printf("%-12s %14s %18llu %9.2f  %s (aliases: %s)\n", d->name, hbm_size_human(d->capacity_bytes, h),
-                   (unsigned long long)d->capacity_bytes, d->default_fraction, d->note, d->aliases);
+            fprintf(out, "%-12s %10s %14llu %8.2f  %s\n%-12s also: %s\n", d->name, hbm_size_human(d->capacity_bytes, h),
+                    (unsigned long long)d->capacity_bytes, d->default_fraction, d->note, "", d->aliases);
     }
-    if (json) printf("\n]\n");
+    if (json) {
+        printf("\n]\n");
+        return 0;
+    }
+    if (fclose(out)) return cli_fail("devices", HBM_ERR_NOMEM);
+    cli_write_fitted(stdout, text, len, width);
+    free(text);
     return 0;
 }

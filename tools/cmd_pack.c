@@ -10,6 +10,7 @@ static void pack_help(FILE *f) {
     fprintf(f,
             "Usage: hbm pack FILE.csv [--capacity SIZE | --minimize] [--algorithm NAME]\n"
             "                [--timeout SECONDS] [--alignment BYTES] [--output OUT.csv] [--json]\n"
+            "                [--width COLUMNS]\n"
             "\n"
             "Give every buffer an offset so that no two buffers alive at the same time overlap\n"
             "(static memory packing, the problem XLA's and TFLite's planners solve greedily and\n"
@@ -21,26 +22,30 @@ static void pack_help(FILE *f) {
             "Every packing printed has been verified (no overlap in time and space, alignment).\n"
             "\n"
             "Options:\n"
-            "  --capacity SIZE    find a packing within SIZE bytes (\"1048576\", \"1MiB\"), or prove\n"
-            "                     that none exists (exit 1)\n"
+            "  --capacity SIZE    find a packing within SIZE bytes (\"1048576\", \"1MiB\"; KB, MB, GB\n"
+            "                     are powers of 1000, KiB, MiB, GiB and a bare K, M, G of 1024),\n"
+            "                     or prove that none exists (exit 1)\n"
             "  --minimize         find the smallest packing and prove it optimal\n"
             "  --algorithm NAME   greedy  TFLite's greedy by size (largest first, best fit)\n"
             "                     best    hbm's heuristic: skyline search, greedy orders, short\n"
-            "                             exact probes, within the --timeout (default 9 ms;\n"
-            "                             the default without --capacity/--minimize)\n"
+            "                             exact probes, within a fixed budget of counted work\n"
+            "                             (about 9 ms; the default without --capacity/--minimize)\n"
             "                     exact   branch-and-bound over canonical packings, racing the\n"
             "                             same search over bundles of buffers that share a\n"
             "                             lifetime (default with --capacity or --minimize)\n"
             "                     xla, xla-spatial, xla-temporal: XLA's heap simulator\n"
-            "  --timeout SECONDS  stop the exact search; report the best packing and the best\n"
-            "                     bound proven so far (best: its time budget)\n"
+            "  --timeout SECONDS  wall-clock limit: stop the search, report the best packing and\n"
+            "                     the best bound proven so far (best: its budget). Time-dependent:\n"
+            "                     the answer may change with the machine's speed and load.\n"
+            "                     Without it the same input gives the same answer on every run.\n"
             "  --alignment BYTES  alignment for buffers without their own\n"
             "  --output OUT.csv   write the packed buffers ('-' = stdout)\n"
             "  --json             print the result as JSON\n"
+            "  --width COLUMNS    cut longer lines in the middle with '...' (default 100, 0: none)\n"
             "\n"
-            "Exit status: 0 a packing was found (within the capacity), 1 none (proven or not found\n"
-            "in time) or an error, 2 bad usage. A progress line goes to stderr when a search runs\n"
-            "long on a terminal.\n"
+            "Exit status: 0 a packing was found (within the capacity), 1 none (proven, or not\n"
+            "found within the budget), 2 bad usage or input. A progress line goes to stderr when\n"
+            "a search runs long on a terminal.\n"
             "\n"
             "Examples:\n"
             "  hbm pack problem.csv                          # heuristic, vs the lower bound\n"
@@ -69,8 +74,9 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    const char *file = NULL, *output = NULL;
+    const char *file = NULL, *output = NULL, *cap_text = NULL;
     int json = 0, algo_set = 0;
+    size_t width = CLI_WIDTH;
     hbm_pack_options o;
     hbm_pack_options_default(&o);
     for (int i = 1; i < argc; i++) {
@@ -80,6 +86,9 @@ int cmd_pack(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--width")) {
+            int rc = cli_width_arg("pack", argc, argv, &i, &width);
+            if (rc) return rc;
         } else if (!strcmp(a, "--minimize")) {
             o.minimize = 1;
         } else if (!strcmp(a, "--capacity") || !strcmp(a, "--algorithm") || !strcmp(a, "--timeout") ||
@@ -87,6 +96,7 @@ int cmd_pack(int argc, char **argv) {
             if (i + 1 >= argc) return cli_usage_error("pack", "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--capacity")) {
+                cap_text = v;
                 if (hbm_size_parse(v, &o.capacity) || !o.capacity)
                     return cli_usage_error("pack", "--capacity '%s' is not a positive size", v);
             } else if (!strcmp(a, "--alignment")) {
@@ -143,15 +153,23 @@ int cmd_pack(int argc, char **argv) {
                r.feasible ? over : 0.0, r.proven ? "true" : "false", r.timed_out ? "true" : "false", r.seconds,
                (unsigned long long)r.nodes);
     } else {
+        /* text: lines fitted to --width */
+        FILE *to = sum;
+        char *text = NULL;
+        size_t tlen = 0;
+        if (!(sum = open_memstream(&text, &tlen))) sum = to;
         fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
-               hbm_size_xla((int64_t)r.lower_bound, e1));
+               hbm_size_human(r.lower_bound, e1));
+        if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
+            fprintf(sum, "capacity %s = %llu bytes (%s)\n", cap_text, (unsigned long long)o.capacity,
+                    hbm_size_human(o.capacity, e2));
         if (r.feasible) {
             fprintf(sum, "%s: extent %llu (%s), +%.2f%% over the lower bound", hbm_pack_algo_str(o.algo),
-                   (unsigned long long)r.extent, hbm_size_xla((int64_t)r.extent, e2), over);
+                   (unsigned long long)r.extent, hbm_size_human(r.extent, e2), over);
             if (o.capacity) fprintf(sum, ", fits %llu", (unsigned long long)o.capacity);
             if (r.proven) fprintf(sum, ", optimal (proven)");
             else if (o.minimize) fprintf(sum, ", not proven%s", r.timed_out ? " (timed out)" : "");
-            fprintf(sum, ", %.3f s", r.seconds);
+            fprintf(sum, "\n  %.3f s", r.seconds); /* (a line of its own: the rest is the same every run) */
             if (r.nodes) fprintf(sum, ", %llu nodes", (unsigned long long)r.nodes);
             fprintf(sum, "\n");
         } else {
@@ -160,6 +178,12 @@ int cmd_pack(int argc, char **argv) {
                    r.proven ? "proven infeasible" : (r.timed_out ? "none found before the timeout" : "none found"),
                    r.proven ? "" : "", r.seconds);
             if (r.proven) fprintf(sum, "  at least %llu bytes are needed\n", (unsigned long long)r.lower_bound);
+        }
+        if (sum != to) {
+            fclose(sum);
+            cli_write_fitted(to, text, tlen, width);
+            free(text);
+            sum = to;
         }
     }
     int rc = r.feasible ? 0 : 1;

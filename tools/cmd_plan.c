@@ -1,4 +1,6 @@
 /* cmd_plan.c - hbm plan: predict XLA's device memory for an HLO module. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +10,7 @@ static void plan_help(FILE *f) {
     fprintf(f,
             "Usage: hbm plan FILE [--device NAME | --capacity SIZE] [--framework-limit FRACTION]\n"
             "                     [--top N] [--json] [--backend gpu|cpu|tpu] [--alignment BYTES]\n"
-            "                     [--pack ALGO [--timeout S]]\n"
+            "                     [--pack ALGO [--timeout S]] [--width COLUMNS]\n"
             "\n"
             "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
             "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) and compute what XLA's\n"
@@ -21,17 +23,24 @@ static void plan_help(FILE *f) {
             "Options:\n"
             "  --device NAME             judge against a known device ('hbm devices' lists them);\n"
             "                            uses its framework default fraction (JAX: 0.75)\n"
-            "  --capacity SIZE           judge against SIZE bytes (80GiB, 16G, 1.5TiB)\n"
+            "  --capacity SIZE           judge against SIZE bytes: 80GiB, 1.5TiB, 16G (binary: 2^30),\n"
+            "                            40GB (decimal: 40 x 10^9, 37.25 GiB)\n"
             "  --framework-limit FRAC    share of the device the framework lets XLA use\n"
             "                            (default: the device's, 0.75 for --capacity; 1 = none)\n"
-            "  --top N                   peak buffers to show (default 15, as XLA)\n"
+            "  --top N                   peak buffers to show (default 15, as XLA; no limit: all\n"
+            "                            there are; the explanation shows at most 8 of them)\n"
             "  --json                    memory_analysis() keys, peak_bytes, peak_buffers as JSON\n"
+            "  --width COLUMNS           cut longer lines in the middle with '...' (default 100;\n"
+            "                            0: no limit, XLA's report lines whole)\n"
             "  --backend NAME            whose rules: gpu, cpu or tpu (default: read from the module:\n"
             "                            file name, custom calls, tiled layouts; else gpu)\n"
-            "  --alignment BYTES         buffer alignment (default: GPU and TPU 128, CPU 64)\n"
+            "  --alignment BYTES         buffer alignment, a power of two (default: GPU and TPU 128,\n"
+            "                            CPU 64)\n"
             "  --pack ALGO               what-if: repack the temp heap with greedy, xla, best or exact\n"
             "                            and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})\n"
-            "  --timeout S               time limit for --pack exact (default 10 s)\n"
+            "  --timeout S               wall-clock limit for --pack (time-dependent). Default as\n"
+            "                            'hbm pack': best a fixed budget of counted work (about\n"
+            "                            9 ms, the same answer every run), exact until optimal\n"
             "\n"
             "Exit status: 0 it fits (or no device given), 1 it does not fit the device or only\n"
             "beyond the framework's limit, 2 bad usage or input.\n"
@@ -43,9 +52,10 @@ static void plan_help(FILE *f) {
 
 int cmd_plan(int argc, char **argv) {
     const char *file = NULL, *device = NULL, *cap_text = NULL, *frac_text = NULL, *pack_text = NULL;
-    double timeout = 10;
+    double timeout = 0; /* hbm pack's budgets unless told */
     size_t top = 15;
     int json = 0;
+    size_t width = CLI_WIDTH;
     uint64_t alignment = 0;
     hbm_backend backend = HBM_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -55,6 +65,9 @@ int cmd_plan(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--width")) {
+            int rc = cli_width_arg("plan", argc, argv, &i, &width);
+            if (rc) return rc;
         } else if (!strcmp(a, "--pack") || !strcmp(a, "--timeout")) {
             if (i + 1 >= argc) return cli_usage_error("plan", "%s needs a value", a);
             const char *v = argv[++i];
@@ -78,10 +91,11 @@ int cmd_plan(int argc, char **argv) {
             else if (!strcmp(a, "--framework-limit")) frac_text = v;
             else {
                 char *end;
+                errno = 0;
                 unsigned long long n = strtoull(v, &end, 10);
-                if (*end || !*v || (!strcmp(a, "--top") ? n > 64 : (n == 0 || (n & (n - 1)))))
+                if (*end || !isdigit((unsigned char)*v) || errno || (strcmp(a, "--top") && (n == 0 || (n & (n - 1)))))
                     return cli_usage_error("plan", "%s '%s': expected %s", a, v,
-                                           !strcmp(a, "--top") ? "a number from 0 to 64" : "a power of two");
+                                           !strcmp(a, "--top") ? "a number of buffers (0 or more)" : "a power of two");
                 if (!strcmp(a, "--top")) top = (size_t)n;
                 else alignment = n;
             }
@@ -136,17 +150,24 @@ int cmd_plan(int argc, char **argv) {
                    "\"lower_bound_bytes\": %llu, \"proven\": %s, \"seconds\": %.3f}}\n",
                    hbm_pack_algo_str(po.algo), (unsigned long long)heap, (unsigned long long)pr.extent,
                    (unsigned long long)pr.lower_bound, pr.proven ? "true" : "false", pr.seconds);
-    } else {
-        s = hbm_plan_write_text(p, stdout, top, &target);
+    } else { /* text: lines fitted to --width */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) s = HBM_ERR_NOMEM;
+        else s = hbm_plan_write_text(p, f, top, &target);
         if (!s && pack_text) {
             char a[32], b[32], c[32];
-            printf("\nRepacking the temp heap with '%s': %s (XLA's heap simulator: %s; lower bound %s%s), %.3f s\n",
-                   hbm_pack_algo_str(po.algo), hbm_size_xla((int64_t)pr.extent, a), hbm_size_xla((int64_t)heap, b),
-                   hbm_size_xla((int64_t)pr.lower_bound, c), pr.proven ? ", optimal" : "", pr.seconds);
+            fprintf(f, "\nRepacking the temp heap with '%s': %s, %.3f s\n  (XLA's heap simulator: %s; lower bound %s%s)\n",
+                    hbm_pack_algo_str(po.algo), hbm_size_human(pr.extent, a), pr.seconds, hbm_size_human(heap, b),
+                    hbm_size_human(pr.lower_bound, c), pr.proven ? ", optimal" : "");
             if (heap > pr.extent)
-                printf("  %s of XLA's temp heap is packing waste that a better placement would save.\n",
-                       hbm_size_xla((int64_t)(heap - pr.extent), a));
+                fprintf(f, "  %s of XLA's temp heap is packing waste that a better placement would save.\n",
+                        hbm_size_human(heap - pr.extent, a));
         }
+        if (f && fclose(f) && !s) s = HBM_ERR_NOMEM;
+        if (!s) cli_write_fitted(stdout, text, len, width);
+        free(text);
     }
     /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
      * share the framework lets XLA use (as configured, the program would run out of memory) */

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,22 +21,26 @@ static void help(FILE *f) {
             "cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync, also when found through\n"
             "dlsym or cuGetProcAddress, as PyTorch and JAX do), and the stream and device\n"
             "synchronizations that make stream-ordered frees reusable. At exit it prints a\n"
-            "summary: allocations, frees, peak bytes in use.\n"
+            "summary: allocations, frees, peak bytes in use (or that no CUDA allocation was seen).\n"
             "\n"
             "Options:\n"
             "  --trace FILE   record every alloc, free, failed alloc and synchronization as an hbm\n"
             "                 trace (time, address, size, stream, thread, the API as the tag's\n"
             "                 label), readable by hbm view / replay / export; written as the\n"
-            "                 program runs, so a crash loses at most the last 4096 events. A second\n"
+            "                 program runs (under a temporary name, renamed to FILE when the program\n"
+            "                 ends: an existing FILE is kept until then, and when nothing is\n"
+            "                 recorded), so a crash loses at most the last 4096 events. A second\n"
             "                 process of the run that allocates writes FILE.<pid>\n"
             "  --limit SIZE   refuse allocations that would take the program past SIZE bytes in use\n"
-            "                 (e.g. 20GiB); a refused one returns the out-of-memory error and prints\n"
+            "                 (e.g. 20GiB, 24GB = 24 x 10^9); a refused one returns the out-of-memory\n"
+            "                 error and prints the limit, the --limit that would let it through and\n"
             "                 hbm's OOM report with the live allocations\n"
             "  --quiet        no summary at exit\n"
             "  -h, --help     this text\n"
             "\n"
             "The library is found next to the hbm binary, in ../lib, or at $HBM_PRELOAD_LIB.\n"
-            "The exit status is COMMAND's (128+N if it died of signal N; 127 if it cannot start).\n"
+            "The exit status is COMMAND's (128+N if it died of signal N; 127 if it cannot start;\n"
+            "2 for bad usage before it starts).\n"
             "\n"
             "Examples:\n"
             "  hbm run --trace jax.hbmt -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
@@ -61,6 +67,20 @@ static int find_preload(char *out, size_t n) {
         if (access(out, R_OK) == 0) return 1;
     }
     return 0;
+}
+
+/* After the program: the trace written under tmp becomes FILE; when no process used CUDA
+ * (nothing recorded, and no summary printed by the interposer) say so. */
+static void finish_trace(const char *trace, const char *tmp, int used, int quiet) {
+    int have = trace && access(tmp, F_OK) == 0;
+    if (have && rename(tmp, trace)) {
+        fprintf(stderr, "hbm run: cannot rename the trace %s to %s: %s\n", tmp, trace, strerror(errno));
+        unlink(tmp);
+    }
+    if (used || quiet) return;
+    fprintf(stderr, "hbm run: no CUDA allocations seen: is the program using the GPU?%s%s%s\n",
+            trace ? " No trace written (" : "", trace ? trace : "",
+            trace ? (access(trace, F_OK) == 0 ? " is left as it was)" : " not created)") : "");
 }
 
 int cmd_run(int argc, char **argv) {
@@ -99,20 +119,23 @@ int cmd_run(int argc, char **argv) {
         }
         trace = abs;
     }
+    /* the first process of the run writes the trace under a temporary name, renamed to
+     * FILE when the program ends: an existing FILE is kept until then (and when nothing
+     * is recorded). Fail now if the temporary cannot be created at all. */
+    char tmp[PATH_MAX + 32] = "";
     if (trace) {
-        /* the preload creates it exclusively (the first process of the run to allocate owns
-         * it): remove an old one, and fail now if it cannot be created at all */
-        if (unlink(trace) && errno != ENOENT) {
-            fprintf(stderr, "hbm run: --trace %s: cannot replace it: %s\n", trace, strerror(errno));
-            return 1;
-        }
-        int fd = open(trace, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        struct stat st;
+        if (stat(trace, &st) == 0 && S_ISDIR(st.st_mode))
+            return cli_usage_error("run", "--trace %s is a directory", trace);
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", trace, (long)getpid());
+        unlink(tmp);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
         if (fd < 0) {
-            fprintf(stderr, "hbm run: --trace %s: cannot create it: %s\n", trace, strerror(errno));
-            return 1;
+            fprintf(stderr, "hbm run: --trace %s: cannot create it (as %s): %s\n", trace, tmp, strerror(errno));
+            return 2;
         }
         close(fd);
-        unlink(trace);
+        unlink(tmp);
     }
     char lib[PATH_MAX];
     if (!find_preload(lib, sizeof lib)) {
@@ -126,17 +149,31 @@ int cmd_run(int argc, char **argv) {
     snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
     char lims[32];
     snprintf(lims, sizeof lims, "%llu", (unsigned long long)lim);
+    /* each process of the run that uses CUDA appends a byte to this file (a path, not an
+     * inherited descriptor: Python's subprocess and others close those) */
+    const char *td = getenv("TMPDIR");
+    char seen[PATH_MAX];
+    snprintf(seen, sizeof seen, "%s/hbm-run-XXXXXX", td && *td ? td : "/tmp");
+    int sfd = mkstemp(seen);
+    if (sfd < 0) {
+        fprintf(stderr, "hbm run: cannot create %s: %s\n", seen, strerror(errno));
+        free(pre);
+        return 2;
+    }
+    close(sfd);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "hbm run: fork: %s\n", strerror(errno));
         free(pre);
+        unlink(seen);
         return 1;
     }
     if (pid == 0) {
         setenv("LD_PRELOAD", pre, 1);
-        if (trace) setenv("HBM_RUN_TRACE", trace, 1);
-        else unsetenv("HBM_RUN_TRACE");
+        if (trace) setenv("HBM_RUN_TRACE", trace, 1), setenv("HBM_RUN_TRACE_TMP", tmp, 1);
+        else unsetenv("HBM_RUN_TRACE"), unsetenv("HBM_RUN_TRACE_TMP");
+        setenv("HBM_RUN_SEEN", seen, 1);
         setenv("HBM_RUN_LIMIT", lims, 1);
         setenv("HBM_RUN_QUIET", quiet ? "1" : "0", 1);
         execvp(argv[i], argv + i);
@@ -144,9 +181,20 @@ int cmd_run(int argc, char **argv) {
         _exit(127);
     }
     free(pre);
+    /* Ctrl-C goes to the program (same process group); hbm run waits for it to end, then
+     * renames the trace, as system(3) does */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
     int st;
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return 1;
+        if (errno != EINTR) {
+            unlink(seen);
+            return 1;
+        }
+    struct stat sst;
+    int used = stat(seen, &sst) == 0 && sst.st_size > 0;
+    unlink(seen);
+    finish_trace(trace, tmp, used, quiet);
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return 1;

@@ -1,6 +1,8 @@
 /* hbm.c - the command-line tool: dispatch only; every subcommand lives in cmd_*.c and
  * all logic in libhbm. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -36,6 +38,47 @@ int cli_output_done(const char *cmd, hbm_output *o, hbm_status s) {
         fprintf(stderr, "hbm %s: cannot write %s (an existing file is left as it was): %s\n", cmd, o->path,
                 *e ? e : hbm_status_str(s));
     return 2;
+}
+
+int cli_width_arg(const char *cmd, int argc, char **argv, int *i, size_t *width) {
+    if (*i + 1 >= argc) return cli_usage_error(cmd, "--width needs a value");
+    const char *v = argv[++*i];
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (!isdigit((unsigned char)*v) || *end || errno || (n && n < 40) || n > 100000)
+        return cli_usage_error(cmd, "--width '%s': expected columns, 40 or more (0: no limit)", v);
+    *width = n;
+    return 0;
+}
+
+/* the column after the first k bytes of a line (tabs to the next multiple of 8) */
+static size_t columns(const char *s, size_t k) {
+    size_t c = 0;
+    for (size_t i = 0; i < k; i++) c = s[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
+    return c;
+}
+
+int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
+    size_t at = 0;
+    while (at < len) {
+        const char *line = text + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + (nl ? 1 : 0);
+        if (!width || columns(line, n) <= width) {
+            fwrite(line, 1, n, f);
+        } else {
+            /* keep a third of the room at the start, the rest at the end */
+            size_t room = width - 3, head = 0, tail = 0;
+            while (head < n && columns(line, head + 1) <= room / 3) head++;
+            while (tail < n - head && columns(line, head) + 3 + (tail + 1) <= width) tail++;
+            fwrite(line, 1, head, f);
+            fputs("...", f);
+            fwrite(line + n - tail, 1, tail, f);
+        }
+        if (nl) fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
 }
 
 int cli_is(const char *arg, const char *a, const char *b) { return !strcmp(arg, a) || (b && !strcmp(arg, b)); }
@@ -84,6 +127,10 @@ static void usage(FILE *f) {
             "Exit status (every command): 0 success (it fits, it completed), 1 a negative verdict\n"
             "(it does not fit, an OOM found), 2 bad usage or input, or output that could not\n"
             "be written (stdout is checked; output files are written whole or not at all).\n"
+            "\n"
+            "Sizes (--capacity, --limit, sim:SIZE, HBM_LIMIT): a byte count, or IEC units, powers\n"
+            "of 1024 (KiB, MiB, GiB, TiB; a bare K, M, G, T too), or SI units, powers of 1000 (KB,\n"
+            "MB, GB, TB: 40GB is 40000000000 bytes, 37.25 GiB). Sizes are printed in IEC units.\n"
             "\n"
             "Allocator settings come from the variables JAX and TensorFlow read\n"
             "(XLA_PYTHON_CLIENT_PREALLOCATE, XLA_PYTHON_CLIENT_MEM_FRACTION, ...) and hbm's own HBM_*;\n"

@@ -46,7 +46,7 @@ typedef enum hbm_policy {
     X(fraction, "fraction", "HBM_MEM_FRACTION",                                             \
       "XLA_PYTHON_CLIENT_MEM_FRACTION, XLA_CLIENT_MEM_FRACTION",                            \
       "a number in (0, 1], e.g. .6", "share of device memory the allocator may use")        \
-    X(limit, "limit", "HBM_LIMIT", NULL, "a size (e.g. 40GiB); 0 = use fraction",           \
+    X(limit, "limit", "HBM_LIMIT", NULL, "a size: 40GiB (x 2^30), 40GB (x 10^9); 0 = fraction", \
       "absolute byte limit, overrides fraction")                                            \
     X(initial_region, "initial_region", "HBM_INITIAL_REGION", NULL,                         \
       "a size >= 256 (e.g. 2MiB)", "bfc growth: first region size, doubling after")         \

@@ -25,13 +25,18 @@ typedef enum hbm_pack_algo {
     HBM_PACK_XLA_SPATIAL,  /* XLA's decreasing-size best fit, spatial order */
     HBM_PACK_XLA_TEMPORAL, /* XLA's decreasing-size best fit, temporal order */
     HBM_PACK_XLA,          /* the smaller of the two, as XLA's buffer assignment does */
-    HBM_PACK_BEST,         /* hbm's best heuristic (time budget: timeout_s, default
-                            * HBM_PACK_BEST_DEFAULT_S) */
+    HBM_PACK_BEST,         /* hbm's best heuristic (budget: HBM_PACK_BEST_DEFAULT_S of
+                            * counted work, or timeout_s of wall time) */
     HBM_PACK_EXACT         /* exact search (anytime with a timeout) */
 } hbm_pack_algo;
 
-/* The time budget of HBM_PACK_BEST when timeout_s is 0 (seconds). */
-#define HBM_PACK_BEST_DEFAULT_S 0.009 /* returns within ~0.3 ms of it: under 10 ms */
+/* The budget of HBM_PACK_BEST when timeout_s is 0 (seconds). Without a timeout every
+ * budget inside hbm_pack (this one, the phases of an exact fit) is work counted, each
+ * step costed at what it takes on the machine the budgets were tuned on, not the clock:
+ * the same timeline and options give the same packing on every run and machine (about
+ * 9 ms there; more on a slower or busy machine). A timeout makes the run wall-clock
+ * bound, and its result depends on the machine's speed and load. */
+#define HBM_PACK_BEST_DEFAULT_S 0.009
 
 typedef struct hbm_pack_progress {
     double seconds;
@@ -44,7 +49,8 @@ typedef struct hbm_pack_options {
     hbm_pack_algo algo;
     uint64_t capacity;    /* 0 = unbounded */
     int minimize;         /* exact: find and prove the minimum extent */
-    double timeout_s;     /* 0 = none (best: HBM_PACK_BEST_DEFAULT_S) */
+    double timeout_s;     /* wall-clock limit, time-dependent; 0 = none (reproducible;
+                           * best: HBM_PACK_BEST_DEFAULT_S of counted work) */
     uint64_t alignment;   /* for buffers whose own alignment is 0 (0 or 1 = none) */
     void (*progress)(void *user, const hbm_pack_progress *p); /* may be NULL */
     void *progress_user;

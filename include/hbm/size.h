@@ -12,9 +12,11 @@ extern "C" {
 #endif
 
 /* Parse a size: "1048576", "80GiB", "80G", "1.5GiB", "512MB", "2 MiB", "16k".
- * K/M/G/T/P suffixes are powers of 1024 whether written K, KB, KiB (case-insensitive),
- * as in XLA, PyTorch and mimalloc. Fractions are allowed with a suffix and must come out
- * to a whole number of bytes after rounding down. Errors name the text. */
+ * IEC units are binary: KiB, MiB, GiB, TiB, PiB, EiB = 1024^1..6. SI units are decimal:
+ * KB, MB, GB, TB, PB, EB = 1000^1..6 (so "40GB" is 40000000000 bytes, 37.25 GiB). A
+ * bare prefix (K, M, G, T) is binary, as in ulimit, Docker and `ls -h`. Letters are
+ * case-insensitive. Fractions are allowed with a unit and are rounded down to a whole
+ * number of bytes. Errors name the text. */
 hbm_status hbm_size_parse(const char *text, uint64_t *out);
 
 /* Print a size the way XLA/TSL's HumanReadableNumBytes does: "112B", "10.0KiB",
@@ -22,7 +24,9 @@ hbm_status hbm_size_parse(const char *text, uint64_t *out);
  * to the unit by integer division first). Returns buf. buf must hold 32 bytes. */
 char *hbm_size_xla(int64_t bytes, char buf[32]);
 
-/* Compact human form for tables: "0 B", "512 B", "1.50 KiB", "80.00 GiB". */
+/* The one format hbm prints sizes in, XLA's (hbm_size_xla) for unsigned sizes: "0B",
+ * "512B", "1.5KiB", "80.00GiB", so that hbm's own lines and the XLA reports it quotes
+ * read alike. */
 char *hbm_size_human(uint64_t bytes, char buf[32]);
 
 #ifdef __cplusplus

@@ -283,7 +283,8 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     if (!res) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     hbm_replay_many(t, spec, configs, n, res); /* failures are in res[i] */
     hbm_replay_bounds b;
-    if (hbm_replay_bounds_get(t, 1.0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
+    /* hbm pack's default budget (counted work): the same figure on every run */
+    if (hbm_replay_bounds_get(t, 0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
     s = hbm_replay_write(t, spec, res, n, &b, f, json);
     for (size_t i = 0; i < n; i++) {
         if (failed && res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) *failed = 1;

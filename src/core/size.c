@@ -37,31 +37,34 @@ hbm_status hbm_size_parse(const char *text, uint64_t *out) {
     }
     if (!digits) return hbmi_error(HBM_ERR_INVALID, "size '%s': expected digits", text);
     while (isspace((unsigned char)*p)) p++;
-    int shift = 0;
-    switch (toupper((unsigned char)*p)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    case 'P': shift = 50; break;
-    case 'E': shift = 60; break;
-    default: break;
-    }
-    if (shift) {
+    /* K, M, G, T, P, E: "KiB" (IEC) and a bare "K" are powers of 1024, "KB" (SI) powers
+     * of 1000 */
+    static const char prefixes[] = "KMGTPE";
+    const char *pre = *p ? strchr(prefixes, toupper((unsigned char)*p)) : NULL;
+    int power = pre ? (int)(pre - prefixes) + 1 : 0, binary = 1;
+    if (power) {
         p++;
-        if (*p == 'i' || *p == 'I') p++;
-        if (*p == 'b' || *p == 'B') p++;
+        if (*p == 'i' || *p == 'I') {
+            p++;
+            if (*p == 'b' || *p == 'B') p++;
+        } else if (*p == 'b' || *p == 'B') {
+            p++;
+            binary = 0;
+        }
     } else if (*p == 'b' || *p == 'B') {
         p++;
     }
     while (isspace((unsigned char)*p)) p++;
-    if (*p) return hbmi_error(HBM_ERR_INVALID, "size '%s': unexpected '%s' (units: B, KiB, MiB, GiB, TiB)", text, p);
-    if (fnum && !shift) return hbmi_error(HBM_ERR_INVALID, "size '%s': a byte count must be whole", text);
-    if (shift && whole > (UINT64_MAX >> shift)) return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
-    uint64_t v = whole << shift;
+    if (*p)
+        return hbmi_error(HBM_ERR_INVALID, "size '%s': unexpected '%s' (units: B, KiB, MiB, GiB, TiB or KB, MB, GB, TB)",
+                          text, p);
+    if (fnum && !power) return hbmi_error(HBM_ERR_INVALID, "size '%s': a byte count must be whole", text);
+    uint64_t unit = 1;
+    for (int i = 0; i < power; i++) unit *= binary ? 1024 : 1000;
+    if (whole > UINT64_MAX / unit) return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
+    uint64_t v = whole * unit;
     if (fnum) {
-        /* fnum/fden * 2^shift, fden <= 1e12 so split the shift to avoid overflow */
-        uint64_t unit = 1ULL << shift;
+        /* fnum/fden * unit, fden <= 1e12 so split the unit to avoid overflow */
         uint64_t q = unit / fden, r = unit % fden;
         uint64_t add = fnum * q;
         double rest = (double)fnum * (double)r / (double)fden;
@@ -95,17 +98,8 @@ char *hbm_size_xla(int64_t bytes, char buf[32]) {
 }
 
 char *hbm_size_human(uint64_t bytes, char buf[32]) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, 32, "%" PRIu64 " B", bytes);
-        return buf;
-    }
-    int u = 0;
-    double v = (double)bytes;
-    while (v >= 1024.0 && u < 6) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, 32, "%.2f %s", v, units[u]);
+    /* one format for every size hbm prints: XLA's, which hbm's reports quote */
+    if (bytes <= (uint64_t)INT64_MAX) return hbm_size_xla((int64_t)bytes, buf);
+    snprintf(buf, 32, "%.2fEiB", (double)(bytes >> 40) / (double)(1 << 20));
     return buf;
 }

@@ -18,6 +18,11 @@ static const hbm_device_model models[] = {
     {"V100-16GB", "v100,v100-16,v100-16g,v100-sxm2-16gb", GiB(16), 0.75, "NVIDIA V100 16GB (nominal)"},
     {"V100-32GB", "v100-32,v100-32g,v100-sxm2-32gb", GiB(32), 0.75, "NVIDIA V100 32GB (nominal)"},
     {"L4", "l4-24gb,nvidia-l4", MiB(23034), 0.75, "NVIDIA L4 24GB"},
+    /* NVML's total on an A10: 24146608128 bytes (github.com/mayooot/detect-gpu issue 3) */
+    {"A10", "a10-24gb,nvidia-a10", MiB(23028), 0.75, "NVIDIA A10 24GB"},
+    {"T4", "t4-16gb,tesla-t4,nvidia-t4", MiB(15360), 0.75, "NVIDIA T4 16GB (nvidia-smi's 15360 MiB)"},
+    /* the runtime's total global memory on a B200: 178.35 GiB (github.com/pytorch/ao PR 4002) */
+    {"B200", "b200-180gb,b200-192gb,nvidia-b200", MiB(182630), 0.75, "NVIDIA B200 (178.35 GiB, as CUDA reports)"},
     {"RTX-4090", "4090,rtx4090,geforce-rtx-4090", MiB(24564), 0.75, "NVIDIA GeForce RTX 4090 24GB"},
     {"TPU-v4", "v4,tpuv4,tpu-v4-chip", GiB(32), 1.0, "Google TPU v4, per chip (no JAX preallocation)"},
     {"TPU-v5e", "v5e,tpuv5e,tpu-v5-lite", GiB(16), 1.0, "Google TPU v5e, per chip"},

@@ -11,6 +11,8 @@
 #define PACK_MAX_TOTAL (UINT64_C(1) << 56)
 #define PACK_MAX_ALIGN (UINT64_C(1) << 40)
 
+_Thread_local hbmi_pack_clock hbmi_pack_clk;
+
 static const char *const algo_names[] = {"greedy", "xla-spatial", "xla-temporal", "xla", "best", "exact"};
 
 void hbm_pack_options_default(hbm_pack_options *o) {
@@ -186,7 +188,7 @@ static hbm_status race(pack_run *p, searches *x, uint64_t c, uint64_t deadline, 
                 x->b_bound = *nb;
             }
             *rc = HBMI_EXACT_ABORTED;
-            if (deadline && hbmi_now_ns() >= deadline) return HBM_OK;
+            if (deadline && hbmi_pack_now() >= deadline) return HBM_OK;
         }
         if (x->budget < UINT64_MAX / 4) x->budget *= 2;
     }
@@ -195,7 +197,7 @@ static hbm_status race(pack_run *p, searches *x, uint64_t c, uint64_t deadline, 
 /* hbm's best heuristic for up to ms milliseconds (and the run's deadline), stopping at a
  * packing within `enough`; the packing is kept if it is the best so far. */
 static hbm_status run_best(pack_run *p, uint64_t ms, uint64_t enough) {
-    uint64_t dead = hbmi_now_ns() + ms * 1000000ULL, ext = 0;
+    uint64_t dead = hbmi_pack_now() + ms * 1000000ULL, ext = 0;
     if (p->deadline && p->deadline < dead) dead = p->deadline;
     hbm_status s = hbmi_pack_best(p->tl, p->o->alignment, p->r->lower_bound, enough, dead, &ext);
     if (!s) keep(p, ext);
@@ -225,9 +227,9 @@ static hbm_status run_exact(pack_run *p) {
     hbmi_exact_rc rc;
     uint64_t nb = 0;
     if (!minimize) {
-        uint64_t mid = hbmi_now_ns() + 15000000ULL;
+        uint64_t mid = hbmi_pack_now() + 15000000ULL;
         s = race(p, &x, cap, p->deadline && p->deadline < mid ? p->deadline : mid, 0, &rc, &nb);
-        if (!s && rc == HBMI_EXACT_ABORTED && (!p->deadline || hbmi_now_ns() < p->deadline)) {
+        if (!s && rc == HBMI_EXACT_ABORTED && (!p->deadline || hbmi_pack_now() < p->deadline)) {
             if (!(s = run_best(p, 20, cap)) && p->best <= cap) rc = HBMI_EXACT_FOUND;
             else if (!s) s = race(p, &x, cap, p->deadline, 0, &rc, &nb);
         }
@@ -239,7 +241,7 @@ static hbm_status run_exact(pack_run *p) {
          *    until that is proven impossible (then the best is optimal) - most of the time;
          * 3. bottom up (iterative deepening): each failed search proves a larger bound,
          *    so a timeout still reports a good bound - the rest of the time. */
-        uint64_t c = lb, now = hbmi_now_ns(), span = p->deadline > now ? p->deadline - now : 0;
+        uint64_t c = lb, now = hbmi_pack_now(), span = p->deadline > now ? p->deadline - now : 0;
         uint64_t td_end = p->deadline ? now + span * 7 / 10 : 0;
         int done = 0;
         searches_progress(p, &x, c);
@@ -254,7 +256,7 @@ static hbm_status run_exact(pack_run *p) {
          * are heavy-tailed and a bolder target is often no harder: a packing found there
          * saves many steps.) */
         uint64_t per = 2000 + 50 * (uint64_t)p->tl->count;
-        while (!s && !done && c < p->best && (!td_end || hbmi_now_ns() < td_end)) {
+        while (!s && !done && c < p->best && (!td_end || hbmi_pack_now() < td_end)) {
             uint64_t gap = p->best - c, tg[4] = {c, c + gap / 2, c + gap / 4 * 3, p->best - 1};
             int found = 0;
             for (int i = 0; i < 4 && !s && !done && !found; i++) {
@@ -268,14 +270,14 @@ static hbm_status run_exact(pack_run *p) {
                 } else if (rc == HBMI_EXACT_NONE) { /* the timeline's search: a proof */
                     if (nb > c) c = nb;
                     if (c >= p->best) done = 1; /* nothing below the best */
-                } else if (td_end && hbmi_now_ns() >= td_end) {
+                } else if (td_end && hbmi_pack_now() >= td_end) {
                     break;
                 }
             }
             if (!found && per < UINT64_MAX / 4) per *= 2;
         }
         hbmi_exact_set_full_bounds(x.e, 1); /* bottom up: each failure should prove much */
-        while (!s && !done && c < p->best && (!p->deadline || hbmi_now_ns() < p->deadline)) {
+        while (!s && !done && c < p->best && (!p->deadline || hbmi_pack_now() < p->deadline)) {
             hbmi_exact_set_progress(x.e, o->progress, o->progress_user, p->t0, p->best, c);
             if ((s = hbmi_exact_solve(x.e, p->tl, c, p->deadline, 0, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND) {
@@ -307,6 +309,10 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
     if (s) return s;
     pack_run p = {tl, opts, r, hbmi_now_ns(), 0, NULL, UINT64_MAX};
     if (opts->timeout_s > 0) p.deadline = p.t0 + (uint64_t)(opts->timeout_s * 1e9);
+    /* without a timeout the budgets inside the run (best's 9 ms, the phases of a fit) are
+     * work counted, not time: the same input gives the same packing on every run */
+    hbmi_pack_clock saved_clk = hbmi_pack_clk;
+    hbmi_pack_clk = (hbmi_pack_clock){opts->timeout_s > 0 ? 0 : 1, UINT64_C(1) << 40, 0, 0, 0, 0};
     uint64_t *saved = hbmi_malloc((tl->count + 1) * sizeof *saved);
     p.best_off = hbmi_malloc((tl->count + 1) * sizeof *p.best_off);
     if (!saved || !p.best_off) {
@@ -323,7 +329,7 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
         break;
     case HBM_PACK_BEST: /* a fast heuristic: HBM_PACK_BEST_DEFAULT_S unless told otherwise */
         if (!(s = hbmi_pack_best(tl, opts->alignment, r->lower_bound, r->lower_bound,
-                                 p.deadline ? p.deadline : p.t0 + (uint64_t)(HBM_PACK_BEST_DEFAULT_S * 1e9), &ext)))
+                                 p.deadline ? p.deadline : hbmi_pack_now() + (uint64_t)(HBM_PACK_BEST_DEFAULT_S * 1e9), &ext)))
             keep(&p, ext);
         break;
     case HBM_PACK_XLA_SPATIAL:
@@ -356,6 +362,7 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *opts, hbm_pack_res
     if (r->lower_bound > r->extent) r->lower_bound = r->extent; /* cannot happen; keeps the pair sane */
     r->proven = r->extent == r->lower_bound;
 out:
+    hbmi_pack_clk = saved_clk;
     if (s)
         for (size_t i = 0; i < tl->count; i++) tl->buffers[i].offset = saved[i];
     hbmi_free(saved);

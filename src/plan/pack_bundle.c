@@ -44,6 +44,7 @@ static int bundleable(const hbm_tl_buffer *b, uint64_t a) {
 hbm_status hbmi_bundle(const hbm_timeline *tl, uint64_t def_align, hbmi_bundles *out) {
     memset(out, 0, sizeof *out);
     size_t n = tl->count;
+    hbmi_pack_clk.setup += n;
     if (n > UINT32_MAX) return HBM_OK;
     bkey *k = hbmi_malloc((n + 1) * sizeof *k);
     uint32_t *map = hbmi_malloc((n + 1) * sizeof *map);

@@ -221,6 +221,7 @@ void hbmi_exact_free(hbmi_exact *e) {
 }
 
 hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact **out) {
+    hbmi_pack_clk.setup += tl->count;
     hbmi_exact *e = hbmi_calloc(1, sizeof *e);
     int64_t *t = NULL;
     uint64_t *tmp = NULL;
@@ -357,6 +358,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         if (!pass) {
             for (uint32_t i = 0; i < n; i++) e->ov_beg[i + 1] += e->ov_beg[i];
             nov = e->ov_beg[n];
+            hbmi_pack_clk.setup += nov; /* (the clock's work: pairs that overlap) */
             e->ov = hbmi_malloc((nov + 1) * sizeof *e->ov);
             if (!e->ov) goto nomem;
             for (uint32_t i = 0; i < n; i++) tmp[i] = e->ov_beg[i];
@@ -548,8 +550,8 @@ static void undo_to(hbmi_exact *e, size_t npl) {
 }
 
 static void progress(hbmi_exact *e) {
-    uint64_t now = hbmi_now_ns();
-    if (e->deadline_ns && now >= e->deadline_ns) e->stop = 1;
+    if (e->deadline_ns && hbmi_pack_now() >= e->deadline_ns) e->stop = 1;
+    uint64_t now = e->progress ? hbmi_now_ns() : 0;
     if (e->progress && now - e->last_ns >= 500000000ULL) {
         e->last_ns = now;
         hbm_pack_progress p = {(double)(now - e->start_ns) / 1e9, e->nodes, e->best, e->lb};
@@ -883,6 +885,7 @@ static int cand_cmp(const void *a, const void *b) {
 
 static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, uint64_t *v) {
     uint64_t nodes0 = e->nodes++;
+    hbmi_pack_clk.exact += k; /* (the clock's work: the items looked at, below the candidates) */
     if ((e->nodes & 63) == 0) progress(e); /* (a clock read: deadlines kept within ~0.2 ms) */
     if (e->node_limit && e->nodes > e->node_limit && !e->stop) e->stop = 3;
     if (e->stop) return R_ABORT;
@@ -945,6 +948,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     _Static_assert(sizeof(cand) == 16, "cand packs in 4 slots");
     e->sp = cb + 4 * (size_t)nc;
     qsort(e->stk + cb, nc, sizeof(cand), cand_cmp);
+    hbmi_pack_clk.exact += 8 * (uint64_t)nc;
     uint64_t best = INF;
     uint32_t sa = e->s0[e->stk[off]], sz = 0; /* the node's sections (the list is sorted by s0) */
     for (uint32_t i = 0; i < k; i++)

@@ -183,6 +183,7 @@ hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_orde
             if (!placed[bystart[j].idx] || o->end <= b->start) continue;
             sp[ns++] = (span){o->offset, o->offset + o->size};
         }
+        hbmi_pack_clk.placed += ns + 1; /* (the clock's work: spans looked at) */
         span_sort(sp, ns);
         uint64_t cur = 0, best = UINT64_MAX, bestgap = UINT64_MAX;
         for (size_t j = 0; j < ns; j++) {
@@ -225,7 +226,7 @@ static hbm_status greedy_orders(hbm_timeline *tl, uint64_t def_align, uint64_t l
     for (int ord = 0; ord < HBMI_ORDER_COUNT_ && *best > lower_bound; ord++)
         for (int bf = 1; bf >= 0 && *best > lower_bound; bf--) {
             if (ord == HBMI_ORDER_SIZE && bf) continue;
-            if (deadline_ns && hbmi_now_ns() >= deadline_ns) return HBM_OK;
+            if (deadline_ns && hbmi_pack_now() >= deadline_ns) return HBM_OK;
             uint64_t ext;
             hbm_status s = hbmi_pack_greedy(tl, def_align, (hbmi_pack_order)ord, bf, &ext);
             if (s) return s;
@@ -282,14 +283,14 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     hbm_status s = HBM_OK;
     /* 1. TFLite's greedy by size, a first packing; the other orders after step 2 only
      * when they are cheap next to the budget (else at the end, if time is left) */
-    uint64_t t0 = hbmi_now_ns();
+    uint64_t t0 = hbmi_pack_now();
     if ((s = hbmi_pack_greedy(tl, def_align, HBMI_ORDER_SIZE, 1, &best))) goto out;
     save_offsets(tl, best_off);
-    uint64_t tg = hbmi_now_ns() - t0;
+    uint64_t tg = hbmi_pack_now() - t0;
     int early = !deadline_ns || (deadline_ns > t0 && tg * (2 * HBMI_ORDER_COUNT_) <= (deadline_ns - t0) / 5);
     /* 2. the bundles' canonical search for +5 %, for at most 75 % of the time left */
     if (best > enough) {
-        uint64_t now = hbmi_now_ns(), until = deadline_ns > now ? now + (deadline_ns - now) / 4 * 3 : deadline_ns;
+        uint64_t now = hbmi_pack_now(), until = deadline_ns > now ? now + (deadline_ns - now) / 4 * 3 : deadline_ns;
         if ((s = bundle_probe(tl, def_align, lower_bound, enough, until, &best, best_off))) goto out;
     }
     if (early && (s = greedy_orders(tl, def_align, enough, deadline_ns, &best, best_off))) goto out;
@@ -298,10 +299,10 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
      * running forwards, half backwards */
     int dir = 0;
     if (best > enough) {
-        uint64_t now = hbmi_now_ns(), left = deadline_ns > now ? deadline_ns - now : 0;
+        uint64_t now = hbmi_pack_now(), left = deadline_ns > now ? deadline_ns - now : 0;
         for (int d = 0; d < 2 && best > enough; d++) {
             uint64_t until = deadline_ns ? now + left / 20 * 7 * (uint64_t)(d + 1) : 0;
-            if (deadline_ns && until < hbmi_now_ns()) until = hbmi_now_ns();
+            if (deadline_ns && until < hbmi_pack_now()) until = hbmi_pack_now();
             if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, until, deadline_ns ? UINT32_MAX : 64, 1, d, &ext)))
                 goto out;
             if (ext < best) {
@@ -313,7 +314,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
     }
     /* 4. a short canonical search below the best so far: bisect between the bound and the
      * best extent, each probe limited in nodes (deterministic) and by the deadline */
-    if (best > enough && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_now_ns() < deadline_ns)) {
+    if (best > enough && tl->count > 1 && tl->count <= 50000 && (!deadline_ns || hbmi_pack_now() < deadline_ns)) {
         hbmi_exact *e;
         if ((s = hbmi_exact_new(tl, def_align, &e))) {
             if (s != HBM_ERR_UNSUPPORTED) goto out;
@@ -324,7 +325,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         for (int d = 0; d < 4 && best > enough; d++) {
             hbmi_exact_rc rc;
             uint64_t nb;
-            if (d && deadline_ns && hbmi_now_ns() >= deadline_ns) break;
+            if (d && deadline_ns && hbmi_pack_now() >= deadline_ns) break;
             if ((s = hbmi_exact_solve(e, tl, UINT64_C(1) << 60, deadline_ns, 4 * (uint64_t)tl->count + 16, &rc, &nb))) break;
             if (rc == HBMI_EXACT_FOUND && (ext = hbm_timeline_extent(tl)) < best) {
                 best = ext;
@@ -338,7 +339,7 @@ hbm_status hbmi_pack_best(hbm_timeline *tl, uint64_t def_align, uint64_t lower_b
         uint64_t budget = 600 + 12 * (uint64_t)tl->count, stop = deadline_ns;
         hbmi_exact_set_first_limit(e, 2 * (uint64_t)tl->count + 32);
         int misses = 0;
-        for (size_t p = 0; p < sizeof permille / sizeof permille[0] && misses < 2 && (!stop || hbmi_now_ns() < stop); p++) {
+        for (size_t p = 0; p < sizeof permille / sizeof permille[0] && misses < 2 && (!stop || hbmi_pack_now() < stop); p++) {
             uint64_t c = lower_bound + lower_bound / 1000 * permille[p];
             if (c >= best) continue;
             hbmi_exact_rc rc;
@@ -364,7 +365,7 @@ sky2:
     /* 5. the other greedy orders if they were left for later, and 6. the skyline again
      * with whatever time is left, in the direction that did better */
     if (!early && (s = greedy_orders(tl, def_align, enough, deadline_ns, &best, best_off))) goto out;
-    if (best > enough && deadline_ns && hbmi_now_ns() < deadline_ns) {
+    if (best > enough && deadline_ns && hbmi_pack_now() < deadline_ns) {
         if ((s = hbmi_pack_sky(tl, def_align, lower_bound, best, deadline_ns, UINT32_MAX, 2, dir, &ext))) goto out;
         if (ext < best) {
             best = ext;

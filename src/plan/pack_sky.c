@@ -99,7 +99,7 @@ static void untrail(sky *k, size_t mark) {
 static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, uint32_t hint) {
     if (!nu) return SKY_FOUND;
     if (++k->nodes > k->node_limit) return SKY_ABORT;
-    if ((k->nodes & 127) == 0 && k->deadline && k->node_limit != UINT64_MAX && hbmi_now_ns() >= k->deadline)
+    if ((k->nodes & 127) == 0 && k->deadline && k->node_limit != UINT64_MAX && hbmi_pack_now() >= k->deadline)
         k->node_limit = 0; /* the plain construction (no limit) always completes */
     if (k->oom) return SKY_ABORT;
     size_t mark = k->ntr;
@@ -120,6 +120,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
             const uint32_t *cnt = k->cnt;
             h = UINT64_MAX;
             a = 0;
+            hbmi_pack_clk.sky += k->S / 8; /* (the clock's work) */
             for (uint32_t r = 0; r < k->S; r++)
                 if (cnt[r] && H[r] < h) {
                     h = H[r];
@@ -129,6 +130,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
         for (b = a + 1; b < k->S && k->cnt[b] && k->H[b] == h; b++) {}
         nc = nt = 0;
         double wid = k->w[3] / (double)(b - a);
+        hbmi_pack_clk.sky += 1 + k->st_beg[b] - k->st_beg[a]; /* (the clock's work: candidates looked at) */
         for (uint32_t q = k->st_beg[a]; q < k->st_beg[b]; q++) {
             uint32_t c = k->st_it[q];
             if (k->pl[c] || k->s1[c] > b) continue;
@@ -258,6 +260,7 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
     for (size_t i = 0; i < N; i++)
         if (tl->buffers[i].flags & HBM_TL_PINNED) return HBM_OK; /* not handled here */
     if (N == 0 || N > HBMI_SKY_MAX) return HBM_OK; /* (the search recurses once per buffer) */
+    hbmi_pack_clk.setup += N;
     sky k;
     memset(&k, 0, sizeof k);
     k.n = (uint32_t)N;
@@ -322,7 +325,7 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
         memcpy(best_off, k.off, N * sizeof *best_off);
     }
     for (uint32_t r = 1; r < max_attempts && best > lower_bound && best != UINT64_MAX && !k.oom; r++) {
-        if (deadline_ns && hbmi_now_ns() >= deadline_ns) break;
+        if (deadline_ns && hbmi_pack_now() >= deadline_ns) break;
         uint64_t C = lower_bound + (best - lower_bound) / 1000 * frac[r % 8];
         if (C >= best) C = best - 1;
         /* a portfolio: the weights change from attempt to attempt */

@@ -124,7 +124,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
             hbm_size_human(p->temp_heap_live, a));
     if (s->temp_fragmentation_bytes >= 0)
-        fprintf(f, "\n    (%s lost to fragmentation)", hbm_size_xla(s->temp_fragmentation_bytes, b));
+        fprintf(f, "\n    (%s lost to fragmentation)", hbm_size_human((uint64_t)s->temp_fragmentation_bytes, b));
     fprintf(f, ".\n");
     fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
             hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));

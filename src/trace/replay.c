@@ -324,7 +324,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     }
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;
-        fprintf(f, "\n--- first OOM with %s (%s) ---\n%s\n", r[i].config,
+        fprintf(f, "\n--- first OOM with %s: %s ---\n%s\n", r[i].config,
                 replay_when(t, r[i].first_oom_event, r[i].first_oom_time_ns, w, sizeof w),
                 r[i].first_oom_report ? r[i].first_oom_report : "");
     }
