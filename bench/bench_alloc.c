@@ -381,11 +381,15 @@ static void bench(const char *label, size_t n, uint64_t lo, uint64_t hi, size_t 
     }
     double tb[32], td[32], to[32], tm[32];
     uint64_t hw_bfc = 0, hw_oa = 0;
+    /* BENCH_ONLY=bfc, direct or oa runs that one alone (for perf stat), the others read 0 */
+    const char *only = getenv("BENCH_ONLY");
+    int all = !only || !*only;
     for (int r = 0; r < reps; r++) {
-        tb[r] = run_bfc(&w, &hw_bfc, 0);
-        td[r] = run_bfc(&w, &hw_bfc, 1);
+        tb[r] = td[r] = to[r] = 0;
+        if (all || !strcmp(only, "bfc")) tb[r] = run_bfc(&w, &hw_bfc, 0);
+        if (all || !strcmp(only, "direct")) td[r] = run_bfc(&w, &hw_bfc, 1);
 #if HBM_BENCH_OA
-        to[r] = run_oa(&w, &hw_oa);
+        if (all || !strcmp(only, "oa")) to[r] = run_oa(&w, &hw_oa);
 #endif
         if (with_malloc) tm[r] = run_malloc(&w);
     }
