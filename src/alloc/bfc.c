@@ -82,7 +82,6 @@ typedef struct bfc_region {
     uint32_t first; /* chunk at addr */
 } bfc_region;
 
-
 typedef struct bfc {
     hbm_device *dev;
     uint64_t quantum;     /* region sizes are multiples of this (256 and the device granularity) */
@@ -202,9 +201,9 @@ BFC_HOT uint32_t bfc_find(const bfc *b, uint64_t need) {
 /* Open addressing a cache line at a time. Slots are 4 bytes, 16 to a 64-byte line (the table
  * is 64-byte aligned): a record index in the low tabib bits and a tag of the address's hash
  * above them (8 bits below 2^24 records, none past 2^31); all ones is an empty slot, and a
- * tag is never all ones. A key's home is a line; an entry sits in its home
- * line or, when that is full, in the first line after it with room (so every line from its
- * home up to its own is full). SSE2 compares turn a line into a bitmap of slots whose tag
+ * tag is never all ones. A key's home is a line; an entry sits in its home line or, when
+ * that is full, in the first line after it with room (so every line from its home up to
+ * its own is full). SSE2 compares turn a line into a bitmap of slots whose tag
  * matches, or of empty slots, without a branch, so a lookup, insertion or deletion reads
  * one line, rarely two; a match is confirmed on the record's address, which a free reads
  * next anyway. The table is at most half full, so a home line (8 entries expected of 16) is
