@@ -1,16 +1,22 @@
-/* bench_alloc.c - the bfc allocator on a random workload, against glibc malloc and an
- * exact best-fit reference, on the same size sequence in the same process.
+/* bench_alloc.c - the bfc allocator on a random workload, against sebbbi/OffsetAllocator,
+ * an exact best-fit reference and (on request) glibc malloc, on the same size sequence in
+ * the same process.
  *
  * Workload: keep N live buffers; each step frees a random one and allocates a new one.
- *   N = 1,000    sizes log-uniform in [256 B, 64 MiB]
- *   N = 100,000  sizes log-uniform in [256 B, 1 MiB]
- * Printed: ns per alloc+free pair through the public API (hbm_alloc/hbm_free, with the
- * allocator's lock), glibc malloc/free ns per pair, and the address high-water mark of
- * bfc (preallocated on sim:4TiB) against an exact best-fit allocator with coalescing
- * (ratio; 1.00 = as compact as exact best fit). Timings are thread CPU time (user + system),
- * medians of REPS runs.
+ *   case 1: N = 1,000    sizes log-uniform in [256 B, 1 MiB]
+ *   case 2: N = 100,000  sizes log-uniform in [256 B, 1 MiB]
+ *   case 3: N = 1,000    sizes log-uniform in [256 B, 64 MiB]
+ * Printed per case: ns per alloc+free pair of bfc through the public API (hbm_alloc/hbm_free,
+ * with the allocator's lock), of bfc's own functions called directly (no lock, no argument
+ * checks: the difference is what the API and its lock cost), of OffsetAllocator (built from
+ * ../shared/anchors by CMake when it is there and a C++ compiler is; it counts in 256-byte
+ * units, bfc's granularity, and its free takes the node index it returned, where hbm_free
+ * takes an address), the ratio bfc/OA, and the address high-water marks of bfc (preallocated
+ * on sim:4TiB), OA and an exact best-fit allocator with coalescing. Timings are thread CPU
+ * time (user + system), medians of REPS interleaved runs.
  *
- *   bench_alloc [steps] [reps] [case]   (defaults 1000000 and 5; case 1 or 2 runs one case)
+ *   bench_alloc [steps] [reps] [case] [malloc]   (defaults 1000000, 5, all cases; a 4th
+ *                                                 argument "malloc" also times glibc)
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,8 +25,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc/alloc_internal.h"
 #include "core/internal.h"
 #include "hbm/hbm.h"
+#if HBM_BENCH_OA
+#include "oa_shim.h"
+#endif
 
 /* CPU time of this thread: the machine is shared, and time spent descheduled is not the
  * allocator's (it still counts cache misses caused by neighbours). */
@@ -94,8 +104,9 @@ static int first_region(void *user, const hbm_block *b) {
     return 0;
 }
 
-/* ns per pair, and the high-water mark (bytes above the region base) in *hw. */
-static double run_bfc(const workload *w, uint64_t *hw) {
+/* ns per pair, and the high-water mark (bytes above the region base) in *hw. direct: call
+ * the policy's own alloc and free, without hbm_alloc/hbm_free (their checks and the lock). */
+static double run_bfc(const workload *w, uint64_t *hw, int direct) {
     hbm_device *dev;
     hbm_allocator *a;
     if (hbm_device_open("sim:4TiB", &dev) ||
@@ -114,12 +125,21 @@ static double run_bfc(const workload *w, uint64_t *hw) {
         uint64_t end = live[i] + ((w->init[i] + 255) & ~255ull);
         if (end > top) top = end;
     }
+    const hbm_allocator_ops *ops = a->ops;
+    void *self = a->self;
     uint64_t t0 = cpu_ns();
     for (size_t i = 0; i < w->steps; i++) {
         uint32_t v = w->victim[i];
         BENCH_PREFETCH(live, w, i);
-        hbm_free(a, live[v]);
-        if (HBMI_UNLIKELY(hbm_alloc(a, w->sizes[i], NULL, &live[v]))) {
+        hbm_status s;
+        if (direct) {
+            ops->free(self, live[v]);
+            s = ops->alloc(self, w->sizes[i], NULL, 0, &live[v]);
+        } else {
+            hbm_free(a, live[v]);
+            s = hbm_alloc(a, w->sizes[i], NULL, &live[v]);
+        }
+        if (HBMI_UNLIKELY(s)) {
             fprintf(stderr, "bench_alloc: %s\n", hbm_last_error());
             exit(1);
         }
@@ -137,6 +157,45 @@ static double run_bfc(const workload *w, uint64_t *hw) {
     *hw = top - base;
     return (double)(t1 - t0) / (double)w->steps;
 }
+
+#if HBM_BENCH_OA
+/* OffsetAllocator in 256-byte units (its offsets and sizes are 32-bit: 1 TiB of them). */
+static uint32_t oa_units(uint64_t bytes) { return (uint32_t)((bytes + 255) >> 8); }
+
+static uint64_t oa_take(void *oa, uint64_t bytes, uint64_t *top) {
+    uint64_t h = oa_shim_alloc(oa, oa_units(bytes));
+    if (HBMI_UNLIKELY((uint32_t)h == OA_SHIM_NO_SPACE)) {
+        fprintf(stderr, "bench_alloc: OffsetAllocator is full\n");
+        exit(1);
+    }
+    uint64_t end = ((uint64_t)(uint32_t)h + oa_units(bytes)) << 8;
+    if (end > *top) *top = end;
+    return h;
+}
+
+static double run_oa(const workload *w, uint64_t *hw) {
+    /* nodes: one per live buffer, at most one free one beside each, and the tail */
+    void *oa = oa_shim_new(UINT32_MAX, (uint32_t)(2 * w->n + 64));
+    uint64_t *live = malloc(w->n * sizeof *live), top = 0;
+    if (!oa || !live) {
+        fprintf(stderr, "bench_alloc: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < w->n; i++) live[i] = oa_take(oa, w->init[i], &top);
+    uint64_t t0 = cpu_ns();
+    for (size_t i = 0; i < w->steps; i++) {
+        uint32_t v = w->victim[i];
+        BENCH_PREFETCH(live, w, i);
+        oa_shim_free(oa, live[v]);
+        live[v] = oa_take(oa, w->sizes[i], &top);
+    }
+    uint64_t t1 = cpu_ns();
+    free(live);
+    oa_shim_delete(oa);
+    *hw = top;
+    return (double)(t1 - t0) / (double)w->steps;
+}
+#endif
 
 static double run_malloc(const workload *w) {
     void **live = malloc(w->n * sizeof *live);
@@ -314,25 +373,48 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void bench(const char *label, size_t n, uint64_t lo, uint64_t hi, size_t steps, int reps) {
+static void bench(const char *label, size_t n, uint64_t lo, uint64_t hi, size_t steps, int reps, int with_malloc) {
     workload w;
     if (workload_make(&w, n, steps, lo, hi, 0x9E3779B97F4A7C15ull ^ n)) {
         fprintf(stderr, "bench_alloc: out of memory\n");
         exit(1);
     }
-    double tb[32], tm[32];
-    uint64_t hw_bfc = 0;
+    double tb[32], td[32], to[32], tm[32];
+    uint64_t hw_bfc = 0, hw_oa = 0;
+    /* BENCH_ONLY=bfc, direct or oa runs that one alone (for perf stat), the others read 0 */
+    const char *only = getenv("BENCH_ONLY");
+    int all = !only || !*only;
     for (int r = 0; r < reps; r++) {
-        tb[r] = run_bfc(&w, &hw_bfc);
-        tm[r] = run_malloc(&w);
+        tb[r] = td[r] = to[r] = 0;
+        if (all || !strcmp(only, "bfc")) tb[r] = run_bfc(&w, &hw_bfc, 0);
+        if (all || !strcmp(only, "direct")) td[r] = run_bfc(&w, &hw_bfc, 1);
+#if HBM_BENCH_OA
+        if (all || !strcmp(only, "oa")) to[r] = run_oa(&w, &hw_oa);
+#endif
+        if (with_malloc) tm[r] = run_malloc(&w);
     }
     uint64_t hw_ref = run_bestfit(&w);
-    double mb = median(tb, reps), mm = median(tm, reps);
-    char h1[32], h2[32];
-    printf("%-34s bfc %7.1f ns/pair   malloc %7.1f ns/pair (bfc/malloc %.2fx)   high-water bfc %s / "
-           "best-fit %s = %.4fx\n",
-           label, mb, mm, mb / mm, hbm_size_human(hw_bfc, h1), hbm_size_human(hw_ref, h2),
+    double mb = median(tb, reps), md = median(td, reps);
+    char h1[32], h2[32], h3[32];
+    printf("%s\n  bfc %7.1f ns/pair (its own functions without the API and lock: %.1f ns)\n", label, mb, md);
+#if HBM_BENCH_OA
+    double mo = median(to, reps);
+    printf("  OffsetAllocator %7.1f ns/pair   bfc/OA %.2fx (without the API and lock %.2fx)\n", mo, mb / mo, md / mo);
+    printf("  high-water bfc %s / OA %s = %.4fx; bfc / exact best fit %s = %.4fx\n", hbm_size_human(hw_bfc, h1),
+           hbm_size_human(hw_oa, h2), (double)hw_bfc / (double)hw_oa, hbm_size_human(hw_ref, h3),
            (double)hw_bfc / (double)hw_ref);
+#else
+    (void)to;
+    (void)hw_oa;
+    (void)h2;
+    printf("  (OffsetAllocator not built: no C++ compiler or no ../shared/anchors/OffsetAllocator)\n");
+    printf("  high-water bfc %s / exact best fit %s = %.4fx\n", hbm_size_human(hw_bfc, h1),
+           hbm_size_human(hw_ref, h3), (double)hw_bfc / (double)hw_ref);
+#endif
+    if (with_malloc) {
+        double mm = median(tm, reps);
+        printf("  glibc malloc %7.1f ns/pair (bfc/malloc %.3fx)\n", mm, mb / mm);
+    }
     workload_free(&w);
 }
 
@@ -367,8 +449,10 @@ int main(int argc, char **argv) {
     if (reps > 31) reps = 31;
     printf("bench_alloc: %zu steps (free a random live buffer + allocate one), median of %d runs\n", steps, reps);
     printf("machine: one dependent load at a random place in 16 MiB takes %.1f ns\n", miss_ns());
-    int only = argc > 3 ? atoi(argv[3]) : 0; /* 1 or 2: run one case */
-    if (only != 2) bench("N=1000, 256B..64MiB:", 1000, 256, 64ull << 20, steps, reps);
-    if (only != 1) bench("N=100000, 256B..1MiB:", 100000, 256, 1ull << 20, steps, reps);
+    int only = argc > 3 ? atoi(argv[3]) : 0; /* 1, 2 or 3: run one case */
+    int with_malloc = argc > 4 && !strcmp(argv[4], "malloc");
+    if (!only || only == 1) bench("N=1000, 256B..1MiB:", 1000, 256, 1ull << 20, steps, reps, with_malloc);
+    if (!only || only == 2) bench("N=100000, 256B..1MiB:", 100000, 256, 1ull << 20, steps, reps, with_malloc);
+    if (!only || only == 3) bench("N=1000, 256B..64MiB:", 1000, 256, 64ull << 20, steps, reps, with_malloc);
     return 0;
 }

@@ -94,11 +94,16 @@ static void test_check_finds_damage(void) {
     CHECK_OK(hbm_check(a));
 
     /* the address index loses a live block, or points at the wrong record */
-    bfc_slot *slot = tab_find(b, p[2]);
-    CHECK(slot != NULL);
-    slot->idx = live;
+    uint32_t *slot = tab_find(b, p[2]);
+    CHECK(slot != NULL && (*slot & ~b->tabhi) == next);
+    *slot = (*slot & b->tabhi) | live;
     EXPECT_CORRUPT(a, "address index");
-    slot->idx = next;
+    *slot = (*slot & b->tabhi) | next;
+    CHECK_OK(hbm_check(a));
+    /* a slot whose tag is not its address's */
+    *slot ^= 1u << b->tabib;
+    EXPECT_CORRUPT(a, "address index");
+    *slot ^= 1u << b->tabib;
     CHECK_OK(hbm_check(a));
 
     /* a back link breaks */
@@ -153,51 +158,69 @@ static void test_classes_are_monotonic(void) {
 }
 
 /* The address index alone, at its fill limit with small tables (so lines fill, runs cross
- * lines and wrap past the end, and deletions move entries back), and with pairs of
- * addresses that share a tag: after every insertion or deletion each entry is found in its
- * slot and each removed one is not. */
+ * lines and wrap past the end, and deletions move entries back: half the addresses are at
+ * home in the last or the first line), with 8-bit tags (which
+ * collide often) and with none (32 index bits: every entry of a line is a candidate), and
+ * rebuilt halfway with the other index width, as a growth of the records does: after every
+ * insertion or deletion each entry is found in its slot and each removed one is not. */
 static void test_index_full_lines(void) {
     test_rng rng = {0x51ed2705u};
-    for (size_t cap = 64; cap <= 1024; cap *= 4) {
-        enum { MAXN = 1024 };
-        static bfc_chunk recs[MAXN];
-        int in[MAXN];
-        bfc b;
-        memset(&b, 0, sizeof b);
-        b.ch = recs;
-        CHECK_OK(tab_reserve(&b, cap * 3 / 5));
-        CHECK(b.tabcap == cap);
-        size_t limit = cap * 2 / 3; /* what bfc_alloc lets it hold */
-        for (uint32_t i = 0; i < MAXN; i++) {
-            /* odd records repeat the tag of the one before (addresses 2^40 apart) */
-            recs[i].addr = i & 1 ? recs[i - 1].addr + (1ull << 40) : (test_below(&rng, 1u << 24) + 1) << BFC_SHIFT;
-            in[i] = 0;
-        }
-        for (int step = 0; step < 4000; step++) {
-            uint32_t i = (uint32_t)test_below(&rng, limit + limit / 2);
-            if (!in[i] && b.tabcount < limit) {
-                if (tab_find(&b, recs[i].addr)) continue; /* a random address repeated */
-                tab_put(&b, recs[i].addr, i);
-                in[i] = 1;
-            } else if (in[i]) {
-                bfc_slot *s = tab_find(&b, recs[i].addr);
-                CHECK(s && s->idx == i);
-                tab_del(&b, s);
+    for (int wide = 0; wide < 2; wide++) {
+        for (size_t cap = 64; cap <= 1024; cap *= 4) {
+            enum { MAXN = 1024 };
+            static bfc_chunk recs[MAXN];
+            int in[MAXN];
+            bfc b;
+            memset(&b, 0, sizeof b);
+            b.ch = recs;
+            b.tabib = wide ? 32 : tab_ib(MAXN);
+            b.tabhi = wide ? 0 : UINT32_MAX << b.tabib;
+            CHECK(wide || b.tabib == 24);
+            CHECK_OK(tab_reserve(&b, cap / 2));
+            CHECK(b.tabcap == cap);
+            size_t limit = cap / 2, full_lines = 0; /* what bfc_alloc lets it hold */
+            size_t last = cap - TAB_LINE;
+            for (uint32_t i = 0; i < MAXN; i++) { /* half of them at home in the last or first line */
+                size_t home;
+                do {
+                    recs[i].addr = (test_below(&rng, 1u << 24) + 1) << BFC_SHIFT;
+                    home = tab_home(b.tabshift, tab_hash(recs[i].addr));
+                } while (i % 2 && home != 0 && home != last);
                 in[i] = 0;
             }
-            size_t live = 0;
-            for (uint32_t k = 0; k < limit + limit / 2; k++) {
-                bfc_slot *s = tab_find(&b, recs[k].addr);
-                if (in[k]) {
-                    CHECK(s && s->idx == k);
-                    live++;
-                } else {
-                    CHECK(!s || s->idx != k);
+            for (int step = 0; step < 4000; step++) {
+                if (step == 2000) { /* the records grew past (or back under) 2^24: other index width */
+                    unsigned ib = b.tabib == 32 ? tab_ib(MAXN) : 32;
+                    CHECK_OK(tab_rebuild(&b, b.tabcap, ib));
+                    CHECK(b.tabib == ib && b.tabcap == cap);
                 }
+                uint32_t i = (uint32_t)test_below(&rng, limit + limit / 2);
+                if (!in[i] && b.tabcount < limit) {
+                    if (tab_find(&b, recs[i].addr)) continue; /* a random address repeated */
+                    tab_put(&b, recs[i].addr, i);
+                    in[i] = 1;
+                } else if (in[i]) {
+                    uint32_t *s = tab_find(&b, recs[i].addr);
+                    CHECK(s && (*s & ~b.tabhi) == i);
+                    tab_del(&b, s);
+                    in[i] = 0;
+                }
+                size_t live = 0;
+                for (uint32_t k = 0; k < limit + limit / 2; k++) {
+                    uint32_t *s = tab_find(&b, recs[k].addr);
+                    if (in[k]) {
+                        CHECK(s && (*s & ~b.tabhi) == k);
+                        live++;
+                    } else {
+                        CHECK(!s || (*s & ~b.tabhi) != k);
+                    }
+                }
+                CHECK(live == b.tabcount);
+                for (size_t l = 0; l < cap; l += TAB_LINE) full_lines += !tab_empty(&b.tab[l]);
             }
-            CHECK(live == b.tabcount);
+            CHECK(full_lines > 0); /* the repair paths ran */
+            hbmi_free(b.tabraw);
         }
-        hbmi_free(b.tabraw);
     }
 }
 

@@ -105,12 +105,24 @@ static void record_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
 
 void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) { record_oom(a, size, tag_id); }
 
-hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
-    return hbm_alloc_stream(a, size, tag, HBM_STREAM_DEFAULT, addr_out);
+/* The failure path of an allocation, out of line so that the usual path keeps a small frame:
+ * records the state for the OOM report, releases the lock and calls the handler. */
+static __attribute__((noinline, cold)) hbm_status alloc_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", hbm_last_error());
+    record_oom(a, size, tag_id);
+    hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
+    hbm_oom_fn fn = a->oom_fn;
+    void *user = a->oom_user;
+    hbmi_lock_release(&a->lock);
+    if (fn) fn(user, a, size);
+    return HBM_ERR_OOM;
 }
 
-hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
-                            uint64_t *addr_out) {
+/* hbm_alloc and hbm_alloc_stream share this body (an exported function calling another one
+ * is not inlined in a shared library, which may interpose it). */
+static inline hbm_status alloc_impl(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
+                                    uint64_t *addr_out) {
     if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
     if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");
     hbmi_lock_acquire(&a->lock);
@@ -119,28 +131,31 @@ hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag,
     if (!s)
         s = a->ops->alloc_stream ? a->ops->alloc_stream(a->self, size, tag, tag_id, stream, addr_out)
                                  : a->ops->alloc(a->self, size, tag, tag_id, addr_out);
-    if (s == HBM_ERR_OOM) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", hbm_last_error());
-        record_oom(a, size, tag_id);
-        hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
-    }
-    hbm_oom_fn fn = a->oom_fn;
-    void *user = a->oom_user;
+    if (HBMI_UNLIKELY(s == HBM_ERR_OOM)) return alloc_oom(a, size, tag_id);
     hbmi_lock_release(&a->lock);
-    if (s == HBM_ERR_OOM && fn) fn(user, a, size);
     return s;
 }
 
-hbm_status hbm_free(hbm_allocator *a, uint64_t addr) { return hbm_free_stream(a, addr, HBM_STREAM_DEFAULT); }
+hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
+    return alloc_impl(a, size, tag, HBM_STREAM_DEFAULT, addr_out);
+}
 
-hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream) {
+hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
+                            uint64_t *addr_out) {
+    return alloc_impl(a, size, tag, stream, addr_out);
+}
+
+static inline hbm_status free_impl(hbm_allocator *a, uint64_t addr, uint64_t stream) {
     if (HBMI_UNLIKELY(!a)) return hbmi_error(HBM_ERR_INVALID, "hbm_free: NULL allocator");
     hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->free_stream ? a->ops->free_stream(a->self, addr, stream) : a->ops->free(a->self, addr);
     hbmi_lock_release(&a->lock);
     return s;
 }
+
+hbm_status hbm_free(hbm_allocator *a, uint64_t addr) { return free_impl(a, addr, HBM_STREAM_DEFAULT); }
+
+hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream) { return free_impl(a, addr, stream); }
 
 hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_sync: NULL allocator");

@@ -18,9 +18,9 @@
  * Metadata is out of band and proportional to the number of chunks: 32-byte chunk records
  * in a cache-aligned array with a list of unused records (a live block's state, requested
  * size and sequence number live in its record), a parallel array of tag ids that only walks
- * read, and an open-addressing table live address -> chunk with 8-byte slots, probed a
- * 64-byte line (8 slots) at a time. At N live blocks the hot metadata is about
- * 32 B x chunks + 8 B x 1.5-3 N: a free reads one index line, the block's record and its
+ * read, and an open-addressing table live address -> chunk with 4-byte slots, probed a
+ * 64-byte line (16 slots) at a time. At N live blocks the hot metadata is about
+ * 32 B x chunks + 4 B x 2-4 N: a free reads one index line, the block's record and its
  * two neighbours' records.
  * Device memory is never touched.
  */
@@ -41,6 +41,10 @@
 #define NONE UINT32_MAX
 
 #define MAX_RECORDS (UINT32_MAX - 3)
+
+/* The hot helpers are inlined into bfc_alloc and bfc_free whatever the compiler's cost
+ * model says: a call per list operation was ~10 instructions of 30. */
+#define BFC_HOT static inline __attribute__((always_inline))
 
 /* The low 8 bits of a chunk's size and address (both multiples of 256) carry its state. */
 #define F_LIVE 1u   /* size: a live block */
@@ -78,14 +82,6 @@ typedef struct bfc_region {
     uint32_t first; /* chunk at addr */
 } bfc_region;
 
-/* 8 bytes: the low 32 bits of addr/256 and the chunk record. The tag alone decides the home
- * slot (so the table rehashes and deletes without reading records); a hit is confirmed on
- * the record's own address, which a free reads next anyway. */
-typedef struct bfc_slot {
-    uint32_t tag;
-    uint32_t idx; /* NONE = empty */
-} bfc_slot;
-
 typedef struct bfc {
     hbm_device *dev;
     uint64_t quantum;     /* region sizes are multiples of this (256 and the device granularity) */
@@ -102,10 +98,12 @@ typedef struct bfc {
     bfc_region *reg;
     size_t nreg, regcap;
 
-    bfc_slot *tab; /* live address -> chunk index, 64-byte aligned inside tabraw */
+    uint32_t *tab; /* live address -> chunk index, 64-byte aligned inside tabraw */
     void *tabraw;
     size_t tabcap, tabcount;
-    unsigned tabshift;
+    unsigned tabshift; /* 64 - log2 of the number of lines */
+    unsigned tabib;    /* a slot's low tabib bits are a record index, the rest a tag */
+    uint32_t tabhi;    /* the tag bits of a slot */
 
     uint64_t fl_bits;
     uint64_t sl_bits[BFC_FL];
@@ -130,7 +128,7 @@ static inline void bfc_class(uint64_t size, unsigned *fl, unsigned *sl) {
 
 static uint64_t bfc_round(uint64_t size) { return (size + (BFC_MIN - 1)) & ~(uint64_t)(BFC_MIN - 1); }
 
-static void list_push(bfc *b, uint32_t i) {
+BFC_HOT void list_push(bfc *b, uint32_t i) {
     unsigned fl, sl;
     bfc_class(b->ch[i].size, &fl, &sl);
     uint32_t *head = &b->heads[fl * BFC_SL + sl];
@@ -143,7 +141,7 @@ static void list_push(bfc *b, uint32_t i) {
     b->fl_bits |= 1ull << fl;
 }
 
-static void list_remove(bfc *b, uint32_t i) {
+BFC_HOT void list_remove(bfc *b, uint32_t i) {
     bfc_chunk *c = &b->ch[i];
     if (c->fnext != NONE) b->ch[c->fnext].fprev = c->fprev;
     if (c->fprev != NONE) {
@@ -181,7 +179,7 @@ static uint32_t scan_list(const bfc *b, uint32_t h, uint64_t need) {
  * on the usual paths: a best-of-8 scan of each list cost ~1.2 mispredicted branches per
  * allocation on random sizes (the fit it bought was 1.0045x of exact best fit instead of
  * 1.0099x at 100,000 live blocks). */
-static uint32_t bfc_find(const bfc *b, uint64_t need) {
+BFC_HOT uint32_t bfc_find(const bfc *b, uint64_t need) {
     unsigned fl, sl;
     bfc_class(need, &fl, &sl);
     uint32_t h = b->heads[fl * BFC_SL + sl];
@@ -198,6 +196,174 @@ static uint32_t bfc_find(const bfc *b, uint64_t need) {
     return b->heads[fl * BFC_SL + sl]; /* every block of a larger class fits: its first */
 }
 
+/* ---- live address index ----------------------------------------------------------------- */
+
+/* Open addressing a cache line at a time. Slots are 4 bytes, 16 to a 64-byte line (the table
+ * is 64-byte aligned): a record index in the low tabib bits and a tag of the address's hash
+ * above them (8 bits below 2^24 records, none past 2^31); all ones is an empty slot, and a
+ * tag is never all ones. A key's home is a line; an entry sits in its home line or, when
+ * that is full, in the first line after it with room (so every line from its home up to
+ * its own is full). SSE2 compares turn a line into a bitmap of slots whose tag
+ * matches, or of empty slots, without a branch, so a lookup, insertion or deletion reads
+ * one line, rarely two; a match is confirmed on the record's address, which a free reads
+ * next anyway. The table is at most half full, so a home line (8 entries expected of 16) is
+ * rarely full: at 100,000 live blocks it is 1 MiB, where 8-byte slots with 32-bit tags
+ * filled to 2/3 took 2 MiB, which with the records outgrew the caches of the development
+ * machine; filled to 7/8 instead, lines of 8 such slots were full so often that overflow
+ * and deletion repair cost ~150 instructions and 3 mispredicted branches per alloc+free. */
+#define TAB_LINE 16u /* slots per 64-byte line */
+#define TAB_EMPTY UINT32_MAX
+#define TAB_FILL(n, cap) ((n) * 2 > (cap))
+#define TAB_TAG_MIN_BITS 8u
+
+static inline uint64_t tab_hash(uint64_t addr) { return (addr >> BFC_SHIFT) * 0x9E3779B97F4A7C15ull; }
+
+/* First slot of the home line of hash h, for 2^(64 - shift) lines. */
+static inline size_t tab_home(unsigned shift, uint64_t h) { return (size_t)(h >> shift) * TAB_LINE; }
+
+/* The tag bits (under hi) of hash h: bits 8 + ib .. 39 of h, which the home line (the top
+ * bits) does not use below 2^24 lines; all ones becomes 0. */
+static inline uint32_t tab_tag(uint32_t hi, uint64_t h) {
+    uint32_t t = (uint32_t)(h >> 8) & hi;
+    return t == hi ? 0 : t;
+}
+
+/* Index bits for records 0 .. chcap - 1: at least 32 - TAB_TAG_MIN_BITS, and enough that
+ * no slot is all ones (chcap < 2^ib; past 2^31 records the tag has no bits). */
+static unsigned tab_ib(size_t chcap) {
+    unsigned ib = 32 - TAB_TAG_MIN_BITS;
+    while (ib < 32 && (uint64_t)chcap >= (1ull << ib)) ib++;
+    return ib;
+}
+
+#if defined(__SSE2__)
+/* Bit k: (line[k] & hi) == tag (an empty slot matches only when hi is 0). */
+static inline unsigned tab_match(const uint32_t *line, uint32_t tag, uint32_t hi) {
+    const __m128i *v = (const __m128i *)(const void *)line;
+    __m128i h = _mm_set1_epi32((int)hi), t = _mm_set1_epi32((int)tag);
+    __m128i m01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v), h), t),
+                                  _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + 1), h), t));
+    __m128i m23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + 2), h), t),
+                                  _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + 3), h), t));
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(m01, m23));
+}
+
+/* Bit k: slot line[k] is empty. */
+static inline unsigned tab_empty(const uint32_t *line) {
+    const __m128i *v = (const __m128i *)(const void *)line;
+    __m128i ones = _mm_set1_epi32(-1);
+    __m128i e01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), ones), _mm_cmpeq_epi32(_mm_load_si128(v + 1), ones));
+    __m128i e23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), ones), _mm_cmpeq_epi32(_mm_load_si128(v + 3), ones));
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(e01, e23));
+}
+#else
+static inline unsigned tab_match(const uint32_t *line, uint32_t tag, uint32_t hi) {
+    unsigned m = 0;
+    for (unsigned k = 0; k < TAB_LINE; k++) m |= (unsigned)((line[k] & hi) == tag) << k;
+    return m;
+}
+
+static inline unsigned tab_empty(const uint32_t *line) {
+    unsigned e = 0;
+    for (unsigned k = 0; k < TAB_LINE; k++) e |= (unsigned)(line[k] == TAB_EMPTY) << k;
+    return e;
+}
+#endif
+
+/* Into the first line from home with room; the table has one. */
+static inline uint32_t *tab_place(uint32_t *t, size_t mask, size_t home) {
+    unsigned e;
+    while (HBMI_UNLIKELY(!(e = tab_empty(&t[home])))) home = (home + TAB_LINE) & mask;
+    return &t[home + (unsigned)__builtin_ctz(e)];
+}
+
+/* The home line of the entry in slot value v. */
+static inline size_t tab_home_of(const bfc *b, uint32_t v) {
+    return tab_home(b->tabshift, tab_hash(ch_addr(&b->ch[v & ~b->tabhi])));
+}
+
+/* Rebuild the table with ncap slots and ib index bits; on failure nothing changes. */
+static hbm_status tab_rebuild(bfc *b, size_t ncap, unsigned ib) {
+    void *raw = hbmi_malloc(ncap * sizeof(uint32_t) + 64);
+    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
+    uint32_t *nt = (uint32_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    memset(nt, 0xff, ncap * sizeof *nt);
+    unsigned shift = 64 - bfc_log2(ncap / TAB_LINE);
+    uint32_t hi = ib >= 32 ? 0 : UINT32_MAX << ib;
+    for (size_t i = 0; i < b->tabcap; i++) {
+        if (b->tab[i] == TAB_EMPTY) continue;
+        uint32_t idx = b->tab[i] & ~b->tabhi;
+        uint64_t h = tab_hash(ch_addr(&b->ch[idx]));
+        *tab_place(nt, ncap - 1, tab_home(shift, h)) = tab_tag(hi, h) | idx;
+    }
+    hbmi_free(b->tabraw);
+    b->tabraw = raw;
+    b->tab = nt;
+    b->tabcap = ncap;
+    b->tabshift = shift;
+    b->tabib = ib;
+    b->tabhi = hi;
+    return HBM_OK;
+}
+
+/* Room for n entries. */
+static hbm_status tab_reserve(bfc *b, size_t n) {
+    if (!TAB_FILL(n, b->tabcap)) return HBM_OK;
+    size_t ncap = b->tabcap ? b->tabcap : 64;
+    while (TAB_FILL(n, ncap)) ncap *= 2;
+    return tab_rebuild(b, ncap, b->tabib);
+}
+
+/* The slot of live address addr, or NULL. */
+static inline uint32_t *tab_find(const bfc *b, uint64_t addr) {
+    if (!b->tabcap) return NULL;
+    uint64_t h = tab_hash(addr);
+    uint32_t hi = b->tabhi, tag = tab_tag(hi, h);
+    size_t mask = b->tabcap - 1, line = tab_home(b->tabshift, h);
+    for (;;) {
+        for (unsigned m = tab_match(&b->tab[line], tag, hi); m; m &= m - 1) {
+            uint32_t *s = &b->tab[line + (unsigned)__builtin_ctz(m)];
+            if (*s != TAB_EMPTY && ch_addr(&b->ch[*s & ~hi]) == addr) return s;
+        }
+        if (tab_empty(&b->tab[line])) return NULL; /* a line with room ends every probe that reaches it */
+        line = (line + TAB_LINE) & mask;
+    }
+}
+
+/* Needs tab_reserve first. */
+static inline void tab_put(bfc *b, uint64_t addr, uint32_t idx) {
+    uint64_t h = tab_hash(addr);
+    *tab_place(b->tab, b->tabcap - 1, tab_home(b->tabshift, h)) = tab_tag(b->tabhi, h) | idx;
+    b->tabcount++;
+}
+
+/* Empty slot s. If its line was full, entries of later lines may have passed through it:
+ * the first one found whose probe did (home line at or before the hole's, cyclically)
+ * moves into the hole, which moves to where it was; this ends at a line that had room.
+ * (Only this rare repair reads records, for the homes of the entries it considers.) */
+static void tab_del(bfc *b, uint32_t *s) {
+    size_t mask = b->tabcap - 1, hole = (size_t)(s - b->tab), hl = hole & ~(size_t)(TAB_LINE - 1), line = hl;
+    *s = TAB_EMPTY;
+    b->tabcount--;
+    if (HBMI_LIKELY(tab_empty(&b->tab[hl]) != (1u << (hole - hl)))) return; /* the line had room */
+    for (;;) {
+        line = (line + TAB_LINE) & mask;
+        unsigned e = tab_empty(&b->tab[line]);
+        for (unsigned m = ~e & 0xffffu; m; m &= m - 1) {
+            size_t q = line + (unsigned)__builtin_ctz(m);
+            size_t home = tab_home_of(b, b->tab[q]);
+            if (((line - home) & mask) >= ((line - hl) & mask)) { /* its probe passed the hole */
+                b->tab[hole] = b->tab[q];
+                b->tab[q] = TAB_EMPTY;
+                hole = q;
+                hl = line;
+                break;
+            }
+        }
+        if (e) return; /* this line had room: no probe goes past it */
+    }
+}
+
 /* ---- chunk records ----------------------------------------------------------------------- */
 
 static hbm_status rec_reserve(bfc *b, size_t k) {
@@ -207,7 +373,15 @@ static hbm_status rec_reserve(bfc *b, size_t k) {
     size_t cap = b->chcap ? b->chcap : 64;
     while (cap < need) cap *= 2;
     if (cap > MAX_RECORDS) cap = MAX_RECORDS;
-    hbm_status s = hbmi_grow((void **)&b->tags, &b->tagcap, cap, sizeof *b->tags); /* as many */
+    /* an index wide enough for the new records first: if it fails, nothing has changed */
+    unsigned ib = tab_ib(cap);
+    hbm_status s = HBM_OK;
+    if (ib != b->tabib) {
+        if (b->tabcap) s = tab_rebuild(b, b->tabcap, ib);
+        else b->tabib = ib, b->tabhi = ib >= 32 ? 0 : UINT32_MAX << ib;
+        if (s) return s;
+    }
+    s = hbmi_grow((void **)&b->tags, &b->tagcap, cap, sizeof *b->tags); /* as many */
     if (s) return s;
     /* aligned by hand so that no record straddles two cache lines */
     void *raw = hbmi_malloc(cap * sizeof *b->ch + 64);
@@ -239,124 +413,6 @@ static void rec_release(bfc *b, uint32_t i) {
     b->ch[i].fnext = b->unused_head;
     b->unused_head = i;
     b->nunused++;
-}
-
-/* ---- live address index ----------------------------------------------------------------- */
-
-/* Linear probing a cache line at a time: the table is 64-byte aligned, a tag's home is a
- * line of 8 slots, and an entry sits in its home line or, when that is full, in the first
- * line after it with room (so every line from its home up to its own is full). A line's
- * empty and matching slots become one bitmap without a branch (SSE2 compares where there
- * are), so a lookup, insertion or deletion reads one line, rarely two, and rarely branches
- * on what it finds: a slot-by-slot probe ended after a random number of slots, and its
- * exit branch was mispredicted ~2.8 times per alloc+free pair at 100,000 live blocks.
- * Since a probe costs one line whatever the number of slots it compares, the table is
- * filled up to 4/5 (1 MiB at 100,000 live blocks, where 2/3 with slot-by-slot probing took
- * 2 MiB). */
-#define TAB_LINE 8u       /* slots per 64-byte line */
-#define TAB_EVEN 0x5555u  /* bit 2k of a line bitmap: slot k */
-#define TAB_FILL(n, cap) ((n) * 3 > (cap) * 2)
-
-static inline uint32_t tab_tag(uint64_t addr) { return (uint32_t)(addr >> BFC_SHIFT); }
-
-/* First slot of the home line of tag, for 2^(64 - shift) lines. */
-static inline size_t tab_home(unsigned shift, uint32_t tag) {
-    return (size_t)(((uint64_t)tag * 0x9E3779B97F4A7C15ull) >> shift) * TAB_LINE;
-}
-
-/* Bit 2k: slot line[k] holds tag (meaningless if it is empty); bit 2k + 1: it is empty. */
-static inline unsigned tab_line(const bfc_slot *line, uint32_t tag) {
-#if defined(__SSE2__)
-    const __m128i *v = (const __m128i *)(const void *)line;
-    __m128i key = _mm_set_epi32(-1, (int)tag, -1, (int)tag); /* slot = {tag, idx}: idx NONE = empty */
-    __m128i c01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), key), _mm_cmpeq_epi32(_mm_load_si128(v + 1), key));
-    __m128i c23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), key), _mm_cmpeq_epi32(_mm_load_si128(v + 3), key));
-    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(c01, c23));
-#else
-    unsigned r = 0;
-    for (unsigned k = 0; k < TAB_LINE; k++)
-        r |= (unsigned)(line[k].tag == tag) << (2 * k) | (unsigned)(line[k].idx == NONE) << (2 * k + 1);
-    return r;
-#endif
-}
-
-/* Bit 2k: slot line[k] is empty. */
-static inline unsigned tab_empty(const bfc_slot *line) { return (tab_line(line, 0) >> 1) & TAB_EVEN; }
-
-/* Into the first line from home with room; the table has one. */
-static inline bfc_slot *tab_place(bfc_slot *t, size_t mask, size_t home) {
-    unsigned e;
-    while (HBMI_UNLIKELY(!(e = tab_empty(&t[home])))) home = (home + TAB_LINE) & mask;
-    return &t[home + (unsigned)__builtin_ctz(e) / 2];
-}
-
-static hbm_status tab_reserve(bfc *b, size_t n) {
-    if (!TAB_FILL(n, b->tabcap)) return HBM_OK;
-    size_t ncap = b->tabcap ? b->tabcap : 64;
-    while (TAB_FILL(n, ncap)) ncap *= 2;
-    void *raw = hbmi_malloc(ncap * sizeof(bfc_slot) + 64);
-    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
-    bfc_slot *nt = (bfc_slot *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-    memset(nt, 0xff, ncap * sizeof *nt);
-    unsigned shift = 64 - bfc_log2(ncap / TAB_LINE);
-    for (size_t i = 0; i < b->tabcap; i++)
-        if (b->tab[i].idx != NONE) *tab_place(nt, ncap - 1, tab_home(shift, b->tab[i].tag)) = b->tab[i];
-    hbmi_free(b->tabraw);
-    b->tabraw = raw;
-    b->tab = nt;
-    b->tabcap = ncap;
-    b->tabshift = shift;
-    return HBM_OK;
-}
-
-static inline bfc_slot *tab_find(const bfc *b, uint64_t addr) {
-    if (!b->tabcap) return NULL;
-    uint32_t tag = tab_tag(addr);
-    size_t mask = b->tabcap - 1, line = tab_home(b->tabshift, tag);
-    for (;;) {
-        unsigned r = tab_line(&b->tab[line], tag), e = (r >> 1) & TAB_EVEN;
-        for (unsigned m = r & TAB_EVEN & ~e; m; m &= m - 1) {
-            bfc_slot *s = &b->tab[line + (unsigned)__builtin_ctz(m) / 2];
-            if (ch_addr(&b->ch[s->idx]) == addr) return s;
-        }
-        if (e) return NULL; /* a line with room ends every probe that reaches it */
-        line = (line + TAB_LINE) & mask;
-    }
-}
-
-/* Needs tab_reserve first. */
-static inline void tab_put(bfc *b, uint64_t addr, uint32_t idx) {
-    uint32_t tag = tab_tag(addr);
-    bfc_slot *s = tab_place(b->tab, b->tabcap - 1, tab_home(b->tabshift, tag));
-    s->tag = tag;
-    s->idx = idx;
-    b->tabcount++;
-}
-
-/* Empty slot s. If its line was full, entries of later lines may have passed through it:
- * the first one found whose probe did (home line at or before the hole's, cyclically)
- * moves into the hole, which moves to where it was; this ends at a line that had room. */
-static void tab_del(bfc *b, bfc_slot *s) {
-    size_t mask = b->tabcap - 1, hole = (size_t)(s - b->tab), hl = hole & ~(size_t)(TAB_LINE - 1), line = hl;
-    s->idx = NONE;
-    b->tabcount--;
-    if (HBMI_LIKELY(tab_empty(&b->tab[hl]) != (1u << 2 * (hole - hl)))) return; /* the line had room */
-    for (;;) {
-        line = (line + TAB_LINE) & mask;
-        unsigned e = tab_empty(&b->tab[line]);
-        for (unsigned m = ~e & TAB_EVEN; m; m &= m - 1) {
-            size_t q = line + (unsigned)__builtin_ctz(m) / 2;
-            size_t home = tab_home(b->tabshift, b->tab[q].tag);
-            if (((line - home) & mask) >= ((line - hl) & mask)) { /* its probe passed the hole */
-                b->tab[hole] = b->tab[q];
-                b->tab[q].idx = NONE;
-                hole = q;
-                hl = line;
-                break;
-            }
-        }
-        if (e) return; /* this line had room: no probe goes past it */
-    }
 }
 
 /* ---- regions ---------------------------------------------------------------------------- */
@@ -542,7 +598,7 @@ static const bfc_region *region_of(const bfc *b, uint64_t addr) {
 
 static hbm_status bfc_free(void *self, uint64_t addr) {
     bfc *b = self;
-    bfc_slot *slot = tab_find(b, addr);
+    uint32_t *slot = tab_find(b, addr);
     if (HBMI_UNLIKELY(!slot)) {
         const bfc_region *g = region_of(b, addr);
         if (!g)
@@ -553,7 +609,7 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
                           "an address inside a block of region 0x%" PRIx64 "+%" PRIu64 ")",
                           addr, g->addr, g->size);
     }
-    uint32_t c = slot->idx;
+    uint32_t c = *slot & ~b->tabhi;
     bfc_chunk *k = &b->ch[c];
     /* both neighbours are read below, behind a branch on the first: start both misses now */
     if (k->next != NONE) __builtin_prefetch(&b->ch[k->next]);
@@ -688,8 +744,8 @@ static hbm_status bfc_check(void *self) {
                 nfree++;
                 if (cs > maxfree) maxfree = cs;
             } else if (ch_state(c) == CH_LIVE) {
-                bfc_slot *sl = tab_find(b, ca);
-                if (!sl || sl->idx != i) return CORRUPT("live chunk 0x%" PRIx64 " is not in the address index", ca);
+                uint32_t *sl = tab_find(b, ca);
+                if (!sl || (*sl & ~b->tabhi) != i) return CORRUPT("live chunk 0x%" PRIx64 " is not in the address index", ca);
                 if ((c->size & F_MASK) & ~(uint64_t)(F_LIVE | F_TAGGED))
                     return CORRUPT("live chunk 0x%" PRIx64 " has unknown flag bits 0x%" PRIx64, ca, c->size & F_MASK);
                 if ((c->size & F_TAGGED) && !b->tags[i]) return CORRUPT("live chunk 0x%" PRIx64 ": tagged with tag 0", ca);
@@ -715,13 +771,16 @@ static hbm_status bfc_check(void *self) {
         return CORRUPT("%" PRIu64 " chunks + %zu unused records != %zu records", nchunks, b->nunused, b->nch);
     if (nlive != b->tabcount) return CORRUPT("%" PRIu64 " live chunks, address index holds %zu", nlive, b->tabcount);
     size_t intab = 0;
+    if (b->tabhi != (b->tabib >= 32 ? 0 : UINT32_MAX << b->tabib) || b->tabib < tab_ib(b->chcap))
+        return CORRUPT("address index of %u index bits for %zu records", b->tabib, b->chcap);
     for (size_t i = 0; i < b->tabcap; i++) {
-        uint32_t k = b->tab[i].idx;
-        if (k == NONE) continue;
+        if (b->tab[i] == TAB_EMPTY) continue;
+        uint32_t k = b->tab[i] & ~b->tabhi;
         intab++;
-        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE || tab_tag(ch_addr(&b->ch[k])) != b->tab[i].tag)
-            return CORRUPT("address index slot %zu (tag 0x%" PRIx32 ") names record %u, which is not a live chunk "
-                           "with that tag", i, b->tab[i].tag, k);
+        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE ||
+            tab_tag(b->tabhi, tab_hash(ch_addr(&b->ch[k]))) != (b->tab[i] & b->tabhi))
+            return CORRUPT("address index slot %zu (0x%08" PRIx32 ") names record %u, which is not a live chunk "
+                           "with that tag", i, b->tab[i], k);
     }
     if (intab != b->tabcount) return CORRUPT("address index count %zu, %zu entries", b->tabcount, intab);
     const hbm_stats *t = &b->st;
@@ -771,6 +830,8 @@ hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
     b->quantum = q;
     b->release_on_oom = cfg->release_on_oom;
     b->unused_head = NONE;
+    b->tabib = tab_ib(0);
+    b->tabhi = UINT32_MAX << b->tabib;
     memset(b->heads, 0xff, sizeof b->heads);
     b->st.bytes_limit = bytes_limit;
     uint64_t initial = hbmi_align_up(cfg->initial_region ? cfg->initial_region : (2u << 20), q);
