@@ -1,0 +1,22 @@
+/* torch.h - hooks into the "torch" policy (PyTorch's CUDACachingAllocator) for trace
+ * replay: the twin reports each device-memory decision (segment_alloc / segment_free /
+ * segment_map / segment_unmap, as PyTorch's snapshot records them) and says which segment
+ * a live block belongs to. */
+#ifndef HBM_ALLOC_TORCH_H
+#define HBM_ALLOC_TORCH_H
+
+#include "alloc/alloc_internal.h"
+
+/* kind is an hbm_event_kind: HBM_EV_SEGMENT_ALLOC, _FREE, _MAP or _UNMAP. */
+typedef void (*hbmi_torch_event_fn)(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream);
+
+/* 1 if a runs the torch policy (not wrapped by the recorder). */
+int hbmi_torch_is(const hbm_allocator *a);
+void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user);
+/* The base of the segment holding the live block at addr (an expandable segment's
+ * virtual range base); 0 if addr is not a live block. */
+uint64_t hbmi_torch_segment_of(void *self, uint64_t addr);
+/* torch.cuda.empty_cache(): release every unsplit cached block, unmap free pages. */
+hbm_status hbmi_torch_empty_cache(void *self);
+
+#endif
