@@ -93,6 +93,9 @@ typedef struct torch {
     hbm_stats st;
     hbmi_torch_event_fn ev_fn;
     void *ev_user;
+    hbmi_torch_addr_fn addr_fn;
+    void *addr_user;
+    hbmi_map segdev; /* segment address -> device address, where addr_fn placed it */
 } torch;
 
 static const hbm_allocator_ops torch_ops;
@@ -219,8 +222,8 @@ static void insert_free(torch *t, uint32_t i) {
 
 static int is_split(const tblk *x) { return x->prev || x->next; }
 
-static void emit(torch *t, int kind, uint64_t addr, uint64_t size, uint64_t stream) {
-    if (t->ev_fn) t->ev_fn(t->ev_user, kind, addr, size, stream);
+static void emit(torch *t, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
+    if (t->ev_fn) t->ev_fn(t->ev_user, kind, addr, size, stream, seg);
 }
 
 static void reserved_add(torch *t, uint64_t n) {
@@ -296,8 +299,11 @@ static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t 
     x->small = p->small;
     x->live = 1;
     hbmi_map_init(&x->pages);
-    uint64_t span = npages * page;
-    x->base = hbmi_align_up(atomic_fetch_add(&torch_va_next, span + 2 * page), page);
+    uint64_t span = npages * page, at;
+    if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_MAP, size < span ? hbmi_align_up(size, page) : span, span, &at))
+        x->base = at;
+    else
+        x->base = hbmi_align_up(atomic_fetch_add(&torch_va_next, span + 2 * page), page);
     uint32_t c = new_block(t);
     t->b[c] = (tblk){.addr = x->base, .size = span, .stream = stream, .seg = x->base, .es = e + 1,
                      .state = T_UNMAPPED, .small = (uint8_t)p->small};
@@ -348,7 +354,7 @@ static hbm_status map_block(torch *t, uint32_t i, uint64_t size) {
     try_merge(t, i, t->b[i].next);
     insert_free(t, i);
     reserved_add(t, mapped);
-    emit(t, HBM_EV_SEGMENT_MAP, at, mapped, t->b[i].stream);
+    emit(t, HBM_EV_SEGMENT_MAP, at, mapped, t->b[i].stream, t->b[i].seg);
     return HBM_OK;
 }
 
@@ -411,7 +417,7 @@ static hbm_status unmap_block(torch *t, uint32_t i) {
     set_insert(t, &p->unmapped, 0, i);
     release_pages(t, x, lo, hi);
     reserved_sub(t, n);
-    emit(t, HBM_EV_SEGMENT_UNMAP, at, n, t->b[i].stream);
+    emit(t, HBM_EV_SEGMENT_UNMAP, at, n, t->b[i].stream, t->b[i].seg);
     return HBM_OK;
 }
 
@@ -429,8 +435,10 @@ static void release_expandable(torch *t, uint32_t i) {
 /* release_block: cudaFree of an unsplit cached block */
 static void release_block(torch *t, uint32_t i) {
     tblk *x = &t->b[i];
-    emit(t, HBM_EV_SEGMENT_FREE, x->addr, x->size, x->stream);
-    hbm_device_free(t->dev, x->addr);
+    emit(t, HBM_EV_SEGMENT_FREE, x->addr, x->size, x->stream, x->seg);
+    uint64_t dev_addr = x->addr;
+    hbmi_map_del(&t->segdev, x->addr, &dev_addr);
+    hbm_device_free(t->dev, dev_addr);
     set_erase(t, &pool_of(t, i)->blocks, 1, i);
     reserved_sub(t, t->b[i].size);
     t->nsegments--;
@@ -444,15 +452,20 @@ static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size
         return hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
     if (t->expandable) return alloc_expandable(t, p, stream, size, out);
     hbm_status s = reserve(t, 1);
-    uint64_t addr;
+    uint64_t addr, at;
+    if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
     if (!s) s = hbm_device_alloc(t->dev, alloc_size, &addr);
     if (s) return s;
+    if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_ALLOC, alloc_size, alloc_size, &at)) {
+        hbmi_map_put(&t->segdev, at, addr);
+        addr = at;
+    }
     uint32_t i = new_block(t);
     t->b[i] = (tblk){.addr = addr, .size = alloc_size, .stream = stream, .seg = addr, .small = (uint8_t)p->small,
                      .state = T_FREE};
     t->nsegments++;
     reserved_add(t, alloc_size);
-    emit(t, HBM_EV_SEGMENT_ALLOC, addr, alloc_size, stream);
+    emit(t, HBM_EV_SEGMENT_ALLOC, addr, alloc_size, stream, addr);
     *out = i;
     return HBM_OK;
 }
@@ -811,8 +824,13 @@ static hbm_status torch_walk(void *self, int (*fn)(void *, const hbm_block *, ui
 
 static void torch_destroy(void *self) {
     torch *t = self;
-    for (uint32_t i = 0; i < t->nb; i++) /* cudaMalloc segments: their first block */
-        if (t->b[i].state != T_UNUSED && !t->b[i].es && !t->b[i].prev) hbm_device_free(t->dev, t->b[i].addr);
+    for (uint32_t i = 0; i < t->nb; i++) { /* cudaMalloc segments: their first block */
+        uint64_t a = t->b[i].addr;
+        if (t->b[i].state == T_UNUSED || t->b[i].es || t->b[i].prev) continue;
+        hbmi_map_get(&t->segdev, a, &a);
+        hbm_device_free(t->dev, a);
+    }
+    hbmi_map_destroy(&t->segdev);
     for (size_t k = 0; k < t->nes; k++) {
         if (!t->es[k].live) continue;
         for (size_t j = 0; j < t->es[k].pages.cap; j++)
@@ -863,6 +881,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     t->st.bytes_limit = t->set_fraction ? bytes_limit : dtotal;
     t->pool[1].small = 1;
     hbmi_map_init(&t->live);
+    hbmi_map_init(&t->segdev);
     if ((s = reserve(t, 8))) {
         torch_destroy(t);
         return s;
@@ -880,6 +899,12 @@ void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user) {
     torch *t = self;
     t->ev_fn = fn;
     t->ev_user = user;
+}
+
+void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user) {
+    torch *t = self;
+    t->addr_fn = fn;
+    t->addr_user = user;
 }
 
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {

@@ -7,8 +7,19 @@
 
 #include "alloc/alloc_internal.h"
 
-/* kind is an hbm_event_kind: HBM_EV_SEGMENT_ALLOC, _FREE, _MAP or _UNMAP. */
-typedef void (*hbmi_torch_event_fn)(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream);
+/* kind is an hbm_event_kind: HBM_EV_SEGMENT_ALLOC, _FREE, _MAP or _UNMAP; seg the base of
+ * the segment (the virtual range's base for _MAP and _UNMAP). */
+typedef void (*hbmi_torch_event_fn)(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream,
+                                    uint64_t seg);
+
+/* Where PyTorch's cudaMalloc put a segment, for a replay that wants the twin's address
+ * order (best fit breaks ties by address) to be the recorded one: kind HBM_EV_SEGMENT_ALLOC
+ * (a segment of size bytes) or HBM_EV_SEGMENT_MAP (the virtual range of a new expandable
+ * segment, span bytes, whose first size bytes are being mapped). Return 1 and *addr to
+ * place it there (the device memory is still taken from the device), 0 for the device's
+ * own address. */
+typedef int (*hbmi_torch_addr_fn)(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr);
+void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user);
 
 /* 1 if a runs the torch policy (not wrapped by the recorder). */
 int hbmi_torch_is(const hbm_allocator *a);

@@ -1,0 +1,76 @@
+/* hbm/replay_torch.h - how closely the "torch" policy follows PyTorch's real allocator on
+ * a recorded snapshot.
+ *
+ * A PyTorch memory snapshot records, besides each alloc and free, every decision of the
+ * caching allocator about device memory: segment_alloc / segment_free (cudaMalloc /
+ * cudaFree) and segment_map / segment_unmap (pages of an expandable segment). Replaying
+ * the allocs and frees through allocator=torch (its twin) and comparing its own segment
+ * events with those says whether the twin made the same decisions, and comparing where
+ * each allocation lands says whether it placed every block where PyTorch did.
+ *
+ *   hbm_trace *t;  hbm_trace_load("snapshot.pickle", &t);
+ *   hbm_torch_match m;
+ *   hbm_replay_torch_match(t, NULL, NULL, &m);   // the recorded settings, inferred device
+ *   printf("%llu of %llu segment events\n", m.segments_same, m.segments_recorded);
+ *
+ * Rules of the comparison:
+ *   - the recorded segment events that precede an alloc (since the previous alloc) are the
+ *     real allocator's decisions inside that malloc; the twin's events during the same
+ *     malloc are compared with them pairwise, in order: a recorded event is reproduced when
+ *     the twin's event at its position has the same kind and size;
+ *   - a run of recorded segment_free / segment_unmap events that no segment_alloc,
+ *     segment_map or oom follows is a torch.cuda.empty_cache() call of the program: the
+ *     twin empties its cache there too, and its events are compared with the run;
+ *   - an alloc matches when the twin puts it in the segment that corresponds to the
+ *     recorded one (the segments paired by the matched segment_alloc / segment_map events)
+ *     at the same offset from the segment's base (an expandable segment's base is the
+ *     start of its virtual range);
+ *   - blocks are freed at free_completed (PyTorch returns them to the cache then).
+ * The history must start at the program's start (mid-run snapshots need the allocator
+ * state rebuilt from their segments first: not done here).
+ */
+#ifndef HBM_REPLAY_TORCH_H
+#define HBM_REPLAY_TORCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hbm/status.h"
+#include "hbm/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hbm_torch_match {
+    char config[256];           /* the twin's configuration */
+    char device[64];            /* the simulated device it ran on */
+    uint64_t segments_recorded; /* recorded segment_alloc/free/map/unmap events */
+    uint64_t segments_same;     /* ... reproduced by the twin in order, kind and size */
+    uint64_t segments_twin;     /* segment events the twin made */
+    uint64_t allocs;            /* recorded allocations (the twin's successes included) */
+    uint64_t allocs_same;       /* ... placed at the recorded offset of the corresponding segment */
+    uint64_t allocs_before_history; /* recorded allocs in a segment the history never allocates
+                                       (it existed before the history began; never the same) */
+    uint64_t ooms_recorded, ooms_twin; /* OOM events: recorded; the twin's failed allocations */
+    uint64_t empty_cache_calls; /* empty_cache() calls inferred from the history */
+    int64_t first_segment_diff; /* event index of the first recorded segment event not reproduced, -1 */
+    int64_t first_alloc_diff;   /* event index of the first alloc placed elsewhere, -1 */
+    uint64_t peak_reserved_recorded, peak_reserved_twin;
+} hbm_torch_match;
+
+/* Replay t through allocator=torch and compare. config: extra config items for the twin
+ * ("max_split_size_mb=128", ...); NULL = the recorded settings (expandable_segments when
+ * the history has segment_map events). device_spec: NULL = a sim: device with the
+ * history's peak reserved bytes as its capacity (so cudaMalloc fails where the real one
+ * must have: every recorded success fits, and a recorded retry needs more). */
+hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
+
+/* "segments 22/22 (100.0%), addresses 782/782 (100.0%)" or the JSON object
+ * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
+hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

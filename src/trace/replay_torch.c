@@ -1,0 +1,284 @@
+/* replay_torch.c - replay a PyTorch snapshot's history through allocator=torch and count
+ * how many of the real allocator's segment decisions and block placements the twin
+ * reproduces (hbm/replay_torch.h says how events are paired). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "alloc/torch.h"
+#include "hbm/replay_torch.h"
+#include "trace/trace_internal.h"
+
+typedef struct twin_ev {
+    int kind;
+    uint64_t addr, size, seg;
+} twin_ev;
+
+typedef struct match_ctx {
+    const hbm_trace *t;
+    hbm_torch_match *m;
+    twin_ev *tw; /* the twin's segment events during the current call */
+    size_t ntw, captw;
+    hbm_status err;
+    hbmi_map segbase; /* twin segment base -> recorded segment base */
+    const size_t *pend; /* the recorded segment events of the current call */
+    size_t npend, ocur; /* ocur: the first one place_segment has not used */
+    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
+    size_t nrec, caprec;
+    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
+    size_t nheld, capheld;
+} match_ctx;
+
+/* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
+static int range_find(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
+    for (size_t k = 0; k < n; k++)
+        if (addr < r[2 * k] + r[2 * k + 1] && r[2 * k] < addr + size) return 1;
+    return 0;
+}
+
+static void range_add(match_ctx *c, uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
+    if (c->err || (c->err = hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r))) return;
+    (*r)[2 * *n] = addr, (*r)[2 * *n + 1] = size, ++*n;
+}
+
+static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
+    for (size_t k = 0; k < *n; k++)
+        if (r[2 * k] == addr) {
+            --*n;
+            r[2 * k] = r[2 * *n], r[2 * k + 1] = r[2 * *n + 1];
+            return;
+        }
+}
+
+static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
+static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
+static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
+
+/* The twin's segment goes where PyTorch's went when the recorded event at the same
+ * position of this call is the same decision, so best fit meets the same address order. */
+static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr) {
+    match_ctx *c = user;
+    size_t q = c->ocur;
+    while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
+    if (q == c->npend) return 0;
+    const hbm_trace_event *r = &c->t->events[c->pend[q]];
+    if (held_overlaps(c, r->addr, span)) return 0;
+    if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
+    c->ocur = q + 1;
+    *addr = r->addr;
+    return 1;
+}
+
+static int is_segment_event(int k) {
+    return k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP;
+}
+
+static void on_twin_event(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
+    match_ctx *c = user;
+    (void)stream;
+    if (c->err) return;
+    if ((c->err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
+    c->tw[c->ntw++] = (twin_ev){kind, addr, size, seg};
+    if (kind == HBM_EV_SEGMENT_ALLOC) held_add(c, addr, size);
+    else if (kind == HBM_EV_SEGMENT_FREE) held_del(c, addr);
+}
+
+/* Pair the recorded segment events rec[0..n) with the twin's, in order: each twin event
+ * takes the next recorded one of the same kind and size (an extra event on either side
+ * does not shift the pairing of the others). */
+static void compare(match_ctx *c, const size_t *rec, size_t n) {
+    size_t k = 0, done = 0;
+    for (size_t j = 0; j < c->ntw; j++) {
+        const twin_ev *w = &c->tw[j];
+        size_t q = k;
+        while (q < n && (c->t->events[rec[q]].kind != w->kind || c->t->events[rec[q]].size != w->size)) q++;
+        if (q == n) continue; /* the twin's own decision */
+        const hbm_trace_event *r = &c->t->events[rec[q]];
+        for (; k < q; k++)
+            if (c->m->first_segment_diff < 0) c->m->first_segment_diff = (int64_t)rec[k];
+        k = q + 1;
+        done++;
+        uint64_t rbase = r->addr - (w->addr - w->seg); /* the recorded segment's base */
+        if ((w->kind == HBM_EV_SEGMENT_ALLOC || w->kind == HBM_EV_SEGMENT_MAP) && !hbmi_map_get(&c->segbase, w->seg, NULL) &&
+            !c->err)
+            c->err = hbmi_map_put(&c->segbase, w->seg, rbase);
+    }
+    if (k < n && c->m->first_segment_diff < 0) c->m->first_segment_diff = (int64_t)rec[k];
+    c->m->segments_same += done;
+    c->m->segments_twin += c->ntw;
+    c->ntw = 0;
+    c->ocur = 0;
+}
+
+/* For each event, 1 when it starts a run of segment_free / segment_unmap events that no
+ * segment_alloc / segment_map / oom follows: the program called empty_cache(). */
+static hbm_status find_empty_cache_runs(const hbm_trace *t, uint8_t **out) {
+    uint8_t *mark = hbmi_calloc(t->count + 1, 1);
+    if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    for (size_t i = 0; i < t->count;) {
+        int k = t->events[i].kind;
+        if (k != HBM_EV_SEGMENT_FREE && k != HBM_EV_SEGMENT_UNMAP) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP)) j++;
+        int next = j < t->count ? t->events[j].kind : 0;
+        if (next != HBM_EV_SEGMENT_ALLOC && next != HBM_EV_SEGMENT_MAP && next != HBM_EV_OOM) mark[i] = 1;
+        i = j;
+    }
+    *out = mark;
+    return HBM_OK;
+}
+
+static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t twin_addr, size_t i) {
+    uint64_t tbase = hbmi_torch_segment_of(self, twin_addr), rbase;
+    if (tbase && hbmi_map_get(&c->segbase, tbase, &rbase) && rec_addr >= rbase && rec_addr - rbase == twin_addr - tbase)
+        c->m->allocs_same++;
+    else if (c->m->first_alloc_diff < 0)
+        c->m->first_alloc_diff = (int64_t)i;
+}
+
+static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map) {
+    c->pend = pending;
+    const hbm_trace *t = c->t;
+    hbm_torch_match *m = c->m;
+    void *self = a->self;
+    const hbm_allocator_ops *ops = a->ops;
+    size_t npend = 0;
+    hbmi_map live; /* recorded address -> twin address + 1 */
+    hbmi_map_init(&live);
+    hbm_status s = HBM_OK;
+    hbm_stats st;
+    hbmi_torch_set_event_fn(self, on_twin_event, c);
+    hbmi_torch_set_addr_fn(self, place_segment, c);
+    for (size_t i = 0; i < t->count && !s && !c->err; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(c->rec, &c->nrec, e->addr);
+        if (is_segment_event(e->kind)) {
+            m->segments_recorded++;
+            if (!empty_run[i]) {
+                pending[npend++] = i;
+                continue;
+            }
+            compare(c, pending, npend); /* decisions not followed by an alloc */
+            npend = 0;
+            size_t j = i;
+            while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP))
+                pending[npend++] = j++;
+            m->segments_recorded += j - i - 1;
+            m->empty_cache_calls++;
+            c->npend = npend;
+            c->ocur = 0;
+            if ((s = hbmi_torch_empty_cache(self))) break;
+            compare(c, pending, npend);
+            npend = 0;
+            i = j - 1;
+        } else if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
+            uint64_t size = e->requested ? e->requested : e->size, addr = 0;
+            if (!size) continue;
+            if (e->kind == HBM_EV_ALLOC) m->allocs++;
+            else m->ooms_recorded++;
+            c->ntw = c->ocur = 0;
+            c->npend = npend;
+            hbm_status as = ops->alloc_stream(self, size, NULL, 0, e->stream, &addr);
+            compare(c, pending, npend);
+            npend = 0;
+            if (as == HBM_ERR_OOM) {
+                m->ooms_twin++;
+                if (e->kind == HBM_EV_ALLOC && m->first_alloc_diff < 0) m->first_alloc_diff = (int64_t)i;
+                continue;
+            }
+            if (as) {
+                s = as;
+                break;
+            }
+            if (e->kind == HBM_EV_OOM) { /* the program died here; the twin did not: give it back */
+                s = ops->free_stream(self, addr, e->stream);
+                continue;
+            }
+            if (!has_map && !range_find(c->rec, c->nrec, e->addr, 1)) m->allocs_before_history++;
+            alloc_placed(c, self, e->addr, addr, i);
+            if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
+                ops->stats(self, &st);
+                if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
+            }
+        } else if (e->kind == HBM_EV_FREE) {
+            uint64_t addr;
+            if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
+        }
+    }
+    if (!s) compare(c, pending, npend); /* decisions after the last alloc */
+    hbmi_torch_set_event_fn(self, NULL, NULL);
+    hbmi_torch_set_addr_fn(self, NULL, NULL);
+    hbmi_map_destroy(&live);
+    return s ? s : c->err;
+}
+
+static uint64_t recorded_peak(const hbm_trace *t, int *has_map) {
+    uint64_t cur = 0, peak = 0;
+    *has_map = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_MAP || e->kind == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
+        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) cur += e->size;
+        else if ((e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP) && cur >= e->size) cur -= e->size;
+        if (cur > peak) peak = cur;
+    }
+    return peak;
+}
+
+hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->first_segment_diff = out->first_alloc_diff = -1;
+    int has_map;
+    out->peak_reserved_recorded = recorded_peak(t, &has_map);
+    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
+    else if (out->peak_reserved_recorded) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, out->peak_reserved_recorded);
+    else snprintf(out->device, sizeof out->device, "sim:80GiB");
+    snprintf(out->config, sizeof out->config, "allocator=torch%s%s%s", has_map ? ",expandable_segments=true" : "",
+             config && *config ? "," : "", config ? config : "");
+    hbm_device *dev = NULL;
+    hbm_allocator *a = NULL;
+    uint8_t *empty_run = NULL;
+    size_t *pending = NULL;
+    match_ctx c = {.t = t, .m = out};
+    hbmi_map_init(&c.segbase);
+    hbm_status s = hbm_device_open(out->device, &dev);
+    if (!s) s = hbm_allocator_open(dev, out->config, &a);
+    if (!s && !hbmi_torch_is(a))
+        s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
+    if (!s) s = find_empty_cache_runs(t, &empty_run);
+    if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    if (!s) s = run(&c, a, empty_run, pending, has_map);
+    hbmi_free(pending);
+    hbmi_free(empty_run);
+    hbmi_free(c.tw);
+    hbmi_free(c.held);
+    hbmi_free(c.rec);
+    hbmi_map_destroy(&c.segbase);
+    hbm_allocator_close(a);
+    hbm_device_close(dev);
+    return s;
+}
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
+
+hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
+    if (!m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_write: NULL argument");
+    if (json) {
+        fprintf(f,
+                "{\"segments\": [%" PRIu64 ", %" PRIu64 "], \"addresses\": [%" PRIu64 ", %" PRIu64 "], \"twin_segment_events\": %" PRIu64
+                ", \"ooms\": [%" PRIu64 ", %" PRIu64 "], \"empty_cache_calls\": %" PRIu64 ", \"first_segment_diff\": %" PRId64
+                ", \"first_address_diff\": %" PRId64 ", \"allocs_in_segments_before_history\": %" PRIu64 "}",
+                m->segments_same, m->segments_recorded, m->allocs_same, m->allocs, m->segments_twin, m->ooms_twin,
+                m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
+        return HBM_OK;
+    }
+    fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%), addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same,
+            m->segments_recorded, pct(m->segments_same, m->segments_recorded), m->allocs_same, m->allocs,
+            pct(m->allocs_same, m->allocs));
+    return HBM_OK;
+}
