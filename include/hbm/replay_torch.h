@@ -70,6 +70,27 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
 hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
 
+/* What the real allocator did, from the snapshot's own segment events: its peak reserved
+ * bytes, the bytes requested by live allocations at that moment (the history gives
+ * requested sizes, not PyTorch's rounded block sizes), the rest of the reserve, the live
+ * cudaMalloc segments then, and the first OOM. */
+typedef struct hbm_torch_recorded {
+    uint64_t peak_reserved;
+    int64_t peak_event;          /* event index of the peak, -1 if nothing was reserved */
+    uint64_t requested_at_peak;  /* bytes asked by the allocations live at the peak */
+    uint64_t unallocated_at_peak; /* peak_reserved - requested_at_peak */
+    uint64_t segments_at_peak;   /* cudaMalloc segments held at the peak (expandable: 0) */
+    int64_t oom_event;           /* first oom event, -1 if none */
+    uint64_t oom_bytes;
+} hbm_torch_recorded;
+
+hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
+
+/* For `hbm replay` of a PyTorch snapshot: the "recorded" line and the twin's match under
+ * the recorded settings, as text lines or as the JSON members
+ * "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
+hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
+
 #ifdef __cplusplus
 }
 #endif

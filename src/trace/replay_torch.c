@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc/torch.h"
+#include "hbm/size.h"
 #include "hbm/replay_torch.h"
 #include "trace/trace_internal.h"
 
@@ -280,5 +281,84 @@ hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
     fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%), addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same,
             m->segments_recorded, pct(m->segments_same, m->segments_recorded), m->allocs_same, m->allocs,
             pct(m->allocs_same, m->allocs));
+    return HBM_OK;
+}
+
+hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->peak_event = out->oom_event = -1;
+    hbmi_map live; /* address -> requested bytes */
+    hbmi_map_init(&live);
+    uint64_t reserved = 0, requested = 0, segments = 0, v;
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        switch (e->kind) {
+        case HBM_EV_ALLOC:
+            if (!(s = hbmi_map_put(&live, e->addr, e->requested ? e->requested : e->size)))
+                requested += e->requested ? e->requested : e->size;
+            break;
+        case HBM_EV_FREE:
+            if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
+            break;
+        case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
+        case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
+        case HBM_EV_SEGMENT_FREE: segments -= segments > 0; /* fall through */
+        case HBM_EV_SEGMENT_UNMAP: reserved -= reserved >= e->size ? e->size : reserved; break;
+        case HBM_EV_OOM:
+            if (out->oom_event < 0) out->oom_event = (int64_t)i, out->oom_bytes = e->requested;
+            break;
+        default: break;
+        }
+        if (reserved > out->peak_reserved) {
+            out->peak_reserved = reserved;
+            out->peak_event = (int64_t)i;
+            out->requested_at_peak = requested;
+            out->segments_at_peak = segments;
+        } else if (e->kind == HBM_EV_ALLOC && (int64_t)i == out->peak_event + 1) {
+            out->peak_event = (int64_t)i; /* PyTorch records a new segment just before its first alloc */
+            out->requested_at_peak = requested;
+        }
+    }
+    hbmi_map_destroy(&live);
+    out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
+    return s;
+}
+
+hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
+    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_replay_write: NULL argument");
+    hbm_torch_recorded r;
+    hbm_torch_match m;
+    hbm_status s = hbm_torch_recorded_get(t, &r);
+    if (!s) s = hbm_replay_torch_match(t, NULL, NULL, &m);
+    if (s) return s;
+    if (json) {
+        fprintf(f, ", \"recorded\": {\"peak_bytes_reserved\": %" PRIu64 ", \"peak_event\": %" PRId64
+                   ", \"requested_bytes_at_peak\": %" PRIu64 ", \"reserved_unallocated_at_peak\": %" PRIu64
+                   ", \"segments_at_peak\": %" PRIu64 ", \"oom\": ",
+                r.peak_reserved, r.peak_event, r.requested_at_peak, r.unallocated_at_peak, r.segments_at_peak);
+        if (r.oom_event >= 0) fprintf(f, "{\"event\": %" PRId64 ", \"bytes\": %" PRIu64 "}}", r.oom_event, r.oom_bytes);
+        else fputs("null}", f);
+        fputs(", \"match\": {\"config\": ", f);
+        hbmi_json_str(f, m.config);
+        fputs(", \"device\": ", f);
+        hbmi_json_str(f, m.device);
+        fputs(", \"result\": ", f);
+        hbm_torch_match_write(&m, f, 1);
+        fputc('}', f);
+        return HBM_OK;
+    }
+    char a[32], b[32], c[32];
+    fprintf(f, "\nrecorded by PyTorch: peak reserved %s at event %" PRId64 " (%s asked by live allocations, %s reserved "
+               "but unallocated), %" PRIu64 " segments; ",
+            hbm_size_xla((int64_t)r.peak_reserved, a), r.peak_event, hbm_size_xla((int64_t)r.requested_at_peak, b),
+            hbm_size_xla((int64_t)r.unallocated_at_peak, c), r.segments_at_peak);
+    if (r.oom_event >= 0) fprintf(f, "OOM at event %" PRId64 " (%s)\n", r.oom_event, hbm_size_xla((int64_t)r.oom_bytes, a));
+    else fputs("no OOM\n", f);
+    fprintf(f, "twin %s on %s: ", m.config, m.device);
+    hbm_torch_match_write(&m, f, 0);
+    if (m.allocs_before_history) fprintf(f, " (%" PRIu64 " in segments from before the history)", m.allocs_before_history);
+    fputc('\n', f);
     return HBM_OK;
 }
