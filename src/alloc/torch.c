@@ -710,6 +710,10 @@ static uint64_t largest_free(const torch *t) {
     for (int q = 0; q < 2; q++) { /* the last block of each stream's run is its largest */
         const tset *s = &t->pool[q].blocks;
         size_t k = s->n;
+        if (k && t->b[s->v[0]].stream == t->b[s->v[k - 1]].stream) { /* one stream: the last */
+            if (t->b[s->v[k - 1]].size > best) best = t->b[s->v[k - 1]].size;
+            continue;
+        }
         while (k) {
             const tblk *x = &t->b[s->v[k - 1]];
             if (x->size > best) best = x->size;
