@@ -49,6 +49,7 @@ typedef struct tblk {
     uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
     int64_t gc_base;   /* the pool's get_free_block count when it became free */
     uint32_t prev, next; /* address neighbours in the segment, index+1 */
+    uint32_t bprev, bnext; /* free blocks of the same stream and size, by address, index+1 */
     uint32_t tag_id;
     uint32_t es;       /* expandable segment index+1, 0 = a cudaMalloc segment */
     uint8_t state, small;
@@ -59,8 +60,27 @@ typedef struct tset { /* block indexes in key order */
     size_t n, cap;
 } tset;
 
+/* The free blocks of one stream in a pool, in PyTorch's order (size, address): one list per
+ * size up to 2 MiB (sizes are multiples of 512: 4096 of them) found with two bitmap
+ * levels, and a sorted array for larger blocks (few in practice). */
+#define F_CLASSES 4096
+#define F_BIN_MAX (2ull << 20)
+typedef struct fstream {
+    uint64_t stream;
+    uint64_t top;                /* bit w: bits[w] != 0 */
+    uint64_t bits[F_CLASSES / 64];
+    uint32_t head[F_CLASSES];    /* index+1 of the lowest-address block of each size */
+    tset big;                    /* blocks over 2 MiB by (size, addr) */
+    size_t n;
+} fstream;
+
+typedef struct fset { /* the streams in increasing order */
+    fstream **s;
+    size_t n, cap;
+} fset;
+
 typedef struct tpool {
-    tset blocks;   /* free mapped blocks by (stream, size, addr) */
+    fset blocks;   /* free mapped blocks by (stream, size, addr) */
     tset unmapped; /* unmapped ranges of expandable segments by (stream, addr) */
     int64_t gc_calls;
     int small;
@@ -143,7 +163,9 @@ static hbm_status reserve(torch *t, size_t extra) {
     size_t need = t->nb + extra;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
     for (int p = 0; p < 2 && !s; p++) {
-        s = hbmi_grow((void **)&t->pool[p].blocks.v, &t->pool[p].blocks.cap, need, sizeof(uint32_t));
+        const fset *f = &t->pool[p].blocks;
+        for (size_t k = 0; k < f->n && !s; k++)
+            s = hbmi_grow((void **)&f->s[k]->big.v, &f->s[k]->big.cap, need, sizeof(uint32_t));
         if (!s) s = hbmi_grow((void **)&t->pool[p].unmapped.v, &t->pool[p].unmapped.cap, need, sizeof(uint32_t));
     }
     if (!s) s = hbmi_map_reserve(&t->live, t->live.count + extra);
@@ -212,12 +234,165 @@ static void set_erase(torch *t, tset *s, int by_size, uint32_t i) {
 
 static tpool *pool_of(torch *t, uint32_t i) { return &t->pool[t->b[i].small]; }
 
+/* ---- the free blocks of a pool (fset) ------------------------------------------------------ */
+
+static unsigned f_class(uint64_t size) { return (unsigned)(size / K_MIN_BLOCK) - 1; }
+
+static fstream *fs_find(const fset *f, uint64_t stream) {
+    size_t lo = 0, hi = f->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->s[mid]->stream < stream) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < f->n && f->s[lo]->stream == stream ? f->s[lo] : NULL;
+}
+
+/* Make room for the blocks of stream (before any of them is inserted). */
+static hbm_status fs_add_stream(fset *f, uint64_t stream) {
+    if (fs_find(f, stream)) return HBM_OK;
+    hbm_status s = hbmi_grow((void **)&f->s, &f->cap, f->n + 1, sizeof *f->s);
+    fstream *x = s ? NULL : hbmi_calloc(1, sizeof *x);
+    if (!x) return s ? s : hbmi_error(HBM_ERR_NOMEM, "out of host memory for a torch stream");
+    x->stream = stream;
+    size_t at = 0;
+    while (at < f->n && f->s[at]->stream < stream) at++;
+    memmove(f->s + at + 1, f->s + at, (f->n - at) * sizeof *f->s);
+    f->s[at] = x;
+    f->n++;
+    return HBM_OK;
+}
+
+static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
+    if (c >= F_CLASSES) return -1;
+    unsigned w = c >> 6;
+    uint64_t m = x->bits[w] & (~0ull << (c & 63));
+    if (m) return (int)((w << 6) + (unsigned)__builtin_ctzll(m));
+    uint64_t up = w + 1 < 64 ? x->top & (~0ull << (w + 1)) : 0;
+    if (!up) return -1;
+    w = (unsigned)__builtin_ctzll(up);
+    return (int)((w << 6) + (unsigned)__builtin_ctzll(x->bits[w]));
+}
+
+static void fs_insert(torch *t, fset *f, uint32_t i) {
+    tblk *b = t->b, *x = &b[i];
+    fstream *s = fs_find(f, x->stream); /* made by fs_add_stream */
+    s->n++;
+    if (x->size > F_BIN_MAX) {
+        set_insert(t, &s->big, 1, i);
+        return;
+    }
+    unsigned c = f_class(x->size);
+    uint32_t prev = 0, cur = s->head[c];
+    while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
+    x->bprev = prev;
+    x->bnext = cur;
+    if (cur) b[cur - 1].bprev = i + 1;
+    if (prev) b[prev - 1].bnext = i + 1;
+    else s->head[c] = i + 1;
+    s->bits[c >> 6] |= 1ull << (c & 63);
+    s->top |= 1ull << (c >> 6);
+}
+
+static void fs_erase(torch *t, fset *f, uint32_t i) {
+    tblk *b = t->b, *x = &b[i];
+    fstream *s = fs_find(f, x->stream);
+    if (!s) return;
+    if (x->size > F_BIN_MAX) {
+        size_t at;
+        if (set_find(t, &s->big, 1, i, &at)) set_erase_at(&s->big, at), s->n--;
+        return;
+    }
+    unsigned c = f_class(x->size);
+    if (x->bprev) b[x->bprev - 1].bnext = x->bnext;
+    else if (s->head[c] == i + 1) s->head[c] = x->bnext;
+    else return; /* not listed */
+    if (x->bnext) b[x->bnext - 1].bprev = x->bprev;
+    x->bprev = x->bnext = 0;
+    s->n--;
+    if (!s->head[c]) {
+        s->bits[c >> 6] &= ~(1ull << (c & 63));
+        if (!s->bits[c >> 6]) s->top &= ~(1ull << (c >> 6));
+    }
+}
+
+/* The first free block of stream with size >= size (index+1), 0 if none. */
+static uint32_t fs_lower_bound(const torch *t, const fset *f, uint64_t stream, uint64_t size) {
+    const fstream *s = fs_find(f, stream);
+    if (!s) return 0;
+    if (size <= F_BIN_MAX) {
+        int c = fs_first_class(s, f_class(size < K_MIN_BLOCK ? K_MIN_BLOCK : size));
+        if (c >= 0) return s->head[c];
+        return s->big.n ? s->big.v[0] + 1 : 0;
+    }
+    size_t k = lower_bound(t, &s->big, 1, stream, size, 0);
+    return k < s->big.n ? s->big.v[k] + 1 : 0;
+}
+
+/* The next free block of the same stream in (size, address) order, 0 at the end. */
+static uint32_t fs_next(const torch *t, const fset *f, uint32_t i) {
+    const tblk *x = &t->b[i];
+    const fstream *s = fs_find(f, x->stream);
+    if (!s) return 0;
+    if (x->size <= F_BIN_MAX) {
+        if (x->bnext) return x->bnext;
+        int c = fs_first_class(s, f_class(x->size) + 1);
+        if (c >= 0) return s->head[c];
+        return s->big.n ? s->big.v[0] + 1 : 0;
+    }
+    size_t at;
+    if (!set_find(t, &s->big, 1, i, &at) || at + 1 >= s->big.n) return 0;
+    return s->big.v[at + 1] + 1;
+}
+
+static size_t fs_count(const fset *f) {
+    size_t n = 0;
+    for (size_t k = 0; k < f->n; k++) n += f->s[k]->n;
+    return n;
+}
+
+/* Every free block in PyTorch's order into out (fs_count entries). */
+static size_t fs_list(const torch *t, const fset *f, uint32_t *out) {
+    size_t n = 0;
+    for (size_t k = 0; k < f->n; k++) {
+        const fstream *s = f->s[k];
+        for (int c = fs_first_class(s, 0); c >= 0; c = fs_first_class(s, (unsigned)c + 1))
+            for (uint32_t j = s->head[c]; j; j = t->b[j - 1].bnext) out[n++] = j - 1;
+        for (size_t q = 0; q < s->big.n; q++) out[n++] = s->big.v[q];
+    }
+    return n;
+}
+
+static uint64_t fs_largest(const torch *t, const fset *f) {
+    uint64_t best = 0;
+    for (size_t k = 0; k < f->n; k++) {
+        const fstream *s = f->s[k];
+        uint64_t v = 0;
+        if (s->big.n) {
+            v = t->b[s->big.v[s->big.n - 1]].size;
+        } else if (s->top) {
+            unsigned w = 63u - (unsigned)__builtin_clzll(s->top);
+            v = ((uint64_t)((w << 6) + 63u - (unsigned)__builtin_clzll(s->bits[w])) + 1) * K_MIN_BLOCK;
+        }
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+static void fs_destroy(fset *f) {
+    for (size_t k = 0; k < f->n; k++) {
+        hbmi_free(f->s[k]->big.v);
+        hbmi_free(f->s[k]);
+    }
+    hbmi_free(f->s);
+}
+
 /* a block becomes a cached free block (BlockPool::insert_into_blocks) */
 static void insert_free(torch *t, uint32_t i) {
     tpool *p = pool_of(t, i);
     t->b[i].state = T_FREE;
     t->b[i].gc_base = p->gc_calls;
-    set_insert(t, &p->blocks, 1, i);
+    fs_insert(t, &p->blocks, i);
 }
 
 static int is_split(const tblk *x) { return x->prev || x->next; }
@@ -248,7 +423,7 @@ static uint64_t try_merge(torch *t, uint32_t dst, uint32_t src1) {
     if (s->state == T_LIVE || (d->state == T_UNMAPPED) != (s->state == T_UNMAPPED)) return 0;
     tpool *p = pool_of(t, src);
     if (s->state == T_UNMAPPED) set_erase(t, &p->unmapped, 0, src);
-    else set_erase(t, &p->blocks, 1, src);
+    else fs_erase(t, &p->blocks, src);
     if (d->prev == src1) {
         d->addr = s->addr;
         d->prev = s->prev;
@@ -374,7 +549,7 @@ static hbm_status alloc_expandable(torch *t, tpool *p, uint64_t stream, uint64_t
         if ((s = reserve(t, 2)) || (s = map_block(t, nc, n))) return s;
         c = nc;
     }
-    set_erase(t, &p->blocks, 1, c);
+    fs_erase(t, &p->blocks, c);
     *out = c;
     return HBM_OK;
 }
@@ -388,7 +563,7 @@ static hbm_status unmap_block(torch *t, uint32_t i) {
     hbm_status s = reserve(t, 2);
     if (s) return s;
     tpool *p = pool_of(t, i);
-    set_erase(t, &p->blocks, 1, i);
+    fs_erase(t, &p->blocks, i);
     uint64_t at = x->base + lo * x->page, n = (hi - lo) * x->page;
     uint64_t before = at - t->b[i].addr, after = t->b[i].size - before - n;
     if (before) {
@@ -439,7 +614,7 @@ static void release_block(torch *t, uint32_t i) {
     uint64_t dev_addr = x->addr;
     hbmi_map_del(&t->segdev, x->addr, &dev_addr);
     hbm_device_free(t->dev, dev_addr);
-    set_erase(t, &pool_of(t, i)->blocks, 1, i);
+    fs_erase(t, &pool_of(t, i)->blocks, i);
     reserved_sub(t, t->b[i].size);
     t->nsegments--;
     drop_block(t, i);
@@ -476,43 +651,34 @@ static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size
 static int release_available(torch *t, tpool *p, uint64_t stream, uint64_t size) {
     if (t->max_split == UINT64_MAX) return 0;
     uint64_t key = size < t->max_split ? t->max_split : size;
-    tset *s = &p->blocks;
-    size_t k = lower_bound(t, s, 1, stream, key, 0);
-    if (k == s->n || t->b[s->v[k]].stream != stream) {
-        if (k == 0) return 0;
+    uint32_t k = fs_lower_bound(t, &p->blocks, stream, key);
+    if (!k) { /* oversize blocks are over 2 MiB: the stream's sorted array, from its end */
+        fstream *s = fs_find(&p->blocks, stream);
         uint64_t released = 0;
-        k--;
-        while (released < key && t->b[s->v[k]].size >= t->max_split && t->b[s->v[k]].stream == stream &&
-               !t->b[s->v[k]].es) {
-            uint32_t cur = s->v[k];
+        while (s && s->big.n && released < key) {
+            uint32_t cur = s->big.v[s->big.n - 1];
+            if (t->b[cur].size < t->max_split || t->b[cur].es) break;
             released += t->b[cur].size;
-            release_block(t, cur); /* removes entry k; those below keep their places */
-            if (k == 0) break;
-            k--;
+            release_block(t, cur);
         }
         return released >= key;
     }
-    if (t->b[s->v[k]].es) return 0; /* PyTorch asserts here; an expandable block is never cudaFree'd */
-    release_block(t, s->v[k]);
+    if (t->b[k - 1].es) return 0; /* PyTorch asserts here; an expandable block is never cudaFree'd */
+    release_block(t, k - 1);
     return 1;
 }
 
 /* release_blocks: every unsplit cached block of the pool; free pages of expandable ones */
 static hbm_status release_pool(torch *t, tpool *p) {
-    size_t nun = 0;
-    uint32_t *to_unmap = NULL;
-    for (size_t k = 0; k < p->blocks.n;) {
-        uint32_t i = p->blocks.v[k];
-        if (t->b[i].es) {
-            if (!to_unmap && !(to_unmap = hbmi_malloc(p->blocks.n * sizeof *to_unmap)))
-                return hbmi_error(HBM_ERR_NOMEM, "out of host memory emptying a torch pool");
-            to_unmap[nun++] = i;
-            k++;
-        } else if (!is_split(&t->b[i])) {
-            release_block(t, i);
-        } else {
-            k++;
-        }
+    size_t nun = 0, n = fs_count(&p->blocks);
+    if (!n) return HBM_OK;
+    uint32_t *order = hbmi_malloc(n * sizeof *order), *to_unmap = order;
+    if (!order) return hbmi_error(HBM_ERR_NOMEM, "out of host memory emptying a torch pool");
+    fs_list(t, &p->blocks, order); /* releasing a block changes no other's place */
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = order[k];
+        if (t->b[i].es) to_unmap[nun++] = i;
+        else if (!is_split(&t->b[i])) release_block(t, i);
     }
     hbm_status s = HBM_OK;
     for (size_t k = 0; k < nun && !s; k++) {
@@ -520,7 +686,7 @@ static hbm_status release_pool(torch *t, tpool *p) {
         s = unmap_block(t, i);
         if (!s && t->b[i].state == T_UNMAPPED && !is_split(&t->b[i])) release_expandable(t, i);
     }
-    hbmi_free(to_unmap);
+    hbmi_free(order);
     return s;
 }
 
@@ -537,18 +703,23 @@ static void garbage_collect(torch *t) {
     tpool *p = &t->pool[0];
     uint64_t threshold = (uint64_t)(t->gc_threshold * (double)t->allowed);
     if (t->total_allocated <= threshold) return;
+    size_t n = fs_count(&p->blocks);
+    uint32_t *order = n ? hbmi_malloc(n * sizeof *order) : NULL;
+    if (!order) return; /* nothing cached, or no host memory: no collection this time */
     uint64_t target = t->total_allocated - threshold, reclaimed = 0, total_age = 0;
     int64_t count = 0;
-    for (size_t k = 0; k < p->blocks.n; k++) {
-        const tblk *x = &t->b[p->blocks.v[k]];
+    n = fs_list(t, &p->blocks, order);
+    for (size_t k = 0; k < n; k++) {
+        const tblk *x = &t->b[order[k]];
         if (!is_split(x) && !x->es) total_age += (uint64_t)(p->gc_calls - x->gc_base), count++;
     }
     int freed = 1;
     while (reclaimed < target && freed && count > 0) {
         double age_threshold = (double)total_age / (double)count;
         freed = 0;
-        for (size_t k = 0; k < p->blocks.n;) {
-            uint32_t i = p->blocks.v[k];
+        n = fs_list(t, &p->blocks, order);
+        for (size_t k = 0; k < n; k++) {
+            uint32_t i = order[k];
             const tblk *x = &t->b[i];
             uint64_t age = (uint64_t)(p->gc_calls - x->gc_base);
             if (!is_split(x) && !x->es && (double)age >= age_threshold) {
@@ -557,11 +728,10 @@ static void garbage_collect(torch *t) {
                 total_age -= age;
                 count--;
                 release_block(t, i);
-            } else {
-                k++;
             }
         }
     }
+    hbmi_free(order);
 }
 
 /* ---- malloc / free ------------------------------------------------------------------------- */
@@ -574,25 +744,25 @@ static uint64_t expandable_size(const torch *t, uint32_t i) {
 /* get_free_block: best fit on the stream, with the oversize rules */
 static int get_free_block(torch *t, tpool *p, uint64_t stream, uint64_t size, uint32_t *out) {
     if (t->set_fraction && t->gc_threshold > 0.0) p->gc_calls++;
-    tset *s = &p->blocks;
-    size_t k = lower_bound(t, s, 1, stream, size, 0);
-    if (k == s->n || t->b[s->v[k]].stream != stream) return 0;
-    if (t->b[s->v[k]].es) {
+    uint32_t k = fs_lower_bound(t, &p->blocks, stream, size);
+    if (!k) return 0;
+    if (t->b[k - 1].es) {
         if (t->expandable) { /* an expandable block counts with the unmapped space after it */
-            while (t->b[s->v[k]].es && k + 1 < s->n && t->b[s->v[k + 1]].stream == stream &&
-                   expandable_size(t, s->v[k + 1]) < expandable_size(t, s->v[k]))
-                k++;
+            uint32_t nx;
+            while (t->b[k - 1].es && (nx = fs_next(t, &p->blocks, k - 1)) &&
+                   expandable_size(t, nx - 1) < expandable_size(t, k - 1))
+                k = nx;
         } else {
-            do k++;
-            while (k < s->n && t->b[s->v[k]].es && t->b[s->v[k]].stream == stream);
-            if (k == s->n || t->b[s->v[k]].stream != stream) return 0;
+            do k = fs_next(t, &p->blocks, k - 1);
+            while (k && t->b[k - 1].es);
+            if (!k) return 0;
         }
     }
-    uint64_t bs = t->b[s->v[k]].size;
+    uint64_t bs = t->b[k - 1].size;
     if (size < t->max_split && bs >= t->max_split) return 0;
     if (size >= t->max_split && bs >= size + t->max_nsr) return 0;
-    *out = s->v[k];
-    set_erase_at(s, k);
+    *out = k - 1;
+    fs_erase(t, &p->blocks, k - 1);
     return 1;
 }
 
@@ -633,7 +803,9 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     if (orig > K_MAX_REQUEST) return oom(t, orig);
     uint64_t size = round_size(t, orig), alloc_size = allocation_size(size);
     tpool *p = &t->pool[size <= K_SMALL_SIZE];
-    hbm_status s = reserve(t, 2);
+    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
+    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    if (!s) s = reserve(t, 2);
     if (s) return s;
     uint32_t i;
     if (!get_free_block(t, p, stream, size, &i)) {
@@ -706,21 +878,8 @@ static hbm_status torch_trim(void *self) { return release_cached(self); }
 /* ---- stats, check, walk ------------------------------------------------------------------- */
 
 static uint64_t largest_free(const torch *t) {
-    uint64_t best = 0;
-    for (int q = 0; q < 2; q++) { /* the last block of each stream's run is its largest */
-        const tset *s = &t->pool[q].blocks;
-        size_t k = s->n;
-        if (k && t->b[s->v[0]].stream == t->b[s->v[k - 1]].stream) { /* one stream: the last */
-            if (t->b[s->v[k - 1]].size > best) best = t->b[s->v[k - 1]].size;
-            continue;
-        }
-        while (k) {
-            const tblk *x = &t->b[s->v[k - 1]];
-            if (x->size > best) best = x->size;
-            k = lower_bound(t, s, 1, x->stream, 0, 0);
-        }
-    }
-    return best;
+    uint64_t a = fs_largest(t, &t->pool[0].blocks), b = fs_largest(t, &t->pool[1].blocks);
+    return a > b ? a : b;
 }
 
 static void torch_stats(void *self, hbm_stats *out) {
@@ -734,9 +893,48 @@ static void torch_stats(void *self, hbm_stats *out) {
 
 static void torch_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((torch *)self)->st); }
 
-static hbm_status torch_check(void *self) {
-    torch *t = self;
-    uint64_t live = 0, mapped = 0, nlive = 0, nfree = 0, nun = 0, es_mapped = 0;
+/* The free lists: each block in its stream's place, sizes and addresses in order, the
+ * bitmaps saying which lists are non-empty; mark[i] = pool + 1 for each block listed. */
+static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_t *listed) {
+    const fset *f = &t->pool[q].blocks;
+    for (size_t k = 0; k < f->n; k++) {
+        const fstream *s = f->s[k];
+        if (k && f->s[k - 1]->stream >= s->stream)
+            return hbmi_error(HBM_ERR_CORRUPT, "torch: the streams of a pool are out of order");
+        size_t n = 0;
+        const tblk *prev = NULL;
+        for (unsigned c = 0; c < F_CLASSES; c++) {
+            int on = (s->bits[c >> 6] >> (c & 63)) & 1;
+            if (on != !!s->head[c] || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
+                return hbmi_error(HBM_ERR_CORRUPT, "torch: the bitmap of size %u disagrees with its list", (c + 1) * K_MIN_BLOCK);
+            uint32_t back = 0;
+            for (uint32_t j = s->head[c]; j; back = j, j = t->b[j - 1].bnext) {
+                const tblk *x = &t->b[j - 1];
+                if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c ||
+                    x->size > F_BIN_MAX || x->bprev != back || mark[j - 1] || (prev && prev->size == x->size && prev->addr >= x->addr))
+                    return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its list", x->addr);
+                mark[j - 1] = (uint8_t)(q + 1);
+                prev = x;
+                n++;
+            }
+        }
+        for (size_t v = 0; v < s->big.n; v++) {
+            const tblk *x = &t->b[s->big.v[v]];
+            if (x->state != T_FREE || x->stream != s->stream || x->small != q || x->size <= F_BIN_MAX ||
+                mark[s->big.v[v]] || (v && key_cmp(&t->b[s->big.v[v - 1]], 1, x->stream, x->size, x->addr) >= 0))
+                return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in the large ones", x->addr);
+            mark[s->big.v[v]] = (uint8_t)(q + 1);
+            n++;
+        }
+        if (n != s->n) return hbmi_error(HBM_ERR_CORRUPT, "torch: a stream counts %zu free blocks, lists %zu", s->n, n);
+        *listed += n;
+    }
+    return HBM_OK;
+}
+
+/* Every block: tiling, links, coalescing, and where it must be listed; sums for the stats. */
+static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *live, uint64_t *mapped, uint64_t *nlive,
+                               uint64_t *nfree, uint64_t *nun, uint64_t *es_mapped) {
     for (uint32_t i = 0; i < t->nb; i++) {
         const tblk *x = &t->b[i];
         if (x->state == T_UNUSED) continue;
@@ -754,33 +952,42 @@ static hbm_status torch_check(void *self) {
             return hbmi_error(HBM_ERR_CORRUPT, "torch: segment head 0x%" PRIx64 " is not its segment's base", x->addr);
         if (x->es && (!t->es[x->es - 1].live || x->small != t->es[x->es - 1].small))
             return hbmi_error(HBM_ERR_CORRUPT, "torch: block 0x%" PRIx64 " in a dead segment or the wrong pool", x->addr);
-        if (x->es && x->state != T_UNMAPPED) es_mapped += x->size;
+        if (x->es && x->state != T_UNMAPPED) *es_mapped += x->size;
         if (x->state == T_LIVE) {
             uint64_t k;
             if (!hbmi_map_get(&t->live, x->addr, &k) || k != i)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: live block 0x%" PRIx64 " is not indexed", x->addr);
-            live += x->size, mapped += x->size, nlive++;
+            *live += x->size, *mapped += x->size, ++*nlive;
         } else if (x->state == T_FREE) {
-            if (!set_find(t, &t->pool[x->small].blocks, 1, i, &at))
+            if (mark[i] != x->small + 1)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " is not cached", x->addr);
-            mapped += x->size, nfree++;
+            *mapped += x->size, ++*nfree;
         } else {
             if (!x->es || !set_find(t, &t->pool[x->small].unmapped, 0, i, &at))
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: unmapped block 0x%" PRIx64 " is not listed", x->addr);
-            nun++;
+            ++*nun;
         }
     }
+    return HBM_OK;
+}
+
+static hbm_status torch_check(void *self) {
+    torch *t = self;
+    uint64_t live = 0, mapped = 0, nlive = 0, nfree = 0, nun = 0, es_mapped = 0, listed = 0;
+    uint8_t *mark = hbmi_calloc(t->nb + 1, 1);
+    if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory checking a torch pool");
+    hbm_status st = check_free_lists(t, 0, mark, &listed);
+    if (!st) st = check_free_lists(t, 1, mark, &listed);
+    if (!st) st = check_blocks(t, mark, &live, &mapped, &nlive, &nfree, &nun, &es_mapped);
+    hbmi_free(mark);
+    if (st) return st;
+    nfree -= listed; /* 0 when every free block is listed once */
+
     uint64_t pages = 0;
     for (size_t k = 0; k < t->nes; k++)
         if (t->es[k].live) pages += t->es[k].pages.count * t->es[k].page;
-    for (int q = 0; q < 2; q++) {
-        const tset *s = &t->pool[q].blocks;
-        for (size_t k = 1; k < s->n; k++)
-            if (key_cmp(&t->b[s->v[k - 1]], 1, t->b[s->v[k]].stream, t->b[s->v[k]].size, t->b[s->v[k]].addr) >= 0)
-                return hbmi_error(HBM_ERR_CORRUPT, "torch: the free blocks of a pool are out of order");
-    }
     if (live != t->st.bytes_in_use || nlive != t->live.count || mapped != t->total_allocated ||
-        nfree != t->pool[0].blocks.n + t->pool[1].blocks.n || nun != t->pool[0].unmapped.n + t->pool[1].unmapped.n ||
+        nfree || nun != t->pool[0].unmapped.n + t->pool[1].unmapped.n ||
         pages != es_mapped || t->st.bytes_reserved != t->total_allocated)
         return hbmi_error(HBM_ERR_CORRUPT,
                           "torch: counted %" PRIu64 " live bytes in %" PRIu64 " blocks and %" PRIu64
@@ -842,7 +1049,7 @@ static void torch_destroy(void *self) {
         hbmi_map_destroy(&t->es[k].pages);
     }
     for (int q = 0; q < 2; q++) {
-        hbmi_free(t->pool[q].blocks.v);
+        fs_destroy(&t->pool[q].blocks);
         hbmi_free(t->pool[q].unmapped.v);
     }
     hbmi_map_destroy(&t->live);
