@@ -9,6 +9,7 @@ static void replay_help(FILE *f) {
     fprintf(f,
             "Usage: hbm replay TRACE [--allocators bfc,platform,...] [--config 'key=value,...']...\n"
             "                  [--device sim:SIZE | --device NAME] [--fraction F] [--json]\n"
+            "       hbm replay SNAPSHOT --suggest [--device D] [--json]\n"
             "\n"
             "Replay every alloc and free of TRACE against each allocator configuration on a\n"
             "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
@@ -31,6 +32,10 @@ static void replay_help(FILE *f) {
             "                      device's capacity, else sim:80GiB)\n"
             "  --fraction F        memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
             "  --json              one JSON object with every result\n"
+            "  --suggest           (PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
+            "                      that avoids the OOM on the device (default: the trace's capacity,\n"
+            "                      else the history's peak reserved), or by how much it is over;\n"
+            "                      allocator=torch replays PyTorch's caching allocator (docs/allocators.md)\n"
             "\n"
             "Example:\n"
             "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
@@ -40,7 +45,7 @@ static void replay_help(FILE *f) {
 int cmd_replay(int argc, char **argv) {
     const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
     const char *configs[32];
-    int nconfigs = 0, json = 0;
+    int nconfigs = 0, json = 0, suggest = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is(a, "-h", "--help")) {
@@ -48,6 +53,8 @@ int cmd_replay(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--suggest")) {
+            suggest = 1;
         } else if ((!strcmp(a, "--allocators") || !strcmp(a, "--device") || !strcmp(a, "--fraction") ||
                     !strcmp(a, "--config")) && i + 1 < argc) {
             const char *v = argv[++i];
@@ -78,6 +85,13 @@ int cmd_replay(int argc, char **argv) {
         hbm_trace_free(t);
         fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
         return 2;
+    }
+    if (suggest) { /* exit 1 when no setting avoids the OOM, as a negative verdict */
+        hbm_torch_suggestion sg;
+        s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
+        if (!s) s = hbm_torch_suggest_write(&sg, stdout, json);
+        hbm_trace_free(t);
+        return s ? cli_fail("replay", s) : sg.best < 0;
     }
     /* the configurations: --config ones, then one per --allocators name */
     char list[32][300];

@@ -91,6 +91,37 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
  * "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
 hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
+/* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------
+ * Replays the history under the recorded settings and under each single change PyTorch
+ * offers (expandable_segments on or off, max_split_size_mb 20 ... 1024,
+ * backend:cudaMallocAsync) on the device (device_spec, else the trace's capacity, else the
+ * history's peak reserved bytes: the least the real device had). The answer is the change
+ * without an OOM that reserves least at its peak; when none avoids it, how many bytes the
+ * program is over: the most bytes live at once minus the device's capacity (no allocator
+ * can do better), or 0 when it is fragmentation no setting here fixes. */
+#define HBM_TORCH_SUGGEST_MAX 16
+typedef struct hbm_torch_candidate {
+    char config[160];  /* hbm config string */
+    char env[160];     /* the same as PYTORCH_CUDA_ALLOC_CONF=... */
+    hbm_status status; /* HBM_OK when it ran */
+    uint64_t ooms, peak_reserved, peak_in_use;
+    double frag_at_peak;
+} hbm_torch_candidate;
+
+typedef struct hbm_torch_suggestion {
+    char device[96];
+    uint64_t capacity;
+    uint64_t lower_bound;     /* most bytes live at once */
+    size_t n;                 /* candidates; [0] is the recorded settings */
+    hbm_torch_candidate c[HBM_TORCH_SUGGEST_MAX];
+    int best;                 /* index of the answer, -1 if none avoids the OOM */
+    uint64_t over_by;         /* none: lower_bound - capacity (0: fragmentation) */
+} hbm_torch_suggestion;
+
+hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
+/* The answer as the line to use, the numbers, and the table of candidates; or JSON. */
+hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -362,3 +362,124 @@ hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
     fputc('\n', f);
     return HBM_OK;
 }
+
+/* ---- --suggest ------------------------------------------------------------------------------ */
+
+static void add_candidate(hbm_torch_suggestion *s, const char *base, const char *item, const char *env) {
+    if (s->n >= HBM_TORCH_SUGGEST_MAX) return;
+    hbm_torch_candidate *c = &s->c[s->n++];
+    snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item);
+    snprintf(c->env, sizeof c->env, "%s", env);
+}
+
+hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->best = -1;
+    int has_map;
+    uint64_t peak = recorded_peak(t, &has_map);
+    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
+    else if (t->capacity) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, t->capacity);
+    else if (peak) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, peak);
+    else snprintf(out->device, sizeof out->device, "sim:80GiB");
+    const char *base = has_map ? "allocator=torch,expandable_segments=true" : "allocator=torch";
+    add_candidate(out, base, "", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
+    if (has_map) add_candidate(out, "allocator=torch", "", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
+    else add_candidate(out, base, "expandable_segments=true", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    static const unsigned splits[] = {20, 32, 64, 128, 256, 512, 1024};
+    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+        char item[64], env[96];
+        snprintf(item, sizeof item, "max_split_size_mb=%u", splits[k]);
+        snprintf(env, sizeof env, "PYTORCH_CUDA_ALLOC_CONF=%smax_split_size_mb:%u", has_map ? "expandable_segments:True," : "",
+                 splits[k]);
+        add_candidate(out, base, item, env);
+    }
+    /* PyTorch puts no limit on its cudaMallocAsync pool: the whole device */
+    add_candidate(out, "allocator=cuda_async,fraction=1", "", "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync");
+    hbm_device *dev;
+    hbm_status s = hbm_device_open(out->device, &dev);
+    if (s) return s;
+    uint64_t dfree = 0;
+    s = hbm_device_mem_info(dev, &dfree, &out->capacity);
+    hbm_device_close(dev);
+    if (s) return s;
+    const char *cfg[HBM_TORCH_SUGGEST_MAX];
+    hbm_replay_result res[HBM_TORCH_SUGGEST_MAX];
+    for (size_t k = 0; k < out->n; k++) cfg[k] = out->c[k].config;
+    hbm_replay_many(t, out->device, cfg, out->n, res); /* each result says whether it ran */
+    for (size_t k = 0; k < out->n; k++) {
+        hbm_torch_candidate *c = &out->c[k];
+        c->status = res[k].status;
+        c->ooms = res[k].ooms;
+        c->peak_reserved = res[k].peak_reserved;
+        c->peak_in_use = res[k].peak_in_use;
+        c->frag_at_peak = res[k].frag_at_peak;
+        hbm_replay_result_release(&res[k]);
+        if (k && !c->status && !c->ooms &&
+            (out->best < 0 || c->peak_reserved < out->c[out->best].peak_reserved))
+            out->best = (int)k;
+    }
+    if (!out->c[0].status && !out->c[0].ooms) out->best = 0; /* nothing to avoid */
+    hbm_replay_bounds b;
+    if (!hbm_replay_bounds_get(t, 0.0, 0, &b)) out->lower_bound = b.lower_bound;
+    if (out->best < 0 && out->lower_bound > out->capacity) out->over_by = out->lower_bound - out->capacity;
+    return HBM_OK;
+}
+
+hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json) {
+    if (!s || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest_write: NULL argument");
+    char a[32], b[32];
+    if (json) {
+        fputs("{\"device\": ", f);
+        hbmi_json_str(f, s->device);
+        fprintf(f, ", \"capacity\": %" PRIu64 ", \"max_live_bytes\": %" PRIu64 ", \"suggestion\": ", s->capacity, s->lower_bound);
+        if (s->best >= 0) {
+            fputs("{\"env\": ", f);
+            hbmi_json_str(f, s->c[s->best].env);
+            fputs(", \"config\": ", f);
+            hbmi_json_str(f, s->c[s->best].config);
+            fprintf(f, ", \"peak_bytes_reserved\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}", s->c[s->best].peak_reserved,
+                    s->c[s->best].frag_at_peak);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ", \"over_by_bytes\": %" PRIu64 ", \"candidates\": [", s->over_by);
+        for (size_t k = 0; k < s->n; k++) {
+            const hbm_torch_candidate *c = &s->c[k];
+            fputs(k ? ", {\"config\": " : "{\"config\": ", f);
+            hbmi_json_str(f, c->config);
+            fputs(", \"env\": ", f);
+            hbmi_json_str(f, c->env);
+            fprintf(f, ", \"status\": \"%s\", \"ooms\": %" PRIu64 ", \"peak_bytes_reserved\": %" PRIu64
+                       ", \"peak_bytes_in_use\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}",
+                    hbm_status_name(c->status), c->ooms, c->peak_reserved, c->peak_in_use, c->frag_at_peak);
+        }
+        fputs("]}\n", f);
+        return HBM_OK;
+    }
+    fprintf(f, "on %s (%s):\n", s->device, hbm_size_xla((int64_t)s->capacity, a));
+    if (s->best == 0) {
+        fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
+    } else if (s->best > 0) {
+        const hbm_torch_candidate *c = &s->c[s->best];
+        fprintf(f, "%s\n  avoids the OOM: peak reserved %s, fragmentation at the peak %.1f%%\n", c->env,
+                hbm_size_xla((int64_t)c->peak_reserved, a), 100.0 * c->frag_at_peak);
+    } else if (s->over_by) {
+        fprintf(f, "no setting avoids the OOM: the program has %s live at once, %s more than the device holds\n",
+                hbm_size_xla((int64_t)s->lower_bound, a), hbm_size_xla((int64_t)s->over_by, b));
+    } else {
+        fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes live at once (%s) fit: fragmentation\n",
+                hbm_size_xla((int64_t)s->lower_bound, a));
+    }
+    fprintf(f, "\n%-56s %6s %14s %10s\n", "setting", "OOMs", "peak reserved", "frag@peak");
+    for (size_t k = 0; k < s->n; k++) {
+        const hbm_torch_candidate *c = &s->c[k];
+        if (c->status) {
+            fprintf(f, "%-56s %s\n", c->env, hbm_status_str(c->status));
+            continue;
+        }
+        fprintf(f, "%-56s %6" PRIu64 " %14s %9.1f%%\n", c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+                100.0 * c->frag_at_peak);
+    }
+    return HBM_OK;
+}
