@@ -5,6 +5,7 @@
  * the expandable segments' map_block / unmap_block), its configuration in PyTorch's
  * syntax, and a randomized invariant check. */
 #include "alloc/alloc_internal.h"
+#include "core/internal.h"
 #include "alloc/torch.h"
 #include "test.h"
 
@@ -508,7 +509,72 @@ static void test_random(void) {
     }
 }
 
+/* Host metadata faults, SQLite style: the Nth host allocation fails, for N = 1, 2, ...
+ * until a run completes. Every failure is HBM_ERR_NOMEM, the state checks out after it,
+ * and closing gives all device memory back. */
+static int fault_run(const char *config, uint64_t *nomem, uint64_t *ooms) {
+    hbm_device *d;
+    hbm_allocator *a;
+    hbm_status s = hbm_device_open("sim:160MiB", &d);
+    if (s) return s == HBM_ERR_NOMEM ? (++*nomem, 1) : 0;
+    if ((s = hbm_allocator_open(d, config, &a))) {
+        hbm_device_close(d);
+        return s == HBM_ERR_NOMEM ? (++*nomem, 1) : 0;
+    }
+    test_rng r = {99};
+    uint64_t live[64], stream[64];
+    size_t n = 0;
+    int ok = 1;
+    for (int step = 0; step < 120 && ok; step++) {
+        if (n && (n == 64 || test_below(&r, 100) < 45)) {
+            size_t k = (size_t)test_below(&r, n);
+            ok = hbm_free_stream(a, live[k], stream[k]) == HBM_OK;
+            live[k] = live[--n], stream[k] = stream[n];
+        } else {
+            uint64_t size = test_below(&r, 2) ? 1 + test_below(&r, 2 * MiB) : 1 + test_below(&r, 40 * MiB), p;
+            uint64_t st = test_below(&r, 3) == 0;
+            s = hbm_alloc_stream(a, size, NULL, st, &p);
+            if (s == HBM_ERR_NOMEM) ++*nomem;
+            else if (!s) live[n] = p, stream[n++] = st;
+            else if (s == HBM_ERR_OOM) ++*ooms; /* the OOM record may have taken the failure */
+            else ok = 0;
+        }
+        if (step % 40 == 39 && (s = hbm_allocator_trim(a))) {
+            if (s == HBM_ERR_NOMEM) ++*nomem;
+            else ok = 0;
+        }
+        s = hbm_check(a);
+        if (s == HBM_ERR_NOMEM) ++*nomem;
+        else if (s) fprintf(stderr, "check: %s\n", hbm_last_error()), ok = 0;
+    }
+    hbm_allocator_close(a);
+    hbm_device_counters c;
+    if (hbm_device_counters_get(d, &c) || c.bytes_in_use) ok = 0;
+    hbm_device_close(d);
+    return ok;
+}
+
+static void test_host_faults(void) {
+    static const char *const configs[] = {"allocator=torch,max_split_size_mb=24",
+                                          "allocator=torch,expandable_segments=true"};
+    for (size_t ci = 0; ci < 2; ci++) {
+        uint64_t fired = 0, n;
+        for (n = 1; n < 20000; n++) {
+            uint64_t nomem = 0, ooms = 0;
+            hbm_debug_fail_host_alloc(n);
+            int ok = fault_run(configs[ci], &nomem, &ooms);
+            uint64_t made = hbm_debug_fail_host_alloc(0);
+            CHECK(ok);
+            CHECK(made < n || nomem || ooms); /* an injected failure never vanishes (an OOM record may take it) */
+            fired += nomem > 0;
+            if (made < n) break;
+        }
+        CHECK(fired > 5);
+    }
+}
+
 int main(void) {
+    RUN(test_host_faults);
     RUN(test_rounding);
     RUN(test_roundup_power2);
     RUN(test_pools_and_segments);
