@@ -9,8 +9,9 @@
  * torch: PyTorch's own caching allocator's rules, with PYTORCH_CUDA_ALLOC_CONF's settings,
  * HBM_LIMIT, XLA_PYTHON_CLIENT_MEM_FRACTION, ...; see `hbm config --help`). When an
  * allocation fails, hbm's OOM report goes to stderr and NULL goes back to PyTorch, which
- * raises its OutOfMemoryError. Streams are passed through to the stream-ordered policy
- * (cuda_async); the others ignore them. */
+ * raises its OutOfMemoryError. Streams are passed through: cuda_async orders its frees by
+ * them, torch keeps each stream's cached blocks apart as PyTorch does; the others ignore
+ * them. */
 #ifndef HBM_TORCH_H
 #define HBM_TORCH_H
 
