@@ -384,6 +384,12 @@ static void test_config(void) {
     CHECK(c.allocator == HBM_ALLOCATOR_BFC); /* no backend: the settings only */
     CHECK_OK(hbm_config_apply_torch(&c, " backend : cudaMallocAsync ", NULL));
     CHECK(c.allocator == HBM_ALLOCATOR_CUDA_ASYNC);
+    /* one entry per interval: 16 entries, 65 tokens */
+    CHECK_OK(hbm_config_apply_torch(&c, "roundup_power2_divisions:[1:1,2:2,4:4,8:8,16:16,32:1,64:2,128:4,256:8,512:16,"
+                                        "1024:1,2048:2,4096:4,8192:8,16384:16,32768:0]", NULL));
+    CHECK_EQ_U64(c.roundup_power2_divisions[4], 16);
+    CHECK_EQ_U64(c.roundup_power2_divisions[14], 16);
+    CHECK_EQ_U64(c.roundup_power2_divisions[15], 0);
     CHECK_OK(hbm_config_apply_torch(&c, "backend:native,roundup_power2_divisions:4", NULL));
     CHECK(c.allocator == HBM_ALLOCATOR_TORCH);
     CHECK_EQ_U64(c.roundup_power2_divisions[3], 4);

@@ -321,7 +321,7 @@ static uint32_t fs_lower_bound(const torch *t, const fset *f, uint64_t stream, u
     const fstream *s = fs_find(f, stream);
     if (!s) return 0;
     if (size <= F_BIN_MAX) {
-        int c = fs_first_class(s, f_class(size < K_MIN_BLOCK ? K_MIN_BLOCK : size));
+        int c = fs_first_class(s, f_class(size < K_MIN_BLOCK ? K_MIN_BLOCK : hbmi_align_up(size, K_MIN_BLOCK)));
         if (c >= 0) return s->head[c];
         return s->big.n ? s->big.v[0] + 1 : 0;
     }

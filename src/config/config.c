@@ -309,20 +309,22 @@ hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *w
     if (!c || !text) return hbmi_error(HBM_ERR_INVALID, "hbm_config_apply_torch: NULL argument");
     if (!who) who = "PYTORCH_CUDA_ALLOC_CONF";
     /* tokens: runs of other characters, and each of , : [ ] alone; spaces dropped */
-    char tok[64][64];
+    enum { MAXTOK = 192 }; /* a 16-entry roundup list is 65 tokens */
+    char tok[MAXTOK][48];
     size_t nt = 0, len = 0;
     for (const char *p = text;; p++) {
         int sep = !*p || *p == ',' || *p == ':' || *p == '[' || *p == ']';
         if (sep && len) {
-            if (nt == 64) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
             tok[nt++][len] = 0;
             len = 0;
         }
         if (!*p) break;
         if (sep) {
-            if (nt == 64) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
             tok[nt][0] = *p, tok[nt][1] = 0, nt++;
         } else if (*p != ' ') {
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
             if (len + 1 >= sizeof tok[0]) return hbmi_error(HBM_ERR_CONFIG, "%s: item '%.40s...' is too long", who, p - len);
             tok[nt][len++] = *p;
         }
@@ -338,7 +340,10 @@ hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *w
         if (!strcmp(tok[i], "[")) { /* a list, up to its ']' */
             size_t vl = 0;
             for (; i < nt; i++) {
-                vl += (size_t)snprintf(val + vl, vl < sizeof val ? sizeof val - vl : 0, "%s", tok[i]);
+                size_t tl = strlen(tok[i]);
+                if (vl + tl >= sizeof val) return hbmi_error(HBM_ERR_CONFIG, "%s: the value of %s is too long", who, key);
+                memcpy(val + vl, tok[i], tl + 1);
+                vl += tl;
                 if (!strcmp(tok[i], "]")) break;
             }
             if (i == nt) return hbmi_error(HBM_ERR_CONFIG, "%s: %s:%s has no closing ']'", who, key, val);
