@@ -117,8 +117,44 @@ static void test_suggest(void) {
     hbm_trace_free(t);
 }
 
+/* A mid-run history: a 20 MiB segment from before it holds a live 4 MiB block L. X (6 MiB)
+ * is cut from the segment's free rest, L is freed, Y (3 MiB) takes L's place (the smallest
+ * free block; its 1 MiB rest is not split off). */
+static void test_from_state(void) {
+    const uint64_t M = 1ull << 20, S = 0x7f0000000000ull;
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_new(&t));
+    hbm_trace_event ev[] = {
+        {.kind = HBM_EV_ALLOC, .addr = S + 4 * M, .size = 6 * M, .requested = 6 * M},
+        {.kind = HBM_EV_FREE_REQUESTED, .addr = S, .size = 4 * M},
+        {.kind = HBM_EV_FREE, .addr = S, .size = 4 * M},
+        {.kind = HBM_EV_ALLOC, .addr = S, .size = 3 * M, .requested = 3 * M},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
+    hbm_torch_block_state l = {S, 4 * M, 4 * M};
+    hbm_torch_segment_state seg = {.addr = S, .size = 20 * M, .stream = 0, .small = 0, .live = &l, .nlive = 1};
+    hbm_torch_match m;
+    CHECK_OK(hbm_replay_torch_match_from(t, &seg, 1, NULL, "sim:1GiB", &m));
+    CHECK_EQ_U64(m.allocs, 2);
+    CHECK_EQ_U64(m.allocs_same, 2);
+    CHECK_EQ_U64(m.allocs_before_history, 0);
+    CHECK_EQ_U64(m.segments_twin, 0);
+    CHECK_EQ_U64(m.segments_recorded, 0);
+    /* from an empty device the twin makes its own segment and places both elsewhere */
+    CHECK_OK(hbm_replay_torch_match(t, NULL, "sim:1GiB", &m));
+    CHECK_EQ_U64(m.allocs_same, 0);
+    CHECK_EQ_U64(m.allocs_before_history, 2);
+    CHECK(m.segments_twin > 0);
+    /* a block outside its segment is refused */
+    hbm_torch_block_state bad = {S + 19 * M, 2 * M, 2 * M};
+    seg.live = &bad;
+    CHECK_STATUS(hbm_replay_torch_match_from(t, &seg, 1, NULL, "sim:1GiB", &m), HBM_ERR_INVALID);
+    hbm_trace_free(t);
+}
+
 int main(void) {
     RUN(test_suggest);
+    RUN(test_from_state);
     RUN(test_silmont_small);
     RUN(test_hugepanda_peso);
     RUN(test_constructor_sun_cuda0);

@@ -579,7 +579,34 @@ static void test_host_faults(void) {
     }
 }
 
+/* a segment from before a history: live blocks where they were, the gaps cached */
+static void test_seed(void) {
+    hbm_device *d;
+    seg_log l;
+    hbm_allocator *a = open_torch(&d, "sim:1GiB", "allocator=torch", &l);
+    CHECK(a);
+    const uint64_t S = 0x7e0000000000ull;
+    hbmi_torch_seed_block live[2] = {{S + 2 * MiB, 4 * MiB, 4 * MiB - 100}, {S + 12 * MiB, 2 * MiB, 2 * MiB}};
+    CHECK_OK(hbmi_torch_seed_segment(a->self, S, 20 * MiB, 0, 0, live, 2));
+    CHECK_OK(hbm_check(a));
+    CHECK_EQ_U64(in_use(a), 6 * MiB);
+    CHECK_EQ_U64(reserved(a), 20 * MiB);
+    CHECK_EQ_U64(l.n, 0);
+    uint64_t p;
+    CHECK_OK(hbm_alloc(a, 6 * MiB, NULL, &p)); /* free: 2 MiB at S, 6 at S+6, 6 at S+14: the lower 6 */
+    CHECK_EQ_U64(p, S + 6 * MiB);
+    CHECK_OK(hbm_free(a, S + 2 * MiB));
+    CHECK_OK(hbm_check(a));
+    CHECK_OK(hbm_alloc(a, 6 * MiB, NULL, &p)); /* S .. S+6 is free again and the lowest */
+    CHECK_EQ_U64(p, S);
+    CHECK_STATUS(hbmi_torch_seed_segment(a->self, S + 40 * MiB, 2 * MiB, 0, 1, live, 1), HBM_ERR_INVALID);
+    CHECK_EQ_U64(l.n, 0);
+    CHECK_OK(hbm_check(a));
+    close_torch(a, d);
+}
+
 int main(void) {
+    RUN(test_seed);
     RUN(test_host_faults);
     RUN(test_rounding);
     RUN(test_roundup_power2);

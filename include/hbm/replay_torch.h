@@ -66,6 +66,23 @@ typedef struct hbm_torch_match {
  * must have: every recorded success fits, and a recorded retry needs more). */
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
 
+/* The allocator's state when a mid-run history begins (cudaMalloc segments, not yet
+ * expandable ones): each segment with its live blocks, in address order. The twin starts
+ * from it instead of an empty device: the segments at their addresses, live blocks live
+ * (their frees in the history free them), the gaps cached. */
+typedef struct hbm_torch_block_state {
+    uint64_t addr, size, requested; /* size as PyTorch held it (a multiple of 512) */
+} hbm_torch_block_state;
+typedef struct hbm_torch_segment_state {
+    uint64_t addr, size, stream;
+    int small;                          /* small pool (2 MiB segments) */
+    const hbm_torch_block_state *live;
+    size_t nlive;
+} hbm_torch_segment_state;
+
+hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                       const char *config, const char *device_spec, hbm_torch_match *out);
+
 /* "segments 22/22 (100.0%), addresses 782/782 (100.0%)" or the JSON object
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
 hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);

@@ -1125,3 +1125,56 @@ uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
+
+/* one block of a seeded segment, appended after *last (index+1, 0 = none) */
+static uint32_t seed_block(torch *t, uint64_t seg, uint64_t addr, uint64_t size, uint64_t stream, int small,
+                           uint32_t *last) {
+    uint32_t i = new_block(t);
+    t->b[i] = (tblk){.addr = addr, .size = size, .stream = stream, .seg = seg, .small = (uint8_t)small,
+                     .state = T_FREE, .prev = *last};
+    if (*last) t->b[*last - 1].next = i + 1;
+    *last = i + 1;
+    return i;
+}
+
+hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uint64_t stream, int small,
+                                   const hbmi_torch_seed_block *live, size_t nlive) {
+    torch *t = self;
+    uint64_t at = addr;
+    for (size_t k = 0; k < nlive; k++) {
+        if (live[k].addr < at || !live[k].size || live[k].size % K_MIN_BLOCK || live[k].addr + live[k].size > addr + size ||
+            hbmi_map_get(&t->live, live[k].addr, NULL))
+            return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside segment "
+                              "0x%" PRIx64 " after the previous one", live[k].addr, live[k].size, addr);
+        at = live[k].addr + live[k].size;
+    }
+    if (!size || size % K_MIN_BLOCK) return hbmi_error(HBM_ERR_INVALID, "torch: a seeded segment of %" PRIu64 " bytes", size);
+    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
+    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    if (!s) s = reserve(t, 2 * nlive + 2);
+    if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
+    if (!s) s = hbmi_map_reserve(&t->live, t->live.count + nlive);
+    uint64_t dev_addr;
+    if (!s) s = hbm_device_alloc(t->dev, size, &dev_addr);
+    if (s) return s;
+    hbmi_map_put(&t->segdev, addr, dev_addr);
+    uint32_t last = 0;
+    at = addr;
+    for (size_t k = 0; k <= nlive; k++) {
+        uint64_t end = k < nlive ? live[k].addr : addr + size;
+        if (end > at) insert_free(t, seed_block(t, addr, at, end - at, stream, small, &last));
+        if (k == nlive) break;
+        uint32_t i = seed_block(t, addr, live[k].addr, live[k].size, stream, small, &last);
+        tblk *x = &t->b[i];
+        x->state = T_LIVE;
+        x->requested = live[k].requested;
+        x->seq = ++t->st.num_allocs;
+        hbmi_map_put(&t->live, x->addr, i);
+        t->st.bytes_in_use += x->size;
+        at = live[k].addr + live[k].size;
+    }
+    t->nsegments++;
+    reserved_add(t, size);
+    hbmi_stats_update_peaks(&t->st);
+    return HBM_OK;
+}

@@ -27,6 +27,18 @@ void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user);
 /* The base of the segment holding the live block at addr (an expandable segment's
  * virtual range base); 0 if addr is not a live block. */
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr);
+/* A cudaMalloc segment that existed before a history began (a mid-run snapshot), placed
+ * at addr: its live blocks (addr, size as held, size requested; in address order, inside
+ * the segment) stay live, the gaps between them become cached free blocks. size is the
+ * segment's total; small: the small pool (2 MiB segments). No trace event is emitted.
+ * HBM_ERR_INVALID for blocks outside the segment or overlapping; HBM_ERR_OOM when the
+ * device cannot hold it. */
+typedef struct hbmi_torch_seed_block {
+    uint64_t addr, size, requested;
+} hbmi_torch_seed_block;
+hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uint64_t stream, int small,
+                                   const hbmi_torch_seed_block *live, size_t nlive);
+
 /* torch.cuda.empty_cache(): release every unsplit cached block, unmap free pages. */
 hbm_status hbmi_torch_empty_cache(void *self);
 

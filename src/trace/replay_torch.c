@@ -139,7 +139,10 @@ static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t t
         c->m->first_alloc_diff = (int64_t)i;
 }
 
-static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map) {
+static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live);
+
+static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
+                      const hbm_torch_segment_state *segs, size_t nsegs) {
     c->pend = pending;
     const hbm_trace *t = c->t;
     hbm_torch_match *m = c->m;
@@ -148,7 +151,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     size_t npend = 0;
     hbmi_map live; /* recorded address -> twin address + 1 */
     hbmi_map_init(&live);
-    hbm_status s = HBM_OK;
+    hbm_status s = seed(c, a, segs, nsegs, &live);
     hbm_stats st;
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
@@ -216,8 +219,8 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     return s ? s : c->err;
 }
 
-static uint64_t recorded_peak(const hbm_trace *t, int *has_map) {
-    uint64_t cur = 0, peak = 0;
+static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map) {
+    uint64_t cur = start, peak = start;
     *has_map = 0;
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -230,11 +233,37 @@ static uint64_t recorded_peak(const hbm_trace *t, int *has_map) {
 }
 
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
-    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
+    return hbm_replay_torch_match_from(t, NULL, 0, config, device_spec, out);
+}
+
+/* The segments from before the history: in the twin at their recorded addresses, paired
+ * with themselves, their live blocks known to the replay. */
+static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live) {
+    hbm_status s = HBM_OK;
+    for (size_t k = 0; k < nsegs && !s && !c->err; k++) {
+        const hbm_torch_segment_state *g = &segs[k];
+        hbmi_torch_seed_block *bl = hbmi_malloc((g->nlive + 1) * sizeof *bl);
+        if (!bl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
+        for (size_t j = 0; j < g->nlive; j++) bl[j] = (hbmi_torch_seed_block){g->live[j].addr, g->live[j].size, g->live[j].requested};
+        s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl, g->nlive);
+        hbmi_free(bl);
+        if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
+        for (size_t j = 0; j < g->nlive && !s; j++) s = hbmi_map_put(live, g->live[j].addr, g->live[j].addr + 1);
+        held_add(c, g->addr, g->size);
+        range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
+    }
+    return s ? s : c->err;
+}
+
+hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                       const char *config, const char *device_spec, hbm_torch_match *out) {
+    if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
     memset(out, 0, sizeof *out);
     out->first_segment_diff = out->first_alloc_diff = -1;
     int has_map;
-    out->peak_reserved_recorded = recorded_peak(t, &has_map);
+    uint64_t start = 0;
+    for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
+    out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else if (out->peak_reserved_recorded) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, out->peak_reserved_recorded);
     else snprintf(out->device, sizeof out->device, "sim:80GiB");
@@ -253,7 +282,7 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
     if (!s) s = find_empty_cache_runs(t, &empty_run);
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    if (!s) s = run(&c, a, empty_run, pending, has_map);
+    if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
@@ -377,7 +406,7 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
     memset(out, 0, sizeof *out);
     out->best = -1;
     int has_map;
-    uint64_t peak = recorded_peak(t, &has_map);
+    uint64_t peak = recorded_peak(t, 0, &has_map);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else if (t->capacity) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, t->capacity);
     else if (peak) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, peak);
