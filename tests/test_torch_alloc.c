@@ -429,17 +429,27 @@ static void test_config(void) {
     CHECK_EQ_U64(h.roundup_power2_divisions[1], 1);
 }
 
+static const char *torch_policy;
+
 static const char *fake_env(void *user, const char *name) {
+    if (!strcmp(name, "HBM_ALLOCATOR")) return torch_policy;
     return !strcmp(name, "PYTORCH_CUDA_ALLOC_CONF") ? (const char *)user : NULL;
 }
 
 static void test_config_env(void) {
     hbm_config c;
+    torch_policy = NULL;
     CHECK_OK(hbm_config_from_env_fn(&c, fake_env, "backend:native,expandable_segments:True"));
     CHECK(c.allocator == HBM_ALLOCATOR_TORCH && c.expandable_segments);
     CHECK_STR(c.source[HBM_OPT_allocator], "PYTORCH_CUDA_ALLOC_CONF");
+    /* a bad value is an error for the torch policy ... */
+    torch_policy = "torch";
     CHECK_STATUS(hbm_config_from_env_fn(&c, fake_env, "expandable_segments:Yes"), HBM_ERR_CONFIG);
     CHECK_CONTAINS(hbm_last_error(), "PYTORCH_CUDA_ALLOC_CONF: expandable_segments:Yes is not valid");
+    /* ... and none of a JAX program's business */
+    torch_policy = NULL;
+    CHECK_OK(hbm_config_from_env_fn(&c, fake_env, "expandable_segments:Yes"));
+    CHECK(c.allocator == HBM_ALLOCATOR_BFC && !c.expandable_segments);
 }
 
 /* Random allocs and frees on two streams under several settings: the state checks out

@@ -451,10 +451,15 @@ hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user) {
     } else if (xa && (s = parse_allocator("XLA_PYTHON_CLIENT_ALLOCATOR", xa, &(hbm_allocator_kind){0}))) {
         return s;
     }
+    /* PyTorch's variable: its errors matter only to the torch policy (a JAX program must not
+     * fail over a setting meant for PyTorch in the same environment) */
     const char *pt = env_get(fn, user, "PYTORCH_CUDA_ALLOC_CONF");
-    if (pt && (s = hbm_config_apply_torch(c, pt, "PYTORCH_CUDA_ALLOC_CONF"))) return s;
+    char pt_error[512] = "";
+    if (pt && hbm_config_apply_torch(c, pt, "PYTORCH_CUDA_ALLOC_CONF"))
+        snprintf(pt_error, sizeof pt_error, "%s", hbm_last_error());
     for (int o = 0; o < HBM_OPT_COUNT_; o++)
         if ((s = apply_env(c, (hbm_config_option)o, fn, user, opts[o].hbm_env))) return s;
+    if (pt_error[0] && c->allocator == HBM_ALLOCATOR_TORCH) return hbmi_error(HBM_ERR_CONFIG, "%s", pt_error);
     apply_policy_defaults(c);
     return HBM_OK;
 }
