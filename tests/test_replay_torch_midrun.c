@@ -8,8 +8,9 @@
  *     names (their size as PyTorch held it), and blocks the history frees without
  *     allocating them (size: the freed request rounded up to 512 bytes), each in the
  *     segment that holds it.
- * This rebuild is test code: the trace loader is where it belongs. Skips without
- * ../shared/data. */
+ * This rebuild is test code: the trace loader is where it belongs. Also constructor_sun's
+ * cuda:1 history (its OOM), read here because hbm_trace_load reads cuda:0's. Skips
+ * without ../shared/data. */
 #include <stdlib.h>
 
 #include "core/internal.h"
@@ -174,7 +175,87 @@ static void test_magma27(void) { check_midrun("magma27.pickle"); }
 /* begins with an empty_cache() call: a run of segment_frees of segments from before the history */
 static void test_kkaitlyn_ctx256_fullstep(void) { check_midrun("kkaitlyn_ctx256_fullstep.pickle"); }
 
+/* The history of device dev as hbm's importer reads cuda:0's (actions to events; an oom's
+ * addr is the device's free memory: returned in *dev_free with the reserved bytes then). */
+static hbm_trace *device_history(const hbmi_pv *root, size_t dev, uint64_t *reserved_at_oom, uint64_t *dev_free) {
+    static const struct {
+        const char *name;
+        int kind;
+    } acts[] = {{"alloc", HBM_EV_ALLOC},           {"free_completed", HBM_EV_FREE}, {"free_requested", HBM_EV_FREE_REQUESTED},
+                {"segment_alloc", HBM_EV_SEGMENT_ALLOC}, {"segment_free", HBM_EV_SEGMENT_FREE},
+                {"segment_map", HBM_EV_SEGMENT_MAP},     {"segment_unmap", HBM_EV_SEGMENT_UNMAP}, {"oom", HBM_EV_OOM}};
+    const hbmi_pv *traces = hbmi_pv_get(root, "device_traces");
+    if (!traces || traces->type != PV_LIST || dev >= traces->n) return NULL;
+    const hbmi_pv *l = traces->items[dev];
+    hbm_trace *t;
+    if (hbm_trace_new(&t)) return NULL;
+    uint64_t reserved = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *a = hbmi_pv_str(l->items[i], "action");
+        int kind = 0;
+        for (size_t j = 0; a && j < sizeof acts / sizeof acts[0]; j++)
+            if (!strcmp(a, acts[j].name)) kind = acts[j].kind;
+        if (!kind) continue;
+        hbm_trace_event e = {.kind = (uint8_t)kind, .addr = (uint64_t)hbmi_pv_int(l->items[i], "addr", 0),
+                             .size = (uint64_t)hbmi_pv_int(l->items[i], "size", 0),
+                             .stream = (uint64_t)hbmi_pv_int(l->items[i], "stream", 0), .time_ns = i};
+        if (kind == HBM_EV_ALLOC || kind == HBM_EV_OOM) e.requested = e.size;
+        if (kind == HBM_EV_SEGMENT_ALLOC || kind == HBM_EV_SEGMENT_MAP) reserved += e.size;
+        if (kind == HBM_EV_SEGMENT_FREE || kind == HBM_EV_SEGMENT_UNMAP) reserved -= e.size;
+        if (kind == HBM_EV_OOM) *reserved_at_oom = reserved, *dev_free = e.addr, e.addr = 0, e.size = 0;
+        if (hbm_trace_add(t, &e)) {
+            hbm_trace_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* constructor_sun's cuda:1 (expandable segments, from its start): an OOM asking 4.94 GiB
+ * with 78 GiB in use. On a device of the bytes PyTorch had reserved then plus the free
+ * memory CUDA reported, the twin makes every recorded decision and fails where PyTorch
+ * did; no setting avoids it, the program needing more than the device at that moment. */
+static void test_constructor_sun_cuda1(void) {
+    const char *path = SNAP_DIR "constructor_sun.pickle";
+    char *data;
+    size_t len;
+    if (hbmi_read_file(path, &data, &len)) {
+        fprintf(stderr, "  (%s absent)\n", path);
+        return;
+    }
+    ran++;
+    hbmi_pvpool pool = {0};
+    hbmi_pv *root = NULL;
+    hbm_status s = hbmi_pickle_parse((const unsigned char *)data, len, path, &pool, &root);
+    hbmi_free(data);
+    CHECK_OK(s);
+    uint64_t reserved = 0, dev_free = 0;
+    hbm_trace *t = device_history(root, 1, &reserved, &dev_free);
+    hbmi_pvpool_free(&pool);
+    CHECK(t);
+    char spec[64];
+    snprintf(spec, sizeof spec, "sim:%" PRIu64, reserved + dev_free);
+    hbm_torch_match m;
+    hbm_torch_suggestion sg;
+    s = hbm_replay_torch_match(t, NULL, spec, &m);
+    if (!s) s = hbm_torch_suggest(t, spec, &sg);
+    hbm_trace_free(t);
+    CHECK_OK(s);
+    fprintf(stderr, "  constructor_sun cuda:1 on %s (%s): ", spec, m.config);
+    hbm_torch_match_write(&m, stderr, 0);
+    fprintf(stderr, "; OOMs %" PRIu64 " recorded, %" PRIu64 " by the twin; suggest: over by %" PRIu64 " bytes\n",
+            m.ooms_recorded, m.ooms_twin, sg.over_by);
+    CHECK_EQ_U64(m.ooms_recorded, 1);
+    CHECK_EQ_U64(m.ooms_twin, 1);
+    CHECK(m.segments_recorded > 0 && m.allocs > 0);
+    CHECK_EQ_U64(m.segments_same, m.segments_recorded);
+    CHECK_EQ_U64(m.segments_twin, m.segments_recorded);
+    CHECK_EQ_U64(m.allocs_same, m.allocs);
+    CHECK(sg.best < 0 && sg.over_by > 0);
+}
+
 int main(void) {
+    RUN(test_constructor_sun_cuda1);
     RUN(test_hugepanda_peso);
     RUN(test_ftcourse);
     RUN(test_magma27);

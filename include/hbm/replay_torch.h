@@ -114,8 +114,9 @@ hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
  * backend:cudaMallocAsync) on the device (device_spec, else the trace's capacity, else the
  * history's peak reserved bytes: the least the real device had). The answer is the change
  * without an OOM that reserves least at its peak; when none avoids it, how many bytes the
- * program is over: the most bytes live at once minus the device's capacity (no allocator
- * can do better), or 0 when it is fragmentation no setting here fixes. */
+ * program is over: the most bytes needed at once (live, or live plus a recorded request
+ * that failed) minus the device's capacity (no allocator can do better), or 0 when it is
+ * fragmentation no setting here fixes. */
 #define HBM_TORCH_SUGGEST_MAX 16
 typedef struct hbm_torch_candidate {
     char config[160];  /* hbm config string */
@@ -128,7 +129,7 @@ typedef struct hbm_torch_candidate {
 typedef struct hbm_torch_suggestion {
     char device[96];
     uint64_t capacity;
-    uint64_t lower_bound;     /* most bytes live at once */
+    uint64_t lower_bound;     /* most bytes needed at once (live, or live + a request that failed) */
     size_t n;                 /* candidates; [0] is the recorded settings */
     hbm_torch_candidate c[HBM_TORCH_SUGGEST_MAX];
     int best;                 /* index of the answer, -1 if none avoids the OOM */

@@ -451,6 +451,23 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
     if (!out->c[0].status && !out->c[0].ooms) out->best = 0; /* nothing to avoid */
     hbm_replay_bounds b;
     if (!hbm_replay_bounds_get(t, 0.0, 0, &b)) out->lower_bound = b.lower_bound;
+    /* a request that failed needed its bytes on top of what was live then */
+    hbmi_map live;
+    hbmi_map_init(&live);
+    uint64_t now = 0, v;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        uint64_t size = e->requested ? e->requested : e->size;
+        if (e->kind == HBM_EV_ALLOC) {
+            if (!(s = hbmi_map_put(&live, e->addr, size))) now += size;
+        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, e->addr, &v)) {
+            now -= v;
+        } else if (e->kind == HBM_EV_OOM && now + size > out->lower_bound) {
+            out->lower_bound = now + size;
+        }
+    }
+    hbmi_map_destroy(&live);
+    if (s) return s;
     if (out->best < 0 && out->lower_bound > out->capacity) out->over_by = out->lower_bound - out->capacity;
     return HBM_OK;
 }
@@ -494,10 +511,10 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fprintf(f, "%s\n  avoids the OOM: peak reserved %s, fragmentation at the peak %.1f%%\n", c->env,
                 hbm_size_xla((int64_t)c->peak_reserved, a), 100.0 * c->frag_at_peak);
     } else if (s->over_by) {
-        fprintf(f, "no setting avoids the OOM: the program has %s live at once, %s more than the device holds\n",
+        fprintf(f, "no setting avoids the OOM: the program needs %s at once, %s more than the device holds\n",
                 hbm_size_xla((int64_t)s->lower_bound, a), hbm_size_xla((int64_t)s->over_by, b));
     } else {
-        fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes live at once (%s) fit: fragmentation\n",
+        fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
                 hbm_size_xla((int64_t)s->lower_bound, a));
     }
     fprintf(f, "\n%-56s %6s %14s %10s\n", "setting", "OOMs", "peak reserved", "frag@peak");
