@@ -70,6 +70,7 @@ typedef struct fstream {
     uint64_t top;                /* bit w: bits[w] != 0 */
     uint64_t bits[F_CLASSES / 64];
     uint32_t head[F_CLASSES];    /* index+1 of the lowest-address block of each size */
+    uint32_t tail[F_CLASSES];    /* ... and of the highest (new segments mostly come above) */
     tset big;                    /* blocks over 2 MiB by (size, addr) */
     size_t n;
 } fstream;
@@ -284,10 +285,13 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
     }
     unsigned c = f_class(x->size);
     uint32_t prev = 0, cur = s->head[c];
-    while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
+    if (s->tail[c] && b[s->tail[c] - 1].addr < x->addr) prev = s->tail[c], cur = 0; /* append */
+    else
+        while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
     x->bprev = prev;
     x->bnext = cur;
     if (cur) b[cur - 1].bprev = i + 1;
+    else s->tail[c] = i + 1;
     if (prev) b[prev - 1].bnext = i + 1;
     else s->head[c] = i + 1;
     s->bits[c >> 6] |= 1ull << (c & 63);
@@ -308,6 +312,7 @@ static void fs_erase(torch *t, fset *f, uint32_t i) {
     else if (s->head[c] == i + 1) s->head[c] = x->bnext;
     else return; /* not listed */
     if (x->bnext) b[x->bnext - 1].bprev = x->bprev;
+    else s->tail[c] = x->bprev;
     x->bprev = x->bnext = 0;
     s->n--;
     if (!s->head[c]) {
@@ -905,10 +910,12 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
         const tblk *prev = NULL;
         for (unsigned c = 0; c < F_CLASSES; c++) {
             int on = (s->bits[c >> 6] >> (c & 63)) & 1;
-            if (on != !!s->head[c] || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
+            if (on != !!s->head[c] || !s->head[c] != !s->tail[c] || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: the bitmap of size %u disagrees with its list", (c + 1) * K_MIN_BLOCK);
             uint32_t back = 0;
             for (uint32_t j = s->head[c]; j; back = j, j = t->b[j - 1].bnext) {
+                if (!t->b[j - 1].bnext && s->tail[c] != j)
+                    return hbmi_error(HBM_ERR_CORRUPT, "torch: the list of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
                 const tblk *x = &t->b[j - 1];
                 if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c ||
                     x->size > F_BIN_MAX || x->bprev != back || mark[j - 1] || (prev && prev->size == x->size && prev->addr >= x->addr))
