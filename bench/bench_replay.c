@@ -57,7 +57,8 @@ static double baseline(const hbm_trace *t) {
 int main(void) {
     hbm_trace *t = make_trace();
     if (!t) return 1;
-    static const char *configs[] = {"allocator=platform", "allocator=bfc", "allocator=bfc,preallocate=false"};
+    static const char *configs[] = {"allocator=platform", "allocator=bfc", "allocator=bfc,preallocate=false",
+                                    "allocator=torch", "allocator=torch,expandable_segments=true"};
     double base[RUNS];
     for (int r = 0; r < RUNS; r++) base[r] = baseline(t);
     qsort(base, RUNS, sizeof base[0], cmpd);

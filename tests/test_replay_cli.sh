@@ -46,4 +46,24 @@ printf 'Thread,Time,Action,Pointer,Size,Stream\n1,xx,allocate,0x1,2,0x0\n' > "$T
 "$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad csv exit"
 grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"
 "$HBM" replay --help | grep -q "Example" || fail "help"
+# a PyTorch snapshot with allocator=torch: what PyTorch did, and how closely the twin follows
+SNAP="${2:-}/snapshots/silmont_small.pickle"
+if [ -f "$SNAP" ]; then
+  out=$("$HBM" replay "$SNAP" --allocators torch,bfc) || fail "torch replay exit $?"
+  grep -q "recorded by PyTorch: peak reserved 3.52GiB" <<<"$out" || fail "recorded line: $out"
+  grep -q "segments 9/9 (100.0%), addresses 36/36 (100.0%)" <<<"$out" || fail "match line: $out"
+  "$HBM" replay "$SNAP" --allocators torch --json > "$T/t.json" || fail "torch json exit"
+  python3 - "$T/t.json" <<'PY' || fail "torch JSON: $(cat "$T/t.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["results"][0]["allocator"] == "torch", d
+assert d["recorded"]["peak_bytes_reserved"] == 3781165056, d["recorded"]
+assert d["recorded"]["oom"] is None
+m = d["match"]["result"]
+assert m["segments"] == [9, 9] and m["addresses"] == [36, 36], m
+PY
+  "$HBM" replay "$SNAP" --allocators bfc | grep -q "recorded by" && fail "recorded line without a torch twin"
+else
+  echo "(shared snapshots absent: torch replay not checked)"
+fi
 echo "ok"

@@ -10,6 +10,7 @@ static void replay_help(FILE *f) {
             "Usage: hbm replay TRACE [--allocators bfc,platform,...] [--config 'key=value,...']...\n"
             "                  [--device sim:SIZE | --device NAME] [--fraction F] [--json]\n"
             "                  [--device-index N]\n"
+            "       hbm replay SNAPSHOT --suggest [--device D] [--json]\n"
             "\n"
             "Replay every alloc and free of TRACE against each allocator configuration on a\n"
             "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
@@ -36,6 +37,10 @@ static void replay_help(FILE *f) {
             "  --json              one JSON object with every result\n"
             "  --device-index N    device N (cuda:N) of a snapshot (default: the one with an\n"
             "                      OOM, else the largest peak; the device replayed is named)\n"
+            "  --suggest           (PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
+            "                      that avoids the OOM on the device (default: the trace's capacity,\n"
+            "                      else the history's peak reserved), or by how much it is over;\n"
+            "                      allocator=torch replays PyTorch's caching allocator (docs/allocators.md)\n"
             "\n"
             "Example:\n"
             "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
@@ -45,7 +50,7 @@ static void replay_help(FILE *f) {
 int cmd_replay(int argc, char **argv) {
     const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
     const char *configs[32];
-    int nconfigs = 0, json = 0;
+    int nconfigs = 0, json = 0, suggest = 0;
     long device_index = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -59,6 +64,8 @@ int cmd_replay(int argc, char **argv) {
             device_index = strtol(argv[++i], &end, 10);
             if (!*argv[i] || *end || device_index < 0 || device_index > 4096)
                 return cli_usage_error("replay", "--device-index %s: expected 0 to 4096", argv[i]);
+        } else if (!strcmp(a, "--suggest")) {
+            suggest = 1;
         } else if ((!strcmp(a, "--allocators") || !strcmp(a, "--device") || !strcmp(a, "--fraction") ||
                     !strcmp(a, "--config")) && i + 1 < argc) {
             const char *v = argv[++i];
@@ -92,6 +99,13 @@ int cmd_replay(int argc, char **argv) {
         fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
         return 2;
     }
+    if (suggest) { /* exit 1 when no setting avoids the OOM, as a negative verdict */
+        hbm_torch_suggestion sg;
+        s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
+        if (!s) s = hbm_torch_suggest_write(&sg, stdout, json);
+        hbm_trace_free(t);
+        return s ? cli_fail("replay", s) : sg.best < 0;
+    }
     /* the configurations: --config ones, then one per --allocators name */
     char list[32][300];
     int n = 0;
@@ -110,8 +124,23 @@ int cmd_replay(int argc, char **argv) {
     }
     const char *cfgs[32];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];
-    int failed = 0;
-    s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
+    int failed = 0, torch = 0;
+    for (int i = 0; i < n; i++) torch |= strstr(cfgs[i], "allocator=torch") != NULL;
+    torch = torch && !strcmp(t->source, "torch");
+    if (!torch) {
+        s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
+    } else { /* a PyTorch snapshot replayed with its twin: what PyTorch did, and the match */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&buf, &len);
+        s = mf ? hbm_replay_run_write(t, device, cfgs, (size_t)n, mf, json, &failed) : HBM_ERR_NOMEM;
+        if (mf) fclose(mf);
+        if (!s && json && len >= 2) len -= 2; /* the closing "}\n": the torch members go inside */
+        if (!s) fwrite(buf, 1, len, stdout);
+        if (!s) s = hbm_torch_replay_write(t, stdout, json);
+        if (!s && json) fputs("}\n", stdout);
+        free(buf);
+    }
     hbm_trace_free(t);
     return s ? cli_fail("replay", s) : failed;
 }

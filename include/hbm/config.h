@@ -24,7 +24,8 @@ typedef enum hbm_allocator_kind {
     HBM_ALLOCATOR_BFC,
     HBM_ALLOCATOR_PLATFORM,
     HBM_ALLOCATOR_CUDA_ASYNC,
-    HBM_ALLOCATOR_VMM
+    HBM_ALLOCATOR_VMM,
+    HBM_ALLOCATOR_TORCH
 } hbm_allocator_kind;
 
 typedef enum hbm_policy {
@@ -32,12 +33,16 @@ typedef enum hbm_policy {
     HBM_POLICY_JAX_LEGACY  /* JAX before 0.4.1: fraction (0.90) of memory free at open */
 } hbm_policy;
 
+/* PyTorch's roundup_power2_divisions: one entry per power-of-two interval, [1 MiB, 2 MiB)
+ * (and below) to [32 GiB, 64 GiB) and above. */
+#define HBM_TORCH_ROUNDUP_INTERVALS 16
+
 /* X(field, key, hbm variable, framework variable(s) or NULL, accepted values, doc) */
 #define HBM_CONFIG_OPTIONS(X)                                                               \
     X(allocator, "allocator", "HBM_ALLOCATOR",                                              \
       "XLA_PYTHON_CLIENT_ALLOCATOR, TF_GPU_ALLOCATOR",                                      \
-      "bfc|platform|cuda_async|vmm (XLA: default|bfc|platform|cuda_async; "                 \
-      "TF: cuda_malloc_async)",                                                             \
+      "bfc|platform|cuda_async|vmm|torch (XLA: default|bfc|platform|cuda_async; "           \
+      "TF: cuda_malloc_async; PYTORCH_CUDA_ALLOC_CONF backend: native|cudaMallocAsync)",    \
       "allocation policy")                                                                  \
     X(policy, "policy", "HBM_POLICY", NULL, "jax|jax_legacy",                               \
       "jax: fraction of total memory (default 0.75); jax_legacy: of free memory (0.90)")   \
@@ -60,7 +65,24 @@ typedef enum hbm_policy {
     X(trace, "trace", "HBM_TRACE", NULL, "a file path; %p = pid, %n = allocator number",   \
       "record every alloc/free into this trace file (docs/traces.md)")                      \
     X(trace_backtrace, "trace_backtrace", "HBM_TRACE_BACKTRACE", NULL, "true|false",        \
-      "with trace: also record a native backtrace per allocation (slower)")
+      "with trace: also record a native backtrace per allocation (slower)")                \
+    X(expandable_segments, "expandable_segments", "HBM_EXPANDABLE_SEGMENTS",                \
+      "PYTORCH_CUDA_ALLOC_CONF", "true|false (PyTorch: True|False)",                        \
+      "torch: one growing virtual segment per stream and pool (2 MiB / 20 MiB pages)")       \
+    X(max_split_size_mb, "max_split_size_mb", "HBM_MAX_SPLIT_SIZE_MB",                      \
+      "PYTORCH_CUDA_ALLOC_CONF", "an integer >= 20 (MiB); 0 = no limit (PyTorch's default)", \
+      "torch: cached blocks of this size or more are never split")                          \
+    X(max_non_split_rounding_mb, "max_non_split_rounding_mb", "HBM_MAX_NON_SPLIT_ROUNDING_MB", \
+      "PYTORCH_CUDA_ALLOC_CONF", "an integer >= 20 (MiB; default 20)",                      \
+      "torch: an unsplittable block serves a request only if less than this larger")         \
+    X(roundup_power2_divisions, "roundup_power2_divisions", "HBM_ROUNDUP_POWER2_DIVISIONS", \
+      "PYTORCH_CUDA_ALLOC_CONF",                                                            \
+      "a power of 2, or [MB:N,...,>:N] with MB a power of 2 and N a power of 2 or 0",       \
+      "torch: round sizes up to one of N equal steps between two powers of two")            \
+    X(garbage_collection_threshold, "garbage_collection_threshold",                         \
+      "HBM_GARBAGE_COLLECTION_THRESHOLD", "PYTORCH_CUDA_ALLOC_CONF",                        \
+      "a number in (0, 1); 0 = off",                                                        \
+      "torch, with fraction or limit set: free the oldest cached blocks above this share")
 
 typedef enum hbm_config_option {
 #define HBM_CONFIG_ENUM_(field, key, hv, fv, acc, doc) HBM_OPT_##field,
@@ -81,6 +103,12 @@ typedef struct hbm_config {
     int report_top;
     char trace[256];     /* trace file path, "" = do not record */
     int trace_backtrace;
+    /* PyTorch's caching allocator (allocator=torch; PYTORCH_CUDA_ALLOC_CONF) */
+    int expandable_segments;
+    uint64_t max_split_size;        /* bytes; UINT64_MAX = no limit */
+    uint64_t max_non_split_rounding; /* bytes (20 MiB) */
+    uint32_t roundup_power2_divisions[HBM_TORCH_ROUNDUP_INTERVALS]; /* per power of two from 1 MiB */
+    double garbage_collection_threshold; /* 0 = off */
     /* Where each value came from: "default", "policy jax_legacy", "config", or the name
      * of the environment variable that set it. Indexed by hbm_config_option. */
     char source[HBM_OPT_COUNT_][40];
@@ -96,6 +124,12 @@ hbm_status hbm_config_from_env(hbm_config *c);
 hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user);
 /* Apply "key=value,key=value" on top of c (whitespace around items is ignored). */
 hbm_status hbm_config_apply(hbm_config *c, const char *text);
+/* Apply a PYTORCH_CUDA_ALLOC_CONF value in PyTorch's syntax on top of c
+ * ("expandable_segments:True,max_split_size_mb:128,roundup_power2_divisions:[256:1,>:8],
+ * garbage_collection_threshold:0.6,backend:native|cudaMallocAsync"), with PyTorch's
+ * validation (c10/core/AllocatorConfig.cpp); `who` names the source in messages and in
+ * c->source. backend selects allocator=torch (native) or cuda_async (cudaMallocAsync). */
+hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *who);
 /* NULL: from the environment; else defaults + text. */
 hbm_status hbm_config_resolve(const char *text, hbm_config *out);
 

@@ -27,6 +27,7 @@
 #include "hbm/torch.h"
 #include "hbm/workload.h"
 #include "hbm/trace.h"
+#include "hbm/replay_torch.h"
 #include "hbm/view.h"
 
 #ifdef __cplusplus

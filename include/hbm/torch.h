@@ -5,11 +5,13 @@
  *   torch.cuda.memory.change_current_allocator(a)
  *
  * One hbm allocator per device ("cuda:<device>"), opened on first use with the
- * configuration from the environment (HBM_ALLOCATOR=vmm|cuda_async|platform|bfc,
+ * configuration from the environment (HBM_ALLOCATOR=torch|vmm|cuda_async|platform|bfc;
+ * torch: PyTorch's own caching allocator's rules, with PYTORCH_CUDA_ALLOC_CONF's settings,
  * HBM_LIMIT, XLA_PYTHON_CLIENT_MEM_FRACTION, ...; see `hbm config --help`). When an
  * allocation fails, hbm's OOM report goes to stderr and NULL goes back to PyTorch, which
- * raises its OutOfMemoryError. Streams are passed through to the stream-ordered policy
- * (cuda_async); the others ignore them. */
+ * raises its OutOfMemoryError. Streams are passed through: cuda_async orders its frees by
+ * them, torch keeps each stream's cached blocks apart as PyTorch does; the others ignore
+ * them. */
 #ifndef HBM_TORCH_H
 #define HBM_TORCH_H
 

@@ -103,6 +103,8 @@ hbm_status hbmi_async_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
                              const hbm_allocator_ops **ops, void **self);
 hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                                   const hbm_allocator_ops **ops, void **self);
+hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
+                             const hbm_allocator_ops **ops, void **self);
 hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                            const hbm_allocator_ops **ops, void **self);
 /* The tracking adaptor (src/trace/recorder.c): a policy that records every call of the

@@ -13,6 +13,7 @@ static const struct {
     {HBM_ALLOCATOR_PLATFORM, hbmi_platform_create},
     {HBM_ALLOCATOR_CUDA_ASYNC, hbmi_async_create},
     {HBM_ALLOCATOR_VMM, hbmi_vmm_create},
+    {HBM_ALLOCATOR_TORCH, hbmi_torch_create},
 };
 
 hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out) {
@@ -30,7 +31,7 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
         if (policies[i].kind == cfg->allocator) create = policies[i].create;
     if (!create)
         return hbmi_error(HBM_ERR_NOT_AVAILABLE,
-                          "allocator '%s' (from %s) is not available in this build yet; accepted now: bfc, platform, cuda_async, vmm",
+                          "allocator '%s' (from %s) is not available in this build yet; accepted now: bfc, platform, cuda_async, vmm, torch",
                           hbm_allocator_kind_str(cfg->allocator), cfg->source[HBM_OPT_allocator]);
     uint64_t free_now = 0, total = 0;
     hbm_status s = hbm_device_mem_info(dev, &free_now, &total);

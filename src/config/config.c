@@ -22,7 +22,7 @@ static const opt_desc opts[HBM_OPT_COUNT_] = {
 #undef HBMI_DESC_
 };
 
-static const char *const allocator_names[] = {"bfc", "platform", "cuda_async", "vmm"};
+static const char *const allocator_names[] = {"bfc", "platform", "cuda_async", "vmm", "torch"};
 
 const char *hbm_allocator_kind_str(hbm_allocator_kind k) {
     return (unsigned)k < sizeof allocator_names / sizeof allocator_names[0] ? allocator_names[k] : "?";
@@ -43,6 +43,8 @@ void hbm_config_default(hbm_config *c) {
     c->release_on_oom = 1;
     c->async_prealloc = 0;
     c->report_top = 10;
+    c->max_split_size = UINT64_MAX;
+    c->max_non_split_rounding = 20u << 20;
     for (int i = 0; i < HBM_OPT_COUNT_; i++) set_source(c, (hbm_config_option)i, "default");
 }
 
@@ -144,7 +146,85 @@ static hbm_status parse_allocator(const char *who, const char *v, hbm_allocator_
         if (hbmi_streq_ci(v, allocator_names[i])) return *out = (hbm_allocator_kind)i, HBM_OK;
     if (!strcmp(who, "XLA_PYTHON_CLIENT_ALLOCATOR"))
         return bad_value(HBM_OPT_allocator, who, v, "default, bfc, platform or cuda_async");
-    return bad_value(HBM_OPT_allocator, who, v, "default, bfc, platform, cuda_async or vmm");
+    return bad_value(HBM_OPT_allocator, who, v, "default, bfc, platform, cuda_async, vmm or torch");
+}
+
+/* ---- PyTorch's caching allocator settings ---------------------------------------------
+ * PyTorch (c10/core/AllocatorConfig.cpp, parseArgs and its helpers) splits the value into
+ * tokens at ',' ':' '[' ']' and drops spaces; keys are compared exactly; numbers go through
+ * stoi/stod. Here a number must be all digits (stoi would also take "128abc" as 128: we
+ * refuse it rather than guess). */
+static int torch_uint(const char *v, uint64_t *out) {
+    if (!*v) return 0;
+    uint64_t n = 0;
+    for (const char *p = v; *p; p++) {
+        if (!isdigit((unsigned char)*p) || n > (UINT64_MAX - 9) / 10) return 0;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    *out = n;
+    return 1;
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+static unsigned log2_floor(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+
+/* roundup_power2_divisions: "N" (every interval) or "[MB:N,MB:N,...,>:N]": MB a power of two
+ * in MiB naming the interval [MB, 2 MB) (clamped to the 16 intervals from 1 MiB); the first
+ * entry also covers every interval below it, ">" every interval after the last one named;
+ * N a power of two, or 0 (no rounding beyond 512 bytes). */
+static hbm_status parse_roundup(hbm_config *c, const char *who, const char *v) {
+    static const char acc[] = "a power of 2, or [MB:N,...,>:N] with MB a power of 2 (MiB) and N a power of 2 or 0 "
+                              "(PyTorch's roundup_power2_divisions)";
+    uint32_t t[HBM_TORCH_ROUNDUP_INTERVALS] = {0};
+    uint64_t n;
+    while (*v == ' ') v++;
+    if (*v != '[') {
+        if (!torch_uint(v, &n) || !is_pow2(n) || n > UINT32_MAX) return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+        for (int i = 0; i < HBM_TORCH_ROUNDUP_INTERVALS; i++) t[i] = (uint32_t)n;
+        memcpy(c->roundup_power2_divisions, t, sizeof t);
+        return HBM_OK;
+    }
+    const char *p = v + 1;
+    size_t last = 0;
+    int first = 1;
+    for (;;) {
+        char k[32], d[32];
+        size_t kl = 0, dl = 0;
+        while (*p == ' ') p++;
+        if (*p == ']' && first) break; /* "[]" */
+        while (*p && *p != ':' && *p != ',' && *p != ']' && kl + 1 < sizeof k) if (*p != ' ') k[kl++] = *p++; else p++;
+        k[kl] = 0;
+        if (*p != ':') return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+        p++;
+        while (*p && *p != ',' && *p != ']' && dl + 1 < sizeof d) if (*p != ' ') d[dl++] = *p++; else p++;
+        d[dl] = 0;
+        if (!torch_uint(d, &n) || (n && !is_pow2(n)) || n > UINT32_MAX)
+            return hbmi_error(HBM_ERR_CONFIG, "%s: roundup_power2_divisions entry '%s:%s' is not valid: the divisions must be "
+                                              "a power of 2, or 0 to disable rounding (PyTorch)", who, k, d);
+        if (!strcmp(k, ">")) {
+            for (size_t i = last; i < HBM_TORCH_ROUNDUP_INTERVALS; i++) t[i] = (uint32_t)n;
+        } else {
+            uint64_t mb;
+            if (!torch_uint(k, &mb) || !is_pow2(mb))
+                return hbmi_error(HBM_ERR_CONFIG, "%s: roundup_power2_divisions entry '%s:%s' is not valid: the interval "
+                                                  "must be a power of 2 in MiB (e.g. 256), or '>' (PyTorch)", who, k, d);
+            size_t idx = log2_floor(mb);
+            if (idx > HBM_TORCH_ROUNDUP_INTERVALS - 1) idx = HBM_TORCH_ROUNDUP_INTERVALS - 1;
+            if (first)
+                for (size_t i = 0; i < idx; i++) t[i] = (uint32_t)n;
+            first = 0;
+            t[idx] = (uint32_t)n;
+            last = idx;
+        }
+        if (*p == ',') { p++; continue; }
+        if (*p == ']') break;
+        return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+    }
+    p++;
+    while (*p == ' ') p++;
+    if (*p) return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+    memcpy(c->roundup_power2_divisions, t, sizeof t);
+    return HBM_OK;
 }
 
 static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *who, const char *v) {
@@ -194,9 +274,129 @@ static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *wh
         snprintf(c->trace, sizeof c->trace, "%s", v);
         return HBM_OK;
     case HBM_OPT_trace_backtrace: return parse_bool(o, who, v, &c->trace_backtrace);
+    case HBM_OPT_expandable_segments: return parse_bool(o, who, v, &c->expandable_segments);
+    case HBM_OPT_max_split_size_mb:
+    case HBM_OPT_max_non_split_rounding_mb: {
+        uint64_t mb;
+        if (!torch_uint(v, &mb) || (o == HBM_OPT_max_non_split_rounding_mb && mb == 0) || (mb && mb < 20))
+            return bad_value(o, who, v, NULL);
+        uint64_t bytes = !mb ? UINT64_MAX : mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20;
+        *(o == HBM_OPT_max_split_size_mb ? &c->max_split_size : &c->max_non_split_rounding) = bytes;
+        return HBM_OK;
+    }
+    case HBM_OPT_roundup_power2_divisions: return parse_roundup(c, who, v);
+    case HBM_OPT_garbage_collection_threshold: {
+        errno = 0;
+        double f = strtod(v, &end);
+        if (!*v || *end || errno || !(f >= 0.0 && f < 1.0)) return bad_value(o, who, v, NULL);
+        c->garbage_collection_threshold = f;
+        return HBM_OK;
+    }
     case HBM_OPT_COUNT_: break;
     }
     return hbmi_error(HBM_ERR_CONFIG, "internal: unknown option %d", (int)o);
+}
+
+/* ---- PYTORCH_CUDA_ALLOC_CONF ------------------------------------------------------------ */
+
+static hbm_status torch_bad(const char *who, const char *key, const char *val, const char *accepted) {
+    return hbmi_error(HBM_ERR_CONFIG, "%s: %s:%s is not valid: PyTorch accepts %s", who, key, val, accepted);
+}
+
+static void set_torch_source(hbm_config *c, hbm_config_option o, const char *who) { set_source(c, o, who); }
+
+hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *who) {
+    if (!c || !text) return hbmi_error(HBM_ERR_INVALID, "hbm_config_apply_torch: NULL argument");
+    if (!who) who = "PYTORCH_CUDA_ALLOC_CONF";
+    /* tokens: runs of other characters, and each of , : [ ] alone; spaces dropped */
+    enum { MAXTOK = 192 }; /* a 16-entry roundup list is 65 tokens */
+    char tok[MAXTOK][48];
+    size_t nt = 0, len = 0;
+    for (const char *p = text;; p++) {
+        int sep = !*p || *p == ',' || *p == ':' || *p == '[' || *p == ']';
+        if (sep && len) {
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
+            tok[nt++][len] = 0;
+            len = 0;
+        }
+        if (!*p) break;
+        if (sep) {
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
+            tok[nt][0] = *p, tok[nt][1] = 0, nt++;
+        } else if (*p != ' ') {
+            if (nt == MAXTOK) return hbmi_error(HBM_ERR_CONFIG, "%s='%.60s...' has too many items", who, text);
+            if (len + 1 >= sizeof tok[0]) return hbmi_error(HBM_ERR_CONFIG, "%s: item '%.40s...' is too long", who, p - len);
+            tok[nt][len++] = *p;
+        }
+    }
+    hbm_config t = *c; /* all or nothing */
+    for (size_t i = 0; i < nt; i++) {
+        const char *key = tok[i];
+        if (i + 1 >= nt || strcmp(tok[i + 1], ":"))
+            return hbmi_error(HBM_ERR_CONFIG, "%s: expected ':' after '%s' (PyTorch's syntax is key:value,key:value)", who, key);
+        i += 2;
+        if (i >= nt) return hbmi_error(HBM_ERR_CONFIG, "%s: '%s:' has no value", who, key);
+        char val[512] = "";
+        if (!strcmp(tok[i], "[")) { /* a list, up to its ']' */
+            size_t vl = 0;
+            for (; i < nt; i++) {
+                size_t tl = strlen(tok[i]);
+                if (vl + tl >= sizeof val) return hbmi_error(HBM_ERR_CONFIG, "%s: the value of %s is too long", who, key);
+                memcpy(val + vl, tok[i], tl + 1);
+                vl += tl;
+                if (!strcmp(tok[i], "]")) break;
+            }
+            if (i == nt) return hbmi_error(HBM_ERR_CONFIG, "%s: %s:%s has no closing ']'", who, key, val);
+        } else {
+            snprintf(val, sizeof val, "%s", tok[i]);
+        }
+        uint64_t n;
+        hbm_status s = HBM_OK;
+        if (!strcmp(key, "expandable_segments")) {
+            if (strcmp(val, "True") && strcmp(val, "False")) return torch_bad(who, key, val, "True or False");
+            t.expandable_segments = !strcmp(val, "True");
+            set_torch_source(&t, HBM_OPT_expandable_segments, who);
+        } else if (!strcmp(key, "max_split_size_mb") || !strcmp(key, "max_non_split_rounding_mb")) {
+            if (!torch_uint(val, &n) || n < 20) return torch_bad(who, key, val, "an integer >= 20 (MiB)");
+            uint64_t bytes = n > (UINT64_MAX >> 20) ? UINT64_MAX : n << 20;
+            int split = !strcmp(key, "max_split_size_mb");
+            *(split ? &t.max_split_size : &t.max_non_split_rounding) = bytes;
+            set_torch_source(&t, split ? HBM_OPT_max_split_size_mb : HBM_OPT_max_non_split_rounding_mb, who);
+        } else if (!strcmp(key, "garbage_collection_threshold")) {
+            char *end;
+            errno = 0;
+            double f = strtod(val, &end);
+            if (*end || errno || !(f > 0.0 && f < 1.0)) return torch_bad(who, key, val, "a number in (0.0, 1.0)");
+            t.garbage_collection_threshold = f;
+            set_torch_source(&t, HBM_OPT_garbage_collection_threshold, who);
+        } else if (!strcmp(key, "roundup_power2_divisions")) {
+            if ((s = parse_roundup(&t, who, val))) return s;
+            set_torch_source(&t, HBM_OPT_roundup_power2_divisions, who);
+        } else if (!strcmp(key, "backend")) {
+            if (!strcmp(val, "native")) t.allocator = HBM_ALLOCATOR_TORCH;
+            else if (!strcmp(val, "cudaMallocAsync")) t.allocator = HBM_ALLOCATOR_CUDA_ASYNC;
+            else return torch_bad(who, key, val, "native or cudaMallocAsync");
+            set_torch_source(&t, HBM_OPT_allocator, who);
+        } else if (!strcmp(key, "release_lock_on_cudamalloc") || !strcmp(key, "pinned_use_cuda_host_register") ||
+                   !strcmp(key, "pinned_use_background_threads") || !strcmp(key, "graph_capture_record_stream_reuse")) {
+            if (strcmp(val, "True") && strcmp(val, "False")) return torch_bad(who, key, val, "True or False");
+            /* no effect on where memory goes */
+        } else if (!strcmp(key, "pinned_num_register_threads") || !strcmp(key, "pinned_reserve_segment_size_mb")) {
+            if (!torch_uint(val, &n) || !n) return torch_bad(who, key, val, "a positive integer");
+        } else {
+            return hbmi_error(HBM_ERR_CONFIG,
+                              "%s: unrecognized option '%s' (PyTorch's: backend, expandable_segments, max_split_size_mb, "
+                              "max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, "
+                              "release_lock_on_cudamalloc, pinned_*)", who, key);
+        }
+        if (i + 1 < nt) {
+            if (strcmp(tok[i + 1], ","))
+                return hbmi_error(HBM_ERR_CONFIG, "%s: expected ',' after %s:%s, found '%s'", who, key, val, tok[i + 1]);
+            i++;
+        }
+    }
+    *c = t;
+    return HBM_OK;
 }
 
 /* ---- environment ----------------------------------------------------------------------- */
@@ -251,8 +451,15 @@ hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user) {
     } else if (xa && (s = parse_allocator("XLA_PYTHON_CLIENT_ALLOCATOR", xa, &(hbm_allocator_kind){0}))) {
         return s;
     }
+    /* PyTorch's variable: its errors matter only to the torch policy (a JAX program must not
+     * fail over a setting meant for PyTorch in the same environment) */
+    const char *pt = env_get(fn, user, "PYTORCH_CUDA_ALLOC_CONF");
+    char pt_error[512] = "";
+    if (pt && hbm_config_apply_torch(c, pt, "PYTORCH_CUDA_ALLOC_CONF"))
+        snprintf(pt_error, sizeof pt_error, "%s", hbm_last_error());
     for (int o = 0; o < HBM_OPT_COUNT_; o++)
         if ((s = apply_env(c, (hbm_config_option)o, fn, user, opts[o].hbm_env))) return s;
+    if (pt_error[0] && c->allocator == HBM_ALLOCATOR_TORCH) return hbmi_error(HBM_ERR_CONFIG, "%s", pt_error);
     apply_policy_defaults(c);
     return HBM_OK;
 }
@@ -266,7 +473,11 @@ hbm_status hbm_config_apply(hbm_config *c, const char *text) {
         while (*p == ',' || isspace((unsigned char)*p)) p++;
         if (!*p) break;
         const char *item = p;
-        while (*p && *p != ',') p++;
+        int depth = 0; /* roundup_power2_divisions=[256:1,>:8] keeps its commas */
+        while (*p && (*p != ',' || depth)) {
+            depth += *p == '[' ? 1 : *p == ']' && depth ? -1 : 0;
+            p++;
+        }
         size_t n = (size_t)(p - item);
         while (n && isspace((unsigned char)item[n - 1])) n--;
         char buf[256];
@@ -372,6 +583,24 @@ uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t fr
 
 /* ---- printing ------------------------------------------------------------------------- */
 
+/* "0" (none), "4" (the same everywhere) or PyTorch's list form "[1:4,2:0,>:8]" */
+static void roundup_str(const hbm_config *c, char *buf, size_t n) {
+    const uint32_t *t = c->roundup_power2_divisions;
+    int same = 1;
+    for (int i = 1; i < HBM_TORCH_ROUNDUP_INTERVALS; i++) same &= t[i] == t[0];
+    if (same) {
+        snprintf(buf, n, "%u", t[0]);
+        return;
+    }
+    /* the tail of equal values becomes ">", which PyTorch applies from the last interval
+     * named (inclusive): name that one too */
+    int last = HBM_TORCH_ROUNDUP_INTERVALS - 1;
+    while (last > 0 && t[last - 1] == t[HBM_TORCH_ROUNDUP_INTERVALS - 1]) last--;
+    size_t l = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i <= last && l < n; i++) l += (size_t)snprintf(buf + l, n - l, "%u:%u,", 1u << i, t[i]);
+    if (l < n) snprintf(buf + l, n - l, ">:%u]", t[HBM_TORCH_ROUNDUP_INTERVALS - 1]);
+}
+
 static void value_str(const hbm_config *c, hbm_config_option o, char *buf, size_t n) {
     char h[32];
     switch (o) {
@@ -389,6 +618,15 @@ static void value_str(const hbm_config *c, hbm_config_option o, char *buf, size_
     case HBM_OPT_report_top: snprintf(buf, n, "%d", c->report_top); break;
     case HBM_OPT_trace: snprintf(buf, n, "%s", c->trace); break;
     case HBM_OPT_trace_backtrace: snprintf(buf, n, "%s", c->trace_backtrace ? "true" : "false"); break;
+    case HBM_OPT_expandable_segments: snprintf(buf, n, "%s", c->expandable_segments ? "true" : "false"); break;
+    case HBM_OPT_max_split_size_mb:
+    case HBM_OPT_max_non_split_rounding_mb: {
+        uint64_t b = o == HBM_OPT_max_split_size_mb ? c->max_split_size : c->max_non_split_rounding;
+        snprintf(buf, n, "%" PRIu64, b == UINT64_MAX ? 0 : b >> 20);
+        break;
+    }
+    case HBM_OPT_roundup_power2_divisions: roundup_str(c, buf, n); break;
+    case HBM_OPT_garbage_collection_threshold: snprintf(buf, n, "%g", c->garbage_collection_threshold); break;
     case HBM_OPT_COUNT_: buf[0] = 0; break;
     }
 }

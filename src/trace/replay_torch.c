@@ -1,0 +1,605 @@
+/* replay_torch.c - replay a PyTorch snapshot's history through allocator=torch and count
+ * how many of the real allocator's segment decisions and block placements the twin
+ * reproduces (hbm/replay_torch.h says how events are paired). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/torch.h"
+#include "hbm/size.h"
+#include "hbm/replay_torch.h"
+#include "trace/trace_internal.h"
+
+typedef struct twin_ev {
+    int kind;
+    uint64_t addr, size, seg;
+} twin_ev;
+
+typedef struct match_ctx {
+    const hbm_trace *t;
+    hbm_torch_match *m;
+    twin_ev *tw; /* the twin's segment events during the current call */
+    size_t ntw, captw;
+    hbm_status err;
+    hbmi_map segbase; /* twin segment base -> recorded segment base */
+    const size_t *pend; /* the recorded segment events of the current call */
+    size_t npend, ocur; /* ocur: the first one place_segment has not used */
+    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
+    size_t nrec, caprec;
+    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
+    size_t nheld, capheld;
+} match_ctx;
+
+/* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
+static int range_find(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
+    for (size_t k = 0; k < n; k++)
+        if (addr < r[2 * k] + r[2 * k + 1] && r[2 * k] < addr + size) return 1;
+    return 0;
+}
+
+static void range_add(match_ctx *c, uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
+    if (c->err || (c->err = hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r))) return;
+    (*r)[2 * *n] = addr, (*r)[2 * *n + 1] = size, ++*n;
+}
+
+static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
+    for (size_t k = 0; k < *n; k++)
+        if (r[2 * k] == addr) {
+            --*n;
+            r[2 * k] = r[2 * *n], r[2 * k + 1] = r[2 * *n + 1];
+            return;
+        }
+}
+
+static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
+static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
+static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
+
+/* The twin's segment goes where PyTorch's went when the recorded event at the same
+ * position of this call is the same decision, so best fit meets the same address order. */
+static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr) {
+    match_ctx *c = user;
+    size_t q = c->ocur;
+    while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
+    if (q == c->npend) return 0;
+    const hbm_trace_event *r = &c->t->events[c->pend[q]];
+    if (held_overlaps(c, r->addr, span)) return 0;
+    if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
+    c->ocur = q + 1;
+    *addr = r->addr;
+    return 1;
+}
+
+static int is_segment_event(int k) {
+    return k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP;
+}
+
+static void on_twin_event(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
+    match_ctx *c = user;
+    (void)stream;
+    if (c->err) return;
+    if ((c->err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
+    c->tw[c->ntw++] = (twin_ev){kind, addr, size, seg};
+    if (kind == HBM_EV_SEGMENT_ALLOC) held_add(c, addr, size);
+    else if (kind == HBM_EV_SEGMENT_FREE) held_del(c, addr);
+}
+
+/* Pair the recorded segment events rec[0..n) with the twin's, in order: each twin event
+ * takes the next recorded one of the same kind and size (an extra event on either side
+ * does not shift the pairing of the others). */
+static void compare(match_ctx *c, const size_t *rec, size_t n) {
+    size_t k = 0, done = 0;
+    for (size_t j = 0; j < c->ntw; j++) {
+        const twin_ev *w = &c->tw[j];
+        size_t q = k;
+        while (q < n && (c->t->events[rec[q]].kind != w->kind || c->t->events[rec[q]].size != w->size)) q++;
+        if (q == n) continue; /* the twin's own decision */
+        const hbm_trace_event *r = &c->t->events[rec[q]];
+        for (; k < q; k++)
+            if (c->m->first_segment_diff < 0) c->m->first_segment_diff = (int64_t)rec[k];
+        k = q + 1;
+        done++;
+        uint64_t rbase = r->addr - (w->addr - w->seg); /* the recorded segment's base */
+        if ((w->kind == HBM_EV_SEGMENT_ALLOC || w->kind == HBM_EV_SEGMENT_MAP) && !hbmi_map_get(&c->segbase, w->seg, NULL) &&
+            !c->err)
+            c->err = hbmi_map_put(&c->segbase, w->seg, rbase);
+    }
+    if (k < n && c->m->first_segment_diff < 0) c->m->first_segment_diff = (int64_t)rec[k];
+    c->m->segments_same += done;
+    c->m->segments_twin += c->ntw;
+    c->ntw = 0;
+    c->ocur = 0;
+}
+
+/* For each event, 1 when it starts a run of segment_free / segment_unmap events that no
+ * segment_alloc / segment_map / oom follows: the program called empty_cache(). */
+static hbm_status find_empty_cache_runs(const hbm_trace *t, uint8_t **out) {
+    uint8_t *mark = hbmi_calloc(t->count + 1, 1);
+    if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    for (size_t i = 0; i < t->count;) {
+        int k = t->events[i].kind;
+        if (k != HBM_EV_SEGMENT_FREE && k != HBM_EV_SEGMENT_UNMAP) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP)) j++;
+        int next = j < t->count ? t->events[j].kind : 0;
+        if (next != HBM_EV_SEGMENT_ALLOC && next != HBM_EV_SEGMENT_MAP && next != HBM_EV_OOM) mark[i] = 1;
+        i = j;
+    }
+    *out = mark;
+    return HBM_OK;
+}
+
+static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t twin_addr, size_t i) {
+    uint64_t tbase = hbmi_torch_segment_of(self, twin_addr), rbase;
+    if (tbase && hbmi_map_get(&c->segbase, tbase, &rbase) && rec_addr >= rbase && rec_addr - rbase == twin_addr - tbase)
+        c->m->allocs_same++;
+    else if (c->m->first_alloc_diff < 0)
+        c->m->first_alloc_diff = (int64_t)i;
+}
+
+static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live);
+
+static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
+                      const hbm_torch_segment_state *segs, size_t nsegs) {
+    c->pend = pending;
+    const hbm_trace *t = c->t;
+    hbm_torch_match *m = c->m;
+    void *self = a->self;
+    const hbm_allocator_ops *ops = a->ops;
+    size_t npend = 0;
+    hbmi_map live; /* recorded address -> twin address + 1 */
+    hbmi_map_init(&live);
+    hbm_status s = seed(c, a, segs, nsegs, &live);
+    hbm_stats st;
+    hbmi_torch_set_event_fn(self, on_twin_event, c);
+    hbmi_torch_set_addr_fn(self, place_segment, c);
+    for (size_t i = 0; i < t->count && !s && !c->err; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(c->rec, &c->nrec, e->addr);
+        if (is_segment_event(e->kind)) {
+            m->segments_recorded++;
+            if (!empty_run[i]) {
+                pending[npend++] = i;
+                continue;
+            }
+            compare(c, pending, npend); /* decisions not followed by an alloc */
+            npend = 0;
+            size_t j = i;
+            while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP))
+                pending[npend++] = j++;
+            m->segments_recorded += j - i - 1;
+            m->empty_cache_calls++;
+            c->npend = npend;
+            c->ocur = 0;
+            if ((s = hbmi_torch_empty_cache(self))) break;
+            compare(c, pending, npend);
+            npend = 0;
+            i = j - 1;
+        } else if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
+            uint64_t size = e->requested ? e->requested : e->size, addr = 0;
+            if (!size) continue;
+            if (e->kind == HBM_EV_ALLOC) m->allocs++;
+            else m->ooms_recorded++;
+            c->ntw = c->ocur = 0;
+            c->npend = npend;
+            hbm_status as = ops->alloc_stream(self, size, NULL, 0, e->stream, &addr);
+            compare(c, pending, npend);
+            npend = 0;
+            if (as == HBM_ERR_OOM) {
+                m->ooms_twin++;
+                if (e->kind == HBM_EV_ALLOC && m->first_alloc_diff < 0) m->first_alloc_diff = (int64_t)i;
+                continue;
+            }
+            if (as) {
+                s = as;
+                break;
+            }
+            if (e->kind == HBM_EV_OOM) { /* the program died here; the twin did not: give it back */
+                s = ops->free_stream(self, addr, e->stream);
+                continue;
+            }
+            if (!has_map && !range_find(c->rec, c->nrec, e->addr, 1)) m->allocs_before_history++;
+            alloc_placed(c, self, e->addr, addr, i);
+            if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
+                ops->stats(self, &st);
+                if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
+            }
+        } else if (e->kind == HBM_EV_FREE) {
+            uint64_t addr;
+            if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
+        }
+    }
+    if (!s) compare(c, pending, npend); /* decisions after the last alloc */
+    hbmi_torch_set_event_fn(self, NULL, NULL);
+    hbmi_torch_set_addr_fn(self, NULL, NULL);
+    hbmi_map_destroy(&live);
+    return s ? s : c->err;
+}
+
+static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map) {
+    uint64_t cur = start, peak = start;
+    *has_map = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_MAP || e->kind == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
+        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) cur += e->size;
+        else if ((e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP) && cur >= e->size) cur -= e->size;
+        if (cur > peak) peak = cur;
+    }
+    return peak;
+}
+
+hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
+    return hbm_replay_torch_match_from(t, NULL, 0, config, device_spec, out);
+}
+
+/* The segments from before the history: in the twin at their recorded addresses, paired
+ * with themselves, their live blocks known to the replay. */
+static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live) {
+    hbm_status s = HBM_OK;
+    for (size_t k = 0; k < nsegs && !s && !c->err; k++) {
+        const hbm_torch_segment_state *g = &segs[k];
+        hbmi_torch_seed_block *bl = hbmi_malloc((g->nlive + 1) * sizeof *bl);
+        if (!bl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
+        for (size_t j = 0; j < g->nlive; j++) bl[j] = (hbmi_torch_seed_block){g->live[j].addr, g->live[j].size, g->live[j].requested};
+        s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl, g->nlive);
+        hbmi_free(bl);
+        if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
+        for (size_t j = 0; j < g->nlive && !s; j++) s = hbmi_map_put(live, g->live[j].addr, g->live[j].addr + 1);
+        held_add(c, g->addr, g->size);
+        range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
+    }
+    return s ? s : c->err;
+}
+
+static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                const char *config, const char *device_spec, hbm_torch_match *out);
+
+static int u64pair_cmp(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The state a mid-run history starts from, as the loader rebuilt it (events before
+ * t->history_start): its cudaMalloc segments with the blocks live in them. Expandable
+ * segments' mappings cannot be seeded and are left out. */
+static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **segs_out, size_t *nsegs,
+                                hbm_torch_block_state **blk_out) {
+    size_t hs = t->history_start, ns = 0, nb = 0;
+    uint64_t *sg = hbmi_malloc((2 * hs + 2) * sizeof *sg), *bl = hbmi_malloc((2 * hs + 2) * sizeof *bl);
+    hbm_torch_segment_state *segs = hbmi_calloc(hs + 1, sizeof *segs);
+    hbm_torch_block_state *blk = hbmi_calloc(hs + 1, sizeof *blk);
+    if (!sg || !bl || !segs || !blk) {
+        hbmi_free(sg), hbmi_free(bl), hbmi_free(segs), hbmi_free(blk);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    }
+    for (size_t i = 0; i < hs; i++) { /* (addr, event) pairs */
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC && e->addr && e->size) sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
+        else if (e->kind == HBM_EV_ALLOC) bl[2 * nb] = e->addr, bl[2 * nb++ + 1] = i;
+    }
+    qsort(sg, ns, 2 * sizeof *sg, u64pair_cmp);
+    qsort(bl, nb, 2 * sizeof *bl, u64pair_cmp);
+    size_t k = 0, nblk = 0;
+    for (size_t j = 0; j < ns; j++) {
+        const hbm_trace_event *e = &t->events[sg[2 * j + 1]];
+        hbm_torch_segment_state *x = &segs[j];
+        *x = (hbm_torch_segment_state){.addr = e->addr, .size = e->size, .stream = e->stream,
+                                       .small = e->size <= (2u << 20), .live = blk + nblk};
+        while (k < nb && bl[2 * k] < e->addr) k++;
+        for (; k < nb && bl[2 * k] < e->addr + e->size; k++) {
+            const hbm_trace_event *a = &t->events[bl[2 * k + 1]];
+            uint64_t held = a->size > a->requested ? a->size : a->requested;
+            held = (held + 511) & ~(uint64_t)511; /* PyTorch's 512-byte rounding */
+            blk[nblk++] = (hbm_torch_block_state){a->addr, held, a->requested ? a->requested : a->size};
+            x->nlive++;
+        }
+    }
+    hbmi_free(sg);
+    hbmi_free(bl);
+    *segs_out = segs;
+    *nsegs = ns;
+    *blk_out = blk;
+    return HBM_OK;
+}
+
+hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                       const char *config, const char *device_spec, hbm_torch_match *out) {
+    if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
+    if (!t->history_start) return match_history(t, segs, nsegs, config, device_spec, out);
+    /* a history that starts mid-run: the twin starts from the state the loader rebuilt (or
+     * the one given) and is compared on the history's own events */
+    hbm_trace view = *t;
+    view.events += t->history_start;
+    view.count -= t->history_start;
+    view.history_start = 0;
+    view.others = NULL;
+    view.n_others = 0;
+    if (segs || nsegs) return match_history(&view, segs, nsegs, config, device_spec, out);
+    hbm_torch_segment_state *built = NULL;
+    hbm_torch_block_state *blk = NULL;
+    size_t nb = 0;
+    hbm_status s = prelude_state(t, &built, &nb, &blk);
+    if (!s) s = match_history(&view, built, nb, config, device_spec, out);
+    hbmi_free(built);
+    hbmi_free(blk);
+    return s;
+}
+
+static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                const char *config, const char *device_spec, hbm_torch_match *out) {
+    memset(out, 0, sizeof *out);
+    out->first_segment_diff = out->first_alloc_diff = -1;
+    int has_map;
+    uint64_t start = 0;
+    for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
+    out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
+    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
+    else if (out->peak_reserved_recorded) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, out->peak_reserved_recorded);
+    else snprintf(out->device, sizeof out->device, "sim:80GiB");
+    snprintf(out->config, sizeof out->config, "allocator=torch%s%s%s", has_map ? ",expandable_segments=true" : "",
+             config && *config ? "," : "", config ? config : "");
+    hbm_device *dev = NULL;
+    hbm_allocator *a = NULL;
+    uint8_t *empty_run = NULL;
+    size_t *pending = NULL;
+    match_ctx c = {.t = t, .m = out};
+    hbmi_map_init(&c.segbase);
+    hbm_status s = hbm_device_open(out->device, &dev);
+    if (!s) s = hbm_allocator_open(dev, out->config, &a);
+    if (!s && !hbmi_torch_is(a))
+        s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
+    if (!s) s = find_empty_cache_runs(t, &empty_run);
+    if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
+    hbmi_free(pending);
+    hbmi_free(empty_run);
+    hbmi_free(c.tw);
+    hbmi_free(c.held);
+    hbmi_free(c.rec);
+    hbmi_map_destroy(&c.segbase);
+    hbm_allocator_close(a);
+    hbm_device_close(dev);
+    return s;
+}
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
+
+hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
+    if (!m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_write: NULL argument");
+    if (json) {
+        fprintf(f,
+                "{\"segments\": [%" PRIu64 ", %" PRIu64 "], \"addresses\": [%" PRIu64 ", %" PRIu64 "], \"twin_segment_events\": %" PRIu64
+                ", \"ooms\": [%" PRIu64 ", %" PRIu64 "], \"empty_cache_calls\": %" PRIu64 ", \"first_segment_diff\": %" PRId64
+                ", \"first_address_diff\": %" PRId64 ", \"allocs_in_segments_before_history\": %" PRIu64 "}",
+                m->segments_same, m->segments_recorded, m->allocs_same, m->allocs, m->segments_twin, m->ooms_twin,
+                m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
+        return HBM_OK;
+    }
+    fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%), addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same,
+            m->segments_recorded, pct(m->segments_same, m->segments_recorded), m->allocs_same, m->allocs,
+            pct(m->allocs_same, m->allocs));
+    return HBM_OK;
+}
+
+hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->peak_event = out->oom_event = -1;
+    hbmi_map live; /* address -> requested bytes */
+    hbmi_map_init(&live);
+    uint64_t reserved = 0, requested = 0, segments = 0, v;
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        switch (e->kind) {
+        case HBM_EV_ALLOC:
+            if (!(s = hbmi_map_put(&live, e->addr, e->requested ? e->requested : e->size)))
+                requested += e->requested ? e->requested : e->size;
+            break;
+        case HBM_EV_FREE:
+            if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
+            break;
+        case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
+        case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
+        case HBM_EV_SEGMENT_FREE: segments -= segments > 0; /* fall through */
+        case HBM_EV_SEGMENT_UNMAP: reserved -= reserved >= e->size ? e->size : reserved; break;
+        case HBM_EV_OOM:
+            if (out->oom_event < 0) out->oom_event = (int64_t)i, out->oom_bytes = e->requested;
+            break;
+        default: break;
+        }
+        if (reserved > out->peak_reserved) {
+            out->peak_reserved = reserved;
+            out->peak_event = (int64_t)i;
+            out->requested_at_peak = requested;
+            out->segments_at_peak = segments;
+        } else if (e->kind == HBM_EV_ALLOC && (int64_t)i == out->peak_event + 1) {
+            out->peak_event = (int64_t)i; /* PyTorch records a new segment just before its first alloc */
+            out->requested_at_peak = requested;
+        }
+    }
+    hbmi_map_destroy(&live);
+    out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
+    return s;
+}
+
+hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
+    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_replay_write: NULL argument");
+    hbm_torch_recorded r;
+    hbm_torch_match m;
+    hbm_status s = hbm_torch_recorded_get(t, &r);
+    if (!s) s = hbm_replay_torch_match(t, NULL, NULL, &m);
+    if (s) return s;
+    if (json) {
+        fprintf(f, ", \"recorded\": {\"peak_bytes_reserved\": %" PRIu64 ", \"peak_event\": %" PRId64
+                   ", \"requested_bytes_at_peak\": %" PRIu64 ", \"reserved_unallocated_at_peak\": %" PRIu64
+                   ", \"segments_at_peak\": %" PRIu64 ", \"oom\": ",
+                r.peak_reserved, r.peak_event, r.requested_at_peak, r.unallocated_at_peak, r.segments_at_peak);
+        if (r.oom_event >= 0) fprintf(f, "{\"event\": %" PRId64 ", \"bytes\": %" PRIu64 "}}", r.oom_event, r.oom_bytes);
+        else fputs("null}", f);
+        fputs(", \"match\": {\"config\": ", f);
+        hbmi_json_str(f, m.config);
+        fputs(", \"device\": ", f);
+        hbmi_json_str(f, m.device);
+        fputs(", \"result\": ", f);
+        hbm_torch_match_write(&m, f, 1);
+        fputc('}', f);
+        return HBM_OK;
+    }
+    char a[32], b[32], c[32];
+    fprintf(f, "\nrecorded by PyTorch: peak reserved %s at event %" PRId64 " (%s asked by live allocations, %s reserved "
+               "but unallocated), %" PRIu64 " segments; ",
+            hbm_size_xla((int64_t)r.peak_reserved, a), r.peak_event, hbm_size_xla((int64_t)r.requested_at_peak, b),
+            hbm_size_xla((int64_t)r.unallocated_at_peak, c), r.segments_at_peak);
+    if (r.oom_event >= 0) fprintf(f, "OOM at event %" PRId64 " (%s)\n", r.oom_event, hbm_size_xla((int64_t)r.oom_bytes, a));
+    else fputs("no OOM\n", f);
+    fprintf(f, "twin %s on %s: ", m.config, m.device);
+    hbm_torch_match_write(&m, f, 0);
+    if (m.allocs_before_history) fprintf(f, " (%" PRIu64 " in segments from before the history)", m.allocs_before_history);
+    fputc('\n', f);
+    return HBM_OK;
+}
+
+/* ---- --suggest ------------------------------------------------------------------------------ */
+
+static void add_candidate(hbm_torch_suggestion *s, const char *base, const char *item, const char *env) {
+    if (s->n >= HBM_TORCH_SUGGEST_MAX) return;
+    hbm_torch_candidate *c = &s->c[s->n++];
+    snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item);
+    snprintf(c->env, sizeof c->env, "%s", env);
+}
+
+hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->best = -1;
+    int has_map;
+    uint64_t peak = recorded_peak(t, 0, &has_map);
+    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
+    else if (t->capacity) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, t->capacity);
+    else if (peak) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, peak);
+    else snprintf(out->device, sizeof out->device, "sim:80GiB");
+    const char *base = has_map ? "allocator=torch,expandable_segments=true" : "allocator=torch";
+    add_candidate(out, base, "", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
+    if (has_map) add_candidate(out, "allocator=torch", "", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
+    else add_candidate(out, base, "expandable_segments=true", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    static const unsigned splits[] = {20, 32, 64, 128, 256, 512, 1024};
+    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+        char item[64], env[96];
+        snprintf(item, sizeof item, "max_split_size_mb=%u", splits[k]);
+        snprintf(env, sizeof env, "PYTORCH_CUDA_ALLOC_CONF=%smax_split_size_mb:%u", has_map ? "expandable_segments:True," : "",
+                 splits[k]);
+        add_candidate(out, base, item, env);
+    }
+    /* PyTorch puts no limit on its cudaMallocAsync pool: the whole device */
+    add_candidate(out, "allocator=cuda_async,fraction=1", "", "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync");
+    hbm_device *dev;
+    hbm_status s = hbm_device_open(out->device, &dev);
+    if (s) return s;
+    uint64_t dfree = 0;
+    s = hbm_device_mem_info(dev, &dfree, &out->capacity);
+    hbm_device_close(dev);
+    if (s) return s;
+    const char *cfg[HBM_TORCH_SUGGEST_MAX];
+    hbm_replay_result res[HBM_TORCH_SUGGEST_MAX];
+    for (size_t k = 0; k < out->n; k++) cfg[k] = out->c[k].config;
+    hbm_replay_many(t, out->device, cfg, out->n, res); /* each result says whether it ran */
+    for (size_t k = 0; k < out->n; k++) {
+        hbm_torch_candidate *c = &out->c[k];
+        c->status = res[k].status;
+        c->ooms = res[k].ooms;
+        c->peak_reserved = res[k].peak_reserved;
+        c->peak_in_use = res[k].peak_in_use;
+        c->frag_at_peak = res[k].frag_at_peak;
+        hbm_replay_result_release(&res[k]);
+        if (k && !c->status && !c->ooms &&
+            (out->best < 0 || c->peak_reserved < out->c[out->best].peak_reserved))
+            out->best = (int)k;
+    }
+    if (!out->c[0].status && !out->c[0].ooms) out->best = 0; /* nothing to avoid */
+    hbm_replay_bounds b;
+    if (!hbm_replay_bounds_get(t, 0.0, 0, &b)) out->lower_bound = b.lower_bound;
+    /* a request that failed needed its bytes on top of what was live then */
+    hbmi_map live;
+    hbmi_map_init(&live);
+    uint64_t now = 0, v;
+    for (size_t i = 0; i < t->count && !s; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        uint64_t size = e->requested ? e->requested : e->size;
+        if (e->kind == HBM_EV_ALLOC) {
+            if (!(s = hbmi_map_put(&live, e->addr, size))) now += size;
+        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, e->addr, &v)) {
+            now -= v;
+        } else if (e->kind == HBM_EV_OOM && now + size > out->lower_bound) {
+            out->lower_bound = now + size;
+        }
+    }
+    hbmi_map_destroy(&live);
+    if (s) return s;
+    if (out->best < 0 && out->lower_bound > out->capacity) out->over_by = out->lower_bound - out->capacity;
+    return HBM_OK;
+}
+
+hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json) {
+    if (!s || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest_write: NULL argument");
+    char a[32], b[32];
+    if (json) {
+        fputs("{\"device\": ", f);
+        hbmi_json_str(f, s->device);
+        fprintf(f, ", \"capacity\": %" PRIu64 ", \"max_live_bytes\": %" PRIu64 ", \"suggestion\": ", s->capacity, s->lower_bound);
+        if (s->best >= 0) {
+            fputs("{\"env\": ", f);
+            hbmi_json_str(f, s->c[s->best].env);
+            fputs(", \"config\": ", f);
+            hbmi_json_str(f, s->c[s->best].config);
+            fprintf(f, ", \"peak_bytes_reserved\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}", s->c[s->best].peak_reserved,
+                    s->c[s->best].frag_at_peak);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ", \"over_by_bytes\": %" PRIu64 ", \"candidates\": [", s->over_by);
+        for (size_t k = 0; k < s->n; k++) {
+            const hbm_torch_candidate *c = &s->c[k];
+            fputs(k ? ", {\"config\": " : "{\"config\": ", f);
+            hbmi_json_str(f, c->config);
+            fputs(", \"env\": ", f);
+            hbmi_json_str(f, c->env);
+            fprintf(f, ", \"status\": \"%s\", \"ooms\": %" PRIu64 ", \"peak_bytes_reserved\": %" PRIu64
+                       ", \"peak_bytes_in_use\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}",
+                    hbm_status_name(c->status), c->ooms, c->peak_reserved, c->peak_in_use, c->frag_at_peak);
+        }
+        fputs("]}\n", f);
+        return HBM_OK;
+    }
+    fprintf(f, "on %s (%s):\n", s->device, hbm_size_xla((int64_t)s->capacity, a));
+    if (s->best == 0) {
+        fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
+    } else if (s->best > 0) {
+        const hbm_torch_candidate *c = &s->c[s->best];
+        fprintf(f, "%s\n  avoids the OOM: peak reserved %s, fragmentation at the peak %.1f%%\n", c->env,
+                hbm_size_xla((int64_t)c->peak_reserved, a), 100.0 * c->frag_at_peak);
+    } else if (s->over_by) {
+        fprintf(f, "no setting avoids the OOM: the program needs %s at once, %s more than the device holds\n",
+                hbm_size_xla((int64_t)s->lower_bound, a), hbm_size_xla((int64_t)s->over_by, b));
+    } else {
+        fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
+                hbm_size_xla((int64_t)s->lower_bound, a));
+    }
+    fprintf(f, "\n%-56s %6s %14s %10s\n", "setting", "OOMs", "peak reserved", "frag@peak");
+    for (size_t k = 0; k < s->n; k++) {
+        const hbm_torch_candidate *c = &s->c[k];
+        if (c->status) {
+            fprintf(f, "%-56s %s\n", c->env, hbm_status_str(c->status));
+            continue;
+        }
+        fprintf(f, "%-56s %6" PRIu64 " %14s %9.1f%%\n", c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+                100.0 * c->frag_at_peak);
+    }
+    return HBM_OK;
+}

@@ -1,0 +1,160 @@
+/* test_replay_torch.c - allocator=torch against PyTorch's real allocator: the two shared
+ * snapshots that record from the program's start are replayed through the twin, which
+ * must make the same segment decisions (segment_alloc / segment_free, in order and size)
+ * and place every allocation at the recorded offset in its segment; and the expandable-
+ * segments snapshot's cuda:0 history (segment_map). Skips without ../shared/data. */
+#include "test.h"
+
+#define SNAP_DIR HBM_SHARED_DATA "/snapshots/"
+
+static int ran;
+
+/* device: the device's history to replay (-1: the first, hbm_trace_load's pick) */
+static void check_snapshot(const char *name, int device, uint64_t extra_twin_events, uint64_t before_history) {
+    char path[512];
+    snprintf(path, sizeof path, SNAP_DIR "%s", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "  (%s absent)\n", path);
+        return;
+    }
+    fclose(f);
+    ran++;
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_load_device(path, device, &t));
+    hbm_torch_match m;
+    hbm_status s = hbm_replay_torch_match(t, NULL, NULL, &m);
+    hbm_trace_free(t);
+    CHECK_OK(s);
+    fprintf(stderr, "  %s on %s (%s): ", name, m.device, m.config);
+    hbm_torch_match_write(&m, stderr, 0);
+    fprintf(stderr, "; twin segment events %" PRIu64 ", allocs in segments from before the history %" PRIu64
+                    ", empty_cache calls %" PRIu64 ", first diffs %" PRId64 " / %" PRId64 "\n",
+            m.segments_twin, m.allocs_before_history, m.empty_cache_calls, m.first_segment_diff, m.first_alloc_diff);
+    CHECK(m.segments_recorded > 0 && m.allocs > 0);
+    CHECK_EQ_U64(m.ooms_twin, m.ooms_recorded);
+    /* every recorded segment decision, in order and size */
+    CHECK_EQ_U64(m.segments_same, m.segments_recorded);
+    CHECK_EQ_U64(m.first_segment_diff, (uint64_t)-1);
+    /* the twin's own decisions: none, or only about a segment from before the history */
+    CHECK_EQ_U64(m.segments_twin, m.segments_recorded + extra_twin_events);
+    /* every allocation at the recorded offset, except those in a segment the history
+     * does not show (PyTorch had it before recording began; the twin must make its own) */
+    CHECK_EQ_U64(m.allocs_same + m.allocs_before_history, m.allocs);
+    CHECK_EQ_U64(m.allocs_before_history, before_history);
+}
+
+/* records from the program's start: 9 segment events, 36 allocations */
+static void test_silmont_small(void) { check_snapshot("silmont_small.pickle", -1, 0, 0); }
+/* one 2 MiB small-pool segment predates the history (the first small request, event 25,
+ * lands in it without a segment_alloc); the loader rebuilds it, with the 75 blocks live in
+ * it, from the snapshot's segments, and the twin starts from that state: every segment
+ * event and every address as recorded */
+static void test_hugepanda_peso(void) { check_snapshot("hugepanda_peso.pickle", -1, 0, 0); }
+
+/* expandable segments: cuda:0's history (175 segment_map events) from its start */
+static void test_constructor_sun_cuda0(void) {
+    check_snapshot("constructor_sun.pickle", 0, 0, 0);
+}
+
+/* A history where PyTorch's defaults run out of memory and expandable segments or
+ * max_split_size do not, on 100 MiB: A = 40 MiB and B = 40 MiB, A freed, C = 10 MiB is cut
+ * from A's segment, D = 35 MiB fits nowhere and A's segment cannot be freed. */
+static hbm_trace *fragmenting_history(void) {
+    hbm_trace *t;
+    if (hbm_trace_new(&t)) return NULL;
+    const uint64_t M = 1ull << 20;
+    hbm_trace_event ev[] = {
+        {.kind = HBM_EV_ALLOC, .addr = 0x10000000, .size = 40 * M, .requested = 40 * M},
+        {.kind = HBM_EV_ALLOC, .addr = 0x20000000, .size = 40 * M, .requested = 40 * M},
+        {.kind = HBM_EV_FREE, .addr = 0x10000000},
+        {.kind = HBM_EV_ALLOC, .addr = 0x30000000, .size = 10 * M, .requested = 10 * M},
+        {.kind = HBM_EV_ALLOC, .addr = 0x40000000, .size = 35 * M, .requested = 35 * M},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        if (hbm_trace_add(t, &ev[i])) {
+            hbm_trace_free(t);
+            return NULL;
+        }
+    return t;
+}
+
+static void test_suggest(void) {
+    hbm_trace *t = fragmenting_history();
+    CHECK(t);
+    hbm_torch_suggestion sg;
+    hbm_status s = hbm_torch_suggest(t, "sim:100MiB", &sg);
+    CHECK_OK(s);
+    CHECK_EQ_U64(sg.capacity, 100ull << 20);
+    CHECK_EQ_U64(sg.lower_bound, 85ull << 20);
+    CHECK_STR(sg.c[0].config, "allocator=torch");
+    CHECK_EQ_U64(sg.c[0].ooms, 1); /* D */
+    CHECK_STR(sg.c[1].env, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    CHECK_EQ_U64(sg.c[1].ooms, 0); /* a free page of A's range unmapped, two mapped after B */
+    CHECK_EQ_U64(sg.c[1].peak_reserved, 100ull << 20);
+    CHECK_STR(sg.c[2].env, "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:20");
+    CHECK_EQ_U64(sg.c[2].ooms, 0); /* A is oversize: C gets its own 10 MiB, D takes A */
+    CHECK_EQ_U64(sg.c[2].peak_reserved, 90ull << 20);
+    CHECK_STR(sg.c[4].env, "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64");
+    CHECK_EQ_U64(sg.c[4].ooms, 1); /* A is not oversize under 64 MiB: as the defaults */
+    CHECK(sg.best > 0 && sg.c[sg.best].ooms == 0);
+    for (size_t k = 1; k < sg.n; k++)
+        if (!sg.c[k].status && !sg.c[k].ooms) CHECK(sg.c[sg.best].peak_reserved <= sg.c[k].peak_reserved);
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK(f);
+    hbm_torch_suggest_write(&sg, f, 0);
+    fclose(f);
+    CHECK_CONTAINS(buf, sg.c[sg.best].env);
+    CHECK_CONTAINS(buf, "avoids the OOM");
+    /* too small for what is live at once: no setting helps, and by how much */
+    CHECK_OK(hbm_torch_suggest(t, "sim:80MiB", &sg));
+    CHECK(sg.best < 0);
+    CHECK_EQ_U64(sg.over_by, 5ull << 20);
+    hbm_trace_free(t);
+}
+
+/* A mid-run history: a 20 MiB segment from before it holds a live 4 MiB block L. X (6 MiB)
+ * is cut from the segment's free rest, L is freed, Y (3 MiB) takes L's place (the smallest
+ * free block; its 1 MiB rest is not split off). */
+static void test_from_state(void) {
+    const uint64_t M = 1ull << 20, S = 0x7f0000000000ull;
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_new(&t));
+    hbm_trace_event ev[] = {
+        {.kind = HBM_EV_ALLOC, .addr = S + 4 * M, .size = 6 * M, .requested = 6 * M},
+        {.kind = HBM_EV_FREE_REQUESTED, .addr = S, .size = 4 * M},
+        {.kind = HBM_EV_FREE, .addr = S, .size = 4 * M},
+        {.kind = HBM_EV_ALLOC, .addr = S, .size = 3 * M, .requested = 3 * M},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
+    hbm_torch_block_state l = {S, 4 * M, 4 * M};
+    hbm_torch_segment_state seg = {.addr = S, .size = 20 * M, .stream = 0, .small = 0, .live = &l, .nlive = 1};
+    hbm_torch_match m;
+    CHECK_OK(hbm_replay_torch_match_from(t, &seg, 1, NULL, "sim:1GiB", &m));
+    CHECK_EQ_U64(m.allocs, 2);
+    CHECK_EQ_U64(m.allocs_same, 2);
+    CHECK_EQ_U64(m.allocs_before_history, 0);
+    CHECK_EQ_U64(m.segments_twin, 0);
+    CHECK_EQ_U64(m.segments_recorded, 0);
+    /* from an empty device the twin makes its own segment and places both elsewhere */
+    CHECK_OK(hbm_replay_torch_match(t, NULL, "sim:1GiB", &m));
+    CHECK_EQ_U64(m.allocs_same, 0);
+    CHECK_EQ_U64(m.allocs_before_history, 2);
+    CHECK(m.segments_twin > 0);
+    /* a block outside its segment is refused */
+    hbm_torch_block_state bad = {S + 19 * M, 2 * M, 2 * M};
+    seg.live = &bad;
+    CHECK_STATUS(hbm_replay_torch_match_from(t, &seg, 1, NULL, "sim:1GiB", &m), HBM_ERR_INVALID);
+    hbm_trace_free(t);
+}
+
+int main(void) {
+    RUN(test_suggest);
+    RUN(test_from_state);
+    RUN(test_silmont_small);
+    RUN(test_hugepanda_peso);
+    RUN(test_constructor_sun_cuda0);
+    if (!ran) fprintf(stderr, "(the shared snapshots are absent: %s)\n", SNAP_DIR);
+    return test_done();
+}
