@@ -140,7 +140,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     hbm_status s = hbmi_view_build(t, &v);
     if (s) return s;
     char a[32], b[32], c[32], w[64], title[128];
-    hbmi_fit(title, sizeof title, o.title ? o.title : t->name, 60, 1);
+    hbmi_fit(title, sizeof title, o.title ? o.title : t->name, 50, 1);
     fprintf(f, "%s: %s trace, %zu events%s%s\n", title, t->source[0] ? t->source : "hbm", t->count - t->history_start,
             t->device[0] ? ", device " : "", t->device);
     if (t->history_start)

@@ -11,12 +11,39 @@
 
 #define MAX_DEPTH 200
 
+/* Short strings repeat (keys, file and function names): equal ones share one value. */
+#define INTERN_MAX 96
+#define INTERN_SLOTS 8192
+
 typedef struct js {
     const char *p;
     size_t len, off;
     const char *name;
     hbmi_pvpool *pool;
+    hbmi_pv **intern; /* INTERN_SLOTS entries, by hash of the raw bytes; NULL when none */
+    hbmi_pv **stack;  /* items of the open containers: each gets an exact array at its close */
+    size_t sn, scap;
 } js;
+
+static hbm_status spush(js *j, hbmi_pv *v) {
+    if (j->sn == j->scap && hbmi_grow((void **)&j->stack, &j->scap, j->sn + 1, sizeof *j->stack))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
+    j->stack[j->sn++] = v;
+    return HBM_OK;
+}
+
+/* The container's items: stack[base, sn) moved into an array of their exact count. */
+static hbm_status close_items(js *j, hbmi_pv *v, size_t base) {
+    size_t n = j->sn - base;
+    if (n) {
+        if (!(v->items = hbmi_malloc(n * sizeof *v->items))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
+        memcpy(v->items, j->stack + base, n * sizeof *v->items);
+    }
+    v->n = v->cap = n;
+    j->sn = base;
+    return HBM_OK;
+}
+
 
 static hbm_status jerr(js *j, const char *what) {
     return hbmi_error(HBM_ERR_PARSE, "%s: JSON byte offset %zu: %s", j->name, j->off, what);
@@ -46,12 +73,45 @@ static size_t utf8(unsigned cp, char *o) {
     return 4;
 }
 
+/* A string without escapes (the common case): its value in one pass. */
+static hbm_status plain_string(js *j, size_t start, size_t end, hbmi_pv **out) {
+    size_t n = end - start;
+    const char *src = j->p + start;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)src[k];
+        if (c < 0x20) {
+            j->off = start + k;
+            return jerr(j, "control character inside a string");
+        }
+        h = (h ^ c) * 0x100000001b3ull;
+    }
+    hbmi_pv **slot = j->intern && n <= INTERN_MAX ? &j->intern[h & (INTERN_SLOTS - 1)] : NULL;
+    if (slot && *slot && (*slot)->len == n && !memcmp((*slot)->s, src, n)) {
+        j->off = end + 1;
+        *out = *slot;
+        return HBM_OK;
+    }
+    hbmi_pv *v = hbmi_pv_new(j->pool, PV_STR);
+    if (!v || !(v->s = hbmi_malloc(n + 1))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
+    memcpy(v->s, src, n);
+    v->s[n] = 0;
+    v->len = n;
+    if (slot) *slot = v;
+    j->off = end + 1;
+    *out = v;
+    return HBM_OK;
+}
+
 static hbm_status string(js *j, hbmi_pv **out) {
     j->off++; /* opening quote */
     size_t start = j->off, end = start;
+    const char *q = memchr(j->p + start, '"', j->len - start);
+    if (q && !memchr(j->p + start, '\\', (size_t)(q - (j->p + start))))
+        return plain_string(j, start, (size_t)(q - j->p), out);
     while (end < j->len && j->p[end] != '"') end += j->p[end] == '\\' ? 2 : 1;
     if (end >= j->len) return jerr(j, "unterminated string");
-    hbmi_pv *v = hbmi_pv_new(j->pool, PV_STR);
+    hbmi_pv *v = hbmi_pv_new(j->pool, PV_STR); /* with escapes: not shared */
     if (!v || !(v->s = hbmi_malloc(end - start + 1))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
     size_t n = 0;
     while (j->off < end) {
@@ -105,8 +165,17 @@ static hbm_status number(js *j, hbmi_pv **out) {
         j->off++;
     }
     if (j->off == digits) return jerr(j, "expected a value (object, array, string, number, true, false, null)");
-    char buf[64];
     size_t n = j->off - s;
+    if (!isfloat && j->off - digits <= 18 && (j->p[digits] != '0' || j->off - digits == 1)) {
+        int64_t x = 0; /* at most 18 digits: no overflow */
+        for (size_t k = digits; k < j->off; k++) x = x * 10 + (j->p[k] - '0');
+        hbmi_pv *v = hbmi_pv_new(j->pool, PV_INT);
+        if (!v) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
+        v->i = j->p[s] == '-' ? -x : x;
+        *out = v;
+        return HBM_OK;
+    }
+    char buf[64];
     if (n >= sizeof buf) return jerr(j, "number too long");
     memcpy(buf, j->p + s, n);
     buf[n] = 0;
@@ -146,20 +215,19 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
             *out = v;
             return HBM_OK;
         }
+        size_t base = j->sn;
         for (;;) {
             hbmi_pv *item;
             hbm_status s;
             if (c == '{') {
                 ws(j);
                 if (j->off >= j->len || j->p[j->off] != '"') return jerr(j, "expected a string key");
-                if ((s = string(j, &item))) return s;
-                if (hbmi_pv_push(v, item)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                if ((s = string(j, &item)) || (s = spush(j, item))) return s;
                 ws(j);
                 if (j->off >= j->len || j->p[j->off] != ':') return jerr(j, "expected ':' after a key");
                 j->off++;
             }
-            if ((s = value(j, depth + 1, &item))) return s;
-            if (hbmi_pv_push(v, item)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+            if ((s = value(j, depth + 1, &item)) || (s = spush(j, item))) return s;
             ws(j);
             if (j->off < j->len && j->p[j->off] == ',') {
                 j->off++;
@@ -167,6 +235,7 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
             }
             if (j->off < j->len && j->p[j->off] == close) {
                 j->off++;
+                if ((s = close_items(j, v, base))) return s;
                 *out = v;
                 return HBM_OK;
             }
@@ -191,7 +260,10 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
 
 hbm_status hbmi_json_parse(const char *text, size_t len, const char *name, hbmi_pvpool *pool, hbmi_pv **out) {
     js j = {.p = text, .len = len, .name = name ? name : "json", .pool = pool};
+    j.intern = hbmi_calloc(INTERN_SLOTS, sizeof *j.intern); /* without it, strings are not shared */
     hbm_status s = value(&j, 0, out);
+    hbmi_free(j.intern);
+    hbmi_free(j.stack);
     if (s) return s;
     ws(&j);
     if (j.off != j.len) return jerr(&j, "extra data after the top-level value");

@@ -5,11 +5,16 @@
 #include "trace/pyval.h"
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
-    if (hbmi_grow((void **)&p->all, &p->cap, p->n + 1, sizeof *p->all)) return NULL;
-    hbmi_pv *v = hbmi_calloc(1, sizeof *v);
-    if (!v) return NULL;
+    if (!p->nslabs || p->slab_used == HBMI_PV_SLAB) {
+        if (hbmi_grow((void **)&p->slabs, &p->slabcap, p->nslabs + 1, sizeof *p->slabs)) return NULL;
+        hbmi_pv *slab = hbmi_malloc(HBMI_PV_SLAB * sizeof *slab);
+        if (!slab) return NULL;
+        p->slabs[p->nslabs++] = slab;
+        p->slab_used = 0;
+    }
+    hbmi_pv *v = &p->slabs[p->nslabs - 1][p->slab_used++];
+    memset(v, 0, sizeof *v);
     v->type = type;
-    p->all[p->n++] = v;
     return v;
 }
 
@@ -20,12 +25,15 @@ int hbmi_pv_push(hbmi_pv *v, hbmi_pv *item) {
 }
 
 void hbmi_pvpool_free(hbmi_pvpool *p) {
-    for (size_t i = 0; i < p->n; i++) {
-        hbmi_free(p->all[i]->s);
-        hbmi_free(p->all[i]->items);
-        hbmi_free(p->all[i]);
+    for (size_t i = 0; i < p->nslabs; i++) {
+        size_t n = i + 1 == p->nslabs ? p->slab_used : HBMI_PV_SLAB;
+        for (size_t k = 0; k < n; k++) {
+            hbmi_free(p->slabs[i][k].s);
+            hbmi_free(p->slabs[i][k].items);
+        }
+        hbmi_free(p->slabs[i]);
     }
-    hbmi_free(p->all);
+    hbmi_free(p->slabs);
     memset(p, 0, sizeof *p);
 }
 

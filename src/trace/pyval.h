@@ -22,9 +22,11 @@ typedef struct hbmi_pv {
 } hbmi_pv;
 
 typedef struct hbmi_pvpool {
-    hbmi_pv **all;
-    size_t n, cap;
+    hbmi_pv **slabs; /* values are carved from slabs of HBMI_PV_SLAB (one malloc each), */
+    size_t nslabs, slabcap, slab_used; /* all full but the last (slab_used values) */
 } hbmi_pvpool;
+
+#define HBMI_PV_SLAB 4096
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type);
 /* Append to a list/tuple/dict's items; 0 on success. */
