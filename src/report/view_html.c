@@ -23,6 +23,7 @@
 #define MAX_BANDS 3000       /* the largest of them drawn as their own band */
 #define MAX_SEG_EVENTS 200000
 #define MAX_OOMS 1000
+#define MAX_TAGS 20000      /* distinct tags (op, shape, source, label) per device */
 #define MAX_STR 300          /* characters of a string (paths cut in the middle) */
 
 /* A JSON string that is also safe inside <script>: '<', '>' and '&' as \u escapes. */
@@ -207,15 +208,19 @@ static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, 
     uint32_t ntag_out = 1;
     tagmap[0] = 0;
     order[0] = 0;
+    int over = 0; /* tags beyond MAX_TAGS share one row that says so */
     for (size_t i = 0; i < m; i++) {
         uint32_t g = tl->buffers[b[i].idx].tag;
-        if (tagmap[g] == UINT32_MAX) order[ntag_out] = g, tagmap[g] = ntag_out++;
+        if (tagmap[g] != UINT32_MAX) continue;
+        if (ntag_out < MAX_TAGS) order[ntag_out] = g, tagmap[g] = ntag_out++;
+        else tagmap[g] = MAX_TAGS, over = 1;
     }
     fputs(",\n\"tags\": [", f);
     for (uint32_t i = 0; i < ntag_out; i++) {
         if (i) fputs(",\n", f);
         write_tag(f, order[i] ? hbm_timeline_tag_at(tl, order[i]) : NULL);
     }
+    if (over) fputs(",\n[\"(one of more tags than the page holds)\",\"\",\"\",\"\",\"\"]", f);
     fprintf(f, "],\n\"blocks\": {\"total\": %zu, \"s\": [", n);
     int64_t prev = 0;
     for (size_t i = 0; i < m; i++) {
@@ -286,7 +291,7 @@ static void write_segments(FILE *f, const hbm_trace *t) {
         }
         fputc(']', f);
     }
-    fputs("},\n\"ooms\": [", f);
+    fputs("},\n\"oom_events\": [", f);
     size_t w = 0;
     for (size_t i = 0; i < t->count && w < MAX_OOMS; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -422,7 +427,7 @@ static const char page_script[] =
     "<script>\n"
     "(function(){\n"
     "'use strict';\n"
-    "const D=JSON.parse(document.getElementById('hbm-data').textContent);\n"
+    "const T0=performance.now(),D=JSON.parse(document.getElementById('hbm-data').textContent),T1=performance.now();\n"
     "const $=id=>document.getElementById(id);\n"
     "const U=['B','KiB','MiB','GiB','TiB'];\n"
     "function sz(b){let i=0,v=b;while(v>=1024&&i<U.length-1){v/=1024;i++;}return (i?v.toFixed(2):v)+U[i];}\n"
@@ -512,8 +517,8 @@ static const char page_script[] =
     "cx.font='11px sans-serif';cx.fillStyle='#5b6475';cx.strokeStyle='rgba(0,0,0,.08)';cx.lineWidth=1;\n"
     "for(let i=0;i<=4;i++){const v=V.ymax*i/4,y=Y(v);cx.beginPath();cx.moveTo(PAD.l,y);cx.lineTo(w-PAD.r,y);cx.stroke();cx.fillText(sz(Math.round(v)),4,y+4);}\n"
     "/* x axis: ticks at column events, so a time shown is that event's own */\n"
-    "const labels=[];\n"
-    "if(V.nb)for(let i=0;i<=6;i++){const v=x0+(x1-x0)*i/6,e=Math.min(V.N1-1,Math.max(V.N0,Math.floor(v))),c=bucketOf(e),te=V.C.e[c];\n"
+    "const labels=[];let last=-1;\n"
+    "if(V.nb)for(let i=0;i<=6;i++){const v=x0+(x1-x0)*i/6,e=Math.min(V.N1-1,Math.max(V.N0,Math.floor(v))),c=bucketOf(e),te=V.C.e[c];if(te===last)continue;last=te;\n"
     "const xx=Math.min(w-PAD.r,Math.max(PAD.l,X(te+0.5)));cx.textAlign=i?(i<6?'center':'right'):'left';\n"
     "const l1=te<V.hs?'before the history':'event '+(te-V.hs),tt=timeOf(te),l2=tt!==null&&tt!==undefined?tt.toFixed(4)+'s':'';\n"
     "cx.fillText(l1,xx,h-20);if(l2)cx.fillText(l2,xx,h-7);labels.push(l1+(l2?' '+l2:''));}\n"
@@ -525,7 +530,7 @@ static const char page_script[] =
     "if(V.hs>0&&V.hs>=x0&&V.hs<=x1){const hx=X(V.hs);cx.strokeStyle='#5b6475';cx.setLineDash([2,3]);cx.beginPath();cx.moveTo(hx,PAD.t);cx.lineTo(hx,h-PAD.b);cx.stroke();cx.setLineDash([]);\n"
     "cx.fillStyle='#5b6475';cx.fillText('history starts',hx+3,PAD.t+22);}\n"
     "const pe=V.d.peak.event;if(V.nb&&pe>=x0&&pe<=x1){const p=X(pe+0.5);cx.strokeStyle='#e15759';cx.setLineDash([4,3]);cx.beginPath();cx.moveTo(p,PAD.t);cx.lineTo(p,h-PAD.b);cx.stroke();cx.setLineDash([]);cx.fillStyle='#e15759';cx.fillText('peak',p+3,PAD.t+10);}\n"
-    "cx.fillStyle='#b00020';V.d.ooms.forEach(o=>{if(o[0]<x0||o[0]>x1)return;const p=X(o[0]+0.5);cx.beginPath();cx.moveTo(p-5,PAD.t);cx.lineTo(p+5,PAD.t);cx.lineTo(p,PAD.t+8);cx.fill();});\n"
+    "cx.fillStyle='#b00020';V.d.oom_events.forEach(o=>{if(o[0]<x0||o[0]>x1)return;const p=X(o[0]+0.5);cx.beginPath();cx.moveTo(p-5,PAD.t);cx.lineTo(p+5,PAD.t);cx.lineTo(p,PAD.t+8);cx.fill();});\n"
     "if(selEvent>=0&&selEvent>=x0&&selEvent<=x1){const p=X(selEvent+0.5);cx.strokeStyle='#1f5fbf';cx.lineWidth=2;cx.beginPath();cx.moveTo(p,PAD.t);cx.lineTo(p,h-PAD.b);cx.stroke();}\n"
     "cx.restore();\n"
     "document.body.dataset.bands=G.drawn;document.body.dataset.hatched=G.hatched;\n"
@@ -544,7 +549,7 @@ static const char page_script[] =
     "function resetView(){x0=V.N0;x1=Math.max(V.N1,V.N0+1);}\n"
     "let drag=null;\n"
     "cv.addEventListener('wheel',e=>{e.preventDefault();const c=evAt(e.clientX),k=e.deltaY<0?0.8:1.25;\n"
-    "const a=c-(c-x0)*k,b=c+(x1-c)*k;if(b-a<Math.min(4,V.N1-V.N0))return;clampView(a,b);render();},{passive:false});\n"
+    "const a=c-(c-x0)*k,b=c+(x1-c)*k;if(b-a<Math.min(4,(V.N1-V.N0)/8))return;clampView(a,b);render();},{passive:false});\n"
     "cv.addEventListener('mousedown',e=>{drag={x:e.clientX,a:x0,b:x1,moved:false};});\n"
     "addEventListener('mouseup',e=>{if(drag&&!drag.moved&&e.target===cv)pick(e);drag=null;});\n"
     "cv.addEventListener('mousemove',e=>{const r=cv.getBoundingClientRect();\n"
@@ -580,7 +585,7 @@ static const char page_script[] =
     "let lo=0,hi2=rows.length-1,row=out;while(lo<=hi2){const mid=(lo+hi2)>>1;if(rows[mid].a<=a){if(a<rows[mid].a+rows[mid].z){row=rows[mid];break;}lo=mid+1;}else hi2=mid-1;}\n"
     "row.b.push(j);row.used+=V.Z[j];}\n"
     "const c=bucketOf(ev),exact=c>=0&&V.C.e[c]===ev,reserved=segs.reduce((s,x)=>s+x[1],0);\n"
-    "let title='Segments at '+evt(ev)+': '+segs.length+' segment'+(segs.length===1?'':'s')+', '+sz(reserved)+' reserved; '+n+' blocks, '+sz(bytes)+' in use';\n"
+    "let title='Segments '+(ev<V.hs?'':'at ')+evt(ev)+': '+segs.length+' segment'+(segs.length===1?'':'s')+', '+sz(reserved)+' reserved; '+n+' blocks, '+sz(bytes)+' in use';\n"
     "let note='';\n"
     "if(V.B.total>V.m&&exact){const rest=V.C.u[c]-bytes,cnt=V.C.l[c]-n;if(cnt>0)note=cnt+' smaller buffers ('+sz(Math.max(0,rest))+') are not in the page: the '+V.m+' largest of '+V.B.total+' are';}\n"
     "if(V.d.segs.total>V.d.segs.e.length)note+=(note?'; ':'')+'only the first '+V.d.segs.e.length+' of '+V.d.segs.total+' segment events are in the page';\n"
@@ -657,7 +662,7 @@ static const char page_script[] =
     "resetView();selEvent=-1;render();document.body.dataset.device=d.device;\n"
     "if(d.events)selectEvent(d.peak.event);else $('segbox').innerHTML='<div class=\"hint\">no events</div>';}\n"
     "setDevice(0);\n"
-    "document.body.dataset.ready='1';\n"
+    "document.body.dataset.ready='1';document.body.dataset.loadms=Math.round(performance.now());document.body.dataset.parsems=Math.round(T1-T0);document.body.dataset.scriptms=Math.round(performance.now()-T0);\n"
     "/* #selftest (tests/test_view_html.sh): drive the page through real DOM events and report\n"
     " * what it did in data-selftest */\n"
     "if(location.hash==='#selftest'){const res=[];const ths=document.querySelectorAll('#buffers th');\n"
@@ -666,7 +671,7 @@ static const char page_script[] =
     "ths[1].click();const s2=[...tb.querySelectorAll('tr')].map(r=>B[+r.dataset.i][1]);\n"
     "res.push('sort-size:'+(s2.every((v,i)=>!i||s2[i-1]>=v)?'ok':'bad'));\n"
     "const r=cv.getBoundingClientRect();cv.dispatchEvent(new WheelEvent('wheel',{deltaY:-100,clientX:r.left+r.width/2,clientY:r.top+50,bubbles:true,cancelable:true}));\n"
-    "res.push('zoom:'+(x1-x0<V.N1-V.N0?'ok':'bad'));cv.dispatchEvent(new MouseEvent('dblclick',{bubbles:true}));res.push('reset:'+(x0===V.N0&&x1===Math.max(V.N1,V.N0+1)?'ok':'bad'));\n"
+    "res.push('zoom:'+(x1-x0<V.N1-V.N0?'ok':'bad'));{const a=performance.now();render();document.body.dataset.renderms=Math.round(performance.now()-a);}cv.dispatchEvent(new MouseEvent('dblclick',{bubbles:true}));res.push('reset:'+(x0===V.N0&&x1===Math.max(V.N1,V.N0+1)?'ok':'bad'));\n"
     "const b0=bl.querySelector('div[data-i]');if(b0){b0.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:5,clientY:5}));\n"
     "res.push('hover:'+(tip.style.display==='block'&&tip.textContent.includes('lifetime')&&hi?'ok':'bad'));}\n"
     "res.push('bands:'+(G.drawn>0?'ok':'bad'));\n"
@@ -676,7 +681,7 @@ static const char page_script[] =
     "cv.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:cxp,clientY:cyp}));\n"
     "res.push('band-hover:'+(tip.style.display==='block'&&/lifetime|folded/.test(tip.textContent)?'ok':'bad'));\n"
     "cv.dispatchEvent(new MouseEvent('mousedown',{bubbles:true,clientX:cxp,clientY:cyp}));cv.dispatchEvent(new MouseEvent('mouseup',{bubbles:true,clientX:cxp,clientY:cyp}));\n"
-    "res.push('pick:'+(selEvent===V.d.peak.event&&$('segtitle').textContent.startsWith('Segments at '+evl(V.d.peak.event))?'ok':'bad'));}\n"
+    "res.push('pick:'+(selEvent===V.d.peak.event&&$('segtitle').textContent.startsWith('Segments '+(V.d.peak.event<V.hs?'':'at ')+evl(V.d.peak.event))?'ok':'bad'));}\n"
     "if(!V.d.has_time)res.push('no-seconds:'+(/\\d\\.\\d+s\\b/.test(document.body.innerText+document.body.dataset.axis)?'bad':'ok'));\n"
     "if(D.devices.length>1){dsel.value='1';dsel.dispatchEvent(new Event('change'));\n"
     "res.push('device:'+(document.body.dataset.device===D.devices[1].device&&$('subtitle').textContent.includes('device 2 of')?'ok':'bad'));\n"
