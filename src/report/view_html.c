@@ -88,7 +88,14 @@ typedef struct blk {
     uint64_t size;
     int64_t start;
     size_t idx;
+    double area; /* size x lifetime: how much of the picture it is */
 } blk;
+
+static int blk_by_area(const void *a, const void *b) {
+    const blk *x = a, *y = b;
+    if (x->area != y->area) return x->area > y->area ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
 
 static int blk_by_size(const void *a, const void *b) {
     const blk *x = a, *y = b;
@@ -183,8 +190,9 @@ static void write_tag(FILE *f, const hbm_tag *tg) {
 }
 
 /* The largest cap buffers, by start: start (delta from the previous), lifetime, size,
- * address (-1: none) and tag (into "tags", only the tags they use); "k": the largest
- * MAX_BANDS of them (indices), with their start and end times when the trace has them. */
+ * address (-1: none) and tag (into "tags", only the tags they use); "k": the bands
+ * (indices), MAX_BANDS of them: half the largest, half the largest by size x lifetime (the
+ * most of the picture), with their start and end times when the trace has them. */
 static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, uint64_t cap) {
     const hbm_timeline *tl = v->tl;
     size_t n = tl->count, m = n < cap ? n : (size_t)cap, nband = m < MAX_BANDS ? m : MAX_BANDS;
@@ -199,8 +207,13 @@ static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, 
         hbmi_free(b), hbmi_free(tagmap), hbmi_free(order), hbmi_free(band);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory for the HTML view");
     }
-    for (size_t i = 0; i < n; i++) b[i] = (blk){tl->buffers[i].size, tl->buffers[i].start, i};
+    for (size_t i = 0; i < n; i++) {
+        const hbm_tl_buffer *x = &tl->buffers[i];
+        b[i] = (blk){x->size, x->start, i, (double)x->size * (double)(x->end - x->start)};
+    }
+    /* the bands: half the largest, then the largest by size x lifetime among the rest */
     qsort(b, n, sizeof *b, blk_by_size);
+    qsort(b + nband / 2, m - nband / 2, sizeof *b, blk_by_area);
     for (size_t i = 0; i < nband; i++) b[i].size = 1; /* mark the bands (size re-read below) */
     for (size_t i = nband; i < m; i++) b[i].size = 0;
     qsort(b, m, sizeof *b, blk_by_start);
@@ -651,8 +664,8 @@ static const char page_script[] =
     "if(d.history_start)cards.push(['live before the history',sz(d.live_before_bytes)+' in '+d.live_before_blocks+' blocks, '+sz(d.reserved_before_bytes)+' reserved']);\n"
     "if(d.truncated_at)cards.push(['truncated at byte',String(d.truncated_at)]);\n"
     "$('cards').innerHTML=cards.map(c=>'<div class=\"card\"><span>'+esc(c[0])+'</span><b>'+esc(c[1])+'</b></div>').join('');\n"
-    "$('legend').innerHTML='<span class=\"sw\" style=\"background:#4e79a7\"></span><span class=\"sw\" style=\"background:#59a14f;margin-left:-4px\"></span>each of the '+V.K.length+' largest buffers its own band (stacked in allocation order) '+\n"
-    "'<span class=\"sw\" style=\"background:'+OTHER+';margin-left:12px\"></span>the '+(V.B.total-V.K.length)+' others, folded '+\n"
+    "$('legend').innerHTML='<span class=\"sw\" style=\"background:#4e79a7\"></span><span class=\"sw\" style=\"background:#59a14f;margin-left:-4px\"></span>'+(V.K.length<V.B.total?V.K.length+' buffers (the largest, and the largest by size \\u00d7 lifetime)':'every buffer')+' each its own band, stacked in allocation order '+\n"
+    "(V.K.length<V.B.total?'<span class=\"sw\" style=\"background:'+OTHER+';margin-left:12px\"></span>the '+(V.B.total-V.K.length)+' others, folded ':'')+\n"
     "(d.history_start?'<span class=\"sw hatch\" style=\"margin-left:12px\"></span>live before the history ('+sz(d.live_before_bytes)+' in '+d.live_before_blocks+' blocks) ':'')+\n"
     "'<span class=\"sw\" style=\"background:#f28e2c;margin-left:12px\"></span>reserved'+(d.has_segments?'':' (no segment events: = in use)')+' &nbsp; wheel: zoom \\u00b7 drag: pan \\u00b7 double-click: reset \\u00b7 hover: a band \\u00b7 click: segments at that event';\n"
     "$('tooom').style.display=d.first_oom>=0?'':'none';\n"
