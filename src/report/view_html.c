@@ -8,7 +8,8 @@
  *   - the segments and their blocks at any event (click the timeline; the peak at first);
  *   - the peak summary, the buffers live at the peak by size and a sortable table of them.
  * What is embedded stays bounded whatever the trace's length: at most MAX_COLS columns per
- * device, BLOCK_BUDGET buffers over all devices (the largest), MAX_BANDS bands per device. */
+ * device, BLOCK_BUDGET buffers over all devices (the largest), MAX_BANDS bands, MAX_TAGS
+ * tags and MAX_PEAK_ROWS table rows per device (less of each with more than two devices). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,25 @@
 #include "trace/trace_internal.h"
 
 #define MAX_COLS 16384       /* curve columns per device (each keeps its highest event) */
-#define MAX_PEAK_ROWS 5000   /* rows of the table of buffers live at the peak */
+#define MAX_PEAK_ROWS 5000   /* rows of the table of buffers live at the peak, per device */
 #define BLOCK_BUDGET 200000  /* buffers (with address and lifetime) over all devices */
 #define MAX_BANDS 3000       /* the largest of them drawn as their own band */
 #define MAX_SEG_EVENTS 200000
 #define MAX_OOMS 1000
-#define MAX_TAGS 20000      /* distinct tags (op, shape, source, label) per device */
+#define MAX_TAGS 20000       /* distinct tags (op, shape, source, label) per device */
+
+/* What one device may embed: with more than two devices, twice the per-device maxima of
+ * columns, rows and tags are shared over them (down to a floor each). */
+typedef struct caps {
+    uint64_t blocks;
+    size_t cols, rows;
+    uint32_t tags;
+} caps;
+
+static size_t share(size_t whole, size_t n, size_t floor, size_t top) {
+    size_t v = whole / (n ? n : 1);
+    return v < floor ? floor : v > top ? top : v;
+}
 #define MAX_STR 300          /* characters of a string (paths cut in the middle) */
 
 /* A JSON string that is also safe inside <script>: '<', '>' and '&' as \u escapes. */
@@ -118,9 +132,9 @@ static void sec(FILE *f, const hbm_trace *t, int64_t i) {
 /* Columns of the curve: events [from, count) in at most MAX_COLS buckets, each with its
  * event of highest in use (the peak's when it holds the peak), that value, the highest
  * reserved, the number of buffers live then and its time (when the trace has times). */
-static hbm_status write_cols(FILE *f, const hbm_trace *t, const hbmi_view *v) {
+static hbm_status write_cols(FILE *f, const hbm_trace *t, const hbmi_view *v, size_t max_cols) {
     size_t from = t->history_start ? t->history_start - 1 : 0, n = t->count > from ? t->count - from : 0;
-    size_t nb = n < MAX_COLS ? n : MAX_COLS;
+    size_t nb = n < max_cols ? n : max_cols;
     uint32_t *live = hbmi_calloc(t->count + 1, sizeof *live);
     size_t *rep = hbmi_malloc(nb * sizeof *rep + 1);
     uint64_t *rmax = hbmi_malloc(nb * sizeof *rmax + 1);
@@ -193,7 +207,7 @@ static void write_tag(FILE *f, const hbm_tag *tg) {
  * address (-1: none) and tag (into "tags", only the tags they use); "k": the bands
  * (indices), MAX_BANDS of them: half the largest, half the largest by size x lifetime (the
  * most of the picture), with their start and end times when the trace has them. */
-static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, uint64_t cap) {
+static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, uint64_t cap, uint32_t max_tags) {
     const hbm_timeline *tl = v->tl;
     size_t n = tl->count, m = n < cap ? n : (size_t)cap, nband = m < MAX_BANDS ? m : MAX_BANDS;
     uint32_t ntags = 0;
@@ -221,12 +235,12 @@ static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, 
     uint32_t ntag_out = 1;
     tagmap[0] = 0;
     order[0] = 0;
-    int over = 0; /* tags beyond MAX_TAGS share one row that says so */
+    int over = 0; /* tags beyond max_tags share one row that says so */
     for (size_t i = 0; i < m; i++) {
         uint32_t g = tl->buffers[b[i].idx].tag;
         if (tagmap[g] != UINT32_MAX) continue;
-        if (ntag_out < MAX_TAGS) order[ntag_out] = g, tagmap[g] = ntag_out++;
-        else tagmap[g] = MAX_TAGS, over = 1;
+        if (ntag_out < max_tags) order[ntag_out] = g, tagmap[g] = ntag_out++;
+        else tagmap[g] = max_tags, over = 1;
     }
     fputs(",\n\"tags\": [", f);
     for (uint32_t i = 0; i < ntag_out; i++) {
@@ -316,9 +330,9 @@ static void write_segments(FILE *f, const hbm_trace *t) {
 
 /* The buffers live at the peak, largest first: [size, start, end, op, shape, source,
  * label, category] (events as in the trace); the rest summed in "others". */
-static void write_peak_rows(FILE *f, const hbmi_view *v) {
+static void write_peak_rows(FILE *f, const hbmi_view *v, size_t max_rows) {
     fputs(",\n\"buffers\": [", f);
-    size_t shown = v->n_at_peak < MAX_PEAK_ROWS ? v->n_at_peak : MAX_PEAK_ROWS;
+    size_t shown = v->n_at_peak < max_rows ? v->n_at_peak : max_rows;
     uint64_t other_bytes = 0;
     for (size_t k = 0; k < v->n_at_peak; k++) {
         const hbm_tl_buffer *bf = &v->tl->buffers[v->at_peak[k]];
@@ -347,7 +361,7 @@ static void write_peak_rows(FILE *f, const hbmi_view *v) {
 
 /* One device: the figures of hbm view --json (events counted as in the trace; the page
  * shows them from the history's start) and what the page draws. */
-static hbm_status write_device(FILE *f, const hbm_trace *t, uint64_t cap) {
+static hbm_status write_device(FILE *f, const hbm_trace *t, const caps *cp) {
     hbmi_view v;
     hbm_status s = hbmi_view_build(t, &v);
     if (s) return s;
@@ -364,11 +378,11 @@ static hbm_status write_device(FILE *f, const hbm_trace *t, uint64_t cap) {
             ", \"reserved\": %" PRIu64 "}, \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64
             ", \"first_oom\": %" PRId64 ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64,
             v.peak_res, v.allocs, v.frees, v.ooms, v.first_oom, v.n_at_peak, v.at_peak_bytes);
-    s = write_cols(f, t, &v);
-    if (!s) s = write_blocks(f, t, &v, cap);
+    s = write_cols(f, t, &v, cp->cols);
+    if (!s) s = write_blocks(f, t, &v, cp->blocks, cp->tags);
     if (!s) {
         write_segments(f, t);
-        write_peak_rows(f, &v);
+        write_peak_rows(f, &v, cp->rows);
     }
     fputs("}", f);
     hbmi_view_free(&v);
@@ -716,7 +730,8 @@ hbm_status hbm_view_html(const hbm_trace *t, const hbm_view_options *o, FILE *f)
     if (!all) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     all[0] = t;
     for (size_t i = 1; i < n; i++) all[i] = t->others[i - 1];
-    uint64_t cap = block_cap(all, n);
+    caps cp = {block_cap(all, n), share(2 * MAX_COLS, n, 4096, MAX_COLS), share(2 * MAX_PEAK_ROWS, n, 500, MAX_PEAK_ROWS),
+               (uint32_t)share(2 * MAX_TAGS, n, 2000, MAX_TAGS)};
     const char *title = o && o->title ? o->title : t->name;
     fputs(page_head, f);
     fputs("<title>hbm view: ", f);
@@ -729,7 +744,7 @@ hbm_status hbm_view_html(const hbm_trace *t, const hbm_view_options *o, FILE *f)
     hbm_status s = HBM_OK;
     for (size_t d = 0; d < n && !s; d++) {
         if (d) fputs(",\n", f);
-        s = write_device(f, all[d], cap);
+        s = write_device(f, all[d], &cp);
     }
     hbmi_free(all);
     if (s) return s;
