@@ -68,6 +68,23 @@ opts=$(grep -o '<option value="[0-9]*">[^<]*' "$T/m.dom")
 [ "$(grep -c . <<<"$opts")" -eq 2 ] || fail "device selector: $opts"
 grep -q '>cuda:1 ' <<<"$(head -1 <<<"$opts")" || fail "the device with the OOM is not first: $opts"
 grep -q '>cuda:0 ' <<<"$opts" || fail "cuda:0 missing from the selector: $opts"
+# the page's figures are those of hbm view --json, device by device
+"$HBM" view "$T/multi.pickle" --json > "$T/m.json" || fail "view --json multi"
+python3 - "$T/m.html" "$T/m.json" <<'PY' || fail "the page's figures differ from hbm view --json"
+import json, re, sys
+page = json.loads(re.search(r'id="hbm-data">(.*?)</script>', open(sys.argv[1]).read(), re.S).group(1))
+ref = json.load(open(sys.argv[2]))["devices"]
+assert [d["device"] for d in page["devices"]] == [d["device"] for d in ref], "device order"
+for p, r in zip(page["devices"], ref):
+    h = p["history_start"]
+    got = (p["peak"]["bytes"], p["peak"]["reserved"], p["peak"]["event"] - h if p["peak"]["event"] >= h else -1,
+           p["allocs"], p["frees"], p["ooms"], p["live_before_bytes"], p["live_before_blocks"], p["events"] - h)
+    want = (r["peak_bytes_in_use"], r["peak_bytes_reserved"], r["peak_event"], r["allocs"], r["frees"], r["ooms"],
+            r["live_before_history_bytes"], r["live_before_history_blocks"], r["events"])
+    assert got == want, (p["device"], got, want)
+    # the columns' highest in use is the peak
+    assert max(p["cols"]["u"]) == r["peak_bytes_in_use"], p["device"]
+PY
 mb=$(body "$T/m.dom")
 [ "$(attr "$mb" segs)" -eq 2 ] || fail "$(attr "$mb" segs) segments at the peak, want 2"
 [ "$(attr "$mb" segblocks)" -ge 3 ] || fail "$(attr "$mb" segblocks) blocks in the segments"
