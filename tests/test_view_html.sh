@@ -123,4 +123,24 @@ chrome --screenshot="$T/v.png" "file://$T/v.html" >/dev/null || fail "chromium -
 python3 "$SRC/tests/png_check.py" "$T/v.png" 16 0.05 || fail "blank screenshot"
 chrome --screenshot="$T/m.png" "file://$T/m.html" >/dev/null || fail "chromium --screenshot multi"
 python3 "$SRC/tests/png_check.py" "$T/m.png" 16 0.05 || fail "blank screenshot (multi)"
+# the screenshot shows bands in the timeline's colours and the hatching of what was live
+# before the history (the page draws them pixel by pixel, in exactly these colours)
+python3 - "$SRC/tests/png_check.py" "$T/m.png" "$(attr "$mb" plot)" <<'PY' || fail "no bands or no hatching in the timeline of the screenshot"
+import sys
+src = open(sys.argv[1]).read()
+exec(src[:src.rindex("main()")])  # decode() without running the check again
+w, h, bpp, rows = decode(sys.argv[2])
+pal = {bytes.fromhex(c) for c in "4e79a7 59a14f e15759 76b7b2 edc949 af7aa1 ff9da7 9c755f f28e2c bab0ab".split()}
+hatch = {bytes.fromhex("9aa1ad"), bytes.fromhex("d9dce2")}
+seen, nh = {}, 0
+px0, py0, pw, ph = map(int, sys.argv[3].split(","))  # the plot area (CSS pixels = screenshot pixels)
+for r in rows[py0:py0 + ph]:
+    for x in range(px0 * bpp, (px0 + pw) * bpp, bpp):
+        px = r[x:x + 3]
+        if px in pal: seen[px] = seen.get(px, 0) + 1
+        elif px in hatch: nh += 1
+big = [c.hex() for c, n in seen.items() if n >= 200]
+print("screenshot, timeline: %d band colours with 200+ pixels, %d hatch pixels" % (len(big), nh))
+sys.exit(0 if len(big) >= 5 and nh >= 2000 else 1)
+PY
 echo ok

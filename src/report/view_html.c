@@ -559,7 +559,7 @@ static const char page_script[] =
     "cx.fillStyle='#b00020';V.d.oom_events.forEach(o=>{if(o[0]<x0||o[0]>x1)return;const p=X(o[0]+0.5);cx.beginPath();cx.moveTo(p-5,PAD.t);cx.lineTo(p+5,PAD.t);cx.lineTo(p,PAD.t+8);cx.fill();});\n"
     "if(selEvent>=0&&selEvent>=x0&&selEvent<=x1){const p=X(selEvent+0.5);cx.strokeStyle='#1f5fbf';cx.lineWidth=2;cx.beginPath();cx.moveTo(p,PAD.t);cx.lineTo(p,h-PAD.b);cx.stroke();}\n"
     "cx.restore();\n"
-    "document.body.dataset.bands=G.drawn;document.body.dataset.hatched=G.hatched;\n"
+    "document.body.dataset.bands=G.drawn;document.body.dataset.hatched=G.hatched;document.body.dataset.plot=[r.left+scrollX+PAD.l,r.top+scrollY+PAD.t,r.width-PAD.l-PAD.r,r.height-PAD.t-PAD.b].map(Math.round).join(',');\n"
     "overlay(null);}\n"
     "let mouse=null;\n"
     "function overlay(){ox.setTransform(G.dpr,0,0,G.dpr,0,0);ox.clearRect(0,0,G.w,G.h);\n"
