@@ -57,7 +57,7 @@ selftest() { # selftest HTML NAME: the body tag of the #selftest run, every chec
   for k in $3; do grep -q "$k:ok" <<<"$st" || fail "$2: self-test $k missing: $st"; done
   echo "$b"
 }
-b=$(selftest "$T/v.html" v "sort-op sort-size zoom reset hover bands band-hover pick") || { echo "$b"; exit 1; }
+b=$(selftest "$T/v.html" v "sort-op sort-size zoom reset hover bands band-hover pick arrow") || { echo "$b"; exit 1; }
 [ "$(attr "$b" bands)" -gt 10 ] || fail "only $(attr "$b" bands) bands drawn"
 # this snapshot has times: the axis shows them
 grep -Eq '[0-9]s(\||$)' <<<"$(attr "$b" axis)" || fail "no times on the axis of a timed trace: $(attr "$b" axis)"
@@ -97,7 +97,7 @@ grep -q '^before the history|event ' <<<"$ax" || fail "axis of an untimed trace:
 grep -Eq '[0-9]s(\||$)' <<<"$ax" && fail "seconds on the axis of an untimed trace: $ax"
 python3 -c 'import re,sys; t=re.sub(r"(?s)<script.*?</script>|<[^>]*>", " ", open(sys.argv[1]).read()); sys.exit(0 if re.search(r"[0-9][.][0-9]+s[^a-z]", t) else 1)' "$T/m.dom" \
   && fail "seconds in the text of an untimed trace"
-selftest "$T/m.html" m "bands pick no-seconds device" >/dev/null || exit 1
+selftest "$T/m.html" m "bands pick arrow oom no-seconds device" >/dev/null || exit 1
 # a long trace: the page stays bounded and opens
 if [ -s "$T/big.pickle" ]; then
   "$HBM" view "$T/big.pickle" --html "$T/big.html" 2>/dev/null || fail "view --html big"
