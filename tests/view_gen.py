@@ -37,3 +37,57 @@ for sz, k in peak_set.values():
 json.dump({"peak": peak, "peak_event": peak_ev, "live_at_peak": len(peak_set),
            "sizes": sorted((v[0] for v in peak_set.values()), reverse=True), "by_op": by_op},
           open(out + "/expect.json", "w"))
+
+# OUTDIR/multi.pickle: two devices (segments with their "device" keys), no time_us (events
+# are numbered), blocks live before the history on each (held in the segments, never
+# allocated by it), an OOM on cuda:1; OUTDIR/multi.json: what the page must show.
+MIB = 1 << 20
+segs, traces, want = [], [], []
+for dev in range(2):
+    r = random.Random(11 + dev)
+    a_base, b_base = 0x7e0000000000 + dev * (1 << 40), 0x7e0040000000 + dev * (1 << 40)
+    before = [(a_base, 4 * MIB), (a_base + 4 * MIB, 8 * MIB)]
+    hist, live_b, bump = [{"action": "segment_alloc", "addr": b_base, "size": 32 * MIB, "stream": 0}], {}, b_base
+    for i in range(120):
+        if live_b and r.random() < 0.4:
+            adr = r.choice(sorted(live_b))
+            hist.append({"action": "free_completed", "addr": adr, "size": live_b.pop(adr), "stream": 0,
+                         "frames": []})
+        elif bump + 512 * 1024 <= b_base + 32 * MIB:
+            sz = 64 * 1024 * r.randrange(1, 9)
+            hist.append({"action": "alloc", "addr": bump, "size": sz, "stream": 0,
+                         "frames": [{"filename": "train%d.py" % dev, "line": 7 + i % 5, "name": "step"}]})
+            live_b[bump] = sz
+            bump += sz
+    if dev == 1:
+        hist.append({"action": "oom", "addr": 0, "size": 64 * MIB, "stream": 0, "device_free": 3 * MIB, "frames": []})
+    traces.append(hist)
+    segs.append({"device": dev, "address": a_base, "total_size": 16 * MIB, "stream": 0, "segment_type": "large",
+                 "blocks": [{"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": []}
+                            for a, s in before] +
+                           [{"address": a_base + 12 * MIB, "size": 4 * MIB, "state": "inactive", "frames": []}]})
+    segs.append({"device": dev, "address": b_base, "total_size": 32 * MIB, "stream": 0, "segment_type": "large",
+                 "blocks": [{"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": []}
+                            for a, s in sorted(live_b.items())]})
+    want.append({"device": "cuda:%d" % dev, "before_blocks": len(before), "before_bytes": sum(s for _, s in before)})
+pickle.dump({"segments": segs, "device_traces": traces}, open(out + "/multi.pickle", "wb"), protocol=4)
+json.dump({"devices": want}, open(out + "/multi.json", "w"))
+
+# view_gen.py OUTDIR N: also OUTDIR/big.pickle, a history of N events (with times) whose
+# allocations come from 5000 source lines, for the page's size and load time.
+if len(sys.argv) > 2:
+    n, r, live_b, hist, adr, tus = int(sys.argv[2]), random.Random(3), [], [], 1 << 40, 0
+    for i in range(n):
+        tus += 3
+        if live_b and r.random() < 0.49:
+            k = r.randrange(len(live_b))
+            live_b[k], live_b[-1] = live_b[-1], live_b[k]
+            a, s = live_b.pop()
+            hist.append({"action": "free_completed", "addr": a, "size": s, "time_us": tus, "frames": []})
+        else:
+            s = 512 * r.randrange(1, 1 << r.randrange(1, 16))
+            hist.append({"action": "alloc", "addr": adr, "size": s, "time_us": tus,
+                         "frames": [{"filename": "big.py", "line": r.randrange(5000), "name": "f"}]})
+            live_b.append((adr, s))
+            adr += s
+    pickle.dump({"segments": [], "device_traces": [hist]}, open(out + "/big.pickle", "wb"), protocol=4)
