@@ -173,12 +173,8 @@ hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf,
 
 static hbm_status emit_trace_info(const void *c, FILE *f) {
     const hbm_trace *t = c;
-    fputs("{\"name\": ", f);
-    hbmi_json_str(f, t->name);
-    fputs(", \"source\": ", f);
-    hbmi_json_str(f, t->source);
-    fputs(", \"device\": ", f);
-    hbmi_json_str(f, t->device);
+    fputc('{', f);
+    hbmi_json_trace_id(f, t);
     fprintf(f, ", \"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"truncated_at\": %" PRIu64 "}", t->capacity,
             t->count, t->truncated_at);
     return HBM_OK;

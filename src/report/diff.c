@@ -113,12 +113,8 @@ static void change_line(FILE *f, const char *what, uint64_t a, uint64_t b) {
 }
 
 static void side_json(FILE *f, const hbm_trace *t, const hbmi_view *v) {
-    fputs("{\"name\": ", f);
-    hbmi_json_str(f, t->name);
-    fputs(", \"source\": ", f);
-    hbmi_json_str(f, t->source);
-    fputs(", \"device\": ", f);
-    hbmi_json_str(f, t->device);
+    fputc('{', f);
+    hbmi_json_trace_id(f, t);
     fprintf(f,
             ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 "}",

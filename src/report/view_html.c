@@ -188,9 +188,9 @@ static hbm_status write_cols(FILE *f, const hbm_trace *t, const hbmi_view *v, si
     return HBM_OK;
 }
 
-static void write_tag(FILE *f, const hbm_tag *tg) {
+/* op, shape, source, label, category as JSON array items */
+static void write_tag_fields(FILE *f, const hbm_tag *tg) {
     char src[300];
-    fputc('[', f);
     hstr_fit(f, tg && tg->op_name ? tg->op_name : "", 0);
     fputc(',', f);
     hstr_fit(f, tg && tg->shape ? tg->shape : "", 0);
@@ -200,6 +200,11 @@ static void write_tag(FILE *f, const hbm_tag *tg) {
     hstr_fit(f, tg && tg->label ? tg->label : "", 0);
     fputc(',', f);
     hstr(f, tg ? hbm_category_str(tg->category) : "");
+}
+
+static void write_tag(FILE *f, const hbm_tag *tg) {
+    fputc('[', f);
+    write_tag_fields(f, tg);
     fputc(']', f);
 }
 
@@ -340,18 +345,8 @@ static void write_peak_rows(FILE *f, const hbmi_view *v, size_t max_rows) {
             other_bytes += bf->size;
             continue;
         }
-        const hbm_tag *tg = hbm_timeline_tag_at(v->tl, bf->tag);
-        char src[300];
         fprintf(f, "%s\n[%" PRIu64 ",%" PRId64 ",%" PRId64 ",", k ? "," : "", bf->size, bf->start, bf->end);
-        hstr_fit(f, tg && tg->op_name ? tg->op_name : "", 0);
-        fputc(',', f);
-        hstr_fit(f, tg && tg->shape ? tg->shape : "", 0);
-        fputc(',', f);
-        hstr_fit(f, hbmi_view_source(tg, src, sizeof src), 1);
-        fputc(',', f);
-        hstr_fit(f, tg && tg->label ? tg->label : "", 0);
-        fputc(',', f);
-        hstr(f, tg ? hbm_category_str(tg->category) : "");
+        write_tag_fields(f, hbm_timeline_tag_at(v->tl, bf->tag));
         fputc(']', f);
     }
     fputs("]", f);

@@ -232,12 +232,8 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
     hbmi_view v;
     hbm_status s = hbmi_view_build(t, &v);
     if (s) return s;
-    fputs("{\"name\": ", f);
-    hbmi_json_str(f, t->name);
-    fputs(", \"source\": ", f);
-    hbmi_json_str(f, t->source);
-    fputs(", \"device\": ", f);
-    hbmi_json_str(f, t->device);
+    fputc('{', f);
+    hbmi_json_trace_id(f, t);
     fprintf(f,
             ", \"events\": %zu, \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64

@@ -125,4 +125,7 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 
+/* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
+void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
+
 #endif

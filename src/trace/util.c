@@ -32,6 +32,15 @@ void hbmi_json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+void hbmi_json_trace_id(FILE *f, const hbm_trace *t) {
+    fputs("\"name\": ", f);
+    hbmi_json_str(f, t->name);
+    fputs(", \"source\": ", f);
+    hbmi_json_str(f, t->source);
+    fputs(", \"device\": ", f);
+    hbmi_json_str(f, t->device);
+}
+
 hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
     *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
     *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
