@@ -66,6 +66,18 @@ if [ -f "$f" ]; then
     [ $rc -eq 2 ] && grep -q "no device 5 in this file (it holds devices 1, 2, 0)" "$T/err" ||
         { echo "FAIL --device-index 5: rc $rc $(cat "$T/err")"; fail=1; }
 fi
+# replay: allocator=torch under the snapshot's recorded settings (expandable segments) runs out of
+# memory where PyTorch did, at the OOM of cuda:1
+f="$DATA/constructor_sun.pickle"
+if [ -f "$f" ]; then
+    out=$("$HBM" replay "$f" --allocators torch --device-index 1 --json 2>/dev/null)
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); r = d["results"][0]
+assert r["config"] == "allocator=torch,expandable_segments=true", r["config"]
+assert r["first_oom"]["event"] == 421 and r["first_oom"]["bytes"] == 5308694528, r["first_oom"]
+assert r["peak_bytes_reserved"] == 84202749952, r["peak_bytes_reserved"]' "$out" || { echo "FAIL torch replay of cuda:1"; fail=1; }
+fi
 # no time_us in ftcourse: events, never seconds
 f="$DATA/ftcourse.pickle"
 if [ -f "$f" ]; then

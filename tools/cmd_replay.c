@@ -37,6 +37,8 @@ static void replay_help(FILE *f) {
             "  --json              one JSON object with every result\n"
             "  --device-index N    device N (cuda:N) of a snapshot (default: the one with an\n"
             "                      OOM, else the largest peak; the device replayed is named)\n"
+            "                      (allocator=torch on a snapshot: with the settings it was recorded\n"
+            "                      with, its allocator_settings)\n"
             "  --suggest           (PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
             "                      that avoids the OOM on the device (default: the trace's capacity,\n"
             "                      else the history's peak reserved), or by how much it is over;\n"
@@ -115,8 +117,10 @@ int cmd_replay(int argc, char **argv) {
         while (*p && n < 32) {
             size_t k = strcspn(p, ",");
             if (k) {
-                snprintf(list[n], sizeof list[0], "allocator=%.*s%s%s", (int)k, p, fraction ? ",fraction=" : "",
-                         fraction ? fraction : "");
+                /* allocator=torch on a snapshot: under the settings it was recorded with */
+                int rec = k == 5 && !strncmp(p, "torch", 5) && t->torch_settings[0];
+                snprintf(list[n], sizeof list[0], "allocator=%.*s%s%s%s%s", (int)k, p, rec ? "," : "",
+                         rec ? t->torch_settings : "", fraction ? ",fraction=" : "", fraction ? fraction : "");
                 n++;
             }
             p += k + (p[k] == ',');

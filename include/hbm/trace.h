@@ -105,6 +105,9 @@ typedef struct hbm_trace {
     /* 1: backtraces are source stacks (PyTorch's frames), each frame a tag id (op_name = the
      * function, source_file, source_line), innermost first; 0: native return addresses. */
     int stacks;
+    /* The allocator settings the snapshot was recorded with, as hbm config items for
+     * allocator=torch ("expandable_segments=true,max_split_size_mb=128"), "" when none. */
+    char torch_settings[160];
     struct hbmi_tagtab *tags_;
     uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
     size_t bt_nframes_, bt_cap_;

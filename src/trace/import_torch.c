@@ -406,6 +406,22 @@ static int rank_cmp(const void *a, const void *b) {
     return x->t->device_index - y->t->device_index;
 }
 
+/* A snapshot's "allocator_settings" as config items of the torch policy. */
+static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
+    const hbmi_pv *st = hbmi_pv_get(root, "allocator_settings");
+    size_t n = 0;
+    buf[0] = 0;
+    if (!st || st->type != PV_DICT) return;
+    if (hbmi_pv_int(st, "expandable_segments", 0))
+        n += (size_t)snprintf(buf + n, cap - n, "%sexpandable_segments=true", n ? "," : "");
+    int64_t ms = hbmi_pv_int(st, "max_split_size", -1);
+    if (ms > 0 && n < cap && ms < INT64_MAX)
+        n += (size_t)snprintf(buf + n, cap - n, "%smax_split_size_mb=%lld", n ? "," : "", (long long)(ms >> 20));
+    const hbmi_pv *gc = hbmi_pv_get(st, "garbage_collection_threshold");
+    if (gc && gc->type == PV_FLOAT && gc->f > 0 && gc->f < 1 && n < cap)
+        snprintf(buf + n, cap - n, "%sgarbage_collection_threshold=%g", n ? "," : "", gc->f);
+}
+
 static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***out, size_t *nout) {
     if (!root || root->type != PV_DICT)
         return hbmi_error(HBM_ERR_PARSE, "%s: expected a dict with \"segments\" and \"device_traces\" (a PyTorch memory snapshot)", name);
@@ -438,6 +454,7 @@ static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***
         snprintf(t->source, sizeof t->source, "torch");
         snprintf(t->device, sizeof t->device, "cuda:%d", dv);
         t->device_index = dv;
+        torch_settings(root, t->torch_settings, sizeof t->torch_settings);
         if ((s = one_device(t, &d, segs, 0))) {
             hbm_trace_free(t);
             break;
