@@ -27,6 +27,9 @@ python3 "$SRC/tests/view_gen.py" "$T" "${HBM_VIEW_HTML_EVENTS:-200000}" || fail 
 if grep -Eiq '<script[^>]+src=|<link |@import|url\(|<img |https?://' "$T/v.html"; then
   fail "the page refers to something outside itself"
 fi
+# the whole stack of each band is in the page (hover shows it), the allocator's own frames left out
+grep -q '"stacks": \[\[' "$T/v.html" || fail "no stacks in the page"
+! grep -q 'torch::unwind::unwind' "$T/v.html" || fail "the unwinder's frame is shown in a stack"
 chrome() {
   timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync --disable-extensions \

@@ -26,7 +26,7 @@ for i in range(3000):
         live[addr] = (sz, k)
         cur += sz
         tr.append({"action": "alloc", "addr": addr, "size": sz, "stream": 0, "time_us": t,
-                   "frames": [{"filename": "model.py", "line": 10 * (k + 1), "name": ops[k][0]}]})
+                   "frames": [{"filename": "??", "line": 0, "name": "torch::unwind::unwind()"}, {"filename": "model.py", "line": 10 * (k + 1), "name": ops[k][0]}]})
         if cur > peak:
             peak, peak_ev, peak_set = cur, len(tr) - 1, dict(live)
         addr += sz

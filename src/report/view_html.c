@@ -25,6 +25,7 @@
 #define MAX_SEG_EVENTS 200000
 #define MAX_OOMS 1000
 #define MAX_TAGS 20000       /* distinct tags (op, shape, source, label) per device */
+#define MAX_STACK_FRAMES 48  /* frames of a band's stack shown on hover */
 
 /* What one device may embed: with more than two devices, twice the per-device maxima of
  * columns, rows and tags are shared over them (down to a floor each). */
@@ -208,6 +209,16 @@ static void write_tag(FILE *f, const hbm_tag *tg) {
     fputc(']', f);
 }
 
+/* The recorder's own frames at the top of a PyTorch stack: the unwinder and the caching
+ * allocator (the user wants the frames that asked for memory). */
+static int allocator_frame(const char *fn) {
+    static const char *own[] = {"torch::unwind::", "torch::CapturedTraceback::", "torch::cuda::(anonymous namespace)::gather",
+                                "c10::cuda::CUDACachingAllocator::"};
+    for (size_t i = 0; fn && i < sizeof own / sizeof own[0]; i++)
+        if (!strncmp(fn, own[i], strlen(own[i]))) return 1;
+    return 0;
+}
+
 /* The largest cap buffers, by start: start (delta from the previous), lifetime, size,
  * address (-1: none) and tag (into "tags", only the tags they use); "k": the bands
  * (indices), MAX_BANDS of them: half the largest, half the largest by size x lifetime (the
@@ -280,6 +291,48 @@ static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, 
         if (b[i].size) band[nb++] = i;
     for (size_t i = 0; i < nb; i++) fprintf(f, "%s%zu", i ? "," : "", band[i]);
     fputs("]", f);
+    if (t->stacks) { /* the whole stack of each band (its alloc event's), each stack once */
+        hbmi_map seen; /* backtrace id -> index in "stacks" */
+        hbmi_map_init(&seen);
+        uint32_t *ids = hbmi_malloc((nb + 1) * sizeof *ids);
+        size_t nst = 0;
+        hbm_status s = ids ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        fputs(",\n\"st\": [", f);
+        for (size_t i = 0; i < nb && !s; i++) {
+            const hbm_tl_buffer *x = &tl->buffers[b[band[i]].idx];
+            uint32_t bt = x->id < t->count ? t->events[x->id].backtrace : 0;
+            uint64_t at = UINT64_MAX;
+            if (bt && !hbmi_map_get(&seen, bt, &at)) {
+                at = nst;
+                ids[nst++] = bt;
+                s = hbmi_map_put(&seen, bt, at);
+            }
+            if (at == UINT64_MAX) fprintf(f, "%s-1", i ? "," : "");
+            else fprintf(f, "%s%" PRIu64, i ? "," : "", at);
+        }
+        fputs("],\n\"stacks\": [", f);
+        for (size_t k = 0; k < nst && !s; k++) {
+            size_t nf;
+            const uint64_t *fr = hbm_trace_backtrace(t, ids[k], &nf);
+            fputs(k ? ",[" : "[", f);
+            for (size_t q = 0, w = 0; q < nf && w < MAX_STACK_FRAMES; q++) {
+                const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[q]);
+                char line[700], src[300];
+                if (!tg || allocator_frame(tg->op_name)) continue;
+                snprintf(line, sizeof line, "%s  %s", tg->op_name ? tg->op_name : "?", hbmi_view_source(tg, src, sizeof src));
+                if (w++) fputc(',', f);
+                hstr_fit(f, line, 0);
+            }
+            fputc(']', f);
+        }
+        fputs("]", f);
+        hbmi_free(ids);
+        hbmi_map_destroy(&seen);
+        if (s) {
+            hbmi_free(b), hbmi_free(tagmap), hbmi_free(order), hbmi_free(band);
+            return s;
+        }
+    }
     if (t->has_time) {
         for (int end = 0; end < 2; end++) {
             fputs(end ? ",\n\"te\": [" : ",\n\"ts\": [", f);
@@ -479,7 +532,7 @@ static const char page_script[] =
     "for(let i=0;i<m;i++){acc+=B.s[i];S[i]=acc;E[i]=acc+B.d[i];}\n"
     "const band=new Int32Array(m).fill(-1);B.k.forEach((j,q)=>{band[j]=q;});\n"
     "let ymax=1;for(let c=0;c<nb;c++){if(C.u[c]>ymax)ymax=C.u[c];if(C.r[c]>ymax)ymax=C.r[c];}\n"
-    "return d._p={d,C,nb,from:C.from,n:C.n,N0:C.from,N1:C.from+C.n,hs:d.history_start,B,m,S,E,Z:B.z,A:B.a,G:B.g,K:B.k,band,ymax};\n"
+    "return d._p={d,C,nb,from:C.from,n:C.n,N0:C.from,N1:C.from+C.n,hs:d.history_start,B,m,S,E,Z:B.z,A:B.a,G:B.g,K:B.k,ST:B.st,STK:B.stacks,band,ymax};\n"
     "}\n"
     "/* what an event is called: numbers count from the history's first event */\n"
     "function evl(i){return i<V.hs?'before the history':'event '+(i-V.hs);}\n"
@@ -492,8 +545,10 @@ static const char page_script[] =
     "if(V.d.has_time&&q>=0&&V.B.ts){const ta=V.B.ts[q],tb=V.B.te[q];if(ta!==null||tb!==null)s+='\\n          ('+(ta!==null?ta.toFixed(6)+'s':'start')+' .. '+(tb!==null?tb.toFixed(6)+'s':'end')+')';}\n"
     "return s;}\n"
     "function oomText(ev){const o=V.d.oom_events.find(o=>o[0]===ev);return o?'\\nOOM: tried to allocate '+sz(o[1])+(o[2]?'; the device had '+sz(o[2])+' free':''):'';}\n"
+    "function stackOf(j){if(!V.ST)return '';if(!V.kpos){V.kpos=new Map();V.K.forEach((b,i)=>V.kpos.set(b,i));}const q=V.kpos.get(j);\n"
+    "const s=q===undefined?null:V.STK[V.ST[q]];return s&&s.length?'\\nstack:\\n  '+s.join('\\n  '):'';}\n"
     "function blockText(j){const g=tagOf(j);return sz(V.Z[j])+(V.S[j]<V.hs?'   (live before the history)':'')+'\\nlifetime: '+life(j)+'\\nop:       '+(g[0]||g[3]||'(untagged)')+\n"
-    "(g[3]&&g[3]!==g[0]?'\\nlabel:    '+g[3]:'')+(g[1]?'\\nshape:    '+g[1]:'')+'\\nsource:   '+(g[2]||'-')+(g[4]?'\\ncategory: '+g[4]:'')+'\\naddress:  '+hex(V.A[j]);}\n"
+    "(g[3]&&g[3]!==g[0]?'\\nlabel:    '+g[3]:'')+(g[1]?'\\nshape:    '+g[1]:'')+'\\nsource:   '+(g[2]||'-')+(g[4]?'\\ncategory: '+g[4]:'')+'\\naddress:  '+hex(V.A[j])+stackOf(j);}\n"
     "\n"
     "/* ---- device selector ---- */\n"
     "const dsel=$('device');\n"
