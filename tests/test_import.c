@@ -184,8 +184,51 @@ static void test_fault_injection(void) {
     hbmi_free(data);
 }
 
+/* A snapshot's devices, the state before its history, bad sizes, and strings shared by the
+ * JSON reader (the same figures whichever way a string is written). */
+static void test_torch_devices_and_state(void) {
+    const char *js =
+        "{\"segments\": [{\"device\": 1, \"address\": 4096, \"total_size\": 2097152, \"stream\": 0, \"blocks\": ["
+        "{\"address\": 4096, \"size\": 1024, \"requested_size\": 1000, \"state\": \"active_allocated\", \"frames\": []},"
+        "{\"address\": 5120, \"size\": 2096128, \"state\": \"inactive\"}]}],"
+        " \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 64, \"size\": 10, \"stream\": 0, \"frames\": []}],"
+        " [{\"action\": \"free_completed\", \"addr\": 999, \"size\": 77, \"stream\": 0, \"frames\": []},"
+        "  {\"action\": \"oom\", \"addr\": 0, \"size\": 5000, \"device_free\": 123, \"stream\": 0, \"frames\": []}]]}";
+    hbm_trace **all;
+    size_t n;
+    CHECK_OK(hbm_trace_load_all_mem(js, strlen(js), "d.json", &all, &n));
+    CHECK_EQ_U64(n, 2);
+    if (n != 2) return;
+    hbm_trace *t = all[0]; /* the device with the OOM first */
+    CHECK_STR(t->device, "cuda:1");
+    CHECK_EQ_U64(t->has_time, 0);
+    /* before the history: the block active at the end and the one the history frees, and the segment */
+    CHECK_EQ_U64(t->history_start, 3);
+    CHECK_EQ_U64(t->live_before_blocks, 2);
+    CHECK_EQ_U64(t->live_before_bytes, 1000 + 77);
+    CHECK_EQ_U64(t->reserved_before_bytes, 2097152);
+    CHECK_EQ_U64(t->events[0].kind, HBM_EV_SEGMENT_ALLOC);
+    const hbm_trace_event *oom = &t->events[t->count - 1];
+    CHECK_EQ_U64(oom->kind, HBM_EV_OOM);
+    CHECK_EQ_U64(oom->requested, 5000);
+    CHECK_EQ_U64(oom->size, 123); /* the device's free bytes */
+    CHECK_STR(all[1]->device, "cuda:0");
+    CHECK_EQ_U64(all[1]->history_start, 0);
+    hbm_trace_free_all(all, n);
+    /* a negative size is an error naming the event */
+    const char *neg = "{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": 5},"
+                      " {\"action\": \"alloc\", \"addr\": 2, \"size\": -5}]]}";
+    hbm_trace *x;
+    CHECK_STATUS(hbm_trace_parse_torch_json(neg, strlen(neg), "n.json", &x), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "n.json: event 1: \"size\" is -5");
+    /* an unknown device index names those there are */
+    CHECK_STATUS(hbm_trace_load_device(HBM_SOURCE_DIR "/fuzz/corpus/fuzz_json/snapshot.json", 3, &x), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "no device 3 in this file (it holds device 0)");
+}
+
 int main(void) {
     RUN(test_torch_pickle);
+    RUN(test_torch_devices_and_state);
     RUN(test_torch_segments_only);
     RUN(test_pickle_errors);
     RUN(test_json_errors);

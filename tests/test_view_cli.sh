@@ -29,6 +29,11 @@ grep -q "^  in use" <<<"$out" || fail "no sparkline"
 "$HBM" view "$T/in.pickle" --ascii | grep -q "^  in use *[ .:=+*#@-]*@" || fail "ascii sparkline has no full column"
 "$HBM" view "$T/in.pickle" --top x 2>/dev/null; [ $? -eq 2 ] || fail "--top x exit"
 "$HBM" view "$T/missing" 2>/dev/null; [ $? -eq 2 ] || fail "missing file exit"
+# escape characters in frame names and paths are made visible, never sent to the terminal
+printf '%s' '{"device_traces": [[{"action": "alloc", "addr": 64, "size": 10, "frames": [{"filename": "a\u001b[31m.py", "line": 3, "name": "f\u001b]0;x\u0007"}]}]]}' >"$T/esc.json"
+out=$("$HBM" view "$T/esc.json") || fail "view of a snapshot with escapes"
+grep -qF 'a\x1b[31m.py:3' <<<"$out" || fail "escape in a path not shown as \\x1b: $out"
+! grep -q $'\x1b' <<<"$out" || fail "a raw escape character reached the terminal"
 # an HLO module is planned and viewed as its runtime sequence
 out=$("$HBM" view "$SRC/examples/svd_fixed.hlo") || fail "view of an HLO plan exit $?"
 grep -q "peak in use  435.03MiB" <<<"$out" || fail "HLO plan peak: $out"

@@ -297,7 +297,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
             t->device[0] ? ", " : "", t->count - t->history_start);
     if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
     fprintf(f, ")\n  on %s\n\n", device_spec);
-    fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak in use", "reserved", "frag", "calls",
+    fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
             "first OOM");
     for (size_t i = 0; i < n; i++) {
         const hbm_replay_result *x = &r[i];
