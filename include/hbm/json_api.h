@@ -74,6 +74,9 @@ hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size
 typedef enum hbm_view_kind { HBM_VIEW_TEXT = 0, HBM_VIEW_JSON = 1, HBM_VIEW_HTML = 2 } hbm_view_kind;
 hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
                            size_t cap, size_t *len);
+/* hbm replay TRACE --suggest --json into buf (device: a name or sim:SIZE, NULL: the
+ * trace's own capacity, else the history's peak reserved). */
+hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len);
 /* hbm diff A B (json: --json) into buf, every contributor. */
 hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len);
 hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path);

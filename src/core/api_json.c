@@ -364,3 +364,23 @@ hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, cha
     diff_ctx x = {a, b, json};
     return to_buffer(emit_diff, &x, buf, cap, len);
 }
+
+typedef struct suggest_ctx {
+    const hbm_trace *t;
+    const char *device;
+} suggest_ctx;
+
+static hbm_status emit_suggest(const void *c, FILE *f) {
+    const suggest_ctx *x = c;
+    hbm_torch_suggestion sg;
+    char spec[160];
+    hbm_status s = x->device ? hbm_replay_device_spec(x->device, spec, sizeof spec) : HBM_OK;
+    if (!s) s = hbm_torch_suggest(x->t, x->device ? spec : NULL, &sg);
+    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
+}
+
+hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len) {
+    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
+    suggest_ctx x = {t, device};
+    return to_buffer(emit_suggest, &x, buf, cap, len);
+}

@@ -280,6 +280,9 @@ def test_trace_outputs(tmp_path):
         with pytest.raises(hbm.Error) as e:
             t.suggest()
         assert e.value.status == "HBM_ERR_UNSUPPORTED"
+    else:  # hbm replay --suggest --json, the same object
+        rc, out = cli("replay", SVD, "--suggest", "--device", "v100-16gb", "--json")
+        assert t.suggest(device="v100-16gb") == json.loads(out)
 
 
 def test_repr_html():
