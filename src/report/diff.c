@@ -87,12 +87,11 @@ static hbm_status contributors(const hbmi_view v[2], contrib **out, size_t *nout
 }
 
 static void side_text(FILE *f, const char *which, const hbm_trace *t, const hbmi_view *v) {
-    char a[32], b[32], name[80];
+    char a[32], b[32], name[80], w[64];
     hbmi_fit(name, sizeof name, t->name, 44, 1);
-    fprintf(f, "%s  %s (%s%s%s)\n   peak in use %s at ", which, name, t->source[0] ? t->source : "hbm",
-            t->device[0] ? ", device " : "", t->device, hbm_size_xla((int64_t)v->peak_use, a));
-    if (v->peak_i < t->history_start) fputs("the history's start", f);
-    else fprintf(f, "event %zu", v->peak_i - t->history_start);
+    fprintf(f, "%s  %s (%s%s%s)\n   peak in use %s at %s", which, name, t->source[0] ? t->source : "hbm",
+            t->device[0] ? ", device " : "", t->device, hbm_size_xla((int64_t)v->peak_use, a),
+            hbmi_event_when(t, (int64_t)v->peak_i, v->peak_i < t->count ? t->events[v->peak_i].time_ns : 0, w, sizeof w));
     fprintf(f, ", peak reserved %s, %zu buffers live at the peak\n", hbm_size_xla((int64_t)v->peak_res, b), v->n_at_peak);
 }
 
@@ -118,7 +117,7 @@ static void side_json(FILE *f, const hbm_trace *t, const hbmi_view *v) {
     fprintf(f,
             ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 "}",
-            v->peak_use, v->peak_i < t->history_start ? -1 : (int64_t)(v->peak_i - t->history_start), v->peak_res,
+            v->peak_use, hbmi_event_number(t, (int64_t)v->peak_i), v->peak_res,
             v->n_at_peak, v->at_peak_bytes);
 }
 

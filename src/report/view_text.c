@@ -53,11 +53,7 @@ static void sparkline(FILE *f, const char *label, const uint64_t *v, size_t n, u
  * history's first event; events before the history (the state rebuilt from a snapshot's
  * segments) are "before the history". */
 static const char *when(const hbm_trace *t, size_t i, char *buf, size_t cap) {
-    if (i < t->history_start) snprintf(buf, cap, "before the history");
-    else if (t->has_time && i < t->count)
-        snprintf(buf, cap, "event %zu (%.6fs)", i - t->history_start, (double)t->events[i].time_ns / 1e9);
-    else snprintf(buf, cap, "event %zu", i - t->history_start);
-    return buf;
+    return hbmi_event_when(t, (int64_t)i, i < t->count ? t->events[i].time_ns : 0, buf, cap);
 }
 
 /* Buffers live at event i: how many, and the largest cap of them in out (timeline
@@ -152,7 +148,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     fprintf(f, "allocs %" PRIu64 ", frees %" PRIu64 ", OOMs %" PRIu64, v.allocs, v.frees, v.ooms);
     if (v.first_oom >= 0) {
         const hbm_trace_event *e = &t->events[v.first_oom];
-        fprintf(f, " (first at event %" PRId64 ": %s)", v.first_oom - (int64_t)t->history_start,
+        fprintf(f, " (first at event %" PRId64 ": %s)", hbmi_event_number(t, v.first_oom),
                 hbm_size_xla((int64_t)e->requested, c));
     }
     if (t->truncated_at) fprintf(f, "\ntruncated at byte %" PRIu64 ": the events up to there are shown", t->truncated_at);
@@ -186,18 +182,12 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "writing the view failed") : HBM_OK;
 }
 
-/* An event's number in the history (-1: before it; -1 stays -1). */
-static int64_t hist_index(const hbm_trace *t, int64_t i) {
-    return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
-}
-
 static void json_buf(FILE *f, const hbmi_view *v, size_t k) {
     const hbm_tl_buffer *bf = &v->tl->buffers[k];
     const hbm_tag *tg = hbm_timeline_tag_at(v->tl, bf->tag);
     char src[300];
-    int64_t h = (int64_t)v->t->history_start; /* events count from the history's first; -1: before it */
     fprintf(f, "{\"size\": %" PRIu64 ", \"start\": %" PRId64 ", \"end\": %" PRId64 ", \"op\": ", bf->size,
-            bf->start < h ? -1 : bf->start - h, bf->end - h);
+            hbmi_event_number(v->t, bf->start), bf->end - (int64_t)v->t->history_start);
     hbmi_json_str(f, tg && tg->op_name ? tg->op_name : "");
     fputs(", \"shape\": ", f);
     hbmi_json_str(f, tg && tg->shape ? tg->shape : "");
@@ -221,7 +211,7 @@ static void json_device(FILE *f, const hbm_trace *t, const hbmi_view *v) {
             ", \"live_before_history_blocks\": %" PRIu64 ", \"reserved_before_history_bytes\": %" PRIu64
             ", \"has_time\": %s}",
             t->device_index, t->count - t->history_start, v->allocs, v->frees, v->ooms, v->peak_use,
-            hist_index(t, (int64_t)v->peak_i), v->peak_res, hist_index(t, v->first_oom), t->history_start, t->live_before_bytes, t->live_before_blocks,
+            hbmi_event_number(t, (int64_t)v->peak_i), v->peak_res, hbmi_event_number(t, v->first_oom), t->history_start, t->live_before_bytes, t->live_before_blocks,
             t->reserved_before_bytes, t->has_time ? "true" : "false");
 }
 
@@ -238,8 +228,8 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
             ", \"events\": %zu, \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
             ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 ", \"truncated_at\": %" PRIu64 ", \"top\": [",
-            t->count - t->history_start, v.peak_use, hist_index(t, (int64_t)v.peak_i), v.peak_res, v.allocs, v.frees, v.ooms,
-            hist_index(t, v.first_oom), v.n_at_peak, v.at_peak_bytes,
+            t->count - t->history_start, v.peak_use, hbmi_event_number(t, (int64_t)v.peak_i), v.peak_res, v.allocs, v.frees, v.ooms,
+            hbmi_event_number(t, v.first_oom), v.n_at_peak, v.at_peak_bytes,
             t->truncated_at);
     for (size_t k = 0; k < v.n_at_peak && k < (size_t)o.top; k++) {
         if (k) fputs(", ", f);

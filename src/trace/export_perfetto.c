@@ -24,7 +24,8 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
     uint64_t last_use = UINT64_MAX, last_res = UINT64_MAX;
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
-        size_t ev = i < t->history_start ? 0 : i - t->history_start;
+        int64_t ev = hbmi_event_number(t, (int64_t)i);
+        if (ev < 0) ev = 0; /* the rebuilt state sits at 0 */
         double us = t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
         if (use[i] != last_use || i + 1 == t->count) {
             fprintf(f, ",\n{\"name\": \"in use\", \"ph\": \"C\", \"ts\": %.3f, \"pid\": 1, \"args\": {\"bytes\": %" PRIu64 "}}",
@@ -40,7 +41,7 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
             const hbm_tag *tg = hbm_trace_tag(t, e->tag);
             fprintf(f,
                     ",\n{\"name\": \"OOM\", \"ph\": \"i\", \"s\": \"p\", \"ts\": %.3f, \"pid\": 1, \"tid\": %u, \"args\": "
-                    "{\"requested_bytes\": %" PRIu64 ", \"event\": %zu, \"in_use_bytes\": %" PRIu64,
+                    "{\"requested_bytes\": %" PRIu64 ", \"event\": %" PRId64 ", \"in_use_bytes\": %" PRIu64,
                     us, e->thread, e->requested, ev, use[i]);
             if (tg && tg->op_name) {
                 fputs(", \"op\": ", f);

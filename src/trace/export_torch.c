@@ -326,6 +326,14 @@ static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int add
     return s;
 }
 
+/* Whether t's segment events name addresses (a snapshot's do; hbm's recorder's do not). */
+static int addressed_segments(const hbm_trace *t) {
+    for (size_t i = 0; i < t->count; i++)
+        if ((t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) && t->events[i].addr)
+            return 1;
+    return 0;
+}
+
 hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
     hbmi_buf b = {0};
@@ -346,10 +354,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
             hbmi_buf_byte(&b, ']');
             continue;
         }
-        int addressed = 0;
-        for (size_t i = 0; i < t->count && !addressed; i++)
-            addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
-                        t->events[i].addr;
+        int addressed = addressed_segments(t);
         s = put_history(&b, &m, t, addressed);
     }
     hbmi_buf_byte(&b, 'e');
@@ -357,10 +362,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     hbmi_buf_put(&b, "](", 2);
     for (size_t d = 0; d < n && !s; d++) {
         const hbm_trace *t = traces[d];
-        int addressed = 0;
-        for (size_t i = 0; i < t->count && !addressed; i++)
-            addressed = (t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP) &&
-                        t->events[i].addr;
+        int addressed = addressed_segments(t);
         m.device = d;
         s = put_segments(&b, &m, t, addressed);
     }

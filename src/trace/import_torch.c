@@ -202,8 +202,7 @@ typedef struct dev_src {
     const hbmi_pv *events; /* device_traces[N] (may be NULL) */
 } dev_src;
 
-/* The segments of device dev in order, with the address of block b computed as memory_viz
- * does when a block has none (the segment's address plus the sizes before it). */
+/* The device a segment belongs to (old snapshots without "device": fallback). */
 static int seg_device(const hbmi_pv *sg, int fallback) { return (int)hbmi_pv_int(sg, "device", fallback); }
 
 static hbm_status add_prelude_alloc(hbm_trace *t, stack_cache *c, uint64_t addr, uint64_t size, uint64_t requested,

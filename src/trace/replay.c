@@ -233,19 +233,6 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     return s;
 }
 
-/* An event's number in the history (-1 before it). */
-static int64_t hist_event(const hbm_trace *t, int64_t i) {
-    return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
-}
-
-/* "event N (1.234567s)", "event N" without times, "before the history". */
-static const char *replay_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
-    if (i < (int64_t)t->history_start) snprintf(buf, cap, "before the history");
-    else if (t->has_time) snprintf(buf, cap, "event %" PRId64 " (%.6fs)", hist_event(t, i), (double)time_ns / 1e9);
-    else snprintf(buf, cap, "event %" PRId64, hist_event(t, i));
-    return buf;
-}
-
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
                             const hbm_replay_bounds *bounds, FILE *f, int json) {
     if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
@@ -279,7 +266,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
             if (x->first_oom_event >= 0) {
                 fprintf(f, ", \"first_oom\": {\"event\": %" PRId64 ", \"before_history\": %s, \"time_ns\": %" PRIu64
                            ", \"bytes\": %" PRIu64 ", \"report\": ",
-                        hist_event(t, x->first_oom_event), x->first_oom_event < (int64_t)t->history_start ? "true" : "false",
+                        hbmi_event_number(t, x->first_oom_event), hbmi_event_number(t, x->first_oom_event) < 0 ? "true" : "false",
                         t->has_time ? x->first_oom_time_ns : 0, x->first_oom_bytes);
                 hbmi_json_str(f, x->first_oom_report);
                 fputc('}', f);
@@ -310,7 +297,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         col_size(b, sizeof b, x->peak_reserved);
         fprintf(f, "%-28s %11s %11s %5.1f%% %7" PRIu64 "  ", cfg, a, b, 100.0 * x->frag_at_peak, x->device_calls);
         if (x->first_oom_event >= 0)
-            fprintf(f, "%s: %s (%" PRIu64 " OOMs)\n", replay_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
+            fprintf(f, "%s: %s (%" PRIu64 " OOMs)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
                     hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
         else
             fprintf(f, "none\n");
@@ -325,7 +312,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;
         fprintf(f, "\n--- first OOM with %s: %s ---\n%s\n", r[i].config,
-                replay_when(t, r[i].first_oom_event, r[i].first_oom_time_ns, w, sizeof w),
+                hbmi_event_when(t, r[i].first_oom_event, r[i].first_oom_time_ns, w, sizeof w),
                 r[i].first_oom_report ? r[i].first_oom_report : "");
     }
     return HBM_OK;

@@ -128,4 +128,13 @@ hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 /* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
 void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
 
+/* An event's number as the user sees it: counted from the history's first event; -1 for
+ * the state rebuilt before a snapshot's history (events [0, history_start)). */
+static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
+    return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
+}
+/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", or "before the
+ * history". Returns buf. */
+const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
+
 #endif
