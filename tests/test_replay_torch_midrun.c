@@ -8,9 +8,9 @@
  *     names (their size as PyTorch held it), and blocks the history frees without
  *     allocating them (size: the freed request rounded up to 512 bytes), each in the
  *     segment that holds it.
- * This rebuild, written here from the pickle independently of the loader (which rebuilds
- * the same state itself: test_replay_torch.c replays from that one), checks the twin from a
- * given state. Also constructor_sun's cuda:1 history (its OOM). Skips without
+ * This rebuild, written here from the pickle and the history's own events independently of
+ * the loader (which rebuilds the same state itself: test_replay_torch.c replays from that
+ * one), checks the twin from a given state. Also constructor_sun's cuda:1 history (its OOM). Skips without
  * ../shared/data. */
 #include <stdlib.h>
 
@@ -69,7 +69,8 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
     hbmi_map_init(&seg_allocated);
     hbmi_map_init(&freed_before);
     int ok = 1;
-    for (size_t i = 0; i < t->count && ok; i++) {
+    /* the history's own events: not the state the loader rebuilt before it (independent) */
+    for (size_t i = t->history_start; i < t->count && ok; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_ALLOC) ok = !hbmi_map_put(&allocated, e->addr, 1);
         else if (e->kind == HBM_EV_SEGMENT_ALLOC) ok = !hbmi_map_put(&seg_allocated, e->addr, 1);
@@ -99,7 +100,7 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
     /* segments the history frees without allocating them */
     hbmi_map seen;
     hbmi_map_init(&seen);
-    for (size_t i = 0; i < t->count && ok; i++) {
+    for (size_t i = t->history_start; i < t->count && ok; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) ok = !hbmi_map_put(&seen, e->addr, 1);
         if (!ok || e->kind != HBM_EV_SEGMENT_FREE || hbmi_map_get(&seen, e->addr, NULL)) continue;

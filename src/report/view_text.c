@@ -51,7 +51,7 @@ static void sparkline(FILE *f, const char *label, const uint64_t *v, size_t n, u
 
 /* "event N (12.345678s)" when the trace has times, "event N" otherwise, N counted from the
  * history's first event; events before the history (the state rebuilt from a snapshot's
- * segments) are "before the history". */
+ * segments) are "the start (before the history)". */
 static const char *when(const hbm_trace *t, size_t i, char *buf, size_t cap) {
     return hbmi_event_when(t, (int64_t)i, i < t->count ? t->events[i].time_ns : 0, buf, cap);
 }

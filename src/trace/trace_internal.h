@@ -133,8 +133,8 @@ void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
 static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
     return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
 }
-/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", or "before the
- * history". Returns buf. */
+/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", or "the start
+ * (before the history)": it reads after "at". Returns buf. */
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
 
 #endif

@@ -35,7 +35,7 @@ void hbmi_json_str(FILE *f, const char *s) {
 
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
     int64_t n = hbmi_event_number(t, i);
-    if (n < 0) snprintf(buf, cap, "before the history");
+    if (n < 0) snprintf(buf, cap, "the start (before the history)");
     else if (t->has_time) snprintf(buf, cap, "event %" PRId64 " (%.6fs)", n, (double)time_ns / 1e9);
     else snprintf(buf, cap, "event %" PRId64, n);
     return buf;
