@@ -91,4 +91,9 @@ int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */
 uint64_t hbmi_now_ns(void);
 
+/* s for a terminal column of width columns: control characters made visible ("\x1b"),
+ * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
+ * line). Returns out. */
+const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+
 #endif

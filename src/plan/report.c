@@ -82,18 +82,6 @@ static int cmp_live(const void *x, const void *y) {
 
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
-/* s and a newline, cut in the middle to at most width columns so that both ends survive
- * (a path's file name and line, an op name's last component). */
-static void put_middle(FILE *f, const char *s, size_t width) {
-    size_t n = strlen(s);
-    if (n <= width) {
-        fprintf(f, "%s\n", s);
-        return;
-    }
-    size_t head = (width - 3) / 3, tail = width - 3 - head;
-    fprintf(f, "%.*s...%s\n", (int)head, s, s + n - tail);
-}
-
 hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction, const char *device,
                             size_t top) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan explain: NULL argument");
@@ -162,22 +150,19 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const hbm_tl_buffer *bf = &tl->buffers[items[k].idx];
         const hbm_tag *t = hbm_timeline_tag(tl, items[k].idx);
         double pct = s->peak_live_bytes ? 100.0 * (double)bf->size / (double)s->peak_live_bytes : 0;
-        char what[64]; /* "label shape", cut to fit 100 columns */
-        int w = snprintf(what, sizeof what, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
-        if (w >= (int)sizeof what) memcpy(what + sizeof what - 4, "...", 4);
+        char full[512], what[256]; /* "label shape", cut to fit 100 columns */
+        snprintf(full, sizeof full, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
+        hbmi_fit(what, sizeof what, full, 63, 0);
         fprintf(f, "    %10s %5.1f%%  %-9s %s", hbm_size_xla((int64_t)bf->size, a), pct,
                 t ? cat_name(t->category) : "", what);
         fprintf(f, "\n");
+        /* cut in the middle so that both ends survive (file:line, the op's last component) */
+        char loc[512], cut[1100];
         if (t && t->source_file) {
-            char loc[512];
             snprintf(loc, sizeof loc, "%s:%d", t->source_file, t->source_line);
-            fprintf(f, "               at ");
-            put_middle(f, loc, 100 - 18);
+            fprintf(f, "               at %s\n", hbmi_fit(cut, sizeof cut, loc, 100 - 18, 1));
         }
-        if (t && t->op_name) {
-            fprintf(f, "               op ");
-            put_middle(f, t->op_name, 100 - 18);
-        }
+        if (t && t->op_name) fprintf(f, "               op %s\n", hbmi_fit(cut, sizeof cut, t->op_name, 100 - 18, 1));
     }
     if (n > show) fprintf(f, "    ... and %zu smaller buffers\n", n - show);
     /* a buffer that dwarfs the inputs is the usual culprit (e.g. an SVD's full U) */

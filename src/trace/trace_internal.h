@@ -117,11 +117,6 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
 hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbm_trace ***out,
                                 size_t *n);
 
-/* s for a terminal column of width columns: control characters made visible ("\x1b"),
- * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
- * line). Returns out. */
-const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
-
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 

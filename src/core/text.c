@@ -1,0 +1,39 @@
+/* text.c - text for a terminal column: control characters made visible, cut to a width. */
+#include <stdio.h>
+
+#include "core/internal.h"
+
+/* Byte offset of column col in s (UTF-8: continuation bytes take no column). */
+static size_t col_offset(const char *s, size_t len, size_t col) {
+    size_t i = 0, c = 0;
+    while (i < len && (c < col || ((unsigned char)s[i] & 0xC0) == 0x80)) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+        if (c > col) break;
+        i++;
+    }
+    return i;
+}
+
+const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle) {
+    char clean[1024];
+    size_t n = 0, cols = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < sizeof clean; p++) {
+        if (*p < 0x20 || *p == 0x7f) n += (size_t)snprintf(clean + n, sizeof clean - n, "\\x%02x", *p), cols += 4;
+        else clean[n++] = (char)*p, cols += (*p & 0xC0) != 0x80;
+    }
+    clean[n] = 0;
+    if (width < 4) width = 4;
+    if (cols <= (size_t)width) {
+        snprintf(out, cap, "%s", clean);
+        return out;
+    }
+    size_t keep = (size_t)width - 3;
+    if (!middle) {
+        snprintf(out, cap, "%.*s...", (int)col_offset(clean, n, keep), clean);
+        return out;
+    }
+    size_t head = keep / 3, tail = keep - head;
+    size_t h = col_offset(clean, n, head), t = col_offset(clean, n, cols - tail);
+    snprintf(out, cap, "%.*s...%s", (int)h, clean, clean + t);
+    return out;
+}
