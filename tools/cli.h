@@ -28,6 +28,8 @@ int cli_width_arg(const char *cmd, int argc, char **argv, int *i, size_t *width)
  * (file:line at the end of a line, its subject at the start). hbm's text is ASCII: the
  * ellipsis is too, whatever the locale. Returns 0, or -1 on a write error. */
 int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width);
+/* s as a whole decimal number in [lo, hi] into *out: 0, or -1 when it is not one. */
+int cli_parse_int(const char *s, long lo, long hi, int *out);
 /* argv[i] equals a or b (b may be NULL). */
 int cli_is(const char *arg, const char *a, const char *b);
 

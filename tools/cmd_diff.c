@@ -37,12 +37,8 @@ int cmd_diff(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if ((!strcmp(a, "--top") || !strcmp(a, "--device-index")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 0 || v > 1000000)
+            if (cli_parse_int(argv[++i], 0, 1000000, !strcmp(a, "--top") ? &top : &device))
                 return cli_usage_error("diff", "%s %s: expected a number from 0", a, argv[i]);
-            if (!strcmp(a, "--top")) top = (int)v;
-            else device = (int)v;
         } else if (a[0] == '-' && a[1]) {
             return cli_usage_error("diff", "unknown option '%s'", a);
         } else if (!in[0]) {

@@ -40,11 +40,8 @@ int cmd_export(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
             fmt = argv[++i];
         } else if (!strcmp(argv[i], "--device-index") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 0 || v > 4096)
+            if (cli_parse_int(argv[++i], 0, 4096, &device))
                 return cli_usage_error("export", "--device-index %s: expected 0 to 4096", argv[i]);
-            device = (int)v;
         } else if (cli_is(argv[i], "-o", "--output") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {

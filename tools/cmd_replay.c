@@ -53,7 +53,7 @@ int cmd_replay(int argc, char **argv) {
     const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
     const char *configs[32];
     int nconfigs = 0, json = 0, suggest = 0;
-    long device_index = -1;
+    int device_index = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is(a, "-h", "--help")) {
@@ -62,9 +62,7 @@ int cmd_replay(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--device-index") && i + 1 < argc) {
-            char *end;
-            device_index = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || device_index < 0 || device_index > 4096)
+            if (cli_parse_int(argv[++i], 0, 4096, &device_index))
                 return cli_usage_error("replay", "--device-index %s: expected 0 to 4096", argv[i]);
         } else if (!strcmp(a, "--suggest")) {
             suggest = 1;
@@ -91,7 +89,7 @@ int cmd_replay(int argc, char **argv) {
         if (*end || !(f > 0 && f <= 1)) return cli_usage_error("replay", "--fraction %s: expected a number in (0, 1]", fraction);
     }
     hbm_trace *t;
-    hbm_status s = hbm_trace_load_device(path, (int)device_index, &t);
+    hbm_status s = hbm_trace_load_device(path, device_index, &t);
     if (s) return cli_fail("replay", s);
     if (!json && (t->n_others || device_index >= 0))
         fprintf(stderr, "hbm replay: device %s of %s (--device-index picks another)\n", t->device, path);

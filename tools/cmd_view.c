@@ -35,14 +35,6 @@ static void view_help(FILE *f) {
             "  hbm view run.hbmt --html run.html && xdg-open run.html\n");
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int cmd_view(int argc, char **argv) {
     const char *in = NULL, *html = NULL;
     int json = 0, device = -1;
@@ -62,11 +54,11 @@ int cmd_view(int argc, char **argv) {
         } else if (!strcmp(a, "--html") && i + 1 < argc) {
             html = argv[++i];
         } else if (!strcmp(a, "--top") && i + 1 < argc) {
-            if (parse_int(argv[++i], 0, 100000, &o.top)) return cli_usage_error("view", "--top %s: expected 0 to 100000", argv[i]);
+            if (cli_parse_int(argv[++i], 0, 100000, &o.top)) return cli_usage_error("view", "--top %s: expected 0 to 100000", argv[i]);
         } else if (!strcmp(a, "--device-index") && i + 1 < argc) {
-            if (parse_int(argv[++i], 0, 4096, &device)) return cli_usage_error("view", "--device-index %s: expected 0 to 4096", argv[i]);
+            if (cli_parse_int(argv[++i], 0, 4096, &device)) return cli_usage_error("view", "--device-index %s: expected 0 to 4096", argv[i]);
         } else if (!strcmp(a, "--width") && i + 1 < argc) {
-            if (parse_int(argv[++i], 8, 1000, &o.width)) return cli_usage_error("view", "--width %s: expected 8 to 1000", argv[i]);
+            if (cli_parse_int(argv[++i], 8, 1000, &o.width)) return cli_usage_error("view", "--width %s: expected 8 to 1000", argv[i]);
         } else if (a[0] == '-') {
             return cli_usage_error("view", "unknown option '%s'", a);
         } else if (!in) {

@@ -81,6 +81,15 @@ int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
     return ferror(f) ? -1 : 0;
 }
 
+int cli_parse_int(const char *s, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
 int cli_is(const char *arg, const char *a, const char *b) { return !strcmp(arg, a) || (b && !strcmp(arg, b)); }
 
 /* Every command's writes to stdout are checked here, once, at the end: a full disk,
