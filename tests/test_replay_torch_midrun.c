@@ -131,16 +131,23 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
 
 static int ran;
 
+/* The bytes of a shared snapshot (counted in ran), or NULL when it is absent. */
+static char *read_snapshot(const char *path, size_t *len) {
+    char *data;
+    if (hbmi_read_file(path, &data, len)) {
+        fprintf(stderr, "  (%s absent)\n", path);
+        return NULL;
+    }
+    ran++;
+    return data;
+}
+
 static void check_midrun(const char *name) {
     char path[512];
     snprintf(path, sizeof path, SNAP_DIR "%s", name);
-    char *data;
     size_t len;
-    if (hbmi_read_file(path, &data, &len)) {
-        fprintf(stderr, "  (%s absent)\n", path);
-        return;
-    }
-    ran++;
+    char *data = read_snapshot(path, &len);
+    if (!data) return;
     hbm_trace *t = NULL;
     hbmi_pvpool pool = {0};
     hbmi_pv *root = NULL;
@@ -219,13 +226,9 @@ static hbm_trace *device_history(const hbmi_pv *root, size_t dev, uint64_t *rese
  * did; no setting avoids it, the program needing more than the device at that moment. */
 static void test_constructor_sun_cuda1(void) {
     const char *path = SNAP_DIR "constructor_sun.pickle";
-    char *data;
     size_t len;
-    if (hbmi_read_file(path, &data, &len)) {
-        fprintf(stderr, "  (%s absent)\n", path);
-        return;
-    }
-    ran++;
+    char *data = read_snapshot(path, &len);
+    if (!data) return;
     hbmi_pvpool pool = {0};
     hbmi_pv *root = NULL;
     hbm_status s = hbmi_pickle_parse((const unsigned char *)data, len, path, &pool, &root);
