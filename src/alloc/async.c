@@ -386,7 +386,7 @@ static hbm_status async_walk(void *self, int (*fn)(void *, const hbm_block *, ui
     size_t n = 0;
     for (size_t si = 0; si < p->nsegs; si++)
         if (p->segs[si].first) order[n++] = &p->segs[si];
-    qsort(order, n, sizeof *order, seg_cmp);
+    hbmi_qsort(order, n, sizeof *order, seg_cmp);
     int stop = 0;
     for (size_t k = 0; k < n && !stop; k++) {
         hbm_block r = {HBM_BLOCK_REGION, order[k]->addr, order[k]->size, 0, NULL, 0};

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alloc/blocktab.h"
+#include "core/internal.h"
 
 void hbmi_blocktab_init(hbmi_blocktab *t) {
     memset(t, 0, sizeof *t);
@@ -84,7 +85,7 @@ hbm_status hbmi_blocktab_walk(const hbmi_blocktab *t, int (*fn)(void *, const hb
     size_t n = 0;
     for (size_t i = 0; i < t->n && n < live; i++)
         if (t->blocks[i].size) order[n++] = (blk_ref){t->blocks[i].addr, (uint32_t)i};
-    qsort(order, n, sizeof *order, blk_ref_cmp); /* slots are in reuse order */
+    hbmi_qsort(order, n, sizeof *order, blk_ref_cmp); /* slots are in reuse order */
     for (size_t k = 0; k < n; k++) {
         const hbmi_blk *b = &t->blocks[order[k].idx];
         hbm_block r = {HBM_BLOCK_REGION, b->addr, b->size, 0, NULL, 0};

@@ -1020,7 +1020,7 @@ static hbm_status torch_walk(void *self, int (*fn)(void *, const hbm_block *, ui
         if ((x->state == T_LIVE || x->state == T_FREE) && (!x->prev || t->b[x->prev - 1].state == T_UNMAPPED))
             keys[2 * n] = x->addr, keys[2 * n + 1] = i, n++;
     }
-    qsort(keys, n, 2 * sizeof *keys, u64_cmp);
+    hbmi_qsort(keys, n, 2 * sizeof *keys, u64_cmp);
     int stop = 0;
     for (size_t k = 0; k < n && !stop; k++) {
         uint32_t h = (uint32_t)keys[2 * k + 1], j;

@@ -419,7 +419,7 @@ static hbm_status vmm_walk(void *self, int (*fn)(void *, const hbm_block *, uint
     size_t n = 0;
     for (size_t k = 0; k < v->mapped.cap; k++)
         if (v->mapped.keys[k]) pg[n++] = v->mapped.keys[k] - 1;
-    qsort(pg, n, sizeof *pg, u64_cmp);
+    hbmi_qsort(pg, n, sizeof *pg, u64_cmp);
     uint32_t j = v->first;
     int stop = 0;
     for (size_t k = 0; k < n && !stop;) {

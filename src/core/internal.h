@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "hbm/status.h"
 #include "hbm/tag.h"
@@ -83,6 +84,10 @@ static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) {
     if (a <= 1) return x; /* (no division on the common paths) */
     if (!(a & (a - 1))) return (x + a - 1) & ~(a - 1);
     return (x + a - 1) / a * a;
+}
+/* qsort for arrays that may be empty: qsort(NULL, 0, ...) is undefined behaviour in C. */
+static inline void hbmi_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1) qsort(base, n, size, cmp);
 }
 /* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);

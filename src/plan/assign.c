@@ -311,7 +311,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
         if (in_set[v] && df->values[v].has_range && df->values[v].end < (int64_t)T) vals[n++] = v;
     }
     sort_df = df;
-    qsort(vals, n, sizeof *vals, cmp_values_by_range);
+    hbmi_qsort(vals, n, sizeof *vals, cmp_values_by_range);
     sort_df = NULL;
     /* buckets by start and end time, in the sorted order */
     for (uint32_t i = 0; i < n; i++) {
@@ -480,7 +480,7 @@ static int heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
     if (best)
         for (uint32_t v = 0; v < nv && ok; v++)
             if (in_live[v]) ok = alloc_add_peak(c, a, v);
-    if (ok && a->n_peak) qsort(a->peak, a->n_peak, sizeof *a->peak, cmp_u32);
+    if (ok && a->n_peak) hbmi_qsort(a->peak, a->n_peak, sizeof *a->peak, cmp_u32);
     hbmi_free(live_cnt);
     hbmi_free(rep);
     hbmi_free(in_live);
@@ -534,7 +534,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, uint64_t *heap_size) {
         uint32_t v = keys[i].v;
         keys[i].key = ((uint64_t)prim_of[groot(s, v)] << 32) | (primary[v] ? 0 : (uint64_t)v + 1);
     }
-    qsort(keys, n, sizeof *keys, cmp_tlkey);
+    hbmi_qsort(keys, n, sizeof *keys, cmp_tlkey);
     if (hbm_timeline_reserve(tl, n) != HBM_OK) {
         oom(c);
         goto out;
@@ -930,7 +930,7 @@ static int peak_step(ctx *c) {
                                  p->df->buffers[p->df->values[a->values[k]].buffer].size};
         }
     }
-    qsort(iv, n, sizeof *iv, cmp_place_iv);
+    hbmi_qsort(iv, n, sizeof *iv, cmp_place_iv);
     for (size_t i = 0; i < n;) { /* merge overlapping intervals of one place */
         size_t j = i + 1;
         int64_t e = iv[i].e;
@@ -1097,7 +1097,7 @@ static int run(ctx *c) {
     for (uint32_t v = 0; v < nv; v++) p->value_alloc[v] = UINT32_MAX;
     for (uint32_t i = 0; i < nb; i++) order[i] = i;
     bsort_df = df;
-    qsort(order, nb, sizeof *order, cmp_buffers);
+    hbmi_qsort(order, nb, sizeof *order, cmp_buffers);
     bsort_df = NULL;
     for (uint32_t i = 0; i < nb; i++)
         if (!assign_single(c, order[i])) {

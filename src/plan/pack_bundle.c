@@ -61,7 +61,7 @@ hbm_status hbmi_bundle(const hbm_timeline *tl, uint64_t def_align, hbmi_bundles 
         uint64_t a = hbmi_pack_align(b, def_align);
         if (bundleable(b, a)) k[m++] = (bkey){b->start, b->end, a, (uint32_t)i};
     }
-    qsort(k, m, sizeof *k, bkey_cmp);
+    hbmi_qsort(k, m, sizeof *k, bkey_cmp);
     size_t groups = 0;
     for (size_t i = 0; i < m; i++)
         if (!i || !same_group(&k[i], &k[i - 1])) groups++;

@@ -195,7 +195,7 @@ static void rank_items(hbmi_exact *e, const uint32_t *list, uint32_t k, unsigned
         }
         }
     }
-    qsort(rk, k, sizeof *rk, rkey_cmp);
+    hbmi_qsort(rk, k, sizeof *rk, rkey_cmp);
     for (uint32_t q = 0; q < k; q++) e->rank[rk[q].item] = q;
 }
 
@@ -276,7 +276,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         k++;
     }
     for (size_t i = 0; i < nt; i++) tmp[i] = (uint64_t)t[i] ^ (UINT64_C(1) << 63);
-    qsort(tmp, nt, sizeof *tmp, u64_cmp);
+    hbmi_qsort(tmp, nt, sizeof *tmp, u64_cmp);
     size_t u = 0;
     for (size_t i = 0; i < nt; i++)
         if (!u || tmp[u - 1] != tmp[i]) tmp[u++] = tmp[i];
@@ -331,7 +331,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     }
     /* items by s0, and the overlap lists (a sweep over that order) */
     for (uint32_t i = 0; i < n; i++) tmp[i] = (uint64_t)e->s0[i] << 32 | i;
-    qsort(tmp, n, sizeof *tmp, s0_cmp_items);
+    hbmi_qsort(tmp, n, sizeof *tmp, s0_cmp_items);
     for (uint32_t i = 0; i < n; i++) e->bys0[i] = (uint32_t)tmp[i];
     size_t nov = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -391,7 +391,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         rk[i] = (rkey){{e->size[i], (uint64_t)e->s0[i] << 32 | e->s1[i], e->align[i]}, i};
         e->twin[i] = -1;
     }
-    qsort(rk, n, sizeof *rk, twin_cmp);
+    hbmi_qsort(rk, n, sizeof *rk, twin_cmp);
     for (uint32_t i = 1; i < n; i++)
         if (!memcmp(rk[i].k, rk[i - 1].k, sizeof rk[i].k)) e->twin[rk[i].item] = (int32_t)rk[i - 1].item;
     /* the keys the branching ranks are made of */
@@ -947,7 +947,7 @@ static int dfs(hbmi_exact *e, size_t off, uint32_t k, uint64_t x, uint32_t tie, 
     }
     _Static_assert(sizeof(cand) == 16, "cand packs in 4 slots");
     e->sp = cb + 4 * (size_t)nc;
-    qsort(e->stk + cb, nc, sizeof(cand), cand_cmp);
+    hbmi_qsort(e->stk + cb, nc, sizeof(cand), cand_cmp);
     hbmi_pack_clk.exact += 8 * (uint64_t)nc;
     uint64_t best = INF;
     uint32_t sa = e->s0[e->stk[off]], sz = 0; /* the node's sections (the list is sorted by s0) */

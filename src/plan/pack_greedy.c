@@ -52,7 +52,7 @@ static hbm_status pressure(const hbm_timeline *tl, uint64_t *out) {
         t[nt++] = tl->buffers[i].start;
         t[nt++] = tl->buffers[i].end;
     }
-    qsort(t, nt, sizeof *t, hbmi_i64_cmp);
+    hbmi_qsort(t, nt, sizeof *t, hbmi_i64_cmp);
     size_t u = 0;
     for (size_t i = 0; i < nt; i++)
         if (!u || t[u - 1] != t[i]) t[u++] = t[i];
@@ -165,8 +165,8 @@ hbm_status hbmi_pack_greedy(hbm_timeline *tl, uint64_t def_align, hbmi_pack_orde
         }
         keys[nk++] = k;
     }
-    qsort(keys, nk, sizeof *keys, gkey_cmp);
-    qsort(bystart, n, sizeof *bystart, tstart_cmp);
+    hbmi_qsort(keys, nk, sizeof *keys, gkey_cmp);
+    hbmi_qsort(bystart, n, sizeof *bystart, tstart_cmp);
     for (size_t i = 0; i < n; i++) starts[i] = bystart[i].t;
     uint64_t ext = 0;
     for (size_t i = 0; i < n; i++)

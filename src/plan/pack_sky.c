@@ -292,7 +292,7 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
         t[2 * i] = tl->buffers[i].start;
         t[2 * i + 1] = tl->buffers[i].end;
     }
-    qsort(t, 2 * N, sizeof *t, i64c);
+    hbmi_qsort(t, 2 * N, sizeof *t, i64c);
     uint32_t nt = 0;
     for (size_t i = 0; i < 2 * N; i++)
         if (!nt || t[nt - 1] != t[i]) t[nt++] = t[i];

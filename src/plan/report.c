@@ -139,12 +139,12 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         }
     }
     /* values sharing one place are the same bytes: show the largest of them once */
-    qsort(items, n, sizeof *items, cmp_place);
+    hbmi_qsort(items, n, sizeof *items, cmp_place);
     size_t uniq = 0;
     for (size_t i = 0; i < n; i++)
         if (!uniq || items[i].place != items[uniq - 1].place) items[uniq++] = items[i];
     n = uniq;
-    qsort(items, n, sizeof *items, cmp_live);
+    hbmi_qsort(items, n, sizeof *items, cmp_live);
     size_t show = n < top ? n : top;
     for (size_t k = 0; k < show; k++) {
         const hbm_tl_buffer *bf = &tl->buffers[items[k].idx];

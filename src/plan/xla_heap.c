@@ -164,7 +164,7 @@ static int place(heap *h, uint32_t g) {
     if (gr->pinned) {
         offset = gr->offset;
     } else {
-        if (h->n_found > 1) qsort(h->found, h->n_found, sizeof *h->found, cmp_chunk);
+        hbmi_qsort(h->found, h->n_found, sizeof *h->found, cmp_chunk);
         uint64_t best_off = UINT64_MAX, best_size = UINT64_MAX, at = 0;
         for (size_t i = 0; i < h->n_found; i++) {
             const struct chunk *c = &h->found[i];
@@ -260,7 +260,7 @@ hbm_status hbmi_xla_best_fit(hbm_timeline *tl, int temporal, uint64_t *heap_size
     for (uint32_t g = 0; g < h.n_groups; g++)
         if (!h.groups[g].pinned) order[np + nfree++] = g;
     sort_ctx = &h;
-    qsort(order + np, nfree, sizeof *order, cmp_group);
+    hbmi_qsort(order + np, nfree, sizeof *order, cmp_group);
     sort_ctx = NULL;
     for (uint32_t k = 0; k < h.n_groups; k++)
         if (!place(&h, order[k])) {

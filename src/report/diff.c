@@ -60,7 +60,7 @@ static hbm_status contributors(const hbmi_view v[2], contrib **out, size_t *nout
         }
     }
     if (!s) {
-        qsort(c, m, sizeof *c, contrib_key_cmp);
+        hbmi_qsort(c, m, sizeof *c, contrib_key_cmp);
         size_t k = 0;
         for (size_t i = 0; i < m; i++) {
             if (k && !strcmp(c[k - 1].key, c[i].key)) {
@@ -74,7 +74,7 @@ static hbm_status contributors(const hbmi_view v[2], contrib **out, size_t *nout
             }
         }
         m = k;
-        qsort(c, m, sizeof *c, contrib_delta_cmp);
+        hbmi_qsort(c, m, sizeof *c, contrib_delta_cmp);
     }
     if (s) {
         for (size_t i = 0; i < m; i++) hbmi_free(c[i].key);

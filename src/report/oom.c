@@ -259,7 +259,7 @@ void hbmi_oom_snapshot(hbm_allocator *a) {
         return; /* the report then has the numbers only */
     }
     /* The occupancy map lays the regions end to end in address order, like BFC's. */
-    if (c.nregs) qsort(c.regs, c.nregs, sizeof *c.regs, region_cmp);
+    hbmi_qsort(c.regs, c.nregs, sizeof *c.regs, region_cmp);
     uint64_t span = 0, cells[MAP_WIDTH] = {0};
     for (size_t i = 0; i < c.nregs; i++) {
         c.regs[i].base = span;
@@ -284,7 +284,7 @@ void hbmi_oom_snapshot(hbm_allocator *a) {
     }
     r->map[MAP_WIDTH] = 0;
     r->span = span;
-    if (c.nlive) qsort(c.live, c.nlive, sizeof *c.live, by_size_desc);
+    hbmi_qsort(c.live, c.nlive, sizeof *c.live, by_size_desc);
     /* keep the largest: the report lists report_top and the diagnosis sums the largest
      * until they cover what must go, so keep enough for both */
     r->nlive = c.nlive;

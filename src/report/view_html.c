@@ -82,7 +82,7 @@ static uint64_t block_cap(const hbm_trace *const *all, size_t n) {
         c[d] = 0;
         for (size_t i = 0; i < all[d]->count; i++) c[d] += all[d]->events[i].kind == HBM_EV_ALLOC;
     }
-    qsort(c, n, sizeof *c, cmp_u64);
+    hbmi_qsort(c, n, sizeof *c, cmp_u64);
     uint64_t left = BLOCK_BUDGET, cap = 0;
     for (size_t d = 0; d < n; d++) {
         uint64_t share = left / (n - d);
@@ -242,11 +242,11 @@ static hbm_status write_blocks(FILE *f, const hbm_trace *t, const hbmi_view *v, 
         b[i] = (blk){x->size, x->start, i, (double)x->size * (double)(x->end - x->start)};
     }
     /* the bands: half the largest, then the largest by size x lifetime among the rest */
-    qsort(b, n, sizeof *b, blk_by_size);
-    qsort(b + nband / 2, m - nband / 2, sizeof *b, blk_by_area);
+    hbmi_qsort(b, n, sizeof *b, blk_by_size);
+    hbmi_qsort(b + nband / 2, m - nband / 2, sizeof *b, blk_by_area);
     for (size_t i = 0; i < nband; i++) b[i].size = 1; /* mark the bands (size re-read below) */
     for (size_t i = nband; i < m; i++) b[i].size = 0;
-    qsort(b, m, sizeof *b, blk_by_start);
+    hbmi_qsort(b, m, sizeof *b, blk_by_start);
     for (uint32_t i = 0; i <= ntags; i++) tagmap[i] = UINT32_MAX;
     uint32_t ntag_out = 1;
     tagmap[0] = 0;

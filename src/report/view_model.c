@@ -56,7 +56,7 @@ static hbm_status fold(const hbmi_view *v, const hbmi_total *per_tag, uint32_t n
         }
         n++;
     }
-    qsort(raw, n, sizeof *raw, key_cmp);
+    hbmi_qsort(raw, n, sizeof *raw, key_cmp);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (m && !strcmp(raw[m - 1].key, raw[i].key)) {
@@ -68,7 +68,7 @@ static hbm_status fold(const hbmi_view *v, const hbmi_total *per_tag, uint32_t n
             raw[m++] = raw[i];
         }
     }
-    qsort(raw, m, sizeof *raw, total_cmp);
+    hbmi_qsort(raw, m, sizeof *raw, total_cmp);
     *out = raw;
     *nout = m;
     return HBM_OK;
@@ -135,7 +135,7 @@ hbm_status hbmi_view_build(const hbm_trace *t, hbmi_view *v) {
     }
     for (size_t i = 0; i < v->n_at_peak; i++)
         si[i] = (sort_item){tl->buffers[v->at_peak[i]].size, tl->buffers[v->at_peak[i]].start, v->at_peak[i]};
-    qsort(si, v->n_at_peak, sizeof *si, by_size_desc);
+    hbmi_qsort(si, v->n_at_peak, sizeof *si, by_size_desc);
     for (size_t i = 0; i < v->n_at_peak; i++) v->at_peak[i] = si[i].idx;
     hbmi_free(si);
     s = fold(v, per_tag, ntags, 0, &v->by_op, &v->n_op);

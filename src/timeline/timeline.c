@@ -74,7 +74,7 @@ hbm_status hbmi_timeline_events(const hbm_timeline *tl, hbmi_tl_event **out) {
         ev[2 * i] = (hbmi_tl_event){tl->buffers[i].start, 1, i};
         ev[2 * i + 1] = (hbmi_tl_event){tl->buffers[i].end, 0, i};
     }
-    qsort(ev, 2 * tl->count, sizeof *ev, event_cmp);
+    hbmi_qsort(ev, 2 * tl->count, sizeof *ev, event_cmp);
     *out = ev;
     return HBM_OK;
 }

@@ -290,8 +290,8 @@ static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int add
     for (size_t k = 0; !s && k < live.cap; k++)
         if (live.keys[k]) bl[nb++] = (blk){t->events[live.vals[k]].addr, (size_t)live.vals[k]};
     if (!s) {
-        qsort(bl, nb, sizeof *bl, blk_cmp);
-        if (rs.n) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        hbmi_qsort(bl, nb, sizeof *bl, blk_cmp);
+        hbmi_qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
         size_t nm = 0; /* merge adjacent mapped pages */
         for (size_t k = 0; k < rs.n; k++) {
             if (nm && rs.r[k].map && rs.r[nm - 1].map && rs.r[nm - 1].addr + rs.r[nm - 1].size == rs.r[k].addr &&
@@ -310,7 +310,7 @@ static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int add
             uint64_t size = a->size > a->requested ? a->size : a->requested;
             s = ranges_add(&rs, (seg){a->addr, size ? size : 1, a->stream, 0});
         }
-        if (!s && rs.n) qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
+        if (!s) hbmi_qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);
         size_t i = 0;
         for (k = 0; k < rs.n && !s; k++) {
             while (i < nb && bl[i].addr < rs.r[k].addr) i++;

@@ -482,7 +482,7 @@ static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***
         hbmi_free(rk);
         return s;
     }
-    qsort(rk, nr, sizeof *rk, rank_cmp);
+    hbmi_qsort(rk, nr, sizeof *rk, rank_cmp);
     for (size_t i = 0; i < nr; i++) arr[i] = rk[i].t;
     hbmi_free(rk);
     *out = arr;

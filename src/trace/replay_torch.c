@@ -282,8 +282,8 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
         if (e->kind == HBM_EV_SEGMENT_ALLOC && e->addr && e->size) sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
         else if (e->kind == HBM_EV_ALLOC) bl[2 * nb] = e->addr, bl[2 * nb++ + 1] = i;
     }
-    qsort(sg, ns, 2 * sizeof *sg, u64pair_cmp);
-    qsort(bl, nb, 2 * sizeof *bl, u64pair_cmp);
+    hbmi_qsort(sg, ns, 2 * sizeof *sg, u64pair_cmp);
+    hbmi_qsort(bl, nb, 2 * sizeof *bl, u64pair_cmp);
     size_t k = 0, nblk = 0;
     for (size_t j = 0; j < ns; j++) {
         const hbm_trace_event *e = &t->events[sg[2 * j + 1]];

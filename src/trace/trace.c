@@ -138,7 +138,7 @@ hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out) {
         for (size_t k = 0; !s && k < live.cap; k++)
             if (live.keys[k]) idx[n++] = live.vals[k];
         if (!s) {
-            qsort(idx, n, sizeof *idx, u64_cmp);
+            hbmi_qsort(idx, n, sizeof *idx, u64_cmp);
             s = hbm_timeline_reserve(tl, n);
         }
         for (size_t k = 0; !s && k < n; k++) {
