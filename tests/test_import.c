@@ -226,9 +226,52 @@ static void test_torch_devices_and_state(void) {
     CHECK_CONTAINS(hbm_last_error(), "no device 3 in this file (it holds device 0)");
 }
 
+/* Streaming the history: one list object shared by two devices (pickle memo), an entry
+ * dict read back from the memo, and equal stacks kept once. */
+static void test_torch_streaming(void) {
+    /* {"segments": [], "device_traces": [L, L]} with L = [alloc 64, free 64], memo as Python writes it */
+    static const char shared[] =
+        "\x80\x02}(X\x08\x00\x00\x00segments]X\x0d\x00\x00\x00" "device_traces](]q\x00(}(X\x06\x00\x00\x00" "actionq\x01X\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrq\x02K@X\x04\x00\x00\x00sizeq\x03Kdu}(h\x01X\x0e\x00\x00\x00" "free_completedh\x02K@h\x03Kdueh\x00" "eu.";
+    hbm_trace **all;
+    size_t n;
+    CHECK_OK(hbm_trace_load_all_mem(shared, sizeof shared - 1, "shared.pickle", &all, &n));
+    CHECK_EQ_U64(n, 2);
+    for (size_t i = 0; i < n && !test_failures_; i++) {
+        CHECK_EQ_U64(all[i]->count, 2);
+        CHECK_EQ_U64(all[i]->events[0].kind, HBM_EV_ALLOC);
+        CHECK_EQ_U64(all[i]->events[0].size, 100);
+        CHECK_EQ_U64(all[i]->events[1].kind, HBM_EV_FREE);
+    }
+    hbm_trace_free_all(all, n);
+    /* [[D, D]]: the entry dict D stored in the memo and appended again */
+    static const char again[] =
+        "\x80\x02}X\x0d\x00\x00\x00" "device_traces]](}q\x00(X\x06\x00\x00\x00" "actionX\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrK@X\x04\x00\x00\x00sizeKduh\x00" "eas.";
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_load_mem(again, sizeof again - 1, "again.pickle", &t));
+    CHECK_EQ_U64(t->count, 2);
+    CHECK_EQ_U64(t->events[1].addr, 64);
+    CHECK_EQ_U64(t->events[1].size, 100);
+    hbm_trace_free(t);
+    /* JSON: equal frames lists (not shared objects in JSON) make one stack; another differs */
+    const char *js = "{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": 8, \"frames\": "
+                     "[{\"filename\": \"a.py\", \"line\": 3, \"name\": \"f\"}]},"
+                     "{\"action\": \"alloc\", \"addr\": 2, \"size\": 8, \"frames\": "
+                     "[{\"filename\": \"a.py\", \"line\": 3, \"name\": \"f\"}]},"
+                     "{\"action\": \"alloc\", \"addr\": 3, \"size\": 8, \"frames\": "
+                     "[{\"filename\": \"a.py\", \"line\": 4, \"name\": \"f\"}]}]]}";
+    CHECK_OK(hbm_trace_load_mem(js, strlen(js), "s.json", &t));
+    CHECK_EQ_U64(t->count, 3);
+    CHECK(t->events[0].backtrace && t->events[0].backtrace == t->events[1].backtrace);
+    CHECK(t->events[2].backtrace && t->events[2].backtrace != t->events[0].backtrace);
+    const hbm_tag *tg = hbm_trace_tag(t, t->events[2].tag);
+    CHECK(tg && tg->source_line == 4);
+    hbm_trace_free(t);
+}
+
 int main(void) {
     RUN(test_torch_pickle);
     RUN(test_torch_devices_and_state);
+    RUN(test_torch_streaming);
     RUN(test_torch_segments_only);
     RUN(test_pickle_errors);
     RUN(test_json_errors);

@@ -1,10 +1,10 @@
 /* file.c - whole files into memory, for the readers of every input format; output files
  * written whole or not at all (a temporary renamed when complete). */
-#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +47,39 @@ hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
     *data = p;
     *len = n;
     return HBM_OK;
+}
+
+hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= HBMI_MAP_MIN &&
+        (uint64_t)st.st_size <= SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+            m->data = p;
+            m->len = (size_t)st.st_size;
+            m->mapped = 1;
+            return HBM_OK;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return hbmi_read_file(path, &m->data, &m->len); /* small files, pipes, no mmap: read */
+}
+
+void hbmi_mapped_drop(hbmi_mapped *m, size_t upto) {
+    if (!m || !m->mapped || upto < m->dropped + HBMI_MAP_DROP) return;
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t end = upto / (size_t)(pg > 0 ? pg : 4096) * (size_t)(pg > 0 ? pg : 4096);
+    if (end > m->dropped && !madvise(m->data + m->dropped, end - m->dropped, MADV_DONTNEED)) m->dropped = end;
+}
+
+void hbmi_unmap_file(hbmi_mapped *m) {
+    if (m->mapped) munmap(m->data, m->len);
+    else hbmi_free(m->data);
+    memset(m, 0, sizeof *m);
 }
 
 /* ---- output files: a temporary in the same folder, renamed when complete ---------------- */

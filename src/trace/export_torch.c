@@ -49,10 +49,6 @@ static void kv_str(hbmi_buf *b, const char *k, const char *v) {
     p_str(b, k);
     p_str(b, v);
 }
-static void kv_uint(hbmi_buf *b, const char *k, uint64_t v) {
-    p_str(b, k);
-    p_uint(b, v);
-}
 
 static void frame(hbmi_buf *b, const hbm_tag *tg) {
     hbmi_buf_put(b, "}(", 2);
@@ -73,19 +69,53 @@ typedef struct memo {
     uint64_t device; /* position of the trace being written */
     uint32_t next;
     int oom;
+    const char *str[32]; /* keys and actions written once each (by the literal's address) */
+    uint32_t str_at[32];
+    size_t nstr;
 } memo;
+
+static void memo_get(hbmi_buf *b, uint32_t at) {
+    unsigned char op[5] = {'j'}; /* LONG_BINGET */
+    hbmi_put32(op + 1, at);
+    hbmi_buf_put(b, op, 5);
+}
+
+/* A key or action name: written the first time, then read back from the memo, as Python's
+ * pickler does with the interned strings of a snapshot. */
+static void m_str(hbmi_buf *b, memo *m, const char *s) {
+    for (size_t i = 0; i < m->nstr; i++)
+        if (m->str[i] == s) {
+            if (m->str_at[i] < 256) {
+                unsigned char op[2] = {'h', (unsigned char)m->str_at[i]}; /* BINGET */
+                hbmi_buf_put(b, op, 2);
+            } else {
+                memo_get(b, m->str_at[i]);
+            }
+            return;
+        }
+    p_str(b, s);
+    if (m->nstr == sizeof m->str / sizeof m->str[0]) return;
+    unsigned char op[5] = {'r'}; /* LONG_BINPUT */
+    hbmi_put32(op + 1, m->next);
+    hbmi_buf_put(b, op, 5);
+    m->str[m->nstr] = s;
+    m->str_at[m->nstr++] = m->next++;
+}
+
+static void m_uint(hbmi_buf *b, memo *m, const char *k, uint64_t v) {
+    m_str(b, m, k);
+    p_uint(b, v);
+}
 
 /* "frames": the whole stack when the trace keeps one (a snapshot's), else the tag's frame. */
 static void frames(hbmi_buf *b, memo *m, const hbm_trace *t, uint32_t tag, uint32_t bt) {
-    p_str(b, "frames");
+    m_str(b, m, "frames");
     size_t n = 0;
     const uint64_t *fr = t->stacks ? hbm_trace_backtrace(t, bt, &n) : NULL;
     uint64_t key = m->device << 32 | bt, at;
     unsigned char op[5];
-    if (n && hbmi_map_get(&m->idx, key, &at)) { /* LONG_BINGET */
-        op[0] = 'j';
-        hbmi_put32(op + 1, (uint32_t)at);
-        hbmi_buf_put(b, op, 5);
+    if (n && hbmi_map_get(&m->idx, key, &at)) {
+        memo_get(b, (uint32_t)at);
         return;
     }
     hbmi_buf_byte(b, ']');
@@ -139,27 +169,29 @@ static void put_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const seg *sg,
         req += a->requested ? a->requested : a->size;
     }
     hbmi_buf_put(b, "}(", 2);
-    kv_uint(b, "device", (uint64_t)t->device_index);
-    kv_uint(b, "address", sg->addr);
-    kv_uint(b, "total_size", sg->size);
-    kv_uint(b, "stream", sg->stream);
-    kv_str(b, "segment_type", sg->size <= (2u << 20) ? "small" : "large");
-    kv_uint(b, "allocated_size", alloc);
-    kv_uint(b, "active_size", alloc);
-    kv_uint(b, "requested_size", req);
-    p_str(b, "is_expandable");
+    m_uint(b, m, "device", (uint64_t)t->device_index);
+    m_uint(b, m, "address", sg->addr);
+    m_uint(b, m, "total_size", sg->size);
+    m_uint(b, m, "stream", sg->stream);
+    m_str(b, m, "segment_type");
+    m_str(b, m, sg->size <= (2u << 20) ? "small" : "large");
+    m_uint(b, m, "allocated_size", alloc);
+    m_uint(b, m, "active_size", alloc);
+    m_uint(b, m, "requested_size", req);
+    m_str(b, m, "is_expandable");
     hbmi_buf_byte(b, sg->map ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
-    p_str(b, "blocks");
+    m_str(b, m, "blocks");
     hbmi_buf_put(b, "](", 2);
     uint64_t cursor = sg->addr, end = sg->addr + sg->size;
     for (size_t k = 0; k <= nb; k++) {
         uint64_t next = k < nb ? bl[k].addr : end;
         if (next > cursor) { /* a gap: cached, not in use */
             hbmi_buf_put(b, "}(", 2);
-            kv_uint(b, "address", cursor);
-            kv_uint(b, "size", next - cursor);
-            kv_uint(b, "requested_size", 0);
-            kv_str(b, "state", "inactive");
+            m_uint(b, m, "address", cursor);
+            m_uint(b, m, "size", next - cursor);
+            m_uint(b, m, "requested_size", 0);
+            m_str(b, m, "state");
+            m_str(b, m, "inactive");
             hbmi_buf_byte(b, 'u');
         }
         if (k == nb) break;
@@ -167,10 +199,11 @@ static void put_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const seg *sg,
         uint64_t size = a->size > a->requested ? a->size : a->requested;
         if (size > end - bl[k].addr) size = end - bl[k].addr;
         hbmi_buf_put(b, "}(", 2);
-        kv_uint(b, "address", bl[k].addr);
-        kv_uint(b, "size", size);
-        kv_uint(b, "requested_size", a->requested ? a->requested : size);
-        kv_str(b, "state", "active_allocated");
+        m_uint(b, m, "address", bl[k].addr);
+        m_uint(b, m, "size", size);
+        m_uint(b, m, "requested_size", a->requested ? a->requested : size);
+        m_str(b, m, "state");
+        m_str(b, m, "active_allocated");
         frames(b, m, t, a->tag, a->backtrace);
         hbmi_buf_byte(b, 'u');
         cursor = bl[k].addr + size;
@@ -185,6 +218,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
     hbmi_map live; /* addr -> event index of the live alloc (for the sizes and frames of frees) */
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
+    size_t written = 0;
     hbmi_buf_put(b, "](", 2);
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -212,14 +246,16 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         }
         if (i < t->history_start) continue; /* the rebuilt state goes to "segments" */
         hbmi_buf_put(b, "}(", 2);
-        kv_str(b, "action", action[e->kind]);
-        kv_uint(b, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
-        kv_uint(b, "size", size);
-        kv_uint(b, "stream", e->stream);
-        if (t->has_time) kv_uint(b, "time_us", e->time_ns / 1000);
-        if (e->kind == HBM_EV_OOM) kv_uint(b, "device_free", e->size);
+        m_str(b, m, "action");
+        m_str(b, m, action[e->kind]);
+        m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
+        m_uint(b, m, "size", size);
+        m_uint(b, m, "stream", e->stream);
+        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000);
+        if (e->kind == HBM_EV_OOM) m_uint(b, m, "device_free", e->size);
         frames(b, m, t, tag, bt);
         hbmi_buf_byte(b, 'u');
+        if (++written % 1000 == 0) hbmi_buf_put(b, "e(", 2); /* APPENDS in batches, as Python's pickler */
     }
     hbmi_buf_byte(b, 'e');
     hbmi_map_destroy(&live);

@@ -20,30 +20,6 @@
 #include "trace/pyval.h"
 #include "trace/trace_internal.h"
 
-typedef struct act {
-    const char *name;
-    hbm_event_kind kind;
-} act;
-
-static const act actions[] = {
-    {"alloc", HBM_EV_ALLOC},
-    {"free_completed", HBM_EV_FREE},
-    {"free_requested", HBM_EV_FREE_REQUESTED},
-    {"free", HBM_EV_FREE},
-    {"segment_alloc", HBM_EV_SEGMENT_ALLOC},
-    {"segment_map", HBM_EV_SEGMENT_MAP},
-    {"segment_free", HBM_EV_SEGMENT_FREE},
-    {"segment_unmap", HBM_EV_SEGMENT_UNMAP},
-    {"oom", HBM_EV_OOM},
-};
-
-static const act *find_action(const char *a) {
-    if (!a) return NULL;
-    for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
-        if (!strcmp(a, actions[k].name)) return &actions[k];
-    return NULL; /* "snapshot" markers and future actions */
-}
-
 /* torch's own Python files, on every path form: .../torch/..., ...\torch\..., site-packages */
 static int torch_file(const char *f) {
     return strstr(f, "/torch/") || strstr(f, "\\torch\\") || !strncmp(f, "torch/", 6) || !strncmp(f, "torch\\", 6);
@@ -125,6 +101,7 @@ typedef struct stack_cache {
     hbmi_map by_list;  /* frames list object -> backtrace id */
     hbmi_map by_frame; /* frame dict object -> tag id */
     hbmi_map by_hash;  /* hash of the tag ids -> backtrace id */
+    hbmi_map attributed; /* frames list object -> tag << 32 | backtrace id */
     uint64_t *ids;
     size_t cap;
 } stack_cache;
@@ -133,6 +110,7 @@ static void stack_cache_free(stack_cache *c) {
     hbmi_map_destroy(&c->by_list);
     hbmi_map_destroy(&c->by_frame);
     hbmi_map_destroy(&c->by_hash);
+    hbmi_map_destroy(&c->attributed);
     hbmi_free(c->ids);
 }
 
@@ -176,10 +154,19 @@ static hbm_status frames_stack(hbm_trace *t, stack_cache *c, const hbmi_pv *fram
     return s;
 }
 
-/* The tag (frame to blame) and the whole stack of an event or block. */
+/* The tag (frame to blame) and the whole stack of an event or block; both once per frames
+ * list object (a snapshot's history shares one list per distinct stack). */
 static hbm_status attribute(hbm_trace *t, stack_cache *c, const hbmi_pv *frames, hbm_trace_event *ev) {
+    uint64_t v, key = (uint64_t)(uintptr_t)frames;
+    if (frames && hbmi_map_get(&c->attributed, key, &v)) {
+        ev->tag = (uint32_t)(v >> 32);
+        ev->backtrace = (uint32_t)v;
+        return HBM_OK;
+    }
     hbm_status s = frames_tag(t, frames, &ev->tag);
-    return s ? s : frames_stack(t, c, frames, &ev->backtrace);
+    if (!s) s = frames_stack(t, c, frames, &ev->backtrace);
+    if (!s && frames) s = hbmi_map_put(&c->attributed, key, (uint64_t)ev->tag << 32 | ev->backtrace);
+    return s;
 }
 
 /* A size or address from the snapshot: negative values are an error naming where. */
@@ -197,9 +184,23 @@ static hbm_status get_u64(const hbmi_pv *d, const char *key, uint64_t *out, cons
     return HBM_OK;
 }
 
+/* A history entry's address or size out of range (see hbmi_pvevs): an error naming it. */
+static hbm_status bad_entry(const hbm_trace_event *r, const char *name, size_t idx) {
+    const char *key = (r->tag & 0xff) == 'a' ? "addr" : "size";
+    if (r->tag & HBMI_PVEV_FLOAT) {
+        double f;
+        memcpy(&f, &r->requested, sizeof f);
+        return hbmi_error(HBM_ERR_PARSE, "%s: event %zu: \"%s\" is %g, outside 0 to 2^63", name, idx, key, f);
+    }
+    return hbmi_error(HBM_ERR_PARSE, "%s: event %zu: \"%s\" is %lld, expected a size >= 0", name, idx, key,
+                      (long long)r->requested);
+}
+
 typedef struct dev_src {
-    int index;             /* N of cuda:N */
-    const hbmi_pv *events; /* device_traces[N] (may be NULL) */
+    int index;          /* N of cuda:N */
+    hbmi_pvevs *events; /* device_traces[N]'s entries (may be NULL): taken over as the trace's events */
+    const hbmi_pvpool *pool; /* its stacks (backtrace i + 1 = pool->kept[i]) */
+    int shared;              /* the list is shared (memo): its entries are copied, not taken */
 } dev_src;
 
 /* The device a segment belongs to (old snapshots without "device": fallback). */
@@ -212,9 +213,14 @@ static hbm_status add_prelude_alloc(hbm_trace *t, stack_cache *c, uint64_t addr,
     return s ? s : hbm_trace_add(t, &ev);
 }
 
+/* The stack of a history entry (a frames list of the snapshot), or NULL. */
+static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
+    return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
+}
+
 static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
-    const hbmi_pv *evs = d->events;
-    size_t n = evs && evs->type == PV_LIST ? evs->n : 0;
+    const hbm_trace_event *evs = d->events ? d->events->r : NULL;
+    size_t n = evs ? d->events->n : 0;
     hbm_status s = HBM_OK;
     hbmi_map live, seglive; /* history: addr -> 1 for blocks / segments it allocated and holds */
     hbmi_map_init(&live);
@@ -227,24 +233,24 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     int64_t t0 = -1;
     uint64_t seg_net_up = 0, seg_net_down = 0;
     for (size_t i = 0; i < n && !s; i++) {
-        const hbmi_pv *e = evs->items[i];
-        const act *a = find_action(hbmi_pv_str(e, "action"));
-        if (!a) continue;
-        uint64_t addr, size;
-        if ((s = get_u64(e, "addr", &addr, t->name, "event", i)) || (s = get_u64(e, "size", &size, t->name, "event", i)))
+        const hbm_trace_event *e = &evs[i];
+        if (!e->kind) continue;
+        if (e->tag) {
+            s = bad_entry(e, t->name, i);
             break;
-        int64_t us = hbmi_pv_int(e, "time_us", -1);
+        }
+        uint64_t addr = e->addr, size = e->size;
+        int64_t us = (int64_t)e->time_ns;
         if (us >= 0 && (t0 < 0 || us < t0)) t0 = us;
         uint64_t key = addr == UINT64_MAX ? 0 : addr;
-        switch (a->kind) {
+        switch (e->kind) {
         case HBM_EV_ALLOC: s = hbmi_map_put(&live, key, 1); break;
         case HBM_EV_FREE:
             if (!hbmi_map_del(&live, key, NULL)) {
                 /* allocated before the history: it was live from the start */
                 t->live_before_bytes += size;
                 t->live_before_blocks++;
-                s = add_prelude_alloc(t, &sc, addr, size, size, (uint64_t)hbmi_pv_int(e, "stream", 0),
-                                      hbmi_pv_get(e, "frames"));
+                s = add_prelude_alloc(t, &sc, addr, size, size, e->stream, stack_of(d, e));
             }
             break;
         case HBM_EV_SEGMENT_ALLOC:
@@ -256,9 +262,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         case HBM_EV_SEGMENT_UNMAP:
             seg_net_down += size;
             if (!hbmi_map_del(&seglive, key, NULL)) {
-                hbm_trace_event se = {.kind = (uint8_t)(a->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
+                hbm_trace_event se = {.kind = (uint8_t)(e->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
                                                                                         : HBM_EV_SEGMENT_MAP),
-                                      .addr = addr, .size = size, .stream = (uint64_t)hbmi_pv_int(e, "stream", 0)};
+                                      .addr = addr, .size = size, .stream = e->stream};
                 t->reserved_before_bytes += size;
                 s = hbm_trace_add(t, &se);
             }
@@ -351,28 +357,50 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             }
     }
     t->history_start = t->count;
-    /* pass 2: the history itself */
+    /* pass 2: the history itself, converted in place in its array, after the prelude */
+    size_t pre = t->count;
+    if (!s && n && d->shared) { /* one list for several devices (pickle memo): a copy each */
+        hbm_trace_event *copy = hbmi_malloc((pre + n) * sizeof *copy);
+        if (!copy) {
+            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        memcpy(copy, t->events, pre * sizeof *copy);
+        memcpy(copy + pre, evs, n * sizeof *copy);
+        hbmi_free(t->events);
+        t->events = copy;
+        t->cap_ = pre + n;
+    } else if (!s && n) {
+        hbmi_pvevs *h = d->events;
+        size_t cap = h->cap;
+        if ((s = hbmi_grow((void **)&h->r, &cap, pre + n, sizeof *h->r))) goto done;
+        h->cap = cap;
+        memmove(h->r + pre, h->r, n * sizeof *h->r);
+        if (pre) memcpy(h->r, t->events, pre * sizeof *h->r);
+        hbmi_free(t->events);
+        t->events = h->r;
+        t->cap_ = h->cap;
+        h->r = NULL;
+        h->n = h->cap = 0;
+    }
     for (size_t i = 0; i < n && !s; i++) {
-        const hbmi_pv *e = evs->items[i];
-        const act *a = find_action(hbmi_pv_str(e, "action"));
-        if (!a) continue;
-        uint64_t addr, size;
-        get_u64(e, "addr", &addr, t->name, "event", i);
-        get_u64(e, "size", &size, t->name, "event", i);
-        int64_t us = hbmi_pv_int(e, "time_us", -1);
-        hbm_trace_event ev = {.kind = (uint8_t)a->kind,
+        hbm_trace_event e = t->events[pre + i];
+        if (!e.kind) continue;
+        int64_t us = (int64_t)e.time_ns;
+        hbm_trace_event ev = {.kind = e.kind,
                               .time_ns = t->has_time ? (us >= t0 ? (uint64_t)(us - t0) * 1000u : 0) : (uint64_t)i,
-                              .addr = addr, .size = size, .stream = (uint64_t)hbmi_pv_int(e, "stream", 0)};
-        if (ev.kind == HBM_EV_ALLOC) ev.requested = size;
+                              .addr = e.addr, .size = e.size, .stream = e.stream};
+        if (ev.kind == HBM_EV_ALLOC) ev.requested = e.size;
         if (ev.kind == HBM_EV_OOM) { /* the request, and the device's free bytes at that moment */
-            ev.requested = size;
-            ev.size = (uint64_t)hbmi_pv_int(e, "device_free", 0);
+            ev.requested = e.size;
+            ev.size = e.requested;
             ev.addr = 0;
         }
         if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
-            s = attribute(t, &sc, hbmi_pv_get(e, "frames"), &ev);
-        if (!s) s = hbm_trace_add(t, &ev);
+            s = attribute(t, &sc, stack_of(d, &e), &ev);
+        t->events[t->count++] = ev; /* t->count <= pre + i: never ahead of what is read */
     }
+done:
     hbmi_map_destroy(&live);
     hbmi_map_destroy(&seglive);
     stack_cache_free(&sc);
@@ -421,7 +449,8 @@ static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
         snprintf(buf + n, cap - n, "%sgarbage_collection_threshold=%g", n ? "," : "", gc->f);
 }
 
-static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***out, size_t *nout) {
+static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const char *name, hbm_trace ***out,
+                            size_t *nout) {
     if (!root || root->type != PV_DICT)
         return hbmi_error(HBM_ERR_PARSE, "%s: expected a dict with \"segments\" and \"device_traces\" (a PyTorch memory snapshot)", name);
     const hbmi_pv *traces = hbmi_pv_get(root, "device_traces"), *segs = hbmi_pv_get(root, "segments");
@@ -443,8 +472,10 @@ static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***
     size_t nr = 0;
     hbm_status s = HBM_OK;
     for (int dv = 0; dv <= maxdev && !s; dv++) {
-        dev_src d = {.index = dv, .events = traces && (size_t)dv < traces->n ? traces->items[dv] : NULL};
-        int has = d.events && d.events->type == PV_LIST && d.events->n;
+        const hbmi_pv *list = traces && (size_t)dv < traces->n ? traces->items[dv] : NULL;
+        dev_src d = {.index = dv, .events = list && list->type == PV_LIST ? list->ev : NULL, .pool = pool,
+                     .shared = list && list->keep};
+        int has = d.events && d.events->n;
         for (size_t i = 0; !has && segs && i < segs->n; i++) has = seg_device(segs->items[i], 0) == dv;
         if (!has) continue;
         hbm_trace *t;
@@ -490,13 +521,13 @@ static hbm_status from_tree(const hbmi_pv *root, const char *name, hbm_trace ***
     return HBM_OK;
 }
 
-hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbm_trace ***out,
-                                size_t *n) {
-    hbmi_pvpool pool = {0};
+hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,
+                                hbm_trace ***out, size_t *n) {
+    hbmi_pvpool pool = {.events = 1, .in = in}; /* the history as records, as it is read */
     hbmi_pv *root;
     hbm_status s = json ? hbmi_json_parse(data, len, name, &pool, &root)
                         : hbmi_pickle_parse(data, len, name, &pool, &root);
-    if (!s) s = from_tree(root, name, out, n);
+    if (!s) s = from_tree(&pool, root, name, out, n);
     hbmi_pvpool_free(&pool);
     return s;
 }
@@ -505,7 +536,7 @@ hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const ch
 static hbm_status first_device(const void *data, size_t len, int json, const char *name, hbm_trace **out) {
     hbm_trace **all;
     size_t n;
-    hbm_status s = hbmi_torch_parse_all(data, len, json, name, &all, &n);
+    hbm_status s = hbmi_torch_parse_all(data, len, json, name, NULL, &all, &n);
     if (s) return s;
     *out = hbmi_trace_keep_others(all, n, 0);
     return HBM_OK;

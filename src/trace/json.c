@@ -97,7 +97,7 @@ static hbm_status plain_string(js *j, size_t start, size_t end, hbmi_pv **out) {
     memcpy(v->s, src, n);
     v->s[n] = 0;
     v->len = n;
-    if (slot) *slot = v;
+    if (slot) *slot = v, v->keep = 1; /* shared: never given back */
     j->off = end + 1;
     *out = v;
     return HBM_OK;
@@ -227,7 +227,13 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
                 if (j->off >= j->len || j->p[j->off] != ':') return jerr(j, "expected ':' after a key");
                 j->off++;
             }
-            if ((s = value(j, depth + 1, &item)) || (s = spush(j, item))) return s;
+            if ((s = value(j, depth + 1, &item))) return s;
+            if (j->pool->in && j->off - j->pool->in->dropped >= HBMI_MAP_DROP) hbmi_mapped_drop(j->pool->in, j->off);
+            if (c == '[' && j->pool->events) { /* a snapshot's trace entries become records at once */
+                if (hbmi_pv_list_add(j->pool, v, item)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
+            } else if ((s = spush(j, item))) {
+                return s;
+            }
             ws(j);
             if (j->off < j->len && j->p[j->off] == ',') {
                 j->off++;
@@ -235,7 +241,7 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
             }
             if (j->off < j->len && j->p[j->off] == close) {
                 j->off++;
-                if ((s = close_items(j, v, base))) return s;
+                if ((c == '{' || !j->pool->events) && (s = close_items(j, v, base))) return s;
                 *out = v;
                 return HBM_OK;
             }

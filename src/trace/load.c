@@ -51,16 +51,22 @@ hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick) {
     return t;
 }
 
+/* 0 for hbm's own formats, 1 for a PyTorch snapshot's pickle, 2 for its JSON. */
+static int torch_kind(const void *data, size_t len) {
+    const unsigned char *p = data;
+    size_t i = 0;
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
+    if (len >= 1 && p[0] == 0x80) return 1;
+    return i < len && p[i] == '{' ? 2 : 0;
+}
+
 hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n) {
     if (!data || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
     *out = NULL;
     *n = 0;
     if (!name) name = "input";
-    const unsigned char *p = data;
-    size_t i = 0;
-    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
-    if (len >= 1 && p[0] == 0x80) return hbmi_torch_parse_all(data, len, 0, name, out, n);
-    if (i < len && p[i] == '{') return hbmi_torch_parse_all(data, len, 1, name, out, n);
+    int kind = torch_kind(data, len);
+    if (kind) return hbmi_torch_parse_all(data, len, kind == 2, name, NULL, out, n);
     hbm_trace **arr = hbmi_calloc(1, sizeof *arr);
     if (!arr) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     hbm_status s = hbm_trace_load_mem(data, len, name, &arr[0]);
@@ -75,12 +81,24 @@ hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name
 
 hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n) {
     if (!path || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
-    char *data;
-    size_t len;
-    hbm_status s = hbmi_read_file(path, &data, &len);
+    /* snapshots (which can be gigabytes) are read from a mapping whose pages go once read */
+    hbmi_mapped in;
+    hbm_status s = hbmi_map_file(path, &in);
     if (s) return s;
-    s = hbm_trace_load_all_mem(data, len, path, out, n);
-    hbmi_free(data);
+    int kind = torch_kind(in.data, in.len);
+    if (kind) {
+        *out = NULL;
+        *n = 0;
+        s = hbmi_torch_parse_all(in.data, in.len, kind == 2, path, &in, out, n);
+        hbmi_unmap_file(&in);
+        return s;
+    }
+    if (in.mapped) { /* the other readers take NUL-terminated text */
+        hbmi_unmap_file(&in);
+        if ((s = hbmi_read_file(path, &in.data, &in.len))) return s;
+    }
+    s = hbm_trace_load_all_mem(in.data, in.len, path, out, n);
+    hbmi_free(in.data);
     return s;
 }
 

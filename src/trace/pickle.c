@@ -18,8 +18,8 @@ typedef struct pk {
     size_t sn, scap;
     size_t *marks;
     size_t mn, mcap;
-    hbmi_pv **memo;
-    size_t memo_cap, memo_top; /* memo_top: highest index stored + 1 */
+    hbmi_map memo;   /* index -> value, only for the indices the pickle reads back */
+    size_t memo_top; /* highest index stored + 1 */
 } pk;
 
 static hbm_status perr(pk *k, size_t at, const char *what) {
@@ -68,14 +68,53 @@ static hbm_status pop_mark(pk *k, size_t at, size_t *from) {
     return HBM_OK;
 }
 
+/* Values stored under an index the pickle never reads back are not kept: a snapshot stores
+ * every dict and list it writes, and reads back only the shared ones (frames). */
 static hbm_status memo_put(pk *k, size_t idx, size_t at) {
     if (!k->sn) return perr(k, at, "memo store with an empty stack");
-    if (idx > (1u << 24)) return perr(k, at, "memo index too large");
-    size_t old = k->memo_cap;
-    if (hbmi_grow((void **)&k->memo, &k->memo_cap, idx + 1, sizeof *k->memo)) return nomem();
-    if (k->memo_cap > old) memset(k->memo + old, 0, (k->memo_cap - old) * sizeof *k->memo);
-    k->memo[idx] = k->stack[k->sn - 1];
     if (idx + 1 > k->memo_top) k->memo_top = idx + 1;
+    if (!hbmi_map_get(&k->memo, idx, NULL)) return HBM_OK;
+    hbmi_pv *v = k->stack[k->sn - 1];
+    v->keep = 1; /* shared from now on */
+    return hbmi_map_put(&k->memo, idx, (uint64_t)(uintptr_t)v) ? nomem() : HBM_OK;
+}
+
+/* The memo indices the pickle reads back (BINGET, LONG_BINGET): one pass over the opcodes,
+ * skipping their arguments. It stops where the data is malformed; the parse reports it. */
+static hbm_status memo_reads(pk *k) {
+    size_t off = 0, len = k->len;
+    const unsigned char *p = k->p;
+    while (off < len) {
+        unsigned op = p[off++];
+        size_t skip = 0, w = 0;
+        switch (op) {
+        case 0x80: case 'K': case 'q': skip = 1; break;
+        case 'M': skip = 2; break;
+        case 'J': case 'r': skip = 4; break;
+        case 0x95: case 'G': skip = 8; break;
+        case 0x8a: case 0x8c: case 'U': case 'C': w = 1; break;
+        case 0x8b: case 'X': case 'T': case 'B': w = 4; break;
+        case 0x8d: case 0x8e: w = 8; break;
+        case 'h': case 'j': {
+            size_t n = op == 'h' ? 1 : 4;
+            if (len - off < n) return HBM_OK;
+            if (hbmi_map_put(&k->memo, le(p + off, (int)n), 0)) return nomem();
+            skip = n;
+            break;
+        }
+        case '}': case ']': case 0x8f: case ')': case 'N': case 0x88: case 0x89: case '(': case 's': case 'a':
+        case 'u': case 'e': case 0x90: case 't': case 0x91: case 0x85: case 0x86: case 0x87: case 0x94: break;
+        default: return HBM_OK; /* STOP, or an opcode the parse refuses */
+        }
+        if (w) {
+            if (len - off < w) return HBM_OK;
+            uint64_t n = le(p + off, (int)w);
+            if (n > len - off - w) return HBM_OK;
+            skip = w + (size_t)n;
+        }
+        if (len - off < skip) return HBM_OK;
+        off += skip;
+    }
     return HBM_OK;
 }
 
@@ -169,8 +208,9 @@ static hbm_status step(pk *k, int *done) {
         if (!need(k, w)) return perr(k, at, "memo get without its index");
         size_t idx = (size_t)le(k->p + k->off, (int)w);
         k->off += w;
-        if (idx >= k->memo_cap || !k->memo[idx]) return perr(k, at, "memo get of an index never stored");
-        return push(k, k->memo[idx]);
+        uint64_t v = 0;
+        if (!hbmi_map_get(&k->memo, idx, &v) || !v) return perr(k, at, "memo get of an index never stored");
+        return push(k, (hbmi_pv *)(uintptr_t)v);
     }
     case 's': {
         if (k->sn < 3 || k->stack[k->sn - 3]->type != PV_DICT) return perr(k, at, "SETITEM without a dict, key and value");
@@ -181,7 +221,7 @@ static hbm_status step(pk *k, int *done) {
     }
     case 'a': {
         if (k->sn < 2 || k->stack[k->sn - 2]->type != PV_LIST) return perr(k, at, "APPEND without a list and a value");
-        if (hbmi_pv_push(k->stack[k->sn - 2], k->stack[k->sn - 1])) return nomem();
+        if (hbmi_pv_list_add(k->pool, k->stack[k->sn - 2], k->stack[k->sn - 1])) return nomem();
         k->sn--;
         return HBM_OK;
     }
@@ -194,7 +234,7 @@ static hbm_status step(pk *k, int *done) {
         if (op == 'u' ? c->type != PV_DICT || (k->sn - from) % 2 : c->type != PV_LIST)
             return perr(k, at, op == 'u' ? "SETITEMS needs a dict and key/value pairs" : "APPENDS needs a list");
         for (size_t i = from; i < k->sn; i++)
-            if (hbmi_pv_push(c, k->stack[i])) return nomem();
+            if (op == 'u' ? hbmi_pv_push(c, k->stack[i]) : hbmi_pv_list_add(k->pool, c, k->stack[i])) return nomem();
         k->sn = from;
         return HBM_OK;
     }
@@ -235,18 +275,21 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     pk k = {.p = data, .len = len, .name = name ? name : "pickle", .pool = pool};
     hbm_status s = HBM_OK;
     int done = 0;
+    hbmi_map_init(&k.memo);
     if (!len || data[0] != 0x80) s = perr(&k, 0, "expected PROTO (0x80): not a pickle of protocol 2 or later");
+    if (!s) s = memo_reads(&k);
     while (!s && !done) {
         if (k.off >= len) {
             s = perr(&k, k.off, "data ends before STOP ('.')");
             break;
         }
         s = step(&k, &done);
+        if (pool->in && k.off - pool->in->dropped >= HBMI_MAP_DROP) hbmi_mapped_drop(pool->in, k.off);
     }
     if (!s && k.sn != 1) s = perr(&k, k.off - 1, "STOP with other than one value on the stack");
     if (!s) *out = k.stack[0];
     hbmi_free(k.stack);
     hbmi_free(k.marks);
-    hbmi_free(k.memo);
+    hbmi_map_destroy(&k.memo);
     return s;
 }

@@ -1,40 +1,76 @@
-/* pyval.c - the value pool shared by the pickle and JSON readers. */
+/* pyval.c - the value pool shared by the pickle and JSON readers, and the streaming of a
+ * snapshot's trace entries into records (see pyval.h). */
 #include <string.h>
 
-#include "core/internal.h"
+#include "hbm/trace.h"
 #include "trace/pyval.h"
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
-    if (!p->nslabs || p->slab_used == HBMI_PV_SLAB) {
-        if (hbmi_grow((void **)&p->slabs, &p->slabcap, p->nslabs + 1, sizeof *p->slabs)) return NULL;
-        hbmi_pv *slab = hbmi_malloc(HBMI_PV_SLAB * sizeof *slab);
-        if (!slab) return NULL;
-        p->slabs[p->nslabs++] = slab;
-        p->slab_used = 0;
+    hbmi_pv *v = p->free_list;
+    if (v) {
+        p->free_list = (hbmi_pv *)v->items;
+    } else {
+        if (!p->nslabs || p->slab_used == HBMI_PV_SLAB) {
+            if (hbmi_grow((void **)&p->slabs, &p->slabcap, p->nslabs + 1, sizeof *p->slabs)) return NULL;
+            hbmi_pv *slab = hbmi_malloc(HBMI_PV_SLAB * sizeof *slab);
+            if (!slab) return NULL;
+            p->slabs[p->nslabs++] = slab;
+            p->slab_used = 0;
+        }
+        v = &p->slabs[p->nslabs - 1][p->slab_used++];
     }
-    hbmi_pv *v = &p->slabs[p->nslabs - 1][p->slab_used++];
     memset(v, 0, sizeof *v);
-    v->type = type;
+    v->type = (uint8_t)type;
     return v;
 }
 
 int hbmi_pv_push(hbmi_pv *v, hbmi_pv *item) {
-    if (hbmi_grow((void **)&v->items, &v->cap, v->n + 1, sizeof *v->items)) return -1;
+    if (v->n == v->cap && hbmi_grow((void **)&v->items, &v->cap, v->n + 1, sizeof *v->items)) return -1;
     v->items[v->n++] = item;
     return 0;
+}
+
+static void pv_release_one(hbmi_pv *v) {
+    hbmi_free(v->s);
+    hbmi_free(v->items);
+    if (v->ev) hbmi_free(v->ev->r);
+    hbmi_free(v->ev);
 }
 
 void hbmi_pvpool_free(hbmi_pvpool *p) {
     for (size_t i = 0; i < p->nslabs; i++) {
         size_t n = i + 1 == p->nslabs ? p->slab_used : HBMI_PV_SLAB;
-        for (size_t k = 0; k < n; k++) {
-            hbmi_free(p->slabs[i][k].s);
-            hbmi_free(p->slabs[i][k].items);
-        }
+        for (size_t k = 0; k < n; k++)
+            if (p->slabs[i][k].type != PV_FREE_) pv_release_one(&p->slabs[i][k]);
         hbmi_free(p->slabs[i]);
     }
     hbmi_free(p->slabs);
+    hbmi_map_destroy(&p->stacks);
+    hbmi_map_destroy(&p->shared);
+    hbmi_free(p->kept);
+    hbmi_free(p->work);
     memset(p, 0, sizeof *p);
+}
+
+/* Give v and what only it holds back to the pool (values kept are shared: left alone). */
+static int pv_give_back(hbmi_pvpool *p, hbmi_pv *v) {
+    size_t n = 0;
+    if (v->keep) return 0;
+    if (hbmi_grow((void **)&p->work, &p->work_cap, 1, sizeof *p->work)) return -1;
+    p->work[n++] = v;
+    while (n) {
+        hbmi_pv *x = p->work[--n];
+        if (x->type == PV_LIST || x->type == PV_TUPLE || x->type == PV_DICT) {
+            if (hbmi_grow((void **)&p->work, &p->work_cap, n + x->n, sizeof *p->work)) return -1;
+            for (size_t i = 0; i < x->n; i++)
+                if (!x->items[i]->keep) p->work[n++] = x->items[i];
+        }
+        pv_release_one(x);
+        x->type = PV_FREE_;
+        x->items = (hbmi_pv **)p->free_list;
+        p->free_list = x;
+    }
+    return 0;
 }
 
 const hbmi_pv *hbmi_pv_get(const hbmi_pv *d, const char *key) {
@@ -58,4 +94,161 @@ int64_t hbmi_pv_int(const hbmi_pv *d, const char *key, int64_t def) {
 const char *hbmi_pv_str(const hbmi_pv *d, const char *key) {
     const hbmi_pv *v = hbmi_pv_get(d, key);
     return v && v->type == PV_STR ? v->s : NULL;
+}
+
+/* --- streaming trace entries ------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    uint8_t kind;
+} actions[] = {
+    {"alloc", HBM_EV_ALLOC},
+    {"free_completed", HBM_EV_FREE},
+    {"free_requested", HBM_EV_FREE_REQUESTED},
+    {"free", HBM_EV_FREE},
+    {"segment_alloc", HBM_EV_SEGMENT_ALLOC},
+    {"segment_map", HBM_EV_SEGMENT_MAP},
+    {"segment_free", HBM_EV_SEGMENT_FREE},
+    {"segment_unmap", HBM_EV_SEGMENT_UNMAP},
+    {"oom", HBM_EV_OOM},
+};
+
+static uint8_t action_kind(const hbmi_pv *a) {
+    for (size_t k = 0; k < sizeof actions / sizeof actions[0]; k++)
+        if (!strcmp(a->s, actions[k].name)) return actions[k].kind;
+    return 0; /* "snapshot" markers and future actions */
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Hash of a frame (a dict of scalars); a shared (kept) frame by its identity, as equal
+ * pickled frames are one object. -1 when it is not a dict of scalars. */
+static int frame_hash(const hbmi_pv *fr, uint64_t *h) {
+    if (fr->keep) {
+        *h = hbmi_hash64(*h ^ (uint64_t)(uintptr_t)fr);
+        return 0;
+    }
+    if (fr->type != PV_DICT) return -1;
+    for (size_t i = 0; i < fr->n; i++) {
+        const hbmi_pv *x = fr->items[i];
+        *h = hbmi_hash64(*h ^ x->type);
+        if (x->type == PV_STR || x->type == PV_BYTES) *h = hash_bytes(*h, x->s, x->len);
+        else if (x->type <= PV_FLOAT) *h = hbmi_hash64(*h ^ (uint64_t)x->i);
+        else return -1;
+    }
+    return 0;
+}
+
+static int scalar_eq(const hbmi_pv *a, const hbmi_pv *b) {
+    if (a == b) return 1;
+    if (a->type != b->type) return 0;
+    if (a->type == PV_STR || a->type == PV_BYTES) return a->len == b->len && !memcmp(a->s, b->s, a->len);
+    return a->type <= PV_FLOAT && a->i == b->i;
+}
+
+static int frames_eq(const hbmi_pv *a, const hbmi_pv *b) {
+    if (a->n != b->n) return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const hbmi_pv *x = a->items[i], *y = b->items[i];
+        if (x == y) continue;
+        if (x->keep || y->keep || x->type != PV_DICT || y->type != PV_DICT || x->n != y->n) return 0;
+        for (size_t k = 0; k < x->n; k++)
+            if (!scalar_eq(x->items[k], y->items[k])) return 0;
+    }
+    return 1;
+}
+
+/* The index in p->kept of the stack equal to frames: an earlier one of the same content,
+ * else frames itself, kept from now on. A shared list object (pickle memo) is found again
+ * by its identity. -1 when out of memory. */
+static int64_t keep_stack(hbmi_pvpool *p, hbmi_pv *frames) {
+    uint64_t v, h = 0x9E3779B97F4A7C15ull ^ frames->n;
+    int shared = frames->keep;
+    if (shared && hbmi_map_get(&p->shared, (uint64_t)(uintptr_t)frames, &v)) return (int64_t)v;
+    int hashable = 1;
+    for (size_t i = 0; i < frames->n && hashable; i++) hashable = !frame_hash(frames->items[i], &h);
+    h &= UINT64_MAX >> 1; /* never the map's reserved key */
+    int known = hashable && hbmi_map_get(&p->stacks, h, &v);
+    if (!known || !frames_eq(p->kept[v], frames)) {
+        if (p->nkept == p->kept_cap && hbmi_grow((void **)&p->kept, &p->kept_cap, p->nkept + 1, sizeof *p->kept))
+            return -1;
+        v = p->nkept;
+        p->kept[p->nkept++] = frames;
+        frames->keep = 1;
+        if (hashable && !known && hbmi_map_put(&p->stacks, h, v)) return -1;
+    }
+    return shared && hbmi_map_put(&p->shared, (uint64_t)(uintptr_t)frames, v) ? -1 : (int64_t)v;
+}
+
+/* A size or address: ints as they are (addresses above 2^63 wrap); floats truncated when
+ * in 0 to 2^63, else out of range; other types 0. Negative ints are out of range for sizes. */
+static void num(hbm_trace_event *r, const hbmi_pv *v, uint32_t field, uint64_t *out) {
+    *out = 0;
+    if (!v) return;
+    if (v->type == PV_INT || v->type == PV_BOOL) {
+        *out = (uint64_t)v->i;
+        if (v->i < 0 && field == 's' && !r->tag) r->tag = field, r->requested = (uint64_t)v->i;
+    } else if (v->type == PV_FLOAT) {
+        if (v->f >= 0 && v->f < 9.2e18) *out = (uint64_t)v->f;
+        else if (!r->tag) r->tag = field | HBMI_PVEV_FLOAT, memcpy(&r->requested, &v->f, sizeof v->f);
+    }
+}
+
+static int64_t int_or(const hbmi_pv *v, int64_t def) {
+    if (!v) return def;
+    if (v->type == PV_INT || v->type == PV_BOOL) return v->i;
+    if (v->type == PV_FLOAT && v->f == v->f && v->f > -9.2e18 && v->f < 9.2e18) return (int64_t)v->f;
+    return def;
+}
+
+static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
+    hbm_trace_event r = {0};
+    const hbmi_pv *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
+    hbmi_pv *frames = NULL;
+    int action = 0;
+    for (size_t i = 0; i + 1 < d->n; i += 2) { /* the first of each key, as hbmi_pv_get */
+        const hbmi_pv *k = d->items[i];
+        hbmi_pv *v = d->items[i + 1];
+        if (k->type != PV_STR) continue;
+#define KEY_(name, var) (k->len == sizeof name - 1 && !memcmp(k->s, name, sizeof name - 1) && !(var))
+        if (KEY_("action", action)) action = 1, r.kind = v->type == PV_STR ? action_kind(v) : 0;
+        else if (KEY_("addr", addr)) addr = v;
+        else if (KEY_("size", size)) size = v;
+        else if (KEY_("stream", stream)) stream = v;
+        else if (KEY_("time_us", time)) time = v;
+        else if (KEY_("device_free", dfree)) dfree = v;
+        else if (KEY_("frames", frames)) frames = v;
+#undef KEY_
+    }
+    num(&r, addr, 'a', &r.addr);
+    num(&r, size, 's', &r.size);
+    r.stream = (uint64_t)int_or(stream, 0);
+    r.time_ns = (uint64_t)int_or(time, -1);
+    if (!r.tag) r.requested = (uint64_t)int_or(dfree, 0);
+    if (frames && frames->type == PV_LIST && frames->n) {
+        int64_t at = keep_stack(p, frames);
+        if (at < 0 || at >= UINT32_MAX) return -1;
+        r.backtrace = (uint32_t)at + 1;
+    }
+    if (!list->ev && !(list->ev = hbmi_calloc(1, sizeof *list->ev))) return -1;
+    hbmi_pvevs *e = list->ev;
+    if (e->n == e->cap && hbmi_grow((void **)&e->r, &e->cap, e->n + 1, sizeof *e->r)) return -1;
+    e->r[e->n++] = r;
+    return 0;
+}
+
+/* A trace entry: a dict whose "action" is a str. */
+static int is_entry(const hbmi_pv *d) {
+    const hbmi_pv *a = d->type == PV_DICT ? hbmi_pv_get(d, "action") : NULL;
+    return a && a->type == PV_STR;
+}
+
+int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item) {
+    if (!p->events || !is_entry(item)) return hbmi_pv_push(list, item);
+    if (to_record(p, list, item)) return -1;
+    return pv_give_back(p, item);
 }

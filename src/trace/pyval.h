@@ -1,29 +1,64 @@
 /* pyval.h - a small tree of Python-like values, built by the pickle and JSON readers and
  * walked by the PyTorch snapshot importer. Every value belongs to a pool freed at once,
- * so shared references (pickle memo) and cycles need no reference counting. */
+ * so shared references (pickle memo) and cycles need no reference counting.
+ *
+ * Streaming snapshots (pool->events set): a snapshot's history is millions of small dicts
+ * ({"action", "addr", "size", ..., "frames"}), far larger as a tree than in the file. With
+ * events set, every dict with a str "action" appended to a list becomes a compact record
+ * of that list (list->ev) as soon as it is appended, its values go back to the pool, and
+ * its "frames" list is kept once per distinct stack (equal stacks share one list). */
 #ifndef HBM_TRACE_PYVAL_H
 #define HBM_TRACE_PYVAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/internal.h"
 #include "hbm/status.h"
+#include "hbm/trace.h"
 
-typedef enum hbmi_pvtype { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_LIST, PV_TUPLE, PV_DICT } hbmi_pvtype;
+typedef enum hbmi_pvtype { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_LIST, PV_TUPLE, PV_DICT, PV_FREE_ } hbmi_pvtype;
 
 typedef struct hbmi_pv {
-    hbmi_pvtype type;
-    int64_t i;            /* bool, int (values >= 2^63 wrap, as addresses do) */
-    double f;
-    char *s;              /* str / bytes, NUL-terminated, len bytes */
+    uint8_t type; /* hbmi_pvtype */
+    uint8_t keep; /* shared (pickle memo, interned string, a kept stack): never returned to the pool */
+    union {
+        int64_t i; /* bool, int (values >= 2^63 wrap, as addresses do) */
+        double f;
+    };
+    char *s; /* str / bytes, NUL-terminated, len bytes */
     size_t len;
     struct hbmi_pv **items; /* list / tuple: n items; dict: n/2 key, value pairs */
     size_t n, cap;
+    struct hbmi_pvevs *ev; /* a list's trace entries, read as records (streaming) */
 } hbmi_pv;
+
+/* A list's trace entries, read as they were appended, each in the event it becomes (the
+ * importer takes the array over as the trace's events):
+ *   kind        hbm_event_kind of "action"; 0 for other actions ("snapshot" markers, ...)
+ *   addr, size, stream   as given (addresses above 2^63 wrap)
+ *   time_ns     "time_us" as an int64 (-1: none)
+ *   requested   an OOM's "device_free"; with a bad field, its raw value (int64, or double bits)
+ *   tag         0, or the field out of range ('a' addr, 's' size), | HBMI_PVEV_FLOAT for a double
+ *   backtrace   1 + index of its stack ("frames") in pool->kept, 0 for none */
+typedef struct hbmi_pvevs {
+    hbm_trace_event *r;
+    size_t n, cap;
+} hbmi_pvevs;
+#define HBMI_PVEV_FLOAT 0x100u
 
 typedef struct hbmi_pvpool {
     hbmi_pv **slabs; /* values are carved from slabs of HBMI_PV_SLAB (one malloc each), */
     size_t nslabs, slabcap, slab_used; /* all full but the last (slab_used values) */
+    hbmi_pv *free_list; /* values given back (linked through items) */
+    int events;         /* streaming: trace entries become records (set before parsing) */
+    hbmi_map stacks;    /* stack hash -> index in kept */
+    const struct hbmi_pv **kept; /* the distinct stacks (frames lists), kept */
+    size_t nkept, kept_cap;
+    hbmi_map shared;    /* a kept frames list object -> the kept list equal to it */
+    hbmi_mapped *in;    /* the input, when mapped: parsers let the pages they have read go */
+    hbmi_pv **work;     /* values to give back (an explicit stack: nesting may be deep) */
+    size_t work_cap;
 } hbmi_pvpool;
 
 #define HBMI_PV_SLAB 4096
@@ -31,6 +66,9 @@ typedef struct hbmi_pvpool {
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type);
 /* Append to a list/tuple/dict's items; 0 on success. */
 int hbmi_pv_push(hbmi_pv *v, hbmi_pv *item);
+/* Append item to a list: a record when streaming and item is a trace entry, else an item.
+ * 0 on success, -1 out of memory. */
+int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item);
 void hbmi_pvpool_free(hbmi_pvpool *p);
 
 /* The value of key in a dict (str keys), or NULL. */

@@ -114,8 +114,8 @@ void hbmi_json_str(FILE *f, const char *s);
 hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
 
 /* Every device of a PyTorch snapshot (pickle, or JSON when json), in display order. */
-hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbm_trace ***out,
-                                size_t *n);
+hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,
+                                hbm_trace ***out, size_t *n);
 
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);

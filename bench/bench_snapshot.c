@@ -1,0 +1,323 @@
+/* bench_snapshot.c - gigabyte PyTorch snapshots: generates a realistic one (a training
+ * loop's history: millions of events, stacks of 10-30 frames shared between allocations,
+ * a caching allocator's segments), writes it with hbm's own torch export (pickle) and as
+ * JSON, then measures what a user runs on it, each as its own process (wall time and peak
+ * resident memory from wait4):
+ *   hbm view BIG.pickle (--json, --html PAGE), and JSON load speed (hbm view --json BIG.json);
+ * and, in this process, replay speed (events per second per configuration).
+ * Usage: bench_snapshot [MB]   (pickle size to aim at, default 1000; files in $TMPDIR or /tmp,
+ * removed at the end unless HBM_BENCH_KEEP is set). The hbm binary is the one beside this program. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "hbm/hbm.h"
+
+static uint64_t rng = 0x2545F4914F6CDD1DULL;
+static uint64_t rnd(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+
+#define NSITES 400   /* allocation sites of one training step */
+#define NFRAMES 2400 /* distinct frames */
+
+typedef struct site {
+    uint64_t size;
+    uint32_t bt, tag; /* its stack (backtrace of frame tags) and the frame to blame */
+} site;
+
+typedef struct cache { /* freed blocks by size, LIFO: a caching allocator without splitting */
+    uint64_t size, *addr;
+    size_t n, cap;
+} cache;
+
+static cache caches[NSITES * 2];
+static size_t ncaches;
+static uint64_t next_addr = 0x7f0000000000ULL;
+
+static cache *cache_of(uint64_t size) {
+    for (size_t i = 0; i < ncaches; i++)
+        if (caches[i].size == size) return &caches[i];
+    caches[ncaches].size = size;
+    return &caches[ncaches++];
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_snapshot: %s: %s\n", what, hbm_last_error());
+    exit(1);
+}
+
+static void add(hbm_trace *t, hbm_trace_event e) {
+    if (hbm_trace_add(t, &e)) die("hbm_trace_add");
+}
+
+/* the frames: user code, torch.nn modules, autograd and C++ ATen frames */
+static void make_sites(hbm_trace *t, site *sites) {
+    static uint64_t frames[NFRAMES];
+    static const char *files[] = {"/home/user/project/train.py", "/home/user/project/model/transformer.py",
+                                  "/home/user/project/model/attention.py", "/home/user/project/model/mlp.py",
+                                  "/home/user/project/data/loader.py",
+                                  "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
+                                  "/usr/lib/python3/site-packages/torch/nn/functional.py",
+                                  "/usr/lib/python3/site-packages/torch/autograd/graph.py", "??"};
+    static const char *names[] = {"forward", "_call_impl", "_wrapped_call_impl", "train_step", "main",
+                                  "scaled_dot_product_attention", "linear", "layer_norm", "gelu", "backward",
+                                  "at::_ops::mm::call(at::Tensor const&, at::Tensor const&)",
+                                  "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)",
+                                  "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)",
+                                  "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"};
+    for (uint32_t i = 0; i < NFRAMES; i++) {
+        char fn[160];
+        snprintf(fn, sizeof fn, "%s", names[rnd() % (sizeof names / sizeof names[0])]);
+        hbm_tag tg = {.op_name = fn, .source_file = files[i % (sizeof files / sizeof files[0])],
+                      .source_line = (int)(10 + rnd() % 900)};
+        uint32_t id;
+        if (hbm_trace_intern(t, &tg, &id)) die("intern");
+        frames[i] = id;
+    }
+    for (size_t s = 0; s < NSITES; s++) {
+        /* a shared prefix (main, train_step, the model), then the site's own frames */
+        uint64_t st[32];
+        size_t n = 10 + rnd() % 21, k = 0;
+        for (; k < n / 2; k++) st[n - 1 - k] = frames[k * 7 % 60];
+        for (; k < n; k++) st[n - 1 - k] = frames[60 + rnd() % (NFRAMES - 60)];
+        if (hbm_trace_add_backtrace(t, st, n, &sites[s].bt)) die("backtrace");
+        sites[s].tag = (uint32_t)st[0];
+        /* sizes as tensors have them: 512 B to 256 MiB, log-uniform, multiples of 512 */
+        double lg = 9 + (double)(rnd() % 1900) / 100.0;
+        uint64_t sz = (uint64_t)1 << (int)lg;
+        sz += (sz / 8) * (rnd() % 8);
+        sites[s].size = (sz + 511) / 512 * 512;
+    }
+}
+
+/* One training step: forward allocates activations (with short-lived temporaries), backward
+ * frees them in reverse with a gradient temporary each. */
+static void step(hbm_trace *t, const site *sites, uint64_t *clock, uint64_t *live) {
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < NSITES; k++) {
+            size_t s = pass ? NSITES - 1 - k : k;
+            uint64_t sizes[2] = {sites[s].size, sites[(s * 31 + 7) % NSITES].size};
+            for (int j = 0; j < 2; j++) {
+                int keep = !pass && !j; /* the activation */
+                if (pass && !j) continue;
+                cache *c = cache_of(sizes[j]);
+                uint64_t addr;
+                *clock += 1 + rnd() % 40;
+                if (c->n) {
+                    addr = c->addr[--c->n];
+                } else {
+                    uint64_t seg = (sizes[j] + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+                    addr = next_addr;
+                    next_addr += seg;
+                    add(t, (hbm_trace_event){.kind = HBM_EV_SEGMENT_ALLOC, .time_ns = *clock * 1000, .addr = addr,
+                                             .size = seg});
+                }
+                add(t, (hbm_trace_event){.kind = HBM_EV_ALLOC, .time_ns = *clock * 1000, .addr = addr,
+                                         .size = sizes[j], .requested = sizes[j], .tag = sites[s].tag,
+                                         .backtrace = sites[s].bt});
+                if (keep) {
+                    live[s] = addr;
+                    continue;
+                }
+                *clock += 1 + rnd() % 40;
+                add(t, (hbm_trace_event){.kind = HBM_EV_FREE, .time_ns = *clock * 1000, .addr = addr,
+                                         .size = sizes[j], .tag = sites[s].tag, .backtrace = sites[s].bt});
+                if (hbmi_grow((void **)&c->addr, &c->cap, c->n + 1, sizeof *c->addr)) die("grow");
+                c->addr[c->n++] = addr;
+            }
+            if (pass) {
+                cache *c = cache_of(sites[s].size);
+                *clock += 1 + rnd() % 40;
+                add(t, (hbm_trace_event){.kind = HBM_EV_FREE, .time_ns = *clock * 1000, .addr = live[s],
+                                         .size = sites[s].size, .tag = sites[s].tag, .backtrace = sites[s].bt});
+                if (hbmi_grow((void **)&c->addr, &c->cap, c->n + 1, sizeof *c->addr)) die("grow");
+                c->addr[c->n++] = live[s];
+            }
+        }
+}
+
+static hbm_trace *generate(uint64_t events) {
+    hbm_trace *t;
+    if (hbm_trace_new(&t)) die("hbm_trace_new");
+    snprintf(t->source, sizeof t->source, "torch");
+    snprintf(t->device, sizeof t->device, "cuda:0");
+    t->stacks = 1;
+    t->has_time = 1;
+    static site sites[NSITES];
+    static uint64_t live[NSITES];
+    make_sites(t, sites);
+    uint64_t clock = 0;
+    while (t->count < events) step(t, sites, &clock, live);
+    return t;
+}
+
+/* JSON of a snapshot of the same kind (frames written out in every event, as JSON has no
+ * shared references): segments with their block, then the history. */
+static int write_json(const hbm_trace *t, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("{\"segments\": [], \"device_traces\": [[", f);
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        static const char *act[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free"};
+        if (e->kind > HBM_EV_SEGMENT_FREE || !e->kind) continue;
+        fprintf(f, "%s{\"action\": \"%s\", \"addr\": %" PRIu64 ", \"size\": %" PRIu64
+                   ", \"stream\": 0, \"time_us\": %" PRIu64 ", \"frames\": [",
+                i ? ", " : "", act[e->kind], e->addr, e->size, e->time_ns / 1000);
+        size_t n = 0;
+        const uint64_t *fr = hbm_trace_backtrace(t, e->backtrace, &n);
+        for (size_t k = 0; k < n; k++) {
+            const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[k]);
+            fprintf(f, "%s{\"filename\": \"%s\", \"line\": %d, \"name\": \"%s\"}", k ? ", " : "", tg->source_file,
+                    tg->source_line, tg->op_name);
+        }
+        fputs("]}", f);
+    }
+    fputs("]]}\n", f);
+    return fclose(f);
+}
+
+static char run_log[1200]; /* the last child's stderr */
+
+typedef struct run_result {
+    double seconds;
+    long maxrss_kb;
+    int status;
+} run_result;
+
+/* Run argv with stdout to /dev/null; wall time and peak resident memory of the child. */
+static run_result run(char *const *argv) {
+    run_result r = {0};
+    fflush(stdout);
+    uint64_t t0 = hbmi_now_ns();
+    pid_t pid = fork();
+    if (pid == 0) { /* its output is not the point; its messages go to the log */
+        if (!freopen("/dev/null", "w", stdout) || !freopen(run_log, "w", stderr)) _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0) {
+        r.status = -1;
+        return r;
+    }
+    r.seconds = (double)(hbmi_now_ns() - t0) / 1e9;
+    r.maxrss_kb = ru.ru_maxrss;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+}
+
+static double file_mb(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) ? 0 : (double)sb.st_size / 1e6;
+}
+
+static void show_log(run_result r) {
+    char line[512];
+    FILE *f = r.status ? fopen(run_log, "r") : NULL;
+    while (f && fgets(line, sizeof line, f)) printf("    %s", line);
+    if (f) fclose(f);
+}
+
+static void report(const char *what, run_result r, double mb, double limit_s) {
+    printf("  %-34s %7.2f s  %7.1f MB/s  peak RSS %7.0f MB = %.2fx the file (targets <= %.0f s, <= 2x)%s\n", what,
+           r.seconds, mb / r.seconds, r.maxrss_kb / 1e3, r.maxrss_kb / 1e3 / mb, limit_s,
+           r.status ? "  FAILED" : "");
+    show_log(r);
+}
+
+int main(int argc, char **argv) {
+    double target_mb = argc > 1 ? atof(argv[1]) : 1000;
+    if (target_mb <= 0) {
+        fprintf(stderr, "usage: bench_snapshot [MB]\n");
+        return 2;
+    }
+    char hbm[4096], dir[1024], pk[1200], js[1200], html[1200];
+    snprintf(hbm, sizeof hbm, "%s", argv[0]);
+    char *slash = strrchr(hbm, '/');
+    snprintf(slash ? slash + 1 : hbm, sizeof hbm - (size_t)(slash ? slash + 1 - hbm : 0), "hbm");
+    if (access(hbm, X_OK)) {
+        fprintf(stderr, "bench_snapshot: %s not found (build hbm first)\n", hbm);
+        return 2;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/hbm-bench-snapshot-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    if (mkdir(dir, 0700)) {
+        fprintf(stderr, "bench_snapshot: mkdir %s: %s\n", dir, strerror(errno));
+        return 2;
+    }
+    snprintf(pk, sizeof pk, "%s/big.pickle", dir);
+    snprintf(js, sizeof js, "%s/big.json", dir);
+    snprintf(html, sizeof html, "%s/big.html", dir);
+    snprintf(run_log, sizeof run_log, "%s/stderr.log", dir);
+
+    /* about 100 bytes of pickle per event: aim at the size asked */
+    uint64_t t0 = hbmi_now_ns();
+    hbm_trace *t = generate((uint64_t)(target_mb * 1e6 / 100));
+    FILE *f = fopen(pk, "wb");
+    if (!f || hbm_export_torch(t, f) || fclose(f)) die("writing the pickle");
+    double mb = file_mb(pk);
+    printf("bench_snapshot: %zu events, %zu stacks, a %.0f MB pickle (generated and written in %.1f s)\n", t->count,
+           t->bt_count_, mb, (double)(hbmi_now_ns() - t0) / 1e9);
+    size_t nevents = t->count;
+    hbm_trace_free(t);
+
+    char *view[] = {hbm, "view", pk, NULL};
+    char *view_json[] = {hbm, "view", pk, "--json", NULL};
+    char *view_html[] = {hbm, "view", pk, "--html", html, NULL};
+    report("hbm view BIG.pickle", run(view), mb, 10);
+    report("hbm view BIG.pickle --json", run(view_json), mb, 10);
+    run_result rh = run(view_html);
+    report("hbm view BIG.pickle --html", rh, mb, 10);
+    printf("  %-34s %7.2f MB (target <= 20 MB)\n", "HTML page", file_mb(html));
+
+    /* replay in this process: events per second per configuration */
+    hbm_trace *big;
+    if (hbm_trace_load(pk, &big)) die("hbm_trace_load");
+    static const char *configs[] = {"allocator=bfc", "allocator=torch"};
+    for (size_t c = 0; c < 2; c++) {
+        hbm_replay_result res;
+        if (hbm_replay(big, "sim:80GiB", configs[c], &res)) {
+            printf("  replay %-27s skipped: %s\n", configs[c], res.error);
+        } else {
+            printf("  replay %-27s %7.2f M events/s (target >= 10)\n", configs[c], (double)res.events / res.seconds / 1e6);
+        }
+        hbm_replay_result_release(&res);
+    }
+    hbm_trace_free(big);
+    int keep = getenv("HBM_BENCH_KEEP") != NULL; /* keep the files (to profile hbm on them) */
+    if (!keep) unlink(pk);
+
+    /* JSON: the same kind of history with every frame written out, about as many MB */
+    t = generate((uint64_t)(target_mb * 1e6 / 2600));
+    if (write_json(t, js)) die("writing the JSON");
+    hbm_trace_free(t);
+    double jmb = file_mb(js);
+    char *load_json[] = {hbm, "view", js, "--json", NULL};
+    run_result rj = run(load_json);
+    printf("  %-34s %7.2f s  %7.1f MB/s (target >= 100)  peak RSS %.2fx the file (%.0f MB JSON)%s\n",
+           "hbm view BIG.json --json", rj.seconds, jmb / rj.seconds, rj.maxrss_kb / 1e3 / jmb, jmb,
+           rj.status ? "  FAILED" : "");
+    show_log(rj);
+    (void)nevents;
+    if (keep) {
+        printf("  files kept in %s\n", dir);
+        return 0;
+    }
+    unlink(js);
+    unlink(html);
+    unlink(run_log);
+    rmdir(dir);
+    return 0;
+}
