@@ -151,6 +151,11 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+#ifdef M_MMAP_THRESHOLD
+    /* Arrays of a megabyte or more in their own mappings: growing one (a gigabyte snapshot's
+     * events) moves no bytes (mremap), where glibc's adaptive threshold would copy them. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     if (argc < 2) {
         usage(stderr);
         return 2;

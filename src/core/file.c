@@ -69,11 +69,19 @@ hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
     return hbmi_read_file(path, &m->data, &m->len); /* small files, pipes, no mmap: read */
 }
 
-void hbmi_mapped_drop(hbmi_mapped *m, size_t upto) {
-    if (!m || !m->mapped || upto < m->dropped + HBMI_MAP_DROP) return;
-    long pg = sysconf(_SC_PAGESIZE);
-    size_t end = upto / (size_t)(pg > 0 ? pg : 4096) * (size_t)(pg > 0 ? pg : 4096);
-    if (end > m->dropped && !madvise(m->data + m->dropped, end - m->dropped, MADV_DONTNEED)) m->dropped = end;
+void hbmi_mapped_progress(hbmi_mapped *m, size_t upto) {
+    if (!m || !m->mapped) return;
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t pg = ps > 0 ? (size_t)ps : 4096, lo = upto / pg * pg;
+    if (lo > m->dropped && !madvise(m->data + m->dropped, lo - m->dropped, MADV_DONTNEED)) m->dropped = lo;
+    size_t hi = upto + 2 * HBMI_MAP_WINDOW < m->len ? upto + 2 * HBMI_MAP_WINDOW : m->len;
+#ifdef MADV_POPULATE_READ /* one call maps the window's pages, where reading them would fault on each */
+    size_t from = m->ready > lo ? m->ready : lo;
+    from = from / pg * pg;
+    if (hi > from) madvise(m->data + from, hi - from, MADV_POPULATE_READ);
+#endif
+    m->ready = hi;
+    m->next = upto + HBMI_MAP_WINDOW;
 }
 
 void hbmi_unmap_file(hbmi_mapped *m) {

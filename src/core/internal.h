@@ -92,18 +92,18 @@ static inline void hbmi_qsort(void *base, size_t n, size_t size, int (*cmp)(cons
 /* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
 /* A whole input read once from start to end: a regular file of HBMI_MAP_MIN bytes or more
- * is mapped (not NUL-terminated), others read as hbmi_read_file does. hbmi_mapped_drop
- * (upto) lets the pages before upto go (every HBMI_MAP_DROP bytes), so a reader's memory
- * holds what it built, not the file it has read. */
+ * is mapped (not NUL-terminated), others read as hbmi_read_file does. A reader at byte
+ * upto calls hbmi_mapped_progress(m, upto) whenever upto >= m->next: the pages before it go
+ * and the next ones are mapped ahead, so its memory holds what it built, not the file. */
 typedef struct hbmi_mapped {
     char *data;
-    size_t len, dropped;
+    size_t len, dropped, ready, next;
     int mapped;
 } hbmi_mapped;
 #define HBMI_MAP_MIN ((size_t)1 << 20)
-#define HBMI_MAP_DROP ((size_t)32 << 20)
+#define HBMI_MAP_WINDOW ((size_t)8 << 20)
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
-void hbmi_mapped_drop(hbmi_mapped *m, size_t upto);
+void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
 void hbmi_unmap_file(hbmi_mapped *m);
 /* Case-insensitive equality of ASCII strings. */
 int hbmi_streq_ci(const char *a, const char *b);

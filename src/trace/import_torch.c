@@ -409,15 +409,10 @@ done:
 
 /* Peak bytes in use of a trace (for ordering devices). */
 static uint64_t peak_in_use(const hbm_trace *t, int *oom) {
-    uint64_t *use, *res, peak = 0;
+    uint64_t peak = 0;
     *oom = 0;
     for (size_t i = 0; i < t->count; i++) *oom |= t->events[i].kind == HBM_EV_OOM;
-    if (hbmi_trace_curves(t, &use, &res, NULL)) return 0;
-    for (size_t i = 0; i < t->count; i++)
-        if (use[i] > peak) peak = use[i];
-    hbmi_free(use);
-    hbmi_free(res);
-    return peak;
+    return hbmi_trace_peak_use(t, &peak) ? 0 : peak;
 }
 
 typedef struct ranked {

@@ -284,7 +284,7 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
             break;
         }
         s = step(&k, &done);
-        if (pool->in && k.off - pool->in->dropped >= HBMI_MAP_DROP) hbmi_mapped_drop(pool->in, k.off);
+        if (pool->in && k.off >= pool->in->next) hbmi_mapped_progress(pool->in, k.off);
     }
     if (!s && k.sn != 1) s = perr(&k, k.off - 1, "STOP with other than one value on the stack");
     if (!s) *out = k.stack[0];

@@ -112,6 +112,8 @@ void hbmi_json_str(FILE *f, const char *s);
  * live after each event) and reserved (segment events; or in use when the trace has
  * none). Arrays of t->count entries, owned by the caller (hbmi_free). */
 hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
+/* The peak of bytes in use, as hbmi_trace_curves counts it, without the arrays. */
+hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
 
 /* Every device of a PyTorch snapshot (pickle, or JSON when json), in display order. */
 hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,

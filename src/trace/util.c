@@ -50,15 +50,15 @@ void hbmi_json_trace_id(FILE *f, const hbm_trace *t) {
     hbmi_json_str(f, t->device);
 }
 
-hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
-    *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
-    *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
+/* Bytes in use and reserved after each event (into the arrays when given) and the peak
+ * of in use. */
+static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserved, int *has_segments, uint64_t *peak) {
     hbmi_map live;
     hbmi_map_init(&live);
-    hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    uint64_t use = 0, res = 0;
+    hbm_status s = HBM_OK;
+    uint64_t use = 0, res = 0, top = 0;
     int segs = 0;
-    for (size_t i = 0; i < t->count && !s; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP;
+    for (size_t i = 0; i < t->count; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, sz;
@@ -77,16 +77,27 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
         case HBM_EV_SEGMENT_UNMAP: res -= e->size < res ? e->size : res; break;
         default: break;
         }
-        (*in_use)[i] = use;
-        (*reserved)[i] = segs ? res : use;
+        if (use > top) top = use;
+        if (in_use) in_use[i] = use;
+        if (reserved) reserved[i] = segs ? res : use;
     }
     hbmi_map_destroy(&live);
+    if (has_segments) *has_segments = segs;
+    if (peak) *peak = top;
+    return s;
+}
+
+hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
+    *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
+    *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
+    hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    if (!s) s = curves(t, *in_use, *reserved, has_segments, NULL);
     if (s) {
         hbmi_free(*in_use);
         hbmi_free(*reserved);
         *in_use = *reserved = NULL;
-        return s;
     }
-    if (has_segments) *has_segments = segs;
-    return HBM_OK;
+    return s;
 }
+
+hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curves(t, NULL, NULL, NULL, peak); }
