@@ -87,9 +87,10 @@ int cmd_replay(int argc, char **argv) {
                  "snapshot, with the settings it was recorded with (its allocator_settings).",
         .opts = opts,
         .nopts = CLI_N(opts),
-        .exits = "Exit status: 0 every configuration replayed, 1 one of them failed (an OOM; with\n"
-                 "--suggest: no setting avoids it), 2 bad usage or input: a bad --device, --config\n"
-                 "or --allocators is found before the trace is read.",
+        .exits = "Exit status: 0 the trace ran to its end under every configuration, 1 one of them\n"
+                 "ran out of memory (the table says which; --suggest: no setting avoids the OOM),\n"
+                 "2 bad usage or input: a bad --device, --config or --allocators is found before\n"
+                 "the trace is read.",
         .examples = "Example:\n"
                     "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
                     "  hbm replay run.hbmt --allocators bfc,platform --device h100 --fraction .9",
