@@ -12,7 +12,9 @@ Thread,Time,Action,Pointer,Size,Stream
 2,1634567890.300000,free,0x7f0000000000,1073741824,0x0
 1,1634567890.400000,allocate,0x7f0000000000,3221225472,0x0
 CSV
-out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB) || fail "replay exit $?"
+# an OOM under a configuration is a negative verdict: exit 1, with the table
+out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB); rc=$?
+[ $rc -eq 1 ] || fail "replay with an OOM: exit $rc, want 1"
 grep -q "allocator=platform" <<<"$out" || fail "no platform row: $out"
 grep -q "event 3 (0.300000s): 3.00GiB" <<<"$out" || fail "first OOM not at event 3: $out"
 grep -q "optimal packing bound *5.00GiB" <<<"$out" || fail "bound: $out"
