@@ -74,6 +74,10 @@ for cv in "config --config" "demo --device" "run --trace" "replay --allocators" 
   set -- $cv
   only "needs-value-$1" 2 "hbm $1: $2 needs a value" -- "$hbm" $1 $2
 done
+# ... also when the next word is another option
+only needs-value-next 2 "hbm export: --format needs a value" -- "$hbm" export "$hlo" --format -o -
+only needs-value-help 2 "hbm view: --title needs a value" -- "$hbm" view "$hlo" --title --help
+check value-dash 0 "peak in use" -- "$hbm" view "$hlo" --title -x
 # an unknown option, in every command (also in the --name=value form)
 for c in config demo run replay export view diff plan devices pack; do
   only "unknown-$c" 2 "hbm $c: unknown option '--frob'" -- "$hbm" $c --frob

@@ -44,6 +44,17 @@ PY
 "$HBM" replay "$T/r.csv" --fraction 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--fraction 2 should be a usage error"
 "$HBM" replay "$T/r.csv" --device tpu9 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad device exit"
 grep -q "tpu9" "$T/err" || fail "bad device message"
+# one prefix, and no option replay lacks (it has no --capacity)
+grep -q -- "--device: --device" "$T/err" && fail "bad device: doubled prefix: $(cat "$T/err")"
+grep -q -- "--capacity" "$T/err" && fail "bad device: names --capacity, an option replay lacks: $(cat "$T/err")"
+# bad configurations are refused before any replay: exit 2, no table
+for bad in "--device sim:0" "--allocators foo" "--config bogus=1" "--allocators="; do
+  # shellcheck disable=SC2086
+  "$HBM" replay "$T/r.csv" $bad >"$T/out" 2>"$T/err"; rc=$?
+  [ $rc -eq 2 ] || fail "replay $bad: exit $rc, want 2"
+  [ -s "$T/out" ] && fail "replay $bad: printed a table: $(cat "$T/out")"
+  [ "$(grep -c "^hbm replay: " "$T/err")" -eq 1 ] || fail "replay $bad: not one message: $(cat "$T/err")"
+done
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,xx,allocate,0x1,2,0x0\n' > "$T/bad.csv"
 "$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad csv exit"
 grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"

@@ -203,8 +203,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *out) {
                 *(int *)o->dest = 1;
                 continue;
             }
-            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-            if (!v) return cli_usage_error(c->name, "%s needs a value", opt);
+            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+            /* "--format --json": the next word is one of the command's options, not a value */
+            if (!v || (!eq && (cli_is(v, "-h", "--help") || (v[0] == '-' && find_opt(c, v, v[1] == '-' ? strcspn(v, "=") : strlen(v))))))
+                return cli_usage_error(c->name, "%s needs a value", opt);
+            if (!eq) i++;
             int rc = set_value(c->name, o, opt, v);
             if (rc) return rc;
             continue;

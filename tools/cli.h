@@ -70,7 +70,8 @@ typedef struct cli_args {
 } cli_args;
 
 /* Parse argv[1..] against c's table (argv[0] is the command's name). "--name value",
- * "--name=value" and "-a value"; "--" ends the options; "-" is a positional argument;
+ * "--name=value" and "-a value" (a value that is one of c's options, as in "--format
+ * --json", is a missing value); "--" ends the options; "-" is a positional argument;
  * -h/--help prints c's help. Returns -1 to go on, else the exit status to return now: 0
  * after the help, 2 after a usage error (printed: "hbm NAME: --format needs a value",
  * "unknown option '--x'", "--top 'x': expected a whole number from 0 to 100000", a
