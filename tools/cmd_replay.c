@@ -15,6 +15,7 @@ static int configurations(const cli_list *configs, const char *allocators, const
         hbm_config_default(&c);
         if (!*configs->v[i]) return cli_bad_value("replay", "--config", "", "an empty configuration");
         if (hbm_config_apply(&c, configs->v[i])) return cli_bad_value("replay", "--config", configs->v[i], hbm_last_error());
+        if (strlen(configs->v[i]) >= 300) return cli_bad_value("replay", "--config", configs->v[i], "longer than 299 characters");
         snprintf(list[(*n)++], 300, "%s", configs->v[i]);
     }
     if (!allocators && configs->n) return 0;
