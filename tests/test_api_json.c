@@ -173,7 +173,7 @@ static void test_trace_outputs(void) {
     CHECK(f);
     CHECK_OK(hbm_replay_run_write(t, "h100", cfg, 1, f, 0, &failed));
     fclose(f);
-    CHECK(failed == 0);
+    CHECK(failed == 1); /* the svd's 335 GiB request runs out of memory on an H100 */
     CHECK_CONTAINS(mem, "vmm");
     free(mem);
     CHECK_STATUS(hbm_replay_format(t, "no-such-gpu", NULL, 0, 1, NULL, 0, &len), HBM_ERR_INVALID);

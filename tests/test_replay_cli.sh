@@ -12,7 +12,9 @@ Thread,Time,Action,Pointer,Size,Stream
 2,1634567890.300000,free,0x7f0000000000,1073741824,0x0
 1,1634567890.400000,allocate,0x7f0000000000,3221225472,0x0
 CSV
-out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB) || fail "replay exit $?"
+# an OOM under a configuration is a negative verdict: exit 1, with the table
+out=$("$HBM" replay "$T/r.csv" --allocators platform --device sim:4GiB); rc=$?
+[ $rc -eq 1 ] || fail "replay with an OOM: exit $rc, want 1"
 grep -q "allocator=platform" <<<"$out" || fail "no platform row: $out"
 grep -q "event 3 (0.300000s): 3.00GiB" <<<"$out" || fail "first OOM not at event 3: $out"
 grep -q "optimal packing bound *5.00GiB" <<<"$out" || fail "bound: $out"
@@ -42,6 +44,17 @@ PY
 "$HBM" replay "$T/r.csv" --fraction 2 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--fraction 2 should be a usage error"
 "$HBM" replay "$T/r.csv" --device tpu9 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad device exit"
 grep -q "tpu9" "$T/err" || fail "bad device message"
+# one prefix, and no option replay lacks (it has no --capacity)
+grep -q -- "--device: --device" "$T/err" && fail "bad device: doubled prefix: $(cat "$T/err")"
+grep -q -- "--capacity" "$T/err" && fail "bad device: names --capacity, an option replay lacks: $(cat "$T/err")"
+# bad configurations are refused before any replay: exit 2, no table
+for bad in "--device sim:0" "--allocators foo" "--config bogus=1" "--allocators="; do
+  # shellcheck disable=SC2086
+  "$HBM" replay "$T/r.csv" $bad >"$T/out" 2>"$T/err"; rc=$?
+  [ $rc -eq 2 ] || fail "replay $bad: exit $rc, want 2"
+  [ -s "$T/out" ] && fail "replay $bad: printed a table: $(cat "$T/out")"
+  [ "$(grep -c "^hbm replay: " "$T/err")" -eq 1 ] || fail "replay $bad: not one message: $(cat "$T/err")"
+done
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,xx,allocate,0x1,2,0x0\n' > "$T/bad.csv"
 "$HBM" replay "$T/bad.csv" 2>"$T/err" >/dev/null; [ $? -eq 2 ] || fail "bad csv exit"
 grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"

@@ -61,8 +61,8 @@ grep -q '"source": "hbm run", "device": "[^"]*", "events": 9, "peak_bytes_in_use
   grep -q '"label": "cuMemAllocFromPoolAsync"' "$tmp/view.json" && ok "trace: view figures and API labels" ||
   bad "trace: view figures" "$(cat "$tmp/view.json")"
 out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform,cuda_async --device sim:16MiB 2>&1); rc=$?
-[ "$rc" = 0 ] && grep -q "allocator=platform  *6.00MiB" <<<"$out" && grep -q "allocator=cuda_async" <<<"$out" &&
-  grep -q "event 3 (.*s): 64.00MiB" <<<"$out" && ok "trace: hbm replay reads it (the refused 64 MiB fails again)" ||
+[ "$rc" = 1 ] && grep -q "allocator=platform  *6.00MiB" <<<"$out" && grep -q "allocator=cuda_async" <<<"$out" &&
+  grep -q "event 3 (.*s): 64.00MiB" <<<"$out" && ok "trace: hbm replay reads it (the refused 64 MiB fails again: exit 1)" ||
   bad "trace: replay" "$out"
 "$hbm" export "$tmp/t.hbmt" --format perfetto -o "$tmp/p.json" >/dev/null 2>&1 && grep -q '"in use"' "$tmp/p.json" &&
   ok "trace: hbm export reads it" || bad "trace: export" "$(head -c 300 "$tmp/p.json")"
@@ -165,8 +165,8 @@ out=$("$hbm" run --quiet -- "$HBM_FAKE_APP" 67108864 2>&1); rc=$?
 [ "$rc" = 0 ] && grep -q "big alloc rc=0" <<<"$out" && ! grep -q "hbm run:" <<<"$out" && ok "no limit, quiet" || bad "no limit" "$out"
 
 # 3. errors
-out=$("$hbm" run 2>&1); [ $? = 2 ] && grep -q "no command" <<<"$out" && ok "usage: no command" || bad "usage" "$out"
-out=$("$hbm" run --limit lots -- true 2>&1); [ $? = 2 ] && grep -q "\-\-limit lots is not a size" <<<"$out" && ok "usage: bad limit" || bad "bad limit" "$out"
+out=$("$hbm" run 2>&1); [ $? = 2 ] && grep -q "hbm run: missing COMMAND" <<<"$out" && ok "usage: no command" || bad "usage" "$out"
+out=$("$hbm" run --limit lots -- true 2>&1); [ $? = 2 ] && grep -q "hbm run: --limit 'lots': expected a size > 0" <<<"$out" && ok "usage: bad limit" || bad "bad limit" "$out"
 out=$("$hbm" run -- /nonexistent/prog 2>&1); [ $? = 127 ] && grep -q "cannot run '/nonexistent/prog'" <<<"$out" && ok "exec failure: 127" || bad "exec" "$out"
 out=$("$hbm" run -- sh -c 'exit 3' 2>&1); [ $? = 3 ] && ok "exit status passed through" || bad "status" "$out"
 out=$("$hbm" run --help); grep -q "Usage: hbm run" <<<"$out" && ok "help" || bad "help" "$out"

@@ -38,6 +38,17 @@ limited pack-output "$T/o/p.csv" "$HBM" pack "$T/demo.csv" --output "$T/o/p.csv"
 # and without the limit they write the whole file
 "$HBM" export "$T/demo.hbmt" --format perfetto -o "$T/o/p.json" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/o/p.json" 2>/dev/null &&
   ok "export writes the whole file" || fail "export without a limit"
+# a destination that is not a regular file (a FIFO here; /dev/null alike) is written in
+# place, never replaced by a renamed regular file
+if command -v mkfifo >/dev/null && mkfifo "$T/fifo"; then
+  cat "$T/fifo" >"$T/from-fifo" &
+  reader=$!
+  "$HBM" export "$T/demo.hbmt" --format minimalloc -o "$T/fifo" 2>"$T/err"; rc=$?
+  # a FIFO replaced by a file leaves its reader waiting for a writer: end it
+  if [ -p "$T/fifo" ]; then wait "$reader"; else kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null; fi
+  if [ $rc -eq 0 ] && [ -p "$T/fifo" ] && cmp -s "$T/from-fifo" "$T/demo.csv"; then ok "export -o FIFO: written in place, still a FIFO"
+  else fail "export -o FIFO: exit $rc, fifo $( [ -p "$T/fifo" ] && echo kept || echo replaced), $(cat "$T/err")"; fi
+fi
 
 # stdout: /dev/full is an error with a message, for every command
 if [ -w /dev/full ]; then

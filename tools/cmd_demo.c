@@ -59,28 +59,6 @@ static int demo_plan(const char *dir) {
     return 0;
 }
 
-static void demo_help(FILE *f) {
-    fprintf(f,
-            "Usage: hbm demo [--device SPEC]\n"
-            "\n"
-            "Runs one training step of a 2.9B-parameter transformer (f32 weights, Adam, bf16\n"
-            "activations) against hbm's BFC allocator on a simulated GPU, first with JAX's\n"
-            "defaults (preallocate 75%% of the device), which runs out of memory, then with the\n"
-            "setting the OOM report suggests. Then it plans examples/svd_oom.hlo, the seed bug\n"
-            "(an SVD whose U is declared 300000x300000), and its fix, as `hbm plan` would:\n"
-            "what XLA will allocate and whether it fits a 16 GB V100. Nothing touches a GPU.\n"
-            "\n"
-            "Options:\n"
-            "  --device D      the simulated device: sim:SIZE or a name from 'hbm devices'\n"
-            "                  (default sim:80GiB, an H100-sized GPU)\n"
-            "\n"
-            "The allocator is configured from the environment like any program using libhbm\n"
-            "(XLA_PYTHON_CLIENT_MEM_FRACTION, HBM_TRACE, ...; see 'hbm config --help').\n"
-            "\n"
-            "Exit status: 0 the step completed (at first or with the advice), 1 no setting\n"
-            "makes it fit the device, 2 bad usage or a bad variable.\n");
-}
-
 static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
     uint64_t by_cat[HBM_CAT_COUNT_] = {0}, peak = 0;
     for (size_t i = 0; i < tl->count; i++) {
@@ -156,19 +134,34 @@ static const char *fraction_text(double f, char buf[16]) {
 
 int cmd_demo(int argc, char **argv) {
     const char *device = "sim:80GiB";
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            demo_help(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else {
-            return cli_usage_error("demo", "unknown argument '%s'", argv[i]);
-        }
-    }
+    const cli_opt opts[] = {
+        {.name = "--device", .kind = CLI_STR, .dest = &device, .arg = "D",
+         .help = "the simulated device: sim:SIZE or a name from 'hbm devices'\n"
+                 "(default sim:80GiB, an H100-sized GPU)"},
+    };
+    const cli_command cmd = {
+        .name = "demo",
+        .about = "Runs one training step of a 2.9B-parameter transformer (f32 weights, Adam, bf16\n"
+                 "activations) against hbm's BFC allocator on a simulated GPU, first with JAX's\n"
+                 "defaults (preallocate 75% of the device), which runs out of memory, then with the\n"
+                 "setting the OOM report suggests. Then it plans examples/svd_oom.hlo, the seed bug\n"
+                 "(an SVD whose U is declared 300000x300000), and its fix, as `hbm plan` would:\n"
+                 "what XLA will allocate and whether it fits a 16 GB V100. Nothing touches a GPU.\n"
+                 "\n"
+                 "The allocator is configured from the environment like any program using libhbm\n"
+                 "(XLA_PYTHON_CLIENT_MEM_FRACTION, HBM_TRACE, ...; see 'hbm config --help').",
+        .opts = opts,
+        .nopts = CLI_N(opts),
+        .exits = "Exit status: 0 the step completed (at first or with the advice), 1 no setting\n"
+                 "makes it fit the device, 2 bad usage or a bad variable (found before any work).",
+        .examples = "Example:\n"
+                    "  hbm demo --device a100-40gb",
+    };
+    cli_args args;
+    int rc = cli_parse(&cmd, argc, argv, &args);
+    if (rc >= 0) return rc;
     char spec[128];
-    if (hbm_replay_device_spec(device, spec, sizeof spec))
-        return cli_usage_error("demo", "--device '%s': %s", device, hbm_last_error());
+    if ((rc = cli_device_arg("demo", device, spec, sizeof spec))) return rc;
     /* the environment configures the allocator, as for any program using libhbm: a bad
      * value is bad input, found before any work */
     hbm_config env_cfg;
@@ -185,7 +178,8 @@ int cmd_demo(int argc, char **argv) {
     uint64_t peak = 0, capacity = 0;
     hbm_timeline_peak(tl, &peak, NULL);
 
-    int done = 0, rc = 1;
+    int done = 0;
+    rc = 1;
     hbm_oom_diagnosis d;
     memset(&d, 0, sizeof d);
     s = run_step(spec, device, tl, 1, 1, &done, &d, &capacity);

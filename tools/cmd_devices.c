@@ -7,28 +7,25 @@
 int cmd_devices(int argc, char **argv) {
     int json = 0;
     size_t width = CLI_WIDTH;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) {
-            printf("Usage: hbm devices [--json] [--width COLUMNS]\n"
-                   "\n"
-                   "List the devices 'hbm plan --device NAME' knows: the memory the runtime reports\n"
-                   "and the share the framework lets XLA use by default (JAX preallocates 75 %% on GPUs).\n"
-                   "Names are case-insensitive; 'also' lists other accepted spellings. Lines are cut\n"
-                   "at --width columns (default 100, 0: none) with '...' in the middle.\n"
-                   "\n"
-                   "Example:\n"
-                   "  hbm devices\n"
-                   "  hbm plan model.hlo --device h100\n");
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--width")) {
-            int rc = cli_width_arg("devices", argc, argv, &i, &width);
-            if (rc) return rc;
-        } else {
-            return cli_usage_error("devices", "unknown argument '%s'", argv[i]);
-        }
-    }
+    const cli_opt opts[] = {
+        {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "the table as JSON"},
+        CLI_OPT_WIDTH(&width),
+    };
+    const cli_command cmd = {
+        .name = "devices",
+        .about = "List the devices 'hbm plan --device NAME' knows: the memory the runtime reports\n"
+                 "and the share the framework lets XLA use by default (JAX preallocates 75 % on GPUs).\n"
+                 "Names are case-insensitive; 'also' lists other accepted spellings.",
+        .opts = opts,
+        .nopts = CLI_N(opts),
+        .exits = CLI_EXITS_DONE,
+        .examples = "Example:\n"
+                    "  hbm devices\n"
+                    "  hbm plan model.hlo --device h100",
+    };
+    cli_args args;
+    int rc = cli_parse(&cmd, argc, argv, &args);
+    if (rc >= 0) return rc;
     size_t n = hbm_device_model_count();
     char *text = NULL;
     size_t len = 0;

@@ -6,53 +6,6 @@
 
 #include "cli.h"
 
-static void pack_help(FILE *f) {
-    fprintf(f,
-            "Usage: hbm pack FILE.csv [--capacity SIZE | --minimize] [--algorithm NAME]\n"
-            "                [--timeout SECONDS] [--alignment BYTES] [--output OUT.csv] [--json]\n"
-            "                [--width COLUMNS]\n"
-            "\n"
-            "Give every buffer an offset so that no two buffers alive at the same time overlap\n"
-            "(static memory packing, the problem XLA's and TFLite's planners solve greedily and\n"
-            "MiniMalloc solves exactly). Input is MiniMalloc's CSV: a header 'id,lower,upper,size'\n"
-            "(or begin/end for lower/upper; an optional alignment column), one buffer per line,\n"
-            "living over [lower, upper). The output CSV adds an 'offset' column.\n"
-            "\n"
-            "The lower bound is the most bytes live at any one time: no packing can be smaller.\n"
-            "Every packing printed has been verified (no overlap in time and space, alignment).\n"
-            "\n"
-            "Options:\n"
-            "  --capacity SIZE    find a packing within SIZE bytes (\"1048576\", \"1MiB\"; KB, MB, GB\n"
-            "                     are powers of 1000, KiB, MiB, GiB and a bare K, M, G of 1024),\n"
-            "                     or prove that none exists (exit 1)\n"
-            "  --minimize         find the smallest packing and prove it optimal\n"
-            "  --algorithm NAME   greedy  TFLite's greedy by size (largest first, best fit)\n"
-            "                     best    hbm's heuristic: skyline search, greedy orders, short\n"
-            "                             exact probes, within a fixed budget of counted work\n"
-            "                             (about 9 ms; the default without --capacity/--minimize)\n"
-            "                     exact   branch-and-bound over canonical packings, racing the\n"
-            "                             same search over bundles of buffers that share a\n"
-            "                             lifetime (default with --capacity or --minimize)\n"
-            "                     xla, xla-spatial, xla-temporal: XLA's heap simulator\n"
-            "  --timeout SECONDS  wall-clock limit: stop the search, report the best packing and\n"
-            "                     the best bound proven so far (best: its budget). Time-dependent:\n"
-            "                     the answer may change with the machine's speed and load.\n"
-            "                     Without it the same input gives the same answer on every run.\n"
-            "  --alignment BYTES  alignment for buffers without their own\n"
-            "  --output OUT.csv   write the packed buffers ('-' = stdout)\n"
-            "  --json             print the result as JSON\n"
-            "  --width COLUMNS    cut longer lines in the middle with '...' (default 100, 0: none)\n"
-            "\n"
-            "Exit status: 0 a packing was found (within the capacity), 1 none (proven, or not\n"
-            "found within the budget), 2 bad usage or input. A progress line goes to stderr when\n"
-            "a search runs long on a terminal.\n"
-            "\n"
-            "Examples:\n"
-            "  hbm pack problem.csv                          # heuristic, vs the lower bound\n"
-            "  hbm pack problem.csv --capacity 1048576 --output solved.csv\n"
-            "  hbm pack problem.csv --minimize --timeout 60\n");
-}
-
 static void on_progress(void *user, const hbm_pack_progress *p) {
     (void)user;
     char b1[32] = "-", b2[32];
@@ -74,54 +27,67 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    const char *file = NULL, *output = NULL, *cap_text = NULL;
-    int json = 0, algo_set = 0;
+    const char *output = NULL, *cap_text = NULL, *algo_text = NULL;
+    int json = 0;
     size_t width = CLI_WIDTH;
     hbm_pack_options o;
     hbm_pack_options_default(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is(a, "-h", "--help")) {
-            pack_help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--width")) {
-            int rc = cli_width_arg("pack", argc, argv, &i, &width);
-            if (rc) return rc;
-        } else if (!strcmp(a, "--minimize")) {
-            o.minimize = 1;
-        } else if (!strcmp(a, "--capacity") || !strcmp(a, "--algorithm") || !strcmp(a, "--timeout") ||
-                   !strcmp(a, "--output") || !strcmp(a, "--alignment")) {
-            if (i + 1 >= argc) return cli_usage_error("pack", "%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--capacity")) {
-                cap_text = v;
-                if (hbm_size_parse(v, &o.capacity) || !o.capacity)
-                    return cli_usage_error("pack", "--capacity '%s' is not a positive size", v);
-            } else if (!strcmp(a, "--alignment")) {
-                if (hbm_size_parse(v, &o.alignment) || !o.alignment)
-                    return cli_usage_error("pack", "--alignment '%s' is not a positive size", v);
-            } else if (!strcmp(a, "--algorithm")) {
-                if (hbm_pack_algo_parse(v, &o.algo)) return cli_usage_error("pack", "%s", hbm_last_error());
-                algo_set = 1;
-            } else if (!strcmp(a, "--timeout")) {
-                char *end;
-                o.timeout_s = strtod(v, &end);
-                if (*end || !(o.timeout_s > 0) || !isfinite(o.timeout_s) || o.timeout_s > 1e9)
-                    return cli_usage_error("pack", "--timeout '%s' is not a positive number of seconds", v);
-            } else {
-                output = v;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("pack", "unknown option '%s'", a);
-        } else if (file) {
-            return cli_usage_error("pack", "one input file only (got '%s' and '%s')", file, a);
-        } else {
-            file = a;
-        }
-    }
-    if (!file) return cli_usage_error("pack", "missing FILE.csv");
+    const cli_opt opts[] = {
+        {.name = "--capacity", .kind = CLI_SIZE, .dest = &o.capacity, .raw = &cap_text, .arg = "SIZE",
+         .help = "find a packing within SIZE bytes (\"1048576\", \"1MiB\"; KB, MB, GB\n"
+                 "are powers of 1000, KiB, MiB, GiB and a bare K, M, G of 1024),\n"
+                 "or prove that none exists (exit 1)"},
+        {.name = "--minimize", .kind = CLI_FLAG, .dest = &o.minimize, .help = "find the smallest packing and prove it optimal"},
+        {.name = "--algorithm", .kind = CLI_PARSE, .dest = &o.algo, .parse = cli_pack_algo, .raw = &algo_text,
+         .arg = "NAME",
+         .help = "greedy  TFLite's greedy by size (largest first, best fit)\n"
+                 "best    hbm's heuristic: skyline search, greedy orders, short\n"
+                 "        exact probes, within a fixed budget of counted work\n"
+                 "        (about 9 ms; the default without --capacity/--minimize)\n"
+                 "exact   branch-and-bound over canonical packings, racing the\n"
+                 "        same search over bundles of buffers that share a\n"
+                 "        lifetime (default with --capacity or --minimize)\n"
+                 "xla, xla-spatial, xla-temporal: XLA's heap simulator"},
+        {.name = "--timeout", .kind = CLI_REAL, .dest = &o.timeout_s, .lo = 0, .hi = 1000000000, .arg = "SECONDS",
+         .expect = "expected seconds > 0",
+         .help = "wall-clock limit: stop the search, report the best packing and\n"
+                 "the best bound proven so far (best: its budget). Time-dependent:\n"
+                 "the answer may change with the machine's speed and load.\n"
+                 "Without it the same input gives the same answer on every run."},
+        {.name = "--alignment", .kind = CLI_SIZE, .dest = &o.alignment, .arg = "BYTES",
+         .help = "alignment for buffers without their own"},
+        {.name = "--output", .kind = CLI_STR, .dest = &output, .arg = "OUT.csv",
+         .help = "write the packed buffers ('-' = stdout)"},
+        {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "print the result as JSON"},
+        CLI_OPT_WIDTH(&width),
+    };
+    const cli_command cmd = {
+        .name = "pack",
+        .args = "FILE.csv",
+        .max_args = 1,
+        .about = "Give every buffer an offset so that no two buffers alive at the same time overlap\n"
+                 "(static memory packing, the problem XLA's and TFLite's planners solve greedily and\n"
+                 "MiniMalloc solves exactly). Input is MiniMalloc's CSV: a header 'id,lower,upper,size'\n"
+                 "(or begin/end for lower/upper; an optional alignment column), one buffer per line,\n"
+                 "living over [lower, upper). The output CSV adds an 'offset' column.\n"
+                 "\n"
+                 "The lower bound is the most bytes live at any one time: no packing can be smaller.\n"
+                 "Every packing printed has been verified (no overlap in time and space, alignment).",
+        .opts = opts,
+        .nopts = CLI_N(opts),
+        .exits = "Exit status: 0 a packing was found (within the capacity), 1 none (proven, or not\n"
+                 "found within the budget), 2 bad usage or input. A progress line goes to stderr when\n"
+                 "a search runs long on a terminal.",
+        .examples = "Examples:\n"
+                    "  hbm pack problem.csv                          # heuristic, vs the lower bound\n"
+                    "  hbm pack problem.csv --capacity 1048576 --output solved.csv\n"
+                    "  hbm pack problem.csv --minimize --timeout 60",
+    };
+    cli_args args;
+    int rc = cli_parse(&cmd, argc, argv, &args);
+    if (rc >= 0) return rc;
+    const char *file = args.pos[0];
+    int algo_set = algo_text != NULL;
     if (o.minimize && o.capacity) return cli_usage_error("pack", "--capacity and --minimize exclude each other");
     if (!algo_set) o.algo = (o.capacity || o.minimize) ? HBM_PACK_EXACT : HBM_PACK_BEST;
     if (o.minimize && o.algo != HBM_PACK_EXACT)
@@ -186,7 +152,7 @@ int cmd_pack(int argc, char **argv) {
             sum = to;
         }
     }
-    int rc = r.feasible ? 0 : 1;
+    rc = r.feasible ? 0 : 1;
     if (r.feasible && output) {
         hbm_output out; /* written whole or not at all */
         if ((s = hbm_output_open(&out, output))) rc = cli_fail("pack", s);

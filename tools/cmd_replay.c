@@ -5,100 +5,112 @@
 
 #include "cli.h"
 
-static void replay_help(FILE *f) {
-    fprintf(f,
-            "Usage: hbm replay TRACE [--allocators bfc,platform,...] [--config 'key=value,...']...\n"
-            "                  [--device sim:SIZE | --device NAME] [--fraction F] [--json]\n"
-            "                  [--device-index N]\n"
-            "       hbm replay SNAPSHOT --suggest [--device D] [--json]\n"
-            "\n"
-            "Replay every alloc and free of TRACE against each allocator configuration on a\n"
-            "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
-            "raw device calls, and the first allocation that would fail (event index, time and\n"
-            "the allocator's OOM report). The optimal packing bound (most bytes ever live at\n"
-            "once) shows how far each allocator is from the best possible.\n"
-            "\n"
-            "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, a PyTorch memory\n"
-            "snapshot (pickle or JSON) or an HLO module; the format is recognized from the\n"
-            "content. A snapshot's replay starts from the blocks and segments that were live\n"
-            "when its history began (rebuilt from its segments).\n"
-            "Each allocation and free goes to the stream the trace recorded, and recorded stream\n"
-            "synchronizations are replayed, so cuda_async reuses memory across streams as it did.\n"
-            "\n"
-            "Options:\n"
-            "  --allocators LIST   policies to compare (default bfc,platform; also cuda_async,\n"
-            "                      vmm), each opened as allocator=NAME plus --fraction when given\n"
-            "  --config STR        a full configuration to compare (repeatable), e.g.\n"
-            "                      'allocator=bfc,preallocate=false'\n"
-            "  --device D          sim:SIZE (e.g. sim:80GiB) or a device name from\n"
-            "                      'hbm devices' (h100, a100-40gb, ...; default: the traced\n"
-            "                      device's capacity, else sim:80GiB)\n"
-            "  --fraction F        memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)\n"
-            "  --json              one JSON object with every result\n"
-            "  --device-index N    device N (cuda:N) of a snapshot (default: the one with an\n"
-            "                      OOM, else the largest peak; the device replayed is named)\n"
-            "                      (allocator=torch on a snapshot: with the settings it was recorded\n"
-            "                      with, its allocator_settings)\n"
-            "  --suggest           (PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
-            "                      that avoids the OOM on the device (default: the trace's capacity,\n"
-            "                      else the history's peak reserved), or by how much it is over;\n"
-            "                      allocator=torch replays PyTorch's caching allocator (docs/allocators.md)\n"
-            "\n"
-            "Example:\n"
-            "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
-            "  hbm replay run.hbmt --allocators bfc,platform --device h100 --fraction .9\n");
+/* The configurations to compare: the --config ones, then one per --allocators name (with
+ * --fraction), each checked before the trace is read. 0, or 2 after the message. */
+static int configurations(const cli_list *configs, const char *allocators, const char *fraction, char list[][300],
+                          int *n) {
+    *n = 0;
+    for (int i = 0; i < configs->n; i++) {
+        hbm_config c;
+        hbm_config_default(&c);
+        if (!*configs->v[i]) return cli_bad_value("replay", "--config", "", "an empty configuration");
+        if (hbm_config_apply(&c, configs->v[i])) return cli_bad_value("replay", "--config", configs->v[i], hbm_last_error());
+        if (strlen(configs->v[i]) >= 300) return cli_bad_value("replay", "--config", configs->v[i], "longer than 299 characters");
+        snprintf(list[(*n)++], 300, "%s", configs->v[i]);
+    }
+    if (!allocators && configs->n) return 0;
+    const char *p = allocators ? allocators : "bfc,platform";
+    if (!p[strspn(p, ", ")]) {
+        return cli_bad_value("replay", "--allocators", allocators, "no allocator named (e.g. bfc,platform,cuda_async,vmm,torch)");
+    }
+    while (*p) {
+        size_t k = strcspn(p, ",");
+        if (k) {
+            if (*n >= CLI_LIST_MAX) return cli_usage_error("replay", "at most %d configurations", CLI_LIST_MAX);
+            snprintf(list[*n], 300, "allocator=%.*s%s%s", (int)k, p, fraction ? ",fraction=" : "", fraction ? fraction : "");
+            hbm_config c;
+            hbm_config_default(&c);
+            int name = strcspn(p, "=:") >= k; /* one name, not settings */
+            if (!name) return cli_bad_value("replay", "--allocators", allocators, "expected allocator names (settings go in --config)");
+            if (hbm_config_apply(&c, list[*n])) return cli_bad_value("replay", "--allocators", NULL, hbm_last_error());
+            (*n)++;
+        }
+        p += k + (p[k] == ',');
+    }
+    return 0;
 }
 
 int cmd_replay(int argc, char **argv) {
-    const char *path = NULL, *allocators = NULL, *device = NULL, *fraction = NULL;
-    const char *configs[32];
-    int nconfigs = 0, json = 0, suggest = 0;
-    int device_index = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is(a, "-h", "--help")) {
-            replay_help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--device-index") && i + 1 < argc) {
-            if (cli_parse_int(argv[++i], 0, 4096, &device_index))
-                return cli_usage_error("replay", "--device-index %s: expected 0 to 4096", argv[i]);
-        } else if (!strcmp(a, "--suggest")) {
-            suggest = 1;
-        } else if ((!strcmp(a, "--allocators") || !strcmp(a, "--device") || !strcmp(a, "--fraction") ||
-                    !strcmp(a, "--config")) && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (!strcmp(a, "--allocators")) allocators = v;
-            else if (!strcmp(a, "--device")) device = v;
-            else if (!strcmp(a, "--fraction")) fraction = v;
-            else if (nconfigs < 32) configs[nconfigs++] = v;
-            else return cli_usage_error("replay", "at most 32 --config options");
-        } else if (a[0] == '-') {
-            return cli_usage_error("replay", "unknown option '%s'", a);
-        } else if (!path) {
-            path = a;
-        } else {
-            return cli_usage_error("replay", "one trace at a time ('%s' and '%s')", path, a);
-        }
-    }
-    if (!path) return cli_usage_error("replay", "missing the TRACE file");
-    if (fraction) {
-        char *end;
-        double f = strtod(fraction, &end);
-        if (*end || !(f > 0 && f <= 1)) return cli_usage_error("replay", "--fraction %s: expected a number in (0, 1]", fraction);
-    }
+    const char *allocators = NULL, *device = NULL, *fraction = NULL;
+    cli_list configs = {.n = 0};
+    int json = 0, suggest = 0, device_index = -1;
+    double fraction_value = 0;
+    const cli_opt opts[] = {
+        {.name = "--allocators", .kind = CLI_STR, .dest = &allocators, .arg = "LIST",
+         .help = "policies to compare (default bfc,platform; also cuda_async, vmm,\n"
+                 "torch), each opened as allocator=NAME plus --fraction when given"},
+        {.name = "--config", .kind = CLI_LIST, .dest = &configs, .arg = "STR",
+         .help = "a full configuration to compare (repeatable), e.g.\n"
+                 "'allocator=bfc,preallocate=false' ('hbm config --help' lists the keys)"},
+        {.name = "--device", .kind = CLI_STR, .dest = &device, .arg = "D",
+         .help = "sim:SIZE (e.g. sim:80GiB) or a device name from 'hbm devices'\n"
+                 "(h100, a100-40gb, ...; default: the traced device's capacity,\n"
+                 "else sim:80GiB)"},
+        {.name = "--fraction", .kind = CLI_REAL, .dest = &fraction_value, .raw = &fraction, .lo = 0, .hi = 1,
+         .arg = "F", .help = "memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)"},
+        {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "one JSON object with every result"},
+        {.name = "--device-index", .kind = CLI_INT, .dest = &device_index, .lo = 0, .hi = 4096, .arg = "N",
+         .help = "device N (cuda:N) of a snapshot (default: the one with an OOM, else\n"
+                 "the largest peak; the device replayed is named)"},
+        {.name = "--suggest", .kind = CLI_FLAG, .dest = &suggest,
+         .help = "(PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
+                 "that avoids the OOM on the device (default: the trace's capacity,\n"
+                 "else the history's peak reserved), or by how much it is over"},
+    };
+    const cli_command cmd = {
+        .name = "replay",
+        .args = "TRACE",
+        .max_args = 1,
+        .usage = "       hbm replay SNAPSHOT --suggest [--device D] [--json]",
+        .about = "Replay every alloc and free of TRACE against each allocator configuration on a\n"
+                 "simulated device and compare: peak in use, peak reserved, fragmentation at the peak,\n"
+                 "raw device calls, and the first allocation that would fail (event index, time and\n"
+                 "the allocator's OOM report). The optimal packing bound (most bytes ever live at\n"
+                 "once) shows how far each allocator is from the best possible.\n"
+                 "\n"
+                 "TRACE is an hbm trace (trace=PATH / HBM_TRACE), an RMM log CSV, a PyTorch memory\n"
+                 "snapshot (pickle or JSON) or an HLO module; the format is recognized from the\n"
+                 "content. A snapshot's replay starts from the blocks and segments that were live\n"
+                 "when its history began (rebuilt from its segments).\n"
+                 "Each allocation and free goes to the stream the trace recorded, and recorded stream\n"
+                 "synchronizations are replayed, so cuda_async reuses memory across streams as it did.\n"
+                 "allocator=torch replays PyTorch's caching allocator (docs/allocators.md); on a\n"
+                 "snapshot, with the settings it was recorded with (its allocator_settings).",
+        .opts = opts,
+        .nopts = CLI_N(opts),
+        .exits = "Exit status: 0 the trace ran to its end under every configuration, 1 one of them\n"
+                 "ran out of memory (the table says which; --suggest: no setting avoids the OOM),\n"
+                 "2 bad usage or input: a bad --device, --config or --allocators is found before\n"
+                 "the trace is read.",
+        .examples = "Example:\n"
+                    "  hbm run --trace run.hbmt -- python train.py # record (or HBM_TRACE=, or a snapshot)\n"
+                    "  hbm replay run.hbmt --allocators bfc,platform --device h100 --fraction .9",
+    };
+    cli_args args;
+    int rc = cli_parse(&cmd, argc, argv, &args);
+    if (rc >= 0) return rc;
+    const char *path = args.pos[0];
+    /* everything that can be checked before the trace is read, is */
+    char spec[160];
+    if (device && (rc = cli_device_arg("replay", device, spec, sizeof spec))) return rc;
+    char list[CLI_LIST_MAX][300];
+    int n = 0;
+    if (!suggest && (rc = configurations(&configs, allocators, fraction, list, &n))) return rc;
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(path, device_index, &t);
     if (s) return cli_fail("replay", s);
     if (!json && (t->n_others || device_index >= 0))
         fprintf(stderr, "hbm replay: device %s of %s (--device-index picks another)\n", t->device, path);
-    char spec[160];
-    if (device && (s = hbm_replay_device_spec(device, spec, sizeof spec))) {
-        hbm_trace_free(t);
-        fprintf(stderr, "hbm replay: --device: %s\n", hbm_last_error());
-        return 2;
-    }
     if (suggest) { /* exit 1 when no setting avoids the OOM, as a negative verdict */
         hbm_torch_suggestion sg;
         s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
@@ -106,24 +118,13 @@ int cmd_replay(int argc, char **argv) {
         hbm_trace_free(t);
         return s ? cli_fail("replay", s) : sg.best < 0;
     }
-    /* the configurations: --config ones, then one per --allocators name */
-    char list[32][300];
-    int n = 0;
-    for (int i = 0; i < nconfigs; i++) snprintf(list[n++], sizeof list[0], "%s", configs[i]);
-    if (allocators || !nconfigs) {
-        const char *p = allocators ? allocators : "bfc,platform";
-        while (*p && n < 32) {
-            size_t k = strcspn(p, ",");
-            if (k) {
-                /* allocator=torch on a snapshot: under the settings it was recorded with */
-                int rec = k == 5 && !strncmp(p, "torch", 5) && t->torch_settings[0];
-                snprintf(list[n], sizeof list[0], "allocator=%.*s%s%s%s%s", (int)k, p, rec ? "," : "",
-                         rec ? t->torch_settings : "", fraction ? ",fraction=" : "", fraction ? fraction : "");
-                n++;
-            }
-            p += k + (p[k] == ',');
+    /* allocator=torch on a snapshot: under the settings it was recorded with */
+    for (int i = configs.n; i < n && t->torch_settings[0]; i++)
+        if (!strncmp(list[i], "allocator=torch", 15) && (!list[i][15] || list[i][15] == ',')) {
+            char with[300];
+            if (snprintf(with, sizeof with, "allocator=torch,%s%s", t->torch_settings, list[i] + 15) < (int)sizeof with)
+                memcpy(list[i], with, sizeof with);
         }
-    }
     const char *cfgs[32];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];
     int failed = 0, torch = 0;

@@ -11,43 +11,6 @@
 
 #include "cli.h"
 
-static void help(FILE *f) {
-    fprintf(f,
-            "Usage: hbm run [--trace FILE] [--limit SIZE] [--quiet] -- COMMAND [ARGS...]\n"
-            "\n"
-            "Runs COMMAND unmodified with hbm's interposer (libhbm_preload.so in LD_PRELOAD), which\n"
-            "sees every device allocation the program makes through the CUDA runtime (cudaMalloc,\n"
-            "cudaFree, cudaMallocAsync, cudaFreeAsync) or driver (cuMemAlloc, cuMemFree,\n"
-            "cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync, also when found through\n"
-            "dlsym or cuGetProcAddress, as PyTorch and JAX do), and the stream and device\n"
-            "synchronizations that make stream-ordered frees reusable. At exit it prints a\n"
-            "summary: allocations, frees, peak bytes in use (or that no CUDA allocation was seen).\n"
-            "\n"
-            "Options:\n"
-            "  --trace FILE   record every alloc, free, failed alloc and synchronization as an hbm\n"
-            "                 trace (time, address, size, stream, thread, the API as the tag's\n"
-            "                 label), readable by hbm view / replay / export; written as the\n"
-            "                 program runs (under a temporary name, renamed to FILE when the program\n"
-            "                 ends: an existing FILE is kept until then, and when nothing is\n"
-            "                 recorded), so a crash loses at most the last 4096 events. A second\n"
-            "                 process of the run that allocates writes FILE.<pid>\n"
-            "  --limit SIZE   refuse allocations that would take the program past SIZE bytes in use\n"
-            "                 (e.g. 20GiB, 24GB = 24 x 10^9); a refused one returns the out-of-memory\n"
-            "                 error and prints the limit, the --limit that would let it through and\n"
-            "                 hbm's OOM report with the live allocations\n"
-            "  --quiet        no summary at exit\n"
-            "  -h, --help     this text\n"
-            "\n"
-            "The library is found next to the hbm binary, in ../lib, or at $HBM_PRELOAD_LIB.\n"
-            "The exit status is COMMAND's (128+N if it died of signal N; 127 if it cannot start;\n"
-            "2 for bad usage before it starts).\n"
-            "\n"
-            "Examples:\n"
-            "  hbm run --trace jax.hbmt -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
-            "  hbm view jax.hbmt;  hbm replay jax.hbmt --allocators bfc,cuda_async,vmm\n"
-            "  hbm run --limit 20GiB -- python train.py     # would it fit on a 24 GB card?\n");
-}
-
 static int find_preload(char *out, size_t n) {
     const char *env = getenv("HBM_PRELOAD_LIB");
     if (env && *env) {
@@ -84,38 +47,56 @@ static void finish_trace(const char *trace, const char *tmp, int used, int quiet
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *trace = NULL, *limit = NULL;
-    int quiet = 0, i = 1;
-    for (; i < argc; i++) {
-        if (cli_is(argv[i], "-h", "--help")) return help(stdout), 0;
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "--trace") || !strcmp(argv[i], "--limit")) {
-            if (i + 1 >= argc) return cli_usage_error("run", "%s needs a value", argv[i]);
-            *(!strcmp(argv[i], "--trace") ? &trace : &limit) = argv[i + 1];
-            i++;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("run", "unknown argument '%s'", argv[i]);
-        } else {
-            break; /* the command, without "--" */
-        }
-    }
-    if (i >= argc) return cli_usage_error("run", "no command to run (hbm run [OPTIONS] -- COMMAND ...)");
+    const char *trace = NULL;
     uint64_t lim = 0;
-    if (limit) {
-        hbm_status s = hbm_size_parse(limit, &lim);
-        if (s || !lim) return cli_usage_error("run", "--limit %s is not a size > 0 (e.g. 20GiB)", limit);
-    }
+    int quiet = 0;
+    const cli_opt opts[] = {
+        {.name = "--trace", .kind = CLI_STR, .dest = &trace, .arg = "FILE",
+         .help = "record every alloc, free, failed alloc and synchronization as an hbm\n"
+                 "trace (time, address, size, stream, thread, the API as the tag's\n"
+                 "label), readable by hbm view / replay / export; written as the\n"
+                 "program runs (under a temporary name, renamed to FILE when the program\n"
+                 "ends: an existing FILE is kept until then, and when nothing is\n"
+                 "recorded), so a crash loses at most the last 4096 events. A second\n"
+                 "process of the run that allocates writes FILE.<pid>"},
+        {.name = "--limit", .kind = CLI_SIZE, .dest = &lim, .arg = "SIZE",
+         .help = "refuse allocations that would take the program past SIZE bytes in use\n"
+                 "(e.g. 20GiB, 24GB = 24 x 10^9); a refused one returns the out-of-memory\n"
+                 "error and prints the limit, the --limit that would let it through and\n"
+                 "hbm's OOM report with the live allocations"},
+        {.name = "--quiet", .kind = CLI_FLAG, .dest = &quiet, .help = "no summary at exit"},
+    };
+    const cli_command cmd = {
+        .name = "run",
+        .args = "-- COMMAND [ARGS...]",
+        .rest = 1,
+        .about = "Runs COMMAND unmodified with hbm's interposer (libhbm_preload.so in LD_PRELOAD), which\n"
+                 "sees every device allocation the program makes through the CUDA runtime (cudaMalloc,\n"
+                 "cudaFree, cudaMallocAsync, cudaFreeAsync) or driver (cuMemAlloc, cuMemFree,\n"
+                 "cuMemAllocAsync, cuMemFreeAsync, cuMemAllocFromPoolAsync, also when found through\n"
+                 "dlsym or cuGetProcAddress, as PyTorch and JAX do), and the stream and device\n"
+                 "synchronizations that make stream-ordered frees reusable. At exit it prints a\n"
+                 "summary: allocations, frees, peak bytes in use (or that no CUDA allocation was seen).\n"
+                 "The library is found next to the hbm binary, in ../lib, or at $HBM_PRELOAD_LIB.",
+        .opts = opts,
+        .nopts = CLI_N(opts),
+        .exits = "Exit status: COMMAND's (128+N if it died of signal N; 127 if it cannot start;\n"
+                 "2 for bad usage, or no libhbm_preload.so, before it starts).",
+        .examples = "Examples:\n"
+                    "  hbm run --trace jax.hbmt -- env XLA_PYTHON_CLIENT_ALLOCATOR=platform python train.py\n"
+                    "  hbm view jax.hbmt;  hbm replay jax.hbmt --allocators bfc,cuda_async,vmm\n"
+                    "  hbm run --limit 20GiB -- python train.py     # would it fit on a 24 GB card?",
+    };
+    cli_args args;
+    int rc = cli_parse(&cmd, argc, argv, &args);
+    if (rc >= 0) return rc;
+    int i = args.first;
     char abs[PATH_MAX];
     if (trace && trace[0] != '/') { /* the program may change directory before it allocates */
         char cwd[PATH_MAX];
         if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, trace) >= (int)sizeof abs) {
             fprintf(stderr, "hbm run: --trace %s: cannot make the path absolute\n", trace);
-            return 1;
+            return 2;
         }
         trace = abs;
     }
@@ -140,7 +121,7 @@ int cmd_run(int argc, char **argv) {
     char lib[PATH_MAX];
     if (!find_preload(lib, sizeof lib)) {
         fprintf(stderr, "hbm run: cannot find libhbm_preload.so next to hbm, in ../lib, or at $HBM_PRELOAD_LIB\n");
-        return 1;
+        return 2; /* before COMMAND starts */
     }
     const char *old = getenv("LD_PRELOAD");
     size_t need = strlen(lib) + (old ? strlen(old) + 2 : 1);

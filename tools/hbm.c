@@ -1,96 +1,11 @@
 /* hbm.c - the command-line tool: dispatch only; every subcommand lives in cmd_*.c and
  * all logic in libhbm. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "cli.h"
-
-int cli_fail(const char *cmd, hbm_status s) {
-    const char *e = hbm_last_error();
-    fprintf(stderr, "hbm %s: %s%s%s\n", cmd, hbm_status_str(s), *e ? ": " : "", e);
-    /* out of device memory and infeasible are answers (1); anything else is trouble with
-     * the input or the output (2) */
-    return s == HBM_ERR_OOM || s == HBM_ERR_INFEASIBLE ? 1 : 2;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "hbm %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'hbm %s --help'.\n", cmd);
-    return 2;
-}
-
-int cli_output_done(const char *cmd, hbm_output *o, hbm_status s) {
-    if (s) hbm_output_abort(o);
-    else s = hbm_output_commit(o);
-    if (!s) return 0;
-    const char *e = hbm_last_error();
-    if (!strcmp(o->path, "-"))
-        fprintf(stderr, "hbm %s: error writing standard output: %s\n", cmd, *e ? e : hbm_status_str(s));
-    else
-        fprintf(stderr, "hbm %s: cannot write %s (an existing file is left as it was): %s\n", cmd, o->path,
-                *e ? e : hbm_status_str(s));
-    return 2;
-}
-
-int cli_width_arg(const char *cmd, int argc, char **argv, int *i, size_t *width) {
-    if (*i + 1 >= argc) return cli_usage_error(cmd, "--width needs a value");
-    const char *v = argv[++*i];
-    char *end;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (!isdigit((unsigned char)*v) || *end || errno || (n && n < 40) || n > 100000)
-        return cli_usage_error(cmd, "--width '%s': expected columns, 40 or more (0: no limit)", v);
-    *width = n;
-    return 0;
-}
-
-/* the column after the first k bytes of a line (tabs to the next multiple of 8) */
-static size_t columns(const char *s, size_t k) {
-    size_t c = 0;
-    for (size_t i = 0; i < k; i++) c = s[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
-    return c;
-}
-
-int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
-    size_t at = 0;
-    while (at < len) {
-        const char *line = text + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) : len - at;
-        at += n + (nl ? 1 : 0);
-        if (!width || columns(line, n) <= width) {
-            fwrite(line, 1, n, f);
-        } else {
-            /* keep a third of the room at the start, the rest at the end */
-            size_t room = width - 3, head = 0, tail = 0;
-            while (head < n && columns(line, head + 1) <= room / 3) head++;
-            while (tail < n - head && columns(line, head) + 3 + (tail + 1) <= width) tail++;
-            fwrite(line, 1, head, f);
-            fputs("...", f);
-            fwrite(line + n - tail, 1, tail, f);
-        }
-        if (nl) fputc('\n', f);
-    }
-    return ferror(f) ? -1 : 0;
-}
-
-int cli_parse_int(const char *s, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-int cli_is(const char *arg, const char *a, const char *b) { return !strcmp(arg, a) || (b && !strcmp(arg, b)); }
 
 /* Every command's writes to stdout are checked here, once, at the end: a full disk,
  * a closed pipe or /dev/full is an error with a message, never a silent exit 0. */
@@ -133,9 +48,11 @@ static void usage(FILE *f) {
             "  -h, --help     this text\n"
             "  --version      the version of hbm\n"
             "\n"
+            "An option's value follows it (--top 5) or an '=' (--top=5); '--' ends the options.\n"
+            "\n"
             "Exit status (every command): 0 success (it fits, it completed), 1 a negative verdict\n"
-            "(it does not fit, an OOM found), 2 bad usage or input, or output that could not\n"
-            "be written (stdout is checked; output files are written whole or not at all).\n"
+            "(it does not fit, an OOM found), 2 bad usage or input (found before any work), or output\n"
+            "that could not be written (stdout is checked; output files are written whole or not at all).\n"
             "\n"
             "Sizes (--capacity, --limit, sim:SIZE, HBM_LIMIT): a byte count, or IEC units, powers\n"
             "of 1024 (KiB, MiB, GiB, TiB; a bare K, M, G, T too), or SI units, powers of 1000 (KB,\n"

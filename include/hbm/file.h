@@ -8,7 +8,9 @@
  *
  * A file is written to a temporary name in the same folder and renamed over the
  * destination once every write, the flush and the close succeeded: on any failure (a full
- * disk, ulimit -f, a crash) an existing file is left as it was and the temporary removed. */
+ * disk, ulimit -f, a crash) an existing file is left as it was and the temporary removed.
+ * A destination that exists and is not a regular file (/dev/null, a FIFO) is written in
+ * place. */
 #ifndef HBM_FILE_H
 #define HBM_FILE_H
 
@@ -23,7 +25,7 @@ extern "C" {
 typedef struct hbm_output {
     FILE *f;          /* write here */
     char path[4096];  /* the destination; "-" = standard output */
-    char tmp[4200];   /* the temporary next to it; "" for standard output */
+    char tmp[4200];   /* the temporary next to it; "" for standard output or in place */
 } hbm_output;
 
 /* Create the temporary (mode 0666 less the umask) or take stdout for "-". */

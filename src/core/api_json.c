@@ -283,7 +283,9 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     if (hbm_replay_bounds_get(t, 0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
     s = hbm_replay_write(t, spec, res, n, &b, f, json);
     for (size_t i = 0; i < n; i++) {
-        if (failed && res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) *failed = 1;
+        /* as documented: a configuration that could not run, or ran out of memory */
+        if (failed && ((res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) || res[i].first_oom_event >= 0))
+            *failed = 1;
         hbm_replay_result_release(&res[i]);
     }
     hbmi_free(res);

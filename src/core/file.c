@@ -102,8 +102,15 @@ hbm_status hbm_output_open(hbm_output *o, const char *path) {
         return HBM_OK;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return hbmi_error(HBM_ERR_IO, "cannot write %s: it is a directory", path);
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return hbmi_error(HBM_ERR_IO, "cannot write %s: it is a directory", path);
+    if (exists && !S_ISREG(st.st_mode)) {
+        /* a device (/dev/null, /dev/stdout), a FIFO or a socket: written in place, never
+         * replaced by a renamed regular file (which would take /dev/null's place) */
+        o->f = fopen(path, "wb");
+        if (!o->f) return hbmi_error(HBM_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return HBM_OK;
+    }
     static unsigned counter;
     for (int attempt = 0; attempt < 100; attempt++) {
         snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
@@ -144,11 +151,13 @@ hbm_status hbm_output_commit(hbm_output *o) {
         e = errno;
     }
     o->f = NULL;
-    if (!bad && rename(o->tmp, o->path) == 0) {
+    if (!bad && !o->tmp[0]) return HBM_OK; /* written in place (not a regular file) */
+    if (!bad && o->tmp[0] && rename(o->tmp, o->path) == 0) {
         o->tmp[0] = 0;
         return HBM_OK;
     }
     if (!bad) e = errno;
+    if (!o->tmp[0]) return hbmi_error(HBM_ERR_IO, "error writing %s: %s", o->path, e ? strerror(e) : "write failed");
     unlink(o->tmp);
     o->tmp[0] = 0;
     return hbmi_error(HBM_ERR_IO, "error writing %s (left as it was): %s", o->path, e ? strerror(e) : "write failed");

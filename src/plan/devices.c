@@ -62,7 +62,7 @@ const hbm_device_model *hbm_device_model_find(const char *name) {
         if (hbmi_streq_ci(models[i].name, name) || alias_match(models[i].aliases, name)) return &models[i];
     hbmi_error(HBM_ERR_INVALID,
                "device '%s' is not known; 'hbm devices' lists them (e.g. H100-80GB, A100-40GB, V100-16GB, "
-               "TPU-v5e), or give --capacity SIZE",
+               "TPU-v5e)",
                name);
     return NULL;
 }

@@ -191,7 +191,7 @@ hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *c
     return hbm_replay_many(t, device_spec, &config, 1, r);
 }
 
-/* --device: sim:SIZE, or a device name from the planner's table (hbm devices), simulated
+/* sim:SIZE, or a device name from the planner's table (hbm devices), simulated
  * with that device's capacity. */
 hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
     if (!name || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_device_spec: NULL argument");
@@ -200,7 +200,8 @@ hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
         return HBM_OK;
     }
     const hbm_device_model *m = hbm_device_model_find(name);
-    if (!m) return hbmi_error_prefix(HBM_ERR_INVALID, "--device: expected sim:SIZE (e.g. sim:80GiB) or a device name: ");
+    if (!m) /* the model table's message names the device and where the names are listed */
+        return hbmi_error_prefix(HBM_ERR_INVALID, "expected sim:SIZE (e.g. sim:80GiB) or a device name: ");
     snprintf(buf, cap, "sim:%" PRIu64 ",name=%s", m->capacity_bytes, m->name);
     return HBM_OK;
 }
