@@ -10,7 +10,7 @@
 
 #include "trace/trace_internal.h"
 
-static void p_str(hbmi_buf *b, const char *s) {
+void hbmi_pk_str(hbmi_buf *b, const char *s) {
     size_t n = strlen(s ? s : "");
     unsigned char h[5] = {'X'};
     hbmi_put32(h + 1, (uint32_t)n);
@@ -18,7 +18,7 @@ static void p_str(hbmi_buf *b, const char *s) {
     hbmi_buf_put(b, s ? s : "", n);
 }
 
-static void p_int(hbmi_buf *b, int64_t v) {
+void hbmi_pk_int(hbmi_buf *b, int64_t v) {
     if (v >= INT32_MIN && v <= INT32_MAX) {
         unsigned char h[5] = {'J'};
         hbmi_put32(h + 1, (uint32_t)(int32_t)v);
@@ -34,9 +34,9 @@ static void p_int(hbmi_buf *b, int64_t v) {
     hbmi_buf_put(b, h, 2 + (size_t)n);
 }
 
-static void p_uint(hbmi_buf *b, uint64_t v) {
+void hbmi_pk_uint(hbmi_buf *b, uint64_t v) {
     if (v <= INT64_MAX) {
-        p_int(b, (int64_t)v);
+        hbmi_pk_int(b, (int64_t)v);
         return;
     }
     unsigned char h[11] = {0x8a, 9};
@@ -46,15 +46,15 @@ static void p_uint(hbmi_buf *b, uint64_t v) {
 }
 
 static void kv_str(hbmi_buf *b, const char *k, const char *v) {
-    p_str(b, k);
-    p_str(b, v);
+    hbmi_pk_str(b, k);
+    hbmi_pk_str(b, v);
 }
 
 static void frame(hbmi_buf *b, const hbm_tag *tg) {
     hbmi_buf_put(b, "}(", 2);
     kv_str(b, "filename", tg->source_file ? tg->source_file : "??");
-    p_str(b, "line");
-    p_int(b, tg->source_line);
+    hbmi_pk_str(b, "line");
+    hbmi_pk_int(b, tg->source_line);
     char name[512];
     snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
              tg->shape ? " " : "", tg->shape ? tg->shape : "");
@@ -93,7 +93,7 @@ static void m_str(hbmi_buf *b, memo *m, const char *s) {
             }
             return;
         }
-    p_str(b, s);
+    hbmi_pk_str(b, s);
     if (m->nstr == sizeof m->str / sizeof m->str[0]) return;
     unsigned char op[5] = {'r'}; /* LONG_BINPUT */
     hbmi_put32(op + 1, m->next);
@@ -104,7 +104,7 @@ static void m_str(hbmi_buf *b, memo *m, const char *s) {
 
 static void m_uint(hbmi_buf *b, memo *m, const char *k, uint64_t v) {
     m_str(b, m, k);
-    p_uint(b, v);
+    hbmi_pk_uint(b, v);
 }
 
 /* "frames": the whole stack when the trace keeps one (a snapshot's), else the tag's frame. */
@@ -380,7 +380,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     for (size_t d = 0; d < n; d++)
         if (traces[d]->device_index > maxdev) maxdev = traces[d]->device_index;
     hbmi_buf_put(&b, "\x80\x02}(", 4); /* PROTO 2, EMPTY_DICT, MARK */
-    p_str(&b, "device_traces");
+    hbmi_pk_str(&b, "device_traces");
     hbmi_buf_put(&b, "](", 2); /* one list per device index, in order */
     for (int dv = 0; dv <= maxdev && !s; dv++) {
         const hbm_trace *t = NULL;
@@ -394,7 +394,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         s = put_history(&b, &m, t, addressed);
     }
     hbmi_buf_byte(&b, 'e');
-    p_str(&b, "segments");
+    hbmi_pk_str(&b, "segments");
     hbmi_buf_put(&b, "](", 2);
     for (size_t d = 0; d < n && !s; d++) {
         const hbm_trace *t = traces[d];

@@ -9,6 +9,21 @@
 #include "core/internal.h"
 #include "trace/pyval.h"
 
+/* The memo, for the indices the pickle reads back only (a snapshot stores every dict and
+ * list it writes, and reads back only the shared ones): a bit per index below nbits, the
+ * values of those set in rank order, and a map for larger indices (explicit ones). */
+typedef struct memo {
+    uint64_t *bits;
+    uint32_t *rank; /* set bits before each word */
+    size_t nwords, nbits;
+    hbmi_pv **val;
+    hbmi_map far; /* index -> value + 1 (0: read back, not stored yet) */
+    struct {
+        size_t idx; /* + 1; 0: empty */
+        hbmi_pv *v;
+    } recent[1024]; /* the last values read back, by index (a snapshot reads its frames again and again) */
+} memo;
+
 typedef struct pk {
     const unsigned char *p;
     size_t len, off;
@@ -18,7 +33,7 @@ typedef struct pk {
     size_t sn, scap;
     size_t *marks;
     size_t mn, mcap;
-    hbmi_map memo;   /* index -> value, only for the indices the pickle reads back */
+    memo memo;
     size_t memo_top; /* highest index stored + 1 */
 } pk;
 
@@ -28,15 +43,21 @@ static hbm_status perr(pk *k, size_t at, const char *what) {
 
 static hbm_status nomem(void) { return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading a pickle"); }
 
-static hbm_status push(pk *k, hbmi_pv *v) {
-    if (!v || hbmi_grow((void **)&k->stack, &k->scap, k->sn + 1, sizeof *k->stack)) return nomem();
+static inline hbm_status push(pk *k, hbmi_pv *v) {
+    if (!v || (k->sn == k->scap && hbmi_grow((void **)&k->stack, &k->scap, k->sn + 1, sizeof *k->stack))) return nomem();
     k->stack[k->sn++] = v;
     return HBM_OK;
 }
 
 static int need(pk *k, size_t n) { return k->len - k->off >= n; }
 
-static uint64_t le(const unsigned char *p, int n) {
+static inline uint64_t le(const unsigned char *p, int n) {
+    switch (n) { /* the common widths in one load each (compilers fold the shifts) */
+    case 1: return p[0];
+    case 2: return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+    case 4: return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+    default: break;
+    }
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
     return v;
@@ -68,20 +89,75 @@ static hbm_status pop_mark(pk *k, size_t at, size_t *from) {
     return HBM_OK;
 }
 
-/* Values stored under an index the pickle never reads back are not kept: a snapshot stores
- * every dict and list it writes, and reads back only the shared ones (frames). */
+static inline size_t popcount(uint64_t x) { /* without the CPU's instruction, which x86-64's baseline lacks */
+    x -= (x >> 1) & 0x5555555555555555ull;
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (size_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Where the value of a memo index read back lives; NULL for an index never read back. */
+static inline hbmi_pv **memo_slot(memo *m, size_t idx) {
+    if (idx < m->nbits) {
+        uint64_t w = m->bits[idx / 64], bit = 1ull << (idx % 64);
+        return w & bit ? &m->val[m->rank[idx / 64] + popcount(w & (bit - 1))] : NULL;
+    }
+    return NULL;
+}
+
+/* Values stored under an index the pickle never reads back are not kept. */
 static hbm_status memo_put(pk *k, size_t idx, size_t at) {
     if (!k->sn) return perr(k, at, "memo store with an empty stack");
     if (idx + 1 > k->memo_top) k->memo_top = idx + 1;
-    if (!hbmi_map_get(&k->memo, idx, NULL)) return HBM_OK;
-    hbmi_pv *v = k->stack[k->sn - 1];
+    hbmi_pv *v = k->stack[k->sn - 1], **slot = memo_slot(&k->memo, idx);
+    size_t r = idx % (sizeof k->memo.recent / sizeof k->memo.recent[0]);
+    if (k->memo.recent[r].idx == idx + 1) k->memo.recent[r].v = v; /* stored again: the new value */
+    if (slot) {
+        *slot = v;
+    } else {
+        if (idx < k->memo.nbits || !hbmi_map_get(&k->memo.far, idx, NULL)) return HBM_OK;
+        if (hbmi_map_put(&k->memo.far, idx, (uint64_t)(uintptr_t)v + 1)) return nomem();
+    }
     v->keep = 1; /* shared from now on */
-    return hbmi_map_put(&k->memo, idx, (uint64_t)(uintptr_t)v) ? nomem() : HBM_OK;
+    return HBM_OK;
+}
+
+static hbmi_pv *memo_get(pk *k, size_t idx) {
+    memo *m = &k->memo;
+    size_t r = idx % (sizeof m->recent / sizeof m->recent[0]);
+    if (m->recent[r].idx == idx + 1) return m->recent[r].v;
+    hbmi_pv **slot = memo_slot(m, idx);
+    uint64_t v = 0;
+    if (slot && *slot) m->recent[r].idx = idx + 1, m->recent[r].v = *slot;
+    if (slot) return *slot;
+    return idx >= k->memo.nbits && hbmi_map_get(&k->memo.far, idx, &v) && v ? (hbmi_pv *)(uintptr_t)(v - 1) : NULL;
+}
+
+static void memo_free(memo *m) {
+    hbmi_free(m->bits);
+    hbmi_free(m->rank);
+    hbmi_free(m->val);
+    hbmi_map_destroy(&m->far);
+}
+
+/* A memo index read back: a bit below len (a pickle stores fewer values than its bytes),
+ * the map above. */
+static hbm_status memo_read_back(pk *k, size_t idx) {
+    memo *m = &k->memo;
+    if (idx >= k->len) return hbmi_map_put(&m->far, idx, 0) ? nomem() : HBM_OK;
+    if (idx / 64 >= m->nwords) {
+        size_t old = m->nwords, cap = m->nwords;
+        if (hbmi_grow((void **)&m->bits, &cap, idx / 64 + 1, sizeof *m->bits)) return nomem();
+        memset(m->bits + old, 0, (cap - old) * sizeof *m->bits);
+        m->nwords = cap;
+    }
+    m->bits[idx / 64] |= 1ull << (idx % 64);
+    return HBM_OK;
 }
 
 /* The memo indices the pickle reads back (BINGET, LONG_BINGET): one pass over the opcodes,
  * skipping their arguments. It stops where the data is malformed; the parse reports it. */
-static hbm_status memo_reads(pk *k) {
+static hbm_status memo_scan(pk *k) {
     size_t off = 0, len = k->len;
     const unsigned char *p = k->p;
     while (off < len) {
@@ -98,7 +174,8 @@ static hbm_status memo_reads(pk *k) {
         case 'h': case 'j': {
             size_t n = op == 'h' ? 1 : 4;
             if (len - off < n) return HBM_OK;
-            if (hbmi_map_put(&k->memo, le(p + off, (int)n), 0)) return nomem();
+            hbm_status s = memo_read_back(k, (size_t)le(p + off, (int)n));
+            if (s) return s;
             skip = n;
             break;
         }
@@ -116,6 +193,21 @@ static hbm_status memo_reads(pk *k) {
         off += skip;
     }
     return HBM_OK;
+}
+
+static hbm_status memo_reads(pk *k) {
+    memo *m = &k->memo;
+    hbm_status s = memo_scan(k);
+    if (s) return s;
+    m->nbits = m->nwords * 64;
+    m->rank = hbmi_malloc((m->nwords + 1) * sizeof *m->rank);
+    if (!m->rank) return nomem();
+    size_t n = 0;
+    for (size_t w = 0; w < m->nwords; w++) {
+        m->rank[w] = (uint32_t)n;
+        n += popcount(m->bits[w]);
+    }
+    return (m->val = hbmi_calloc(n + 1, sizeof *m->val)) ? HBM_OK : nomem();
 }
 
 static hbm_status step(pk *k, int *done) {
@@ -208,9 +300,9 @@ static hbm_status step(pk *k, int *done) {
         if (!need(k, w)) return perr(k, at, "memo get without its index");
         size_t idx = (size_t)le(k->p + k->off, (int)w);
         k->off += w;
-        uint64_t v = 0;
-        if (!hbmi_map_get(&k->memo, idx, &v) || !v) return perr(k, at, "memo get of an index never stored");
-        return push(k, (hbmi_pv *)(uintptr_t)v);
+        hbmi_pv *v = memo_get(k, idx);
+        if (!v) return perr(k, at, "memo get of an index never stored");
+        return push(k, v);
     }
     case 's': {
         if (k->sn < 3 || k->stack[k->sn - 3]->type != PV_DICT) return perr(k, at, "SETITEM without a dict, key and value");
@@ -233,6 +325,8 @@ static hbm_status step(pk *k, int *done) {
         hbmi_pv *c = k->stack[from - 1];
         if (op == 'u' ? c->type != PV_DICT || (k->sn - from) % 2 : c->type != PV_LIST)
             return perr(k, at, op == 'u' ? "SETITEMS needs a dict and key/value pairs" : "APPENDS needs a list");
+        if (op == 'u' && hbmi_pv_reserve(c, k->sn - from)) return nomem();
+        if (k->pool->in && k->off >= k->pool->in->next) hbmi_mapped_progress(k->pool->in, k->off);
         for (size_t i = from; i < k->sn; i++)
             if (op == 'u' ? hbmi_pv_push(c, k->stack[i]) : hbmi_pv_list_add(k->pool, c, k->stack[i])) return nomem();
         k->sn = from;
@@ -275,7 +369,7 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     pk k = {.p = data, .len = len, .name = name ? name : "pickle", .pool = pool};
     hbm_status s = HBM_OK;
     int done = 0;
-    hbmi_map_init(&k.memo);
+    hbmi_map_init(&k.memo.far);
     if (!len || data[0] != 0x80) s = perr(&k, 0, "expected PROTO (0x80): not a pickle of protocol 2 or later");
     if (!s) s = memo_reads(&k);
     while (!s && !done) {
@@ -284,12 +378,11 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
             break;
         }
         s = step(&k, &done);
-        if (pool->in && k.off >= pool->in->next) hbmi_mapped_progress(pool->in, k.off);
     }
     if (!s && k.sn != 1) s = perr(&k, k.off - 1, "STOP with other than one value on the stack");
     if (!s) *out = k.stack[0];
     hbmi_free(k.stack);
     hbmi_free(k.marks);
-    hbmi_map_destroy(&k.memo);
+    memo_free(&k.memo);
     return s;
 }

@@ -7,8 +7,15 @@
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
     hbmi_pv *v = p->free_list;
-    if (v) {
-        p->free_list = (hbmi_pv *)v->items;
+    if (v) { /* a value given back: its items array serves again */
+        p->free_list = (hbmi_pv *)(void *)v->s;
+        hbmi_pv **items = v->items;
+        size_t cap = v->cap;
+        memset(v, 0, sizeof *v);
+        v->items = items;
+        v->cap = cap;
+        v->type = (uint8_t)type;
+        return v;
     } else {
         if (!p->nslabs || p->slab_used == HBMI_PV_SLAB) {
             if (hbmi_grow((void **)&p->slabs, &p->slabcap, p->nslabs + 1, sizeof *p->slabs)) return NULL;
@@ -25,9 +32,15 @@ hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
 }
 
 int hbmi_pv_push(hbmi_pv *v, hbmi_pv *item) {
+    v->plain = 0;
     if (v->n == v->cap && hbmi_grow((void **)&v->items, &v->cap, v->n + 1, sizeof *v->items)) return -1;
     v->items[v->n++] = item;
     return 0;
+}
+
+int hbmi_pv_reserve(hbmi_pv *v, size_t n) {
+    v->plain = 0;
+    return n > v->cap - v->n && hbmi_grow((void **)&v->items, &v->cap, v->n + n, sizeof *v->items) ? -1 : 0;
 }
 
 static void pv_release_one(hbmi_pv *v) {
@@ -40,8 +53,11 @@ static void pv_release_one(hbmi_pv *v) {
 void hbmi_pvpool_free(hbmi_pvpool *p) {
     for (size_t i = 0; i < p->nslabs; i++) {
         size_t n = i + 1 == p->nslabs ? p->slab_used : HBMI_PV_SLAB;
-        for (size_t k = 0; k < n; k++)
-            if (p->slabs[i][k].type != PV_FREE_) pv_release_one(&p->slabs[i][k]);
+        for (size_t k = 0; k < n; k++) {
+            hbmi_pv *v = &p->slabs[i][k];
+            if (v->type == PV_FREE_) v->s = NULL; /* the free list's link */
+            pv_release_one(v);
+        }
         hbmi_free(p->slabs[i]);
     }
     hbmi_free(p->slabs);
@@ -65,9 +81,12 @@ static int pv_give_back(hbmi_pvpool *p, hbmi_pv *v) {
             for (size_t i = 0; i < x->n; i++)
                 if (!x->items[i]->keep) p->work[n++] = x->items[i];
         }
-        pv_release_one(x);
+        hbmi_free(x->s);
+        if (x->ev) hbmi_free(x->ev->r);
+        hbmi_free(x->ev);
+        x->ev = NULL;
         x->type = PV_FREE_;
-        x->items = (hbmi_pv **)p->free_list;
+        x->s = (char *)(void *)p->free_list; /* the items array stays, for the next value */
         p->free_list = x;
     }
     return 0;
@@ -243,12 +262,20 @@ static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
 
 /* A trace entry: a dict whose "action" is a str. */
 static int is_entry(const hbmi_pv *d) {
-    const hbmi_pv *a = d->type == PV_DICT ? hbmi_pv_get(d, "action") : NULL;
-    return a && a->type == PV_STR;
+    if (d->type != PV_DICT) return 0;
+    for (size_t i = 0; i + 1 < d->n; i += 2) {
+        const hbmi_pv *k = d->items[i];
+        if (k->type == PV_STR && k->len == 6 && !memcmp(k->s, "action", 6)) return d->items[i + 1]->type == PV_STR;
+    }
+    return 0;
 }
 
 int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item) {
-    if (!p->events || !is_entry(item)) return hbmi_pv_push(list, item);
+    if (!p->events || item->plain) return hbmi_pv_push(list, item);
+    if (!is_entry(item)) {
+        item->plain = item->keep; /* seen again (memo): known */
+        return hbmi_pv_push(list, item);
+    }
     if (to_record(p, list, item)) return -1;
     return pv_give_back(p, item);
 }

@@ -22,6 +22,7 @@ typedef enum hbmi_pvtype { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES,
 typedef struct hbmi_pv {
     uint8_t type; /* hbmi_pvtype */
     uint8_t keep; /* shared (pickle memo, interned string, a kept stack): never returned to the pool */
+    uint8_t plain; /* a shared dict known not to be a trace entry (until its items change) */
     union {
         int64_t i; /* bool, int (values >= 2^63 wrap, as addresses do) */
         double f;
@@ -50,7 +51,7 @@ typedef struct hbmi_pvevs {
 typedef struct hbmi_pvpool {
     hbmi_pv **slabs; /* values are carved from slabs of HBMI_PV_SLAB (one malloc each), */
     size_t nslabs, slabcap, slab_used; /* all full but the last (slab_used values) */
-    hbmi_pv *free_list; /* values given back (linked through items) */
+    hbmi_pv *free_list; /* values given back (linked through s; they keep their items array) */
     int events;         /* streaming: trace entries become records (set before parsing) */
     hbmi_map stacks;    /* stack hash -> index in kept */
     const struct hbmi_pv **kept; /* the distinct stacks (frames lists), kept */
@@ -66,6 +67,8 @@ typedef struct hbmi_pvpool {
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type);
 /* Append to a list/tuple/dict's items; 0 on success. */
 int hbmi_pv_push(hbmi_pv *v, hbmi_pv *item);
+/* Room for n more items; 0 on success. */
+int hbmi_pv_reserve(hbmi_pv *v, size_t n);
 /* Append item to a list: a record when streaming and item is a trace entry, else an item.
  * 0 on success, -1 out of memory. */
 int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item);

@@ -104,6 +104,10 @@ typedef struct hbmi_buf {
 void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
 void hbmi_buf_byte(hbmi_buf *b, unsigned char c);
 void hbmi_buf_free(hbmi_buf *b);
+/* Pickle opcodes (protocol 2) of a str, and of an int in its shortest form. */
+void hbmi_pk_str(hbmi_buf *b, const char *s);
+void hbmi_pk_int(hbmi_buf *b, int64_t v);
+void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
 
 /* Write s as a JSON string literal (quoted, escaped). */
 void hbmi_json_str(FILE *f, const char *s);
