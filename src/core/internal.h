@@ -105,6 +105,11 @@ typedef struct hbmi_mapped {
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
 void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
 void hbmi_unmap_file(hbmi_mapped *m);
+/* Arrays of many megabytes (a snapshot's events, its timeline): as hbmi_grow, in mappings
+ * of their own (huge pages, no copy when they grow) above a few megabytes. An array grown
+ * with hbmi_big_grow is freed with hbmi_big_free and its capacity, and only so. */
+hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem);
+void hbmi_big_free(void *arr, size_t cap, size_t elem);
 /* Case-insensitive equality of ASCII strings. */
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */

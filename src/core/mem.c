@@ -1,5 +1,7 @@
 /* mem.c - host allocations of libhbm's metadata, with a fault injector for tests. */
 #include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +64,46 @@ hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) {
     *arr = p;
     *cap = nc;
     return HBM_OK;
+}
+
+/* Big arrays: below HBMI_BIG bytes on the heap, above in a mapping of their own with
+ * transparent huge pages, grown by mremap. Which one is decided by cap * elem alone, so
+ * grow and free agree without a header. */
+#define HBMI_BIG ((size_t)4 << 20)
+
+static size_t big_bytes(size_t cap, size_t elem) { return (cap * elem + 4095) & ~(size_t)4095; }
+
+hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return HBM_OK;
+    size_t nc = *cap ? *cap : 8;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2 / elem) return hbmi_error(HBM_ERR_NOMEM, "array of %zu elements is too large", need);
+        nc *= 2;
+    }
+    if (nc * elem < HBMI_BIG) return hbmi_grow(arr, cap, need, elem);
+    if (hbmi_should_fail()) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
+    size_t old = *cap * elem, bytes = big_bytes(nc, elem);
+    void *p = MAP_FAILED;
+#ifdef MREMAP_MAYMOVE
+    if (old >= HBMI_BIG) p = mremap(*arr, big_bytes(*cap, elem), bytes, MREMAP_MAYMOVE);
+#endif
+    if (p == MAP_FAILED) {
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
+#ifdef MADV_HUGEPAGE
+        madvise(p, bytes, MADV_HUGEPAGE); /* the whole mapping: mremap keeps it one */
+#endif
+        if (old) memcpy(p, *arr, old);
+        hbmi_big_free(*arr, *cap, elem);
+    }
+    *arr = p;
+    *cap = nc;
+    return HBM_OK;
+}
+
+void hbmi_big_free(void *arr, size_t cap, size_t elem) {
+    if (arr && cap * elem >= HBMI_BIG) munmap(arr, big_bytes(cap, elem));
+    else hbmi_free(arr);
 }
 
 int hbmi_streq_ci(const char *a, const char *b) {

@@ -21,12 +21,12 @@ hbm_status hbm_timeline_new(hbm_timeline **out) {
 void hbm_timeline_free(hbm_timeline *tl) {
     if (!tl) return;
     hbmi_tagtab_free(tl->tags_);
-    hbmi_free(tl->buffers);
+    hbmi_big_free(tl->buffers, tl->cap_, sizeof *tl->buffers);
     hbmi_free(tl);
 }
 
 hbm_status hbm_timeline_reserve(hbm_timeline *tl, size_t n) {
-    return hbmi_grow((void **)&tl->buffers, &tl->cap_, tl->count + n, sizeof *tl->buffers);
+    return hbmi_big_grow((void **)&tl->buffers, &tl->cap_, tl->count + n, sizeof *tl->buffers);
 }
 
 hbm_status hbm_timeline_intern(hbm_timeline *tl, const hbm_tag *tag, uint32_t *tag_out) {

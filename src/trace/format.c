@@ -312,7 +312,7 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     snprintf(r.t->name, sizeof r.t->name, "%s", name);
     snprintf(r.t->source, sizeof r.t->source, "hbm");
     /* reserve for the likely event count up front: records are mostly events */
-    s = hbmi_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / 12 + 1, sizeof *r.t->events);
+    s = hbmi_big_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / 12 + 1, sizeof *r.t->events);
     hbmi_ev_state st = {0, 0};
     /* version 1 had types 1-6, version 2 added 7, version 3 added 8 and 9 */
     unsigned last_event = ver >= 3 ? HBM_EV_SEGMENT_UNMAP : ver == 2 ? HBM_EV_SYNC : HBM_EV_FREE_REQUESTED;

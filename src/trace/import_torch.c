@@ -360,24 +360,16 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     /* pass 2: the history itself, converted in place in its array, after the prelude */
     size_t pre = t->count;
     if (!s && n && d->shared) { /* one list for several devices (pickle memo): a copy each */
-        hbm_trace_event *copy = hbmi_malloc((pre + n) * sizeof *copy);
-        if (!copy) {
-            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-            goto done;
-        }
-        memcpy(copy, t->events, pre * sizeof *copy);
-        memcpy(copy + pre, evs, n * sizeof *copy);
-        hbmi_free(t->events);
-        t->events = copy;
-        t->cap_ = pre + n;
+        if ((s = hbmi_big_grow((void **)&t->events, &t->cap_, pre + n, sizeof *t->events))) goto done;
+        memcpy(t->events + pre, evs, n * sizeof *t->events);
     } else if (!s && n) {
         hbmi_pvevs *h = d->events;
         size_t cap = h->cap;
-        if ((s = hbmi_grow((void **)&h->r, &cap, pre + n, sizeof *h->r))) goto done;
+        if ((s = hbmi_big_grow((void **)&h->r, &cap, pre + n, sizeof *h->r))) goto done;
         h->cap = cap;
         memmove(h->r + pre, h->r, n * sizeof *h->r);
         if (pre) memcpy(h->r, t->events, pre * sizeof *h->r);
-        hbmi_free(t->events);
+        hbmi_big_free(t->events, t->cap_, sizeof *t->events);
         t->events = h->r;
         t->cap_ = h->cap;
         h->r = NULL;

@@ -46,7 +46,7 @@ int hbmi_pv_reserve(hbmi_pv *v, size_t n) {
 static void pv_release_one(hbmi_pv *v) {
     hbmi_free(v->s);
     hbmi_free(v->items);
-    if (v->ev) hbmi_free(v->ev->r);
+    if (v->ev) hbmi_big_free(v->ev->r, v->ev->cap, sizeof *v->ev->r);
     hbmi_free(v->ev);
 }
 
@@ -82,7 +82,7 @@ static int pv_give_back(hbmi_pvpool *p, hbmi_pv *v) {
                 if (!x->items[i]->keep) p->work[n++] = x->items[i];
         }
         hbmi_free(x->s);
-        if (x->ev) hbmi_free(x->ev->r);
+        if (x->ev) hbmi_big_free(x->ev->r, x->ev->cap, sizeof *x->ev->r);
         hbmi_free(x->ev);
         x->ev = NULL;
         x->type = PV_FREE_;
@@ -255,7 +255,7 @@ static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
     }
     if (!list->ev && !(list->ev = hbmi_calloc(1, sizeof *list->ev))) return -1;
     hbmi_pvevs *e = list->ev;
-    if (e->n == e->cap && hbmi_grow((void **)&e->r, &e->cap, e->n + 1, sizeof *e->r)) return -1;
+    if (e->n == e->cap && hbmi_big_grow((void **)&e->r, &e->cap, e->n + 1, sizeof *e->r)) return -1;
     e->r[e->n++] = r;
     return 0;
 }

@@ -36,7 +36,7 @@ void hbm_trace_free(hbm_trace *t) {
     if (!t) return;
     hbm_trace_free_all(t->others, t->n_others);
     hbmi_tagtab_free(t->tags_);
-    hbmi_free(t->events);
+    hbmi_big_free(t->events, t->cap_, sizeof *t->events);
     hbmi_free(t->bt_frames_);
     hbmi_free(t->bt_index_);
     hbmi_free(t);
@@ -50,7 +50,7 @@ void hbm_trace_free_all(hbm_trace **traces, size_t n) {
 
 hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e) {
     if (HBMI_UNLIKELY(t->count == t->cap_)) {
-        hbm_status s = hbmi_grow((void **)&t->events, &t->cap_, t->count + 1, sizeof *t->events);
+        hbm_status s = hbmi_big_grow((void **)&t->events, &t->cap_, t->count + 1, sizeof *t->events);
         if (s) return s;
     }
     t->events[t->count++] = *e;
@@ -178,7 +178,7 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     t->has_time = 0; /* schedule steps, not times */
     hbmi_tl_event *p = NULL;
     s = hbmi_timeline_events(tl, &p);
-    if (!s) s = hbmi_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
+    if (!s) s = hbmi_big_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
     int64_t t0 = tl->count && p ? p[0].t : 0; /* the earliest start */
     for (size_t i = 0; !s && i < 2 * tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[p[i].buf];
