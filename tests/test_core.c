@@ -199,6 +199,30 @@ static void test_output_files(void) {
     rmdir(dir);
 }
 
+/* Big arrays: contents kept across the heap-to-mapping step and mremap growth, every
+ * failure leaves the array as it was. */
+static void test_big_arrays(void) {
+    uint32_t *a = NULL;
+    size_t cap = 0, n = (size_t)3 << 20; /* 12 MiB of uint32: heap, then its own mapping */
+    for (size_t i = 0; i < n; i++) {
+        if (i == cap) CHECK_OK(hbmi_big_grow((void **)&a, &cap, i + 1, sizeof *a));
+        if (test_failures_) return;
+        a[i] = (uint32_t)(i * 2654435761u);
+    }
+    CHECK(cap >= n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += a[i] != (uint32_t)(i * 2654435761u);
+    CHECK_EQ_U64(bad, 0);
+    size_t old = cap;
+    hbm_debug_fail_host_alloc(1);
+    CHECK_STATUS(hbmi_big_grow((void **)&a, &cap, cap + 1, sizeof *a), HBM_ERR_NOMEM);
+    hbm_debug_fail_host_alloc(0);
+    CHECK_EQ_U64(cap, old);
+    CHECK_EQ_U64(a[n - 1], (uint32_t)((n - 1) * 2654435761u));
+    hbmi_big_free(a, cap, sizeof *a);
+    hbmi_big_free(NULL, 0, 1);
+}
+
 int main(void) {
     RUN(test_status);
     RUN(test_size_parse);
@@ -207,5 +231,6 @@ int main(void) {
     RUN(test_tagtab);
     RUN(test_tagtab_faults);
     RUN(test_output_files);
+    RUN(test_big_arrays);
     return test_done();
 }
