@@ -252,6 +252,17 @@ static void test_torch_streaming(void) {
     CHECK_EQ_U64(t->events[1].addr, 64);
     CHECK_EQ_U64(t->events[1].size, 100);
     hbm_trace_free(t);
+    /* the same bytes of memo references ("( j0 e") after index 0 was stored again: the new frame */
+    static const char again_frames[] =
+        "\x80\x02}(X\x0d\x00\x00\x00" "device_traces]](}(X\x06\x00\x00\x00" "actionX\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrK\x01X\x04\x00\x00\x00sizeK\x08X\x06\x00\x00\x00" "frames](}(X\x08\x00\x00\x00" "filenameX\x04\x00\x00\x00" "a.pyX\x04\x00\x00\x00lineK\x01X\x04\x00\x00\x00nameX\x01\x00\x00\x00" "fur\x00\x00\x00\x00" "eu}(X\x06\x00\x00\x00" "actionX\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrK\x02X\x04\x00\x00\x00sizeK\x08X\x06\x00\x00\x00" "frames](j\x00\x00\x00\x00" "eu}(X\x06\x00\x00\x00" "actionX\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrK\x03X\x04\x00\x00\x00sizeK\x08X\x06\x00\x00\x00" "frames](}(X\x08\x00\x00\x00" "filenameX\x04\x00\x00\x00" "b.pyX\x04\x00\x00\x00lineK\x02X\x04\x00\x00\x00nameX\x01\x00\x00\x00" "fur\x00\x00\x00\x00" "eu}(X\x06\x00\x00\x00" "actionX\x05\x00\x00\x00" "allocX\x04\x00\x00\x00" "addrK\x04X\x04\x00\x00\x00sizeK\x08X\x06\x00\x00\x00" "frames](j\x00\x00\x00\x00" "eueau.";
+    CHECK_OK(hbm_trace_load_mem(again_frames, sizeof again_frames - 1, "memo.pickle", &t));
+    CHECK_EQ_U64(t->count, 4);
+    static const char *want[] = {"a.py", "a.py", "b.py", "b.py"};
+    for (size_t i = 0; i < 4 && i < t->count; i++) {
+        const hbm_tag *fr = hbm_trace_tag(t, t->events[i].tag);
+        CHECK(fr && fr->source_file && !strcmp(fr->source_file, want[i]));
+    }
+    hbm_trace_free(t);
     /* JSON: equal frames lists (not shared objects in JSON) make one stack; another differs */
     const char *js = "{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": 8, \"frames\": "
                      "[{\"filename\": \"a.py\", \"line\": 3, \"name\": \"f\"}]},"

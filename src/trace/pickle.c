@@ -18,11 +18,21 @@ typedef struct memo {
     size_t nwords, nbits;
     hbmi_pv **val;
     hbmi_map far; /* index -> value + 1 (0: read back, not stored yet) */
+    uint64_t gen;  /* + 1 each time an index is stored again (what earlier reads meant changes) */
     struct {
         size_t idx; /* + 1; 0: empty */
         hbmi_pv *v;
     } recent[1024]; /* the last values read back, by index (a snapshot reads its frames again and again) */
 } memo;
+
+/* Lists of memo references met before (a snapshot's stacks: "( j.. j.. ... e"), by their
+ * bytes: the kept list they made. */
+typedef struct ref_list {
+    unsigned char *bytes;
+    size_t len;
+    uint64_t gen;
+    hbmi_pv *list;
+} ref_list;
 
 typedef struct pk {
     const unsigned char *p;
@@ -35,6 +45,9 @@ typedef struct pk {
     size_t mn, mcap;
     memo memo;
     size_t memo_top; /* highest index stored + 1 */
+    hbmi_map ref_by_hash; /* hash of the bytes -> index in refs + 1 */
+    ref_list *refs;
+    size_t nrefs, refs_cap;
 } pk;
 
 static hbm_status perr(pk *k, size_t at, const char *what) {
@@ -113,9 +126,11 @@ static hbm_status memo_put(pk *k, size_t idx, size_t at) {
     size_t r = idx % (sizeof k->memo.recent / sizeof k->memo.recent[0]);
     if (k->memo.recent[r].idx == idx + 1) k->memo.recent[r].v = v; /* stored again: the new value */
     if (slot) {
+        k->memo.gen += *slot != NULL && *slot != v;
         *slot = v;
     } else {
         if (idx < k->memo.nbits || !hbmi_map_get(&k->memo.far, idx, NULL)) return HBM_OK;
+        k->memo.gen++; /* the rare indices of the map: counted as changed */
         if (hbmi_map_put(&k->memo.far, idx, (uint64_t)(uintptr_t)v + 1)) return nomem();
     }
     v->keep = 1; /* shared from now on */
@@ -210,6 +225,61 @@ static hbm_status memo_reads(pk *k) {
     return (m->val = hbmi_calloc(n + 1, sizeof *m->val)) ? HBM_OK : nomem();
 }
 
+static uint64_t bytes_hash(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = hbmi_hash64(h ^ w);
+    }
+    for (; n; p++, n--) h = (h ^ *p) * 0x100000001b3ull;
+    return h & (UINT64_MAX >> 1); /* never the map's reserved key */
+}
+
+/* EMPTY_LIST at k->off - 1 followed by its memo store and "( refs... e", a list of memo
+ * references only (a snapshot's frames, ~100 of its ~120 bytes per event), when streaming:
+ * the kept list equal to it (pyval's stacks), found again by its bytes without running the
+ * opcodes. 0 when it is not such a list (the opcodes run as usual). */
+static int ref_list_fast(pk *k, hbm_status *st) {
+    const unsigned char *p = k->p;
+    size_t q = k->off, len = k->len, put = SIZE_MAX;
+    if (q + 2 <= len && p[q] == 'q') put = p[q + 1], q += 2;
+    else if (q + 5 <= len && p[q] == 'r') put = (size_t)le(p + q + 1, 4), q += 5;
+    else if (q < len && p[q] == 0x94) put = k->memo_top, q += 1;
+    if (q >= len || p[q] != '(') return 0;
+    size_t from = q++, n = 0;
+    while (q < len && (p[q] == 'h' || p[q] == 'j')) q += p[q] == 'h' ? 2 : 5, n++;
+    if (!n || q >= len || p[q] != 'e') return 0;
+    size_t blen = ++q - from;
+    uint64_t h = bytes_hash(p + from, blen), at;
+    hbmi_pv *list = NULL;
+    if (hbmi_map_get(&k->ref_by_hash, h, &at)) {
+        ref_list *r = &k->refs[at - 1];
+        if (r->gen == k->memo.gen && r->len == blen && !memcmp(r->bytes, p + from, blen)) list = r->list;
+    }
+    if (!list) { /* first time: the list from its references, kept once per content */
+        hbmi_pv *l = hbmi_pv_new(k->pool, PV_LIST);
+        if (!l || hbmi_pv_reserve(l, n)) return *st = nomem(), 1;
+        for (size_t i = from + 1; i + 1 < q; i += p[i] == 'h' ? 2 : 5) {
+            hbmi_pv *v = memo_get(k, (size_t)le(p + i + 1, p[i] == 'h' ? 1 : 4));
+            if (!v) return 0; /* an index never stored: the usual path says where */
+            l->items[l->n++] = v;
+        }
+        if (!(list = hbmi_pv_keep_stack(k->pool, l))) return *st = nomem(), 1;
+        ref_list r = {.bytes = hbmi_malloc(blen), .len = blen, .gen = k->memo.gen, .list = list};
+        if (!r.bytes || (k->nrefs == k->refs_cap && hbmi_grow((void **)&k->refs, &k->refs_cap, k->nrefs + 1, sizeof *k->refs)))
+            return hbmi_free(r.bytes), *st = nomem(), 1;
+        memcpy(r.bytes, p + from, blen);
+        k->refs[k->nrefs++] = r;
+        if (hbmi_map_put(&k->ref_by_hash, h, k->nrefs)) return *st = nomem(), 1;
+    }
+    size_t at_op = k->off - 1;
+    if ((*st = push(k, list))) return 1;
+    if (put != SIZE_MAX && (*st = memo_put(k, put, at_op))) return 1;
+    k->off = q;
+    return 1;
+}
+
 static hbm_status step(pk *k, int *done) {
     size_t at = k->off;
     unsigned op = k->p[k->off++];
@@ -228,7 +298,12 @@ static hbm_status step(pk *k, int *done) {
         k->off += 8;
         return HBM_OK;
     case '}': return push(k, hbmi_pv_new(k->pool, PV_DICT));
-    case ']': case 0x8f: return push(k, hbmi_pv_new(k->pool, PV_LIST));
+    case ']': {
+        hbm_status st = HBM_OK;
+        if (k->pool->events && ref_list_fast(k, &st)) return st;
+        return push(k, hbmi_pv_new(k->pool, PV_LIST));
+    }
+    case 0x8f: return push(k, hbmi_pv_new(k->pool, PV_LIST));
     case ')': return push(k, hbmi_pv_new(k->pool, PV_TUPLE));
     case 'N': return push(k, hbmi_pv_new(k->pool, PV_NONE));
     case 0x88: case 0x89: {
@@ -370,6 +445,7 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     hbm_status s = HBM_OK;
     int done = 0;
     hbmi_map_init(&k.memo.far);
+    hbmi_map_init(&k.ref_by_hash);
     if (!len || data[0] != 0x80) s = perr(&k, 0, "expected PROTO (0x80): not a pickle of protocol 2 or later");
     if (!s) s = memo_reads(&k);
     while (!s && !done) {
@@ -384,5 +460,8 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     hbmi_free(k.stack);
     hbmi_free(k.marks);
     memo_free(&k.memo);
+    for (size_t i = 0; i < k.nrefs; i++) hbmi_free(k.refs[i].bytes);
+    hbmi_free(k.refs);
+    hbmi_map_destroy(&k.ref_by_hash);
     return s;
 }

@@ -203,6 +203,14 @@ static int64_t keep_stack(hbmi_pvpool *p, hbmi_pv *frames) {
     return shared && hbmi_map_put(&p->shared, (uint64_t)(uintptr_t)frames, v) ? -1 : (int64_t)v;
 }
 
+hbmi_pv *hbmi_pv_keep_stack(hbmi_pvpool *p, hbmi_pv *list) {
+    int64_t at = keep_stack(p, list);
+    if (at < 0) return NULL;
+    hbmi_pv *kept = (hbmi_pv *)p->kept[at];
+    if (kept != list && pv_give_back(p, list)) return NULL;
+    return kept;
+}
+
 /* A size or address: ints as they are (addresses above 2^63 wrap); floats truncated when
  * in 0 to 2^63, else out of range; other types 0. Negative ints are out of range for sizes. */
 static void num(hbm_trace_event *r, const hbmi_pv *v, uint32_t field, uint64_t *out) {

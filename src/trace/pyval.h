@@ -54,7 +54,7 @@ typedef struct hbmi_pvpool {
     hbmi_pv *free_list; /* values given back (linked through s; they keep their items array) */
     int events;         /* streaming: trace entries become records (set before parsing) */
     hbmi_map stacks;    /* stack hash -> index in kept */
-    const struct hbmi_pv **kept; /* the distinct stacks (frames lists), kept */
+    struct hbmi_pv **kept; /* the distinct stacks (frames lists), kept */
     size_t nkept, kept_cap;
     hbmi_map shared;    /* a kept frames list object -> the kept list equal to it */
     hbmi_mapped *in;    /* the input, when mapped: parsers let the pages they have read go */
@@ -73,6 +73,9 @@ int hbmi_pv_reserve(hbmi_pv *v, size_t n);
  * 0 on success, -1 out of memory. */
 int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item);
 void hbmi_pvpool_free(hbmi_pvpool *p);
+/* The kept list equal to list (a stack of frames: list itself, kept from now on, when it is
+ * the first of its content); NULL when out of memory. */
+hbmi_pv *hbmi_pv_keep_stack(hbmi_pvpool *p, hbmi_pv *list);
 
 /* The value of key in a dict (str keys), or NULL. */
 const hbmi_pv *hbmi_pv_get(const hbmi_pv *dict, const char *key);
