@@ -10,7 +10,7 @@ static void pack_help(FILE *f) {
     fprintf(f,
             "Usage: hbm pack FILE.csv [--capacity SIZE | --minimize] [--algorithm NAME]\n"
             "                [--timeout SECONDS] [--alignment BYTES] [--output OUT.csv] [--json]\n"
-            "                [--width COLUMNS]\n"
+            "                [--width COLUMNS] [--window FROM:TO | --above SIZE]\n"
             "\n"
             "Give every buffer an offset so that no two buffers alive at the same time overlap\n"
             "(static memory packing, the problem XLA's and TFLite's planners solve greedily and\n"
@@ -42,6 +42,12 @@ static void pack_help(FILE *f) {
             "  --output OUT.csv   write the packed buffers ('-' = stdout)\n"
             "  --json             print the result as JSON\n"
             "  --width COLUMNS    cut longer lines in the middle with '...' (default 100, 0: none)\n"
+            "  --window FROM:TO   pack a relaxation instead: the buffers alive in [FROM, TO),\n"
+            "                     lifetimes cut to it\n"
+            "  --above SIZE       pack a relaxation instead: only the times where at least SIZE\n"
+            "                     bytes are live (time k: the k-th such stretch)\n"
+            "                     (a relaxation keeps every size and drops pairs alive together:\n"
+            "                     a bound proven on it holds for FILE; its packings are not FILE's)\n"
             "\n"
             "Exit status: 0 a packing was found (within the capacity), 1 none (proven, or not\n"
             "found within the budget), 2 bad usage or input. A progress line goes to stderr when\n"
@@ -74,7 +80,9 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    const char *file = NULL, *output = NULL, *cap_text = NULL;
+    const char *file = NULL, *output = NULL, *cap_text = NULL, *window = NULL;
+    uint64_t above = 0;
+    int64_t w_from = 0, w_to = 0;
     int json = 0, algo_set = 0;
     size_t width = CLI_WIDTH;
     hbm_pack_options o;
@@ -92,7 +100,8 @@ int cmd_pack(int argc, char **argv) {
         } else if (!strcmp(a, "--minimize")) {
             o.minimize = 1;
         } else if (!strcmp(a, "--capacity") || !strcmp(a, "--algorithm") || !strcmp(a, "--timeout") ||
-                   !strcmp(a, "--output") || !strcmp(a, "--alignment")) {
+                   !strcmp(a, "--output") || !strcmp(a, "--alignment") || !strcmp(a, "--window") ||
+                   !strcmp(a, "--above")) {
             if (i + 1 >= argc) return cli_usage_error("pack", "%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--capacity")) {
@@ -102,6 +111,18 @@ int cmd_pack(int argc, char **argv) {
             } else if (!strcmp(a, "--alignment")) {
                 if (hbm_size_parse(v, &o.alignment) || !o.alignment)
                     return cli_usage_error("pack", "--alignment '%s' is not a positive size", v);
+            } else if (!strcmp(a, "--above")) {
+                if (hbm_size_parse(v, &above) || !above)
+                    return cli_usage_error("pack", "--above '%s' is not a positive size", v);
+            } else if (!strcmp(a, "--window")) {
+                char *mid, *end;
+                long long f0 = strtoll(v, &mid, 10), t0 = 0;
+                if (mid != v && *mid == ':') t0 = strtoll(mid + 1, &end, 10);
+                if (mid == v || *mid != ':' || end == mid + 1 || *end || f0 >= t0)
+                    return cli_usage_error("pack", "--window '%s' is not FROM:TO with FROM < TO", v);
+                window = v;
+                w_from = f0;
+                w_to = t0;
             } else if (!strcmp(a, "--algorithm")) {
                 if (hbm_pack_algo_parse(v, &o.algo)) return cli_usage_error("pack", "%s", hbm_last_error());
                 algo_set = 1;
@@ -122,6 +143,7 @@ int cmd_pack(int argc, char **argv) {
         }
     }
     if (!file) return cli_usage_error("pack", "missing FILE.csv");
+    if (window && above) return cli_usage_error("pack", "--window and --above exclude each other");
     if (o.minimize && o.capacity) return cli_usage_error("pack", "--capacity and --minimize exclude each other");
     if (!algo_set) o.algo = (o.capacity || o.minimize) ? HBM_PACK_EXACT : HBM_PACK_BEST;
     if (o.minimize && o.algo != HBM_PACK_EXACT)
@@ -131,6 +153,14 @@ int cmd_pack(int argc, char **argv) {
     hbm_timeline *tl;
     hbm_status s = hbm_minimalloc_read(file, &tl);
     if (s) return cli_fail("pack", s);
+    size_t whole = tl->count;
+    if (window || above) { /* a relaxation of the file's problem takes its place */
+        hbm_timeline *rx = NULL;
+        s = window ? hbm_pack_relax_window(tl, w_from, w_to, &rx) : hbm_pack_relax_above(tl, above, &rx);
+        hbm_timeline_free(tl);
+        if (s) return cli_fail("pack", s);
+        tl = rx;
+    }
     hbm_pack_result r;
     s = hbm_pack(tl, &o, &r);
     if (o.progress && r.seconds >= 0.5) fprintf(stderr, "\r%70s\r", "");
@@ -145,6 +175,9 @@ int cmd_pack(int argc, char **argv) {
     if (json) {
         fprintf(sum, "{\"file\": ");
         json_str(sum, file);
+        if (window) fprintf(sum, ", \"relaxation\": {\"window\": [%lld, %lld], \"of_buffers\": %zu}", (long long)w_from,
+                            (long long)w_to, whole);
+        if (above) fprintf(sum, ", \"relaxation\": {\"above\": %llu, \"of_buffers\": %zu}", (unsigned long long)above, whole);
         fprintf(sum, ", \"buffers\": %zu, \"algorithm\": \"%s\", \"capacity\": %llu, \"minimize\": %s, "
                "\"lower_bound\": %llu, \"feasible\": %s, \"extent\": %llu, \"over_lower_bound_pct\": %.3f, "
                "\"proven\": %s, \"timed_out\": %s, \"seconds\": %.6f, \"nodes\": %llu}\n",
@@ -158,8 +191,16 @@ int cmd_pack(int argc, char **argv) {
         char *text = NULL;
         size_t tlen = 0;
         if (!(sum = open_memstream(&text, &tlen))) sum = to;
-        fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
-               hbm_size_human(r.lower_bound, e1));
+        if (window || above) {
+            fprintf(sum, "%s: a relaxation (", file);
+            if (window) fprintf(sum, "window %s", window);
+            else fprintf(sum, "the times with at least %llu bytes live", (unsigned long long)above);
+            fprintf(sum, "): bounds proven here hold for the file, packings do not\nrelaxation: %zu of %zu buffers",
+                    tl->count, whole);
+        } else {
+            fprintf(sum, "%s: %zu buffers", file, tl->count);
+        }
+        fprintf(sum, ", lower bound %llu (%s)\n", (unsigned long long)r.lower_bound, hbm_size_human(r.lower_bound, e1));
         if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
             fprintf(sum, "capacity %s = %llu bytes (%s)\n", cap_text, (unsigned long long)o.capacity,
                     hbm_size_human(o.capacity, e2));
