@@ -694,6 +694,24 @@ static void test_relaxations(void) {
     }
     fprintf(stderr, "  %d of 300 relaxations have a smaller optimum\n", weaker);
     CHECK(weaker > 10); /* the relaxations do drop conflicts that matter */
+    /* every host allocation may fail: an error, and nothing handed out */
+    CHECK_OK(hbm_pack_generate(5, 30, 1 << 12, 50, &tl));
+    for (int proj = 0; proj < 2; proj++)
+        for (uint64_t nth = 1; nth < 1000; nth++) {
+            w = (hbm_timeline *)1;
+            hbm_debug_fail_host_alloc(nth);
+            hbm_status s = proj ? hbm_pack_relax_above(tl, 1, &w) : hbm_pack_relax_window(tl, 0, 25, &w);
+            uint64_t made = hbm_debug_fail_host_alloc(0);
+            if (s) {
+                CHECK_STATUS(s, HBM_ERR_NOMEM);
+                CHECK(w == (hbm_timeline *)1);
+                continue;
+            }
+            CHECK(w && w->count > 0);
+            hbm_timeline_free(w);
+            if (made < nth) break; /* every allocation has had its turn */
+        }
+    hbm_timeline_free(tl);
 }
 
 static void test_alloc_failures(void) {

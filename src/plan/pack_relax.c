@@ -35,7 +35,7 @@ static hbm_status new_like(const hbm_timeline *tl, hbm_timeline **out) {
 hbm_status hbm_pack_relax_window(const hbm_timeline *tl, int64_t from, int64_t to, hbm_timeline **out) {
     if (!tl || !out) return hbmi_error(HBM_ERR_INVALID, "pack: NULL argument");
     if (from >= to) return hbmi_error(HBM_ERR_INVALID, "pack: empty window [%lld, %lld)", (long long)from, (long long)to);
-    hbm_timeline *w;
+    hbm_timeline *w = NULL;
     hbm_status s = new_like(tl, &w);
     for (size_t i = 0; i < tl->count && !s; i++) {
         const hbm_tl_buffer *b = &tl->buffers[i];
