@@ -583,6 +583,137 @@ static void test_best_reproducible(void) {
     hbm_timeline_free(tl);
 }
 
+/* A buffer's lifetime as "start:end" (for compact checks of relaxations). */
+static void check_life(const hbm_timeline *tl, size_t i, uint64_t id, int64_t start, int64_t end) {
+    CHECK(i < tl->count);
+    if (i >= tl->count) return;
+    CHECK_EQ_U64(tl->buffers[i].id, id);
+    CHECK_EQ_U64((uint64_t)tl->buffers[i].start, (uint64_t)start);
+    CHECK_EQ_U64((uint64_t)tl->buffers[i].end, (uint64_t)end);
+}
+
+/* Relaxations (window, projection above a live size): hand-made cases whose result is
+ * known, then random ones: exactly the pairs alive together in what is kept conflict,
+ * every size stays, and the optimum is at most the timeline's (brute force). */
+static void test_relaxations(void) {
+    /* sections [0,2) 7, [2,4) 9, [4,6) 11, [6,10) 9, [10,12) 9 */
+    hbm_timeline *tl = parse("id,lower,upper,size\n0,0,10,4\n1,0,4,3\n2,4,10,5\n3,2,6,2\n4,10,12,9\n");
+    CHECK(tl);
+    if (!tl) return;
+    tl->buffers[2].alignment = 8;
+    hbm_timeline *w = NULL;
+    CHECK_OK(hbm_pack_relax_window(tl, 3, 7, &w));
+    CHECK_EQ_U64(w->count, 4);
+    check_life(w, 0, 0, 3, 7);
+    check_life(w, 1, 1, 3, 4);
+    check_life(w, 2, 2, 4, 7);
+    check_life(w, 3, 3, 3, 6);
+    CHECK_EQ_U64(w->buffers[2].alignment, 8);
+    CHECK_EQ_U64(w->buffers[2].size, 5);
+    hbm_timeline_free(w);
+    CHECK_STATUS(hbm_pack_relax_window(tl, 7, 7, &w), HBM_ERR_INVALID);
+    CHECK_OK(hbm_pack_relax_above(tl, 10, &w)); /* [4,6) alone */
+    CHECK_EQ_U64(w->count, 3);
+    check_life(w, 0, 0, 0, 1);
+    check_life(w, 1, 2, 0, 1);
+    check_life(w, 2, 3, 0, 1);
+    hbm_timeline_free(w);
+    CHECK_OK(hbm_pack_relax_above(tl, 9, &w)); /* all but [0,2) */
+    CHECK_EQ_U64(w->count, 5);
+    check_life(w, 0, 0, 0, 3);
+    check_life(w, 1, 1, 0, 1);
+    check_life(w, 2, 2, 1, 3);
+    check_life(w, 3, 3, 0, 2);
+    check_life(w, 4, 4, 3, 4);
+    hbm_timeline_free(w);
+    CHECK_OK(hbm_pack_relax_above(tl, 12, &w)); /* nothing holds 12 */
+    CHECK_EQ_U64(w->count, 0);
+    hbm_timeline_free(w);
+    hbm_timeline_free(tl);
+    /* a stretch left out in the middle: x and z no longer meet w's neighbour; the gap
+     * between the kept sections closes (x ends where z starts) */
+    tl = parse("id,lower,upper,size\nx,0,2,10\ny,2,4,1\nz,4,6,10\nw,0,6,1\n");
+    CHECK(tl);
+    if (!tl) return;
+    CHECK_OK(hbm_pack_relax_above(tl, 5, &w));
+    CHECK_EQ_U64(w->count, 3);
+    check_life(w, 0, 0, 0, 1);
+    check_life(w, 1, 2, 1, 2);
+    check_life(w, 2, 3, 0, 2);
+    CHECK_STR(hbm_timeline_tag(w, 2)->label, "w"); /* the CSV's ids stay */
+    hbm_pack_result r;
+    CHECK_OK(pack(w, HBM_PACK_EXACT, 0, 1, 0, &r));
+    CHECK(r.proven);
+    CHECK_EQ_U64(r.extent, 11);
+    hbm_timeline_free(w);
+    hbm_timeline_free(tl);
+
+    test_rng rng = {23};
+    int weaker = 0;
+    for (int it = 0; it < 300; it++) {
+        bf p;
+        hbm_timeline *t;
+        bf_random(&p, &rng, 2 + (int)test_below(&rng, 6), 8, 5, 8, 0, &t);
+        if (!t) return;
+        int proj = it % 2;
+        int64_t from = (int64_t)test_below(&rng, 8), to = from + 1 + (int64_t)test_below(&rng, 8);
+        uint64_t min_live = 1 + test_below(&rng, 20);
+        /* the live bytes at each time, to know which times a projection keeps */
+        uint64_t live[16] = {0};
+        for (int i = 0; i < p.n; i++)
+            for (int64_t x = p.a[i]; x < p.b[i]; x++) live[x] += p.size[i];
+        CHECK_OK(proj ? hbm_pack_relax_above(t, min_live, &w) : hbm_pack_relax_window(t, from, to, &w));
+        /* which of the timeline's buffers are kept, and the pairs that conflict */
+        int at[10], kept = 0;
+        for (int i = 0; i < p.n; i++) {
+            at[i] = -1;
+            for (int64_t x = p.a[i]; x < p.b[i]; x++)
+                if (proj ? live[x] >= min_live : (x >= from && x < to)) at[i] = kept;
+            if (at[i] >= 0) kept++;
+        }
+        CHECK_EQ_U64(w->count, (uint64_t)kept);
+        for (int i = 0; i < p.n && w->count == (size_t)kept; i++) {
+            if (at[i] < 0) continue;
+            CHECK_EQ_U64(w->buffers[at[i]].size, p.size[i]);
+            CHECK_EQ_U64(w->buffers[at[i]].id, (uint64_t)i);
+            for (int j = i + 1; j < p.n; j++) {
+                if (at[j] < 0) continue;
+                int both = 0; /* alive together at a kept time */
+                for (int64_t x = 0; x < 16; x++)
+                    both |= x >= p.a[i] && x < p.b[i] && x >= p.a[j] && x < p.b[j] &&
+                            (proj ? live[x] >= min_live : (x >= from && x < to));
+                const hbm_tl_buffer *u = &w->buffers[at[i]], *v = &w->buffers[at[j]];
+                CHECK_EQ_U64(u->start < v->end && v->start < u->end, both);
+            }
+        }
+        CHECK_OK(pack(w, HBM_PACK_EXACT, 0, 1, 0, &r));
+        CHECK(r.proven && r.extent <= p.best);
+        weaker += r.extent < p.best;
+        hbm_timeline_free(w);
+        hbm_timeline_free(t);
+    }
+    fprintf(stderr, "  %d of 300 relaxations have a smaller optimum\n", weaker);
+    CHECK(weaker > 10); /* the relaxations do drop conflicts that matter */
+    /* every host allocation may fail: an error, and nothing handed out */
+    CHECK_OK(hbm_pack_generate(5, 30, 1 << 12, 50, &tl));
+    for (int proj = 0; proj < 2; proj++)
+        for (uint64_t nth = 1; nth < 1000; nth++) {
+            w = (hbm_timeline *)1;
+            hbm_debug_fail_host_alloc(nth);
+            hbm_status s = proj ? hbm_pack_relax_above(tl, 1, &w) : hbm_pack_relax_window(tl, 0, 25, &w);
+            uint64_t made = hbm_debug_fail_host_alloc(0);
+            if (s) {
+                CHECK_STATUS(s, HBM_ERR_NOMEM);
+                CHECK(w == (hbm_timeline *)1);
+                continue;
+            }
+            CHECK(w && w->count > 0);
+            hbm_timeline_free(w);
+            if (made < nth) break; /* every allocation has had its turn */
+        }
+    hbm_timeline_free(tl);
+}
+
 static void test_alloc_failures(void) {
     hbm_pack_algo algos[] = {HBM_PACK_GREEDY_SIZE, HBM_PACK_XLA_SPATIAL, HBM_PACK_XLA_TEMPORAL, HBM_PACK_XLA,
                              HBM_PACK_BEST, HBM_PACK_EXACT};
@@ -619,6 +750,7 @@ int main(void) {
     RUN(test_sky);
     RUN(test_best_budget);
     RUN(test_best_reproducible);
+    RUN(test_relaxations);
     RUN(test_alloc_failures);
     return test_done();
 }

@@ -38,6 +38,18 @@ grep -q '"extent": 9' "$T/j" || fail "json extent: $(cat "$T/j")"
 grep -q '"proven": true' "$T/j" || fail "json proven"
 "$HBM" pack "$T/p.csv" --algorithm greedy --json | grep -q '"algorithm": "greedy"' || fail "greedy json"
 "$HBM" pack "$T/p.csv" --algorithm xla >/dev/null 2>&1 || fail "xla: XLA's heap simulator should pack"
+# relaxations: a window (a leaves, b and c are cut to it) and the times holding 9 bytes
+"$HBM" pack "$T/p.csv" --window 3:8 --minimize >"$T/log" || fail "window: $(cat "$T/log")"
+grep -q "relaxation: 3 of 4 buffers, lower bound 9 " "$T/log" || fail "window line: $(cat "$T/log")"
+grep -q "bounds proven here hold for the file" "$T/log" || fail "window says what it is"
+"$HBM" pack "$T/p.csv" --above 9 --minimize --json >"$T/j" || fail "above"
+grep -q '"relaxation": {"above": 9, "of_buffers": 4}, "buffers": 4' "$T/j" || fail "above json: $(cat "$T/j")"
+"$HBM" pack "$T/p.csv" --above 10 --minimize --json | grep -q '"buffers": 0' || fail "above 10 keeps nothing"
+for bad in "--window 5:3" "--window 5" "--window :3" "--window 1:2x" "--above 0" "--window 1:2 --above 3"; do
+  # shellcheck disable=SC2086
+  "$HBM" pack "$T/p.csv" $bad >"$T/log" 2>&1; rc=$?
+  [ $rc -eq 2 ] || fail "'$bad' should exit 2 (got $rc): $(cat "$T/log")"
+done
 "$HBM" pack "$T/p.csv" --output - | grep -q "^a,0,3,3," || fail "output to stdout"
 # sizes: SI decimal, IEC binary, and the capacity understood is echoed
 printf 'id,lower,upper,size\na,0,3,1000\nb,1,4,24\n' > "$T/si.csv"

@@ -27,7 +27,9 @@ static void json_str(FILE *f, const char *s) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    const char *output = NULL, *cap_text = NULL, *algo_text = NULL;
+    const char *output = NULL, *cap_text = NULL, *algo_text = NULL, *window = NULL;
+    uint64_t above = 0;
+    long long w_from = 0, w_to = 0;
     int json = 0;
     size_t width = CLI_WIDTH;
     hbm_pack_options o;
@@ -60,6 +62,14 @@ int cmd_pack(int argc, char **argv) {
          .help = "write the packed buffers ('-' = stdout)"},
         {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "print the result as JSON"},
         CLI_OPT_WIDTH(&width),
+        {.name = "--window", .kind = CLI_STR, .dest = &window, .arg = "FROM:TO",
+         .help = "pack a relaxation instead: the buffers alive in [FROM, TO),\n"
+                 "lifetimes cut to it (a relaxation keeps every size and drops\n"
+                 "pairs alive together: a bound proven on it holds for FILE;\n"
+                 "its packings are not FILE's)"},
+        {.name = "--above", .kind = CLI_SIZE, .dest = &above, .arg = "SIZE",
+         .help = "pack a relaxation instead: only the times where at least SIZE\n"
+                 "bytes are live (time k: the k-th such stretch)"},
     };
     const cli_command cmd = {
         .name = "pack",
@@ -88,6 +98,14 @@ int cmd_pack(int argc, char **argv) {
     if (rc >= 0) return rc;
     const char *file = args.pos[0];
     int algo_set = algo_text != NULL;
+    if (window) {
+        char *mid, *end = NULL;
+        w_from = strtoll(window, &mid, 10);
+        if (mid != window && *mid == ':') w_to = strtoll(mid + 1, &end, 10);
+        if (mid == window || *mid != ':' || !end || end == mid + 1 || *end || w_from >= w_to)
+            return cli_usage_error("pack", "--window '%s': expected FROM:TO with FROM < TO", window);
+    }
+    if (window && above) return cli_usage_error("pack", "--window and --above exclude each other");
     if (o.minimize && o.capacity) return cli_usage_error("pack", "--capacity and --minimize exclude each other");
     if (!algo_set) o.algo = (o.capacity || o.minimize) ? HBM_PACK_EXACT : HBM_PACK_BEST;
     if (o.minimize && o.algo != HBM_PACK_EXACT)
@@ -97,6 +115,14 @@ int cmd_pack(int argc, char **argv) {
     hbm_timeline *tl;
     hbm_status s = hbm_minimalloc_read(file, &tl);
     if (s) return cli_fail("pack", s);
+    size_t whole = tl->count;
+    if (window || above) { /* a relaxation of the file's problem takes its place */
+        hbm_timeline *rx = NULL;
+        s = window ? hbm_pack_relax_window(tl, w_from, w_to, &rx) : hbm_pack_relax_above(tl, above, &rx);
+        hbm_timeline_free(tl);
+        if (s) return cli_fail("pack", s);
+        tl = rx;
+    }
     hbm_pack_result r;
     s = hbm_pack(tl, &o, &r);
     if (o.progress && r.seconds >= 0.5) fprintf(stderr, "\r%70s\r", "");
@@ -111,6 +137,8 @@ int cmd_pack(int argc, char **argv) {
     if (json) {
         fprintf(sum, "{\"file\": ");
         json_str(sum, file);
+        if (window) fprintf(sum, ", \"relaxation\": {\"window\": [%lld, %lld], \"of_buffers\": %zu}", w_from, w_to, whole);
+        if (above) fprintf(sum, ", \"relaxation\": {\"above\": %llu, \"of_buffers\": %zu}", (unsigned long long)above, whole);
         fprintf(sum, ", \"buffers\": %zu, \"algorithm\": \"%s\", \"capacity\": %llu, \"minimize\": %s, "
                "\"lower_bound\": %llu, \"feasible\": %s, \"extent\": %llu, \"over_lower_bound_pct\": %.3f, "
                "\"proven\": %s, \"timed_out\": %s, \"seconds\": %.6f, \"nodes\": %llu}\n",
@@ -124,8 +152,16 @@ int cmd_pack(int argc, char **argv) {
         char *text = NULL;
         size_t tlen = 0;
         if (!(sum = open_memstream(&text, &tlen))) sum = to;
-        fprintf(sum, "%s: %zu buffers, lower bound %llu (%s)\n", file, tl->count, (unsigned long long)r.lower_bound,
-               hbm_size_human(r.lower_bound, e1));
+        if (window || above) {
+            fprintf(sum, "%s: a relaxation (", file);
+            if (window) fprintf(sum, "window %s", window);
+            else fprintf(sum, "the times with at least %llu bytes live", (unsigned long long)above);
+            fprintf(sum, "): bounds proven here hold for the file, packings do not\nrelaxation: %zu of %zu buffers",
+                    tl->count, whole);
+        } else {
+            fprintf(sum, "%s: %zu buffers", file, tl->count);
+        }
+        fprintf(sum, ", lower bound %llu (%s)\n", (unsigned long long)r.lower_bound, hbm_size_human(r.lower_bound, e1));
         if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
             fprintf(sum, "capacity %s = %llu bytes (%s)\n", cap_text, (unsigned long long)o.capacity,
                     hbm_size_human(o.capacity, e2));

@@ -83,6 +83,17 @@ hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *o, hbm_pack_result
 hbm_status hbm_pack_generate(uint64_t seed, size_t buffers, uint64_t capacity, int64_t steps,
                              hbm_timeline **out);
 
+/* Relaxations: smaller problems whose optimum is a lower bound on tl's (each keeps every
+ * size and only drops pairs alive together, so any packing of tl is one of theirs; not
+ * the other way round). New timelines (ids, tags, alignment and pins kept):
+ *  - window: the buffers alive in [from, to), lifetimes cut to it;
+ *  - above: only the times where at least min_live bytes are live: of the sections
+ *    between tl's start and end points, those that hold that many, numbered from 0 (the
+ *    new clock: a buffer lives over the kept sections it lived in); buffers alive in none
+ *    of them are left out. */
+hbm_status hbm_pack_relax_window(const hbm_timeline *tl, int64_t from, int64_t to, hbm_timeline **out);
+hbm_status hbm_pack_relax_above(const hbm_timeline *tl, uint64_t min_live, hbm_timeline **out);
+
 /* MiniMalloc's CSV: header id,lower,upper,size[,alignment][,offset] (or begin/end). */
 hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
 hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);
