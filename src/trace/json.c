@@ -35,11 +35,14 @@ static hbm_status spush(js *j, hbmi_pv *v) {
 /* The container's items: stack[base, sn) moved into an array of their exact count. */
 static hbm_status close_items(js *j, hbmi_pv *v, size_t base) {
     size_t n = j->sn - base;
-    if (n) {
+    if (n > v->cap) { /* (a value given back to the pool keeps its array: reused when large enough) */
+        hbmi_free(v->items);
+        v->cap = 0;
         if (!(v->items = hbmi_malloc(n * sizeof *v->items))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
-        memcpy(v->items, j->stack + base, n * sizeof *v->items);
+        v->cap = n;
     }
-    v->n = v->cap = n;
+    if (n) memcpy(v->items, j->stack + base, n * sizeof *v->items);
+    v->n = n;
     j->sn = base;
     return HBM_OK;
 }
