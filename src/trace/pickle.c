@@ -157,7 +157,7 @@ static void memo_free(memo *m) {
 
 /* A memo index read back: a bit below len (a pickle stores fewer values than its bytes),
  * the map above. */
-static hbm_status memo_read_back(pk *k, size_t idx) {
+static inline hbm_status memo_read_back(pk *k, size_t idx) {
     memo *m = &k->memo;
     if (idx >= k->len) return hbmi_map_put(&m->far, idx, 0) ? nomem() : HBM_OK;
     if (idx / 64 >= m->nwords) {
@@ -186,12 +186,16 @@ static hbm_status memo_scan(pk *k) {
         case 0x8a: case 0x8c: case 'U': case 'C': w = 1; break;
         case 0x8b: case 'X': case 'T': case 'B': w = 4; break;
         case 0x8d: case 0x8e: w = 8; break;
-        case 'h': case 'j': {
-            size_t n = op == 'h' ? 1 : 4;
-            if (len - off < n) return HBM_OK;
-            hbm_status s = memo_read_back(k, (size_t)le(p + off, (int)n));
-            if (s) return s;
-            skip = n;
+        case 'h': case 'j': { /* runs of them (a snapshot's frames) in one loop */
+            for (;;) {
+                size_t n = op == 'h' ? 1 : 4;
+                if (len - off < n) return HBM_OK;
+                hbm_status s = memo_read_back(k, (size_t)le(p + off, (int)n));
+                if (s) return s;
+                off += n;
+                if (off >= len || (p[off] != 'h' && p[off] != 'j')) break;
+                op = p[off++];
+            }
             break;
         }
         case '}': case ']': case 0x8f: case ')': case 'N': case 0x88: case 0x89: case '(': case 's': case 'a':
