@@ -46,6 +46,7 @@ typedef struct pk {
     memo memo;
     size_t memo_top; /* highest index stored + 1 */
     hbmi_map ref_by_hash; /* hash of the bytes -> index in refs + 1 */
+    const hbmi_pv *fkey[7]; /* the key values of a trace entry's fields met so far (entry_fast) */
     ref_list *refs;
     size_t nrefs, refs_cap;
 } pk;
@@ -119,10 +120,9 @@ static inline hbmi_pv **memo_slot(memo *m, size_t idx) {
 }
 
 /* Values stored under an index the pickle never reads back are not kept. */
-static hbm_status memo_put(pk *k, size_t idx, size_t at) {
-    if (!k->sn) return perr(k, at, "memo store with an empty stack");
+static hbm_status memo_store(pk *k, size_t idx, hbmi_pv *v) {
     if (idx + 1 > k->memo_top) k->memo_top = idx + 1;
-    hbmi_pv *v = k->stack[k->sn - 1], **slot = memo_slot(&k->memo, idx);
+    hbmi_pv **slot = memo_slot(&k->memo, idx);
     size_t r = idx % (sizeof k->memo.recent / sizeof k->memo.recent[0]);
     if (k->memo.recent[r].idx == idx + 1) k->memo.recent[r].v = v; /* stored again: the new value */
     if (slot) {
@@ -135,6 +135,20 @@ static hbm_status memo_put(pk *k, size_t idx, size_t at) {
     }
     v->keep = 1; /* shared from now on */
     return HBM_OK;
+}
+
+static hbm_status memo_put(pk *k, size_t idx, size_t at) {
+    return k->sn ? memo_store(k, idx, k->stack[k->sn - 1]) : perr(k, at, "memo store with an empty stack");
+}
+
+/* A memo store at p[*q] (BINPUT, LONG_BINPUT, MEMOIZE with the next index top): its index,
+ * else SIZE_MAX (*q unchanged). */
+static size_t put_at(const pk *k, size_t *q, size_t top) {
+    const unsigned char *p = k->p;
+    if (*q + 2 <= k->len && p[*q] == 'q') return *q += 2, p[*q - 1];
+    if (*q + 5 <= k->len && p[*q] == 'r') return *q += 5, (size_t)le(p + *q - 4, 4);
+    if (*q < k->len && p[*q] == 0x94) return *q += 1, top;
+    return SIZE_MAX;
 }
 
 static hbmi_pv *memo_get(pk *k, size_t idx) {
@@ -240,47 +254,176 @@ static uint64_t bytes_hash(const unsigned char *p, size_t n) {
     return h & (UINT64_MAX >> 1); /* never the map's reserved key */
 }
 
-/* EMPTY_LIST at k->off - 1 followed by its memo store and "( refs... e", a list of memo
- * references only (a snapshot's frames, ~100 of its ~120 bytes per event), when streaming:
- * the kept list equal to it (pyval's stacks), found again by its bytes without running the
- * opcodes. 0 when it is not such a list (the opcodes run as usual). */
-static int ref_list_fast(pk *k, hbm_status *st) {
+/* After EMPTY_LIST at q: its memo store and "( refs... e", a list of memo references only
+ * (a snapshot's frames, ~100 of its ~120 bytes per event): the kept list equal to it
+ * (pyval's stacks), found again by its bytes without running the opcodes. 1 with *list,
+ * *end (after 'e') and *put (its memo index or SIZE_MAX); 0 when it is not such a list;
+ * -1 out of memory. */
+static int ref_list_at(pk *k, size_t q, size_t top, hbmi_pv **list, size_t *end, size_t *put) {
     const unsigned char *p = k->p;
-    size_t q = k->off, len = k->len, put = SIZE_MAX;
-    if (q + 2 <= len && p[q] == 'q') put = p[q + 1], q += 2;
-    else if (q + 5 <= len && p[q] == 'r') put = (size_t)le(p + q + 1, 4), q += 5;
-    else if (q < len && p[q] == 0x94) put = k->memo_top, q += 1;
+    size_t len = k->len;
+    *put = put_at(k, &q, top);
     if (q >= len || p[q] != '(') return 0;
     size_t from = q++, n = 0;
     while (q < len && (p[q] == 'h' || p[q] == 'j')) q += p[q] == 'h' ? 2 : 5, n++;
     if (!n || q >= len || p[q] != 'e') return 0;
     size_t blen = ++q - from;
     uint64_t h = bytes_hash(p + from, blen), at;
-    hbmi_pv *list = NULL;
+    *list = NULL;
     if (hbmi_map_get(&k->ref_by_hash, h, &at)) {
         ref_list *r = &k->refs[at - 1];
-        if (r->gen == k->memo.gen && r->len == blen && !memcmp(r->bytes, p + from, blen)) list = r->list;
+        if (r->gen == k->memo.gen && r->len == blen && !memcmp(r->bytes, p + from, blen)) *list = r->list;
     }
-    if (!list) { /* first time: the list from its references, kept once per content */
+    if (!*list) { /* first time: the list from its references, kept once per content */
         hbmi_pv *l = hbmi_pv_new(k->pool, PV_LIST);
-        if (!l || hbmi_pv_reserve(l, n)) return *st = nomem(), 1;
+        if (!l || hbmi_pv_reserve(l, n)) return -1;
         for (size_t i = from + 1; i + 1 < q; i += p[i] == 'h' ? 2 : 5) {
             hbmi_pv *v = memo_get(k, (size_t)le(p + i + 1, p[i] == 'h' ? 1 : 4));
             if (!v) return 0; /* an index never stored: the usual path says where */
             l->items[l->n++] = v;
         }
-        if (!(list = hbmi_pv_keep_stack(k->pool, l))) return *st = nomem(), 1;
-        ref_list r = {.bytes = hbmi_malloc(blen), .len = blen, .gen = k->memo.gen, .list = list};
+        if (!(*list = hbmi_pv_keep_stack(k->pool, l))) return -1;
+        ref_list r = {.bytes = hbmi_malloc(blen), .len = blen, .gen = k->memo.gen, .list = *list};
         if (!r.bytes || (k->nrefs == k->refs_cap && hbmi_grow((void **)&k->refs, &k->refs_cap, k->nrefs + 1, sizeof *k->refs)))
-            return hbmi_free(r.bytes), *st = nomem(), 1;
+            return hbmi_free(r.bytes), -1;
         memcpy(r.bytes, p + from, blen);
         k->refs[k->nrefs++] = r;
-        if (hbmi_map_put(&k->ref_by_hash, h, k->nrefs)) return *st = nomem(), 1;
+        if (hbmi_map_put(&k->ref_by_hash, h, k->nrefs)) return -1;
     }
-    size_t at_op = k->off - 1;
-    if ((*st = push(k, list))) return 1;
-    if (put != SIZE_MAX && (*st = memo_put(k, put, at_op))) return 1;
-    k->off = q;
+    *end = q;
+    return 1;
+}
+
+/* EMPTY_LIST at k->off - 1 that is a list of memo references (ref_list_at): pushed as the
+ * kept list, its opcodes skipped. 0 when it is not one. */
+static int ref_list_fast(pk *k, hbm_status *st) {
+    hbmi_pv *list;
+    size_t end, put;
+    int m = ref_list_at(k, k->off, k->memo_top, &list, &end, &put);
+    if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
+    if ((*st = push(k, list)) || (put != SIZE_MAX && (*st = memo_store(k, put, list)))) return 1;
+    k->off = end;
+    return 1;
+}
+
+/* The fields of a trace entry the fast path reads. */
+enum { F_ACTION, F_ADDR, F_SIZE, F_STREAM, F_TIME, F_FRAMES, F_DFREE, F_OTHER, F_N = F_OTHER };
+
+static int field_of(pk *k, const hbmi_pv *key) {
+    static const char *const names[F_N] = {"action", "addr", "size", "stream", "time_us", "frames", "device_free"};
+    for (int f = 0; f < F_N; f++)
+        if (k->fkey[f] == key) return f;
+    if (key->type != PV_STR) return -1;
+    for (int f = 0; f < F_N; f++)
+        if (key->len == strlen(names[f]) && !memcmp(key->s, names[f], key->len)) return k->fkey[f] = key, f;
+    return F_OTHER; /* a key the importer does not read ("compile_context", ...) */
+}
+
+/* A memo read at p[*q]: its value, else NULL (*q after it). */
+static hbmi_pv *read_at(pk *k, size_t *q) {
+    const unsigned char *p = k->p;
+    size_t w = p[*q] == 'h' ? 1 : p[*q] == 'j' ? 4 : 0;
+    if (!w || k->len - *q - 1 < w) return NULL;
+    size_t idx = (size_t)le(p + *q + 1, (int)w);
+    *q += 1 + w;
+    return memo_get(k, idx);
+}
+
+/* An int at p[*q] (BININT1, BININT2, BININT, LONG1 up to 8 bytes); 0 if not one. */
+static int int_at(const pk *k, size_t *q, int64_t *x) {
+    const unsigned char *p = k->p + *q;
+    size_t left = k->len - *q;
+    switch (p[0]) {
+    case 'K': if (left < 2) return 0; *x = p[1]; *q += 2; return 1;
+    case 'M': if (left < 3) return 0; *x = (int64_t)le(p + 1, 2); *q += 3; return 1;
+    case 'J': if (left < 5) return 0; *x = (int32_t)(uint32_t)le(p + 1, 4); *q += 5; return 1;
+    case 0x8a: {
+        if (left < 2 || p[1] > 8 || left < 2u + p[1]) return 0;
+        size_t n = p[1];
+        uint64_t v = n ? le(p + 2, (int)n) : 0;
+        if (n && n < 8 && (p[1 + n] & 0x80)) v |= ~0ULL << (8 * n);
+        *x = (int64_t)v;
+        *q += 2 + n;
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+/* EMPTY_DICT at k->off - 1 that is a snapshot's trace entry as PyTorch pickles it: its
+ * memo store, then "( key value ... u" with keys read back from the memo (action, addr,
+ * size, stream, time_us, frames), ints, and frames as a list of references or a list read
+ * back. Decoded straight into its event (pool->staged) without building the dict; anything
+ * else (another key, a size < 0, a value stored for reading back) takes the usual path. */
+static int entry_fast(pk *k, hbm_status *st) {
+    const unsigned char *p = k->p;
+    size_t q = k->off, len = k->len, top = k->memo_top;
+    size_t put = put_at(k, &q, top), fput = SIZE_MAX;
+    if (put != SIZE_MAX) {
+        if (memo_slot(&k->memo, put) || (put >= k->memo.nbits && hbmi_map_get(&k->memo.far, put, NULL)))
+            return 0; /* read back later: the usual path */
+        if (put + 1 > top) top = put + 1;
+    }
+    if (q >= len || p[q++] != '(') return 0;
+    hbm_trace_event r = {.time_ns = UINT64_MAX}; /* time_us -1: none */
+    hbmi_pv *frames = NULL;
+    unsigned seen = 0;
+    while (q < len && p[q] != 'u') {
+        hbmi_pv *key = read_at(k, &q), *v;
+        int f = key ? field_of(k, key) : -1;
+        if (f < 0 || (f < F_OTHER && (seen >> f & 1)) || q >= len) return 0;
+        seen |= 1u << f;
+        int64_t x = 0;
+        if (f == F_OTHER) { /* skipped: a plain value not stored for reading back */
+            if (p[q] == 'h' || p[q] == 'j') {
+                if (!read_at(k, &q)) return 0;
+            } else if (p[q] == 'N' || p[q] == 0x88 || p[q] == 0x89) {
+                q++;
+            } else if (p[q] == 0x8c || p[q] == 'X') {
+                size_t w = p[q] == 0x8c ? 1 : 4;
+                if (len - q - 1 < w) return 0;
+                size_t n = (size_t)le(p + q + 1, (int)w);
+                if (n > len - q - 1 - w) return 0;
+                q += 1 + w + n;
+                if (put_at(k, &q, top) != SIZE_MAX) return 0;
+            } else if (!int_at(k, &q, &x)) {
+                return 0;
+            }
+            continue;
+        }
+        if (f == F_ACTION) {
+            if (!(v = read_at(k, &q)) || v->type != PV_STR) return 0;
+            r.kind = hbmi_pv_action_kind(k->pool, v);
+        } else if (f == F_FRAMES) {
+            if (p[q] == ']') {
+                size_t end;
+                int m = ref_list_at(k, q + 1, top, &frames, &end, &fput);
+                if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
+                if (fput != SIZE_MAX && fput + 1 > top) top = fput + 1;
+                q = end;
+            } else if (!(frames = read_at(k, &q)) || frames->type != PV_LIST) {
+                return 0;
+            }
+        } else if (!int_at(k, &q, &x) || (f == F_SIZE && x < 0)) {
+            return 0;
+        }
+        if (f == F_ADDR) r.addr = (uint64_t)x;
+        if (f == F_SIZE) r.size = (uint64_t)x;
+        if (f == F_STREAM) r.stream = (uint64_t)x;
+        if (f == F_TIME) r.time_ns = (uint64_t)x;
+        if (f == F_DFREE) r.requested = (uint64_t)x;
+    }
+    if (q >= len || !(seen >> F_ACTION & 1)) return 0;
+    if (frames && frames->n) {
+        hbmi_pv *kept = hbmi_pv_keep_stack_index(k->pool, frames, &r.backtrace);
+        if (!kept) return *st = nomem(), 1;
+    }
+    hbmi_pv *e = hbmi_pv_staged(k->pool, &r);
+    if (!e) return *st = nomem(), 1;
+    if ((*st = push(k, e))) return 1;
+    if (put != SIZE_MAX && (*st = memo_store(k, put, e))) return 1;
+    if (fput != SIZE_MAX && (*st = memo_store(k, fput, frames))) return 1;
+    k->off = q + 1; /* after SETITEMS */
     return 1;
 }
 
@@ -301,7 +444,11 @@ static hbm_status step(pk *k, int *done) {
         if (!need(k, 8)) return perr(k, at, "FRAME without its 8-byte length");
         k->off += 8;
         return HBM_OK;
-    case '}': return push(k, hbmi_pv_new(k->pool, PV_DICT));
+    case '}': {
+        hbm_status st = HBM_OK;
+        if (k->pool->events && entry_fast(k, &st)) return st;
+        return push(k, hbmi_pv_new(k->pool, PV_DICT));
+    }
     case ']': {
         hbm_status st = HBM_OK;
         if (k->pool->events && ref_list_fast(k, &st)) return st;

@@ -64,6 +64,7 @@ void hbmi_pvpool_free(hbmi_pvpool *p) {
     hbmi_map_destroy(&p->stacks);
     hbmi_map_destroy(&p->shared);
     hbmi_free(p->kept);
+    hbmi_free(p->staged);
     hbmi_free(p->work);
     memset(p, 0, sizeof *p);
 }
@@ -203,6 +204,37 @@ static int64_t keep_stack(hbmi_pvpool *p, hbmi_pv *frames) {
     return shared && hbmi_map_put(&p->shared, (uint64_t)(uintptr_t)frames, v) ? -1 : (int64_t)v;
 }
 
+hbmi_pv *hbmi_pv_keep_stack_index(hbmi_pvpool *p, hbmi_pv *list, uint32_t *bt) {
+    int64_t at = keep_stack(p, list);
+    if (at < 0 || at >= UINT32_MAX) return NULL;
+    *bt = (uint32_t)at + 1;
+    return (hbmi_pv *)p->kept[at];
+}
+
+uint8_t hbmi_pv_action_kind(hbmi_pvpool *p, const hbmi_pv *a) {
+    for (int i = 0; i < 4; i++)
+        if (p->act_pv[i] == a) return p->act_kind[i];
+    uint8_t kind = action_kind(a);
+    if (a->keep) { /* shared: seen again */
+        memmove(p->act_pv + 1, p->act_pv, 3 * sizeof *p->act_pv);
+        memmove(p->act_kind + 1, p->act_kind, 3);
+        p->act_pv[0] = a;
+        p->act_kind[0] = kind;
+    }
+    return kind;
+}
+
+hbmi_pv *hbmi_pv_staged(hbmi_pvpool *p, const hbm_trace_event *e) {
+    if (p->nstaged == p->staged_cap && hbmi_grow((void **)&p->staged, &p->staged_cap, p->nstaged + 1, sizeof *p->staged))
+        return NULL;
+    hbmi_pv *v = hbmi_pv_new(p, PV_ENTRY);
+    if (!v) return NULL;
+    v->i = (int64_t)p->nstaged;
+    p->staged[p->nstaged++] = *e;
+    p->staged_live++;
+    return v;
+}
+
 hbmi_pv *hbmi_pv_keep_stack(hbmi_pvpool *p, hbmi_pv *list) {
     int64_t at = keep_stack(p, list);
     if (at < 0) return NULL;
@@ -230,6 +262,14 @@ static int64_t int_or(const hbmi_pv *v, int64_t def) {
     if (v->type == PV_INT || v->type == PV_BOOL) return v->i;
     if (v->type == PV_FLOAT && v->f == v->f && v->f > -9.2e18 && v->f < 9.2e18) return (int64_t)v->f;
     return def;
+}
+
+static int append_event(hbmi_pv *list, const hbm_trace_event *r) {
+    if (!list->ev && !(list->ev = hbmi_calloc(1, sizeof *list->ev))) return -1;
+    hbmi_pvevs *e = list->ev;
+    if (e->n == e->cap && hbmi_big_grow((void **)&e->r, &e->cap, e->n + 1, sizeof *e->r)) return -1;
+    e->r[e->n++] = *r;
+    return 0;
 }
 
 static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
@@ -261,11 +301,7 @@ static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
         if (at < 0 || at >= UINT32_MAX) return -1;
         r.backtrace = (uint32_t)at + 1;
     }
-    if (!list->ev && !(list->ev = hbmi_calloc(1, sizeof *list->ev))) return -1;
-    hbmi_pvevs *e = list->ev;
-    if (e->n == e->cap && hbmi_big_grow((void **)&e->r, &e->cap, e->n + 1, sizeof *e->r)) return -1;
-    e->r[e->n++] = r;
-    return 0;
+    return append_event(list, &r);
 }
 
 /* A trace entry: a dict whose "action" is a str. */
@@ -279,6 +315,11 @@ static int is_entry(const hbmi_pv *d) {
 }
 
 int hbmi_pv_list_add(hbmi_pvpool *p, hbmi_pv *list, hbmi_pv *item) {
+    if (item->type == PV_ENTRY && !item->keep && (size_t)item->i < p->nstaged) {
+        if (append_event(list, &p->staged[item->i])) return -1;
+        if (!--p->staged_live) p->nstaged = 0; /* all appended: the room serves again */
+        return pv_give_back(p, item);
+    }
     if (!p->events || item->plain) return hbmi_pv_push(list, item);
     if (!is_entry(item)) {
         item->plain = item->keep; /* seen again (memo): known */

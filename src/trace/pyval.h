@@ -17,7 +17,11 @@
 #include "hbm/status.h"
 #include "hbm/trace.h"
 
-typedef enum hbmi_pvtype { PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_LIST, PV_TUPLE, PV_DICT, PV_FREE_ } hbmi_pvtype;
+typedef enum hbmi_pvtype {
+    PV_NONE, PV_BOOL, PV_INT, PV_FLOAT, PV_STR, PV_BYTES, PV_LIST, PV_TUPLE, PV_DICT,
+    PV_ENTRY, /* a trace entry decoded by the pickle reader: i = its event in pool->staged */
+    PV_FREE_
+} hbmi_pvtype;
 
 typedef struct hbmi_pv {
     uint8_t type; /* hbmi_pvtype */
@@ -58,6 +62,10 @@ typedef struct hbmi_pvpool {
     size_t nkept, kept_cap;
     hbmi_map shared;    /* a kept frames list object -> the kept list equal to it */
     hbmi_mapped *in;    /* the input, when mapped: parsers let the pages they have read go */
+    hbm_trace_event *staged; /* entries decoded, not yet appended (PV_ENTRY values) */
+    size_t nstaged, staged_cap, staged_live;
+    const struct hbmi_pv *act_pv[4]; /* action strings met last, and their kinds */
+    uint8_t act_kind[4];
     hbmi_pv **work;     /* values to give back (an explicit stack: nesting may be deep) */
     size_t work_cap;
 } hbmi_pvpool;
@@ -76,6 +84,12 @@ void hbmi_pvpool_free(hbmi_pvpool *p);
 /* The kept list equal to list (a stack of frames: list itself, kept from now on, when it is
  * the first of its content); NULL when out of memory. */
 hbmi_pv *hbmi_pv_keep_stack(hbmi_pvpool *p, hbmi_pv *list);
+/* The same, with its backtrace number (1 + its index in p->kept) in *bt. */
+hbmi_pv *hbmi_pv_keep_stack_index(hbmi_pvpool *p, hbmi_pv *list, uint32_t *bt);
+/* hbm_event_kind of an action name (a str value); 0 for others. */
+uint8_t hbmi_pv_action_kind(hbmi_pvpool *p, const hbmi_pv *action);
+/* A PV_ENTRY value holding the event e (see hbmi_pvevs), appended by hbmi_pv_list_add. */
+hbmi_pv *hbmi_pv_staged(hbmi_pvpool *p, const hbm_trace_event *e);
 
 /* The value of key in a dict (str keys), or NULL. */
 const hbmi_pv *hbmi_pv_get(const hbmi_pv *dict, const char *key);
