@@ -279,10 +279,123 @@ static void test_torch_streaming(void) {
     hbm_trace_free(t);
 }
 
+/* Differential: random histories written twice, as PyTorch pickles them (keys and frames
+ * read back from the memo: the fast paths) and with every key and frame written out (the
+ * usual path), load to the same events. */
+typedef struct pw {
+    hbmi_buf b;
+    uint32_t memo, key_at[16], frame_at[8];
+    int shared; /* memoized form */
+} pw;
+
+static void pw_put(pw *w) {
+    unsigned char op[5] = {'r'};
+    hbmi_put32(op + 1, w->memo++);
+    hbmi_buf_put(&w->b, op, 5);
+}
+
+static void pw_get(pw *w, uint32_t at) {
+    unsigned char op[5] = {'j'};
+    hbmi_put32(op + 1, at);
+    hbmi_buf_put(&w->b, op, 5);
+}
+
+static void pw_key(pw *w, int k, const char *name) {
+    if (w->shared && w->key_at[k]) return pw_get(w, w->key_at[k] - 1);
+    hbmi_pk_str(&w->b, name);
+    if (w->shared) w->key_at[k] = w->memo + 1, pw_put(w);
+}
+
+static void pw_frame(pw *w, int f) {
+    if (w->shared && w->frame_at[f]) return pw_get(w, w->frame_at[f] - 1);
+    char file[32];
+    snprintf(file, sizeof file, "/u/m%d.py", f);
+    hbmi_buf_byte(&w->b, '}');
+    if (w->shared) w->frame_at[f] = w->memo + 1, pw_put(w);
+    hbmi_buf_byte(&w->b, '(');
+    pw_key(w, 10, "filename");
+    hbmi_pk_str(&w->b, file);
+    pw_key(w, 11, "line");
+    hbmi_pk_int(&w->b, 10 + f);
+    pw_key(w, 12, "name");
+    hbmi_pk_str(&w->b, "f");
+    hbmi_buf_byte(&w->b, 'u');
+}
+
+static void pw_history(pw *w, uint64_t seed) {
+    static const char *acts[] = {"alloc", "free_completed", "segment_alloc", "oom", "snapshot"};
+    hbmi_buf_put(&w->b, "\x80\x02}(", 4);
+    hbmi_pk_str(&w->b, "device_traces");
+    hbmi_buf_put(&w->b, "]]((", 3);
+    for (int i = 0; i < 300; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = seed >> 11;
+        hbmi_buf_byte(&w->b, '}');
+        if (w->shared) pw_put(w);
+        hbmi_buf_byte(&w->b, '(');
+        int a = (int)(r % 5);
+        pw_key(w, 0, "action");
+        pw_key(w, 5 + a, acts[a]);
+        pw_key(w, 1, "addr");
+        hbmi_pk_uint(&w->b, r & 4 ? (r >> 7) % 1000 * 512 : (r >> 7) * 4096); /* small and wide ints */
+        pw_key(w, 2, "size");
+        hbmi_pk_uint(&w->b, (r >> 20) % 70000);
+        if (r & 8) pw_key(w, 3, "stream"), hbmi_pk_int(&w->b, r & 16 ? 0 : 7);
+        if (r & 32) pw_key(w, 4, "time_us"), hbmi_pk_uint(&w->b, (uint64_t)i * 1000 + (r & 511));
+        if (a == 3) pw_key(w, 13, "device_free"), hbmi_pk_uint(&w->b, r >> 30);
+        if (r & 64) pw_key(w, 14, "compile_context"), hbmi_buf_byte(&w->b, 'N'); /* a key not read: skipped */
+        pw_key(w, 15, "frames");
+        hbmi_buf_byte(&w->b, ']');
+        if (w->shared) pw_put(w);
+        int nf = (int)((r >> 40) % 4); /* 0-3 frames of 8: stacks repeat */
+        if (nf) {
+            hbmi_buf_byte(&w->b, '(');
+            for (int f = 0; f < nf; f++) pw_frame(w, (int)((r >> (44 + 3 * f)) % 8));
+            hbmi_buf_byte(&w->b, 'e');
+        }
+        hbmi_buf_byte(&w->b, 'u');
+        if (i % 100 == 99) hbmi_buf_put(&w->b, "e(", 2);
+    }
+    hbmi_buf_put(&w->b, "eau.", 4);
+}
+
+static void test_torch_fast_paths(void) {
+    for (uint64_t seed = 1; seed <= 20 && !test_failures_; seed++) {
+        pw a = {.shared = 1}, b = {.shared = 0};
+        pw_history(&a, seed);
+        pw_history(&b, seed);
+        CHECK(!a.b.oom && !b.b.oom);
+        hbm_trace *ta = NULL, *tb = NULL;
+        CHECK_OK(hbm_trace_load_mem(a.b.p, a.b.n, "memo.pickle", &ta));
+        CHECK_OK(hbm_trace_load_mem(b.b.p, b.b.n, "plain.pickle", &tb));
+        if (ta && tb) {
+            CHECK_EQ_U64(ta->count, tb->count);
+            size_t bad = 0;
+            for (size_t i = 0; i < ta->count && i < tb->count; i++) {
+                const hbm_trace_event *x = &ta->events[i], *y = &tb->events[i];
+                const hbm_tag *gx = hbm_trace_tag(ta, x->tag), *gy = hbm_trace_tag(tb, y->tag);
+                size_t nx = 0, ny = 0;
+                hbm_trace_backtrace(ta, x->backtrace, &nx);
+                hbm_trace_backtrace(tb, y->backtrace, &ny);
+                bad += x->kind != y->kind || x->addr != y->addr || x->size != y->size || x->requested != y->requested ||
+                       x->stream != y->stream || x->time_ns != y->time_ns || nx != ny || !gx != !gy ||
+                       (gx && gx->source_line != gy->source_line);
+            }
+            CHECK_EQ_U64(bad, 0);
+            CHECK(ta->count > 100);
+        }
+        hbm_trace_free(ta);
+        hbm_trace_free(tb);
+        hbmi_buf_free(&a.b);
+        hbmi_buf_free(&b.b);
+    }
+}
+
 int main(void) {
     RUN(test_torch_pickle);
     RUN(test_torch_devices_and_state);
     RUN(test_torch_streaming);
+    RUN(test_torch_fast_paths);
     RUN(test_torch_segments_only);
     RUN(test_pickle_errors);
     RUN(test_json_errors);
