@@ -103,7 +103,7 @@ typedef struct torch {
     uint64_t allowed, dev_total;
     uint64_t total_allocated; /* reserved: segments + mapped pages */
     tblk *b;
-    size_t nb, capb;
+    size_t nb, capb, setcap;
     uint32_t unused_head;
     tpool pool[2]; /* [0] large, [1] small */
     hbmi_map live;
@@ -160,8 +160,11 @@ static uint64_t torch_rounded(void *self, uint64_t size) {
 
 /* ---- blocks and ordered sets ------------------------------------------------------------- */
 
+/* Room for extra more blocks everywhere a block can be listed, so no later step fails.
+ * setcap: every set holds at least that many (0 after a stream is added). */
 static hbm_status reserve(torch *t, size_t extra) {
-    size_t need = t->nb + extra;
+    size_t need = t->nb + extra, nlive = t->live.count + extra;
+    if (need <= t->capb && need <= t->setcap && nlive + nlive / 2 + 1 <= t->live.cap) return HBM_OK;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
@@ -170,6 +173,7 @@ static hbm_status reserve(torch *t, size_t extra) {
         if (!s) s = hbmi_grow((void **)&t->pool[p].unmapped.v, &t->pool[p].unmapped.cap, need, sizeof(uint32_t));
     }
     if (!s) s = hbmi_map_reserve(&t->live, t->live.count + extra);
+    if (!s) t->setcap = need;
     return s;
 }
 
@@ -240,6 +244,7 @@ static tpool *pool_of(torch *t, uint32_t i) { return &t->pool[t->b[i].small]; }
 static unsigned f_class(uint64_t size) { return (unsigned)(size / K_MIN_BLOCK) - 1; }
 
 static fstream *fs_find(const fset *f, uint64_t stream) {
+    if (f->n && f->s[0]->stream == stream) return f->s[0]; /* most programs use one stream */
     size_t lo = 0, hi = f->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -249,9 +254,10 @@ static fstream *fs_find(const fset *f, uint64_t stream) {
     return lo < f->n && f->s[lo]->stream == stream ? f->s[lo] : NULL;
 }
 
-/* Make room for the blocks of stream (before any of them is inserted). */
-static hbm_status fs_add_stream(fset *f, uint64_t stream) {
+/* Make room for the blocks of stream (before any of them is inserted); *added = 1 when new. */
+static hbm_status fs_add_stream(fset *f, uint64_t stream, int *added) {
     if (fs_find(f, stream)) return HBM_OK;
+    *added = 1;
     hbm_status s = hbmi_grow((void **)&f->s, &f->cap, f->n + 1, sizeof *f->s);
     fstream *x = s ? NULL : hbmi_calloc(1, sizeof *x);
     if (!x) return s ? s : hbmi_error(HBM_ERR_NOMEM, "out of host memory for a torch stream");
@@ -262,6 +268,15 @@ static hbm_status fs_add_stream(fset *f, uint64_t stream) {
     f->s[at] = x;
     f->n++;
     return HBM_OK;
+}
+
+/* Both pools have stream's free sets (a new one: reserve() grows their room). */
+static hbm_status add_stream(torch *t, uint64_t stream) {
+    int added = 0;
+    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream, &added);
+    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream, &added);
+    if (added) t->setcap = 0;
+    return s;
 }
 
 static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
@@ -808,8 +823,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     if (orig > K_MAX_REQUEST) return oom(t, orig);
     uint64_t size = round_size(t, orig), alloc_size = allocation_size(size);
     tpool *p = &t->pool[size <= K_SMALL_SIZE];
-    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
-    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2);
     if (s) return s;
     uint32_t i;
@@ -1156,8 +1170,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
         at = live[k].addr + live[k].size;
     }
     if (!size || size % K_MIN_BLOCK) return hbmi_error(HBM_ERR_INVALID, "torch: a seeded segment of %" PRIu64 " bytes", size);
-    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
-    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2 * nlive + 2);
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
     if (!s) s = hbmi_map_reserve(&t->live, t->live.count + nlive);
