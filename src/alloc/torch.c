@@ -87,6 +87,19 @@ typedef struct tpool {
     int small;
 } tpool;
 
+/* The live blocks by address: open addressing with linear probing and backward-shift
+ * deletion, an address and its block in one 16-byte slot (one cache line per probe run),
+ * at most half full; no host allocation but on growth (reserve). */
+typedef struct tslot {
+    uint64_t key; /* address + 1; 0 = empty */
+    uint64_t blk;
+} tslot;
+
+typedef struct ttab {
+    tslot *s;
+    size_t cap, count; /* cap: a power of two or 0 */
+} ttab;
+
 typedef struct tes {
     uint64_t base, page, npages, stream;
     hbmi_map pages; /* page index -> device address of its physical page */
@@ -106,7 +119,7 @@ typedef struct torch {
     size_t nb, capb, setcap;
     uint32_t unused_head;
     tpool pool[2]; /* [0] large, [1] small */
-    hbmi_map live;
+    ttab live;
     tes *es;
     size_t nes, capes;
     uint64_t nsegments;
@@ -158,13 +171,73 @@ static uint64_t torch_rounded(void *self, uint64_t size) {
     return size > K_MAX_REQUEST ? size : round_size(self, size);
 }
 
+/* ---- live blocks by address (ttab) ------------------------------------------------------- */
+
+static hbm_status tt_reserve(ttab *m, size_t n) {
+    if (2 * n <= m->cap) return HBM_OK;
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    tslot *ns = hbmi_calloc(cap, sizeof *ns);
+    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for %zu live torch blocks", n);
+    for (size_t k = 0; k < m->cap; k++) {
+        if (!m->s[k].key) continue;
+        size_t j = hbmi_hash64(m->s[k].key) & (cap - 1);
+        while (ns[j].key) j = (j + 1) & (cap - 1);
+        ns[j] = m->s[k];
+    }
+    hbmi_free(m->s);
+    m->s = ns;
+    m->cap = cap;
+    return HBM_OK;
+}
+
+/* addr is not in the table and there is room (tt_reserve) */
+static void tt_put(ttab *m, uint64_t addr, uint32_t blk) {
+    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
+    while (m->s[j].key) j = (j + 1) & mask;
+    m->s[j] = (tslot){addr + 1, blk};
+    m->count++;
+}
+
+static size_t tt_find(const ttab *m, uint64_t addr) { /* its slot, or SIZE_MAX */
+    if (!m->cap || addr == UINT64_MAX) return SIZE_MAX;
+    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
+    for (; m->s[j].key; j = (j + 1) & mask)
+        if (m->s[j].key == addr + 1) return j;
+    return SIZE_MAX;
+}
+
+static int tt_get(const ttab *m, uint64_t addr, uint64_t *blk) {
+    size_t j = tt_find(m, addr);
+    if (j == SIZE_MAX) return 0;
+    if (blk) *blk = m->s[j].blk;
+    return 1;
+}
+
+static int tt_del(ttab *m, uint64_t addr, uint64_t *blk) {
+    size_t i = tt_find(m, addr);
+    if (i == SIZE_MAX) return 0;
+    *blk = m->s[i].blk;
+    size_t mask = m->cap - 1;
+    for (size_t j = (i + 1) & mask; m->s[j].key; j = (j + 1) & mask) {
+        size_t home = hbmi_hash64(m->s[j].key) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not in (i, j]: j may fill the hole */
+            m->s[i] = m->s[j];
+            i = j;
+        }
+    }
+    m->s[i].key = 0;
+    m->count--;
+    return 1;
+}
+
 /* ---- blocks and ordered sets ------------------------------------------------------------- */
 
 /* Room for extra more blocks everywhere a block can be listed, so no later step fails.
  * setcap: every set holds at least that many (0 after a stream is added). */
 static hbm_status reserve(torch *t, size_t extra) {
-    size_t need = t->nb + extra, nlive = t->live.count + extra;
-    if (need <= t->capb && need <= t->setcap && nlive + nlive / 2 + 1 <= t->live.cap) return HBM_OK;
+    size_t need = t->nb + extra;
+    if (need <= t->capb && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap) return HBM_OK;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
@@ -172,7 +245,7 @@ static hbm_status reserve(torch *t, size_t extra) {
             s = hbmi_grow((void **)&f->s[k]->big.v, &f->s[k]->big.cap, need, sizeof(uint32_t));
         if (!s) s = hbmi_grow((void **)&t->pool[p].unmapped.v, &t->pool[p].unmapped.cap, need, sizeof(uint32_t));
     }
-    if (!s) s = hbmi_map_reserve(&t->live, t->live.count + extra);
+    if (!s) s = tt_reserve(&t->live, t->live.count + extra);
     if (!s) t->setcap = need;
     return s;
 }
@@ -859,7 +932,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     x->requested = orig;
     x->tag_id = tag_id;
     x->seq = ++t->st.num_allocs;
-    hbmi_map_put(&t->live, x->addr, i);
+    tt_put(&t->live, x->addr, i);
     t->st.bytes_in_use += x->size;
     if (x->size > t->st.largest_alloc_size) t->st.largest_alloc_size = x->size;
     hbmi_stats_update_peaks(&t->st);
@@ -874,7 +947,7 @@ static hbm_status torch_alloc(void *self, uint64_t size, const hbm_tag *tag, uin
 static hbm_status torch_free(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    if (!hbmi_map_del(&t->live, addr, &k))
+    if (!tt_del(&t->live, addr, &k))
         return hbmi_error(HBM_ERR_BAD_FREE, "torch: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     uint32_t i = (uint32_t)k;
     t->st.num_frees++;
@@ -976,7 +1049,7 @@ static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *li
         if (x->es && x->state != T_UNMAPPED) *es_mapped += x->size;
         if (x->state == T_LIVE) {
             uint64_t k;
-            if (!hbmi_map_get(&t->live, x->addr, &k) || k != i)
+            if (!tt_get(&t->live, x->addr, &k) || k != i)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: live block 0x%" PRIx64 " is not indexed", x->addr);
             *live += x->size, *mapped += x->size, ++*nlive;
         } else if (x->state == T_FREE) {
@@ -1073,7 +1146,7 @@ static void torch_destroy(void *self) {
         fs_destroy(&t->pool[q].blocks);
         hbmi_free(t->pool[q].unmapped.v);
     }
-    hbmi_map_destroy(&t->live);
+    hbmi_free(t->live.s);
     hbmi_free(t->es);
     hbmi_free(t->b);
     hbmi_free(t);
@@ -1112,7 +1185,6 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     t->dev_total = dtotal;
     t->st.bytes_limit = t->set_fraction ? bytes_limit : dtotal;
     t->pool[1].small = 1;
-    hbmi_map_init(&t->live);
     hbmi_map_init(&t->segdev);
     if ((s = reserve(t, 8))) {
         torch_destroy(t);
@@ -1142,7 +1214,7 @@ void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user) {
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    return hbmi_map_get(&t->live, addr, &k) ? t->b[k].seg : 0;
+    return tt_get(&t->live, addr, &k) ? t->b[k].seg : 0;
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
@@ -1164,7 +1236,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     uint64_t at = addr;
     for (size_t k = 0; k < nlive; k++) {
         if (live[k].addr < at || !live[k].size || live[k].size % K_MIN_BLOCK || live[k].addr + live[k].size > addr + size ||
-            hbmi_map_get(&t->live, live[k].addr, NULL))
+            tt_get(&t->live, live[k].addr, NULL))
             return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside segment "
                               "0x%" PRIx64 " after the previous one", live[k].addr, live[k].size, addr);
         at = live[k].addr + live[k].size;
@@ -1173,7 +1245,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2 * nlive + 2);
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
-    if (!s) s = hbmi_map_reserve(&t->live, t->live.count + nlive);
+    if (!s) s = tt_reserve(&t->live, t->live.count + nlive);
     uint64_t dev_addr;
     if (!s) s = hbm_device_alloc(t->dev, size, &dev_addr);
     if (s) return s;
@@ -1189,7 +1261,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        hbmi_map_put(&t->live, x->addr, i);
+        tt_put(&t->live, x->addr, i);
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }
