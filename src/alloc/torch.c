@@ -44,15 +44,17 @@
 
 enum { T_UNUSED, T_LIVE, T_FREE, T_UNMAPPED };
 
-typedef struct tblk {
-    uint64_t addr, size, requested, seq, stream;
-    uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
-    int64_t gc_base;   /* the pool's get_free_block count when it became free */
+typedef struct tblk { /* what a free list walk reads comes first */
+    uint64_t addr, size, stream;
     uint32_t prev, next; /* address neighbours in the segment, index+1 */
     uint32_t bprev, bnext; /* free blocks of the same stream and size, by address, index+1 */
-    uint32_t tag_id;
+    uint32_t sprev, snext; /* ... and the express lane over that list (express blocks only) */
     uint32_t es;       /* expandable segment index+1, 0 = a cudaMalloc segment */
     uint8_t state, small;
+    uint32_t tag_id;
+    uint64_t requested, seq;
+    uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
+    int64_t gc_base;   /* the pool's get_free_block count when it became free */
 } tblk;
 
 typedef struct tset { /* block indexes in key order */
@@ -62,15 +64,24 @@ typedef struct tset { /* block indexes in key order */
 
 /* The free blocks of one stream in a pool, in PyTorch's order (size, address): one list per
  * size up to 2 MiB (sizes are multiples of 512: 4096 of them) found with two bitmap
- * levels, and a sorted array for larger blocks (few in practice). */
+ * levels, and a sorted array for larger blocks (few in practice). The list of a size can
+ * grow to hundreds of blocks (the slivers that splits leave at small sizes), so each has
+ * an express lane, a skip list of one level: about one block in F_EXPRESS (chosen by a
+ * hash of its record's index, whatever its address) is also linked in address order
+ * with the others like it, and a new block finds its place walking the lane, then the
+ * list from the last express block below it: about n / F_EXPRESS + F_EXPRESS steps, not
+ * n / 2. The order, and so every choice, is the list's; the lane only finds places. */
 #define F_CLASSES 4096
 #define F_BIN_MAX (2ull << 20)
+#define F_EXPRESS 16
 typedef struct fstream {
     uint64_t stream;
     uint64_t top;                /* bit w: bits[w] != 0 */
     uint64_t bits[F_CLASSES / 64];
-    uint32_t head[F_CLASSES];    /* index+1 of the lowest-address block of each size */
-    uint32_t tail[F_CLASSES];    /* ... and of the highest (new segments mostly come above) */
+    struct {                     /* each size's list, 16 bytes */
+        uint32_t head, tail;     /* index+1 of the lowest-address block and of the highest */
+        uint32_t shead, stail;   /* ... and of its express lane */
+    } cls[F_CLASSES];
     tset big;                    /* blocks over 2 MiB by (size, addr) */
     size_t n;
 } fstream;
@@ -363,6 +374,11 @@ static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty siz
     return (int)((w << 6) + (unsigned)__builtin_ctzll(x->bits[w]));
 }
 
+static int is_express(uint32_t i1) { /* about one record in F_EXPRESS, fixed per record */
+    uint32_t x = i1 * 0x9e3779b1u;
+    return ((x ^ (x >> 15)) * 0x85ebca6bu) >> (32 - 4) == 0; /* top 4 bits: 1 in 16 */
+}
+
 static void fs_insert(torch *t, fset *f, uint32_t i) {
     tblk *b = t->b, *x = &b[i];
     fstream *s = fs_find(f, x->stream); /* made by fs_add_stream */
@@ -372,16 +388,29 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
         return;
     }
     unsigned c = f_class(x->size);
-    uint32_t prev = 0, cur = s->head[c];
-    if (s->tail[c] && b[s->tail[c] - 1].addr < x->addr) prev = s->tail[c], cur = 0; /* append */
-    else
+    uint32_t prev = 0, cur = s->cls[c].head, sprev = 0, i1 = i + 1;
+    if (s->cls[c].tail && b[s->cls[c].tail - 1].addr < x->addr) { /* above all (new segments mostly are) */
+        prev = s->cls[c].tail, cur = 0, sprev = s->cls[c].stail;
+    } else {
+        for (uint32_t e = s->cls[c].shead; e && b[e - 1].addr < x->addr; e = b[e - 1].snext) sprev = e;
+        if (sprev) prev = sprev, cur = b[sprev - 1].bnext;
         while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
+    }
+    if (is_express(i1)) {
+        uint32_t snext = sprev ? b[sprev - 1].snext : s->cls[c].shead;
+        x->sprev = sprev;
+        x->snext = snext;
+        if (snext) b[snext - 1].sprev = i1;
+        else s->cls[c].stail = i1;
+        if (sprev) b[sprev - 1].snext = i1;
+        else s->cls[c].shead = i1;
+    }
     x->bprev = prev;
     x->bnext = cur;
     if (cur) b[cur - 1].bprev = i + 1;
-    else s->tail[c] = i + 1;
+    else s->cls[c].tail = i + 1;
     if (prev) b[prev - 1].bnext = i + 1;
-    else s->head[c] = i + 1;
+    else s->cls[c].head = i + 1;
     s->bits[c >> 6] |= 1ull << (c & 63);
     s->top |= 1ull << (c >> 6);
 }
@@ -397,13 +426,20 @@ static void fs_erase(torch *t, fset *f, uint32_t i) {
     }
     unsigned c = f_class(x->size);
     if (x->bprev) b[x->bprev - 1].bnext = x->bnext;
-    else if (s->head[c] == i + 1) s->head[c] = x->bnext;
+    else if (s->cls[c].head == i + 1) s->cls[c].head = x->bnext;
     else return; /* not listed */
     if (x->bnext) b[x->bnext - 1].bprev = x->bprev;
-    else s->tail[c] = x->bprev;
+    else s->cls[c].tail = x->bprev;
     x->bprev = x->bnext = 0;
+    if (is_express(i + 1)) {
+        if (x->sprev) b[x->sprev - 1].snext = x->snext;
+        else s->cls[c].shead = x->snext;
+        if (x->snext) b[x->snext - 1].sprev = x->sprev;
+        else s->cls[c].stail = x->sprev;
+        x->sprev = x->snext = 0;
+    }
     s->n--;
-    if (!s->head[c]) {
+    if (!s->cls[c].head) {
         s->bits[c >> 6] &= ~(1ull << (c & 63));
         if (!s->bits[c >> 6]) s->top &= ~(1ull << (c >> 6));
     }
@@ -415,7 +451,7 @@ static uint32_t fs_lower_bound(const torch *t, const fset *f, uint64_t stream, u
     if (!s) return 0;
     if (size <= F_BIN_MAX) {
         int c = fs_first_class(s, f_class(size < K_MIN_BLOCK ? K_MIN_BLOCK : hbmi_align_up(size, K_MIN_BLOCK)));
-        if (c >= 0) return s->head[c];
+        if (c >= 0) return s->cls[c].head;
         return s->big.n ? s->big.v[0] + 1 : 0;
     }
     size_t k = lower_bound(t, &s->big, 1, stream, size, 0);
@@ -430,7 +466,7 @@ static uint32_t fs_next(const torch *t, const fset *f, uint32_t i) {
     if (x->size <= F_BIN_MAX) {
         if (x->bnext) return x->bnext;
         int c = fs_first_class(s, f_class(x->size) + 1);
-        if (c >= 0) return s->head[c];
+        if (c >= 0) return s->cls[c].head;
         return s->big.n ? s->big.v[0] + 1 : 0;
     }
     size_t at;
@@ -450,7 +486,7 @@ static size_t fs_list(const torch *t, const fset *f, uint32_t *out) {
     for (size_t k = 0; k < f->n; k++) {
         const fstream *s = f->s[k];
         for (int c = fs_first_class(s, 0); c >= 0; c = fs_first_class(s, (unsigned)c + 1))
-            for (uint32_t j = s->head[c]; j; j = t->b[j - 1].bnext) out[n++] = j - 1;
+            for (uint32_t j = s->cls[c].head; j; j = t->b[j - 1].bnext) out[n++] = j - 1;
         for (size_t q = 0; q < s->big.n; q++) out[n++] = s->big.v[q];
     }
     return n;
@@ -985,6 +1021,22 @@ static void torch_stats(void *self, hbm_stats *out) {
 
 static void torch_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((torch *)self)->st); }
 
+/* Size c's express lane: its blocks are the list's express blocks, in the list's order. */
+static hbm_status check_express(const torch *t, const fstream *s, unsigned c) {
+    const tblk *b = t->b;
+    uint32_t e = s->cls[c].shead, back = 0;
+    for (uint32_t j = s->cls[c].head; j; j = b[j - 1].bnext) {
+        if (!is_express(j)) continue;
+        if (e != j || b[j - 1].sprev != back)
+            return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its express lane", b[j - 1].addr);
+        back = j;
+        e = b[j - 1].snext;
+    }
+    if (e || s->cls[c].stail != back)
+        return hbmi_error(HBM_ERR_CORRUPT, "torch: the express lane of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
+    return HBM_OK;
+}
+
 /* The free lists: each block in its stream's place, sizes and addresses in order, the
  * bitmaps saying which lists are non-empty; mark[i] = pool + 1 for each block listed. */
 static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_t *listed) {
@@ -997,11 +1049,11 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
         const tblk *prev = NULL;
         for (unsigned c = 0; c < F_CLASSES; c++) {
             int on = (s->bits[c >> 6] >> (c & 63)) & 1;
-            if (on != !!s->head[c] || !s->head[c] != !s->tail[c] || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
+            if (on != !!s->cls[c].head || !s->cls[c].head != !s->cls[c].tail || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: the bitmap of size %u disagrees with its list", (c + 1) * K_MIN_BLOCK);
             uint32_t back = 0;
-            for (uint32_t j = s->head[c]; j; back = j, j = t->b[j - 1].bnext) {
-                if (!t->b[j - 1].bnext && s->tail[c] != j)
+            for (uint32_t j = s->cls[c].head; j; back = j, j = t->b[j - 1].bnext) {
+                if (!t->b[j - 1].bnext && s->cls[c].tail != j)
                     return hbmi_error(HBM_ERR_CORRUPT, "torch: the list of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
                 const tblk *x = &t->b[j - 1];
                 if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c ||
@@ -1011,6 +1063,8 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
                 prev = x;
                 n++;
             }
+            hbm_status st = check_express(t, s, c);
+            if (st) return st;
         }
         for (size_t v = 0; v < s->big.n; v++) {
             const tblk *x = &t->b[s->big.v[v]];
