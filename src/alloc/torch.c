@@ -128,6 +128,8 @@ typedef struct torch {
     uint64_t total_allocated; /* reserved: segments + mapped pages */
     tblk *b;
     size_t nb, capb, setcap;
+    uint64_t last_stream; /* in both pools' sets when nstreams */
+    int nstreams;
     uint32_t unused_head;
     tpool pool[2]; /* [0] large, [1] small */
     ttab live;
@@ -246,9 +248,16 @@ static int tt_del(ttab *m, uint64_t addr, uint64_t *blk) {
 
 /* Room for extra more blocks everywhere a block can be listed, so no later step fails.
  * setcap: every set holds at least that many (0 after a stream is added). */
-static hbm_status reserve(torch *t, size_t extra) {
+static hbm_status reserve_grow(torch *t, size_t extra);
+
+static inline hbm_status reserve(torch *t, size_t extra) {
     size_t need = t->nb + extra;
     if (need <= t->capb && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap) return HBM_OK;
+    return reserve_grow(t, extra);
+}
+
+static hbm_status reserve_grow(torch *t, size_t extra) {
+    size_t need = t->nb + extra;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
@@ -261,7 +270,7 @@ static hbm_status reserve(torch *t, size_t extra) {
     return s;
 }
 
-static uint32_t new_block(torch *t) { /* capacity reserved by the caller */
+static uint32_t new_block(torch *t) { /* capacity reserved by the caller, which sets every field */
     uint32_t i;
     if (t->unused_head) {
         i = t->unused_head - 1;
@@ -269,7 +278,6 @@ static uint32_t new_block(torch *t) { /* capacity reserved by the caller */
     } else {
         i = (uint32_t)t->nb++;
     }
-    memset(&t->b[i], 0, sizeof t->b[i]);
     return i;
 }
 
@@ -356,10 +364,12 @@ static hbm_status fs_add_stream(fset *f, uint64_t stream, int *added) {
 
 /* Both pools have stream's free sets (a new one: reserve() grows their room). */
 static hbm_status add_stream(torch *t, uint64_t stream) {
+    if (t->nstreams && stream == t->last_stream) return HBM_OK;
     int added = 0;
     hbm_status s = fs_add_stream(&t->pool[0].blocks, stream, &added);
     if (!s) s = fs_add_stream(&t->pool[1].blocks, stream, &added);
     if (added) t->setcap = 0;
+    if (!s) t->last_stream = stream, t->nstreams = 1;
     return s;
 }
 
