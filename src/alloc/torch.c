@@ -73,7 +73,8 @@ typedef struct tset { /* block indexes in key order */
  * n / 2. The order, and so every choice, is the list's; the lane only finds places. */
 #define F_CLASSES 4096
 #define F_BIN_MAX (2ull << 20)
-#define F_EXPRESS 16
+#define F_EXPRESS_BITS 3
+#define F_EXPRESS (1u << F_EXPRESS_BITS)
 typedef struct fstream {
     uint64_t stream;
     uint64_t top;                /* bit w: bits[w] != 0 */
@@ -386,7 +387,7 @@ static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty siz
 
 static int is_express(uint32_t i1) { /* about one record in F_EXPRESS, fixed per record */
     uint32_t x = i1 * 0x9e3779b1u;
-    return ((x ^ (x >> 15)) * 0x85ebca6bu) >> (32 - 4) == 0; /* top 4 bits: 1 in 16 */
+    return ((x ^ (x >> 15)) * 0x85ebca6bu) >> (32 - F_EXPRESS_BITS) == 0;
 }
 
 static void fs_insert(torch *t, fset *f, uint32_t i) {
