@@ -47,8 +47,8 @@ enum { T_UNUSED, T_LIVE, T_FREE, T_UNMAPPED };
 typedef struct tblk { /* what a free list walk reads comes first */
     uint64_t addr, size, stream;
     uint32_t prev, next; /* address neighbours in the segment, index+1 */
-    uint32_t bprev, bnext; /* free blocks of the same stream and size, by address, index+1 */
-    uint32_t sprev, snext; /* ... and the express lane over that list (express blocks only) */
+    uint32_t bprev, sprev; /* the previous free block of the same stream and size, by address,
+                              and on its express lane, index+1 (the next ones: tnode) */
     uint32_t es;       /* expandable segment index+1, 0 = a cudaMalloc segment */
     uint8_t state, small;
     uint32_t tag_id;
@@ -56,6 +56,14 @@ typedef struct tblk { /* what a free list walk reads comes first */
     uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
     int64_t gc_base;   /* the pool's get_free_block count when it became free */
 } tblk;
+
+/* What a walk along a free list reads of a listed block, 16 bytes in an array parallel to
+ * the blocks (a fraction of their size, so walks stay in cache): its address and the next
+ * free block of the same stream and size, on the list and on its express lane. */
+typedef struct tnode {
+    uint64_t addr;
+    uint32_t bnext, snext;
+} tnode;
 
 typedef struct tset { /* block indexes in key order */
     uint32_t *v;
@@ -128,7 +136,8 @@ typedef struct torch {
     uint64_t allowed, dev_total;
     uint64_t total_allocated; /* reserved: segments + mapped pages */
     tblk *b;
-    size_t nb, capb, setcap;
+    tnode *fl;    /* parallel to b, capfl >= capb */
+    size_t nb, capb, capfl, setcap;
     uint64_t last_stream; /* in both pools' sets when nstreams */
     int nstreams;
     uint32_t unused_head;
@@ -260,6 +269,7 @@ static inline hbm_status reserve(torch *t, size_t extra) {
 static hbm_status reserve_grow(torch *t, size_t extra) {
     size_t need = t->nb + extra;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
+    if (!s) s = hbmi_grow((void **)&t->fl, &t->capfl, t->capb, sizeof *t->fl);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
         for (size_t k = 0; k < f->n && !s; k++)
@@ -392,6 +402,7 @@ static int is_express(uint32_t i1) { /* about one record in F_EXPRESS, fixed per
 
 static void fs_insert(torch *t, fset *f, uint32_t i) {
     tblk *b = t->b, *x = &b[i];
+    tnode *fl = t->fl;
     fstream *s = fs_find(f, x->stream); /* made by fs_add_stream */
     s->n++;
     if (x->size > F_BIN_MAX) {
@@ -400,27 +411,28 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
     }
     unsigned c = f_class(x->size);
     uint32_t prev = 0, cur = s->cls[c].head, sprev = 0, i1 = i + 1;
-    if (s->cls[c].tail && b[s->cls[c].tail - 1].addr < x->addr) { /* above all (new segments mostly are) */
+    fl[i].addr = x->addr;
+    if (s->cls[c].tail && fl[s->cls[c].tail - 1].addr < x->addr) { /* above all (new segments mostly are) */
         prev = s->cls[c].tail, cur = 0, sprev = s->cls[c].stail;
     } else {
-        for (uint32_t e = s->cls[c].shead; e && b[e - 1].addr < x->addr; e = b[e - 1].snext) sprev = e;
-        if (sprev) prev = sprev, cur = b[sprev - 1].bnext;
-        while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
+        for (uint32_t e = s->cls[c].shead; e && fl[e - 1].addr < x->addr; e = fl[e - 1].snext) sprev = e;
+        if (sprev) prev = sprev, cur = fl[sprev - 1].bnext;
+        while (cur && fl[cur - 1].addr < x->addr) prev = cur, cur = fl[cur - 1].bnext;
     }
     if (is_express(i1)) {
-        uint32_t snext = sprev ? b[sprev - 1].snext : s->cls[c].shead;
+        uint32_t snext = sprev ? fl[sprev - 1].snext : s->cls[c].shead;
         x->sprev = sprev;
-        x->snext = snext;
+        fl[i].snext = snext;
         if (snext) b[snext - 1].sprev = i1;
         else s->cls[c].stail = i1;
-        if (sprev) b[sprev - 1].snext = i1;
+        if (sprev) fl[sprev - 1].snext = i1;
         else s->cls[c].shead = i1;
     }
     x->bprev = prev;
-    x->bnext = cur;
+    fl[i].bnext = cur;
     if (cur) b[cur - 1].bprev = i + 1;
     else s->cls[c].tail = i + 1;
-    if (prev) b[prev - 1].bnext = i + 1;
+    if (prev) fl[prev - 1].bnext = i + 1;
     else s->cls[c].head = i + 1;
     s->bits[c >> 6] |= 1ull << (c & 63);
     s->top |= 1ull << (c >> 6);
@@ -428,6 +440,7 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
 
 static void fs_erase(torch *t, fset *f, uint32_t i) {
     tblk *b = t->b, *x = &b[i];
+    tnode *fl = t->fl;
     fstream *s = fs_find(f, x->stream);
     if (!s) return;
     if (x->size > F_BIN_MAX) {
@@ -436,18 +449,20 @@ static void fs_erase(torch *t, fset *f, uint32_t i) {
         return;
     }
     unsigned c = f_class(x->size);
-    if (x->bprev) b[x->bprev - 1].bnext = x->bnext;
-    else if (s->cls[c].head == i + 1) s->cls[c].head = x->bnext;
+    if (x->bprev) fl[x->bprev - 1].bnext = fl[i].bnext;
+    else if (s->cls[c].head == i + 1) s->cls[c].head = fl[i].bnext;
     else return; /* not listed */
-    if (x->bnext) b[x->bnext - 1].bprev = x->bprev;
+    if (fl[i].bnext) b[fl[i].bnext - 1].bprev = x->bprev;
     else s->cls[c].tail = x->bprev;
-    x->bprev = x->bnext = 0;
+    x->bprev = 0;
+    fl[i].bnext = 0;
     if (is_express(i + 1)) {
-        if (x->sprev) b[x->sprev - 1].snext = x->snext;
-        else s->cls[c].shead = x->snext;
-        if (x->snext) b[x->snext - 1].sprev = x->sprev;
+        if (x->sprev) fl[x->sprev - 1].snext = fl[i].snext;
+        else s->cls[c].shead = fl[i].snext;
+        if (fl[i].snext) b[fl[i].snext - 1].sprev = x->sprev;
         else s->cls[c].stail = x->sprev;
-        x->sprev = x->snext = 0;
+        x->sprev = 0;
+        fl[i].snext = 0;
     }
     s->n--;
     if (!s->cls[c].head) {
@@ -475,7 +490,7 @@ static uint32_t fs_next(const torch *t, const fset *f, uint32_t i) {
     const fstream *s = fs_find(f, x->stream);
     if (!s) return 0;
     if (x->size <= F_BIN_MAX) {
-        if (x->bnext) return x->bnext;
+        if (t->fl[i].bnext) return t->fl[i].bnext;
         int c = fs_first_class(s, f_class(x->size) + 1);
         if (c >= 0) return s->cls[c].head;
         return s->big.n ? s->big.v[0] + 1 : 0;
@@ -497,7 +512,7 @@ static size_t fs_list(const torch *t, const fset *f, uint32_t *out) {
     for (size_t k = 0; k < f->n; k++) {
         const fstream *s = f->s[k];
         for (int c = fs_first_class(s, 0); c >= 0; c = fs_first_class(s, (unsigned)c + 1))
-            for (uint32_t j = s->cls[c].head; j; j = t->b[j - 1].bnext) out[n++] = j - 1;
+            for (uint32_t j = s->cls[c].head; j; j = t->fl[j - 1].bnext) out[n++] = j - 1;
         for (size_t q = 0; q < s->big.n; q++) out[n++] = s->big.v[q];
     }
     return n;
@@ -1036,12 +1051,12 @@ static void torch_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((torch *)se
 static hbm_status check_express(const torch *t, const fstream *s, unsigned c) {
     const tblk *b = t->b;
     uint32_t e = s->cls[c].shead, back = 0;
-    for (uint32_t j = s->cls[c].head; j; j = b[j - 1].bnext) {
+    for (uint32_t j = s->cls[c].head; j; j = t->fl[j - 1].bnext) {
         if (!is_express(j)) continue;
         if (e != j || b[j - 1].sprev != back)
             return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its express lane", b[j - 1].addr);
         back = j;
-        e = b[j - 1].snext;
+        e = t->fl[j - 1].snext;
     }
     if (e || s->cls[c].stail != back)
         return hbmi_error(HBM_ERR_CORRUPT, "torch: the express lane of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
@@ -1063,11 +1078,11 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
             if (on != !!s->cls[c].head || !s->cls[c].head != !s->cls[c].tail || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: the bitmap of size %u disagrees with its list", (c + 1) * K_MIN_BLOCK);
             uint32_t back = 0;
-            for (uint32_t j = s->cls[c].head; j; back = j, j = t->b[j - 1].bnext) {
-                if (!t->b[j - 1].bnext && s->cls[c].tail != j)
+            for (uint32_t j = s->cls[c].head; j; back = j, j = t->fl[j - 1].bnext) {
+                if (!t->fl[j - 1].bnext && s->cls[c].tail != j)
                     return hbmi_error(HBM_ERR_CORRUPT, "torch: the list of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
                 const tblk *x = &t->b[j - 1];
-                if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c ||
+                if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c || t->fl[j - 1].addr != x->addr ||
                     x->size > F_BIN_MAX || x->bprev != back || mark[j - 1] || (prev && prev->size == x->size && prev->addr >= x->addr))
                     return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its list", x->addr);
                 mark[j - 1] = (uint8_t)(q + 1);
@@ -1213,6 +1228,7 @@ static void torch_destroy(void *self) {
     }
     hbmi_free(t->live.s);
     hbmi_free(t->es);
+    hbmi_free(t->fl);
     hbmi_free(t->b);
     hbmi_free(t);
 }
