@@ -346,8 +346,7 @@ static tpool *pool_of(torch *t, uint32_t i) { return &t->pool[t->b[i].small]; }
 
 static unsigned f_class(uint64_t size) { return (unsigned)(size / K_MIN_BLOCK) - 1; }
 
-static fstream *fs_find(const fset *f, uint64_t stream) {
-    if (f->n && f->s[0]->stream == stream) return f->s[0]; /* most programs use one stream */
+static fstream *fs_find_sorted(const fset *f, uint64_t stream) {
     size_t lo = 0, hi = f->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -355,6 +354,11 @@ static fstream *fs_find(const fset *f, uint64_t stream) {
         else hi = mid;
     }
     return lo < f->n && f->s[lo]->stream == stream ? f->s[lo] : NULL;
+}
+
+static inline fstream *fs_find(const fset *f, uint64_t stream) {
+    if (f->n && f->s[0]->stream == stream) return f->s[0]; /* most programs use one stream */
+    return fs_find_sorted(f, stream);
 }
 
 /* Make room for the blocks of stream (before any of them is inserted); *added = 1 when new. */
@@ -384,7 +388,7 @@ static hbm_status add_stream(torch *t, uint64_t stream) {
     return s;
 }
 
-static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
+static inline int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
     if (c >= F_CLASSES) return -1;
     unsigned w = c >> 6;
     uint64_t m = x->bits[w] & (~0ull << (c & 63));
