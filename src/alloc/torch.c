@@ -522,7 +522,7 @@ static size_t fs_list(const torch *t, const fset *f, uint32_t *out) {
     return n;
 }
 
-static uint64_t fs_largest(const torch *t, const fset *f) {
+static inline uint64_t fs_largest(const torch *t, const fset *f) {
     uint64_t best = 0;
     for (size_t k = 0; k < f->n; k++) {
         const fstream *s = f->s[k];
