@@ -416,13 +416,12 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
     unsigned c = f_class(x->size);
     uint32_t prev = 0, cur = s->cls[c].head, sprev = 0, i1 = i + 1;
     fl[i].addr = x->addr;
-    if (s->cls[c].tail && fl[s->cls[c].tail - 1].addr < x->addr) { /* above all (new segments mostly are) */
-        prev = s->cls[c].tail, cur = 0, sprev = s->cls[c].stail;
-    } else {
+    uint32_t st = s->cls[c].stail;
+    if (st && fl[st - 1].addr < x->addr) sprev = st; /* above the whole lane (new segments often are) */
+    else
         for (uint32_t e = s->cls[c].shead; e && fl[e - 1].addr < x->addr; e = fl[e - 1].snext) sprev = e;
-        if (sprev) prev = sprev, cur = fl[sprev - 1].bnext;
-        while (cur && fl[cur - 1].addr < x->addr) prev = cur, cur = fl[cur - 1].bnext;
-    }
+    if (sprev) prev = sprev, cur = fl[sprev - 1].bnext;
+    while (cur && fl[cur - 1].addr < x->addr) prev = cur, cur = fl[cur - 1].bnext;
     if (is_express(i1)) {
         uint32_t snext = sprev ? fl[sprev - 1].snext : s->cls[c].shead;
         x->sprev = sprev;
