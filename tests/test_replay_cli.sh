@@ -63,7 +63,9 @@ grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"
 SNAP="${2:-}/snapshots/silmont_small.pickle"
 if [ -f "$SNAP" ]; then
   out=$("$HBM" replay "$SNAP" --allocators torch,bfc) || fail "torch replay exit $?"
-  grep -q "recorded by PyTorch: peak reserved 3.52GiB" <<<"$out" || fail "recorded line: $out"
+  # what PyTorch recorded is the table's first row, the twin's match the line after the table
+  row=$(grep -A1 "^configuration" <<<"$out" | tail -1)
+  grep -qE "^recorded \(PyTorch\) +3\.03GiB +3\.52GiB +- +9  none; at its peak \(event 52\) 507\.37MiB reserved but unallocated, 9 segments$" <<<"$row" || fail "recorded row: $out"
   grep -q "segments 9/9 (100.0%), addresses 36/36 (100.0%)" <<<"$out" || fail "match line: $out"
   "$HBM" replay "$SNAP" --allocators torch --json > "$T/t.json" || fail "torch json exit"
   python3 - "$T/t.json" <<'PY' || fail "torch JSON: $(cat "$T/t.json")"
@@ -75,7 +77,7 @@ assert d["recorded"]["oom"] is None
 m = d["match"]["result"]
 assert m["segments"] == [9, 9] and m["addresses"] == [36, 36], m
 PY
-  "$HBM" replay "$SNAP" --allocators bfc | grep -q "recorded by" && fail "recorded line without a torch twin"
+  "$HBM" replay "$SNAP" --allocators bfc | grep -q "^recorded" && fail "recorded row without a torch twin"
 else
   echo "(shared snapshots absent: torch replay not checked)"
 fi

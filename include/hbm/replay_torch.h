@@ -105,9 +105,9 @@ typedef struct hbm_torch_recorded {
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
 
-/* For `hbm replay` of a PyTorch snapshot: the "recorded" line and the twin's match under
- * the recorded settings, as text lines or as the JSON members
- * "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
+/* For `hbm replay` of a PyTorch snapshot: the twin's match under the recorded settings as a
+ * text line (hbm_replay_write puts what PyTorch recorded in the table's first row), or the
+ * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
 hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
 /* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------

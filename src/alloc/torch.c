@@ -44,16 +44,26 @@
 
 enum { T_UNUSED, T_LIVE, T_FREE, T_UNMAPPED };
 
-typedef struct tblk {
-    uint64_t addr, size, requested, seq, stream;
-    uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
-    int64_t gc_base;   /* the pool's get_free_block count when it became free */
+typedef struct tblk { /* what a free list walk reads comes first */
+    uint64_t addr, size, stream;
     uint32_t prev, next; /* address neighbours in the segment, index+1 */
-    uint32_t bprev, bnext; /* free blocks of the same stream and size, by address, index+1 */
-    uint32_t tag_id;
+    uint32_t bprev, sprev; /* the previous free block of the same stream and size, by address,
+                              and on its express lane, index+1 (the next ones: tnode) */
     uint32_t es;       /* expandable segment index+1, 0 = a cudaMalloc segment */
     uint8_t state, small;
+    uint32_t tag_id;
+    uint64_t requested, seq;
+    uint64_t seg;      /* base of its segment (an expandable segment's virtual base) */
+    int64_t gc_base;   /* the pool's get_free_block count when it became free */
 } tblk;
+
+/* What a walk along a free list reads of a listed block, 16 bytes in an array parallel to
+ * the blocks (a fraction of their size, so walks stay in cache): its address and the next
+ * free block of the same stream and size, on the list and on its express lane. */
+typedef struct tnode {
+    uint64_t addr;
+    uint32_t bnext, snext;
+} tnode;
 
 typedef struct tset { /* block indexes in key order */
     uint32_t *v;
@@ -62,15 +72,25 @@ typedef struct tset { /* block indexes in key order */
 
 /* The free blocks of one stream in a pool, in PyTorch's order (size, address): one list per
  * size up to 2 MiB (sizes are multiples of 512: 4096 of them) found with two bitmap
- * levels, and a sorted array for larger blocks (few in practice). */
+ * levels, and a sorted array for larger blocks (few in practice). The list of a size can
+ * grow to hundreds of blocks (the slivers that splits leave at small sizes), so each has
+ * an express lane, a skip list of one level: about one block in F_EXPRESS (chosen by a
+ * hash of its record's index, whatever its address) is also linked in address order
+ * with the others like it, and a new block finds its place walking the lane, then the
+ * list from the last express block below it: about n / F_EXPRESS + F_EXPRESS steps, not
+ * n / 2. The order, and so every choice, is the list's; the lane only finds places. */
 #define F_CLASSES 4096
 #define F_BIN_MAX (2ull << 20)
+#define F_EXPRESS_BITS 3
+#define F_EXPRESS (1u << F_EXPRESS_BITS)
 typedef struct fstream {
     uint64_t stream;
     uint64_t top;                /* bit w: bits[w] != 0 */
     uint64_t bits[F_CLASSES / 64];
-    uint32_t head[F_CLASSES];    /* index+1 of the lowest-address block of each size */
-    uint32_t tail[F_CLASSES];    /* ... and of the highest (new segments mostly come above) */
+    struct {                     /* each size's list, 16 bytes */
+        uint32_t head, tail;     /* index+1 of the lowest-address block and of the highest */
+        uint32_t shead, stail;   /* ... and of its express lane */
+    } cls[F_CLASSES];
     tset big;                    /* blocks over 2 MiB by (size, addr) */
     size_t n;
 } fstream;
@@ -86,6 +106,19 @@ typedef struct tpool {
     int64_t gc_calls;
     int small;
 } tpool;
+
+/* The live blocks by address: open addressing with linear probing and backward-shift
+ * deletion, an address and its block in one 16-byte slot (one cache line per probe run),
+ * at most half full; no host allocation but on growth (reserve). */
+typedef struct tslot {
+    uint64_t key; /* address + 1; 0 = empty */
+    uint64_t blk;
+} tslot;
+
+typedef struct ttab {
+    tslot *s;
+    size_t cap, count; /* cap: a power of two or 0 */
+} ttab;
 
 typedef struct tes {
     uint64_t base, page, npages, stream;
@@ -103,10 +136,13 @@ typedef struct torch {
     uint64_t allowed, dev_total;
     uint64_t total_allocated; /* reserved: segments + mapped pages */
     tblk *b;
-    size_t nb, capb;
+    tnode *fl;    /* parallel to b, capfl >= capb */
+    size_t nb, capb, capfl, setcap;
+    uint64_t last_stream; /* in both pools' sets when nstreams */
+    int nstreams;
     uint32_t unused_head;
     tpool pool[2]; /* [0] large, [1] small */
-    hbmi_map live;
+    ttab live;
     tes *es;
     size_t nes, capes;
     uint64_t nsegments;
@@ -158,22 +194,94 @@ static uint64_t torch_rounded(void *self, uint64_t size) {
     return size > K_MAX_REQUEST ? size : round_size(self, size);
 }
 
+/* ---- live blocks by address (ttab) ------------------------------------------------------- */
+
+static hbm_status tt_reserve(ttab *m, size_t n) {
+    if (2 * n <= m->cap) return HBM_OK;
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    tslot *ns = hbmi_calloc(cap, sizeof *ns);
+    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for %zu live torch blocks", n);
+    for (size_t k = 0; k < m->cap; k++) {
+        if (!m->s[k].key) continue;
+        size_t j = hbmi_hash64(m->s[k].key) & (cap - 1);
+        while (ns[j].key) j = (j + 1) & (cap - 1);
+        ns[j] = m->s[k];
+    }
+    hbmi_free(m->s);
+    m->s = ns;
+    m->cap = cap;
+    return HBM_OK;
+}
+
+/* addr is not in the table and there is room (tt_reserve) */
+static void tt_put(ttab *m, uint64_t addr, uint32_t blk) {
+    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
+    while (m->s[j].key) j = (j + 1) & mask;
+    m->s[j] = (tslot){addr + 1, blk};
+    m->count++;
+}
+
+static size_t tt_find(const ttab *m, uint64_t addr) { /* its slot, or SIZE_MAX */
+    if (!m->cap || addr == UINT64_MAX) return SIZE_MAX;
+    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
+    for (; m->s[j].key; j = (j + 1) & mask)
+        if (m->s[j].key == addr + 1) return j;
+    return SIZE_MAX;
+}
+
+static int tt_get(const ttab *m, uint64_t addr, uint64_t *blk) {
+    size_t j = tt_find(m, addr);
+    if (j == SIZE_MAX) return 0;
+    if (blk) *blk = m->s[j].blk;
+    return 1;
+}
+
+static int tt_del(ttab *m, uint64_t addr, uint64_t *blk) {
+    size_t i = tt_find(m, addr);
+    if (i == SIZE_MAX) return 0;
+    *blk = m->s[i].blk;
+    size_t mask = m->cap - 1;
+    for (size_t j = (i + 1) & mask; m->s[j].key; j = (j + 1) & mask) {
+        size_t home = hbmi_hash64(m->s[j].key) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not in (i, j]: j may fill the hole */
+            m->s[i] = m->s[j];
+            i = j;
+        }
+    }
+    m->s[i].key = 0;
+    m->count--;
+    return 1;
+}
+
 /* ---- blocks and ordered sets ------------------------------------------------------------- */
 
-static hbm_status reserve(torch *t, size_t extra) {
+/* Room for extra more blocks everywhere a block can be listed, so no later step fails.
+ * setcap: every set holds at least that many (0 after a stream is added). */
+static hbm_status reserve_grow(torch *t, size_t extra);
+
+static inline hbm_status reserve(torch *t, size_t extra) {
+    size_t need = t->nb + extra;
+    if (need <= t->capb && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap) return HBM_OK;
+    return reserve_grow(t, extra);
+}
+
+static hbm_status reserve_grow(torch *t, size_t extra) {
     size_t need = t->nb + extra;
     hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
+    if (!s) s = hbmi_grow((void **)&t->fl, &t->capfl, t->capb, sizeof *t->fl);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
         for (size_t k = 0; k < f->n && !s; k++)
             s = hbmi_grow((void **)&f->s[k]->big.v, &f->s[k]->big.cap, need, sizeof(uint32_t));
         if (!s) s = hbmi_grow((void **)&t->pool[p].unmapped.v, &t->pool[p].unmapped.cap, need, sizeof(uint32_t));
     }
-    if (!s) s = hbmi_map_reserve(&t->live, t->live.count + extra);
+    if (!s) s = tt_reserve(&t->live, t->live.count + extra);
+    if (!s) t->setcap = need;
     return s;
 }
 
-static uint32_t new_block(torch *t) { /* capacity reserved by the caller */
+static uint32_t new_block(torch *t) { /* capacity reserved by the caller, which sets every field */
     uint32_t i;
     if (t->unused_head) {
         i = t->unused_head - 1;
@@ -181,7 +289,6 @@ static uint32_t new_block(torch *t) { /* capacity reserved by the caller */
     } else {
         i = (uint32_t)t->nb++;
     }
-    memset(&t->b[i], 0, sizeof t->b[i]);
     return i;
 }
 
@@ -239,7 +346,7 @@ static tpool *pool_of(torch *t, uint32_t i) { return &t->pool[t->b[i].small]; }
 
 static unsigned f_class(uint64_t size) { return (unsigned)(size / K_MIN_BLOCK) - 1; }
 
-static fstream *fs_find(const fset *f, uint64_t stream) {
+static fstream *fs_find_sorted(const fset *f, uint64_t stream) {
     size_t lo = 0, hi = f->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -249,9 +356,15 @@ static fstream *fs_find(const fset *f, uint64_t stream) {
     return lo < f->n && f->s[lo]->stream == stream ? f->s[lo] : NULL;
 }
 
-/* Make room for the blocks of stream (before any of them is inserted). */
-static hbm_status fs_add_stream(fset *f, uint64_t stream) {
+static inline fstream *fs_find(const fset *f, uint64_t stream) {
+    if (f->n && f->s[0]->stream == stream) return f->s[0]; /* most programs use one stream */
+    return fs_find_sorted(f, stream);
+}
+
+/* Make room for the blocks of stream (before any of them is inserted); *added = 1 when new. */
+static hbm_status fs_add_stream(fset *f, uint64_t stream, int *added) {
     if (fs_find(f, stream)) return HBM_OK;
+    *added = 1;
     hbm_status s = hbmi_grow((void **)&f->s, &f->cap, f->n + 1, sizeof *f->s);
     fstream *x = s ? NULL : hbmi_calloc(1, sizeof *x);
     if (!x) return s ? s : hbmi_error(HBM_ERR_NOMEM, "out of host memory for a torch stream");
@@ -264,7 +377,18 @@ static hbm_status fs_add_stream(fset *f, uint64_t stream) {
     return HBM_OK;
 }
 
-static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
+/* Both pools have stream's free sets (a new one: reserve() grows their room). */
+static hbm_status add_stream(torch *t, uint64_t stream) {
+    if (t->nstreams && stream == t->last_stream) return HBM_OK;
+    int added = 0;
+    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream, &added);
+    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream, &added);
+    if (added) t->setcap = 0;
+    if (!s) t->last_stream = stream, t->nstreams = 1;
+    return s;
+}
+
+static inline int fs_first_class(const fstream *x, unsigned c) { /* first non-empty size class >= c, -1 */
     if (c >= F_CLASSES) return -1;
     unsigned w = c >> 6;
     uint64_t m = x->bits[w] & (~0ull << (c & 63));
@@ -275,8 +399,14 @@ static int fs_first_class(const fstream *x, unsigned c) { /* first non-empty siz
     return (int)((w << 6) + (unsigned)__builtin_ctzll(x->bits[w]));
 }
 
+static int is_express(uint32_t i1) { /* about one record in F_EXPRESS, fixed per record */
+    uint32_t x = i1 * 0x9e3779b1u;
+    return ((x ^ (x >> 15)) * 0x85ebca6bu) >> (32 - F_EXPRESS_BITS) == 0;
+}
+
 static void fs_insert(torch *t, fset *f, uint32_t i) {
     tblk *b = t->b, *x = &b[i];
+    tnode *fl = t->fl;
     fstream *s = fs_find(f, x->stream); /* made by fs_add_stream */
     s->n++;
     if (x->size > F_BIN_MAX) {
@@ -284,22 +414,36 @@ static void fs_insert(torch *t, fset *f, uint32_t i) {
         return;
     }
     unsigned c = f_class(x->size);
-    uint32_t prev = 0, cur = s->head[c];
-    if (s->tail[c] && b[s->tail[c] - 1].addr < x->addr) prev = s->tail[c], cur = 0; /* append */
+    uint32_t prev = 0, cur = s->cls[c].head, sprev = 0, i1 = i + 1;
+    fl[i].addr = x->addr;
+    uint32_t st = s->cls[c].stail;
+    if (st && fl[st - 1].addr < x->addr) sprev = st; /* above the whole lane (new segments often are) */
     else
-        while (cur && b[cur - 1].addr < x->addr) prev = cur, cur = b[cur - 1].bnext;
+        for (uint32_t e = s->cls[c].shead; e && fl[e - 1].addr < x->addr; e = fl[e - 1].snext) sprev = e;
+    if (sprev) prev = sprev, cur = fl[sprev - 1].bnext;
+    while (cur && fl[cur - 1].addr < x->addr) prev = cur, cur = fl[cur - 1].bnext;
+    if (is_express(i1)) {
+        uint32_t snext = sprev ? fl[sprev - 1].snext : s->cls[c].shead;
+        x->sprev = sprev;
+        fl[i].snext = snext;
+        if (snext) b[snext - 1].sprev = i1;
+        else s->cls[c].stail = i1;
+        if (sprev) fl[sprev - 1].snext = i1;
+        else s->cls[c].shead = i1;
+    }
     x->bprev = prev;
-    x->bnext = cur;
+    fl[i].bnext = cur;
     if (cur) b[cur - 1].bprev = i + 1;
-    else s->tail[c] = i + 1;
-    if (prev) b[prev - 1].bnext = i + 1;
-    else s->head[c] = i + 1;
+    else s->cls[c].tail = i + 1;
+    if (prev) fl[prev - 1].bnext = i + 1;
+    else s->cls[c].head = i + 1;
     s->bits[c >> 6] |= 1ull << (c & 63);
     s->top |= 1ull << (c >> 6);
 }
 
 static void fs_erase(torch *t, fset *f, uint32_t i) {
     tblk *b = t->b, *x = &b[i];
+    tnode *fl = t->fl;
     fstream *s = fs_find(f, x->stream);
     if (!s) return;
     if (x->size > F_BIN_MAX) {
@@ -308,14 +452,23 @@ static void fs_erase(torch *t, fset *f, uint32_t i) {
         return;
     }
     unsigned c = f_class(x->size);
-    if (x->bprev) b[x->bprev - 1].bnext = x->bnext;
-    else if (s->head[c] == i + 1) s->head[c] = x->bnext;
+    if (x->bprev) fl[x->bprev - 1].bnext = fl[i].bnext;
+    else if (s->cls[c].head == i + 1) s->cls[c].head = fl[i].bnext;
     else return; /* not listed */
-    if (x->bnext) b[x->bnext - 1].bprev = x->bprev;
-    else s->tail[c] = x->bprev;
-    x->bprev = x->bnext = 0;
+    if (fl[i].bnext) b[fl[i].bnext - 1].bprev = x->bprev;
+    else s->cls[c].tail = x->bprev;
+    x->bprev = 0;
+    fl[i].bnext = 0;
+    if (is_express(i + 1)) {
+        if (x->sprev) fl[x->sprev - 1].snext = fl[i].snext;
+        else s->cls[c].shead = fl[i].snext;
+        if (fl[i].snext) b[fl[i].snext - 1].sprev = x->sprev;
+        else s->cls[c].stail = x->sprev;
+        x->sprev = 0;
+        fl[i].snext = 0;
+    }
     s->n--;
-    if (!s->head[c]) {
+    if (!s->cls[c].head) {
         s->bits[c >> 6] &= ~(1ull << (c & 63));
         if (!s->bits[c >> 6]) s->top &= ~(1ull << (c >> 6));
     }
@@ -327,7 +480,7 @@ static uint32_t fs_lower_bound(const torch *t, const fset *f, uint64_t stream, u
     if (!s) return 0;
     if (size <= F_BIN_MAX) {
         int c = fs_first_class(s, f_class(size < K_MIN_BLOCK ? K_MIN_BLOCK : hbmi_align_up(size, K_MIN_BLOCK)));
-        if (c >= 0) return s->head[c];
+        if (c >= 0) return s->cls[c].head;
         return s->big.n ? s->big.v[0] + 1 : 0;
     }
     size_t k = lower_bound(t, &s->big, 1, stream, size, 0);
@@ -340,9 +493,9 @@ static uint32_t fs_next(const torch *t, const fset *f, uint32_t i) {
     const fstream *s = fs_find(f, x->stream);
     if (!s) return 0;
     if (x->size <= F_BIN_MAX) {
-        if (x->bnext) return x->bnext;
+        if (t->fl[i].bnext) return t->fl[i].bnext;
         int c = fs_first_class(s, f_class(x->size) + 1);
-        if (c >= 0) return s->head[c];
+        if (c >= 0) return s->cls[c].head;
         return s->big.n ? s->big.v[0] + 1 : 0;
     }
     size_t at;
@@ -362,13 +515,13 @@ static size_t fs_list(const torch *t, const fset *f, uint32_t *out) {
     for (size_t k = 0; k < f->n; k++) {
         const fstream *s = f->s[k];
         for (int c = fs_first_class(s, 0); c >= 0; c = fs_first_class(s, (unsigned)c + 1))
-            for (uint32_t j = s->head[c]; j; j = t->b[j - 1].bnext) out[n++] = j - 1;
+            for (uint32_t j = s->cls[c].head; j; j = t->fl[j - 1].bnext) out[n++] = j - 1;
         for (size_t q = 0; q < s->big.n; q++) out[n++] = s->big.v[q];
     }
     return n;
 }
 
-static uint64_t fs_largest(const torch *t, const fset *f) {
+static inline uint64_t fs_largest(const torch *t, const fset *f) {
     uint64_t best = 0;
     for (size_t k = 0; k < f->n; k++) {
         const fstream *s = f->s[k];
@@ -808,8 +961,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     if (orig > K_MAX_REQUEST) return oom(t, orig);
     uint64_t size = round_size(t, orig), alloc_size = allocation_size(size);
     tpool *p = &t->pool[size <= K_SMALL_SIZE];
-    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
-    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2);
     if (s) return s;
     uint32_t i;
@@ -845,7 +997,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     x->requested = orig;
     x->tag_id = tag_id;
     x->seq = ++t->st.num_allocs;
-    hbmi_map_put(&t->live, x->addr, i);
+    tt_put(&t->live, x->addr, i);
     t->st.bytes_in_use += x->size;
     if (x->size > t->st.largest_alloc_size) t->st.largest_alloc_size = x->size;
     hbmi_stats_update_peaks(&t->st);
@@ -860,7 +1012,7 @@ static hbm_status torch_alloc(void *self, uint64_t size, const hbm_tag *tag, uin
 static hbm_status torch_free(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    if (!hbmi_map_del(&t->live, addr, &k))
+    if (!tt_del(&t->live, addr, &k))
         return hbmi_error(HBM_ERR_BAD_FREE, "torch: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     uint32_t i = (uint32_t)k;
     t->st.num_frees++;
@@ -898,6 +1050,22 @@ static void torch_stats(void *self, hbm_stats *out) {
 
 static void torch_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((torch *)self)->st); }
 
+/* Size c's express lane: its blocks are the list's express blocks, in the list's order. */
+static hbm_status check_express(const torch *t, const fstream *s, unsigned c) {
+    const tblk *b = t->b;
+    uint32_t e = s->cls[c].shead, back = 0;
+    for (uint32_t j = s->cls[c].head; j; j = t->fl[j - 1].bnext) {
+        if (!is_express(j)) continue;
+        if (e != j || b[j - 1].sprev != back)
+            return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its express lane", b[j - 1].addr);
+        back = j;
+        e = t->fl[j - 1].snext;
+    }
+    if (e || s->cls[c].stail != back)
+        return hbmi_error(HBM_ERR_CORRUPT, "torch: the express lane of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
+    return HBM_OK;
+}
+
 /* The free lists: each block in its stream's place, sizes and addresses in order, the
  * bitmaps saying which lists are non-empty; mark[i] = pool + 1 for each block listed. */
 static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_t *listed) {
@@ -910,20 +1078,22 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
         const tblk *prev = NULL;
         for (unsigned c = 0; c < F_CLASSES; c++) {
             int on = (s->bits[c >> 6] >> (c & 63)) & 1;
-            if (on != !!s->head[c] || !s->head[c] != !s->tail[c] || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
+            if (on != !!s->cls[c].head || !s->cls[c].head != !s->cls[c].tail || (s->bits[c >> 6] && !((s->top >> (c >> 6)) & 1)))
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: the bitmap of size %u disagrees with its list", (c + 1) * K_MIN_BLOCK);
             uint32_t back = 0;
-            for (uint32_t j = s->head[c]; j; back = j, j = t->b[j - 1].bnext) {
-                if (!t->b[j - 1].bnext && s->tail[c] != j)
+            for (uint32_t j = s->cls[c].head; j; back = j, j = t->fl[j - 1].bnext) {
+                if (!t->fl[j - 1].bnext && s->cls[c].tail != j)
                     return hbmi_error(HBM_ERR_CORRUPT, "torch: the list of size %u ends elsewhere", (c + 1) * K_MIN_BLOCK);
                 const tblk *x = &t->b[j - 1];
-                if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c ||
+                if (x->state != T_FREE || x->stream != s->stream || x->small != q || f_class(x->size) != c || t->fl[j - 1].addr != x->addr ||
                     x->size > F_BIN_MAX || x->bprev != back || mark[j - 1] || (prev && prev->size == x->size && prev->addr >= x->addr))
                     return hbmi_error(HBM_ERR_CORRUPT, "torch: free block 0x%" PRIx64 " misplaced in its list", x->addr);
                 mark[j - 1] = (uint8_t)(q + 1);
                 prev = x;
                 n++;
             }
+            hbm_status st = check_express(t, s, c);
+            if (st) return st;
         }
         for (size_t v = 0; v < s->big.n; v++) {
             const tblk *x = &t->b[s->big.v[v]];
@@ -962,7 +1132,7 @@ static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *li
         if (x->es && x->state != T_UNMAPPED) *es_mapped += x->size;
         if (x->state == T_LIVE) {
             uint64_t k;
-            if (!hbmi_map_get(&t->live, x->addr, &k) || k != i)
+            if (!tt_get(&t->live, x->addr, &k) || k != i)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: live block 0x%" PRIx64 " is not indexed", x->addr);
             *live += x->size, *mapped += x->size, ++*nlive;
         } else if (x->state == T_FREE) {
@@ -1059,8 +1229,9 @@ static void torch_destroy(void *self) {
         fs_destroy(&t->pool[q].blocks);
         hbmi_free(t->pool[q].unmapped.v);
     }
-    hbmi_map_destroy(&t->live);
+    hbmi_free(t->live.s);
     hbmi_free(t->es);
+    hbmi_free(t->fl);
     hbmi_free(t->b);
     hbmi_free(t);
 }
@@ -1098,7 +1269,6 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     t->dev_total = dtotal;
     t->st.bytes_limit = t->set_fraction ? bytes_limit : dtotal;
     t->pool[1].small = 1;
-    hbmi_map_init(&t->live);
     hbmi_map_init(&t->segdev);
     if ((s = reserve(t, 8))) {
         torch_destroy(t);
@@ -1128,7 +1298,7 @@ void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user) {
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    return hbmi_map_get(&t->live, addr, &k) ? t->b[k].seg : 0;
+    return tt_get(&t->live, addr, &k) ? t->b[k].seg : 0;
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
@@ -1150,17 +1320,16 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     uint64_t at = addr;
     for (size_t k = 0; k < nlive; k++) {
         if (live[k].addr < at || !live[k].size || live[k].size % K_MIN_BLOCK || live[k].addr + live[k].size > addr + size ||
-            hbmi_map_get(&t->live, live[k].addr, NULL))
+            tt_get(&t->live, live[k].addr, NULL))
             return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside segment "
                               "0x%" PRIx64 " after the previous one", live[k].addr, live[k].size, addr);
         at = live[k].addr + live[k].size;
     }
     if (!size || size % K_MIN_BLOCK) return hbmi_error(HBM_ERR_INVALID, "torch: a seeded segment of %" PRIu64 " bytes", size);
-    hbm_status s = fs_add_stream(&t->pool[0].blocks, stream);
-    if (!s) s = fs_add_stream(&t->pool[1].blocks, stream);
+    hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2 * nlive + 2);
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
-    if (!s) s = hbmi_map_reserve(&t->live, t->live.count + nlive);
+    if (!s) s = tt_reserve(&t->live, t->live.count + nlive);
     uint64_t dev_addr;
     if (!s) s = hbm_device_alloc(t->dev, size, &dev_addr);
     if (s) return s;
@@ -1176,7 +1345,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        hbmi_map_put(&t->live, x->addr, i);
+        tt_put(&t->live, x->addr, i);
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }

@@ -11,6 +11,7 @@
 #include "alloc/alloc_internal.h"
 #include "hbm/pack.h"
 #include "hbm/plan.h"
+#include "hbm/replay_torch.h"
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
 
@@ -234,6 +235,36 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     return s;
 }
 
+/* The table's first row on a PyTorch snapshot replayed with the torch twin: what PyTorch
+ * itself did, from the snapshot's segment events. "peak held" is what the live allocations
+ * asked at the recorded peak, "calls" the segment events (cudaMalloc / cudaFree, map /
+ * unmap), "frag" unknown (the snapshot does not say which free block was largest). */
+static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, size_t n, FILE *f) {
+    int twin = 0;
+    for (size_t i = 0; i < n; i++) twin |= !strcmp(r[i].allocator, "torch");
+    if (!twin || strcmp(t->source, "torch")) return HBM_OK;
+    hbm_torch_recorded rec;
+    hbm_status s = hbm_torch_recorded_get(t, &rec);
+    if (s) return s;
+    uint64_t calls = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        int k = t->events[i].kind;
+        calls += k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP;
+    }
+    char a[32], b[32], c[32], w[64];
+    col_size(a, sizeof a, rec.requested_at_peak);
+    col_size(b, sizeof b, rec.peak_reserved);
+    fprintf(f, "%-28s %11s %11s %6s %7" PRIu64 "  ", "recorded (PyTorch)", a, b, "-", calls);
+    if (rec.oom_event >= 0)
+        fprintf(f, "%s: %s", hbmi_event_when(t, rec.oom_event, t->events[rec.oom_event].time_ns, w, sizeof w),
+                hbm_size_xla((int64_t)rec.oom_bytes, c));
+    else
+        fputs("none", f);
+    fprintf(f, "; at its peak (event %" PRId64 ") %s reserved but unallocated, %" PRIu64 " segments\n",
+            hbmi_event_number(t, rec.peak_event), hbm_size_xla((int64_t)rec.unallocated_at_peak, c), rec.segments_at_peak);
+    return HBM_OK;
+}
+
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
                             const hbm_replay_bounds *bounds, FILE *f, int json) {
     if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
@@ -287,6 +318,8 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     fprintf(f, ")\n  on %s\n\n", device_spec);
     fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
             "first OOM");
+    hbm_status rs = recorded_row(t, r, n, f);
+    if (rs) return rs;
     for (size_t i = 0; i < n; i++) {
         const hbm_replay_result *x = &r[i];
         hbmi_fit(cfg, sizeof cfg, x->config, 28, 0);

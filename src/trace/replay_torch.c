@@ -452,13 +452,8 @@ hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
         fputc('}', f);
         return HBM_OK;
     }
-    char a[32], b[32], c[32];
-    fprintf(f, "\nrecorded by PyTorch: peak reserved %s at event %" PRId64 " (%s asked by live allocations, %s reserved "
-               "but unallocated), %" PRIu64 " segments; ",
-            hbm_size_xla((int64_t)r.peak_reserved, a), r.peak_event, hbm_size_xla((int64_t)r.requested_at_peak, b),
-            hbm_size_xla((int64_t)r.unallocated_at_peak, c), r.segments_at_peak);
-    if (r.oom_event >= 0) fprintf(f, "OOM at event %" PRId64 " (%s)\n", r.oom_event, hbm_size_xla((int64_t)r.oom_bytes, a));
-    else fputs("no OOM\n", f);
+    /* the recorded row is the table's first (hbm_replay_write) */
+    fputc('\n', f);
     fprintf(f, "twin %s on %s: ", m.config, m.device);
     hbm_torch_match_write(&m, f, 0);
     if (m.allocs_before_history) fprintf(f, " (%" PRIu64 " in segments from before the history)", m.allocs_before_history);
