@@ -48,15 +48,7 @@ static hbm_status pressure(const hbm_timeline *tl, uint64_t *out) {
     uint64_t **sp = NULL;
     hbm_status s = HBM_OK;
     if (!t || !live) goto nomem;
-    for (size_t i = 0; i < n; i++) {
-        t[nt++] = tl->buffers[i].start;
-        t[nt++] = tl->buffers[i].end;
-    }
-    hbmi_qsort(t, nt, sizeof *t, hbmi_i64_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (!u || t[u - 1] != t[i]) t[u++] = t[i];
-    nt = u;
+    nt = hbmi_time_points(tl, t);
     /* difference array over sections [t[k], t[k+1]) */
     for (size_t i = 0; i < n; i++) { /* unsigned wrap-around keeps the sums exact */
         live[hbmi_time_index(t, nt, tl->buffers[i].start)] += tl->buffers[i].size;

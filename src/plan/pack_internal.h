@@ -126,6 +126,20 @@ static inline int hbmi_i64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The distinct time points of tl's buffers (starts and ends), sorted, into t (room for
+ * 2 * tl->count); returns how many. */
+static inline size_t hbmi_time_points(const hbm_timeline *tl, int64_t *t) {
+    size_t nt = 0, u = 0;
+    for (size_t i = 0; i < tl->count; i++) {
+        t[nt++] = tl->buffers[i].start;
+        t[nt++] = tl->buffers[i].end;
+    }
+    hbmi_qsort(t, nt, sizeof *t, hbmi_i64_cmp);
+    for (size_t i = 0; i < nt; i++)
+        if (!u || t[u - 1] != t[i]) t[u++] = t[i];
+    return u;
+}
+
 /* Index of the first of the n sorted time points t that is >= v. */
 static inline size_t hbmi_time_index(const int64_t *t, size_t n, int64_t v) {
     size_t lo = 0, hi = n;

@@ -64,15 +64,7 @@ hbm_status hbm_pack_relax_above(const hbm_timeline *tl, uint64_t min_live, hbm_t
         goto out;
     }
     /* the time points, and the bytes live in each section [t[k], t[k+1]) */
-    for (size_t i = 0; i < n; i++) {
-        t[nt++] = tl->buffers[i].start;
-        t[nt++] = tl->buffers[i].end;
-    }
-    hbmi_qsort(t, nt, sizeof *t, hbmi_i64_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (!u || t[u - 1] != t[i]) t[u++] = t[i];
-    nt = u;
+    nt = hbmi_time_points(tl, t);
     for (size_t i = 0; i < n; i++) {
         const hbm_tl_buffer *b = &tl->buffers[i];
         live[hbmi_time_index(t, nt, b->start)] += b->size;
