@@ -265,6 +265,23 @@ static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, s
     return HBM_OK;
 }
 
+/* "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
+ * device of 80.00GiB"; other specs as they are. */
+static const char *device_words(const char *spec, char *buf, size_t cap) {
+    uint64_t bytes;
+    char size[64], sz[32];
+    const char *comma = strchr(spec, ','), *name = strstr(spec, ",name=");
+    size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+    if (strncmp(spec, "sim:", 4) || n - 4 >= sizeof size) return spec;
+    memcpy(size, spec + 4, n - 4);
+    size[n - 4] = 0;
+    if (hbm_size_parse(size, &bytes)) return spec;
+    hbm_size_human(bytes, sz);
+    if (name) snprintf(buf, cap, "%.*s (%s)", (int)strcspn(name + 6, ","), name + 6, sz);
+    else snprintf(buf, cap, "a simulated device of %s", sz);
+    return buf;
+}
+
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
                             const hbm_replay_bounds *bounds, FILE *f, int json) {
     if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
@@ -310,12 +327,12 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         fputs("]}\n", f);
         return HBM_OK;
     }
-    char a[32], b[32], c[32], name[80], cfg[64], w[64];
+    char a[32], b[32], c[32], name[80], cfg[64], w[160];
     hbmi_fit(name, sizeof name, t->name, 48, 1);
     fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
             t->device[0] ? ", " : "", t->count - t->history_start);
     if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
-    fprintf(f, ")\n  on %s\n\n", device_spec);
+    fprintf(f, ")\n  on %s\n\n", device_words(device_spec, w, sizeof w));
     fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
             "first OOM");
     hbm_status rs = recorded_row(t, r, n, f);
