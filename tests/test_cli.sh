@@ -161,6 +161,8 @@ for c in config demo run replay export view diff plan devices pack; do
   [ -n "$opts" ] || { echo "FAIL help-$c: no options listed"; fails=$((fails+1)); continue; }
   bad=0
   for o in $usage; do grep -qx -- "$o" <<<"$opts" || { echo "FAIL help-$c: $o in the usage, not in Options"; bad=1; }; done
+  long=$(awk 'length($0) > 100' <<<"$h" | head -1)
+  [ -z "$long" ] || { echo "FAIL help-$c: a line over 100 columns: $long"; bad=1; }
   for o in $opts; do
     [ "$o" = --help ] && continue
     out=$("$hbm" $c $o 2>&1 </dev/null)

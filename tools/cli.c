@@ -307,3 +307,42 @@ void cli_help(const cli_command *c, FILE *f) {
     if (c->exits) fprintf(f, "\n%s\n", c->exits);
     if (c->examples) fprintf(f, "\n%s\n", c->examples);
 }
+
+/* Where a wrapped line's continuation starts: after "label:   " when the text begins with
+ * one, else after the first gap of two spaces (a key column), else after the first word. */
+static size_t hang_of(const char *line, size_t n) {
+    size_t i = 0;
+    while (i < n && line[i] == ' ') i++;
+    size_t lead = i, j = i;
+    while (j < n && line[j] != ' ') j++;
+    if (j > lead && line[j - 1] == ':') {
+        while (j < n && line[j] == ' ') j++;
+        return j;
+    }
+    for (size_t k = lead; k + 2 < n; k++)
+        if (line[k] == ' ' && line[k + 1] == ' ') {
+            while (k < n && line[k] == ' ') k++;
+            return k;
+        }
+    return j < n ? j + 1 : lead; /* a key too long for its column: under the text after it */
+}
+
+int cli_write_wrapped(FILE *f, const char *text, size_t len, size_t width) {
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at, hang = hang_of(text + at, n), col = 0;
+        const char *p = text + at;
+        while (width && n - col > width - (col ? hang : 0) && hang + 20 < width) {
+            size_t room = width - (col ? hang : 0), cut = col + room;
+            while (cut > col && p[cut] != ' ') cut--;
+            if (cut == col) break; /* one long word: left whole */
+            if (col && fprintf(f, "%*s", (int)hang, "") < 0) return -1;
+            if (fwrite(p + col, 1, cut - col, f) != cut - col || fputc('\n', f) == EOF) return -1;
+            col = cut + 1;
+        }
+        if (col && fprintf(f, "%*s", (int)hang, "") < 0) return -1;
+        if (fwrite(p + col, 1, n - col, f) != n - col || (nl && fputc('\n', f) == EOF)) return -1;
+        at += n + (nl ? 1 : 0);
+    }
+    return 0;
+}

@@ -115,6 +115,9 @@ int cli_output_done(const char *cmd, hbm_output *o, hbm_status s);
  * (file:line at the end of a line, its subject at the start). hbm's text is ASCII: the
  * ellipsis is too, whatever the locale. Returns 0, or -1 on a write error. */
 int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width);
+/* Write help text to f with lines longer than width wrapped at spaces, continued under
+ * the line's text ("  key   text", "  values: text"). Returns 0, or -1 on a write error. */
+int cli_write_wrapped(FILE *f, const char *text, size_t len, size_t width);
 /* s as a whole decimal number in [lo, hi] into *out: 0, or -1 when it is not one. */
 int cli_parse_int(const char *s, long lo, long hi, int *out);
 /* argv[i] equals a or b (b may be NULL). */

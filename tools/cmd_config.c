@@ -1,9 +1,22 @@
 /* cmd_config.c - hbm config: the resolved allocator configuration and its sources. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "cli.h"
 
 static void settings_help(FILE *f) {
     fprintf(f, "Settings (config string keys; the variables that set them):\n");
-    hbm_config_write_doc(f);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) {
+        hbm_config_write_doc(f);
+        return;
+    }
+    hbm_config_write_doc(m);
+    fclose(m);
+    cli_write_wrapped(f, text, len, CLI_WIDTH); /* the library's lines are as long as they need */
+    free(text);
 }
 
 int cmd_config(int argc, char **argv) {
