@@ -1,5 +1,7 @@
 /* test_import.c - importers: RMM CSV, PyTorch snapshot pickle (protocols 2-4, written by
  * Python's pickle in fuzz/corpus) and JSON; their errors; the pickle reader's refusals. */
+#include <unistd.h>
+
 #include "trace/pyval.h"
 #include "trace/trace_internal.h"
 #include "test.h"
@@ -391,11 +393,43 @@ static void test_torch_fast_paths(void) {
     }
 }
 
+/* A snapshot's trace written as an hbm trace and read back keeps what the snapshot said:
+ * no times, its rebuilt state, its device number. */
+static void test_torch_to_hbm_trace(void) {
+    const char *js = "{\"segments\": [{\"device\": 1, \"address\": 4096, \"total_size\": 2097152, \"stream\": 0,"
+                     " \"blocks\": [{\"address\": 4096, \"size\": 1024, \"requested_size\": 1000,"
+                     " \"state\": \"active_allocated\"}]}],"
+                     " \"device_traces\": [[], [{\"action\": \"alloc\", \"addr\": 8192, \"size\": 512},"
+                     " {\"action\": \"free_completed\", \"addr\": 8192, \"size\": 512}]]}";
+    hbm_trace *t = NULL, *u = NULL;
+    CHECK_OK(hbm_trace_load_mem(js, strlen(js), "s.json", &t));
+    if (!t) return;
+    CHECK_EQ_U64(t->has_time, 0);
+    CHECK(t->history_start > 0);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hbm_test_import_%d.hbmt", (int)getpid());
+    CHECK_OK(hbm_trace_write(t, path));
+    CHECK_OK(hbm_trace_read(path, &u));
+    if (u) {
+        CHECK_EQ_U64(u->count, t->count);
+        CHECK_EQ_U64(u->has_time, 0);
+        CHECK_EQ_U64(u->device_index, 1);
+        CHECK_EQ_U64(u->history_start, t->history_start);
+        CHECK_EQ_U64(u->live_before_bytes, 1000);
+        CHECK_EQ_U64(u->live_before_blocks, 1);
+        CHECK_EQ_U64(u->reserved_before_bytes, t->reserved_before_bytes);
+    }
+    unlink(path);
+    hbm_trace_free(u);
+    hbm_trace_free(t);
+}
+
 int main(void) {
     RUN(test_torch_pickle);
     RUN(test_torch_devices_and_state);
     RUN(test_torch_streaming);
     RUN(test_torch_fast_paths);
+    RUN(test_torch_to_hbm_trace);
     RUN(test_torch_segments_only);
     RUN(test_pickle_errors);
     RUN(test_json_errors);

@@ -174,6 +174,15 @@ hbm_status hbm_trace_write(const hbm_trace *t, const char *path) {
     if (t->source[0]) s = w_meta(w, "source", t->source);
     if (!s && t->name[0]) s = w_meta(w, "name", t->name);
     if (!s && t->stacks) s = w_meta(w, "stacks", "frames"); /* before the backtraces that use it */
+    /* a snapshot's: no times, its rebuilt state, its device number */
+    char v[64];
+    if (!s && !t->has_time) s = w_meta(w, "time", "none");
+    if (!s && t->device_index) snprintf(v, sizeof v, "%d", t->device_index), s = w_meta(w, "device_index", v);
+    if (!s && t->history_start) {
+        snprintf(v, sizeof v, "%zu %" PRIu64 " %" PRIu64 " %" PRIu64, t->history_start, t->live_before_bytes,
+                 t->live_before_blocks, t->reserved_before_bytes);
+        s = w_meta(w, "history_start", v);
+    }
     for (uint32_t i = 1; !s && i <= hbm_trace_tag_count(t); i++) s = hbm_trace_writer_tag(w, i, hbm_trace_tag(t, i));
     for (uint32_t i = 1; !s && i <= t->bt_count_; i++) {
         size_t n;
@@ -288,6 +297,20 @@ static void rd_meta(rd *r, const unsigned char *p, size_t n) {
     else if (kl == 6 && !memcmp(k, "source", 6)) dst = r->t->source, cap = sizeof r->t->source;
     else if (kl == 4 && !memcmp(k, "name", 4)) dst = r->t->name, cap = sizeof r->t->name;
     if (dst) snprintf(dst, cap, "%.*s", (int)vl, v);
+    char num[96];
+    snprintf(num, sizeof num, "%.*s", (int)(vl < sizeof num ? vl : 0), v);
+    if (kl == 4 && !memcmp(k, "time", 4)) r->t->has_time = strcmp(num, "none") != 0;
+    if (kl == 12 && !memcmp(k, "device_index", 12)) {
+        long d = strtol(num, NULL, 10);
+        r->t->device_index = d >= 0 && d <= 4096 ? (int)d : 0;
+    }
+    unsigned long long hs, lb, lk, rb;
+    if (kl == 13 && !memcmp(k, "history_start", 13) && sscanf(num, "%llu %llu %llu %llu", &hs, &lb, &lk, &rb) == 4) {
+        r->t->history_start = (size_t)hs; /* checked against the events read */
+        r->t->live_before_bytes = lb;
+        r->t->live_before_blocks = lk;
+        r->t->reserved_before_bytes = rb;
+    }
 }
 
 hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_trace **out) {
@@ -399,6 +422,8 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     }
     hbmi_free(r.tagmap);
     hbmi_free(r.btmap);
+    if (!s && r.t->history_start > r.t->count)
+        s = bad(name, 0, "meta history_start is beyond the events of the trace");
     if (s) {
         hbm_trace_free(r.t);
         return s;
