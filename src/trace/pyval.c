@@ -6,16 +6,12 @@
 #include "trace/pyval.h"
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
-    hbmi_pv *v = p->free_list;
+    hbmi_pv *v = p->free_list, **items = NULL;
+    size_t cap = 0;
     if (v) { /* a value given back: its items array serves again */
         p->free_list = (hbmi_pv *)(void *)v->s;
-        hbmi_pv **items = v->items;
-        size_t cap = v->cap;
-        memset(v, 0, sizeof *v);
-        v->items = items;
-        v->cap = cap;
-        v->type = (uint8_t)type;
-        return v;
+        items = v->items;
+        cap = v->cap;
     } else {
         if (!p->nslabs || p->slab_used == HBMI_PV_SLAB) {
             if (hbmi_grow((void **)&p->slabs, &p->slabcap, p->nslabs + 1, sizeof *p->slabs)) return NULL;
@@ -27,6 +23,8 @@ hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
         v = &p->slabs[p->nslabs - 1][p->slab_used++];
     }
     memset(v, 0, sizeof *v);
+    v->items = items;
+    v->cap = cap;
     v->type = (uint8_t)type;
     return v;
 }
@@ -43,11 +41,13 @@ int hbmi_pv_reserve(hbmi_pv *v, size_t n) {
     return n > v->cap - v->n && hbmi_grow((void **)&v->items, &v->cap, v->n + n, sizeof *v->items) ? -1 : 0;
 }
 
-static void pv_release_one(hbmi_pv *v) {
+/* What a value owns besides its items array: its string and its records. */
+static void pv_free_owned(hbmi_pv *v) {
     hbmi_free(v->s);
-    hbmi_free(v->items);
     if (v->ev) hbmi_big_free(v->ev->r, v->ev->cap, sizeof *v->ev->r);
     hbmi_free(v->ev);
+    v->s = NULL;
+    v->ev = NULL;
 }
 
 void hbmi_pvpool_free(hbmi_pvpool *p) {
@@ -56,7 +56,8 @@ void hbmi_pvpool_free(hbmi_pvpool *p) {
         for (size_t k = 0; k < n; k++) {
             hbmi_pv *v = &p->slabs[i][k];
             if (v->type == PV_FREE_) v->s = NULL; /* the free list's link */
-            pv_release_one(v);
+            pv_free_owned(v);
+            hbmi_free(v->items);
         }
         hbmi_free(p->slabs[i]);
     }
@@ -82,10 +83,7 @@ static int pv_give_back(hbmi_pvpool *p, hbmi_pv *v) {
             for (size_t i = 0; i < x->n; i++)
                 if (!x->items[i]->keep) p->work[n++] = x->items[i];
         }
-        hbmi_free(x->s);
-        if (x->ev) hbmi_big_free(x->ev->r, x->ev->cap, sizeof *x->ev->r);
-        hbmi_free(x->ev);
-        x->ev = NULL;
+        pv_free_owned(x);
         x->type = PV_FREE_;
         x->s = (char *)(void *)p->free_list; /* the items array stays, for the next value */
         p->free_list = x;
@@ -103,13 +101,15 @@ const hbmi_pv *hbmi_pv_get(const hbmi_pv *d, const char *key) {
     return NULL;
 }
 
-int64_t hbmi_pv_int(const hbmi_pv *d, const char *key, int64_t def) {
-    const hbmi_pv *v = hbmi_pv_get(d, key);
+/* Int value of v (ints, bools, floats truncated), or def. */
+static int64_t int_or(const hbmi_pv *v, int64_t def) {
     if (!v) return def;
     if (v->type == PV_INT || v->type == PV_BOOL) return v->i;
     if (v->type == PV_FLOAT && v->f == v->f && v->f > -9.2e18 && v->f < 9.2e18) return (int64_t)v->f;
     return def;
 }
+
+int64_t hbmi_pv_int(const hbmi_pv *d, const char *key, int64_t def) { return int_or(hbmi_pv_get(d, key), def); }
 
 const char *hbmi_pv_str(const hbmi_pv *d, const char *key) {
     const hbmi_pv *v = hbmi_pv_get(d, key);
@@ -257,13 +257,6 @@ static void num(hbm_trace_event *r, const hbmi_pv *v, uint32_t field, uint64_t *
     }
 }
 
-static int64_t int_or(const hbmi_pv *v, int64_t def) {
-    if (!v) return def;
-    if (v->type == PV_INT || v->type == PV_BOOL) return v->i;
-    if (v->type == PV_FLOAT && v->f == v->f && v->f > -9.2e18 && v->f < 9.2e18) return (int64_t)v->f;
-    return def;
-}
-
 static int append_event(hbmi_pv *list, const hbm_trace_event *r) {
     if (!list->ev && !(list->ev = hbmi_calloc(1, sizeof *list->ev))) return -1;
     hbmi_pvevs *e = list->ev;
@@ -296,11 +289,7 @@ static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
     r.stream = (uint64_t)int_or(stream, 0);
     r.time_ns = (uint64_t)int_or(time, -1);
     if (!r.tag) r.requested = (uint64_t)int_or(dfree, 0);
-    if (frames && frames->type == PV_LIST && frames->n) {
-        int64_t at = keep_stack(p, frames);
-        if (at < 0 || at >= UINT32_MAX) return -1;
-        r.backtrace = (uint32_t)at + 1;
-    }
+    if (frames && frames->type == PV_LIST && frames->n && !hbmi_pv_keep_stack_index(p, frames, &r.backtrace)) return -1;
     return append_event(list, &r);
 }
 
