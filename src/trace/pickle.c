@@ -34,6 +34,9 @@ typedef struct ref_list {
     hbmi_pv *list;
 } ref_list;
 
+/* The fields of a trace entry the fast path reads (entry_fast). */
+enum { F_ACTION, F_ADDR, F_SIZE, F_STREAM, F_TIME, F_FRAMES, F_DFREE, F_OTHER, F_N = F_OTHER };
+
 typedef struct pk {
     const unsigned char *p;
     size_t len, off;
@@ -46,7 +49,7 @@ typedef struct pk {
     memo memo;
     size_t memo_top; /* highest index stored + 1 */
     hbmi_map ref_by_hash; /* hash of the bytes -> index in refs + 1 */
-    const hbmi_pv *fkey[7]; /* the key values of a trace entry's fields met so far (entry_fast) */
+    const hbmi_pv *fkey[F_N]; /* the key values of a trace entry's fields met so far */
     ref_list *refs;
     size_t nrefs, refs_cap;
 } pk;
@@ -75,6 +78,14 @@ static inline uint64_t le(const unsigned char *p, int n) {
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
     return v;
+}
+
+/* LONG1/LONG4's value: n (at most 9) little-endian bytes of two's complement; 9 bytes
+ * (values from 2^63 to 2^64) wrap, as addresses do. */
+static int64_t long_value(const unsigned char *p, size_t n) {
+    uint64_t v = n ? le(p, (int)(n > 8 ? 8 : n)) : 0;
+    if (n && n < 8 && (p[n - 1] & 0x80)) v |= ~0ULL << (8 * n); /* sign-extend */
+    return (int64_t)v;
 }
 
 static hbm_status new_str(pk *k, hbmi_pvtype type, size_t n, size_t at) {
@@ -306,9 +317,6 @@ static int ref_list_fast(pk *k, hbm_status *st) {
     return 1;
 }
 
-/* The fields of a trace entry the fast path reads. */
-enum { F_ACTION, F_ADDR, F_SIZE, F_STREAM, F_TIME, F_FRAMES, F_DFREE, F_OTHER, F_N = F_OTHER };
-
 static int field_of(pk *k, const hbmi_pv *key) {
     static const char *const names[F_N] = {"action", "addr", "size", "stream", "time_us", "frames", "device_free"};
     for (int f = 0; f < F_N; f++)
@@ -339,11 +347,8 @@ static int int_at(const pk *k, size_t *q, int64_t *x) {
     case 'J': if (left < 5) return 0; *x = (int32_t)(uint32_t)le(p + 1, 4); *q += 5; return 1;
     case 0x8a: {
         if (left < 2 || p[1] > 8 || left < 2u + p[1]) return 0;
-        size_t n = p[1];
-        uint64_t v = n ? le(p + 2, (int)n) : 0;
-        if (n && n < 8 && (p[1 + n] & 0x80)) v |= ~0ULL << (8 * n);
-        *x = (int64_t)v;
-        *q += 2 + n;
+        *x = long_value(p + 2, p[1]);
+        *q += 2u + p[1];
         return 1;
     }
     default: return 0;
@@ -484,10 +489,9 @@ static hbm_status step(pk *k, int *done) {
         k->off += w;
         if (n > 9) return perr(k, at, "integer wider than 64 bits");
         if (!need(k, n)) return perr(k, at, "LONG runs past the end of the data");
-        uint64_t v = n ? le(k->p + k->off, (int)(n > 8 ? 8 : n)) : 0;
-        if (n && n < 8 && (k->p[k->off + n - 1] & 0x80)) v |= ~0ULL << (8 * n); /* sign-extend */
+        int64_t v = long_value(k->p + k->off, (size_t)n);
         k->off += n;
-        return new_int(k, (int64_t)v);
+        return new_int(k, v);
     }
     case 'G': {
         if (!need(k, 8)) return perr(k, at, "BINFLOAT without 8 bytes");
