@@ -94,11 +94,10 @@ static hbm_status frames_tag(hbm_trace *t, const hbmi_pv *frames, uint32_t *tag)
     return hbm_trace_intern(t, &tg, tag);
 }
 
-/* The whole stack of an event as a backtrace of frame tags (t->stacks). Pickles share equal
- * frame lists and frames (memo), so both are cached by object; equal stacks that are not
- * the same object (JSON) are found by their content's hash. */
+/* The whole stack of an event as a backtrace of frame tags (t->stacks). Each frames list
+ * object is attributed once (attribute); frames are cached by object (pickles share them),
+ * and equal stacks that are not the same object are found by their content's hash. */
 typedef struct stack_cache {
-    hbmi_map by_list;  /* frames list object -> backtrace id */
     hbmi_map by_frame; /* frame dict object -> tag id */
     hbmi_map by_hash;  /* hash of the tag ids -> backtrace id */
     hbmi_map attributed; /* frames list object -> tag << 32 | backtrace id */
@@ -107,7 +106,6 @@ typedef struct stack_cache {
 } stack_cache;
 
 static void stack_cache_free(stack_cache *c) {
-    hbmi_map_destroy(&c->by_list);
     hbmi_map_destroy(&c->by_frame);
     hbmi_map_destroy(&c->by_hash);
     hbmi_map_destroy(&c->attributed);
@@ -118,10 +116,6 @@ static hbm_status frames_stack(hbm_trace *t, stack_cache *c, const hbmi_pv *fram
     *bt = 0;
     if (!frames || frames->type != PV_LIST || !frames->n) return HBM_OK;
     uint64_t v;
-    if (hbmi_map_get(&c->by_list, (uint64_t)(uintptr_t)frames, &v)) {
-        *bt = (uint32_t)v;
-        return HBM_OK;
-    }
     hbm_status s = hbmi_grow((void **)&c->ids, &c->cap, frames->n, sizeof *c->ids);
     uint64_t h = 0x9E3779B97F4A7C15ull;
     size_t n = 0;
@@ -146,12 +140,11 @@ static hbm_status frames_stack(hbm_trace *t, stack_cache *c, const hbmi_pv *fram
         const uint64_t *old = hbm_trace_backtrace(t, (uint32_t)v, &m);
         if (m == n && !memcmp(old, c->ids, n * sizeof *old)) {
             *bt = (uint32_t)v;
-            return hbmi_map_put(&c->by_list, (uint64_t)(uintptr_t)frames, v);
+            return HBM_OK;
         }
     }
     if ((s = hbm_trace_add_backtrace(t, c->ids, n, bt))) return s;
-    if (!(s = hbmi_map_put(&c->by_hash, h, *bt))) s = hbmi_map_put(&c->by_list, (uint64_t)(uintptr_t)frames, *bt);
-    return s;
+    return hbmi_map_put(&c->by_hash, h, *bt);
 }
 
 /* The tag (frame to blame) and the whole stack of an event or block; both once per frames
@@ -169,31 +162,32 @@ static hbm_status attribute(hbm_trace *t, stack_cache *c, const hbmi_pv *frames,
     return s;
 }
 
+/* A size (or address) out of range: the error naming where and the value. */
+static hbm_status out_of_range(const char *name, const char *where, size_t idx, const char *key, int is_float,
+                               int64_t i, double f) {
+    if (is_float) return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %g, outside 0 to 2^63", name, where, idx, key, f);
+    return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %lld, expected a size >= 0", name, where, idx, key,
+                      (long long)i);
+}
+
 /* A size or address from the snapshot: negative values are an error naming where. */
 static hbm_status get_u64(const hbmi_pv *d, const char *key, uint64_t *out, const char *name, const char *where,
                           size_t idx) {
     const hbmi_pv *v = hbmi_pv_get(d, key);
     *out = 0;
     if (!v) return HBM_OK;
-    if (v->type == PV_INT && v->i < 0 && strcmp(key, "addr") && strcmp(key, "address"))
-        return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %lld, expected a size >= 0", name, where, idx, key,
-                          (long long)v->i);
-    if (v->type == PV_FLOAT && (v->f < 0 || v->f >= 9.2e18))
-        return hbmi_error(HBM_ERR_PARSE, "%s: %s %zu: \"%s\" is %g, outside 0 to 2^63", name, where, idx, key, v->f);
+    if (v->type == PV_INT && v->i < 0 && strcmp(key, "address")) return out_of_range(name, where, idx, key, 0, v->i, 0);
+    if (v->type == PV_FLOAT && (v->f < 0 || v->f >= 9.2e18)) return out_of_range(name, where, idx, key, 1, 0, v->f);
     *out = (uint64_t)hbmi_pv_int(d, key, 0);
     return HBM_OK;
 }
 
 /* A history entry's address or size out of range (see hbmi_pvevs): an error naming it. */
 static hbm_status bad_entry(const hbm_trace_event *r, const char *name, size_t idx) {
-    const char *key = (r->tag & 0xff) == 'a' ? "addr" : "size";
-    if (r->tag & HBMI_PVEV_FLOAT) {
-        double f;
-        memcpy(&f, &r->requested, sizeof f);
-        return hbmi_error(HBM_ERR_PARSE, "%s: event %zu: \"%s\" is %g, outside 0 to 2^63", name, idx, key, f);
-    }
-    return hbmi_error(HBM_ERR_PARSE, "%s: event %zu: \"%s\" is %lld, expected a size >= 0", name, idx, key,
-                      (long long)r->requested);
+    double f;
+    memcpy(&f, &r->requested, sizeof f);
+    return out_of_range(name, "event", idx, (r->tag & 0xff) == 'a' ? "addr" : "size", (r->tag & HBMI_PVEV_FLOAT) != 0,
+                        (int64_t)r->requested, f);
 }
 
 typedef struct dev_src {
