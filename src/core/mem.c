@@ -52,13 +52,17 @@ char *hbmi_strdup(const char *s) {
     return d;
 }
 
+/* The capacity an array of cap elements grows to for need: doubled from 8. */
+static hbm_status grown_cap(size_t cap, size_t need, size_t elem, size_t *nc) {
+    for (*nc = cap ? cap : 8; *nc < need; *nc *= 2)
+        if (*nc > SIZE_MAX / 2 / elem) return hbmi_error(HBM_ERR_NOMEM, "array of %zu elements is too large", need);
+    return HBM_OK;
+}
+
 hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) {
+    size_t nc;
     if (need <= *cap) return HBM_OK;
-    size_t nc = *cap ? *cap : 8;
-    while (nc < need) {
-        if (nc > SIZE_MAX / 2 / elem) return hbmi_error(HBM_ERR_NOMEM, "array of %zu elements is too large", need);
-        nc *= 2;
-    }
+    if (grown_cap(*cap, need, elem, &nc)) return HBM_ERR_NOMEM;
     void *p = hbmi_realloc(*arr, nc * elem);
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
     *arr = p;
@@ -74,12 +78,9 @@ hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) {
 static size_t big_bytes(size_t cap, size_t elem) { return (cap * elem + 4095) & ~(size_t)4095; }
 
 hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem) {
+    size_t nc;
     if (need <= *cap) return HBM_OK;
-    size_t nc = *cap ? *cap : 8;
-    while (nc < need) {
-        if (nc > SIZE_MAX / 2 / elem) return hbmi_error(HBM_ERR_NOMEM, "array of %zu elements is too large", need);
-        nc *= 2;
-    }
+    if (grown_cap(*cap, need, elem, &nc)) return HBM_ERR_NOMEM;
     if (nc * elem < HBMI_BIG) return hbmi_grow(arr, cap, need, elem);
     if (hbmi_should_fail()) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
     size_t old = *cap * elem, bytes = big_bytes(nc, elem);
