@@ -265,20 +265,20 @@ static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, s
     return HBM_OK;
 }
 
-/* "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
- * device of 80.00GiB"; other specs as they are. */
+/* The device of a spec in words, as the device itself reads the spec:
+ * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
+ * device of 80.00GiB"; a spec that does not open as it is. */
 static const char *device_words(const char *spec, char *buf, size_t cap) {
-    uint64_t bytes;
-    char size[64], sz[32];
-    const char *comma = strchr(spec, ','), *name = strstr(spec, ",name=");
-    size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
-    if (strncmp(spec, "sim:", 4) || n - 4 >= sizeof size) return spec;
-    memcpy(size, spec + 4, n - 4);
-    size[n - 4] = 0;
-    if (hbm_size_parse(size, &bytes)) return spec;
-    hbm_size_human(bytes, sz);
-    if (name) snprintf(buf, cap, "%.*s (%s)", (int)strcspn(name + 6, ","), name + 6, sz);
-    else snprintf(buf, cap, "a simulated device of %s", sz);
+    hbm_device *d;
+    hbm_device_info info;
+    char sz[32];
+    if (hbm_device_open(spec, &d)) return spec;
+    hbm_status s = hbm_device_info_get(d, &info);
+    hbm_device_close(d);
+    if (s) return spec;
+    hbm_size_human(info.total_bytes, sz);
+    if (!strncmp(info.name, "sim:", 4)) snprintf(buf, cap, "a simulated device of %s", sz); /* no name= given */
+    else snprintf(buf, cap, "%s (%s)", info.name, sz);
     return buf;
 }
 
