@@ -114,7 +114,7 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
             ok = grow((void **)&in, &capin, 2 * (nin + 1), sizeof *in);
             if (ok) in[2 * nin] = a, in[2 * nin + 1] = freed_before.vals[k], nin++;
         }
-        if (ok && nin) qsort(in, nin, 2 * sizeof *in, cmp_addr);
+        if (ok) hbmi_qsort(in, nin, 2 * sizeof *in, cmp_addr);
         for (size_t k = 0; ok && k < nin; k++) {
             ok = add_block(st, in[2 * k], in[2 * k + 1], in[2 * k + 1]);
             hbmi_map_del(&freed_before, in[2 * k], NULL);
