@@ -219,7 +219,7 @@ static void test_index_full_lines(void) {
                 for (size_t l = 0; l < cap; l += TAB_LINE) full_lines += !tab_empty(&b.tab[l]);
             }
             CHECK(full_lines > 0); /* the repair paths ran */
-            hbmi_free(b.tabraw);
+            hbmi_zone_free(b.tab, b.tabcap * sizeof *b.tab);
         }
     }
 }

@@ -2,51 +2,69 @@
 #ifndef HBM_ALLOC_INTERNAL_H
 #define HBM_ALLOC_INTERNAL_H
 
-#include <sched.h>
+#include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
+#include <stdint.h>
 
 #include "core/internal.h"
 #include "hbm/alloc.h"
 
-/* The handle's lock. A held allocator lock guards a few hundred nanoseconds of work, and
- * pthread mutexes cost two locked instructions per call (lock and unlock), each of which
- * waits for every store before it, cache misses included, to complete: at 100,000 live
- * blocks that measured ~70 ns per alloc+free pair. This one takes the lock with one atomic
- * exchange and releases it with a plain release store; a waiter spins briefly, then yields,
- * then sleeps (an allocation that asks the device for memory may hold it for long). */
+/* The handle's lock: a spin lock, biased toward the first thread that takes it.
+ *
+ * A held allocator lock guards a few hundred nanoseconds of work, and a locked instruction
+ * waits for every load and store before it, cache misses included, to complete, so the
+ * misses of one call cannot overlap the next call's: at 100,000 live blocks one atomic
+ * exchange per call cost bfc 48 ns per alloc+free pair of 164, pthread mutexes (two locked
+ * instructions per call) ~70 ns. Most programs allocate from one thread, so the lock is
+ * biased, as HotSpot's object locks were: the first thread to take it becomes its owner
+ * and enters with two plain stores (busy = 1, then 0 on leaving) and a plain load of
+ * `biased`, no locked instruction. The first call from any other thread revokes the bias
+ * for good, under the spin lock: it clears `biased`, makes every thread of the process
+ * execute a full memory barrier (Linux membarrier, private expedited, registered once per
+ * process), then waits for busy to be 0. After that barrier either the owner's busy = 1 is
+ * visible to the revoker, which waits for the owner to leave, or the owner's load of
+ * `biased` that follows its store sees 0, and it takes the spin lock like everyone else
+ * (the asymmetric Dekker protocol). Where membarrier is missing the lock is never biased.
+ * The spin lock: taken with one atomic exchange, released with a release store; a waiter
+ * spins briefly, then yields, then sleeps (an allocation that asks the device for memory
+ * may hold it for long). */
 typedef struct hbmi_lock {
-    atomic_int held;
+    atomic_int held;        /* the spin lock */
+    atomic_int biased;      /* the owner may enter without it */
+    atomic_int busy;        /* the owner is inside without it */
+    atomic_uintptr_t owner; /* the owner's thread pointer, 0 before the first call */
 } hbmi_lock;
 
-static inline void hbmi_lock_init(hbmi_lock *l) { atomic_init(&l->held, 0); }
+/* How a call entered, for the release. */
+typedef enum { HBMI_LOCK_HELD = 0, HBMI_LOCK_BIASED = 1 } hbmi_lock_how;
 
-static inline int hbmi_lock_try(hbmi_lock *l) {
-    return !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
-}
+/* bias: 1 to bias the lock toward its first user (when the process supports it). */
+void hbmi_lock_init(hbmi_lock *l, int bias);
+hbmi_lock_how hbmi_lock_acquire_slow(hbmi_lock *l);
 
-static inline void hbmi_lock_wait(hbmi_lock *l) {
-    for (unsigned n = 0;; n++) {
-        if (!atomic_load_explicit(&l->held, memory_order_relaxed) && hbmi_lock_try(l)) return;
-        if (n < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
+/* A number unique to the calling thread among live threads: its thread pointer. */
+static inline uintptr_t hbmi_thread_self(void) {
+#if (defined(__x86_64__) || defined(__aarch64__)) && (defined(__clang__) || __GNUC__ >= 11)
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)pthread_self();
 #endif
-        } else if (n < 256) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 20000}; /* 20 us */
-            nanosleep(&ts, NULL);
-        }
+}
+
+static inline hbmi_lock_how hbmi_lock_acquire(hbmi_lock *l) {
+    if (HBMI_LIKELY(atomic_load_explicit(&l->owner, memory_order_relaxed) == hbmi_thread_self())) {
+        atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
+        /* no fence here: the revoker's membarrier orders this store before the load below */
+        atomic_signal_fence(memory_order_seq_cst);
+        if (HBMI_LIKELY(atomic_load_explicit(&l->biased, memory_order_acquire))) return HBMI_LOCK_BIASED;
+        atomic_store_explicit(&l->busy, 0, memory_order_release);
     }
+    return hbmi_lock_acquire_slow(l);
 }
 
-static inline void hbmi_lock_acquire(hbmi_lock *l) {
-    if (HBMI_LIKELY(hbmi_lock_try(l))) return;
-    hbmi_lock_wait(l);
+static inline void hbmi_lock_release(hbmi_lock *l, hbmi_lock_how how) {
+    atomic_store_explicit(how == HBMI_LOCK_BIASED ? &l->busy : &l->held, 0, memory_order_release);
 }
-
-static inline void hbmi_lock_release(hbmi_lock *l) { atomic_store_explicit(&l->held, 0, memory_order_release); }
 
 #define HBMI_OOM_MAP_WIDTH 100
 

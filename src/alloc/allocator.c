@@ -76,7 +76,7 @@ hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_devi
         a->cfg = *cfg;
     else
         hbm_config_default(&a->cfg);
-    hbmi_lock_init(&a->lock);
+    hbmi_lock_init(&a->lock, 1);
     *out = a;
     return HBM_OK;
 }
@@ -108,14 +108,15 @@ void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
 
 /* The failure path of an allocation, out of line so that the usual path keeps a small frame:
  * records the state for the OOM report, releases the lock and calls the handler. */
-static __attribute__((noinline, cold)) hbm_status alloc_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id) {
+static __attribute__((noinline, cold)) hbm_status alloc_oom(hbm_allocator *a, hbmi_lock_how how, uint64_t size,
+                                                             uint32_t tag_id) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", hbm_last_error());
     record_oom(a, size, tag_id);
     hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
     hbm_oom_fn fn = a->oom_fn;
     void *user = a->oom_user;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     if (fn) fn(user, a, size);
     return HBM_ERR_OOM;
 }
@@ -126,14 +127,14 @@ static inline hbm_status alloc_impl(hbm_allocator *a, uint64_t size, const hbm_t
                                     uint64_t *addr_out) {
     if (HBMI_UNLIKELY(!a || !addr_out)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: NULL argument");
     if (HBMI_UNLIKELY(size == 0)) return hbmi_error(HBM_ERR_INVALID, "hbm_alloc: size 0");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     uint32_t tag_id = 0;
     hbm_status s = tag ? hbmi_tagtab_intern(a->tags, tag, &tag_id) : HBM_OK;
     if (!s)
         s = a->ops->alloc_stream ? a->ops->alloc_stream(a->self, size, tag, tag_id, stream, addr_out)
                                  : a->ops->alloc(a->self, size, tag, tag_id, addr_out);
-    if (HBMI_UNLIKELY(s == HBM_ERR_OOM)) return alloc_oom(a, size, tag_id);
-    hbmi_lock_release(&a->lock);
+    if (HBMI_UNLIKELY(s == HBM_ERR_OOM)) return alloc_oom(a, how, size, tag_id);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 
@@ -148,9 +149,9 @@ hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag,
 
 static inline hbm_status free_impl(hbm_allocator *a, uint64_t addr, uint64_t stream) {
     if (HBMI_UNLIKELY(!a)) return hbmi_error(HBM_ERR_INVALID, "hbm_free: NULL allocator");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->free_stream ? a->ops->free_stream(a->self, addr, stream) : a->ops->free(a->self, addr);
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 
@@ -160,43 +161,43 @@ hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream) { r
 
 hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_sync: NULL allocator");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->sync ? a->ops->sync(a->self, stream) : HBM_OK;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 
 hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out) {
     if (!a || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_get: NULL argument");
     memset(out, 0, sizeof *out);
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     a->ops->stats(a->self, out);
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     out->version = HBM_STATS_VERSION;
     return HBM_OK;
 }
 
 hbm_status hbm_stats_reset_peaks(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_stats_reset_peaks: NULL allocator");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     if (a->ops->reset_peaks) a->ops->reset_peaks(a->self);
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return HBM_OK;
 }
 
 hbm_status hbm_check(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_check: NULL allocator");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->check ? a->ops->check(a->self) : HBM_OK;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 
 hbm_status hbm_allocator_trim(hbm_allocator *a) {
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_trim: NULL allocator");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->trim ? a->ops->trim(a->self) : HBM_OK;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 
@@ -210,10 +211,10 @@ const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id) {
 
 void hbm_allocator_set_oom_handler(hbm_allocator *a, hbm_oom_fn fn, void *user) {
     if (!a) return;
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     a->oom_fn = fn;
     a->oom_user = user;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
 }
 
 typedef struct walk_ctx {
@@ -233,9 +234,9 @@ hbm_status hbm_allocator_walk(hbm_allocator *a, hbm_block_fn fn, void *user) {
     if (!a || !fn) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_walk: NULL argument");
     if (!a->ops->walk) return hbmi_error(HBM_ERR_UNSUPPORTED, "allocator %s cannot list its blocks", a->ops->name);
     walk_ctx w = {a, fn, user};
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbm_status s = a->ops->walk(a->self, walk_tramp, &w);
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     return s;
 }
 

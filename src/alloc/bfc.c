@@ -88,8 +88,7 @@ typedef struct bfc {
     uint64_t curr_region; /* size of the next region (XLA's curr_region_allocation_bytes_) */
     int release_on_oom;
 
-    bfc_chunk *ch;        /* 64-byte aligned inside chraw */
-    void *chraw;
+    bfc_chunk *ch;        /* a zone (hbmi_zone_alloc): 64-byte aligned, huge pages when big */
     uint32_t *tags; /* tag id of live records with F_TAGGED (read only by walks) */
     size_t nch, chcap, tagcap;
     uint32_t unused_head; /* list of unused records through fnext */
@@ -98,8 +97,7 @@ typedef struct bfc {
     bfc_region *reg;
     size_t nreg, regcap;
 
-    uint32_t *tab; /* live address -> chunk index, 64-byte aligned inside tabraw */
-    void *tabraw;
+    uint32_t *tab; /* live address -> chunk index, a zone as ch */
     size_t tabcap, tabcount;
     unsigned tabshift; /* 64 - log2 of the number of lines */
     unsigned tabib;    /* a slot's low tabib bits are a record index, the rest a tag */
@@ -284,9 +282,8 @@ static inline size_t tab_home_of(const bfc *b, uint32_t v) {
 
 /* Rebuild the table with ncap slots and ib index bits; on failure nothing changes. */
 static hbm_status tab_rebuild(bfc *b, size_t ncap, unsigned ib) {
-    void *raw = hbmi_malloc(ncap * sizeof(uint32_t) + 64);
-    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
-    uint32_t *nt = (uint32_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    uint32_t *nt = hbmi_zone_alloc(ncap * sizeof *nt);
+    if (!nt) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
     memset(nt, 0xff, ncap * sizeof *nt);
     unsigned shift = 64 - bfc_log2(ncap / TAB_LINE);
     uint32_t hi = ib >= 32 ? 0 : UINT32_MAX << ib;
@@ -296,8 +293,7 @@ static hbm_status tab_rebuild(bfc *b, size_t ncap, unsigned ib) {
         uint64_t h = tab_hash(ch_addr(&b->ch[idx]));
         *tab_place(nt, ncap - 1, tab_home(shift, h)) = tab_tag(hi, h) | idx;
     }
-    hbmi_free(b->tabraw);
-    b->tabraw = raw;
+    hbmi_zone_free(b->tab, b->tabcap * sizeof *b->tab);
     b->tab = nt;
     b->tabcap = ncap;
     b->tabshift = shift;
@@ -383,13 +379,11 @@ static hbm_status rec_reserve(bfc *b, size_t k) {
     }
     s = hbmi_grow((void **)&b->tags, &b->tagcap, cap, sizeof *b->tags); /* as many */
     if (s) return s;
-    /* aligned by hand so that no record straddles two cache lines */
-    void *raw = hbmi_malloc(cap * sizeof *b->ch + 64);
-    if (!raw) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the chunk records to %zu", cap);
-    bfc_chunk *ch = (bfc_chunk *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    /* 64-byte aligned, so that no record straddles two cache lines */
+    bfc_chunk *ch = hbmi_zone_alloc(cap * sizeof *ch);
+    if (!ch) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the chunk records to %zu", cap);
     if (b->nch) memcpy(ch, b->ch, b->nch * sizeof *ch);
-    hbmi_free(b->chraw);
-    b->chraw = raw;
+    hbmi_zone_free(b->ch, b->chcap * sizeof *b->ch);
     b->ch = ch;
     b->chcap = cap;
     return HBM_OK;
@@ -802,10 +796,10 @@ static hbm_status bfc_check(void *self) {
 static void bfc_destroy(void *self) {
     bfc *b = self;
     for (size_t r = 0; r < b->nreg; r++) hbm_device_free(b->dev, b->reg[r].addr);
-    hbmi_free(b->chraw);
+    hbmi_zone_free(b->ch, b->chcap * sizeof *b->ch);
     hbmi_free(b->tags);
     hbmi_free(b->reg);
-    hbmi_free(b->tabraw);
+    hbmi_zone_free(b->tab, b->tabcap * sizeof *b->tab);
     hbmi_free(b);
 }
 

@@ -110,6 +110,12 @@ void hbmi_unmap_file(hbmi_mapped *m);
  * with hbmi_big_grow is freed with hbmi_big_free and its capacity, and only so. */
 hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem);
 void hbmi_big_free(void *arr, size_t cap, size_t elem);
+/* A zone of n bytes aligned to a cache line for hot random-access metadata (an allocator's
+ * records and index): on the heap below a few megabytes, above in a mapping of its own
+ * with transparent huge pages, so that its TLB reach does not depend on where the heap
+ * put it. Freed with hbmi_zone_free and the same n. NULL when out of memory. */
+void *hbmi_zone_alloc(size_t n);
+void hbmi_zone_free(void *p, size_t n);
 /* Case-insensitive equality of ASCII strings. */
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */

@@ -107,6 +107,24 @@ void hbmi_big_free(void *arr, size_t cap, size_t elem) {
     else hbmi_free(arr);
 }
 
+void *hbmi_zone_alloc(size_t n) {
+    if (hbmi_should_fail()) return NULL;
+    if (n >= HBMI_BIG) {
+        void *p = mmap(NULL, big_bytes(n, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, big_bytes(n, 1), MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+}
+
+void hbmi_zone_free(void *p, size_t n) {
+    if (p && n >= HBMI_BIG) munmap(p, big_bytes(n, 1));
+    else free(p);
+}
+
 int hbmi_streq_ci(const char *a, const char *b) {
     for (;; a++, b++) {
         int ca = (unsigned char)*a, cb = (unsigned char)*b;

@@ -159,9 +159,9 @@ static void diagnose_record(const hbm_allocator *a, const hbmi_oom_record *r, hb
 
 hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out) {
     if (!a || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_diagnose: NULL argument");
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbmi_oom_record r = a->oom;
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     diagnose_record(a, &r, out);
     return HBM_OK;
 }
@@ -300,11 +300,11 @@ void hbmi_oom_snapshot(hbm_allocator *a) {
 hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     if (!a || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: NULL argument");
     /* copy the record (and its block list, which the next failure replaces) under the lock */
-    hbmi_lock_acquire(&a->lock);
+    hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbmi_oom_record r = a->oom;
     live_buf *live = r.ntop ? hbmi_malloc(r.ntop * sizeof *live) : NULL;
     if (live) memcpy(live, r.top, r.ntop * sizeof *live);
-    hbmi_lock_release(&a->lock);
+    hbmi_lock_release(&a->lock, how);
     if (!r.valid) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: no allocation has failed for lack of memory");
     size_t nlive = live ? r.ntop : 0;
 
