@@ -362,8 +362,7 @@ static void tab_del(bfc *b, uint32_t *s) {
 
 /* ---- chunk records ----------------------------------------------------------------------- */
 
-static hbm_status rec_reserve(bfc *b, size_t k) {
-    if (HBMI_LIKELY(b->nunused + (b->chcap - b->nch) >= k)) return HBM_OK;
+static hbm_status rec_grow(bfc *b, size_t k) {
     size_t need = b->nch + k;
     if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^32 - 3 chunks");
     size_t cap = b->chcap ? b->chcap : 64;
@@ -387,6 +386,12 @@ static hbm_status rec_reserve(bfc *b, size_t k) {
     b->ch = ch;
     b->chcap = cap;
     return HBM_OK;
+}
+
+/* Room for k more records (the check inline, the growth out of line). */
+BFC_HOT hbm_status rec_reserve(bfc *b, size_t k) {
+    if (HBMI_LIKELY(b->nunused + (b->chcap - b->nch) >= k)) return HBM_OK;
+    return rec_grow(b, k);
 }
 
 /* Needs rec_reserve first. */
