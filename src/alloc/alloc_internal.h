@@ -51,15 +51,21 @@ static inline uintptr_t hbmi_thread_self(void) {
 #endif
 }
 
-static inline hbmi_lock_how hbmi_lock_acquire(hbmi_lock *l) {
+/* 1 if the calling thread entered as the owner of a biased lock (release with
+ * HBMI_LOCK_BIASED), 0 if it did not enter. */
+static inline int hbmi_lock_enter_biased(hbmi_lock *l) {
     if (HBMI_LIKELY(atomic_load_explicit(&l->owner, memory_order_relaxed) == hbmi_thread_self())) {
         atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
         /* no fence here: the revoker's membarrier orders this store before the load below */
         atomic_signal_fence(memory_order_seq_cst);
-        if (HBMI_LIKELY(atomic_load_explicit(&l->biased, memory_order_acquire))) return HBMI_LOCK_BIASED;
+        if (HBMI_LIKELY(atomic_load_explicit(&l->biased, memory_order_acquire))) return 1;
         atomic_store_explicit(&l->busy, 0, memory_order_release);
     }
-    return hbmi_lock_acquire_slow(l);
+    return 0;
+}
+
+static inline hbmi_lock_how hbmi_lock_acquire(hbmi_lock *l) {
+    return hbmi_lock_enter_biased(l) ? HBMI_LOCK_BIASED : hbmi_lock_acquire_slow(l);
 }
 
 static inline void hbmi_lock_release(hbmi_lock *l, hbmi_lock_how how) {
@@ -103,6 +109,10 @@ struct hbm_allocator {
     hbm_device *dev;
     hbm_config cfg;
     hbmi_lock lock;
+    /* ops->alloc and ops->free when the policy has no stream forms, else NULL: what
+     * hbm_alloc and hbm_free call on their usual path */
+    hbm_status (*plain_alloc)(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out);
+    hbm_status (*plain_free)(void *self, uint64_t addr);
     hbmi_tagtab *tags;
     hbmi_oom_record oom;
     hbm_oom_fn oom_fn;
