@@ -20,8 +20,11 @@
  *   hbm_free(a, p);
  *   hbm_allocator_close(a);  hbm_device_close(dev);
  *
- * All calls on one allocator are thread-safe. The allocator never touches device memory:
- * its metadata lives in host memory and grows with the number of blocks, not the pool size.
+ * All calls on one allocator are thread-safe; the first thread to call enters without an
+ * atomic instruction, and the first call from another thread costs one process-wide memory
+ * barrier (Linux membarrier), after which all threads share a spin lock. The allocator
+ * never touches device memory: its metadata lives in host memory and grows with the number
+ * of blocks, not the pool size.
  */
 #ifndef HBM_ALLOC_H
 #define HBM_ALLOC_H
