@@ -310,20 +310,29 @@ static hbm_status tab_reserve(bfc *b, size_t n) {
     return tab_rebuild(b, ncap, b->tabib);
 }
 
-/* The slot of live address addr, or NULL. */
-static inline uint32_t *tab_find(const bfc *b, uint64_t addr) {
+/* The slot of live address addr, or NULL; *full: whether its line has no empty slot. */
+static inline uint32_t *tab_lookup(const bfc *b, uint64_t addr, int *full) {
     if (!b->tabcap) return NULL;
     uint64_t h = tab_hash(addr);
     uint32_t hi = b->tabhi, tag = tab_tag(hi, h);
     size_t mask = b->tabcap - 1, line = tab_home(b->tabshift, h);
     for (;;) {
-        for (unsigned m = tab_match(&b->tab[line], tag, hi); m; m &= m - 1) {
+        unsigned e = tab_empty(&b->tab[line]);
+        for (unsigned m = tab_match(&b->tab[line], tag, hi) & ~e; m; m &= m - 1) {
             uint32_t *s = &b->tab[line + (unsigned)__builtin_ctz(m)];
-            if (*s != TAB_EMPTY && ch_addr(&b->ch[*s & ~hi]) == addr) return s;
+            if (ch_addr(&b->ch[*s & ~hi]) == addr) {
+                *full = !e;
+                return s;
+            }
         }
-        if (tab_empty(&b->tab[line])) return NULL; /* a line with room ends every probe that reaches it */
+        if (e) return NULL; /* a line with room ends every probe that reaches it */
         line = (line + TAB_LINE) & mask;
     }
+}
+
+static inline uint32_t *tab_find(const bfc *b, uint64_t addr) {
+    int full;
+    return tab_lookup(b, addr, &full);
 }
 
 /* Needs tab_reserve first. */
@@ -333,15 +342,8 @@ static inline void tab_put(bfc *b, uint64_t addr, uint32_t idx) {
     b->tabcount++;
 }
 
-/* Empty slot s. If its line was full, entries of later lines may have passed through it:
- * the first one found whose probe did (home line at or before the hole's, cyclically)
- * moves into the hole, which moves to where it was; this ends at a line that had room.
- * (Only this rare repair reads records, for the homes of the entries it considers.) */
-static void tab_del(bfc *b, uint32_t *s) {
-    size_t mask = b->tabcap - 1, hole = (size_t)(s - b->tab), hl = hole & ~(size_t)(TAB_LINE - 1), line = hl;
-    *s = TAB_EMPTY;
-    b->tabcount--;
-    if (HBMI_LIKELY(tab_empty(&b->tab[hl]) != (1u << (hole - hl)))) return; /* the line had room */
+static __attribute__((noinline)) void tab_repair(bfc *b, size_t hole) {
+    size_t mask = b->tabcap - 1, hl = hole & ~(size_t)(TAB_LINE - 1), line = hl;
     for (;;) {
         line = (line + TAB_LINE) & mask;
         unsigned e = tab_empty(&b->tab[line]);
@@ -358,6 +360,22 @@ static void tab_del(bfc *b, uint32_t *s) {
         }
         if (e) return; /* this line had room: no probe goes past it */
     }
+}
+
+/* Empty slot s, whose line was full if full. Then entries of later lines may have passed
+ * through it: the first one found whose probe did (home line at or before the hole's,
+ * cyclically) moves into the hole, which moves to where it was; this ends at a line that
+ * had room. (Only this rare repair reads records, for the homes of the entries it
+ * considers.) */
+static inline void tab_del_in(bfc *b, uint32_t *s, int full) {
+    *s = TAB_EMPTY;
+    b->tabcount--;
+    if (HBMI_UNLIKELY(full)) tab_repair(b, (size_t)(s - b->tab));
+}
+
+static inline void tab_del(bfc *b, uint32_t *s) { /* for tests: the line read here */
+    size_t hl = (size_t)(s - b->tab) & ~(size_t)(TAB_LINE - 1);
+    tab_del_in(b, s, !tab_empty(&b->tab[hl]));
 }
 
 /* ---- chunk records ----------------------------------------------------------------------- */
@@ -597,7 +615,8 @@ static const bfc_region *region_of(const bfc *b, uint64_t addr) {
 
 static hbm_status bfc_free(void *self, uint64_t addr) {
     bfc *b = self;
-    uint32_t *slot = tab_find(b, addr);
+    int full;
+    uint32_t *slot = tab_lookup(b, addr, &full);
     if (HBMI_UNLIKELY(!slot)) {
         const bfc_region *g = region_of(b, addr);
         if (!g)
@@ -613,7 +632,7 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
     /* both neighbours are read below, behind a branch on the first: start both misses now */
     if (k->next != NONE) __builtin_prefetch(&b->ch[k->next]);
     if (k->prev != NONE) __builtin_prefetch(&b->ch[k->prev]);
-    tab_del(b, slot);
+    tab_del_in(b, slot, full);
     b->st.num_frees++;
     k->addr = addr;
     k->size = ch_size(k); /* free from here on; list_push below sets the links */
