@@ -71,6 +71,9 @@ struct hbmi_exact {
     uint32_t *ov_beg, *ov;    /* CSR: time-overlapping items */
     uint32_t *pin_beg;        /* CSR: pinned obstacles per item */
     span *pins;
+    uint32_t *psec_beg;       /* CSR: pinned spans per section, merged, by offset (NULL: no pins) */
+    span *psec;
+    uint64_t *plim_sum, *plim; /* per section: the sum plim was last worked out for (INF: none) */
     int32_t *twin;            /* previous identical item or -1 */
     uint32_t *rank;           /* branching rank of each item (lower first) */
     uint64_t *k_press, *k_len, *k_area; /* what ranks are made of */
@@ -148,6 +151,11 @@ static int rkey_cmp(const void *a, const void *b) {
     return x->item < y->item ? -1 : x->item > y->item;
 }
 
+static int span_cmp(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
 static int twin_cmp(const void *a, const void *b) {
     const rkey *x = a, *y = b; /* k = size, s0, s1 packed; ascending, ties by item */
     for (int i = 0; i < 3; i++)
@@ -210,7 +218,7 @@ void hbmi_exact_free(hbmi_exact *e) {
     void *p[] = {e->buf, e->size, e->align, e->s0, e->s1, e->sec_beg, e->sec_it, e->ov_beg, e->ov,
                  e->pin_beg, e->pins, e->twin, e->bys0, e->sum0, e->lo, e->off, e->sum, e->placed,
                  e->trail, e->stk, e->nact, e->wit, e->uov, e->rank, e->fc, e->slot_beg, e->slot, e->placed_stk,
-                 e->sol, e->sol_pairs, e->zk, e->zx};
+                 e->sol, e->sol_pairs, e->zk, e->zx, e->psec_beg, e->psec, e->plim_sum, e->plim};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) hbmi_free(p[i]);
     hbmi_free(e->k_press);
     hbmi_free(e->k_len);
@@ -384,6 +392,45 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
                 if (!e->pins) goto nomem;
                 for (uint32_t i = 0; i < n; i++) tmp[i] = e->pin_beg[i];
             }
+        }
+    }
+    /* pinned spans per section (every item alive in a section is alive over all of it,
+     * so it must clear every pin meeting the section), merged and sorted by offset */
+    if (npin) {
+        size_t S1 = (size_t)e->nsec + 1, np = 0;
+        e->psec_beg = hbmi_calloc(S1 + 1, sizeof *e->psec_beg);
+        e->plim_sum = hbmi_malloc(S1 * sizeof *e->plim_sum);
+        e->plim = hbmi_malloc(S1 * sizeof *e->plim);
+        if (!e->psec_beg || !e->plim_sum || !e->plim) goto nomem;
+        for (size_t q = 0; q < S1; q++) e->plim_sum[q] = INF;
+        for (int pass = 0; pass < 2; pass++) {
+            np = 0;
+            for (uint32_t s = 0; s < e->nsec; s++) {
+                size_t first = np;
+                for (size_t j = 0; j < tl->count; j++) {
+                    const hbm_tl_buffer *p = &tl->buffers[j];
+                    if (!(p->flags & HBM_TL_PINNED) || p->start >= t[s + 1] || t[s] >= p->end) continue;
+                    if (pass) e->psec[np] = (span){p->offset, p->offset + p->size};
+                    np++;
+                }
+                if (!pass) {
+                    e->psec_beg[s + 1] = (uint32_t)np;
+                    continue;
+                }
+                hbmi_qsort(e->psec + first, np - first, sizeof *e->psec, span_cmp);
+                size_t m = first; /* merge overlapping or touching spans */
+                for (size_t q = first; q < np; q++) {
+                    if (m > first && e->psec[q].off <= e->psec[m - 1].top) {
+                        if (e->psec[q].top > e->psec[m - 1].top) e->psec[m - 1].top = e->psec[q].top;
+                    } else {
+                        e->psec[m++] = e->psec[q];
+                    }
+                }
+                e->psec_beg[s + 1] = (uint32_t)m;
+                np = m;
+            }
+            e->psec_beg[e->nsec + 1] = (uint32_t)np;
+            if (!pass && !(e->psec = hbmi_malloc((np + 1) * sizeof *e->psec))) goto nomem;
         }
     }
     /* twins: equal size, sections and alignment (so equal obstacles too) */
@@ -560,6 +607,34 @@ static void progress(hbmi_exact *e) {
 }
 
 /* --- the search ----------------------------------------------------------------------- */
+/* With pins, the room of section s above a floor m is [m, cap) less the pinned spans
+ * there. The unplaced items of s (sum bytes) fit above m only if m < pin_lim(s, sum):
+ * the least floor that leaves too little room (0: none leaves enough). Walks the
+ * section's spans down from the capacity; the last answer per section is kept (sums
+ * repeat as the search goes back and forth). */
+static uint64_t pin_lim(hbmi_exact *e, uint32_t s, uint64_t sum) {
+    if (e->plim_sum[s] == sum) return e->plim[s];
+    uint64_t h = e->cap, acc = 0, lim = 0;
+    for (uint32_t q = e->psec_beg[s + 1]; q-- > e->psec_beg[s];) {
+        const span *p = &e->psec[q];
+        if (p->off >= h) continue; /* above the capacity */
+        uint64_t top = p->top < h ? p->top : h;
+        if (acc + (h - top) >= sum) break;
+        acc += h - top;
+        h = p->off;
+    }
+    if (acc + h >= sum) lim = h - (sum - acc) + 1;
+    e->plim_sum[s] = sum;
+    e->plim[s] = lim;
+    return lim;
+}
+
+/* A violation at floor m with pins: a bound above the capacity (m + sum still holds, the
+ * pins only add to it). */
+static inline uint64_t pin_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) {
+    return m + sum > e->cap ? m + sum : e->cap + 1;
+}
+
 /* The section bound: in section s the unplaced items stack above max(x, their least lo)
  * and must end below the capacity. Returns the bound it proves when violated, else 0.
  * Only a section whose slack is in doubt is scanned, and the scan stops at the first
@@ -567,8 +642,15 @@ static void progress(hbmi_exact *e) {
 static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
     uint64_t sum = e->sum[s];
     if (!sum) return 0;
-    if (sum > e->cap || x > e->cap - sum) return x + sum;
-    uint64_t slack = e->cap - sum, minlo = INF;
+    uint64_t slack, minlo = INF;
+    if (e->psec_beg) {
+        uint64_t lim = pin_lim(e, s, sum);
+        if (x >= lim) return pin_bound(e, x, sum);
+        slack = lim - 1;
+    } else {
+        if (sum > e->cap || x > e->cap - sum) return x + sum;
+        slack = e->cap - sum;
+    }
     uint32_t w = e->wit[s];
     if (e->lo[w] <= slack) return 0; /* (INF once placed) */
     for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
@@ -579,19 +661,26 @@ static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
         }
         if (e->lo[c] < minlo) minlo = e->lo[c];
     }
-    return minlo + sum;
+    return e->psec_beg ? pin_bound(e, minlo, sum) : minlo + sum;
 }
 
 /* sec_violation of section s as it would be after placing b at y (floor y), without
  * placing it: b leaves the section, items overlapping b rise to at least its top (the
  * real lo can only be higher: alignment, obstacles), so a violation found here is one
  * the placement would have too. */
-static uint64_t sec_violation_if(const hbmi_exact *e, uint32_t s, uint32_t b, uint64_t y) {
+static uint64_t sec_violation_if(hbmi_exact *e, uint32_t s, uint32_t b, uint64_t y) {
     uint64_t top = y + e->size[b], sum = e->sum[s];
     if (e->s0[b] <= s && s < e->s1[b]) sum -= e->size[b];
     if (!sum) return 0;
-    if (sum > e->cap || y > e->cap - sum) return y + sum;
-    uint64_t slack = e->cap - sum, minlo = INF;
+    uint64_t slack, minlo = INF;
+    if (e->psec_beg) {
+        uint64_t lim = pin_lim(e, s, sum);
+        if (y >= lim) return pin_bound(e, y, sum);
+        slack = lim - 1;
+    } else {
+        if (sum > e->cap || y > e->cap - sum) return y + sum;
+        slack = e->cap - sum;
+    }
     for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
         uint32_t c = e->sec_it[q];
         if (c == b) continue;
@@ -600,7 +689,7 @@ static uint64_t sec_violation_if(const hbmi_exact *e, uint32_t s, uint32_t b, ui
         if (l <= slack) return 0;
         if (l < minlo) minlo = l;
     }
-    return minlo + sum;
+    return e->psec_beg ? pin_bound(e, minlo, sum) : minlo + sum;
 }
 
 /* The section bound over sections [a, z) above floor x. Returns 1 if it holds, else 0
@@ -1025,6 +1114,8 @@ static int attempt(hbmi_exact *e, uint64_t *v) {
 hbm_status hbmi_exact_solve(hbmi_exact *e, hbm_timeline *tl, uint64_t capacity,
                             uint64_t deadline_ns, uint64_t node_limit, hbmi_exact_rc *rc,
                             uint64_t *next_bound) {
+    if (e->psec_beg && e->cap != capacity)
+        for (uint32_t s = 0; s <= e->nsec; s++) e->plim_sum[s] = INF; /* worked out for another capacity */
     e->cap = capacity;
     e->deadline_ns = deadline_ns;
     /* restarts: attempt k of the schedule tries rank k % NRANK with a node limit that
