@@ -14,8 +14,8 @@
  * A held allocator lock guards a few hundred nanoseconds of work, and a locked instruction
  * waits for every load and store before it, cache misses included, to complete, so the
  * misses of one call cannot overlap the next call's: at 100,000 live blocks one atomic
- * exchange per call cost bfc 48 ns per alloc+free pair of 164, pthread mutexes (two locked
- * instructions per call) ~70 ns. Most programs allocate from one thread, so the lock is
+ * exchange per call cost bfc 7-86 ns per alloc+free pair of 77-194 (median 12 ns,
+ * bench_alloc), pthread mutexes (two locked instructions per call) ~70 ns. Most programs allocate from one thread, so the lock is
  * biased, as HotSpot's object locks were: the first thread to take it becomes its owner
  * and enters with two plain stores (busy = 1, then 0 on leaving) and a plain load of
  * `biased`, no locked instruction. The first call from any other thread revokes the bias

@@ -143,7 +143,7 @@ static __attribute__((noinline)) hbm_status alloc_general(hbm_allocator *a, uint
 /* The usual call (valid arguments, untagged, by the thread the lock is biased to, on a
  * policy without streams) keeps a small frame: at 100,000 live blocks, where a pair is
  * bound by cache misses, each instruction fewer lets more of the next call's misses
- * overlap this one's (the general path's frame cost ~10 ns per pair there). */
+ * overlap this one's (the general path's frame cost 12-14 ns per pair there). */
 hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out) {
     if (HBMI_LIKELY(a && addr_out && size && !tag && a->plain_alloc && hbmi_lock_enter_biased(&a->lock))) {
         hbm_status s = a->plain_alloc(a->self, size, NULL, 0, addr_out);
