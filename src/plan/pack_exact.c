@@ -635,6 +635,27 @@ static inline uint64_t pin_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) 
     return m + sum > e->cap ? m + sum : e->cap + 1;
 }
 
+/* The bound a section proves when its sum unplaced bytes cannot all sit above floor m. */
+static inline uint64_t sec_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) {
+    return e->psec_beg ? pin_bound(e, m, sum) : m + sum;
+}
+
+/* The highest floor (*slack) above which section s's sum unplaced bytes still fit under
+ * the capacity (less the pins there), and 1; or 0 with *v the bound proven when even
+ * floor x is too high. */
+static inline int sec_slack(hbmi_exact *e, uint32_t s, uint64_t sum, uint64_t x, uint64_t *slack, uint64_t *v) {
+    if (e->psec_beg) {
+        uint64_t lim = pin_lim(e, s, sum);
+        *slack = lim - 1;
+        if (x < lim) return 1;
+    } else {
+        *slack = e->cap - sum;
+        if (sum <= e->cap && x <= e->cap - sum) return 1;
+    }
+    *v = sec_bound(e, x, sum);
+    return 0;
+}
+
 /* The section bound: in section s the unplaced items stack above max(x, their least lo)
  * and must end below the capacity. Returns the bound it proves when violated, else 0.
  * Only a section whose slack is in doubt is scanned, and the scan stops at the first
@@ -642,15 +663,8 @@ static inline uint64_t pin_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) 
 static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
     uint64_t sum = e->sum[s];
     if (!sum) return 0;
-    uint64_t slack, minlo = INF;
-    if (e->psec_beg) {
-        uint64_t lim = pin_lim(e, s, sum);
-        if (x >= lim) return pin_bound(e, x, sum);
-        slack = lim - 1;
-    } else {
-        if (sum > e->cap || x > e->cap - sum) return x + sum;
-        slack = e->cap - sum;
-    }
+    uint64_t slack, minlo = INF, v;
+    if (!sec_slack(e, s, sum, x, &slack, &v)) return v;
     uint32_t w = e->wit[s];
     if (e->lo[w] <= slack) return 0; /* (INF once placed) */
     for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
@@ -661,7 +675,7 @@ static uint64_t sec_violation(hbmi_exact *e, uint32_t s, uint64_t x) {
         }
         if (e->lo[c] < minlo) minlo = e->lo[c];
     }
-    return e->psec_beg ? pin_bound(e, minlo, sum) : minlo + sum;
+    return sec_bound(e, minlo, sum);
 }
 
 /* sec_violation of section s as it would be after placing b at y (floor y), without
@@ -672,15 +686,8 @@ static uint64_t sec_violation_if(hbmi_exact *e, uint32_t s, uint32_t b, uint64_t
     uint64_t top = y + e->size[b], sum = e->sum[s];
     if (e->s0[b] <= s && s < e->s1[b]) sum -= e->size[b];
     if (!sum) return 0;
-    uint64_t slack, minlo = INF;
-    if (e->psec_beg) {
-        uint64_t lim = pin_lim(e, s, sum);
-        if (y >= lim) return pin_bound(e, y, sum);
-        slack = lim - 1;
-    } else {
-        if (sum > e->cap || y > e->cap - sum) return y + sum;
-        slack = e->cap - sum;
-    }
+    uint64_t slack, minlo = INF, v;
+    if (!sec_slack(e, s, sum, y, &slack, &v)) return v;
     for (uint32_t q = e->sec_beg[s], qe = q + e->nact[s]; q < qe; q++) {
         uint32_t c = e->sec_it[q];
         if (c == b) continue;
@@ -689,7 +696,7 @@ static uint64_t sec_violation_if(hbmi_exact *e, uint32_t s, uint32_t b, uint64_t
         if (l <= slack) return 0;
         if (l < minlo) minlo = l;
     }
-    return e->psec_beg ? pin_bound(e, minlo, sum) : minlo + sum;
+    return sec_bound(e, minlo, sum);
 }
 
 /* The section bound over sections [a, z) above floor x. Returns 1 if it holds, else 0
