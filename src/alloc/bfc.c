@@ -177,21 +177,42 @@ static uint32_t scan_list(const bfc *b, uint32_t h, uint64_t need) {
  * on the usual paths: a best-of-8 scan of each list cost ~1.2 mispredicted branches per
  * allocation on random sizes (the fit it bought was 1.0045x of exact best fit instead of
  * 1.0099x at 100,000 live blocks). */
-BFC_HOT uint32_t bfc_find(const bfc *b, uint64_t need) {
+#define NO_CLASS UINT32_MAX
+
+/* *cls: the class whose head the chunk found is (for list_pop), or NO_CLASS. */
+BFC_HOT uint32_t bfc_find(const bfc *b, uint64_t need, unsigned *cls) {
     unsigned fl, sl;
     bfc_class(need, &fl, &sl);
-    uint32_t h = b->heads[fl * BFC_SL + sl];
+    *cls = fl * BFC_SL + sl;
+    uint32_t h = b->heads[*cls];
     if (h != NONE && b->ch[h].size >= need) return h; /* always so in classes of one size */
     uint64_t slmap = sl + 1 < 64 ? b->sl_bits[fl] & (~0ull << (sl + 1)) : 0;
     if (!slmap) {
         uint64_t flmap = fl + 1 < 64 ? b->fl_bits & (~0ull << (fl + 1)) : 0;
-        if (!flmap) /* nothing larger: the whole own class, before asking the device */
+        if (!flmap) { /* nothing larger: the whole own class, before asking the device */
+            *cls = NO_CLASS;
             return h != NONE ? scan_list(b, h, need) : NONE;
+        }
         fl = (unsigned)__builtin_ctzll(flmap);
         slmap = b->sl_bits[fl];
     }
     sl = (unsigned)__builtin_ctzll(slmap);
-    return b->heads[fl * BFC_SL + sl]; /* every block of a larger class fits: its first */
+    *cls = fl * BFC_SL + sl;
+    return b->heads[*cls]; /* every block of a larger class fits: its first */
+}
+
+/* Take chunk c, the head of class cls, off its list (list_remove without working out the
+ * class again). */
+BFC_HOT void list_pop(bfc *b, uint32_t c, unsigned cls) {
+    uint32_t n = b->ch[c].fnext;
+    b->heads[cls] = n;
+    if (n != NONE) {
+        b->ch[n].fprev = NONE;
+        return;
+    }
+    unsigned fl = cls / BFC_SL, sl = cls % BFC_SL;
+    b->sl_bits[fl] &= ~(1ull << sl);
+    if (!b->sl_bits[fl]) b->fl_bits &= ~(1ull << fl);
 }
 
 /* ---- live address index ----------------------------------------------------------------- */
@@ -556,7 +577,8 @@ static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     hbm_status s = rec_reserve(b, 1);
     if (HBMI_UNLIKELY(s)) return s;
     if (HBMI_UNLIKELY(TAB_FILL(b->tabcount + 1, b->tabcap)) && (s = tab_reserve(b, b->tabcount + 1))) return s;
-    uint32_t c = bfc_find(b, need);
+    unsigned cls;
+    uint32_t c = bfc_find(b, need, &cls);
     if (HBMI_UNLIKELY(c == NONE)) {
         s = bfc_extend(b, hbmi_align_up(need, b->quantum));
         /* XLA's garbage collection (DeallocateFreeRegions): give wholly free regions back
@@ -574,10 +596,11 @@ static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
             return bfc_oom(b, size, need, why);
         }
         if (s) return s;
-        c = bfc_find(b, need);
+        c = bfc_find(b, need, &cls);
         if (c == NONE) return hbmi_error(HBM_ERR_CORRUPT, "bfc: a new region does not hold %" PRIu64 " bytes", need);
     }
-    list_remove(b, c);
+    if (cls != NO_CLASS) list_pop(b, c, cls);
+    else list_remove(b, c);
     bfc_chunk *k = &b->ch[c];
     if (k->size > need) { /* split: the remainder (>= 256 B) stays free after the block */
         uint32_t r = rec_new(b);
