@@ -77,6 +77,17 @@ hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) {
 
 static size_t big_bytes(size_t cap, size_t elem) { return (cap * elem + 4095) & ~(size_t)4095; }
 
+/* A private anonymous mapping of bytes (a multiple of the page size) with transparent huge
+ * pages asked for on all of it (mremap keeps it one mapping), or NULL. */
+static void *map_huge(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem) {
     size_t nc;
     if (need <= *cap) return HBM_OK;
@@ -89,11 +100,8 @@ hbm_status hbmi_big_grow(void **arr, size_t *cap, size_t need, size_t elem) {
     if (old >= HBMI_BIG) p = mremap(*arr, big_bytes(*cap, elem), bytes, MREMAP_MAYMOVE);
 #endif
     if (p == MAP_FAILED) {
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
-#ifdef MADV_HUGEPAGE
-        madvise(p, bytes, MADV_HUGEPAGE); /* the whole mapping: mremap keeps it one */
-#endif
+        if (!(p = map_huge(bytes)))
+            return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
         if (old) memcpy(p, *arr, old);
         hbmi_big_free(*arr, *cap, elem);
     }
@@ -109,21 +117,11 @@ void hbmi_big_free(void *arr, size_t cap, size_t elem) {
 
 void *hbmi_zone_alloc(size_t n) {
     if (hbmi_should_fail()) return NULL;
-    if (n >= HBMI_BIG) {
-        void *p = mmap(NULL, big_bytes(n, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-        madvise(p, big_bytes(n, 1), MADV_HUGEPAGE);
-#endif
-        return p;
-    }
+    if (n >= HBMI_BIG) return map_huge(big_bytes(n, 1));
     return aligned_alloc(64, (n + 63) & ~(size_t)63);
 }
 
-void hbmi_zone_free(void *p, size_t n) {
-    if (p && n >= HBMI_BIG) munmap(p, big_bytes(n, 1));
-    else free(p);
-}
+void hbmi_zone_free(void *p, size_t n) { hbmi_big_free(p, n, 1); /* the same rule: mapped from HBMI_BIG */ }
 
 int hbmi_streq_ci(const char *a, const char *b) {
     for (;; a++, b++) {

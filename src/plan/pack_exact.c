@@ -233,6 +233,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     hbmi_exact *e = hbmi_calloc(1, sizeof *e);
     int64_t *t = NULL;
     uint64_t *tmp = NULL;
+    uint32_t *pinned = NULL; /* the timeline's pinned buffers, in order */
     rkey *rk = NULL;
     if (!e) goto nomem;
     uint32_t n = 0, npin = 0;
@@ -373,14 +374,20 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         }
     }
     /* pinned obstacles per item */
+    if (npin) {
+        if (!(pinned = hbmi_malloc(npin * sizeof *pinned))) goto nomem;
+        uint32_t q = 0;
+        for (size_t j = 0; j < tl->count; j++)
+            if (tl->buffers[j].flags & HBM_TL_PINNED) pinned[q++] = (uint32_t)j;
+    }
     {
         size_t np = 0;
         for (int pass = 0; pass < 2 && npin; pass++) {
             for (uint32_t i = 0; i < n; i++) {
                 const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
-                for (size_t j = 0; j < tl->count; j++) {
-                    const hbm_tl_buffer *p = &tl->buffers[j];
-                    if (!(p->flags & HBM_TL_PINNED) || p->start >= b->end || b->start >= p->end) continue;
+                for (uint32_t q = 0; q < npin; q++) {
+                    const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
+                    if (p->start >= b->end || b->start >= p->end) continue;
                     if (!pass) e->pin_beg[i + 1]++;
                     else e->pins[tmp[i]++] = (span){p->offset, p->offset + p->size};
                 }
@@ -407,9 +414,9 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
             np = 0;
             for (uint32_t s = 0; s < e->nsec; s++) {
                 size_t first = np;
-                for (size_t j = 0; j < tl->count; j++) {
-                    const hbm_tl_buffer *p = &tl->buffers[j];
-                    if (!(p->flags & HBM_TL_PINNED) || p->start >= t[s + 1] || t[s] >= p->end) continue;
+                for (uint32_t q = 0; q < npin; q++) {
+                    const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
+                    if (p->start >= t[s + 1] || t[s] >= p->end) continue;
                     if (pass) e->psec[np] = (span){p->offset, p->offset + p->size};
                     np++;
                 }
@@ -457,6 +464,7 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->cache_min = 4;
     hbmi_free(t);
     hbmi_free(tmp);
+    hbmi_free(pinned);
     hbmi_free(rk);
     *out = e;
     return HBM_OK;
@@ -464,6 +472,7 @@ nomem:
     hbmi_exact_free(e);
     hbmi_free(t);
     hbmi_free(tmp);
+    hbmi_free(pinned);
     hbmi_free(rk);
     return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the exact search");
 }
