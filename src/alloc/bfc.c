@@ -569,14 +569,14 @@ static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why)
                       hbm_size_human(lf, h5), why);
 }
 
-static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
-    bfc *b = self;
+/* An allocation without the address index: *rec gets the new live block's record. The
+ * caller has room for one more index entry. */
+BFC_HOT hbm_status bfc_take(bfc *b, uint64_t size, uint32_t tag_id, uint32_t *rec) {
     if (HBMI_UNLIKELY(size > UINT64_MAX / 2)) return bfc_oom(b, size, size, "larger than any device");
     uint64_t need = bfc_round(size);
     /* metadata first, so that nothing changes when the host is out of memory */
     hbm_status s = rec_reserve(b, 1);
     if (HBMI_UNLIKELY(s)) return s;
-    if (HBMI_UNLIKELY(TAB_FILL(b->tabcount + 1, b->tabcap)) && (s = tab_reserve(b, b->tabcount + 1))) return s;
     unsigned cls;
     uint32_t c = bfc_find(b, need, &cls);
     if (HBMI_UNLIKELY(c == NONE)) {
@@ -613,15 +613,26 @@ static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
         list_push(b, r);
     }
     b->st.num_allocs++;
-    uint64_t addr = k->addr;
-    k->addr = addr | (need - size);
+    k->addr |= need - size;
     k->size = need | F_LIVE | (tag_id ? F_TAGGED : 0);
     k->seq = b->st.num_allocs;
     if (tag_id) b->tags[c] = tag_id;
-    tab_put(b, addr, c);
     b->st.bytes_in_use += need;
     if (b->st.bytes_in_use > b->st.peak_bytes_in_use) b->st.peak_bytes_in_use = b->st.bytes_in_use;
     if (need > b->st.largest_alloc_size) b->st.largest_alloc_size = need;
+    *rec = c;
+    return HBM_OK;
+}
+
+static hbm_status bfc_alloc(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t *addr_out) {
+    bfc *b = self;
+    hbm_status s;
+    if (HBMI_UNLIKELY(TAB_FILL(b->tabcount + 1, b->tabcap)) && (s = tab_reserve(b, b->tabcount + 1))) return s;
+    uint32_t c = 0;
+    s = bfc_take(b, size, tag_id, &c);
+    if (HBMI_UNLIKELY(s)) return s;
+    uint64_t addr = ch_addr(&b->ch[c]);
+    tab_put(b, addr, c);
     *addr_out = addr;
     return HBM_OK;
 }
@@ -636,28 +647,14 @@ static const bfc_region *region_of(const bfc *b, uint64_t addr) {
     return lo < b->nreg && b->reg[lo].addr <= addr ? &b->reg[lo] : NULL;
 }
 
-static hbm_status bfc_free(void *self, uint64_t addr) {
-    bfc *b = self;
-    int full;
-    uint32_t *slot = tab_lookup(b, addr, &full);
-    if (HBMI_UNLIKELY(!slot)) {
-        const bfc_region *g = region_of(b, addr);
-        if (!g)
-            return hbmi_error(HBM_ERR_BAD_FREE, "bfc: free of 0x%" PRIx64 ", which is in no region of this allocator",
-                              addr);
-        return hbmi_error(HBM_ERR_BAD_FREE,
-                          "bfc: free of 0x%" PRIx64 ", which is not the start of a live block (double free, or "
-                          "an address inside a block of region 0x%" PRIx64 "+%" PRIu64 ")",
-                          addr, g->addr, g->size);
-    }
-    uint32_t c = *slot & ~b->tabhi;
+/* A free without the address index: live block c becomes free and coalesces. */
+BFC_HOT void bfc_give(bfc *b, uint32_t c) {
     bfc_chunk *k = &b->ch[c];
     /* both neighbours are read below, behind a branch on the first: start both misses now */
     if (k->next != NONE) __builtin_prefetch(&b->ch[k->next]);
     if (k->prev != NONE) __builtin_prefetch(&b->ch[k->prev]);
-    tab_del_in(b, slot, full);
     b->st.num_frees++;
-    k->addr = addr;
+    k->addr = ch_addr(k);
     k->size = ch_size(k); /* free from here on; list_push below sets the links */
     b->st.bytes_in_use -= k->size;
     uint32_t n = k->next; /* k itself becomes free in list_push below */
@@ -678,6 +675,25 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
         c = p;
     }
     list_push(b, c);
+}
+
+static hbm_status bfc_free(void *self, uint64_t addr) {
+    bfc *b = self;
+    int full;
+    uint32_t *slot = tab_lookup(b, addr, &full);
+    if (HBMI_UNLIKELY(!slot)) {
+        const bfc_region *g = region_of(b, addr);
+        if (!g)
+            return hbmi_error(HBM_ERR_BAD_FREE, "bfc: free of 0x%" PRIx64 ", which is in no region of this allocator",
+                              addr);
+        return hbmi_error(HBM_ERR_BAD_FREE,
+                          "bfc: free of 0x%" PRIx64 ", which is not the start of a live block (double free, or "
+                          "an address inside a block of region 0x%" PRIx64 "+%" PRIu64 ")",
+                          addr, g->addr, g->size);
+    }
+    uint32_t c = *slot & ~b->tabhi;
+    tab_del_in(b, slot, full);
+    bfc_give(b, c);
     return HBM_OK;
 }
 
