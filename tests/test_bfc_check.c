@@ -105,6 +105,12 @@ static void test_check_finds_damage(void) {
     EXPECT_CORRUPT(a, "address index");
     *slot ^= 1u << b->tabib;
     CHECK_OK(hbm_check(a));
+    /* a line's overflow count drifts: lookups would stop early, or go on */
+    size_t line = (size_t)(slot - b->tab) & ~(size_t)(TAB_LINE - 1);
+    b->tab[line]++;
+    EXPECT_CORRUPT(a, "passed it");
+    b->tab[line]--;
+    CHECK_OK(hbm_check(a));
 
     /* a back link breaks */
     uint32_t saved_prev = b->ch[next].prev;
@@ -158,27 +164,30 @@ static void test_classes_are_monotonic(void) {
 }
 
 /* The address index alone, at its fill limit with small tables (so lines fill, runs cross
- * lines and wrap past the end, and deletions move entries back: half the addresses are at
- * home in the last or the first line), with 8-bit tags (which
- * collide often) and with none (32 index bits: every entry of a line is a candidate), and
+ * lines and wrap past the end, and overflow counts rise and fall: half the addresses are at
+ * home in the last or the first line), with 8-bit tags (which collide often) and with a
+ * 1-bit tag that is always 0 (31 index bits: every entry of a line is a candidate), and
  * rebuilt halfway with the other index width, as a growth of the records does: after every
- * insertion or deletion each entry is found in its slot and each removed one is not. */
+ * insertion or deletion each entry is found in its slot, each removed one is not, and
+ * every line's count is the number of entries that passed it. */
 static void test_index_full_lines(void) {
     test_rng rng = {0x51ed2705u};
     for (int wide = 0; wide < 2; wide++) {
         for (size_t cap = 64; cap <= 1024; cap *= 4) {
-            enum { MAXN = 1024 };
+            enum { MAXN = 2048 };
             static bfc_chunk recs[MAXN];
             int in[MAXN];
             bfc b;
             memset(&b, 0, sizeof b);
             b.ch = recs;
-            b.tabib = wide ? 32 : tab_ib(MAXN);
-            b.tabhi = wide ? 0 : UINT32_MAX << b.tabib;
+            b.tabib = wide ? 31 : tab_ib(MAXN);
+            b.tabhi = UINT32_MAX << b.tabib;
+            b.nch = MAXN;
             CHECK(wide || b.tabib == 24);
             CHECK_OK(tab_reserve(&b, cap / 2));
             CHECK(b.tabcap == cap);
-            size_t limit = cap / 2, full_lines = 0; /* what bfc_alloc lets it hold */
+            size_t limit = 0, passed_lines = 0;
+            while (!TAB_FILL(limit + 1, cap)) limit++; /* what bfc_alloc lets it hold */
             size_t last = cap - TAB_LINE;
             for (uint32_t i = 0; i < MAXN; i++) { /* half of them at home in the last or first line */
                 size_t home;
@@ -190,7 +199,7 @@ static void test_index_full_lines(void) {
             }
             for (int step = 0; step < 4000; step++) {
                 if (step == 2000) { /* the records grew past (or back under) 2^24: other index width */
-                    unsigned ib = b.tabib == 32 ? tab_ib(MAXN) : 32;
+                    unsigned ib = b.tabib == 31 ? tab_ib(MAXN) : 31;
                     CHECK_OK(tab_rebuild(&b, b.tabcap, ib));
                     CHECK(b.tabib == ib && b.tabcap == cap);
                 }
@@ -202,7 +211,7 @@ static void test_index_full_lines(void) {
                 } else if (in[i]) {
                     uint32_t *s = tab_find(&b, recs[i].addr);
                     CHECK(s && (*s & ~b.tabhi) == i);
-                    tab_del(&b, s);
+                    tab_del(&b, recs[i].addr);
                     in[i] = 0;
                 }
                 size_t live = 0;
@@ -216,9 +225,11 @@ static void test_index_full_lines(void) {
                     }
                 }
                 CHECK(live == b.tabcount);
-                for (size_t l = 0; l < cap; l += TAB_LINE) full_lines += !tab_empty(&b.tab[l]);
+                for (uint32_t k = 0; k < MAXN; k++) recs[k].size = in[k] ? 256 | F_LIVE : 256;
+                CHECK_OK(check_index(&b));
+                for (size_t l = 0; l < cap; l += TAB_LINE) passed_lines += b.tab[l] != 0;
             }
-            CHECK(full_lines > 0); /* the repair paths ran */
+            CHECK(passed_lines > 0); /* entries overflowed their home lines */
             hbmi_zone_free(b.tab, b.tabcap * sizeof *b.tab);
         }
     }

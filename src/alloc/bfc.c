@@ -40,7 +40,7 @@
 #define BFC_FL 52        /* size/256 < 2^56: first levels 0..50 */
 #define NONE UINT32_MAX
 
-#define MAX_RECORDS (UINT32_MAX - 3)
+#define MAX_RECORDS ((1u << 31) - 1) /* so that a slot of the address index keeps a tag bit */
 
 /* The hot helpers are inlined into bfc_alloc and bfc_free whatever the compiler's cost
  * model says: a call per list operation was ~10 instructions of 30. */
@@ -217,22 +217,30 @@ BFC_HOT void list_pop(bfc *b, uint32_t c, unsigned cls) {
 
 /* ---- live address index ----------------------------------------------------------------- */
 
-/* Open addressing a cache line at a time. Slots are 4 bytes, 16 to a 64-byte line (the table
- * is 64-byte aligned): a record index in the low tabib bits and a tag of the address's hash
- * above them (8 bits below 2^24 records, none past 2^31); all ones is an empty slot, and a
- * tag is never all ones. A key's home is a line; an entry sits in its home line or, when
- * that is full, in the first line after it with room (so every line from its home up to
- * its own is full). SSE2 compares turn a line into a bitmap of slots whose tag
- * matches, or of empty slots, without a branch, so a lookup, insertion or deletion reads
- * one line, rarely two; a match is confirmed on the record's address, which a free reads
- * next anyway. The table is at most half full, so a home line (8 entries expected of 16) is
- * rarely full: at 100,000 live blocks it is 1 MiB, where 8-byte slots with 32-bit tags
- * filled to 2/3 took 2 MiB, which with the records outgrew the caches of the development
- * machine; filled to 7/8 instead, lines of 8 such slots were full so often that overflow
- * and deletion repair cost ~150 instructions and 3 mispredicted branches per alloc+free. */
-#define TAB_LINE 16u /* slots per 64-byte line */
+/* Open addressing a cache line at a time. A line is 16 4-byte words (the table is 64-byte
+ * aligned): word 0 counts the entries that passed this line because it was full (the
+ * overflow count, as in Folly's F14 tables), words 1-15 are slots. A slot holds a record
+ * index in the low tabib bits and a tag of the address's hash above them (8 bits below
+ * 2^24 records, at least 1 below 2^31); all ones is an empty slot, and a tag is never all
+ * ones, so an empty slot never matches one. A key's home is a line; an entry sits in its
+ * home line or, when that is full, in the first line after it with room, and every full
+ * line it passed counts it. SSE2 compares turn a line into a bitmap of slots whose tag
+ * matches without a branch; a match is confirmed on the record's address, which a free
+ * reads next anyway. A lookup ends at the entry or at a line whose count is 0 (nothing
+ * passed it); a deletion empties the slot and takes the entry off the counts of the lines
+ * it passed (none, usually). No entry ever moves, and nothing but the entry's own slot and
+ * counts is read or written: the index before this one, without counts, had to move
+ * entries back into a hole left in a full line, reading records to learn their homes.
+ * The table grows past 3/4 of its slots (at 100,000 live blocks: 1 MiB, 41 % full). Those
+ * counts took 0.6 mispredicted branches per alloc+free pair off the index it replaced
+ * (bench_alloc, N = 100,000: bfc/OffsetAllocator 1.27-1.35x before, 1.15-1.22x after, five
+ * alternating runs each). Filled to 7/8 instead (512 KiB there), cachegrind counted 0.4
+ * fewer last-level misses per pair but the pairs took longer (1.30-1.45x): more entries
+ * off their home line. */
+#define TAB_LINE 16u /* words per 64-byte line */
+#define TAB_SLOTS 0xfffeu /* lane mask of the slots: word 0 is the count */
 #define TAB_EMPTY UINT32_MAX
-#define TAB_FILL(n, cap) ((n) * 2 > (cap))
+#define TAB_FILL(n, cap) ((n) * 64 > (cap) * 45) /* over 3/4 of the cap * 15/16 slots */
 #define TAB_TAG_MIN_BITS 8u
 
 static inline uint64_t tab_hash(uint64_t addr) { return (addr >> BFC_SHIFT) * 0x9E3779B97F4A7C15ull; }
@@ -251,7 +259,7 @@ static inline uint32_t tab_tag(uint32_t hi, uint64_t h) {
  * no slot is all ones (chcap < 2^ib; past 2^31 records the tag has no bits). */
 static unsigned tab_ib(size_t chcap) {
     unsigned ib = 32 - TAB_TAG_MIN_BITS;
-    while (ib < 32 && (uint64_t)chcap >= (1ull << ib)) ib++;
+    while ((uint64_t)chcap >= (1ull << ib)) ib++; /* < 32: chcap <= MAX_RECORDS */
     return ib;
 }
 
@@ -289,27 +297,31 @@ static inline unsigned tab_empty(const uint32_t *line) {
 }
 #endif
 
-/* Into the first line from home with room; the table has one. */
+/* Into the first line from home with room, counting the full lines passed; the table has one. */
 static inline uint32_t *tab_place(uint32_t *t, size_t mask, size_t home) {
     unsigned e;
-    while (HBMI_UNLIKELY(!(e = tab_empty(&t[home])))) home = (home + TAB_LINE) & mask;
+    while (HBMI_UNLIKELY(!(e = tab_empty(&t[home]) & TAB_SLOTS))) {
+        t[home]++;
+        home = (home + TAB_LINE) & mask;
+    }
     return &t[home + (unsigned)__builtin_ctz(e)];
 }
 
-/* The home line of the entry in slot value v. */
-static inline size_t tab_home_of(const bfc *b, uint32_t v) {
-    return tab_home(b->tabshift, tab_hash(ch_addr(&b->ch[v & ~b->tabhi])));
+/* A table of ncap words with no entries: every slot empty, every count 0. */
+static void tab_clear(uint32_t *t, size_t ncap) {
+    memset(t, 0xff, ncap * sizeof *t);
+    for (size_t l = 0; l < ncap; l += TAB_LINE) t[l] = 0;
 }
 
-/* Rebuild the table with ncap slots and ib index bits; on failure nothing changes. */
+/* Rebuild the table with ncap words and ib index bits; on failure nothing changes. */
 static hbm_status tab_rebuild(bfc *b, size_t ncap, unsigned ib) {
     uint32_t *nt = hbmi_zone_alloc(ncap * sizeof *nt);
     if (!nt) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the address index to %zu slots", ncap);
-    memset(nt, 0xff, ncap * sizeof *nt);
+    tab_clear(nt, ncap);
     unsigned shift = 64 - bfc_log2(ncap / TAB_LINE);
-    uint32_t hi = ib >= 32 ? 0 : UINT32_MAX << ib;
+    uint32_t hi = UINT32_MAX << ib;
     for (size_t i = 0; i < b->tabcap; i++) {
-        if (b->tab[i] == TAB_EMPTY) continue;
+        if (i % TAB_LINE == 0 || b->tab[i] == TAB_EMPTY) continue;
         uint32_t idx = b->tab[i] & ~b->tabhi;
         uint64_t h = tab_hash(ch_addr(&b->ch[idx]));
         *tab_place(nt, ncap - 1, tab_home(shift, h)) = tab_tag(hi, h) | idx;
@@ -331,29 +343,26 @@ static hbm_status tab_reserve(bfc *b, size_t n) {
     return tab_rebuild(b, ncap, b->tabib);
 }
 
-/* The slot of live address addr, or NULL; *full: whether its line has no empty slot. */
-static inline uint32_t *tab_lookup(const bfc *b, uint64_t addr, int *full) {
+/* The slot of live address addr, or NULL; *home: the first word of its home line. */
+static inline uint32_t *tab_lookup(const bfc *b, uint64_t addr, size_t *home) {
     if (!b->tabcap) return NULL;
     uint64_t h = tab_hash(addr);
     uint32_t hi = b->tabhi, tag = tab_tag(hi, h);
     size_t mask = b->tabcap - 1, line = tab_home(b->tabshift, h);
+    *home = line;
     for (;;) {
-        unsigned e = tab_empty(&b->tab[line]);
-        for (unsigned m = tab_match(&b->tab[line], tag, hi) & ~e; m; m &= m - 1) {
+        for (unsigned m = tab_match(&b->tab[line], tag, hi) & TAB_SLOTS; m; m &= m - 1) {
             uint32_t *s = &b->tab[line + (unsigned)__builtin_ctz(m)];
-            if (ch_addr(&b->ch[*s & ~hi]) == addr) {
-                *full = !e;
-                return s;
-            }
+            if (ch_addr(&b->ch[*s & ~hi]) == addr) return s;
         }
-        if (e) return NULL; /* a line with room ends every probe that reaches it */
+        if (!b->tab[line]) return NULL; /* nothing passed this line */
         line = (line + TAB_LINE) & mask;
     }
 }
 
 static inline uint32_t *tab_find(const bfc *b, uint64_t addr) {
-    int full;
-    return tab_lookup(b, addr, &full);
+    size_t home = 0;
+    return tab_lookup(b, addr, &home);
 }
 
 /* Needs tab_reserve first. */
@@ -363,47 +372,26 @@ static inline void tab_put(bfc *b, uint64_t addr, uint32_t idx) {
     b->tabcount++;
 }
 
-static __attribute__((noinline)) void tab_repair(bfc *b, size_t hole) {
-    size_t mask = b->tabcap - 1, hl = hole & ~(size_t)(TAB_LINE - 1), line = hl;
-    for (;;) {
-        line = (line + TAB_LINE) & mask;
-        unsigned e = tab_empty(&b->tab[line]);
-        for (unsigned m = ~e & 0xffffu; m; m &= m - 1) {
-            size_t q = line + (unsigned)__builtin_ctz(m);
-            size_t home = tab_home_of(b, b->tab[q]);
-            if (((line - home) & mask) >= ((line - hl) & mask)) { /* its probe passed the hole */
-                b->tab[hole] = b->tab[q];
-                b->tab[q] = TAB_EMPTY;
-                hole = q;
-                hl = line;
-                break;
-            }
-        }
-        if (e) return; /* this line had room: no probe goes past it */
-    }
-}
-
-/* Empty slot s, whose line was full if full. Then entries of later lines may have passed
- * through it: the first one found whose probe did (home line at or before the hole's,
- * cyclically) moves into the hole, which moves to where it was; this ends at a line that
- * had room. (Only this rare repair reads records, for the homes of the entries it
- * considers.) */
-static inline void tab_del_in(bfc *b, uint32_t *s, int full) {
+/* Empty slot s, found from home line home: the lines before its own stop counting it. */
+static inline void tab_del_in(bfc *b, uint32_t *s, size_t home) {
+    size_t own = (size_t)(s - b->tab) & ~(size_t)(TAB_LINE - 1), mask = b->tabcap - 1;
     *s = TAB_EMPTY;
     b->tabcount--;
-    if (HBMI_UNLIKELY(full)) tab_repair(b, (size_t)(s - b->tab));
+    for (size_t l = home; HBMI_UNLIKELY(l != own); l = (l + TAB_LINE) & mask) b->tab[l]--;
 }
 
-static inline void tab_del(bfc *b, uint32_t *s) { /* for tests: the line read here */
-    size_t hl = (size_t)(s - b->tab) & ~(size_t)(TAB_LINE - 1);
-    tab_del_in(b, s, !tab_empty(&b->tab[hl]));
+/* For tests: the entry of live address addr out (it must be there). */
+static inline void tab_del(bfc *b, uint64_t addr) {
+    size_t home = 0;
+    uint32_t *s = tab_lookup(b, addr, &home);
+    tab_del_in(b, s, home);
 }
 
 /* ---- chunk records ----------------------------------------------------------------------- */
 
 static hbm_status rec_grow(bfc *b, size_t k) {
     size_t need = b->nch + k;
-    if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^32 - 3 chunks");
+    if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^31 - 1 chunks");
     size_t cap = b->chcap ? b->chcap : 64;
     while (cap < need) cap *= 2;
     if (cap > MAX_RECORDS) cap = MAX_RECORDS;
@@ -412,7 +400,7 @@ static hbm_status rec_grow(bfc *b, size_t k) {
     hbm_status s = HBM_OK;
     if (ib != b->tabib) {
         if (b->tabcap) s = tab_rebuild(b, b->tabcap, ib);
-        else b->tabib = ib, b->tabhi = ib >= 32 ? 0 : UINT32_MAX << ib;
+        else b->tabib = ib, b->tabhi = UINT32_MAX << ib;
         if (s) return s;
     }
     s = hbmi_grow((void **)&b->tags, &b->tagcap, cap, sizeof *b->tags); /* as many */
@@ -679,8 +667,8 @@ BFC_HOT void bfc_give(bfc *b, uint32_t c) {
 
 static hbm_status bfc_free(void *self, uint64_t addr) {
     bfc *b = self;
-    int full;
-    uint32_t *slot = tab_lookup(b, addr, &full);
+    size_t home = 0;
+    uint32_t *slot = tab_lookup(b, addr, &home);
     if (HBMI_UNLIKELY(!slot)) {
         const bfc_region *g = region_of(b, addr);
         if (!g)
@@ -692,7 +680,7 @@ static hbm_status bfc_free(void *self, uint64_t addr) {
                           addr, g->addr, g->size);
     }
     uint32_t c = *slot & ~b->tabhi;
-    tab_del_in(b, slot, full);
+    tab_del_in(b, slot, home);
     bfc_give(b, c);
     return HBM_OK;
 }
@@ -755,6 +743,50 @@ static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
         }
     }
     *nfree_out = nfree;
+    return HBM_OK;
+}
+
+/* The entries of the lines after line l (first words, cyclic) whose probes passed l: each
+ * such probe passed every line between too, so the scan stops after a line that counts
+ * nothing (if that count is wrong, the line before it disagrees with this sum). */
+static uint64_t index_passed(const bfc *b, size_t l) {
+    size_t mask = b->tabcap - 1, nlines = b->tabcap / TAB_LINE;
+    uint64_t n = 0;
+    size_t m = l;
+    for (size_t k = 1; k < nlines && b->tab[m]; k++) {
+        m = (m + TAB_LINE) & mask;
+        for (size_t q = m + 1; q < m + TAB_LINE; q++) {
+            if (b->tab[q] == TAB_EMPTY) continue;
+            size_t home = tab_home(b->tabshift, tab_hash(ch_addr(&b->ch[b->tab[q] & ~b->tabhi])));
+            n += ((l - home) & mask) < ((m - home) & mask); /* l lies in [home, m) */
+        }
+    }
+    return n;
+}
+
+/* The address index: its width, every slot naming a live record under its tag, the count
+ * of entries, and each line's overflow count equal to the entries that passed it. */
+static hbm_status check_index(const bfc *b) {
+    if (b->tabib >= 32 || b->tabhi != UINT32_MAX << b->tabib || b->tabib < tab_ib(b->chcap))
+        return CORRUPT("address index of %u index bits for %zu records", b->tabib, b->chcap);
+    if (!b->tabcap) return b->tabcount ? CORRUPT("address index without slots holds %zu", b->tabcount) : HBM_OK;
+    size_t n = 0;
+    for (size_t i = 0; i < b->tabcap; i++) {
+        if (i % TAB_LINE == 0 || b->tab[i] == TAB_EMPTY) continue;
+        uint32_t k = b->tab[i] & ~b->tabhi;
+        n++;
+        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE ||
+            tab_tag(b->tabhi, tab_hash(ch_addr(&b->ch[k]))) != (b->tab[i] & b->tabhi))
+            return CORRUPT("address index slot %zu (0x%08" PRIx32 ") names record %u, which is not a live chunk "
+                           "with that tag", i, b->tab[i], k);
+    }
+    if (n != b->tabcount) return CORRUPT("address index count %zu, %zu entries", b->tabcount, n);
+    for (size_t l = 0; l < b->tabcap; l += TAB_LINE) {
+        uint64_t p = index_passed(b, l);
+        if (b->tab[l] != p)
+            return CORRUPT("address index line %zu counts %" PRIu32 " entries past it, %" PRIu64 " passed it",
+                           l / TAB_LINE, b->tab[l], p);
+    }
     return HBM_OK;
 }
 
@@ -827,19 +859,7 @@ static hbm_status bfc_check(void *self) {
     if (nchunks + b->nunused != b->nch)
         return CORRUPT("%" PRIu64 " chunks + %zu unused records != %zu records", nchunks, b->nunused, b->nch);
     if (nlive != b->tabcount) return CORRUPT("%" PRIu64 " live chunks, address index holds %zu", nlive, b->tabcount);
-    size_t intab = 0;
-    if (b->tabhi != (b->tabib >= 32 ? 0 : UINT32_MAX << b->tabib) || b->tabib < tab_ib(b->chcap))
-        return CORRUPT("address index of %u index bits for %zu records", b->tabib, b->chcap);
-    for (size_t i = 0; i < b->tabcap; i++) {
-        if (b->tab[i] == TAB_EMPTY) continue;
-        uint32_t k = b->tab[i] & ~b->tabhi;
-        intab++;
-        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE ||
-            tab_tag(b->tabhi, tab_hash(ch_addr(&b->ch[k]))) != (b->tab[i] & b->tabhi))
-            return CORRUPT("address index slot %zu (0x%08" PRIx32 ") names record %u, which is not a live chunk "
-                           "with that tag", i, b->tab[i], k);
-    }
-    if (intab != b->tabcount) return CORRUPT("address index count %zu, %zu entries", b->tabcount, intab);
+    if ((s = check_index(b))) return s;
     const hbm_stats *t = &b->st;
     if (inuse != t->bytes_in_use) return CORRUPT("bytes_in_use %" PRIu64 ", live chunks hold %" PRIu64, t->bytes_in_use, inuse);
     if (pool != t->pool_bytes || pool != t->bytes_reserved || b->nreg != t->num_regions)
