@@ -557,6 +557,30 @@ static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why)
                       hbm_size_human(lf, h5), why);
 }
 
+/* No free chunk holds need bytes: a new region, and the chunk found in it. Out of line, so
+ * that the usual allocation keeps a small frame. */
+static __attribute__((noinline)) hbm_status bfc_grow(bfc *b, uint64_t size, uint64_t need, uint32_t *c, unsigned *cls) {
+    hbm_status s = bfc_extend(b, hbmi_align_up(need, b->quantum));
+    /* XLA's garbage collection (DeallocateFreeRegions): give wholly free regions back and
+     * retry once, unless even that could not make room under the limit */
+    if (s == HBM_ERR_OOM && b->release_on_oom &&
+        hbmi_align_up(need, b->quantum) <= b->st.bytes_limit - b->st.pool_bytes + free_region_bytes(b)) {
+        uint64_t released = 0;
+        hbm_status r = release_free_regions(b, &released);
+        if (r) return r;
+        if (released) s = bfc_extend(b, hbmi_align_up(need, b->quantum));
+    }
+    if (s == HBM_ERR_OOM) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", hbm_last_error());
+        return bfc_oom(b, size, need, why);
+    }
+    if (s) return s;
+    *c = bfc_find(b, need, cls);
+    if (*c == NONE) return hbmi_error(HBM_ERR_CORRUPT, "bfc: a new region does not hold %" PRIu64 " bytes", need);
+    return HBM_OK;
+}
+
 /* An allocation without the address index: *rec gets the new live block's record. The
  * caller has room for one more index entry. */
 BFC_HOT hbm_status bfc_take(bfc *b, uint64_t size, uint32_t tag_id, uint32_t *rec) {
@@ -567,26 +591,7 @@ BFC_HOT hbm_status bfc_take(bfc *b, uint64_t size, uint32_t tag_id, uint32_t *re
     if (HBMI_UNLIKELY(s)) return s;
     unsigned cls;
     uint32_t c = bfc_find(b, need, &cls);
-    if (HBMI_UNLIKELY(c == NONE)) {
-        s = bfc_extend(b, hbmi_align_up(need, b->quantum));
-        /* XLA's garbage collection (DeallocateFreeRegions): give wholly free regions back
-         * and retry once, unless even that could not make room under the limit */
-        if (s == HBM_ERR_OOM && b->release_on_oom &&
-            hbmi_align_up(need, b->quantum) <= b->st.bytes_limit - b->st.pool_bytes + free_region_bytes(b)) {
-            uint64_t released = 0;
-            hbm_status r = release_free_regions(b, &released);
-            if (r) return r;
-            if (released) s = bfc_extend(b, hbmi_align_up(need, b->quantum));
-        }
-        if (s == HBM_ERR_OOM) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", hbm_last_error());
-            return bfc_oom(b, size, need, why);
-        }
-        if (s) return s;
-        c = bfc_find(b, need, &cls);
-        if (c == NONE) return hbmi_error(HBM_ERR_CORRUPT, "bfc: a new region does not hold %" PRIu64 " bytes", need);
-    }
+    if (HBMI_UNLIKELY(c == NONE) && (s = bfc_grow(b, size, need, &c, &cls))) return s;
     if (cls != NO_CLASS) list_pop(b, c, cls);
     else list_remove(b, c);
     bfc_chunk *k = &b->ch[c];
