@@ -231,12 +231,10 @@ BFC_HOT void list_pop(bfc *b, uint32_t c, unsigned cls) {
  * it passed (none, usually). No entry ever moves, and nothing but the entry's own slot and
  * counts is read or written: the index before this one, without counts, had to move
  * entries back into a hole left in a full line, reading records to learn their homes.
- * The table grows past 3/4 of its slots (at 100,000 live blocks: 1 MiB, 41 % full). Those
- * counts took 0.6 mispredicted branches per alloc+free pair off the index it replaced
- * (bench_alloc, N = 100,000: bfc/OffsetAllocator 1.27-1.35x before, 1.15-1.22x after, five
- * alternating runs each). Filled to 7/8 instead (512 KiB there), cachegrind counted 0.4
- * fewer last-level misses per pair but the pairs took longer (1.30-1.45x): more entries
- * off their home line. */
+ * The table grows past 3/4 of its slots (at 100,000 live blocks: 1 MiB, 41 % full); filled
+ * to 7/8 instead (512 KiB there) it missed the last-level cache less but took longer per
+ * alloc+free pair, with more entries off their home line (docs/allocators.md, "third
+ * pass"). */
 #define TAB_LINE 16u /* words per 64-byte line */
 #define TAB_SLOTS 0xfffeu /* lane mask of the slots: word 0 is the count */
 #define TAB_EMPTY UINT32_MAX
@@ -256,7 +254,7 @@ static inline uint32_t tab_tag(uint32_t hi, uint64_t h) {
 }
 
 /* Index bits for records 0 .. chcap - 1: at least 32 - TAB_TAG_MIN_BITS, and enough that
- * no slot is all ones (chcap < 2^ib; past 2^31 records the tag has no bits). */
+ * no slot is all ones (chcap < 2^ib; records stay below 2^31, so a tag keeps a bit). */
 static unsigned tab_ib(size_t chcap) {
     unsigned ib = 32 - TAB_TAG_MIN_BITS;
     while ((uint64_t)chcap >= (1ull << ib)) ib++; /* < 32: chcap <= MAX_RECORDS */
