@@ -262,7 +262,7 @@ static unsigned tab_ib(size_t chcap) {
 }
 
 #if defined(__SSE2__)
-/* Bit k: (line[k] & hi) == tag (an empty slot matches only when hi is 0). */
+/* Bit k: (line[k] & hi) == tag (never an empty slot: hi has a bit, and a tag is never hi). */
 static inline unsigned tab_match(const uint32_t *line, uint32_t tag, uint32_t hi) {
     const __m128i *v = (const __m128i *)(const void *)line;
     __m128i h = _mm_set1_epi32((int)hi), t = _mm_set1_epi32((int)tag);
