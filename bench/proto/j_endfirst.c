@@ -19,9 +19,14 @@
  * the buffers alive in [c - L, c) that are not committed, lifetimes cut at c - L, with the
  * committed ones as pinned obstacles, at the capacity, within NODES nodes; it then
  * commits the buffers that start at c - L + OV or later (OV = 0: all of them, those
- * crossing the window's start too) and moves c there. On failure it goes back one step
- * and packs that window again from its buffers in another random order (the exact
- * search breaks ties by index), at most RETRY times per step before going back further.
+ * crossing the window's start too; CUT=1: at the time in [c - L + OV, c) that the fewest
+ * bytes cross) and moves c there. On failure it packs the same window again from its
+ * buffers in another random order (the exact search breaks ties by index); after RETRY
+ * failures it goes back one step and packs that window again (one of its tries), and so
+ * on (the first window: until the time is up). FIRST=N: the exact search's first round of
+ * restarts limited to N nodes. RAISE=B: after RETRY failures, B bytes more capacity for
+ * that window and every earlier one (no going back); the packing's height is then above
+ * CAPACITY.
  *
  * Build (from the repository root, after `make build`):
  *   gcc -std=c11 -O2 -Iinclude -Isrc bench/proto/j_endfirst.c build/libhbm.a -lm -lpthread -ldl -o j_endfirst
@@ -130,6 +135,25 @@ static uint32_t gaps(const uint64_t *w, uint32_t *ga, uint32_t *gb) {
     return c;
 }
 
+static uint32_t bpk = 12; /* BPK */
+static uint64_t bp_steps, bp_limit = 2000;
+/* Items it[i..ni) (sizes, descending) into bins room[0..nr): 1 fits (or out of steps), 0 not. */
+static int bp_fit(const uint32_t *it, uint32_t ni, uint32_t i, uint32_t *room, uint32_t nr) {
+    if (i == ni) return 1;
+    if (++bp_steps > bp_limit) return 1;
+    for (uint32_t k = 0; k < nr; k++) {
+        if (room[k] < it[i]) continue;
+        int seen = 0; /* bins with the same room left are the same */
+        for (uint32_t q = 0; q < k && !seen; q++) seen = room[q] == room[k];
+        if (seen) continue;
+        room[k] -= it[i];
+        int r = bp_fit(it, ni, i + 1, room, nr);
+        room[k] += it[i];
+        if (r) return 1;
+    }
+    return 0;
+}
+
 /* Can the unplaced buffers alive in section s still fit in its gaps? */
 static int section_ok(uint32_t s) {
     if (unpl[s] <= 0) return 1;
@@ -153,7 +177,18 @@ static int section_ok(uint32_t s) {
         if (g >= mn) use += g;
         if (g > big) big = g;
     }
-    return use >= unpl[s] && big >= mx;
+    if (use < unpl[s] || big < mx) return 0;
+    /* the BPK largest unplaced buffers alive here, as items, into the gaps as bins (exact,
+     * within bp_limit steps; a subset of what must fit there, so a valid test) */
+    uint32_t it[64], ni = 0;
+    for (uint32_t j = nlive[s]; j-- > 0 && ni < bpk;)
+        if (!placed[live[s][j]]) it[ni++] = sz[live[s][j]];
+    if (ni < 2) return 1;
+    uint32_t room[WW_MAX * 64 / 2 + 2], nr = 0;
+    for (uint32_t k = 0; k < c; k++)
+        if (gb[k] - ga[k] >= it[ni - 1]) room[nr++] = gb[k] - ga[k];
+    bp_steps = 0;
+    return bp_fit(it, ni, 0, room, nr) != 0;
 }
 
 typedef struct cand {
@@ -165,8 +200,14 @@ static int cand_cmp(const void *a, const void *b) {
     return (x->key > y->key) - (x->key < y->key);
 }
 
+static uint32_t bucket; /* BUCKET=Q: ends in blocks of Q sections from the last, longest first within one */
 static int ord_cmp(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (bucket) {
+        uint32_t bx = (ns - s1[x]) / bucket, by = (ns - s1[y]) / bucket;
+        if (bx != by) return bx > by ? 1 : -1;
+        if (s1[x] - s0[x] != s1[y] - s0[y]) return s1[x] - s0[x] < s1[y] - s0[y] ? 1 : -1;
+    }
     if (s1[x] != s1[y]) return s1[x] < s1[y] ? 1 : -1;
     if (sz[x] != sz[y]) return sz[x] < sz[y] ? 1 : -1;
     if (s0[x] != s0[y]) return s0[x] > s0[y] ? 1 : -1; /* longer first */
@@ -203,14 +244,23 @@ static int dfs_run(uint64_t node_limit, uint64_t deadline, uint64_t *nodes, uint
     size_t d = 0;
     int entering = 1;
     for (;;) {
-        if (d == n) return 1;
+        if (d == n) {
+            *nodes += nd;
+            return 1;
+        }
         uint32_t b = order[d];
         if (entering) {
             entering = 0;
             if (d > *deepest) *deepest = (uint32_t)d;
-            uint32_t e = s1[b] - 1;
             uint32_t ga[WW_MAX * 64 / 2 + 2], gb[WW_MAX * 64 / 2 + 2];
-            uint32_t c = gaps(occ[e], ga, gb), m = 0;
+            uint64_t all[WW_MAX] = {0}; /* what is taken anywhere in b's lifetime */
+            if (bucket == 0) {
+                memcpy(all, occ[s1[b] - 1], sizeof all);
+            } else {
+                for (uint32_t s = s0[b]; s < s1[b]; s++)
+                    for (uint32_t k = 0; k < WW; k++) all[k] |= occ[s][k];
+            }
+            uint32_t c = gaps(all, ga, gb), m = 0;
             uint32_t lo = 0; /* identical buffer before: offsets increase */
             if (d > 0) {
                 uint32_t p = order[d - 1];
@@ -259,7 +309,14 @@ static int dfs_run(uint64_t node_limit, uint64_t deadline, uint64_t *nodes, uint
                 unpl[s] -= sz[b];
             }
             ok = 1;
-            for (uint32_t s = s0[b]; s < s1[b] && ok; s++) ok = section_ok(s);
+            uint32_t fs = 0;
+            for (uint32_t s = s0[b]; s < s1[b] && ok; s++) {
+                ok = section_ok(s);
+                fs = s;
+            }
+            if (getenv("DEBUG") && d + 1 >= *deepest)
+                fprintf(stderr, "d %zu b %u [%u,%u) sz %u y %u: %s at %u\n", d, b, s0[b], s1[b], sz[b], y,
+                        ok ? "ok" : "fails", fs);
             if (ok) break;
             for (uint32_t s = s0[b]; s < s1[b]; s++) {
                 set_range(occ[s], y, y + sz[b], 0);
@@ -285,6 +342,9 @@ static int run_dfs(hbm_timeline *tl, uint64_t cap, double secs, const char *out)
     uint64_t lim0 = getenv("NODES0") ? strtoull(getenv("NODES0"), NULL, 10) : 20000;
     val = getenv("VAL") ? atoi(getenv("VAL")) : 2;
     noisy = getenv("NOISE") ? atoi(getenv("NOISE")) : 0;
+    bucket = getenv("BUCKET") ? (uint32_t)atoi(getenv("BUCKET")) : 0;
+    if (getenv("BPK")) bpk = (uint32_t)atoi(getenv("BPK"));
+    if (bpk > 64) bpk = 64;
     occ = calloc(ns, sizeof *occ);
     order = malloc(n * sizeof *order);
     offu = malloc(n * sizeof *offu);
@@ -354,6 +414,9 @@ static int run_dfs(hbm_timeline *tl, uint64_t cap, double secs, const char *out)
 static int run_win(hbm_timeline *tl, uint64_t cap, double secs, uint32_t L, uint32_t ov, uint64_t nlim, uint32_t retry,
                    const char *out) {
     uint64_t deadline = t0 + (uint64_t)(secs * 1e9), nodes = 0, searches = 0, found = 0, none = 0, aborted = 0;
+    int cut = getenv("CUT") && atoi(getenv("CUT"));
+    uint64_t raise = getenv("RAISE") ? strtoull(getenv("RAISE"), NULL, 10) : 0;
+    uint64_t first = getenv("FIRST") ? strtoull(getenv("FIRST"), NULL, 10) : 0;
     /* step k: commit point before it cpt[k]; commit[i] = step that committed buffer i (or -1) */
     uint32_t *cpt = malloc((ns + 2) * sizeof *cpt), *tries = calloc(ns + 2, sizeof *tries);
     int32_t *commit = malloc(n * sizeof *commit);
@@ -400,6 +463,7 @@ static int run_win(hbm_timeline *tl, uint64_t cap, double secs, uint32_t L, uint
         }
         hbmi_exact *e = NULL;
         if (hbmi_exact_new(w, 0, &e)) return 3;
+        if (first) hbmi_exact_set_first_limit(e, first);
         hbmi_exact_rc rc;
         uint64_t nb = 0;
         if (hbmi_exact_solve(e, w, cap, deadline, nlim, &rc, &nb)) return 3;
@@ -420,6 +484,19 @@ static int run_win(hbm_timeline *tl, uint64_t cap, double secs, uint32_t L, uint
             found++;
             uint32_t nc = a == 0 ? 0 : a + ov < c ? a + ov : c - 1;
             if (ov == 0) nc = a;
+            if (cut && a > 0) { /* CUT=1: the least crossed time in [a + OV, c - 1] */
+                uint64_t bestx = UINT64_MAX;
+                for (uint32_t x = a + ov; x < c && x + 1 <= c; x++) {
+                    if (x == 0 || x + 1 > c - 1 + 1) continue;
+                    uint64_t cx = 0;
+                    for (size_t i = 0; i < n; i++)
+                        if (s0[i] < x && s1[i] > x) cx += sz[i];
+                    if (cx <= bestx && x < c) {
+                        bestx = cx;
+                        nc = x;
+                    }
+                }
+            }
             for (uint32_t q = 0; q < m; q++) {
                 uint32_t i = map[q];
                 if (commit[i] >= 0) continue;
@@ -440,7 +517,7 @@ static int run_win(hbm_timeline *tl, uint64_t cap, double secs, uint32_t L, uint
             }
             if (a == 0) {
                 for (size_t i = 0; i < n; i++) tl->buffers[i].offset = off[i];
-                if (hbm_timeline_verify(tl, cap)) {
+                if (hbm_timeline_verify(tl, cap) || hbm_timeline_extent(tl) > cap) {
                     fprintf(stderr, "BUG: invalid packing: %s\n", hbm_last_error());
                     return 4;
                 }
@@ -456,21 +533,24 @@ static int run_win(hbm_timeline *tl, uint64_t cap, double secs, uint32_t L, uint
         hbm_timeline_free(w);
         if (rc == HBMI_EXACT_NONE) none++;
         else aborted++;
-        /* go back: undo step k-1's commits and pack its window again, up to retry times */
-        for (;;) {
-            if (k == 0) {
-                if (++tries[0] > retry) goto done;
-                break;
-            }
+        /* the same window again in another order, RETRY times; then go back one step (undo
+         * its commits: another packing of it, which counts as one of its tries), and so on.
+         * The first window is tried until the time is up. */
+        tries[k]++;
+        if (raise && tries[k] >= retry) { /* RAISE=B: more room from this window on instead */
+            tries[k] = 0;
+            cap += raise;
+            printf("  capacity raised to %" PRIu64 " at step %d (section %u) at %.2f s\n", cap, k, c, secs_since());
+            continue;
+        }
+        while (k > 0 && tries[k] >= retry) {
+            tries[k] = 0;
             k--;
             for (size_t i = 0; i < n; i++)
                 if (commit[i] >= k) commit[i] = -1;
-            if (++tries[k] <= retry) break;
-            if (k == 0) goto done; /* the first window's packings are used up */
-            tries[k] = 0;          /* exhausted here: further back */
+            tries[k]++;
         }
     }
-done:
     printf("win end: no packing at %" PRIu64 " in %.3f s; lowest section reached %u; %" PRIu64 " searches (%" PRIu64
            " found, %" PRIu64 " proven none, %" PRIu64 " out of nodes), %" PRIu64 " nodes\n",
            cap, secs_since(), lowest, searches, found, none, aborted, nodes);
