@@ -6,13 +6,19 @@
  * Mode `dfs`: a backward time-sweep depth-first search. Buffers are taken in order of
  * decreasing end (ties: larger first, then random); every buffer already placed that
  * overlaps the next one in time is then alive in its last section, so the candidates are
- * the bottoms and tops of the free gaps of that one section (best fit first, ties at
- * random). After each placement every section of the buffer's lifetime is checked: the
+ * the bottoms and tops of the free gaps of that one section. VAL: 0 best fit first, 1
+ * lowest first, 2 (default) most contact with placed buffers or the edges over the
+ * lifetime first, then best fit; ties at random; NOISE=P: P % of the candidates get a
+ * random rank. BUCKET=Q: the ends taken in blocks of Q sections from the last one,
+ * longest lifetime first within a block (the gaps are then those over the whole
+ * lifetime). After each placement every section of the buffer's lifetime is checked: the
  * unplaced bytes alive there must fit in the section's gaps that are at least as large as
- * the smallest unplaced buffer alive there, and the largest one must fit in the largest
- * gap. Chronological backtracking within a node limit per restart (growing by half each
- * restart, new random ties each time). Not complete (only gap ends are tried). With
- * MIN=1 every packing found lowers the capacity to its height minus 1 KiB.
+ * the smallest unplaced buffer alive there, the largest one in the largest gap, and the
+ * BPK (default 12) largest must bin-pack into the gaps (exact, at most 2000 steps, else
+ * taken as fitting). Chronological backtracking within a node limit per restart
+ * (NODES0 = 20000 at first, growing by half each restart, new random ties each time). Not
+ * complete (only gap ends are tried). With MIN=1 every packing found lowers the capacity
+ * to its height minus 1 KiB.
  *
  * Mode `win`: end-first windows with the exact search (hbmi_exact_*). The committed part
  * is everything from section c on (c = the number of sections at first). A step packs
@@ -33,8 +39,12 @@
  * Usage:
  *   j_endfirst dfs FILE.csv CAPACITY SECONDS SEED [OUT.csv]      (env MIN=1, NODES0=N)
  *   j_endfirst win FILE.csv CAPACITY SECONDS SEED L OV NODES RETRY [OUT.csv]
- *   e.g. MIN=1 ./j_endfirst dfs J.1048576.csv 1048576 600 1 j.csv
- *        ./j_endfirst win J.1048576.csv 989184 600 1 40 10 200000 4
+ * The runs in docs/pack.md (J = /work/shared/data/minimalloc/J.1048576.csv):
+ *   BUCKET=5 VAL=2 MIN=1 ./j_endfirst dfs $J 1200000 600 1 j.csv      (1124352)
+ *   CUT=1 ./j_endfirst win $J 989184 600 1 40 10 100000 4             (stops at section 152)
+ *   RAISE=4096 CUT=1 ./j_endfirst win $J 989184 120 1 40 10 100000 4  (1107968)
+ *   RAISE=2048 CUT=1 ./j_endfirst win $J 989184 200 3 40 10 100000 4  (1089536)
+ *   VERBOSE=1 prints every search (win) or restart (dfs) on stderr.
  * Wall-clock bound: the searches made are the same on every run, how many fit in the time
  * is not. A packing found is verified (hbm_timeline_verify) and written with offsets. */
 #include <inttypes.h>
