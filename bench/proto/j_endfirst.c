@@ -42,6 +42,7 @@
  * The runs in docs/pack.md (J = /work/shared/data/minimalloc/J.1048576.csv):
  *   BUCKET=5 VAL=2 MIN=1 ./j_endfirst dfs $J 1200000 600 1 j.csv      (1124352)
  *   CUT=1 ./j_endfirst win $J 989184 600 1 40 10 100000 4             (stops at section 152)
+ *   CUT=1 ./j_endfirst win $J 989184 600 1 40 10 2000000 2            (stops at section 147)
  *   RAISE=4096 CUT=1 ./j_endfirst win $J 989184 120 1 40 10 100000 4  (1107968)
  *   RAISE=2048 CUT=1 ./j_endfirst win $J 989184 200 3 40 10 100000 4  (1089536)
  *   VERBOSE=1 prints every search (win) or restart (dfs) on stderr.
