@@ -19,9 +19,9 @@
  * in a cache-aligned array with a list of unused records (a live block's state, requested
  * size and sequence number live in its record), a parallel array of tag ids that only walks
  * read, and an open-addressing table live address -> chunk with 4-byte slots, probed a
- * 64-byte line (16 slots) at a time. At N live blocks the hot metadata is about
- * 32 B x chunks + 4 B x 2-4 N: a free reads one index line, the block's record and its
- * two neighbours' records.
+ * 64-byte line (an overflow count and 15 slots) at a time. At N live blocks the hot
+ * metadata is about 32 B x chunks + 4 B x 1.4-2.8 N: a free reads one index line, the
+ * block's record and its two neighbours' records.
  * Device memory is never touched.
  */
 #include <inttypes.h>
