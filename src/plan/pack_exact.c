@@ -638,15 +638,11 @@ static uint64_t pin_lim(hbmi_exact *e, uint32_t s, uint64_t sum) {
     return lim;
 }
 
-/* A violation at floor m with pins: a bound above the capacity (m + sum still holds, the
+/* The bound a section proves when its sum unplaced bytes cannot all sit above floor m:
+ * m + sum, and with pins at least a bound above the capacity (m + sum still holds, the
  * pins only add to it). */
-static inline uint64_t pin_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) {
-    return m + sum > e->cap ? m + sum : e->cap + 1;
-}
-
-/* The bound a section proves when its sum unplaced bytes cannot all sit above floor m. */
 static inline uint64_t sec_bound(const hbmi_exact *e, uint64_t m, uint64_t sum) {
-    return e->psec_beg ? pin_bound(e, m, sum) : m + sum;
+    return e->psec_beg && m + sum <= e->cap ? e->cap + 1 : m + sum;
 }
 
 /* The highest floor (*slack) above which section s's sum unplaced bytes still fit under
