@@ -2,7 +2,7 @@
  * Python's pickle in fuzz/corpus) and JSON; their errors; the pickle reader's refusals. */
 #include <unistd.h>
 
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 #include "trace/trace_internal.h"
 #include "test.h"
 

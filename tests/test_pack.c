@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 #include "test.h"
 
 static hbm_timeline *parse(const char *text) {

@@ -16,7 +16,7 @@
 
 #include "core/internal.h"
 #include "test.h"
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 
 #define SNAP_DIR HBM_SHARED_DATA "/snapshots/"
 

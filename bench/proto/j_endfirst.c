@@ -55,7 +55,7 @@
 
 #include "core/internal.h"
 #include "hbm/pack.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 
 static uint64_t rs;
 static uint64_t rnd(void) {

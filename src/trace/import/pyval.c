@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "hbm/trace.h"
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 
 hbmi_pv *hbmi_pv_new(hbmi_pvpool *p, hbmi_pvtype type) {
     hbmi_pv *v = p->free_list, **items = NULL;

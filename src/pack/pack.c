@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 #include "plan/xla_heap.h"
 
 /* Input limits that keep every offset computation far from overflow. */

@@ -1,4 +1,4 @@
-/* import_rmm.c - RMM's logging_resource_adaptor CSV:
+/* rmm.c - RMM's logging_resource_adaptor CSV:
  *   Thread,Time,Action,Pointer,Size,Stream
  *   140573312345856,1634567890.123456,allocate,0x7f8a40000000,1024,0x7f8a38001020
  * Time is seconds (with a fraction) or HH:MM:SS.ffffff / HH:MM:SS:ffffff as older RMM

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 
 typedef struct bkey {
     int64_t start, end;

@@ -1,4 +1,4 @@
-/* export_pprof.c - a pprof heap profile (profile.proto), gzip-wrapped as `go tool pprof`
+/* pprof.c - a pprof heap profile (profile.proto), gzip-wrapped as `go tool pprof`
  * and pprof.me expect. Sample types: alloc_objects/count, alloc_space/bytes (everything
  * allocated over the trace) and inuse_objects/count, inuse_space/bytes (live at the peak of
  * bytes in use). One sample per (tag, backtrace): its stack is the tag's frame (op name,

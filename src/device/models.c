@@ -1,4 +1,4 @@
-/* devices.c - accelerators hbm knows by name, with the memory a framework can see and the
+/* models.c - accelerators hbm knows by name, with the memory a framework can see and the
  * share of it the framework uses by default. Capacities are the totals nvidia-smi / the
  * runtime reports where known (e.g. 81559 MiB for an H100 80GB), otherwise the nominal size. */
 #include <ctype.h>

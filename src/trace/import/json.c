@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 
 #define MAX_DEPTH 200
 

@@ -1,4 +1,4 @@
-/* import_torch.c - PyTorch memory snapshots (torch.cuda.memory._dump_snapshot()): the
+/* torch_snapshot.c - PyTorch memory snapshots (torch.cuda.memory._dump_snapshot()): the
  * pickle or its JSON form, one hbm_trace per device.
  *
  * A snapshot holds, per device, the allocator's history "device_traces[N]" (a ring buffer:
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 #include "trace/trace_internal.h"
 
 /* torch's own Python files, on every path form: .../torch/..., ...\torch\..., site-packages */

@@ -1,6 +1,6 @@
-/* export_minimalloc.c - MiniMalloc's CSV (id,lower,upper,size): one row per buffer of a
+/* minimalloc.c - MiniMalloc's CSV (id,lower,upper,size): one row per buffer of a
  * timeline, lifetimes [lower, upper) on the timeline's clock, ids 0..n-1. */
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 #include "trace/trace_internal.h"
 
 hbm_status hbm_export_minimalloc(const hbm_timeline *tl, FILE *f) {

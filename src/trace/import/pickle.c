@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "trace/pyval.h"
+#include "trace/import/pyval.h"
 
 /* The memo, for the indices the pickle reads back only (a snapshot stores every dict and
  * list it writes, and reads back only the shared ones): a bit per index below nbits, the

@@ -1,4 +1,4 @@
-/* replay_torch.c - replay a PyTorch snapshot's history through allocator=torch and count
+/* torch_twin.c - replay a PyTorch snapshot's history through allocator=torch and count
  * how many of the real allocator's segment decisions and block placements the twin
  * reproduces (hbm/replay_torch.h says how events are paired). */
 #include <inttypes.h>

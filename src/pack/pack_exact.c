@@ -46,7 +46,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 
 #define NRANK 8
 #define NRING 4 /* failed sections remembered */

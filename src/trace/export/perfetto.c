@@ -1,4 +1,4 @@
-/* export_perfetto.c - Chrome / Perfetto trace JSON (opens in ui.perfetto.dev and
+/* perfetto.c - Chrome / Perfetto trace JSON (opens in ui.perfetto.dev and
  * chrome://tracing): counter tracks "in use" and "reserved" (bytes), an instant per OOM,
  * times in microseconds. A counter is written only when its value changes. A trace without
  * times (a snapshot recorded without time_us) is laid out by event number instead, one

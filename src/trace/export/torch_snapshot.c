@@ -1,4 +1,4 @@
-/* export_torch.c - a PyTorch memory snapshot (what torch.cuda.memory._dump_snapshot()
+/* torch_snapshot.c - a PyTorch memory snapshot (what torch.cuda.memory._dump_snapshot()
  * writes, and pytorch.org/memory_viz opens): a pickle (protocol 2) of
  *   {"segments": [...], "device_traces": [[{action, addr, size, stream, time_us, frames}]]}
  * "segments" is the end state: each segment still reserved with its blocks (live allocations

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/pack_internal.h"
+#include "pack/pack_internal.h"
 
 uint64_t hbmi_pack_align(const hbm_tl_buffer *b, uint64_t def) {
     if (b->alignment > 1) return b->alignment;

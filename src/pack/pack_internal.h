@@ -1,4 +1,4 @@
-/* src/plan/pack_internal.h - what the packing files share (pack.c dispatches, pack_greedy.c
+/* src/pack/pack_internal.h - what the packing files share (pack.c dispatches, pack_greedy.c
  * holds the heuristics, pack_exact.c the search). Offsets are written straight into the
  * timeline's buffers; buffers flagged HBM_TL_PINNED keep theirs and act as obstacles. */
 #ifndef HBM_PLAN_PACK_INTERNAL_H
