@@ -756,7 +756,7 @@ static const char *intern(ctx *c, const char *s, size_t n) {
 }
 
 /* HLO text escapes strings C-style (\\' \\" \\\\ \\n); XLA's report prints them raw. */
-static void unescape(char *dst, size_t cap, const char *src, size_t n) {
+void hbmi_plan_unescape(char *dst, size_t cap, const char *src, size_t n) {
     size_t k = 0;
     for (size_t i = 0; i < n && k + 1 < cap; i++) {
         char ch = src[i];
@@ -845,9 +845,9 @@ static int rank_peaks(ctx *c) {
         hbmi_shape_print(hbmi_shape_node(in->shape, val->node), buf, sizeof buf);
         o->shape = intern(c, buf, strlen(buf));
         o->instruction = intern(c, in->name.p, in->name.n);
-        unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+        hbmi_plan_unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
         o->op_name = intern(c, buf, strlen(buf));
-        unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+        hbmi_plan_unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
         o->source_file = intern(c, buf, strlen(buf));
         o->source_line = in->meta_source_line;
         o->param_number = val->entry_param ? (int)in->param_no : -1;
@@ -1028,8 +1028,8 @@ static hbm_status build_timeline(hbm_plan *p) {
             hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
             if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
             else hbmi_plan_label(in, label, sizeof label);
-            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+            hbmi_plan_unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+            hbmi_plan_unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
             tag = (hbm_tag){opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
         }
         size_t idx;

