@@ -169,13 +169,36 @@ const char *hbmi_memview_space_name(int64_t color, char buf[48]) {
     return buf;
 }
 
+/* ",0,1" for node k of shape s (pre-order), as XProf's GetInstructionNameWithShapeIndex */
+static void shape_index(const hbmi_shape *s, uint32_t k, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = 0;
+    while (k && s && s->prim == HBMI_PRIM_TUPLE) {
+        uint32_t i = 0;
+        for (; i < s->n; i++) {
+            uint32_t c = hbmi_shape_child(s, i);
+            if (k >= c && k < c + s->elems[i].nodes) {
+                int w = snprintf(buf + n, cap - n, ",%u", i);
+                if (w > 0 && (size_t)w < cap - n) n += (size_t)w;
+                k -= c;
+                s = &s->elems[i];
+                break;
+            }
+        }
+        if (i == s->n) break;
+    }
+}
+
 void hbmi_memview_describe(const hbm_plan *p, const hbmi_span *s, hbmi_memview_buf *o) {
     memset(o, 0, sizeof *o);
     if (s->value == UINT32_MAX) return;
     const hbmi_df *df = p->df;
     const hbmi_value *val = &df->values[s->value];
     const hbmi_instr *in = hbmi_df_instr(df, val->gid);
-    o->instruction = in->name;
+    char idx[64];
+    shape_index(in->shape, val->node, idx, sizeof idx);
+    if (idx[0]) snprintf(o->instruction, sizeof o->instruction, "%.*s{%s}", (int)in->name.n, in->name.p, idx + 1);
+    else snprintf(o->instruction, sizeof o->instruction, "%.*s", (int)in->name.n, in->name.p);
     hbmi_plan_unescape(o->op_name, sizeof o->op_name, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
     hbmi_plan_unescape(o->source_file, sizeof o->source_file, in->meta_source_file.p ? in->meta_source_file.p : "",
                        in->meta_source_file.n);
@@ -249,7 +272,7 @@ static void obj_line(FILE *f, const hbm_plan *p, const hbmi_span *s, size_t rank
     hbmi_memview_buf d;
     hbmi_memview_describe(p, s, &d);
     char a[32], b[32], c[32], nm[64], sh[64];
-    clean(nm, sizeof nm, d.instruction.p ? d.instruction.p : "", d.instruction.n, 26, 1);
+    clean(nm, sizeof nm, d.instruction, strlen(d.instruction), 26, 1);
     hbmi_fit(sh, sizeof sh, d.shape, 22, 0);
     fprintf(f, "  %3zu %10s %10s %9s  %-10s %-26s %s\n", rank, hs(s->size, a), hs(s->unpadded, b),
             hs(s->size - s->unpadded, c), hbmi_memview_alloc_type(p, s), nm, sh);
@@ -323,7 +346,7 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
                 hbmi_memview_describe(p, x, &d);
                 char line[1100], cut[1024];
                 fprintf(f, "\n  Largest buffer at the peak\n");
-                clean(cut, sizeof cut, d.instruction.p ? d.instruction.p : "", d.instruction.n, 80, 1);
+                clean(cut, sizeof cut, d.instruction, strlen(d.instruction), 80, 1);
                 fprintf(f, "    instruction    %s (%s)\n", cut, d.opcode);
                 fprintf(f, "    size           %s (unpadded %s, padding %s)\n", hs(x->size, a), hs(x->unpadded, b),
                         hs(x->size - x->unpadded, c));
@@ -385,7 +408,7 @@ static void json_buf(FILE *f, const hbm_plan *p, const hbmi_span *s) {
     hbmi_memview_describe(p, s, &d);
     fprintf(f, "{\"size\": %" PRIu64 ", \"unpadded_size\": %" PRIu64 ", \"padding\": %" PRIu64 ", \"instruction\": ",
             s->size, s->unpadded, s->size - s->unpadded);
-    jstrn(f, d.instruction.p, d.instruction.n);
+    jstr(f, d.instruction);
     fprintf(f, ", \"opcode\": ");
     jstr(f, d.opcode);
     fprintf(f, ", \"shape\": ");

@@ -27,7 +27,7 @@ typedef struct hbmi_memview {
 
 /* What the module says about a span's representative value. */
 typedef struct hbmi_memview_buf {
-    hbmi_str instruction;
+    char instruction[320]; /* name, with the shape index of a tuple element ("fusion.3{1}") */
     char op_name[1024], source_file[1024]; /* unescaped */
     int source_line;
     char shape[512];  /* with layout, as the module writes it */
