@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 /* The library's version string ("0.1.0"), which may differ from the header's. */
-const char *hbm_version(void);
+HBM_API const char *hbm_version(void);
 
 #ifdef __cplusplus
 }
