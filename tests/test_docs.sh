@@ -6,12 +6,9 @@
 # are elisions and lines with timings ("0.232 s", "5.18 ms", "0.000630s") vary: both are
 # skipped. An example whose input is not here (no shared data) is skipped, said so.
 set -u
+. "$(dirname "$0")/lib.sh" "$@"
 HBM="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-DATA=${2:-}
-SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the docs"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+need python3 "to read the docs"
 mkdir "$T/bin" "$T/work"
 ln -s "$HBM" "$T/bin/hbm"
 ln -s "$SRC/examples" "$T/work/examples"

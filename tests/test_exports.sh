@@ -3,14 +3,10 @@
 # defines is a function declared HBM_API in include/hbm/*.h, every HBM_API function is
 # exported, and every function the public headers declare carries HBM_API.
 set -u
-HBM=$1
-src=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-lib="$(dirname "$HBM")/libhbm.so"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-command -v nm >/dev/null || { echo "SKIP: no nm (binutils) to read $lib"; exit 77; }
-[ -e "$lib" ] || { echo "SKIP: no $lib (a static-only build)"; exit 77; }
+. "$(dirname "$0")/lib.sh" "$@"
+src=$SRC lib=$BUILD/libhbm.so
+need nm "(binutils) to read $lib"
+[ -e "$lib" ] || skip "no $lib (a static-only build)"
 
 # defined dynamic symbols, without the linker's own (_init, _fini, _edata, ...)
 nm -D --defined-only "$lib" | awk '$3 !~ /^_/ {print $3}' | sort -u > "$T/exported"
