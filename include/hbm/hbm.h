@@ -15,6 +15,7 @@
 #include "hbm/alloc.h"
 #include "hbm/config.h"
 #include "hbm/device.h"
+#include "hbm/event.h"
 #include "hbm/file.h"
 #include "hbm/hlo.h"
 #include "hbm/json_api.h"

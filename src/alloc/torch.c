@@ -32,7 +32,7 @@
 #include "alloc/torch.h"
 #include "device/cuda_driver.h"
 #include "hbm/size.h"
-#include "hbm/trace.h"
+#include "hbm/event.h"
 
 #define K_MIN_BLOCK 512u                    /* kMinBlockSize */
 #define K_SMALL_SIZE (1ull << 20)           /* kSmallSize */
