@@ -99,6 +99,24 @@ HBM_API hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
 HBM_API hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);
 HBM_API hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f);
 
+/* A packing run as `hbm pack` reports it: the input, the relaxation packed instead of it
+ * (if any), what was asked and what came out. */
+typedef struct hbm_pack_report {
+    const char *file;             /* the input's name */
+    const hbm_timeline *tl;       /* what was packed */
+    size_t whole;                 /* the file's buffers (more than tl's for a relaxation) */
+    const char *window;           /* the relaxation to [FROM, TO) as written ("FROM:TO"; NULL: none) */
+    int64_t window_from, window_to;
+    uint64_t above;               /* the relaxation to the times with this many bytes live (0: none) */
+    const char *capacity_text;    /* the capacity as written (NULL: none) */
+    const hbm_pack_options *o;
+    const hbm_pack_result *r;
+} hbm_pack_report;
+
+/* The report as text (the input, the lower bound, the packing or why there is none, the
+ * time) or as one line of JSON. Checks f for write errors (HBM_ERR_IO). */
+HBM_API hbm_status hbm_pack_report_write(const hbm_pack_report *rep, FILE *f, int json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -109,8 +109,7 @@ void hbmi_pk_str(hbmi_buf *b, const char *s);
 void hbmi_pk_int(hbmi_buf *b, int64_t v);
 void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
 
-/* Write s as a JSON string literal (quoted, escaped). */
-void hbmi_json_str(FILE *f, const char *s);
+/* (JSON strings: hbmi_json_str, core/internal.h) */
 
 /* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
  * live after each event) and reserved (segment events; or in use when the trace has
