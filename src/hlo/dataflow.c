@@ -11,6 +11,7 @@ typedef struct dfb {
     hbm_status err;
     uint32_t *seq;     /* sequential computations, callees first */
     uint32_t n_seq;
+    uint8_t *phi;      /* per position: defined by a phi (SSA form), or NULL */
 } dfb;
 
 static void *dalloc(dfb *b, size_t n) {
@@ -269,6 +270,7 @@ static int flow(dfb *b, int *changed, uint32_t gd, uint32_t nd, uint32_t gs, uin
     const hbmi_instr *d = I(df, gd), *s = I(df, gs);
     for (uint32_t t = 0; t < count; t++) {
         if (nd + t >= d->shape->nodes || ns + t >= s->shape->nodes) break;
+        if (b->phi && b->phi[d->pos_base + nd + t]) continue; /* its phi is its only value */
         int r = vs_union(b, VS(df, gd, nd + t), VS(df, gs, ns + t));
         if (r < 0) return 0;
         if (r) *changed = 1;
@@ -468,9 +470,78 @@ static int define_values(dfb *b) {
                 }
             }
     }
+    /* phi values (SSA form), numbered after the others as XLA numbers them */
+    for (uint32_t s = 0; ok && b->phi && s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; ok && i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            for (uint32_t k = 0; k < in->shape->nodes; k++) {
+                if (!b->phi[in->pos_base + k]) continue;
+                if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
+                    b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+                    ok = 0;
+                    break;
+                }
+                hbmi_value *v = &df->values[df->n_values];
+                memset(v, 0, sizeof *v);
+                v->gid = G(df, ci, i);
+                v->node = k;
+                v->post = in->post;
+                const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
+                v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
+                v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                df->vs[in->pos_base + k].n = 1;
+                df->vs[in->pos_base + k].one = df->n_values++;
+            }
+        }
+    }
     for (uint32_t s = 0; s < b->n_seq; s++) hbmi_free(orders[s]);
     hbmi_free(orders);
     return ok;
+}
+
+/* The while loops' and their bodies' parameters, their body roots', their conditions'
+ * parameters: XLA's dataflow runs in SSA form for buffer assignment (HloAliasAnalysis::Run
+ * calls HloDataflowAnalysis::Run with ssa_form=true): where a loop's element can hold more
+ * than one value (its body writes a new one), the while, the body parameter and the
+ * condition parameter each define a phi value there; where the body passes the element
+ * through unchanged the phi resolves to the loop's input (OptimizePhiValues). The non-SSA
+ * solution says which: a phi where the union of the init and body-root values has several.
+ * Returns the number of phi positions marked in b->phi, -1 on OOM. */
+static int64_t mark_phis(dfb *b) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    int64_t n = 0;
+    for (uint32_t s = 0; s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            if (in->op != HOP_WHILE || !in->n_ops) continue;
+            uint32_t body = UINT32_MAX, cond = UINT32_MAX;
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                if (in->called_role[k] == 'b') body = in->called[k];
+                if (in->called_role[k] == 'w') cond = in->called[k];
+            }
+            if (body == UINT32_MAX || !m->comps[body].n_params) continue;
+            const hbmi_instr *bp = &m->comps[body].ins[m->comps[body].params[0]];
+            const hbmi_instr *cp =
+                cond != UINT32_MAX && m->comps[cond].n_params ? &m->comps[cond].ins[m->comps[cond].params[0]] : NULL;
+            for (uint32_t k = 0; k < in->shape->nodes; k++) {
+                if (df->vs[in->pos_base + k].n < 2) continue;
+                if (!b->phi) {
+                    b->phi = hbmi_calloc(df->n_pos + 1, 1);
+                    if (!b->phi) return -1;
+                }
+                b->phi[in->pos_base + k] = 1;
+                if (k < bp->shape->nodes) b->phi[bp->pos_base + k] = 1;
+                if (cp && k < cp->shape->nodes) b->phi[cp->pos_base + k] = 1;
+                n++;
+            }
+        }
+    }
+    return n;
 }
 
 static int solve(dfb *b) {
@@ -782,6 +853,21 @@ static int alias_buffers(dfb *b) {
                     for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
                         union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[e]), 0));
                 }
+            } else if (in->op == HOP_WHILE && in->n_ops) {
+                /* a loop's input, its body's parameter and root, its condition's parameter
+                 * and its output are one buffer (HloAliasAnalysis: the while's aliased values) */
+                for (uint32_t k = 0; k < in->n_called; k++) {
+                    const hbmi_comp *cc = &m->comps[in->called[k]];
+                    if (in->called_role[k] != 'b' && in->called_role[k] != 'w') continue;
+                    for (uint32_t n = 0; n < in->shape->nodes; n++) {
+                        if (cc->n_params && n < cc->ins[cc->params[0]].shape->nodes)
+                            union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->params[0]), n));
+                        if (in->called_role[k] == 'b' && n < cc->ins[cc->root].shape->nodes)
+                            union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->root), n));
+                    }
+                }
+                for (uint32_t n = 0; n < in->shape->nodes && n < I(df, G(df, ci, in->ops[0]))->shape->nodes; n++)
+                    union_sets(p, VS(df, g, n), VS(df, G(df, ci, in->ops[0]), n));
             } else if (in->op == HOP_FUSION && in->n_called) {
                 const hbmi_comp *fc = &m->comps[in->called[0]];
                 const hbmi_instr *root = &fc->ins[fc->root];
@@ -1014,7 +1100,7 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     if (!df) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     df->m = m;
     df->pointer_size = pointer_size;
-    dfb b = {df, HBM_OK, NULL, 0};
+    dfb b = {df, HBM_OK, NULL, 0, NULL};
     reset_module(m);
     uint64_t n = 0;
     df->comp_base = hbmi_malloc(sizeof *df->comp_base * m->n_comps);
@@ -1067,6 +1153,19 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     }
     if (!b.err) define_values(&b);
     if (!b.err) solve(&b);
+    if (!b.err) { /* SSA form: again with the loops' phi values */
+        int64_t phis = mark_phis(&b);
+        if (phis < 0) {
+            b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        } else if (phis) {
+            hbmi_free(df->vs);
+            hbmi_free(df->values);
+            df->vs = NULL;
+            df->values = NULL;
+            df->n_values = 0;
+            if (define_values(&b)) solve(&b);
+        }
+    }
     if (!b.err) {
         uint8_t *done = hbmi_calloc(m->n_comps, 1);
         if (!done) b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
@@ -1077,6 +1176,7 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     }
     if (!b.err) uses_and_ranges(&b);
     if (!b.err) alias_buffers(&b);
+    hbmi_free(b.phi);
     if (b.err) {
         hbm_status s = b.err;
         hbmi_df_free(df);
