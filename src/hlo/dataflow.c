@@ -947,8 +947,40 @@ int hbmi_df_is_user_of(const hbmi_df *df, uint32_t user, uint32_t operand) {
 
 static int elementwise_on(const hbmi_instr *x) { return x->op == HOP_ELEMENTWISE; }
 
-/* GPU's FusionCanShareBufferHint: every path from the fusion parameter to the output goes
- * through elementwise ops (not copy) or bitcasts, and reaches the output. */
+static int op_is(const hbmi_instr *x, const char *name) {
+    size_t n = strlen(name);
+    return x->opcode.n == n && !memcmp(x->opcode.p, name, n);
+}
+
+/* HloInstruction::IsElementwiseOnOperand: a dynamic-update-slice on its operand 0 only */
+static int elementwise_on_operand(const hbmi_instr *h, uint32_t opno) {
+    return h->op == HOP_ELEMENTWISE || (h->op == HOP_DUS && opno == 0);
+}
+
+static uint32_t operand_index(const hbmi_instr *h, uint32_t x) {
+    for (uint32_t k = 0; k < h->n_ops; k++)
+        if (h->ops[k] == x) return k;
+    return UINT32_MAX;
+}
+
+/* The hero of a fusion root: up through bitcasts and one-operand elementwise ops
+ * (FindNonTrivialHero, reduced to the chains these fusions have). */
+static uint32_t hero_of(const hbmi_comp *fc, uint32_t r) {
+    for (uint32_t d = 0; d < fc->n; d++) {
+        const hbmi_instr *x = &fc->ins[r];
+        if (x->n_ops != 1 || (x->op != HOP_BITCAST && x->op != HOP_ELEMENTWISE)) break;
+        r = x->ops[0];
+    }
+    return r;
+}
+
+/* GPU's FusionCanShareBufferHint (xla/service/gpu/buffer_sharing.cc): walking the users
+ * from the fusion parameter, every op met is elementwise on the operand it is reached
+ * through (a copy is not), a bitcast, a tuple, the reduction hero of a reduction fusion,
+ * the root dynamic-update-slice's update operand or the root scatter's input, or a
+ * dynamic-slice reading the root dynamic-update-slice's own slice; the output must be
+ * reached. A multi-output fusion whose walk reaches another output shares only when the
+ * output is elementwise and no reached output has a transpose or copy hero. */
 static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_t opno, uint32_t user_node) {
     const hbmi_comp *fc = &df->m->comps[fusion->called[0]];
     int64_t param = -1;
@@ -956,8 +988,8 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
         if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
     if (param < 0) return 0;
     uint32_t out = fc->root;
+    const hbmi_instr *r = &fc->ins[fc->root];
     if (user_node) { /* element of a tuple-shaped output */
-        const hbmi_instr *r = &fc->ins[fc->root];
         if (r->op != HOP_TUPLE) return 0;
         uint32_t e;
         for (e = 0; e < fusion->shape->n; e++)
@@ -967,6 +999,14 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     }
     uint32_t nb_root = out;
     if (fc->ins[nb_root].op == HOP_BITCAST && fc->ins[nb_root].n_ops) nb_root = fc->ins[nb_root].ops[0];
+    const hbmi_instr *nr = &fc->ins[nb_root];
+    /* a reduction fusion's hero reduce is emitted first: what follows it cannot interfere */
+    uint32_t hero_red = UINT32_MAX;
+    uint32_t n_roots = r->op == HOP_TUPLE ? r->n_ops : 1;
+    for (uint32_t k = 0; k < n_roots && hero_red == UINT32_MAX; k++) {
+        uint32_t h = hero_of(fc, r->op == HOP_TUPLE ? r->ops[k] : fc->root);
+        if (op_is(&fc->ins[h], "reduce")) hero_red = h;
+    }
     uint8_t vis_small[256];
     uint32_t q_small[257];
     int heap_bufs = fc->n > 256;
@@ -986,21 +1026,43 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     int found = 0, ok = 1;
     while (qh < qt && ok) {
         uint32_t x = q[qh++];
-        if (x == out) {
-            found = 1;
-            continue;
-        }
+        if (x == out) found = 1; /* its other users are checked too */
+        if (x == hero_red) continue;
         const hbmi_instr *xi = &fc->ins[x];
         for (uint32_t u = 0; u < xi->n_users && ok; u++) {
             uint32_t h = xi->users[u];
-            if (vis[h]) continue;
             const hbmi_instr *hi = &fc->ins[h];
-            int dus_ok = (fc->ins[nb_root].op == HOP_DUS || fc->ins[nb_root].op == HOP_SCATTER) && h == nb_root &&
-                         hi->n_ops && hi->ops[0] == x;
-            if (!dus_ok && !elementwise_on(hi) && hi->op != HOP_BITCAST) ok = 0;
-            vis[h] = 1;
-            q[qt++] = h;
+            if (!vis[h]) {
+                vis[h] = 1;
+                q[qt++] = h;
+            }
+            uint32_t oi = operand_index(hi, x);
+            if (h == nb_root && hi->op == HOP_SCATTER) {
+                uint32_t inputs = hi->shape->prim == HBMI_PRIM_TUPLE ? hi->shape->n : 1, uses = 0;
+                for (uint32_t k = 0; k < hi->n_ops; k++) uses += hi->ops[k] == x;
+                if (oi < inputs && uses == 1) continue;
+            }
+            if (nr->op == HOP_DUS && nr->n_ops >= 2 && op_is(hi, "dynamic-slice") && hi->n_ops &&
+                nr->ops[0] == hi->ops[0] && hbmi_shape_equal(hi->shape, fc->ins[nr->ops[1]].shape)) {
+                /* the same slice as the update: read before it is written */
+                if (hbmi_shape_elements(hi->shape) != 1 || hbmi_shape_elements(fc->ins[nr->ops[1]].shape) != 1)
+                    for (uint32_t k = 1; k < hi->n_ops && ok; k++)
+                        if (k + 1 >= nr->n_ops || hi->ops[k] != nr->ops[k + 1]) ok = 0;
+            } else if ((!elementwise_on_operand(hi, oi) || hi->op == HOP_COPY) && hi->op != HOP_BITCAST &&
+                       hi->op != HOP_TUPLE && h != hero_red) {
+                if (h != nb_root || hi->op != HOP_DUS || oi != 1) ok = 0;
+            }
         }
+    }
+    if (ok && r->op == HOP_TUPLE) { /* IsMultiOutputFusion */
+        int other = 0, transpose = 0;
+        for (uint32_t k = 0; k < r->n_ops; k++) {
+            if (!vis[r->ops[k]]) continue;
+            if (r->ops[k] != out) other = 1;
+            const hbmi_instr *h = &fc->ins[hero_of(fc, r->ops[k])];
+            if (op_is(h, "transpose") || h->op == HOP_COPY) transpose = 1;
+        }
+        if (other && (nr->op != HOP_ELEMENTWISE || transpose)) ok = 0;
     }
     if (heap_bufs) {
         hbmi_free(vis);
@@ -1059,6 +1121,11 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
         return user_node && uses_of_operand == 1 && element_of(u->shape, user_node) == opno;
     }
     if (u->op == HOP_CUSTOM_CALL) {
+        /* GPU's CanShareBufferHint: cuSOLVER's Cholesky overwrites its operand with output {0} */
+        static const char chol[] = "__cusolver$cholesky";
+        if (u->target.n == sizeof chol - 1 && !memcmp(u->target.p, chol, sizeof chol - 1) &&
+            u->shape->prim == HBMI_PRIM_TUPLE && user_node == hbmi_shape_child(u->shape, 0))
+            return 1;
         for (uint32_t a = 0; a < u->n_alias; a++)
             if ((uint64_t)u->alias[a].operand == opno) return 1;
         return 0;
