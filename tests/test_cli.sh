@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh HBM SHARED_DATA - the hbm tool's front door: help, version, config, errors.
 set -u
-hbm="$1"
+. "$(dirname "$0")/lib.sh" "$@"
+hbm=$HBM
 fails=0
 check() { # check NAME WANT_RC WANT_TEXT -- CMD...
   local name="$1" want_rc="$2" want="$3"; shift 4
@@ -48,7 +49,7 @@ check demo-badenv 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='abc' is not valid" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=abc "$hbm" demo
 check demo-baddev 2 "hbm demo: --device: expected sim:SIZE (e.g. sim:80GiB) or a device name: device 'nosuch' is not known" -- \
   "$hbm" demo --device nosuch
-tdir=$(mktemp -d); trap 'rm -rf "$tdir"' EXIT
+tdir=$T
 HBM_TRACE="$tdir/demo.hbmt" "$hbm" demo >/dev/null 2>&1
 if [ -s "$tdir/demo.hbmt" ]; then echo "ok   demo-trace"; else echo "FAIL demo-trace: HBM_TRACE ignored"; fails=$((fails+1)); fi
 

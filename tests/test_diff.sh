@@ -3,10 +3,8 @@
 # against itself: peaks, the change, contributors whose bytes add up to each side's bytes live
 # at its peak, JSON equal to the text, usage errors.
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read JSON"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to read JSON"
 fail=0
 check() { local name=$1; shift; if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi; }
 A=$SRC/examples/svd_oom.hlo B=$SRC/examples/svd_fixed.hlo

@@ -2,11 +2,8 @@
 # test_view.sh - hbm view in the terminal and as JSON, against figures Python computed for a
 # random PyTorch snapshot.
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to write the snapshot"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to write the snapshot"
 python3 "$SRC/tests/view_gen.py" "$T" || fail "generator"
 "$HBM" view "$T/in.pickle" --json --top 1000 > "$T/v.json" || fail "view --json"
 python3 - "$T/v.json" "$T/expect.json" <<'PY' || fail "JSON figures"

@@ -189,16 +189,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
 }
 
 /* --- JSON -------------------------------------------------------------------------------------------------- */
-static void jstr(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
+static void jstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, 0); }
 
 static void jfrag(FILE *f, int64_t v) {
     if (v < 0) fputs("null", f);
