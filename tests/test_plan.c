@@ -229,6 +229,40 @@ static void test_cholesky_shares_operand(void) {
     CHECK_EQ_U64(st.temp_size_in_bytes, 388); /* table 24 @0, workspace 256 @128, info 4 @384 */
 }
 
+/* The backend read from the module's content when the file name does not say it: an
+ * unfused iota is XLA:CPU's (XLA:GPU's FusionWrapper wraps it), a fusion named by
+ * XLA:GPU's RenameFusions is XLA:GPU's; a module with neither is GPU by assumption, and the
+ * explanation says so. */
+static void test_backend_from_content(void) {
+    static const char *const text[] = {
+        "HloModule m, is_scheduled=true\nENTRY e {\n  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n",
+        "HloModule m, is_scheduled=true\n%wrapped_iota_computation () -> s32[8] {\n"
+        "  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n"
+        "ENTRY e {\n  ROOT w = s32[8]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation\n}\n",
+        "HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT c = f32[8]{0} copy(p)\n}\n"};
+    static const hbm_backend want[] = {HBM_BACKEND_CPU, HBM_BACKEND_GPU, HBM_BACKEND_GPU};
+    for (int k = 0; k < 3; k++) {
+        hbm_hlo_module *m;
+        hbm_plan *p = plan_text(text[k], &m);
+        CHECK(p != NULL);
+        if (!p) continue;
+        hbm_plan_stats st;
+        CHECK_OK(hbm_plan_get_stats(p, &st));
+        CHECK_EQ_U64((uint64_t)st.backend, (uint64_t)want[k]);
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+        CHECK_OK(hbm_plan_explain(p, f, 0, 0, NULL, 8));
+        fclose(f);
+        if (k == 0) CHECK_CONTAINS(out, "Rules: XLA:CPU buffer assignment, 64-byte alignment.");
+        if (k == 2) CHECK_CONTAINS(out, "(assumed: nothing in the module says which XLA compiler made it");
+        else CHECK(!strstr(out, "assumed"));
+        free(out);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    }
+}
+
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
  * computation whose values get buffers like the caller's: the concatenate inside is temp,
  * the slice that the call returns is the output. */
@@ -727,6 +761,7 @@ int main(void) {
     RUN(test_while_phi_frees_loop_buffer);
     RUN(test_multi_output_fusion_shares);
     RUN(test_cholesky_shares_operand);
+    RUN(test_backend_from_content);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

@@ -94,6 +94,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
+    if (!p->backend_evidence)
+        fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
+                   "    if not XLA:GPU)\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
             hbm_size_human(s->peak_bytes, a), s->peak_bytes, hbm_size_human(s->argument_size_in_bytes, b),
             hbm_size_human(s->output_size_in_bytes, c));
@@ -227,6 +230,11 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     jstr(f, name);
     fprintf(f, ",\n  \"estimate\": %s,\n  \"backend\": \"%s\"", s->estimate ? "true" : "false",
             hbm_backend_str(s->backend));
+    fprintf(f, ",\n  \"backend_from\": \"%s\"",
+            p->backend_evidence == 'o'   ? "option"
+            : p->backend_evidence == 'f' ? "file name"
+            : p->backend_evidence == 'c' ? "content"
+                                         : "assumed");
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
