@@ -4,9 +4,11 @@
 #include "plan/xla_heap.h"
 #include "test.h"
 
-static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
+/* The modules here are written to XLA:GPU's rules; the file name says so (their unfused
+ * elementwise ops would otherwise read as XLA:CPU's, see test_backend_from_content). */
+static hbm_plan *plan_named(const char *text, const char *path, hbm_hlo_module **mout) {
     hbm_hlo_module *m = NULL;
-    if (hbm_hlo_parse(text, strlen(text), "t.hlo", &m) != HBM_OK) return NULL;
+    if (hbm_hlo_parse(text, strlen(text), path, &m) != HBM_OK) return NULL;
     hbm_plan *p = NULL;
     if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
         hbm_hlo_module_free(m);
@@ -15,6 +17,8 @@ static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
     *mout = m;
     return p;
 }
+
+static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) { return plan_named(text, "t.gpu.hlo", mout); }
 
 static hbm_plan_stats stats_of(const char *text) {
     hbm_plan_stats st;
@@ -238,12 +242,12 @@ static void test_backend_from_content(void) {
         "HloModule m, is_scheduled=true\nENTRY e {\n  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n",
         "HloModule m, is_scheduled=true\n%wrapped_iota_computation () -> s32[8] {\n"
         "  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n"
-        "ENTRY e {\n  ROOT w = s32[8]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation\n}\n",
+        "ENTRY e {\n  ROOT wrapped_iota = s32[8]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation\n}\n",
         "HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT c = f32[8]{0} copy(p)\n}\n"};
     static const hbm_backend want[] = {HBM_BACKEND_CPU, HBM_BACKEND_GPU, HBM_BACKEND_GPU};
     for (int k = 0; k < 3; k++) {
         hbm_hlo_module *m;
-        hbm_plan *p = plan_text(text[k], &m);
+        hbm_plan *p = plan_named(text[k], "t.hlo", &m);
         CHECK(p != NULL);
         if (!p) continue;
         hbm_plan_stats st;
