@@ -267,6 +267,32 @@ static void test_backend_from_content(void) {
     }
 }
 
+/* A tuple shape prints as ShapeUtil::HumanString prints it: an "index=N" comment before
+ * every fifth element, as in XLA's "Shape:" lines. */
+static void test_tuple_shape_index_comments(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text("HloModule m, is_scheduled=true\n"
+                            "ENTRY e {\n"
+                            "  p = f32[1000]{0} parameter(0)\n"
+                            "  ROOT t = (f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, "
+                            "/*index=5*/f32[1000]{0}, f32[1000]{0}) tuple(p, p, p, p, p, p, p)\n"
+                            "}\n",
+                            &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_buffer b[16];
+    size_t n = hbm_plan_peak_buffers(p, b, 16);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (b[i].shape && b[i].shape[0] == '(') {
+            CHECK_STR(b[i].shape, "(f32[1000], f32[1000], f32[1000], f32[1000], f32[1000], /*index=5*/f32[1000], f32[1000])");
+            found = 1;
+        }
+    CHECK(found);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
  * computation whose values get buffers like the caller's: the concatenate inside is temp,
  * the slice that the call returns is the output. */
@@ -766,6 +792,7 @@ int main(void) {
     RUN(test_multi_output_fusion_shares);
     RUN(test_cholesky_shares_operand);
     RUN(test_backend_from_content);
+    RUN(test_tuple_shape_index_comments);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);
