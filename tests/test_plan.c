@@ -1,6 +1,7 @@
 /* test_plan.c - buffer assignment rules on small modules written for the purpose, XLA's
  * heap packing, the svd examples (the seed bug), reports, devices. */
 #include "core/internal.h"
+#include "hbm/json_api.h"
 #include "plan/xla_heap.h"
 #include "test.h"
 
@@ -289,6 +290,48 @@ static void test_tuple_shape_index_comments(void) {
             found = 1;
         }
     CHECK(found);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+/* A TPU module that does not fit gets XLA:TPU's compile-time OOM text: HBM is memory space
+ * 0 only (s, in S(1), is not counted), sizes as tsl's HumanReadableNumBytes, padded and
+ * unpadded bytes from the T(8,128) tiles (f32[100,100] holds 104x128 floats: 52.0K, 39.1K
+ * of data), what the module cannot say (reserved, scoped) printed as unknown. */
+static void test_tpu_oom_text(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_named(
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[100,100]{1,0:T(8,128)} parameter(0)\n"
+        "  a = f32[100,100]{1,0:T(8,128)} exponential(p), metadata={op_name=\"jit(f)/exp\"}\n"
+        "  b = f32[100,100]{1,0:T(8,128)} transpose(a), dimensions={1,0}, metadata={op_name=\"jit(f)/transpose\"}\n"
+        "  s = f32[100,100]{1,0:T(8,128)S(1)} negate(b)\n"
+        "  ROOT c = f32[100,100]{1,0:T(8,128)} add(a, s)\n"
+        "}\n",
+        "t.hlo", &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    hbm_plan_target t = {100 << 10, 1.0, "a 100KiB device"};
+    CHECK_OK(hbm_plan_write_text(p, f, 15, &t));
+    fclose(f);
+    CHECK_CONTAINS(out, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used 156.0K of "
+                        "100.0K hbm. Exceeded hbm capacity by 56.0K.\n");
+    CHECK_CONTAINS(out, "    program         104.0K \n    arguments        52.0K \n");
+    CHECK_CONTAINS(out, "Output size 52.0K; shares 0B with arguments.");
+    CHECK_CONTAINS(out, "    reserved        unknown");
+    CHECK_CONTAINS(out, "    scoped          unknown");
+    CHECK_CONTAINS(out, "    HLO temp         52.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 0.0% "
+                        "fragmentation (0B))");
+    CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/transpose\"\n     Shape: f32[100,100]\n"
+                        "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
+                        "     XLA label: %b = f32[100,100]{1,0:T(8,128)} transpose(a)");
+    CHECK(!strstr(out, "XLA label: %s =")); /* S(1) is not HBM */
+    CHECK(!strstr(out, "BufferAssignment OOM Debugging"));
+    free(out);
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
 }
@@ -793,6 +836,7 @@ int main(void) {
     RUN(test_cholesky_shares_operand);
     RUN(test_backend_from_content);
     RUN(test_tuple_shape_index_comments);
+    RUN(test_tpu_oom_text);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);
