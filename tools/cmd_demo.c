@@ -46,8 +46,9 @@ static int demo_plan(const char *dir) {
         }
         printf("\n== hbm plan %s --device %s\n", path, dev->name);
         if (i == 0) {
-            printf("jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix, as XLA compiled it.\n"
-                   "Before anything runs, hbm predicts XLA's buffer assignment (its OOM text, byte for byte):\n\n");
+            printf("jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix.\n"
+                   "Before anything runs, hbm predicts XLA's buffer assignment (the allocations of XLA's OOM\n"
+                   "report in jax-ml/jax#9755, from a module rebuilt by hand, not the one XLA compiled):\n\n");
             hbm_plan_report(p, stdout, 5);
         } else {
             printf("The same program with U declared as f32[300000,50] (what full_matrices=False needs):\n");

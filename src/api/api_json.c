@@ -98,7 +98,13 @@ static const hbm_plan_target no_target;
 
 hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t) {
     if (!t) t = &no_target;
-    hbm_status s = hbm_plan_report(p, f, top);
+    hbm_plan_stats st;
+    hbm_status s = hbm_plan_get_stats(p, &st);
+    if (s) return s;
+    if (st.backend == HBM_BACKEND_TPU && t->capacity && st.peak_bytes > t->capacity) /* XLA:TPU's words */
+        s = hbm_plan_report_tpu(p, f, t->capacity, top);
+    else
+        s = hbm_plan_report(p, f, top);
     if (!s)
         s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
     return s;
