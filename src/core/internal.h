@@ -61,6 +61,11 @@ hbm_status hbmi_map_put(hbmi_map *m, uint64_t key, uint64_t val);
 int hbmi_map_get(const hbmi_map *m, uint64_t key, uint64_t *val);
 /* 1 and *val (may be NULL) if removed, else 0. */
 int hbmi_map_del(hbmi_map *m, uint64_t key, uint64_t *val);
+/* The map's invariants (in the manner of tlsf_check): a power-of-two capacity at most 2/3
+ * full, count equal to the used slots, and every key reachable from its home slot with no
+ * empty slot between (what lookups and backward-shift deletion rely on). HBM_ERR_CORRUPT,
+ * naming the slot, when one fails. */
+hbm_status hbmi_map_check(const hbmi_map *m);
 
 static inline uint64_t hbmi_hash64(uint64_t x) {
     x ^= x >> 33;
