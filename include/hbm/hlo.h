@@ -55,6 +55,8 @@ HBM_API const char *hbm_hlo_prim_name(hbm_hlo_prim p);
  * messages ("name:line:col: ..."), may be NULL. */
 HBM_API hbm_status hbm_hlo_parse(const char *text, size_t len, const char *name, hbm_hlo_module **out);
 HBM_API hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out);
+/* 1 when the file at path starts (after white space) with "HloModule": XLA's HLO text. */
+HBM_API int hbm_hlo_file_is_text(const char *path);
 HBM_API void hbm_hlo_module_free(hbm_hlo_module *m);
 
 /* Size in bytes of a shape written in HLO syntax ("f32[300000,50]{1,0}", "(f32[2], s32[])",
