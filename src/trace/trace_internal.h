@@ -139,7 +139,7 @@ const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, cha
 
 /* The tracking adaptor (recorder.c): a policy that records every call of the
  * inner one into path. On failure the inner policy is untouched (the caller destroys it).
- * hbm_allocator_open (src/api/allocator_open.c) composes it over the policy. */
+ * hbm_allocator_open (allocator_open.c) composes it over the policy. */
 hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
                                 unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
 
