@@ -16,6 +16,7 @@
 #include "hbm/config.h"
 #include "hbm/device.h"
 #include "hbm/file.h"
+#include "hbm/fit.h"
 #include "hbm/hlo.h"
 #include "hbm/json_api.h"
 #include "hbm/pack.h"
