@@ -120,6 +120,12 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f);
 /* The changed module of the chosen set as scheduled HLO text (what was planned). */
 hbm_status hbm_fit_emit(const hbm_fit_result *r, FILE *f);
 
+/* The same three into buf (snprintf rules: *len is the whole length, buf holds at most
+ * cap - 1 bytes and a NUL), for bindings. */
+hbm_status hbm_fit_text_format(const hbm_fit_result *r, size_t top, char *buf, size_t cap, size_t *len);
+hbm_status hbm_fit_json_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
+hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif
