@@ -68,8 +68,8 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
     fprintf(f, ", %s to take off the peak\n", hbm_size_human(s->peak_before - s->target_bytes, a));
     if (s->setting && s->setting[0])
         fprintf(f, "  The device has the room; the framework's limit is what is exceeded:\n    %s\n", s->setting);
-    fprintf(f, "\nVerified by planning the changed module (%u candidates, %u plans, %.2f s):\n", r->n_candidates,
-            r->n_plans, r->seconds);
+    fprintf(f, "\nVerified by planning the changed module (%u candidate%s, %u plans, %.2f s):\n", r->n_candidates,
+            r->n_candidates == 1 ? "" : "s", r->n_plans, r->seconds);
     set_line(f, "hbm", &s->hbm, s->target_bytes);
     set_line(f, "XLA", &s->xla, s->target_bytes);
     if (s->xla.xla_message[0]) {
