@@ -4,6 +4,7 @@
  * (input_output_alias), the baseline (XLA's algorithm and its warning), and the speed on a
  * generated 2 MB module. Every emitted module is parsed and planned again here. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/internal.h"
 #include "test.h"
@@ -289,15 +290,20 @@ static void test_speed_2mb(void) {
     hbm_fit_options o;
     hbm_fit_options_default(&o);
     o.target_bytes = before - before / 5;
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     uint64_t t0 = hbmi_now_ns();
     hbm_fit_result *r;
     CHECK_OK(hbm_fit_run(m, &o, &r));
-    double sec = (double)(hbmi_now_ns() - t0) / 1e9;
+    double wall = (double)(hbmi_now_ns() - t0) / 1e9;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    /* the machine the tests run on may be shared: the CPU time is the advice's own */
+    double sec = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     hbm_fit_summary s;
     CHECK_OK(hbm_fit_get_summary(r, &s));
-    printf("2 MB module (%zu bytes, %d instructions): %.2f s, peak %" PRIu64 " -> %" PRIu64 " (target %" PRIu64
-           "), %s\n",
-           len, n, sec, before, s.hbm.peak_bytes, o.target_bytes, s.fits ? "fits" : "does not fit");
+    printf("2 MB module (%zu bytes, %d instructions): %.2f s CPU, %.2f s wall, peak %" PRIu64 " -> %" PRIu64
+           " (target %" PRIu64 "), %s\n",
+           len, n, sec, wall, before, s.hbm.peak_bytes, o.target_bytes, s.fits ? "fits" : "does not fit");
     CHECK(sec < 5.0);
     CHECK(s.hbm.found && s.hbm.peak_bytes <= before); /* never worse than the module as given */
     hbm_fit_free(r);
