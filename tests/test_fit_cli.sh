@@ -2,15 +2,13 @@
 # test_fit_cli.sh - the `hbm fit` command end to end: exit codes, --emit, --json, --remat xla.
 # usage: bash test_fit_cli.sh <path-to-hbm> <shared-data-dir>
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh" "$@"
 fail=0
 check() { # name, condition command...
     local name=$1; shift
     if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T
 EX="$SRC/examples/fit_remat.hlo"
 # 20 MiB today; 16 MiB by recomputing a (donation and offload left out)
 out=$("$HBM" fit "$EX" --capacity 16MiB --framework-limit 1 --no-donate --no-offload --emit "$tmp/out.hlo"); rc=$?

@@ -6,15 +6,8 @@
 #include "fit/fit_result.h"
 #include "hbm/size.h"
 
-static void jstr(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
+/* the library's one JSON string writer */
+#define jstr hbmi_json_str
 
 static const char *flops_human(uint64_t x, char *buf, size_t cap) {
     static const char *const u[] = {"", "K", "M", "G", "T", "P", "E"};
