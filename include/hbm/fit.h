@@ -36,7 +36,7 @@ extern "C" {
 /* Which set the result's chosen set (and --emit) is: hbm's search, XLA's algorithm, none. */
 typedef enum hbm_fit_remat { HBM_FIT_REMAT_HBM = 0, HBM_FIT_REMAT_XLA, HBM_FIT_REMAT_NONE } hbm_fit_remat;
 /* "hbm"/"xla"/"none" -> *out */
-hbm_status hbm_fit_remat_parse(const char *s, hbm_fit_remat *out);
+HBM_API hbm_status hbm_fit_remat_parse(const char *s, hbm_fit_remat *out);
 
 typedef struct hbm_fit_options {
     hbm_plan_options plan;  /* the rules (backend, alignment) */
@@ -49,10 +49,10 @@ typedef struct hbm_fit_options {
     int no_offload, no_donate, no_remat; /* leave a kind of change out */
 } hbm_fit_options;
 
-void hbm_fit_options_default(hbm_fit_options *o);
+HBM_API void hbm_fit_options_default(hbm_fit_options *o);
 
 typedef enum hbm_fit_kind { HBM_FIT_SETTING = 0, HBM_FIT_DONATE, HBM_FIT_REMATERIALIZE, HBM_FIT_OFFLOAD } hbm_fit_kind;
-const char *hbm_fit_kind_str(hbm_fit_kind k); /* "setting", "donate", "remat", "offload" */
+HBM_API const char *hbm_fit_kind_str(hbm_fit_kind k); /* "setting", "donate", "remat", "offload" */
 
 /* One candidate change. Strings stay valid while the result lives. */
 typedef struct hbm_fit_change {
@@ -106,25 +106,25 @@ typedef struct hbm_fit_summary {
 } hbm_fit_summary;
 
 /* Fit module m (parsed, ideally scheduled) to o->target_bytes. m is not changed. */
-hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *o, hbm_fit_result **out);
-void hbm_fit_free(hbm_fit_result *r);
+HBM_API hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *o, hbm_fit_result **out);
+HBM_API void hbm_fit_free(hbm_fit_result *r);
 
-hbm_status hbm_fit_get_summary(const hbm_fit_result *r, hbm_fit_summary *out);
+HBM_API hbm_status hbm_fit_get_summary(const hbm_fit_result *r, hbm_fit_summary *out);
 /* Candidate i (0-based, ranked: chosen first, then by bytes); NULL past the end. */
-const hbm_fit_change *hbm_fit_change_at(const hbm_fit_result *r, size_t i);
+HBM_API const hbm_fit_change *hbm_fit_change_at(const hbm_fit_result *r, size_t i);
 
 /* Text, lines of at most 100 columns: the verdict, the chosen set beside XLA's, the changes. */
-hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top);
+HBM_API hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top);
 /* JSON: target, before/after, both sets, every candidate with "chosen". */
-hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f);
+HBM_API hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f);
 /* The changed module of the chosen set as scheduled HLO text (what was planned). */
-hbm_status hbm_fit_emit(const hbm_fit_result *r, FILE *f);
+HBM_API hbm_status hbm_fit_emit(const hbm_fit_result *r, FILE *f);
 
 /* The same three into buf (snprintf rules: *len is the whole length, buf holds at most
  * cap - 1 bytes and a NUL), for bindings. */
-hbm_status hbm_fit_text_format(const hbm_fit_result *r, size_t top, char *buf, size_t cap, size_t *len);
-hbm_status hbm_fit_json_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
-hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_fit_text_format(const hbm_fit_result *r, size_t top, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_fit_json_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -353,43 +353,63 @@ static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *
     return HBM_OK;
 }
 
+static hbm_status add_cand_change(hbm_fit_result *r, hbmi_fit_cand *c, hbmi_fit_edit *ed, int plan_it) {
+    hbm_fit_change ch;
+    memset(&ch, 0, sizeof ch);
+    ch.kind = (hbm_fit_kind)c->edit.kind;
+    describe(r, &ch, c->edit.comp, c->edit.ins);
+    ch.bytes = c->bytes;
+    uint64_t pen = 0;
+    for (uint32_t j = 0; j < c->n_pen; j++) pen += c->pen[j].bytes;
+    ch.model_bytes = c->bytes > pen ? c->bytes - pen : 0;
+    ch.recompute_flops = c->flops;
+    ch.bytes_read = c->bytes_read;
+    ch.cost_s = c->cost_s;
+    ch.chosen = c->chosen ? 1 : 0;
+    ch.xla_chosen = c->xla_chosen;
+    ch.jax = jax_hint(r, c);
+    ch.verified_peak = -1;
+    if (plan_it) {
+        uint64_t peak;
+        ed[0] = c->edit;
+        hbm_status s = verify(r, ed, 1, &peak, NULL, NULL, NULL, NULL);
+        if (s) return s;
+        ch.verified_peak = (int64_t)peak;
+    }
+    return add_change(r, &ch, &c->edit);
+}
+
+static int cmp_bytes_desc(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x > y ? -1 : x < y; /* (bytes << 24 | index): larger first */
+}
+
+/* The changes listed: the chosen (hbm's or XLA's), each planned alone while time is left,
+ * then every other candidate, largest first (not planned: verified_peak -1). */
 static hbm_status list_changes(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, double budget_s) {
-    /* the chosen (hbm or XLA) and the largest others, one per value, each planned alone while
-     * time is left */
     uint64_t t0 = hbmi_now_ns();
     uint32_t listed = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t k = 0; k < mo->n_cand; k++) {
-            hbmi_fit_cand *c = &mo->cand[k];
-            int pick = pass == 0 ? (c->chosen || c->xla_chosen) : 0;
-            if (!pick) continue;
-            hbm_fit_change ch;
-            memset(&ch, 0, sizeof ch);
-            ch.kind = (hbm_fit_kind)c->edit.kind;
-            describe(r, &ch, c->edit.comp, c->edit.ins);
-            ch.bytes = c->bytes;
-            uint64_t pen = 0;
-            for (uint32_t j = 0; j < c->n_pen; j++) pen += c->pen[j].bytes;
-            ch.model_bytes = c->bytes > pen ? c->bytes - pen : 0;
-            ch.recompute_flops = c->flops;
-            ch.bytes_read = c->bytes_read;
-            ch.cost_s = c->cost_s;
-            ch.chosen = c->chosen ? 1 : 0;
-            ch.xla_chosen = c->xla_chosen;
-            ch.jax = jax_hint(r, c);
-            ch.verified_peak = -1;
-            if (listed < 16 && (double)(hbmi_now_ns() - t0) / 1e9 < budget_s) {
-                uint64_t peak;
-                ed[0] = c->edit;
-                hbm_status s = verify(r, ed, 1, &peak, NULL, NULL, NULL, NULL);
-                if (s) return s;
-                ch.verified_peak = (int64_t)peak;
-            }
-            listed++;
-            hbm_status s = add_change(r, &ch, &c->edit);
-            if (s) return s;
+    for (uint32_t k = 0; k < mo->n_cand; k++) {
+        hbmi_fit_cand *c = &mo->cand[k];
+        if (!c->chosen && !c->xla_chosen) continue;
+        int plan_it = listed < 16 && (double)(hbmi_now_ns() - t0) / 1e9 < budget_s;
+        hbm_status s = add_cand_change(r, c, ed, plan_it);
+        if (s) return s;
+        listed++;
+    }
+    uint64_t *key = hbmi_malloc(sizeof *key * (mo->n_cand + 1));
+    if (!key) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++)
+        if (!mo->cand[k].chosen && !mo->cand[k].xla_chosen) {
+            uint64_t b = mo->cand[k].bytes >> 10; /* KiB: room for the index below */
+            key[n++] = (b > 0xFFFFFFFFFFull ? 0xFFFFFFFFFFull : b) << 24 | (uint64_t)(k & 0xFFFFFF);
         }
-    return HBM_OK;
+    hbmi_qsort(key, n, sizeof *key, cmp_bytes_desc);
+    hbm_status s = HBM_OK;
+    for (uint32_t j = 0; j < n && !s; j++) s = add_cand_change(r, &mo->cand[key[j] & 0xFFFFFF], ed, 0);
+    hbmi_free(key);
+    return s;
 }
 
 static void settings(hbm_fit_result *r, const hbm_fit_options *o) {
