@@ -147,7 +147,7 @@ only replay-config-value 2 "hbm replay: --config 'allocator=bfc,fraction=7': fra
 only replay-args-first 2 "hbm replay: --device: device 'sim:0': capacity must be > 0" -- "$hbm" replay /nonexistent --device sim:0
 # exit 1 is a negative verdict, 0 success, in replay as in plan and pack
 check replay-oom 1 "first OOM" -- "$hbm" replay "$src/examples/svd_oom.hlo" --device v100-16gb --allocators platform
-check replay-ok 0 "allocator=platform" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
+check replay-ok 0 "platform,fraction=.9" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
 check plan-verdict 1 "DOES NOT FIT" -- "$hbm" plan "$src/examples/svd_oom.hlo" --device=V100-16GB
 # every command's --help: exit status stated, and every option it lists is one the parser
 # knows (asked without its value: "needs a value", never "unknown option")

@@ -63,6 +63,7 @@ static void test_constructor_sun_cuda0(void) {
 static hbm_trace *fragmenting_history(void) {
     hbm_trace *t;
     if (hbm_trace_new(&t)) return NULL;
+    snprintf(t->source, sizeof t->source, "torch"); /* a PyTorch history */
     const uint64_t M = 1ull << 20;
     hbm_trace_event ev[] = {
         {.kind = HBM_EV_ALLOC, .addr = 0x10000000, .size = 40 * M, .requested = 40 * M},

@@ -198,6 +198,7 @@ static hbm_trace *device_history(const hbmi_pv *root, size_t dev, uint64_t *rese
     const hbmi_pv *l = traces->items[dev];
     hbm_trace *t;
     if (hbm_trace_new(&t)) return NULL;
+    snprintf(t->source, sizeof t->source, "torch");
     uint64_t reserved = 0;
     for (size_t i = 0; i < l->n; i++) {
         const char *a = hbmi_pv_str(l->items[i], "action");

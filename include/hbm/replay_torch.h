@@ -61,12 +61,17 @@ typedef struct hbm_torch_match {
     uint64_t peak_reserved_recorded, peak_reserved_twin;
 } hbm_torch_match;
 
-/* Replay t through allocator=torch and compare. config: extra config items for the twin
- * ("max_split_size_mb=128", ...); NULL = the recorded settings (expandable_segments when
- * the history has segment_map events). device_spec: NULL = a sim: device with the
- * history's peak reserved bytes as its capacity (so cudaMalloc fails where the real one
- * must have: every recorded success fits, and a recorded retry needs more). */
+/* Replay t through allocator=torch and compare. config: a whole configuration when it
+ * starts with "allocator=", else config items for the twin after the recorded settings
+ * (hbm_torch_recorded_settings; "max_split_size_mb=128", ...), NULL = the recorded
+ * settings alone. device_spec: NULL = hbm_replay_default_device's (for a snapshot without
+ * an OOM, its peak reserved bytes: cudaMalloc fails where the real one must have). */
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
+
+/* The settings a snapshot was recorded with, as config items of allocator=torch: its
+ * allocator_settings (PYTORCH_CUDA_ALLOC_CONF as PyTorch parsed it), else
+ * "expandable_segments=true" when the history maps pages, else "" (PyTorch's defaults). */
+hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap);
 
 /* The allocator's state when a mid-run history begins (cudaMalloc segments, not yet
  * expandable ones): each segment with its live blocks, in address order. The twin starts
@@ -89,6 +94,17 @@ hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segme
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
 hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
 
+/* config ("allocator=torch[,items]") under the settings t was recorded with: those of
+ * hbm_torch_recorded_settings whose keys config does not set, then config's own items.
+ * HBM_ERR_INVALID when config is not allocator=torch or the result does not fit cap. */
+hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap);
+
+/* Where the twin first parts from PyTorch, in words, one line per kind of difference
+ * ("  first segment difference: event 12, PyTorch's segment_alloc of 20.00MiB: ..."), and
+ * why as far as the snapshot tells; nothing when every event matched. t: the trace m came
+ * from (event numbers count from its history's start). */
+hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f);
+
 /* What the real allocator did, from the snapshot's own segment events: its peak reserved
  * bytes, the bytes requested by live allocations at that moment (the history gives
  * requested sizes, not PyTorch's rounded block sizes), the rest of the reserve, the live
@@ -101,6 +117,8 @@ typedef struct hbm_torch_recorded {
     uint64_t segments_at_peak;   /* cudaMalloc segments held at the peak (expandable: 0) */
     int64_t oom_event;           /* first oom event, -1 if none */
     uint64_t oom_bytes;
+    uint64_t peak_in_use;        /* most bytes live at once (requested sizes, as pytorch.org/memory_viz draws them) */
+    int64_t peak_in_use_event;   /* its event index, -1 if nothing was allocated */
 } hbm_torch_recorded;
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);

@@ -307,9 +307,72 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
     return HBM_OK;
 }
 
+hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap) {
+    if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_settings: NULL argument");
+    int has_map = 0;
+    for (size_t i = 0; i < t->count && !has_map; i++)
+        has_map = t->events[i].kind == HBM_EV_SEGMENT_MAP || t->events[i].kind == HBM_EV_SEGMENT_UNMAP;
+    if (t->torch_settings[0]) snprintf(buf, cap, "%s", t->torch_settings);
+    else snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
+    return HBM_OK;
+}
+
+/* The length of the key of the item at p (up to '=' or the item's end). */
+static size_t key_len(const char *p) { return strcspn(p, "=,"); }
+
+/* 1 when the items of config set key (k bytes at key). */
+static int sets_key(const char *config, const char *key, size_t k) {
+    for (const char *p = config; p && *p;) {
+        if (key_len(p) == k && !strncmp(p, key, k)) return 1;
+        int depth = 0;
+        while (*p && (*p != ',' || depth)) depth += *p == '[' ? 1 : *p == ']' && depth ? -1 : 0, p++;
+        p += *p == ',';
+    }
+    return 0;
+}
+
+hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+    if (!t || !config || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_config_with_recorded: NULL argument");
+    if (strncmp(config, "allocator=torch", 15) || (config[15] && config[15] != ','))
+        return hbmi_error(HBM_ERR_INVALID, "'%s' is not allocator=torch", config);
+    char rec[sizeof t->torch_settings + 32];
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    size_t n = (size_t)snprintf(buf, cap, "allocator=torch");
+    for (const char *p = rec; *p && n < cap;) {
+        const char *q = p;
+        int depth = 0;
+        while (*q && (*q != ',' || depth)) depth += *q == '[' ? 1 : *q == ']' && depth ? -1 : 0, q++;
+        if (!sets_key(config + 15 + (config[15] == ','), p, key_len(p)))
+            n += (size_t)snprintf(buf + n, cap - n, ",%.*s", (int)(q - p), p);
+        p = q + (*q == ',');
+    }
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "%s", config + 15);
+    if (n >= cap) return hbmi_error(HBM_ERR_INVALID, "'%s' with the recorded settings is too long", config);
+    return HBM_OK;
+}
+
+/* The twin's configuration: config whole when it names an allocator (allocator=torch under
+ * the recorded settings), else allocator=torch under the recorded settings with config's
+ * items. */
+static void twin_config(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+    char c[300];
+    if (!config || strncmp(config, "allocator=", 10)) {
+        if (snprintf(c, sizeof c, "allocator=torch%s%s", config && *config ? "," : "", config ? config : "") >= (int)sizeof c)
+            c[sizeof c - 1] = 0;
+        config = c;
+    }
+    if (hbm_torch_config_with_recorded(t, config, buf, cap) && snprintf(buf, cap, "%s", config) >= (int)cap) buf[cap - 1] = 0;
+}
+
 hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
                                        const char *config, const char *device_spec, hbm_torch_match *out) {
     if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
+    char full[256], dev[96];
+    twin_config(t, config, full, sizeof full);
+    if (device_spec) snprintf(dev, sizeof dev, "%s", device_spec);
+    else hbm_replay_default_device(t, dev, sizeof dev, NULL);
+    config = full;
+    device_spec = dev;
     if (!t->history_start) return match_history(t, segs, nsegs, config, device_spec, out);
     /* a history that starts mid-run: the twin starts from the state the loader rebuilt (or
      * the one given) and is compared on the history's own events */
@@ -338,11 +401,8 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     uint64_t start = 0;
     for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
     out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
-    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
-    else if (out->peak_reserved_recorded) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, out->peak_reserved_recorded);
-    else snprintf(out->device, sizeof out->device, "sim:80GiB");
-    snprintf(out->config, sizeof out->config, "allocator=torch%s%s%s", has_map ? ",expandable_segments=true" : "",
-             config && *config ? "," : "", config ? config : "");
+    snprintf(out->device, sizeof out->device, "%s", device_spec);
+    snprintf(out->config, sizeof out->config, "%s", config);
     hbm_device *dev = NULL;
     hbm_allocator *a = NULL;
     uint8_t *empty_run = NULL;
@@ -387,23 +447,60 @@ hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
     return HBM_OK;
 }
 
+hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f) {
+    if (!t || !m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_explain: NULL argument");
+    char a[32];
+    size_t hs = t->history_start, nh = t->count - hs;
+    if (m->first_segment_diff >= 0 && (size_t)m->first_segment_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_segment_diff];
+        fprintf(f, "  first segment difference: event %" PRId64 ", PyTorch's %s of %s at 0x%" PRIx64
+                   ": the twin made another decision there", m->first_segment_diff, hbm_event_kind_str((hbm_event_kind)e->kind),
+                hbm_size_xla((int64_t)e->size, a), e->addr);
+        if (m->segments_twin != m->segments_recorded)
+            fprintf(f, " (%" PRIu64 " segment events by the twin, %" PRIu64 " recorded)", m->segments_twin, m->segments_recorded);
+        fputc('\n', f);
+    }
+    if (m->first_alloc_diff >= 0 && (size_t)m->first_alloc_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_alloc_diff];
+        fprintf(f, "  first address difference: event %" PRId64 ", %s of %s at 0x%" PRIx64 ": ", m->first_alloc_diff,
+                hbm_event_kind_str((hbm_event_kind)e->kind), hbm_size_xla((int64_t)(e->requested ? e->requested : e->size), a),
+                e->addr);
+        if (m->allocs_before_history)
+            fprintf(f, "%" PRIu64 " allocations land in segments reserved before the history that the snapshot's end "
+                       "state no longer holds (their blocks then are unknown)\n", m->allocs_before_history);
+        else if (e->kind == HBM_EV_ALLOC && m->ooms_twin > m->ooms_recorded)
+            fprintf(f, "the twin ran out of memory there (device too small?)\n");
+        else
+            fprintf(f, "the twin placed it elsewhere (a decision before it differs, or the state rebuilt at the "
+                       "history's start does)\n");
+    }
+    return HBM_OK;
+}
+
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
-    out->peak_event = out->oom_event = -1;
-    hbmi_map live; /* address -> requested bytes */
+    out->peak_event = out->oom_event = out->peak_in_use_event = -1;
+    hbmi_map live, held; /* address -> requested bytes, bytes held */
     hbmi_map_init(&live);
-    uint64_t reserved = 0, requested = 0, segments = 0, v;
+    hbmi_map_init(&held);
+    uint64_t reserved = 0, requested = 0, in_use = 0, segments = 0, v;
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         switch (e->kind) {
-        case HBM_EV_ALLOC:
-            if (!(s = hbmi_map_put(&live, e->addr, e->requested ? e->requested : e->size)))
-                requested += e->requested ? e->requested : e->size;
+        case HBM_EV_ALLOC: {
+            uint64_t req = e->requested ? e->requested : e->size, h = req; /* as memory_viz counts them */
+            if (!(s = hbmi_map_put(&live, e->addr, req)) && !(s = hbmi_map_put(&held, e->addr, h))) {
+                requested += req;
+                in_use += h;
+                if (in_use > out->peak_in_use) out->peak_in_use = in_use, out->peak_in_use_event = (int64_t)i;
+            }
             break;
+        }
         case HBM_EV_FREE:
             if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
+            if (hbmi_map_del(&held, e->addr, &v)) in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
         case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
@@ -425,6 +522,7 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
         }
     }
     hbmi_map_destroy(&live);
+    hbmi_map_destroy(&held);
     out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
     return s;
 }
@@ -466,23 +564,33 @@ hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
 static void add_candidate(hbm_torch_suggestion *s, const char *base, const char *item, const char *env) {
     if (s->n >= HBM_TORCH_SUGGEST_MAX) return;
     hbm_torch_candidate *c = &s->c[s->n++];
-    snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item);
-    snprintf(c->env, sizeof c->env, "%s", env);
+    if (snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item) >= (int)sizeof c->config ||
+        snprintf(c->env, sizeof c->env, "%s", env) >= (int)sizeof c->env)
+        s->n--; /* too long to say whole: not a candidate */
 }
 
 hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
     memset(out, 0, sizeof *out);
     out->best = -1;
+    if (strcmp(t->source, "torch"))
+        return hbmi_error(HBM_ERR_INVALID, "%s is not a PyTorch snapshot: --suggest changes PYTORCH_CUDA_ALLOC_CONF "
+                          "(for an HLO module, 'hbm fit' finds the settings that fit; for a JAX trace, compare "
+                          "settings with --config)", t->name);
     int has_map;
-    uint64_t peak = recorded_peak(t, 0, &has_map);
+    (void)recorded_peak(t, 0, &has_map);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
-    else if (t->capacity) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, t->capacity);
-    else if (peak) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, peak);
-    else snprintf(out->device, sizeof out->device, "sim:80GiB");
-    const char *base = has_map ? "allocator=torch,expandable_segments=true" : "allocator=torch";
-    add_candidate(out, base, "", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
-    if (has_map) add_candidate(out, "allocator=torch", "", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
+    else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
+    char base[sizeof out->c[0].config], rec[sizeof t->torch_settings + 32];
+    twin_config(t, NULL, base, sizeof base);
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    has_map = strstr(rec, "expandable_segments=true") != NULL;
+    char env0[sizeof out->c[0].env];
+    if (t->torch_settings[0]) {
+        if (snprintf(env0, sizeof env0, "(recorded: %s)", t->torch_settings) >= (int)sizeof env0) env0[sizeof env0 - 1] = 0;
+    } else snprintf(env0, sizeof env0, "%s", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
+    add_candidate(out, base, "", env0);
+    if (has_map) add_candidate(out, base, "expandable_segments=false", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
     else add_candidate(out, base, "expandable_segments=true", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
     static const unsigned splits[] = {20, 32, 64, 128, 256, 512, 1024};
     for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
