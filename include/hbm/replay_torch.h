@@ -29,7 +29,8 @@
  * A history that starts mid-run (t->history_start > 0: the loader rebuilt the state at its
  * start from the snapshot's segments) is replayed from that state: the twin gets its
  * cudaMalloc segments at their addresses with their live blocks, and only the history's
- * own events are compared (expandable segments' mappings before it cannot be seeded yet).
+ * own events are compared (expandable segments: their mapped runs, in one virtual range
+ * per stream and pool).
  */
 #ifndef HBM_REPLAY_TORCH_H
 #define HBM_REPLAY_TORCH_H
@@ -73,8 +74,8 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
  * "expandable_segments=true" when the history maps pages, else "" (PyTorch's defaults). */
 hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap);
 
-/* The allocator's state when a mid-run history begins (cudaMalloc segments, not yet
- * expandable ones): each segment with its live blocks, in address order. The twin starts
+/* The allocator's state when a mid-run history begins (cudaMalloc segments, and the runs
+ * of mapped pages of expandable segments): each with its live blocks, in address order. The twin starts
  * from it instead of an empty device: the segments at their addresses, live blocks live
  * (their frees in the history free them), the gaps cached. */
 typedef struct hbm_torch_block_state {
@@ -85,6 +86,9 @@ typedef struct hbm_torch_segment_state {
     int small;                          /* small pool (2 MiB segments) */
     const hbm_torch_block_state *live;
     size_t nlive;
+    int expandable; /* a run of mapped pages of an expandable segment (addr, size: the run);
+                       the runs of one stream and pool share one virtual range, from the
+                       lowest of them */
 } hbm_torch_segment_state;
 
 hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,

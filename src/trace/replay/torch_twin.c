@@ -238,21 +238,60 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
 }
 
 /* The segments from before the history: in the twin at their recorded addresses, paired
- * with themselves, their live blocks known to the replay. */
+ * with themselves, their live blocks known to the replay. Expandable runs go into one
+ * virtual range per stream and pool (from the lowest run) when the twin has expandable
+ * segments, else each becomes a cudaMalloc segment. */
 static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live) {
     hbm_status s = HBM_OK;
-    for (size_t k = 0; k < nsegs && !s && !c->err; k++) {
+    int es = a->cfg.expandable_segments;
+    uint8_t *done = hbmi_calloc(nsegs + 1, 1);
+    hbmi_torch_seed_run *runs = hbmi_calloc(nsegs + 1, sizeof *runs);
+    size_t nb = 1;
+    for (size_t k = 0; k < nsegs; k++) nb += segs[k].nlive;
+    hbmi_torch_seed_block *bl = hbmi_malloc(nb * sizeof *bl);
+    if (!done || !runs || !bl) {
+        hbmi_free(done), hbmi_free(runs), hbmi_free(bl);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
+    }
+    size_t used = 0;
+    for (size_t k = 0; k < nsegs; k++)
+        for (size_t j = 0; j < segs[k].nlive; j++)
+            bl[used++] = (hbmi_torch_seed_block){segs[k].live[j].addr, segs[k].live[j].size, segs[k].live[j].requested};
+    for (size_t k = 0, off = 0; k < nsegs && !s && !c->err; off += segs[k].nlive, k++) {
         const hbm_torch_segment_state *g = &segs[k];
-        hbmi_torch_seed_block *bl = hbmi_malloc((g->nlive + 1) * sizeof *bl);
-        if (!bl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
-        for (size_t j = 0; j < g->nlive; j++) bl[j] = (hbmi_torch_seed_block){g->live[j].addr, g->live[j].size, g->live[j].requested};
-        s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl, g->nlive);
-        hbmi_free(bl);
-        if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
-        for (size_t j = 0; j < g->nlive && !s; j++) s = hbmi_map_put(live, g->live[j].addr, g->live[j].addr + 1);
-        held_add(c, g->addr, g->size);
+        if (done[k]) continue;
+        if (g->expandable && es) { /* every run of this stream and pool, in address order */
+            size_t nr = 0;
+            uint64_t base = UINT64_MAX, end = 0;
+            for (size_t q = k, o = off; q < nsegs; o += segs[q].nlive, q++) {
+                const hbm_torch_segment_state *h = &segs[q];
+                if (done[q] || !h->expandable || h->stream != g->stream || h->small != g->small) continue;
+                done[q] = 1;
+                runs[nr++] = (hbmi_torch_seed_run){h->addr, h->size, bl + o, h->nlive};
+                if (h->addr < base) base = h->addr;
+                if (h->addr + h->size > end) end = h->addr + h->size;
+            }
+            for (size_t i = 1; i < nr; i++) /* insertion sort by address: few runs */
+                for (size_t j = i; j > 0 && runs[j - 1].addr > runs[j].addr; j--) {
+                    hbmi_torch_seed_run x = runs[j];
+                    runs[j] = runs[j - 1], runs[j - 1] = x;
+                }
+            s = hbmi_torch_seed_expandable(a->self, base, g->stream, g->small, runs, nr);
+            if (!s) s = hbmi_map_put(&c->segbase, base, base);
+            held_add(c, base, end - base);
+        } else {
+            done[k] = 1;
+            s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl + off, g->nlive);
+            if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
+            held_add(c, g->addr, g->size);
+        }
         range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
     }
+    for (size_t k = 0; k < nsegs && !s; k++)
+        for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
+    hbmi_free(done);
+    hbmi_free(runs);
+    hbmi_free(bl);
     return s ? s : c->err;
 }
 
@@ -279,7 +318,8 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
     }
     for (size_t i = 0; i < hs; i++) { /* (addr, event) pairs */
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC && e->addr && e->size) sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
+        if ((e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) && e->addr && e->size)
+            sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
         else if (e->kind == HBM_EV_ALLOC) bl[2 * nb] = e->addr, bl[2 * nb++ + 1] = i;
     }
     hbmi_qsort(sg, ns, 2 * sizeof *sg, u64pair_cmp);
@@ -289,15 +329,21 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
         const hbm_trace_event *e = &t->events[sg[2 * j + 1]];
         hbm_torch_segment_state *x = &segs[j];
         *x = (hbm_torch_segment_state){.addr = e->addr, .size = e->size, .stream = e->stream,
-                                       .small = e->size <= (2u << 20), .live = blk + nblk};
+                                       .small = e->size <= (2u << 20), .live = blk + nblk,
+                                       .expandable = e->kind == HBM_EV_SEGMENT_MAP};
         while (k < nb && bl[2 * k] < e->addr) k++;
+        int small_block = 0, large_block = 0;
         for (; k < nb && bl[2 * k] < e->addr + e->size; k++) {
             const hbm_trace_event *a = &t->events[bl[2 * k + 1]];
             uint64_t held = a->size > a->requested ? a->size : a->requested;
             held = (held + 511) & ~(uint64_t)511; /* PyTorch's 512-byte rounding */
             blk[nblk++] = (hbm_torch_block_state){a->addr, held, a->requested ? a->requested : a->size};
             x->nlive++;
+            small_block |= held <= (1u << 20), large_block |= held > (1u << 20);
         }
+        /* an expandable run's pool: its live blocks' (requests of 1 MiB or less go to the
+         * small pool), else its size (20 MiB pages for the large pool) */
+        if (x->expandable) x->small = small_block || (!large_block && x->size % (20u << 20));
     }
     hbmi_free(sg);
     hbmi_free(bl);
