@@ -1303,6 +1303,8 @@ uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
 
+uint64_t hbmi_torch_allocation_size(uint64_t rounded) { return allocation_size(rounded); }
+
 /* one block of a seeded segment, appended after *last (index+1, 0 = none) */
 static uint32_t seed_block(torch *t, uint64_t seg, uint64_t addr, uint64_t size, uint64_t stream, int small,
                            uint32_t *last) {

@@ -53,6 +53,10 @@ typedef struct hbmi_torch_seed_run {
 hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream, int small,
                                       const hbmi_torch_seed_run *runs, size_t nruns);
 
+/* get_allocation_size: the bytes a new segment for a request of rounded bytes would take
+ * (what PyTorch's OOM message says it "tried to allocate"). */
+uint64_t hbmi_torch_allocation_size(uint64_t rounded);
+
 /* torch.cuda.empty_cache(): release every unsplit cached block, unmap free pages. */
 hbm_status hbmi_torch_empty_cache(void *self);
 
