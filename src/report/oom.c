@@ -452,3 +452,13 @@ hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t
     free(mem);
     return s;
 }
+
+hbm_status hbm_oom_report_set_advice(char *report, size_t cap, const char *verdict) {
+    if (!report || !verdict) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: NULL argument");
+    char *at = strstr(report, "\n  Try: ");
+    if (!at) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the report gives no advice");
+    size_t keep = (size_t)(at - report) + 1, n = strlen(verdict);
+    if (keep + n + 1 > cap) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the verdict does not fit");
+    memcpy(report + keep, verdict, n + 1);
+    return HBM_OK;
+}

@@ -75,7 +75,46 @@ static hbm_status pair_events(const hbm_trace *t, size_t **out) {
 }
 
 static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
-                             const char *config, hbm_replay_result *r) {
+                             const char *config, hbm_replay_result *r, int check_advice);
+
+/* The first OOM report's advice, checked: the replay again with the advised setting. When
+ * it runs to its end, the advice stands (and says so); else the report says that no such
+ * setting fits and by how much the program is over the device. */
+static void check_advice(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
+                         const char *config, const char *item, const char *env, hbm_replay_result *r) {
+    char with[400], verdict[512], a[32], b[32];
+    if (!r->first_oom_report || snprintf(with, sizeof with, "%s,%s", config, item) >= (int)sizeof with) return;
+    hbm_replay_result v;
+    if (replay_one(t, pair, raddr, device_spec, with, &v, 0)) {
+        hbm_replay_result_release(&v);
+        return; /* could not run: the advice is left as it was */
+    }
+    if (v.first_oom_event < 0) {
+        snprintf(verdict, sizeof verdict, "  Try: %s (checked: the replay with %s runs to its end, peak reserved %s)\n",
+                 env, item, hbm_size_xla((int64_t)v.peak_reserved, a));
+    } else {
+        hbm_replay_bounds bd;
+        hbm_device *d;
+        uint64_t dfree = 0, total = 0;
+        if (hbm_replay_bounds_get(t, 0, 0, &bd)) bd.lower_bound = 0;
+        if (!hbm_device_open(device_spec, &d)) hbm_device_mem_info(d, &dfree, &total), hbm_device_close(d);
+        int n = snprintf(verdict, sizeof verdict, "  No setting of this kind fits: with %s the replay still runs out of memory at %s.\n",
+                         item, hbmi_event_when(t, v.first_oom_event, v.first_oom_time_ns, with, sizeof with));
+        if (n > 0 && (size_t)n < sizeof verdict && bd.lower_bound > total)
+            snprintf(verdict + n, sizeof verdict - (size_t)n, "  The program holds %s at once, %s more than the device: a larger device\n"
+                     "  or a smaller step (batch, sequence length, rematerialization).\n",
+                     hbm_size_xla((int64_t)bd.lower_bound, a), hbm_size_xla((int64_t)(bd.lower_bound - total), b));
+    }
+    hbm_replay_result_release(&v);
+    size_t len = strlen(r->first_oom_report), cap = len + strlen(verdict) + 1;
+    char *rep = hbmi_realloc(r->first_oom_report, cap);
+    if (!rep) return;
+    r->first_oom_report = rep;
+    hbm_oom_report_set_advice(rep, cap, verdict);
+}
+
+static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
+                             const char *config, hbm_replay_result *r, int check) {
     memset(r, 0, sizeof *r);
     snprintf(r->config, sizeof r->config, "%s", config);
     r->first_oom_event = -1;
@@ -97,6 +136,8 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     const hbm_allocator_ops *ops = a->ops;
     void *self = a->self;
     hbm_stats st;
+    hbm_oom_diagnosis diag;
+    memset(&diag, 0, sizeof diag);
     uint64_t t0 = hbmi_now_ns();
     for (size_t i = 0; !s && i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -116,6 +157,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
                     r->first_oom_time_ns = e->time_ns;
                     r->first_oom_bytes = size;
                     r->first_oom_report = oom_report(a, hbm_last_error());
+                    hbm_oom_diagnose(a, &diag);
                 }
                 continue;
             }
@@ -156,6 +198,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     hbmi_free(tagid);
     hbm_allocator_close(a);
     hbm_device_close(dev);
+    if (!s && check && diag.config[0]) check_advice(t, pair, raddr, device_spec, config, diag.config, diag.env, r);
     return s;
 }
 
@@ -179,7 +222,7 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
     }
     hbm_status first = s;
     for (size_t c = 0; c < n && !s; c++) {
-        hbm_status rs = replay_one(t, pair, raddr, device_spec, configs[c], &results[c]);
+        hbm_status rs = replay_one(t, pair, raddr, device_spec, configs[c], &results[c], 1);
         if (rs && !first) first = rs;
     }
     hbmi_free(pair);
