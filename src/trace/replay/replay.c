@@ -403,9 +403,7 @@ static hbm_status twin_text(const hbm_trace *t, const char *device_spec, const h
     hbm_torch_match m;
     hbm_status s = hbm_replay_torch_match(t, row->config, device_spec, &m);
     if (s) return s;
-    char cfg[64];
-    hbmi_fit(cfg, sizeof cfg, row->config, 40, 1);
-    fprintf(f, "\ntwin of PyTorch's allocator (%s, same device): ", cfg);
+    fprintf(f, "\ntwin (the torch row) against PyTorch: ");
     hbm_torch_match_write(&m, f, 0);
     fputc('\n', f);
     hbm_torch_match_explain(t, &m, f);
