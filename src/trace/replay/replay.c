@@ -382,7 +382,7 @@ static void row_label(const char *cfg, const char *recorded, char *out, size_t c
 /* The device of a spec in words, as the device itself reads the spec:
  * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
  * device of 80.00GiB"; a spec that does not open as it is. */
-static const char *device_words(const char *spec, char *buf, size_t cap) {
+const char *hbmi_device_words(const char *spec, char *buf, size_t cap) {
     hbm_device *d;
     hbm_device_info info;
     char sz[32];
@@ -490,7 +490,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     char dflt[96];
     const char *why = NULL;
     hbm_replay_default_device(t, dflt, sizeof dflt, &why);
-    fprintf(f, ")\n  on %s", device_words(device_spec, w, sizeof w));
+    fprintf(f, ")\n  on %s", hbmi_device_words(device_spec, w, sizeof w));
     if (!strcmp(dflt, device_spec)) fprintf(f, " (%s; --device sets another)", why);
     fputc('\n', f);
     if (tw >= 0) {

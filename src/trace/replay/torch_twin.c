@@ -726,7 +726,8 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fputs("]}\n", f);
         return HBM_OK;
     }
-    fprintf(f, "on %s (%s):\n", s->device, hbm_size_xla((int64_t)s->capacity, a));
+    char w[160];
+    fprintf(f, "on %s:\n", hbmi_device_words(s->device, w, sizeof w));
     if (s->best == 0) {
         fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
     } else if (s->best > 0) {
@@ -740,14 +741,18 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
                 hbm_size_xla((int64_t)s->lower_bound, a));
     }
-    fprintf(f, "\n%-56s %6s %14s %10s\n", "setting", "OOMs", "peak reserved", "frag@peak");
+    int ew = 56; /* the settings' column fits the longest (within 100 columns) */
+    for (size_t k = 0; k < s->n; k++)
+        if ((int)strlen(s->c[k].env) > ew) ew = (int)strlen(s->c[k].env);
+    if (ew > 66) ew = 66;
+    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, "setting", "OOMs", "peak reserved", "frag@peak");
     for (size_t k = 0; k < s->n; k++) {
         const hbm_torch_candidate *c = &s->c[k];
         if (c->status) {
-            fprintf(f, "%-56s %s\n", c->env, hbm_status_str(c->status));
+            fprintf(f, "%-*s %s\n", ew, c->env, hbm_status_str(c->status));
             continue;
         }
-        fprintf(f, "%-56s %6" PRIu64 " %14s %9.1f%%\n", c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
                 100.0 * c->frag_at_peak);
     }
     return HBM_OK;
