@@ -67,12 +67,12 @@ typedef struct hbm_torch_match {
  * (hbm_torch_recorded_settings; "max_split_size_mb=128", ...), NULL = the recorded
  * settings alone. device_spec: NULL = hbm_replay_default_device's (for a snapshot without
  * an OOM, its peak reserved bytes: cudaMalloc fails where the real one must have). */
-hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
+HBM_API hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
 
 /* The settings a snapshot was recorded with, as config items of allocator=torch: its
  * allocator_settings (PYTORCH_CUDA_ALLOC_CONF as PyTorch parsed it), else
  * "expandable_segments=true" when the history maps pages, else "" (PyTorch's defaults). */
-hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap);
+HBM_API hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap);
 
 /* The allocator's state when a mid-run history begins (cudaMalloc segments, and the runs
  * of mapped pages of expandable segments): each with its live blocks, in address order. The twin starts
@@ -91,23 +91,23 @@ typedef struct hbm_torch_segment_state {
                        lowest of them */
 } hbm_torch_segment_state;
 
-hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
-                                       const char *config, const char *device_spec, hbm_torch_match *out);
+HBM_API hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                               const char *config, const char *device_spec, hbm_torch_match *out);
 
 /* "segments 22/22 (100.0%), addresses 782/782 (100.0%)" or the JSON object
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
-hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
+HBM_API hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
 
 /* config ("allocator=torch[,items]") under the settings t was recorded with: those of
  * hbm_torch_recorded_settings whose keys config does not set, then config's own items.
  * HBM_ERR_INVALID when config is not allocator=torch or the result does not fit cap. */
-hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap);
+HBM_API hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap);
 
 /* Where the twin first parts from PyTorch, in words, one line per kind of difference
  * ("  first segment difference: event 12, PyTorch's segment_alloc of 20.00MiB: ..."), and
  * why as far as the snapshot tells; nothing when every event matched. t: the trace m came
  * from (event numbers count from its history's start). */
-hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f);
+HBM_API hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f);
 
 /* What the real allocator did, from the snapshot's own segment events: its peak reserved
  * bytes, the bytes requested by live allocations at that moment (the history gives
@@ -125,12 +125,12 @@ typedef struct hbm_torch_recorded {
     int64_t peak_in_use_event;   /* its event index, -1 if nothing was allocated */
 } hbm_torch_recorded;
 
-hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
+HBM_API hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
 
 /* For `hbm replay` of a PyTorch snapshot: the twin's match under the recorded settings as a
  * text line (hbm_replay_write puts what PyTorch recorded in the table's first row), or the
  * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
-hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
+HBM_API hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
 /* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------
  * Replays the history under the recorded settings and under each single change PyTorch
@@ -160,9 +160,9 @@ typedef struct hbm_torch_suggestion {
     uint64_t over_by;         /* none: lower_bound - capacity (0: fragmentation) */
 } hbm_torch_suggestion;
 
-hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
+HBM_API hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
 /* The answer as the line to use, the numbers, and the table of candidates; or JSON. */
-hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
+HBM_API hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
 
 #ifdef __cplusplus
 }
