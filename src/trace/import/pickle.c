@@ -270,7 +270,7 @@ static uint64_t bytes_hash(uint64_t h, const unsigned char *p, size_t n) {
 }
 
 /* A memo index the pickle reads back (memo_read_back saw it). */
-static int read_back(pk *k, size_t idx) {
+static inline int read_back(pk *k, size_t idx) {
     return idx < k->memo.nbits ? (int)(k->memo.bits[idx / 64] >> (idx % 64) & 1) : hbmi_map_get(&k->memo.far, idx, NULL);
 }
 
@@ -370,11 +370,18 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
             from = q += 9;
         } else if (p[q] == '}' && dicts) {
             if (++q >= len) return 0;
-            if ((m = inner_put(k, &q, &t, &from)) <= 0) return m;
+            if (p[q] == 0x94 && !read_back(k, t)) /* MEMOIZE, as protocol 4 writes it */
+                q++, t++;
+            else if ((m = inner_put(k, &q, &t, &from)) <= 0)
+                return m;
             if (q >= len || p[q++] != '(') return 0;
             size_t values = 0;
             while (q < len && p[q] != 'u') {
-                if (p[q] == 0x95) {
+                unsigned c = p[q]; /* the usual values inline: memo reads, small ints */
+                size_t w = c == 'h' || c == 'K' ? 2 : c == 'j' || c == 'J' ? 5 : c == 'M' ? 3 : 0;
+                if (w && len - q > w) {
+                    q += w, values++;
+                } else if (c == 0x95) {
                     if (len - q < 9 || span_add(k, from, q)) return 0;
                     from = q += 9;
                 } else if ((m = frame_value(k, &q, &t, &from, NULL)) <= 0) {
