@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "hbm/status.h"
@@ -130,5 +131,13 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+
+/* The library's one JSON string writer (json.c): s (NULL: "") quoted, '"' and '\\'
+ * escaped, control characters as \u00XX. HBMI_JSON_NL writes a newline as \n;
+ * HBMI_JSON_SCRIPT also escapes '<', '>' and '&' (a string safe inside an HTML <script>). */
+enum { HBMI_JSON_NL = 1, HBMI_JSON_SCRIPT = 2 };
+void hbmi_json_write_str(FILE *f, const char *s, unsigned how);
+/* A JSON string as the trace, report and replay outputs write it (newlines as \n). */
+static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_NL); }
 
 #endif
