@@ -103,6 +103,86 @@ static void make_sites(hbm_trace *t, site *sites) {
     }
 }
 
+/* Stacks as _record_memory_history(stacks="all") records them: 40-80 frames, innermost
+ * first: the unwinder's and the caching allocator's C++ frames, the operator's ATen and
+ * autograd frames, then Python frames each with the interpreter's C++ frames under it,
+ * down to main. About four frames in five are C++ ("??" or a .cpp file, line 0). */
+#define NFRAMES_R 3000
+static void make_sites_real(hbm_trace *t, site *sites) {
+    static uint64_t frames[NFRAMES_R];
+    static const char *head[] = {"torch::unwind::unwind()", "torch::CapturedTraceback::gather(bool, bool, bool)",
+                                 "torch::cuda::(anonymous namespace)::gather_with_cpp()",
+                                 "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed "
+                                 "char, unsigned long, CUstream_st*)",
+                                 "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, "
+                                 "signed char, unsigned long, CUstream_st*)",
+                                 "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned "
+                                 "long)"};
+    static const char *interp[] = {"_PyEval_EvalFrameDefault", "_PyFunction_Vectorcall", "PyObject_Call",
+                                   "_PyObject_MakeTpCall", "method_vectorcall", "cfunction_call",
+                                   "slot_tp_call", "_PyObject_Call_Prepend", "pymain_run_python.constprop.0",
+                                   "Py_RunMain"};
+    static const char *aten[] = {"at::_ops::%s::call(at::Tensor const&, at::Tensor const&)",
+                                 "at::native::%s_out_cuda(at::Tensor const&, at::Tensor const&, at::Tensor&)",
+                                 "torch::autograd::VariableType::(anonymous namespace)::%s(c10::DispatchKeySet, "
+                                 "at::Tensor const&)",
+                                 "torch::autograd::generated::%sBackward0::apply(std::vector<at::Tensor, "
+                                 "std::allocator<at::Tensor> >&&)",
+                                 "at::(anonymous namespace)::wrapper_CUDA_%s(at::Tensor const&)"};
+    static const char *ops[] = {"mm", "bmm", "addmm", "softmax", "layer_norm", "gelu", "mul", "add", "cat",
+                                "_scaled_dot_product_efficient_attention", "empty_strided", "native_dropout"};
+    static const char *pyfiles[] = {"/home/user/project/train.py", "/home/user/project/model/transformer.py",
+                                    "/home/user/project/model/attention.py", "/home/user/project/model/mlp.py",
+                                    "/usr/lib/python3/site-packages/torch/nn/modules/module.py",
+                                    "/usr/lib/python3/site-packages/torch/nn/functional.py",
+                                    "/usr/lib/python3/site-packages/torch/_tensor.py",
+                                    "/usr/lib/python3/site-packages/torch/autograd/graph.py"};
+    static const char *pynames[] = {"forward", "_call_impl", "_wrapped_call_impl", "train_step", "main",
+                                    "scaled_dot_product_attention", "linear", "layer_norm", "gelu", "backward",
+                                    "_engine_run_backward", "<module>"};
+    for (uint32_t i = 0; i < NFRAMES_R; i++) {
+        char fn[200];
+        hbm_tag tg = {.op_name = fn, .source_file = "??"};
+        if (i < 6) {
+            snprintf(fn, sizeof fn, "%s", head[i]);
+            if (i == 2) tg.source_file = "/pytorch/torch/csrc/cuda/memory_snapshot.cpp";
+        } else if (i < 16) {
+            snprintf(fn, sizeof fn, "%s", interp[i - 6]);
+        } else if (i < 1216) {
+            snprintf(fn, sizeof fn, aten[rnd() % 5], ops[rnd() % 12]);
+            if (i % 3 == 0) tg.source_file = "/pytorch/build/aten/src/ATen/RegisterCUDA.cpp";
+            snprintf(fn + strlen(fn), sizeof fn - strlen(fn), "%s", i % 2 ? "" : " [clone .isra.0]");
+        } else {
+            snprintf(fn, sizeof fn, "%s", pynames[rnd() % 12]);
+            tg.source_file = pyfiles[i % 8];
+            tg.source_line = (int)(10 + rnd() % 1500);
+        }
+        uint32_t id;
+        if (hbm_trace_intern(t, &tg, &id)) die("intern");
+        frames[i] = id;
+    }
+    for (size_t s = 0; s < NSITES; s++) {
+        uint64_t st[96];
+        size_t n = 40 + rnd() % 41, k = 0;
+        for (; k < 6; k++) st[k] = frames[k];
+        for (size_t m = 4 + rnd() % 10; m--;) st[k++] = frames[16 + rnd() % 1200];
+        /* Python frames (the site's own, then a shared prefix down to main), each with
+         * one to three interpreter frames under it */
+        for (size_t depth = 0; k < n; depth++) {
+            size_t left = n - k;
+            st[k++] = frames[left > 12 ? 1216 + rnd() % (NFRAMES_R - 1216) : 1216 + (left * 7) % 60];
+            for (size_t j = 1 + rnd() % 3; j-- && k < n;) st[k++] = frames[6 + rnd() % 8];
+        }
+        st[n - 1] = frames[15];
+        if (hbm_trace_add_backtrace(t, st, n, &sites[s].bt)) die("backtrace");
+        sites[s].tag = (uint32_t)st[0];
+        double lg = 9 + (double)(rnd() % 1900) / 100.0;
+        uint64_t sz = (uint64_t)1 << (int)lg;
+        sz += (sz / 8) * (rnd() % 8);
+        sites[s].size = (sz + 511) / 512 * 512;
+    }
+}
+
 /* One training step: forward allocates activations (with short-lived temporaries), backward
  * frees them in reverse with a gradient temporary each. */
 static void step(hbm_trace *t, const site *sites, uint64_t *clock, uint64_t *live) {
@@ -149,7 +229,7 @@ static void step(hbm_trace *t, const site *sites, uint64_t *clock, uint64_t *liv
         }
 }
 
-static hbm_trace *generate(uint64_t events) {
+static hbm_trace *generate(uint64_t events, int real) {
     hbm_trace *t;
     if (hbm_trace_new(&t)) die("hbm_trace_new");
     snprintf(t->source, sizeof t->source, "torch");
@@ -158,7 +238,8 @@ static hbm_trace *generate(uint64_t events) {
     t->has_time = 1;
     static site sites[NSITES];
     static uint64_t live[NSITES];
-    make_sites(t, sites);
+    if (real) make_sites_real(t, sites);
+    else make_sites(t, sites);
     uint64_t clock = 0;
     while (t->count < events) step(t, sites, &clock, live);
     return t;
@@ -286,6 +367,156 @@ static int write_pickle(const hbm_trace *t, const char *path) {
     flush(&w, 1);
     hbmi_buf_free(&w.b);
     hbmi_free(w.frame_at);
+    return fclose(w.f);
+}
+
+/* --- the pickle, as Python writes a snapshot whose frames are distinct objects -------
+ * Protocol 4 as pickle.dump writes it by default: FRAME opcodes every 64 KiB, MEMOIZE
+ * after every str, dict and list, BINGET / LONG_BINGET for an object met again. Strings
+ * are shared objects (met again: read back from the memo); each event's frames list and
+ * each of its frame dicts are new objects (written out in full every time), as in a
+ * snapshot whose history was built or copied in Python. Keys as PyTorch orders them. */
+
+typedef struct pyw {
+    hbmi_buf b; /* the current frame */
+    FILE *f;
+    uint32_t memo;
+    hbmi_map str_at; /* string hash -> memo index + 1 */
+} pyw;
+
+static void py_commit(pyw *w, int force) { /* the framer: a frame once it holds 64 KiB */
+    if (w->b.n < 65536 && !(force && w->b.n)) return;
+    unsigned char h[9] = {0x95};
+    hbmi_put64(h + 1, w->b.n);
+    if (w->b.oom || fwrite(h, 1, 9, w->f) != 9 || fwrite(w->b.p, 1, w->b.n, w->f) != w->b.n)
+        die("writing the pickle");
+    w->b.n = 0;
+}
+
+static void py_memoize(pyw *w) {
+    hbmi_buf_byte(&w->b, 0x94);
+    w->memo++;
+}
+
+static void py_get(pyw *w, uint32_t at) {
+    unsigned char op[5] = {'j'};
+    hbmi_put32(op + 1, at);
+    hbmi_buf_put(&w->b, at < 256 ? (unsigned char[]){'h', (unsigned char)at} : op, at < 256 ? 2 : 5);
+}
+
+static void py_str(pyw *w, const char *s) {
+    size_t n = strlen(s);
+    uint64_t h = 1469598103934665603ull, at;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    h = hbmi_hash64(h) & (UINT64_MAX >> 1);
+    if (hbmi_map_get(&w->str_at, h, &at)) {
+        py_get(w, (uint32_t)at - 1);
+        return;
+    }
+    if (n < 256) {
+        hbmi_buf_put(&w->b, (unsigned char[]){0x8c, (unsigned char)n}, 2);
+    } else {
+        unsigned char op[5] = {'X'};
+        hbmi_put32(op + 1, (uint32_t)n);
+        hbmi_buf_put(&w->b, op, 5);
+    }
+    hbmi_buf_put(&w->b, s, n);
+    if (hbmi_map_put(&w->str_at, h, (uint64_t)w->memo + 1)) die("memo");
+    py_memoize(w);
+}
+
+static void py_int(pyw *w, int64_t v) { /* BININT1, BININT2, BININT, else LONG1 (shortest) */
+    if (v >= 0 && v < 256) {
+        hbmi_buf_put(&w->b, (unsigned char[]){'K', (unsigned char)v}, 2);
+    } else if (v >= 0 && v < 65536) {
+        hbmi_buf_put(&w->b, (unsigned char[]){'M', (unsigned char)v, (unsigned char)(v >> 8)}, 3);
+    } else {
+        hbmi_pk_int(&w->b, v);
+    }
+}
+
+static void py_frames(pyw *w, const hbm_trace *t, uint32_t bt) {
+    size_t n = 0;
+    const uint64_t *fr = bt ? hbm_trace_backtrace(t, bt, &n) : NULL;
+    hbmi_buf_byte(&w->b, ']');
+    py_memoize(w);
+    if (n > 1) hbmi_buf_byte(&w->b, '(');
+    for (size_t i = 0; i < n; i++) {
+        const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[i]);
+        py_commit(w, 0);
+        hbmi_buf_byte(&w->b, '}');
+        py_memoize(w);
+        hbmi_buf_byte(&w->b, '(');
+        py_str(w, "name");
+        py_str(w, tg->op_name);
+        py_str(w, "filename");
+        py_str(w, tg->source_file);
+        py_str(w, "line");
+        py_int(w, tg->source_line);
+        hbmi_buf_byte(&w->b, 'u');
+    }
+    if (n == 1) hbmi_buf_byte(&w->b, 'a');
+    if (n > 1) hbmi_buf_byte(&w->b, 'e');
+}
+
+static void py_entry(pyw *w, const hbm_trace *t, const hbm_trace_event *e, const char *action) {
+    py_commit(w, 0);
+    hbmi_buf_byte(&w->b, '}');
+    py_memoize(w);
+    hbmi_buf_byte(&w->b, '(');
+    py_str(w, "action");
+    py_str(w, action);
+    py_str(w, "addr");
+    py_int(w, (int64_t)e->addr);
+    py_str(w, "size");
+    py_int(w, (int64_t)e->size);
+    py_str(w, "stream");
+    py_int(w, 0);
+    py_str(w, "time_us");
+    py_int(w, (int64_t)(e->time_ns / 1000));
+    py_str(w, "compile_context");
+    py_str(w, "N/A");
+    py_str(w, "user_metadata");
+    py_str(w, "");
+    py_str(w, "frames");
+    py_frames(w, t, e->kind == HBM_EV_SEGMENT_ALLOC ? 0 : e->backtrace);
+    hbmi_buf_byte(&w->b, 'u');
+}
+
+static int write_pickle_real(const hbm_trace *t, const char *path, size_t *entries) {
+    pyw w = {.f = fopen(path, "wb")};
+    if (!w.f) die("opening the pickle");
+    hbmi_map_init(&w.str_at);
+    if (fwrite("\x80\x04", 1, 2, w.f) != 2) die("writing the pickle");
+    hbmi_buf_byte(&w.b, '}');
+    py_memoize(&w);
+    hbmi_buf_byte(&w.b, '(');
+    py_str(&w, "segments");
+    hbmi_buf_byte(&w.b, ']');
+    py_memoize(&w);
+    py_str(&w, "device_traces");
+    hbmi_buf_byte(&w.b, ']');
+    py_memoize(&w);
+    hbmi_buf_byte(&w.b, ']'); /* device 0's entries, appended in batches of 1000 */
+    py_memoize(&w);
+    hbmi_buf_byte(&w.b, '(');
+    size_t n = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        /* a free is requested, then completed once its stream's work is done */
+        const char *a[2] = {e->kind == HBM_EV_SEGMENT_ALLOC ? "segment_alloc" : e->kind == HBM_EV_ALLOC ? "alloc"
+                                                                                                   : "free_requested",
+                            e->kind == HBM_EV_FREE ? "free_completed" : NULL};
+        for (int k = 0; k < 2 && a[k]; k++) {
+            py_entry(&w, t, e, a[k]);
+            if (++n % 1000 == 0) hbmi_buf_put(&w.b, "e(", 2);
+        }
+    }
+    hbmi_buf_put(&w.b, "eau.", 4); /* entries, device_traces, the dict, STOP */
+    py_commit(&w, 1);
+    hbmi_buf_free(&w.b);
+    hbmi_map_destroy(&w.str_at);
+    *entries = n;
     return fclose(w.f);
 }
 
@@ -425,6 +656,49 @@ static void report(const char *what, run_result r, double mb, double limit_s) {
     show_log(r);
 }
 
+/* hbm view of a pickle (text, --json, --html) as its own process each, then the page in
+ * Chromium. */
+static void views(const char *hbm, const char *pk, const char *html, const char *dir, double mb) {
+    char *view[] = {(char *)hbm, "view", (char *)pk, NULL};
+    char *view_json[] = {(char *)hbm, "view", (char *)pk, "--json", NULL};
+    char *view_html[] = {(char *)hbm, "view", (char *)pk, "--html", (char *)html, NULL};
+    report("hbm view BIG.pickle", run(view), mb, 10);
+    report("hbm view BIG.pickle --json", run(view_json), mb, 10);
+    run_result rh = run(view_html);
+    report("hbm view BIG.pickle --html", rh, mb, 10);
+    printf("  %-30s %6.2f MB (target <= 20 MB)\n", "HTML page", file_mb(html));
+    open_page(html, dir);
+}
+
+/* Replay in this process, events per second per configuration: on sim:80GiB, then on a
+ * device a quarter of the peak in use there (most allocations fail: the first OOM is
+ * reported, the others counted). */
+static void replays(const char *pk) {
+    hbm_trace *big;
+    if (hbm_trace_load(pk, &big)) die("hbm_trace_load");
+    static const char *configs[] = {"allocator=bfc", "allocator=torch"};
+    uint64_t peak = 0;
+    for (int quarter = 0; quarter < 2; quarter++) {
+        char dev[64] = "sim:80GiB";
+        if (quarter) snprintf(dev, sizeof dev, "sim:%" PRIu64 "MiB", (peak / 4 >> 20) + 1);
+        for (size_t c = 0; c < 2; c++) {
+            hbm_replay_result res;
+            char what[80];
+            snprintf(what, sizeof what, "%s%s", configs[c], quarter ? ", 1/4 of the peak" : "");
+            if (hbm_replay(big, dev, configs[c], &res)) {
+                printf("  replay %-34s skipped: %s\n", what, res.error);
+            } else {
+                if (res.peak_in_use > peak) peak = res.peak_in_use;
+                printf("  replay %-34s %7.2f M events/s (target >= 10)", what, (double)res.events / res.seconds / 1e6);
+                if (res.ooms) printf(", %" PRIu64 " OOMs", res.ooms);
+                printf("\n");
+            }
+            hbm_replay_result_release(&res);
+        }
+    }
+    hbm_trace_free(big);
+}
+
 int main(int argc, char **argv) {
     double target_mb = argc > 1 ? atof(argv[1]) : 1000;
     if (target_mb <= 0) {
@@ -449,61 +723,59 @@ int main(int argc, char **argv) {
     snprintf(js, sizeof js, "%s/big.json", dir);
     snprintf(html, sizeof html, "%s/big.html", dir);
     snprintf(run_log, sizeof run_log, "%s/stderr.log", dir);
-
-    /* about 122 bytes of pickle per event: aim at the size asked */
-    uint64_t t0 = hbmi_now_ns();
-    hbm_trace *t = generate((uint64_t)(target_mb * 1e6 / 122));
-    if (write_pickle(t, pk)) die("writing the pickle");
-    double mb = file_mb(pk);
-    printf("bench_snapshot: %zu events, %zu stacks, a %.0f MB pickle (%.0f bytes per event; generated and written "
-           "in %.1f s)\n", t->count, t->bt_count_, mb, mb * 1e6 / (double)t->count, (double)(hbmi_now_ns() - t0) / 1e9);
-    size_t nevents = t->count;
-    hbm_trace_free(t);
-
-    char *view[] = {hbm, "view", pk, NULL};
-    char *view_json[] = {hbm, "view", pk, "--json", NULL};
-    char *view_html[] = {hbm, "view", pk, "--html", html, NULL};
-    report("hbm view BIG.pickle", run(view), mb, 10);
-    report("hbm view BIG.pickle --json", run(view_json), mb, 10);
-    run_result rh = run(view_html);
-    report("hbm view BIG.pickle --html", rh, mb, 10);
-    printf("  %-30s %6.2f MB (target <= 20 MB)\n", "HTML page", file_mb(html));
-    open_page(html, dir);
-
-    /* replay in this process: events per second per configuration */
-    hbm_trace *big;
-    if (hbm_trace_load(pk, &big)) die("hbm_trace_load");
-    static const char *configs[] = {"allocator=bfc", "allocator=torch"};
-    for (size_t c = 0; c < 2; c++) {
-        hbm_replay_result res;
-        if (hbm_replay(big, "sim:80GiB", configs[c], &res)) {
-            printf("  replay %-27s skipped: %s\n", configs[c], res.error);
-        } else {
-            printf("  replay %-27s %7.2f M events/s (target >= 10)\n", configs[c], (double)res.events / res.seconds / 1e6);
-        }
-        hbm_replay_result_release(&res);
-    }
-    hbm_trace_free(big);
     int keep = getenv("HBM_BENCH_KEEP") != NULL; /* keep the files (to profile hbm on them) */
-    if (!keep) unlink(pk);
+    /* HBM_BENCH_LAYOUT=shared or =real: that layout only */
+    const char *only = getenv("HBM_BENCH_LAYOUT");
 
-    /* JSON: the same kind of history with every frame written out, about as many MB */
-    t = generate((uint64_t)(target_mb * 1e6 / 2600));
-    if (write_json(t, js)) die("writing the JSON");
-    hbm_trace_free(t);
-    double jmb = file_mb(js);
-    char *load_json[] = {hbm, "view", js, "--json", NULL};
-    run_result rj = run(load_json);
-    printf("  %-30s %6.2f s (CPU %5.2f s) %6.1f MB/s (target >= 100)  peak RSS %.2fx the file (%.0f MB JSON)%s\n",
-           "hbm view BIG.json --json", rj.seconds, rj.cpu, jmb / rj.seconds, rj.maxrss_kb / 1e3 / jmb, jmb,
-           rj.status ? "  FAILED" : "");
-    show_log(rj);
-    (void)nevents;
+    if (!only || !strcmp(only, "shared")) {
+        /* about 122 bytes of pickle per event: aim at the size asked */
+        uint64_t t0 = hbmi_now_ns();
+        hbm_trace *t = generate((uint64_t)(target_mb * 1e6 / 122), 0);
+        if (write_pickle(t, pk)) die("writing the pickle");
+        double mb = file_mb(pk);
+        printf("bench_snapshot: %zu events, %zu stacks, a %.0f MB pickle, frames shared through the memo (%.0f bytes "
+               "per event; generated and written in %.1f s)\n", t->count, t->bt_count_, mb, mb * 1e6 / (double)t->count,
+               (double)(hbmi_now_ns() - t0) / 1e9);
+        hbm_trace_free(t);
+        views(hbm, pk, html, dir, mb);
+        replays(pk);
+        char kept[1300];
+        snprintf(kept, sizeof kept, "%s/shared.pickle", dir);
+        if (keep ? rename(pk, kept) : unlink(pk)) fprintf(stderr, "bench_snapshot: cannot move %s\n", pk);
+
+        /* JSON: the same kind of history with every frame written out, about as many MB */
+        t = generate((uint64_t)(target_mb * 1e6 / 2600), 0);
+        if (write_json(t, js)) die("writing the JSON");
+        hbm_trace_free(t);
+        double jmb = file_mb(js);
+        char *load_json[] = {hbm, "view", js, "--json", NULL};
+        run_result rj = run(load_json);
+        printf("  %-30s %6.2f s (CPU %5.2f s) %6.1f MB/s (target >= 100)  peak RSS %.2fx the file (%.0f MB JSON)%s\n",
+               "hbm view BIG.json --json", rj.seconds, rj.cpu, jmb / rj.seconds, rj.maxrss_kb / 1e3 / jmb, jmb,
+               rj.status ? "  FAILED" : "");
+        show_log(rj);
+        if (!keep) unlink(js);
+    }
+
+    if (!only || !strcmp(only, "real")) {
+        /* frames written anew in every event, stacks of 40-80 frames: about 1,040 bytes per entry, 1.5 entries per event */
+        uint64_t t0 = hbmi_now_ns();
+        hbm_trace *t = generate((uint64_t)(target_mb * 1e6 / 1600), 1);
+        size_t entries = 0;
+        if (write_pickle_real(t, pk, &entries)) die("writing the pickle");
+        double mb = file_mb(pk);
+        printf("bench_snapshot: %zu entries (%zu events), %zu stacks of 40-80 frames, a %.0f MB pickle with frames "
+               "written anew in every entry (%.0f bytes per entry; generated and written in %.1f s)\n", entries,
+               t->count, t->bt_count_, mb, mb * 1e6 / (double)entries, (double)(hbmi_now_ns() - t0) / 1e9);
+        hbm_trace_free(t);
+        views(hbm, pk, html, dir, mb);
+        replays(pk);
+        if (!keep) unlink(pk);
+    }
     if (keep) {
         printf("  files kept in %s\n", dir);
         return 0;
     }
-    unlink(js);
     unlink(html);
     unlink(run_log);
     rmdir(dir);

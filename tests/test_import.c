@@ -281,19 +281,36 @@ static void test_torch_streaming(void) {
     hbm_trace_free(t);
 }
 
-/* Differential: random histories written twice, as PyTorch pickles them (keys and frames
- * read back from the memo: the fast paths) and with every key and frame written out (the
- * usual path), load to the same events. */
+/* Differential: random histories written as PyTorch pickles them (keys and frames read
+ * back from the memo: the fast paths), with every key and frame written out (the usual
+ * path), and as Python pickles a snapshot whose frames are distinct objects (keys and
+ * strings read back, each frames list and frame dict new with a memo store never read
+ * back; with protocol 4's MEMOIZE, FRAME opcodes inside the lists), load to the same
+ * events. */
 typedef struct pw {
     hbmi_buf b;
-    uint32_t memo, key_at[16], frame_at[8];
+    uint32_t memo, key_at[16], frame_at[8], str_at[9];
     int shared; /* memoized form */
+    int anew;   /* 1: frames new, strings memoized (LONG_BINPUT); 2: the same with MEMOIZE and FRAMEs */
 } pw;
 
 static void pw_put(pw *w) {
+    if (w->anew == 2) {
+        hbmi_buf_byte(&w->b, 0x94);
+        w->memo++;
+        return;
+    }
     unsigned char op[5] = {'r'};
     hbmi_put32(op + 1, w->memo++);
     hbmi_buf_put(&w->b, op, 5);
+}
+
+static void pw_get(pw *w, uint32_t at);
+
+static void pw_str(pw *w, int s, const char *text) { /* a str read back once written (anew) */
+    if (w->anew && w->str_at[s]) return pw_get(w, w->str_at[s] - 1);
+    hbmi_pk_str(&w->b, text);
+    if (w->anew) w->str_at[s] = w->memo + 1, pw_put(w);
 }
 
 static void pw_get(pw *w, uint32_t at) {
@@ -303,37 +320,39 @@ static void pw_get(pw *w, uint32_t at) {
 }
 
 static void pw_key(pw *w, int k, const char *name) {
-    if (w->shared && w->key_at[k]) return pw_get(w, w->key_at[k] - 1);
+    if ((w->shared || w->anew) && w->key_at[k]) return pw_get(w, w->key_at[k] - 1);
     hbmi_pk_str(&w->b, name);
-    if (w->shared) w->key_at[k] = w->memo + 1, pw_put(w);
+    if (w->shared || w->anew) w->key_at[k] = w->memo + 1, pw_put(w);
 }
 
 static void pw_frame(pw *w, int f) {
     if (w->shared && w->frame_at[f]) return pw_get(w, w->frame_at[f] - 1);
     char file[32];
     snprintf(file, sizeof file, "/u/m%d.py", f);
+    if (w->anew == 2 && f % 3 == 1) hbmi_buf_put(&w->b, "\x95\x00\x00\x01\x00\x00\x00\x00\x00", 9); /* FRAME */
     hbmi_buf_byte(&w->b, '}');
     if (w->shared) w->frame_at[f] = w->memo + 1, pw_put(w);
+    if (w->anew) pw_put(w); /* stored, never read back */
     hbmi_buf_byte(&w->b, '(');
     pw_key(w, 10, "filename");
-    hbmi_pk_str(&w->b, file);
+    pw_str(w, f, file);
     pw_key(w, 11, "line");
     hbmi_pk_int(&w->b, 10 + f);
     pw_key(w, 12, "name");
-    hbmi_pk_str(&w->b, "f");
+    pw_str(w, 8, "f");
     hbmi_buf_byte(&w->b, 'u');
 }
 
 static void pw_history(pw *w, uint64_t seed) {
     static const char *acts[] = {"alloc", "free_completed", "segment_alloc", "oom", "snapshot"};
-    hbmi_buf_put(&w->b, "\x80\x02}(", 4);
+    hbmi_buf_put(&w->b, w->anew == 2 ? "\x80\x04}(" : "\x80\x02}(", 4);
     hbmi_pk_str(&w->b, "device_traces");
     hbmi_buf_put(&w->b, "]]((", 3);
     for (int i = 0; i < 300; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t r = seed >> 11;
         hbmi_buf_byte(&w->b, '}');
-        if (w->shared) pw_put(w);
+        if (w->shared || w->anew) pw_put(w);
         hbmi_buf_byte(&w->b, '(');
         int a = (int)(r % 5);
         pw_key(w, 0, "action");
@@ -348,7 +367,7 @@ static void pw_history(pw *w, uint64_t seed) {
         if (r & 64) pw_key(w, 14, "compile_context"), hbmi_buf_byte(&w->b, 'N'); /* a key not read: skipped */
         pw_key(w, 15, "frames");
         hbmi_buf_byte(&w->b, ']');
-        if (w->shared) pw_put(w);
+        if (w->shared || w->anew) pw_put(w);
         int nf = (int)((r >> 40) % 4); /* 0-3 frames of 8: stacks repeat */
         if (nf) {
             hbmi_buf_byte(&w->b, '(');
@@ -362,8 +381,8 @@ static void pw_history(pw *w, uint64_t seed) {
 }
 
 static void test_torch_fast_paths(void) {
-    for (uint64_t seed = 1; seed <= 20 && !test_failures_; seed++) {
-        pw a = {.shared = 1}, b = {.shared = 0};
+    for (uint64_t seed = 1; seed <= 60 && !test_failures_; seed++) {
+        pw a = {.shared = seed <= 20, .anew = seed > 40 ? 2 : seed > 20}, b = {.shared = 0};
         pw_history(&a, seed);
         pw_history(&b, seed);
         CHECK(!a.b.oom && !b.b.oom);

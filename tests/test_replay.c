@@ -57,6 +57,19 @@ static void test_platform_oom(void) {
     CHECK_EQ_U64(r.allocs, 91);
     CHECK_EQ_U64(r.peak_in_use, 10u << 20);
     CHECK(r.first_oom_report && strlen(r.first_oom_report) > 0);
+    /* the first reported, the others summarised: alloc i is event 2i - 10 from i = 10 on */
+    CHECK_CONTAINS(r.first_oom_report, "Out of memory while trying to allocate 1048576 bytes");
+    CHECK_CONTAINS(r.first_oom_report, "in use:                    10.00MiB  in 10 live buffers");
+    CHECK_EQ_U64(r.last_oom_event, 186);
+    CHECK_EQ_U64(r.last_oom_time_ns, 186);
+    CHECK_EQ_U64(r.largest_oom_bytes, 1 << 20);
+    /* the later OOMs were quiet; OOMs after the replay say why again */
+    hbm_device *d;
+    uint64_t addr;
+    CHECK_OK(hbm_device_open("sim:1MiB", &d));
+    CHECK_STATUS(hbm_device_alloc(d, 4 << 20, &addr), HBM_ERR_OOM);
+    CHECK_CONTAINS(hbm_last_error(), "cannot allocate 4.00MiB");
+    hbm_device_close(d);
     FILE *f = tmpfile();
     CHECK(f);
     hbm_replay_bounds b;
@@ -72,6 +85,8 @@ static void test_platform_oom(void) {
     CHECK_CONTAINS(buf, "event 10");
     CHECK_CONTAINS(buf, "11.00MiB");
     CHECK_CONTAINS(buf, "--- first OOM with");
+    CHECK_CONTAINS(buf, "(then 8 more OOMs, the last at event 186");
+    CHECK_CONTAINS(buf, "the largest request 1.00MiB)");
     hbm_replay_result_release(&r);
     hbm_trace_free(t);
 }

@@ -229,6 +229,16 @@ static void test_retry_release_all(void) {
     CHECK_CONTAINS(hbm_last_error(), "CUDA out of memory. Tried to allocate 10.00 MiB. GPU 0 has a total capacity of "
                                      "64.00 MiB of which 0 bytes is free.");
     CHECK_CONTAINS(hbm_last_error(), "Of the allocated memory 64.00 MiB is allocated by PyTorch, and 0 bytes is reserved");
+    CHECK_EQ_U64(l.n, 4); /* the pool had nothing to release */
+    /* a segment cached after that OOM is released by the next one (which still fails) */
+    CHECK_OK(hbm_free(a, z));
+    CHECK_STATUS(hbm_alloc(a, 46 * MiB, NULL, &w), HBM_ERR_OOM);
+    CHECK_EQ_U64(l.n, 5);
+    CHECK(l.kind[4] == HBM_EV_SEGMENT_FREE && l.addr[4] == z && l.size[4] == 44 * MiB);
+    CHECK_STATUS(hbm_alloc(a, 46 * MiB, NULL, &w), HBM_ERR_OOM);
+    CHECK_EQ_U64(l.n, 5);
+    CHECK_OK(hbm_alloc(a, 44 * MiB, NULL, &w));
+    CHECK_EQ_U64(l.n, 6);
     CHECK_OK(hbm_check(a));
     close_torch(a, d);
 }

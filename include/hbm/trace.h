@@ -191,11 +191,16 @@ typedef struct hbm_replay_result {
     uint64_t first_oom_bytes;
     char *first_oom_report;     /* the allocator's OOM report (owned; NULL if none) */
     double seconds;             /* wall time of the replay */
+    /* every OOM, summarised (only the first is reported: later ones cost what a fit costs) */
+    uint64_t largest_oom_bytes; /* the largest request that failed */
+    int64_t last_oom_event;     /* event index of the last failed alloc, -1 if none */
+    uint64_t last_oom_time_ns;
 } hbm_replay_result;
 
 /* Replay t against allocator configuration config (as for hbm_allocator_open) on a fresh
  * device opened from device_spec (e.g. "sim:80GiB"). Failed allocations are skipped
- * (their frees ignored) and replay goes on; the first one is described in r. An "oom"
+ * (their frees ignored) and replay goes on; the first one is described in r (its OOM
+ * report), the others counted and summarised (largest request, last event). An "oom"
  * event of the trace is tried too (and freed at once if it fits: the program died there).
  * Returns HBM_OK when the replay ran (r->status also says HBM_OK); a configuration that
  * cannot be opened gives its status in both. Free r with hbm_replay_result_release. */

@@ -459,6 +459,7 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
     avail -= avail % q;
     if (need > avail) {
         char h1[32], h2[32];
+        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "bfc: the limit of %s leaves %s to grow by", hbm_size_human(b->st.bytes_limit, h1),
                           hbm_size_human(avail, h2));
     }
@@ -545,8 +546,9 @@ static uint64_t bfc_rounded(void *self, uint64_t size) {
 
 static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why) {
     char h1[32], h2[32], h3[32], h4[32], h5[32];
-    uint64_t lf = largest_free(b);
     b->st.num_ooms++;
+    if (hbmi_oom_quiet()) return HBM_ERR_OOM;
+    uint64_t lf = largest_free(b);
     return hbmi_error(HBM_ERR_OOM,
                       "bfc: out of memory trying to allocate %s (rounded to %" PRIu64 "): %s in use, %s held of a "
                       "limit of %s, largest free block %s (%s)",
@@ -569,8 +571,8 @@ static __attribute__((noinline)) hbm_status bfc_grow(bfc *b, uint64_t size, uint
         if (released) s = bfc_extend(b, hbmi_align_up(need, b->quantum));
     }
     if (s == HBM_ERR_OOM) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", hbm_last_error());
+        char why[256] = "";
+        if (!hbmi_oom_quiet()) snprintf(why, sizeof why, "%s", hbm_last_error());
         return bfc_oom(b, size, need, why);
     }
     if (s) return s;

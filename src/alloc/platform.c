@@ -26,6 +26,7 @@ static hbm_status plat_alloc(void *self, uint64_t size, const hbm_tag *tag, uint
     if (held > p->st.bytes_limit || p->st.bytes_in_use > p->st.bytes_limit - held) {
         p->st.num_ooms++;
         char a[32], b[32];
+        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "platform: %s more would pass the limit of %s", hbm_size_human(held, a),
                           hbm_size_human(p->st.bytes_limit, b));
     }

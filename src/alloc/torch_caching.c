@@ -105,6 +105,8 @@ typedef struct tpool {
     tset unmapped; /* unmapped ranges of expandable segments by (stream, addr) */
     int64_t gc_calls;
     int small;
+    int dirty; /* a block was cached since release_pool last ran that it may release (unsplit, or of an
+                  expandable segment): else it would find nothing to do, and an OOM need not list the pool */
 } tpool;
 
 /* The live blocks by address: open addressing with linear probing and backward-shift
@@ -545,15 +547,16 @@ static void fs_destroy(fset *f) {
     hbmi_free(f->s);
 }
 
+static int is_split(const tblk *x) { return x->prev || x->next; }
+
 /* a block becomes a cached free block (BlockPool::insert_into_blocks) */
 static void insert_free(torch *t, uint32_t i) {
     tpool *p = pool_of(t, i);
     t->b[i].state = T_FREE;
     t->b[i].gc_base = p->gc_calls;
     fs_insert(t, &p->blocks, i);
+    if (!is_split(&t->b[i]) || t->b[i].es) p->dirty = 1;
 }
-
-static int is_split(const tblk *x) { return x->prev || x->next; }
 
 static void emit(torch *t, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
     if (t->ev_fn) t->ev_fn(t->ev_user, kind, addr, size, stream, seg);
@@ -828,7 +831,7 @@ static int release_available(torch *t, tpool *p, uint64_t stream, uint64_t size)
 
 /* release_blocks: every unsplit cached block of the pool; free pages of expandable ones */
 static hbm_status release_pool(torch *t, tpool *p) {
-    size_t nun = 0, n = fs_count(&p->blocks);
+    size_t nun = 0, n = p->dirty ? fs_count(&p->blocks) : 0;
     if (!n) return HBM_OK;
     uint32_t *order = hbmi_malloc(n * sizeof *order), *to_unmap = order;
     if (!order) return hbmi_error(HBM_ERR_NOMEM, "out of host memory emptying a torch pool");
@@ -845,6 +848,7 @@ static hbm_status release_pool(torch *t, tpool *p) {
         if (!s && t->b[i].state == T_UNMAPPED && !is_split(&t->b[i])) release_expandable(t, i);
     }
     hbmi_free(order);
+    if (!s) p->dirty = 0;
     return s;
 }
 
@@ -941,6 +945,7 @@ static const char *torch_size(uint64_t n, char buf[32]) {
 
 static hbm_status oom(torch *t, uint64_t alloc_size) {
     uint64_t dfree = 0, dtotal = 0;
+    if (hbmi_oom_quiet()) return t->st.num_ooms++, HBM_ERR_OOM;
     hbm_device_mem_info(t->dev, &dfree, &dtotal);
     char a[32], b[32], c[32], d[32], e[32], allowed[64] = "";
     if (t->set_fraction) snprintf(allowed, sizeof allowed, "%s allowed; ", torch_size(t->allowed, e));

@@ -33,7 +33,18 @@ const char *hbm_last_error(void) { return hbmi_errbuf; }
 
 void hbm_clear_error(void) { hbmi_errbuf[0] = 0; }
 
+static _Thread_local int hbmi_quiet_oom_;
+
+int hbmi_oom_quiet(void) { return hbmi_quiet_oom_; }
+
+int hbmi_oom_quiet_set(int on) {
+    int old = hbmi_quiet_oom_;
+    hbmi_quiet_oom_ = on;
+    return old;
+}
+
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
+    if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(hbmi_errbuf, sizeof hbmi_errbuf, fmt, ap);

@@ -198,7 +198,7 @@ hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) 
     } else if (dev->c.bytes_in_use + dev->external + acct > dev->info.total_bytes) {
         char a[32], f[32];
         uint64_t used = dev->c.bytes_in_use + dev->external;
-        s = hbmi_error(HBM_ERR_OOM, "device %s: cannot allocate %s, %s free", dev->info.name, hbm_size_human(acct, a),
+        s = hbmi_oom_quiet() ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "device %s: cannot allocate %s, %s free", dev->info.name, hbm_size_human(acct, a),
                        hbm_size_human(used < dev->info.total_bytes ? dev->info.total_bytes - used : 0, f));
     } else if ((s = hbmi_map_reserve(&dev->live, dev->live.count + 1)) == HBM_OK) {
         uint64_t addr = 0;

@@ -52,6 +52,10 @@ typedef struct pk {
     const hbmi_pv *fkey[F_N]; /* the key values of a trace entry's fields met so far */
     ref_list *refs;
     size_t nrefs, refs_cap;
+    struct {
+        size_t at, len;
+    } *spans; /* the bytes of the list stack_at reads that say what it holds */
+    size_t nspans, spans_cap;
 } pk;
 
 static hbm_status perr(pk *k, size_t at, const char *what) {
@@ -254,63 +258,209 @@ static hbm_status memo_reads(pk *k) {
     return (m->val = hbmi_calloc(n + 1, sizeof *m->val)) ? HBM_OK : nomem();
 }
 
-static uint64_t bytes_hash(const unsigned char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+static uint64_t bytes_hash(uint64_t h, const unsigned char *p, size_t n) {
+    h ^= n;
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
         h = hbmi_hash64(h ^ w);
     }
     for (; n; p++, n--) h = (h ^ *p) * 0x100000001b3ull;
-    return h & (UINT64_MAX >> 1); /* never the map's reserved key */
+    return h;
 }
 
-/* After EMPTY_LIST at q: its memo store and "( refs... e", a list of memo references only
- * (a snapshot's frames, ~100 of its ~120 bytes per event): the kept list equal to it
- * (pyval's stacks), found again by its bytes without running the opcodes. 1 with *list,
- * *end (after 'e') and *put (its memo index or SIZE_MAX); 0 when it is not such a list;
- * -1 out of memory. */
-static int ref_list_at(pk *k, size_t q, size_t top, hbmi_pv **list, size_t *end, size_t *put) {
+/* A memo index the pickle reads back (memo_read_back saw it). */
+static inline int read_back(pk *k, size_t idx) {
+    return idx < k->memo.nbits ? (int)(k->memo.bits[idx / 64] >> (idx % 64) & 1) : hbmi_map_get(&k->memo.far, idx, NULL);
+}
+
+/* The bytes that say what a list holds are its own but for memo stores' indices and FRAME
+ * opcodes (numbering and framing differ between equal lists): k->spans, [at, at + len). */
+static int span_add(pk *k, size_t from, size_t to) {
+    if (to <= from) return 0;
+    if (k->nspans == k->spans_cap && hbmi_grow((void **)&k->spans, &k->spans_cap, k->nspans + 1, sizeof *k->spans))
+        return -1;
+    k->spans[k->nspans].at = from;
+    k->spans[k->nspans++].len = to - from;
+    return 0;
+}
+
+/* A memo store at p[*q] inside a list (none is fine): 1 when its index is not read back
+ * (*top past it; with from, its index bytes left out of the spans from *from), else 0;
+ * -1 no memory. */
+static int inner_put(pk *k, size_t *q, size_t *top, size_t *from) {
+    size_t at = *q, idx = put_at(k, q, *top);
+    if (idx == SIZE_MAX) return 1;
+    if (read_back(k, idx)) return 0;
+    if (idx + 1 > *top) *top = idx + 1;
+    if (from && *q - at > 1) {
+        if (span_add(k, *from, at + 1)) return -1;
+        *from = *q;
+    }
+    return 1;
+}
+
+static int int_at(const pk *k, size_t *q, int64_t *x);
+
+/* One value of a frame dict at p[*q] (a memo read, an int, None, a bool, a str whose memo
+ * store is not read back), skipped; its value in *v when v is given (read back, or new in
+ * the pool; spans then left alone: from NULL). 1, 0 when it is not one, -1 no memory. */
+static int frame_value(pk *k, size_t *q, size_t *top, size_t *from, hbmi_pv **v) {
     const unsigned char *p = k->p;
-    size_t len = k->len;
-    *put = put_at(k, &q, top);
+    size_t len = k->len, w;
+    int64_t x;
+    switch (p[*q]) {
+    case 'h': case 'j':
+        w = p[*q] == 'h' ? 1 : 4;
+        if (len - *q - 1 < w) return 0;
+        if (v && !(*v = memo_get(k, (size_t)le(p + *q + 1, (int)w)))) return 0;
+        *q += 1 + w;
+        return 1;
+    case 'N': case 0x88: case 0x89:
+        if (v && !(*v = hbmi_pv_new(k->pool, p[*q] == 'N' ? PV_NONE : PV_BOOL))) return -1;
+        if (v) (*v)->i = p[*q] == 0x88;
+        *q += 1;
+        return 1;
+    case 0x8c: case 'X': {
+        w = p[*q] == 0x8c ? 1 : 4;
+        if (len - *q - 1 < w) return 0;
+        size_t n = (size_t)le(p + *q + 1, (int)w), at = *q + 1 + w;
+        if (n > len - at) return 0;
+        if (v) {
+            if (!(*v = hbmi_pv_new(k->pool, PV_STR)) || !((*v)->s = hbmi_malloc(n + 1))) return -1;
+            memcpy((*v)->s, p + at, n);
+            (*v)->s[n] = 0;
+            (*v)->len = n;
+        }
+        *q = at + n;
+        return *q < len ? inner_put(k, q, top, from) : 0;
+    }
+    default:
+        if (!int_at(k, q, &x)) return 0;
+        if (v && !(*v = hbmi_pv_new(k->pool, PV_INT))) return -1;
+        if (v) (*v)->i = x;
+        return 1;
+    }
+}
+
+/* After EMPTY_LIST at q: its memo store and "( items... e" where each item is a memo
+ * reference or, with dicts set, a new dict of such values ("} ( key value ... u": a
+ * frame as Python pickles one that is its own object), FRAME opcodes anywhere between:
+ * a snapshot's frames, most of its bytes. The kept list equal to it (pyval's stacks) is
+ * found again by its bytes (k->spans) without running the opcodes again; the first time
+ * its values are decoded (read back or made in the pool). Memo stores inside must not be
+ * read back. 1 with *list, *end (after 'e'), *put (its own memo index or SIZE_MAX) and
+ * *top past every index stored; 0 when it is not such a list; -1 out of memory. */
+static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, size_t *end, size_t *put) {
+    const unsigned char *p = k->p;
+    size_t len = k->len, t = *top;
+    *put = put_at(k, &q, t);
+    if (*put != SIZE_MAX && *put + 1 > t) t = *put + 1;
     if (q >= len || p[q] != '(') return 0;
-    size_t from = q++, n = 0;
-    while (q < len && (p[q] == 'h' || p[q] == 'j')) q += p[q] == 'h' ? 2 : 5, n++;
-    if (!n || q >= len || p[q] != 'e') return 0;
-    size_t blen = ++q - from;
-    uint64_t h = bytes_hash(p + from, blen), at;
+    size_t open = q++, from = open, n = 0, t0 = t;
+    int m;
+    k->nspans = 0;
+    while (q < len && p[q] != 'e') {
+        if (p[q] == 'h' || p[q] == 'j') {
+            size_t w = p[q] == 'h' ? 2 : 5;
+            if (len - q < w) return 0;
+            q += w, n++;
+        } else if (p[q] == 0x95) { /* FRAME: where a 64 KiB frame ends, no part of the list */
+            if (len - q < 9 || span_add(k, from, q)) return 0;
+            from = q += 9;
+        } else if (p[q] == '}' && dicts) {
+            if (++q >= len) return 0;
+            if (p[q] == 0x94 && !read_back(k, t)) /* MEMOIZE, as protocol 4 writes it */
+                q++, t++;
+            else if ((m = inner_put(k, &q, &t, &from)) <= 0)
+                return m;
+            if (q >= len || p[q++] != '(') return 0;
+            size_t values = 0;
+            while (q < len && p[q] != 'u') {
+                unsigned c = p[q]; /* the usual values inline: memo reads, small ints */
+                size_t w = c == 'h' || c == 'K' ? 2 : c == 'j' || c == 'J' ? 5 : c == 'M' ? 3 : 0;
+                if (w && len - q > w) {
+                    q += w, values++;
+                } else if (c == 0x95) {
+                    if (len - q < 9 || span_add(k, from, q)) return 0;
+                    from = q += 9;
+                } else if ((m = frame_value(k, &q, &t, &from, NULL)) <= 0) {
+                    return m;
+                } else {
+                    values++;
+                }
+            }
+            if (q++ >= len || values % 2) return 0; /* SETITEMS of key, value pairs */
+            n++;
+        } else {
+            return 0;
+        }
+    }
+    if (!n || q >= len) return 0;
+    if (span_add(k, from, ++q)) return -1;
+    uint64_t h = 0x9E3779B97F4A7C15ull, at;
+    size_t blen = 0;
+    for (size_t i = 0; i < k->nspans; i++) {
+        h = bytes_hash(h, p + k->spans[i].at, k->spans[i].len);
+        blen += k->spans[i].len;
+    }
+    h &= UINT64_MAX >> 1; /* never the map's reserved key */
     *list = NULL;
     if (hbmi_map_get(&k->ref_by_hash, h, &at)) {
         ref_list *r = &k->refs[at - 1];
-        if (r->gen == k->memo.gen && r->len == blen && !memcmp(r->bytes, p + from, blen)) *list = r->list;
+        if (r->gen == k->memo.gen && r->len == blen) {
+            size_t off = 0, i = 0;
+            for (; i < k->nspans && !memcmp(r->bytes + off, p + k->spans[i].at, k->spans[i].len); i++)
+                off += k->spans[i].len;
+            if (i == k->nspans) *list = r->list;
+        }
     }
-    if (!*list) { /* first time: the list from its references, kept once per content */
-        hbmi_pv *l = hbmi_pv_new(k->pool, PV_LIST);
+    if (!*list) { /* first time: the list from its values, kept once per content */
+        hbmi_pv *l = hbmi_pv_new(k->pool, PV_LIST), *v = NULL;
         if (!l || hbmi_pv_reserve(l, n)) return -1;
-        for (size_t i = from + 1; i + 1 < q; i += p[i] == 'h' ? 2 : 5) {
-            hbmi_pv *v = memo_get(k, (size_t)le(p + i + 1, p[i] == 'h' ? 1 : 4));
-            if (!v) return 0; /* an index never stored: the usual path says where */
-            l->items[l->n++] = v;
+        size_t tt = t0;
+        for (size_t i = open + 1; p[i] != 'e';) {
+            if (p[i] == 0x95) {
+                i += 9;
+            } else if (p[i] == '}') {
+                hbmi_pv *d = hbmi_pv_new(k->pool, PV_DICT);
+                if (!d || hbmi_pv_push(l, d)) return -1;
+                i++;
+                i += p[i] == 'q' ? 2 : p[i] == 'r' ? 5 : p[i] == 0x94; /* its memo store: not read back */
+                for (i++; p[i] != 'u';) {
+                    if (p[i] == 0x95) {
+                        i += 9;
+                        continue;
+                    }
+                    if ((m = frame_value(k, &i, &tt, NULL, &v)) <= 0) return m;
+                    if (hbmi_pv_push(d, v)) return -1;
+                }
+                i++;
+            } else {
+                if ((m = frame_value(k, &i, &tt, NULL, &v)) <= 0) return m; /* 0: an index never stored */
+                l->items[l->n++] = v;
+            }
         }
         if (!(*list = hbmi_pv_keep_stack(k->pool, l))) return -1;
         ref_list r = {.bytes = hbmi_malloc(blen), .len = blen, .gen = k->memo.gen, .list = *list};
         if (!r.bytes || (k->nrefs == k->refs_cap && hbmi_grow((void **)&k->refs, &k->refs_cap, k->nrefs + 1, sizeof *k->refs)))
             return hbmi_free(r.bytes), -1;
-        memcpy(r.bytes, p + from, blen);
+        for (size_t i = 0, off = 0; i < k->nspans; off += k->spans[i++].len)
+            memcpy(r.bytes + off, p + k->spans[i].at, k->spans[i].len);
         k->refs[k->nrefs++] = r;
         if (hbmi_map_put(&k->ref_by_hash, h, k->nrefs)) return -1;
     }
     *end = q;
+    *top = t;
     return 1;
 }
 
-/* EMPTY_LIST at k->off - 1 that is a list of memo references (ref_list_at): pushed as the
+/* EMPTY_LIST at k->off - 1 that is a list of memo references (stack_at): pushed as the
  * kept list, its opcodes skipped. 0 when it is not one. */
 static int ref_list_fast(pk *k, hbm_status *st) {
     hbmi_pv *list;
-    size_t end, put;
-    int m = ref_list_at(k, k->off, k->memo_top, &list, &end, &put);
+    size_t end, put, top = k->memo_top;
+    int m = stack_at(k, k->off, &top, 0, &list, &end, &put);
     if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
     if ((*st = push(k, list)) || (put != SIZE_MAX && (*st = memo_store(k, put, list)))) return 1;
     k->off = end;
@@ -402,9 +552,8 @@ static int entry_fast(pk *k, hbm_status *st) {
         } else if (f == F_FRAMES) {
             if (p[q] == ']') {
                 size_t end;
-                int m = ref_list_at(k, q + 1, top, &frames, &end, &fput);
+                int m = stack_at(k, q + 1, &top, 1, &frames, &end, &fput);
                 if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
-                if (fput != SIZE_MAX && fput + 1 > top) top = fput + 1;
                 q = end;
             } else if (!(frames = read_at(k, &q)) || frames->type != PV_LIST) {
                 return 0;
@@ -428,6 +577,7 @@ static int entry_fast(pk *k, hbm_status *st) {
     if ((*st = push(k, e))) return 1;
     if (put != SIZE_MAX && (*st = memo_store(k, put, e))) return 1;
     if (fput != SIZE_MAX && (*st = memo_store(k, fput, frames))) return 1;
+    if (top > k->memo_top) k->memo_top = top; /* past the memo stores inside its frames */
     k->off = q + 1; /* after SETITEMS */
     return 1;
 }
@@ -617,6 +767,7 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     memo_free(&k.memo);
     for (size_t i = 0; i < k.nrefs; i++) hbmi_free(k.refs[i].bytes);
     hbmi_free(k.refs);
+    hbmi_free(k.spans);
     hbmi_map_destroy(&k.ref_by_hash);
     return s;
 }

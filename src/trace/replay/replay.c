@@ -117,7 +117,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
                              const char *config, hbm_replay_result *r, int check) {
     memset(r, 0, sizeof *r);
     snprintf(r->config, sizeof r->config, "%s", config);
-    r->first_oom_event = -1;
+    r->first_oom_event = r->last_oom_event = -1;
     hbm_device *dev = NULL;
     hbm_allocator *a = NULL;
     hbm_status s = hbm_device_open(device_spec, &dev);
@@ -138,6 +138,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     hbm_stats st;
     hbm_oom_diagnosis diag;
     memset(&diag, 0, sizeof diag);
+    int quiet = 0;
     uint64_t t0 = hbmi_now_ns();
     for (size_t i = 0; !s && i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -149,16 +150,19 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
             const hbm_tag *tag = hbm_trace_tag(t, e->tag);
             hbm_status as = ops->alloc_stream ? ops->alloc_stream(self, size, tag, tg, e->stream, &addr)
                                               : ops->alloc(self, size, tag, tg, &addr);
-            if (as == HBM_ERR_OOM) {
-                r->ooms++;
-                hbmi_allocator_note_oom(a, size, tg);
-                if (r->first_oom_event < 0) {
+            if (as == HBM_ERR_OOM) { /* the first one reported (the allocator's snapshot), the rest counted */
+                if (!r->ooms++) {
+                    hbmi_allocator_note_oom(a, size, tg);
                     r->first_oom_event = (int64_t)i;
                     r->first_oom_time_ns = e->time_ns;
                     r->first_oom_bytes = size;
                     r->first_oom_report = oom_report(a, hbm_last_error());
                     hbm_oom_diagnose(a, &diag);
+                    quiet = hbmi_oom_quiet_set(1); /* the later ones: no message */
                 }
+                r->last_oom_event = (int64_t)i;
+                r->last_oom_time_ns = e->time_ns;
+                if (size > r->largest_oom_bytes) r->largest_oom_bytes = size;
                 continue;
             }
             if (as) {
@@ -186,6 +190,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     }
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     r->events = t->count;
+    if (r->ooms) hbmi_oom_quiet_set(quiet);
     if (!s) {
         ops->stats(self, &st);
         r->peak_reserved = st.peak_bytes_reserved;
@@ -208,7 +213,7 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
         return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL argument");
     for (size_t c = 0; c < n; c++) {
         memset(&results[c], 0, sizeof results[c]);
-        results[c].first_oom_event = -1;
+        results[c].first_oom_event = results[c].last_oom_event = -1;
         if (!configs[c]) return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL configuration");
         snprintf(results[c].config, sizeof results[c].config, "%s", configs[c]);
     }
@@ -470,7 +475,9 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
                         hbmi_event_number(t, x->first_oom_event), hbmi_event_number(t, x->first_oom_event) < 0 ? "true" : "false",
                         t->has_time ? x->first_oom_time_ns : 0, x->first_oom_bytes);
                 hbmi_json_str(f, x->first_oom_report);
-                fputc('}', f);
+                fprintf(f, "}, \"last_oom\": {\"event\": %" PRId64 ", \"time_ns\": %" PRIu64 "}, \"largest_oom_bytes\": %" PRIu64,
+                        hbmi_event_number(t, x->last_oom_event), t->has_time ? x->last_oom_time_ns : 0,
+                        x->largest_oom_bytes);
             } else {
                 fputs(", \"first_oom\": null", f);
             }
@@ -539,6 +546,10 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         fprintf(f, "\n--- first OOM with %s: %s ---\n%s\n", r[i].config,
                 hbmi_event_when(t, r[i].first_oom_event, r[i].first_oom_time_ns, w, sizeof w),
                 r[i].first_oom_report ? r[i].first_oom_report : "");
+        if (r[i].ooms > 1) /* the later ones, summarised */
+            fprintf(f, "(then %" PRIu64 " more OOMs, the last at %s; the largest request %s)\n", r[i].ooms - 1,
+                    hbmi_event_when(t, r[i].last_oom_event, r[i].last_oom_time_ns, w, sizeof w),
+                    hbm_size_xla((int64_t)r[i].largest_oom_bytes, c));
     }
     return HBM_OK;
 }
