@@ -97,6 +97,12 @@ int cli_bad_value(const char *cmd, const char *opt, const char *value, const cha
  * lists) as a device spec in spec, checked by opening it; 0, or 2 after the message
  * "hbm NAME: --device: <why, naming D>". */
 int cli_device_arg(const char *cmd, const char *device, char *spec, size_t cap);
+/* The input file of command cmd, recognised by its content before it is read: a kind of
+ * file that another command reads (or none does) is named, with the command to try ("hbm
+ * plan: s.pickle is a PyTorch memory snapshot (pickle), not an HLO module: try 'hbm view
+ * s.pickle'"), and so is an empty file; returns 2 after that message, else -1 (go on: the
+ * reader says what else is wrong, where). */
+int cli_input(const char *cmd, const char *path);
 /* Finish an output file opened with hbm_output_open: commit it when s is HBM_OK, else
  * remove the temporary. On failure print "hbm NAME: cannot write PATH (...)" and return
  * the exit status (2); 0 when the file is complete. */

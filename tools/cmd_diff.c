@@ -33,6 +33,8 @@ int cmd_diff(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *const *in = args.pos;
+    for (int k = 0; k < 2; k++)
+        if ((rc = cli_input("diff", in[k])) >= 0) return rc;
     hbm_trace *t[2] = {NULL, NULL};
     hbm_status s = HBM_OK;
     for (int k = 0; k < 2 && !s; k++) s = hbm_trace_load_device(in[k], device, &t[k]);

@@ -42,6 +42,7 @@ int cmd_export(int argc, char **argv) {
     const char *in = args.pos[0];
     if (strcmp(fmt, "perfetto") && strcmp(fmt, "pprof") && strcmp(fmt, "torch") && strcmp(fmt, "minimalloc"))
         return cli_usage_error("export", "--format '%s': expected perfetto, pprof, torch or minimalloc", fmt);
+    if ((rc = cli_input("export", in)) >= 0) return rc;
     hbm_trace **all = NULL, *one = NULL;
     size_t n = 0;
     hbm_status s = device >= 0 || strcmp(fmt, "torch") ? hbm_trace_load_device(in, device, &one)

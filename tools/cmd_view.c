@@ -48,6 +48,7 @@ int cmd_view(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
+    if ((rc = cli_input("view", in)) >= 0) return rc;
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(in, device, &t); /* -1: the first, the others attached */
     if (s) return cli_fail("view", s);

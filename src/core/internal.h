@@ -103,6 +103,18 @@ typedef struct hbmi_mapped {
 #define HBMI_MAP_MIN ((size_t)1 << 20)
 #define HBMI_MAP_WINDOW ((size_t)8 << 20)
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
+/* The first max bytes of a file (fewer when it is shorter), NUL-terminated; as it is (a
+ * gzip file is not inflated). */
+hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len);
+/* Inflate a gzip stream (concatenated members too) into *out (NUL-terminated, hbmi_free);
+ * max > 0: stop after max bytes (a head: a truncated stream gives what it holds). Errors
+ * name name: damaged or truncated data, or a build without zlib (HBM_ERR_UNSUPPORTED). */
+hbm_status hbmi_gunzip(const void *data, size_t len, size_t max, const char *name, unsigned char **out,
+                       size_t *out_len);
+/* A gzip stream's first bytes. */
+static inline int hbmi_is_gzip(const void *data, size_t len) {
+    return len >= 2 && ((const unsigned char *)data)[0] == 0x1f && ((const unsigned char *)data)[1] == 0x8b;
+}
 void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
 void hbmi_unmap_file(hbmi_mapped *m);
 /* Arrays of many megabytes (a snapshot's events, its timeline): as hbmi_grow, in mappings

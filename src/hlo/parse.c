@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbm/file.h"
 #include "hlo/hlo_internal.h"
 
 typedef struct parser {
@@ -863,6 +864,12 @@ static int parse_header(parser *ps) {
     hbm_hlo_module *m = ps->m;
     hbmi_str kw = name(ps);
     if (!word_is(kw, "HloModule")) {
+        /* another kind of file (a snapshot, a profile, a CSV) is named, not quoted */
+        hbm_file_kind k = hbm_file_sniff(ps->base, (size_t)(ps->end - ps->base));
+        if (k == HBM_FILE_EMPTY) return ps->err = hbmi_error(HBM_ERR_PARSE, "%s: empty file", ps->file), 0;
+        if (k != HBM_FILE_UNKNOWN && k != HBM_FILE_HLO)
+            return ps->err = hbmi_error(HBM_ERR_PARSE, "%s is %s, not an HLO module (text)", ps->file,
+                                        hbm_file_kind_str(k)), 0;
         ps->p = kw.p ? kw.p : ps->p;
         return fail(ps, "expected 'HloModule'"), 0;
     }
@@ -960,6 +967,7 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     m->len = len;
     snprintf(m->path, sizeof m->path, "%s", nm ? nm : "<hlo>");
     parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0};
+    if (len >= 3 && !memcmp(m->text, "\xef\xbb\xbf", 3)) ps.p += 3; /* a UTF-8 byte-order mark (Windows editors) */
     if (!parse_module(&ps)) {
         hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
         hbm_hlo_module_free(m);
