@@ -152,6 +152,9 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
                 hbm_size_xla((int64_t)e->requested, c));
     }
     if (t->truncated_at) fprintf(f, "\ntruncated at byte %" PRIu64 ": the events up to there are shown", t->truncated_at);
+    if (v.inconsistent[0]) /* figures that no real run has: said, not shown as if true */
+        fprintf(f, "\nwarning: an impossible history: the figures from its first inconsistent event on are not\n"
+                   "  real: %s", v.inconsistent);
     fputs("\n\n", f);
     uint64_t scale = v.peak_res > v.peak_use ? v.peak_res : v.peak_use;
     /* from the state the history starts in (the last rebuilt event) */
@@ -227,10 +230,15 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
     fprintf(f,
             ", \"events\": %zu, \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
-            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 ", \"truncated_at\": %" PRIu64 ", \"top\": [",
+            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 ", \"truncated_at\": %" PRIu64,
             t->count - t->history_start, v.peak_use, hbmi_event_number(t, (int64_t)v.peak_i), v.peak_res, v.allocs, v.frees, v.ooms,
             hbmi_event_number(t, v.first_oom), v.n_at_peak, v.at_peak_bytes,
             t->truncated_at);
+    if (v.inconsistent[0]) {
+        fputs(", \"warning\": ", f);
+        hbmi_json_str(f, v.inconsistent);
+    }
+    fputs(", \"top\": [", f);
     for (size_t k = 0; k < v.n_at_peak && k < (size_t)o.top; k++) {
         if (k) fputs(", ", f);
         json_buf(f, &v, v.at_peak[k]);

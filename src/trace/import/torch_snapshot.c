@@ -217,7 +217,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     size_t n = evs ? d->events->n : 0;
     hbm_status s = HBM_OK;
     hbmi_map live, seglive; /* history: addr -> 1 for blocks / segments it allocated and holds */
+    hbmi_map freed;         /* blocks the history freed and did not allocate again */
     hbmi_map_init(&live);
+    hbmi_map_init(&freed);
     hbmi_map_init(&seglive);
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
@@ -238,9 +240,15 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         if (us >= 0 && (t0 < 0 || us < t0)) t0 = us;
         uint64_t key = addr == UINT64_MAX ? 0 : addr;
         switch (e->kind) {
-        case HBM_EV_ALLOC: s = hbmi_map_put(&live, key, 1); break;
+        case HBM_EV_ALLOC:
+            s = hbmi_map_put(&live, key, 1);
+            hbmi_map_del(&freed, key, NULL);
+            break;
         case HBM_EV_FREE:
-            if (!hbmi_map_del(&live, key, NULL)) {
+            if (hbmi_map_del(&live, key, NULL)) {
+                s = hbmi_map_put(&freed, key, 1);
+            } else if (!hbmi_map_get(&freed, key, NULL)) { /* (a second free is left as it is: an
+                                                             * impossible history, which views name) */
                 /* allocated before the history: it was live from the start */
                 t->live_before_bytes += size;
                 t->live_before_blocks++;
@@ -388,6 +396,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     }
 done:
     hbmi_map_destroy(&live);
+    hbmi_map_destroy(&freed);
     hbmi_map_destroy(&seglive);
     stack_cache_free(&sc);
     return s;
