@@ -4,6 +4,7 @@
 #define HBM_CORE_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -137,5 +138,8 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+/* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
+ * printed, an op_name cannot retitle or clear the terminal. */
+void hbmi_fputs_visible(const char *s, FILE *f);
 
 #endif
