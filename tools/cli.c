@@ -132,6 +132,18 @@ int cli_parse_int(const char *s, long lo, long hi, int *out) {
     return 0;
 }
 
+int cli_utf8(void) {
+    const char *v = NULL;
+    const char *names[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+    for (size_t i = 0; i < CLI_N(names) && (!v || !*v); i++) v = getenv(names[i]);
+    if (!v) return 0;
+    for (const char *p = v; *p; p++) /* "en_US.UTF-8", "C.utf8" */
+        if (tolower((unsigned char)p[0]) == 'u' && tolower((unsigned char)p[1]) == 't' &&
+            tolower((unsigned char)p[2]) == 'f' && (p[3] == '8' || (p[3] == '-' && p[4] == '8')))
+            return 1;
+    return 0;
+}
+
 int cli_is(const char *arg, const char *a, const char *b) { return !strcmp(arg, a) || (b && !strcmp(arg, b)); }
 
 /* --- the parser ------------------------------------------------------------------------ */
@@ -186,7 +198,8 @@ static int set_value(const char *cmd, const cli_opt *o, const char *opt, const c
         break;
     }
     case CLI_PARSE:
-        if (o->parse(v, o->dest) != HBM_OK) return cli_bad_value(cmd, opt, NULL, hbm_last_error());
+        if (o->parse(v, o->dest) != HBM_OK) /* the parser's message, or the table's expect */
+            return o->expect ? cli_bad_value(cmd, opt, v, o->expect) : cli_bad_value(cmd, opt, NULL, hbm_last_error());
         break;
     }
     if (!ok) return cli_usage_error(cmd, "%s '%s': %s", opt, v, o->expect ? o->expect : expect);

@@ -40,7 +40,8 @@ typedef struct cli_opt {
     const char *arg;  /* the value's name in --help ("N", "SIZE"); NULL for flags */
     const char *help; /* its --help text; lines separated by \n */
     long lo, hi;      /* CLI_INT, CLI_REAL, CLI_COLUMNS bounds */
-    const char *expect;              /* what is accepted, for the message (default: from kind and bounds) */
+    const char *expect;              /* what is accepted, for the message (default: from kind and bounds;
+                                      * CLI_PARSE: the parser's last error) */
     hbm_status (*parse)(const char *value, void *dest); /* CLI_PARSE */
     const char **raw;                /* when set: the value as given */
     int required;                    /* the command needs it: "missing --format F" without it */
@@ -77,6 +78,9 @@ typedef struct cli_args {
  * "unknown option '--x'", "--top 'x': expected a whole number from 0 to 100000", a
  * missing or unexpected positional argument). */
 int cli_parse(const cli_command *c, int argc, char **argv, cli_args *out);
+/* 1 when the terminal's locale is UTF-8 (LC_ALL, else LC_CTYPE, else LANG names one, as
+ * setlocale reads them), else 0: output is then ASCII (LC_ALL=C, or no locale set). */
+int cli_utf8(void);
 /* CLI_PARSE parsers shared by commands: a packing algorithm (hbm_pack_algo *). */
 hbm_status cli_pack_algo(const char *value, void *algo);
 /* c's help: usage lines made from the table, about, options, exit status, examples. */

@@ -18,7 +18,9 @@ int cmd_view(int argc, char **argv) {
          .help = "buffers and totals listed (default 15)"},
         {.name = "--width", .kind = CLI_INT, .dest = &o.width, .lo = 8, .hi = 1000, .arg = "N",
          .help = "sparkline columns (default 72)"},
-        {.name = "--ascii", .kind = CLI_FLAG, .dest = &o.ascii, .help = "ASCII sparklines instead of Unicode blocks"},
+        {.name = "--ascii", .kind = CLI_FLAG, .dest = &o.ascii,
+         .help = "ASCII sparklines instead of Unicode blocks (the default under a\n"
+                 "locale that is not UTF-8, such as LC_ALL=C)"},
         {.name = "--title", .kind = CLI_STR, .dest = &o.title, .arg = "T",
          .help = "title of the report / page (default: the file name)"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
@@ -49,6 +51,7 @@ int cmd_view(int argc, char **argv) {
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
     if ((rc = cli_input("view", in)) >= 0) return rc;
+    if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(in, device, &t); /* -1: the first, the others attached */
     if (s) return cli_fail("view", s);

@@ -120,10 +120,10 @@ static hbm_status oom_section(FILE *f, const hbm_trace *t, const hbmi_view *v, i
         fprintf(f, "\n  in use %s, reserved %s at that moment", hbm_size_xla((int64_t)v->use[i], b),
                 hbm_size_xla((int64_t)v->res[i], c));
         size_t n = live_at(v, (int64_t)i, idx, cap);
-        fprintf(f, "; %zu buffers live%s\n", n, n > cap ? ", largest:" : ":");
+        fprintf(f, "; %zu buffer%s live%s\n", n, n == 1 ? "" : "s", n > cap ? ", largest:" : ":");
         buffer_table(f, v, idx, n < cap ? n : cap, v->use[i]);
     }
-    if (v->ooms > shown) fprintf(f, "  ... and %" PRIu64 " more OOMs\n", v->ooms - shown);
+    if (v->ooms > shown) fprintf(f, "  ... and %" PRIu64 " more OOM%s\n", v->ooms - shown, v->ooms - shown == 1 ? "" : "s");
     hbmi_free(idx);
     return HBM_OK;
 }
@@ -140,11 +140,14 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     fprintf(f, "%s: %s trace, %zu events%s%s\n", title, t->source[0] ? t->source : "hbm", t->count - t->history_start,
             t->device[0] ? ", device " : "", t->device);
     if (t->history_start)
-        fprintf(f, "before the history: %s live in %" PRIu64 " blocks, %s reserved (rebuilt from the segments)\n",
-                hbm_size_xla((int64_t)t->live_before_bytes, a), t->live_before_blocks,
+        fprintf(f, "before the history: %s live in %" PRIu64 " block%s, %s reserved (rebuilt from the segments)\n",
+                hbm_size_xla((int64_t)t->live_before_bytes, a), t->live_before_blocks, t->live_before_blocks == 1 ? "" : "s",
                 hbm_size_xla((int64_t)t->reserved_before_bytes, b));
-    fprintf(f, "peak in use  %s at %s; peak reserved %s\n", hbm_size_xla((int64_t)v.peak_use, a),
-            when(t, v.peak_i, w, sizeof w), hbm_size_xla((int64_t)v.peak_res, b));
+    if (v.peak_use) /* (nothing in use: no moment to name) */
+        fprintf(f, "peak in use  %s at %s; peak reserved %s\n", hbm_size_xla((int64_t)v.peak_use, a),
+                when(t, v.peak_i, w, sizeof w), hbm_size_xla((int64_t)v.peak_res, b));
+    else
+        fprintf(f, "peak in use  0B (nothing allocated); peak reserved %s\n", hbm_size_xla((int64_t)v.peak_res, b));
     fprintf(f, "allocs %" PRIu64 ", frees %" PRIu64 ", OOMs %" PRIu64, v.allocs, v.frees, v.ooms);
     if (v.first_oom >= 0) {
         const hbm_trace_event *e = &t->events[v.first_oom];

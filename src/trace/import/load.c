@@ -16,6 +16,9 @@ static hbm_status load_hlo(const void *data, size_t len, const char *name, hbm_t
     if (!s) {
         const hbm_timeline *tl = hbm_plan_timeline(p);
         s = tl ? hbm_trace_from_timeline(tl, out) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", name);
+        /* named where it came from, as every trace (two modules of one function differ by
+         * file, not by module name) */
+        if (!s && name) snprintf((*out)->name, sizeof (*out)->name, "%s", name);
         hbm_plan_free(p);
     }
     hbm_hlo_module_free(m);

@@ -260,8 +260,9 @@ static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, s
                 hbm_size_xla((int64_t)rec.oom_bytes, c));
     else
         fputs("none", f);
-    fprintf(f, "; at its peak (event %" PRId64 ") %s reserved but unallocated, %" PRIu64 " segments\n",
-            hbmi_event_number(t, rec.peak_event), hbm_size_xla((int64_t)rec.unallocated_at_peak, c), rec.segments_at_peak);
+    fprintf(f, "; at its peak (event %" PRId64 ") %s reserved but unallocated, %" PRIu64 " segment%s\n",
+            hbmi_event_number(t, rec.peak_event), hbm_size_xla((int64_t)rec.unallocated_at_peak, c), rec.segments_at_peak,
+            rec.segments_at_peak == 1 ? "" : "s");
     return HBM_OK;
 }
 
@@ -348,8 +349,8 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         col_size(b, sizeof b, x->peak_reserved);
         fprintf(f, "%-28s %11s %11s %5.1f%% %7" PRIu64 "  ", cfg, a, b, 100.0 * x->frag_at_peak, x->device_calls);
         if (x->first_oom_event >= 0)
-            fprintf(f, "%s: %s (%" PRIu64 " OOMs)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
-                    hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
+            fprintf(f, "%s: %s (%" PRIu64 " OOM%s)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
+                    hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms, x->ooms == 1 ? "" : "s");
         else
             fprintf(f, "none\n");
     }
