@@ -24,8 +24,8 @@ int cmd_view(int argc, char **argv) {
         {.name = "--title", .kind = CLI_STR, .dest = &o.title, .arg = "T",
          .help = "title of the report / page (default: the file name)"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
-         .help = "only device N (cuda:N) of a snapshot (HTML: the first device\n"
-                 "unless given)"},
+         .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
+                 "HTML: one page, a selector switches between them)"},
     };
     const cli_command cmd = {
         .name = "view",
