@@ -454,7 +454,7 @@ static int parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
         ps->p++;
         if (!parse_layout(ps, s)) return 0;
     }
-    /* XLA's ShapeUtil::ValidateShapeSize: the byte size must fit an int64 (f32[2^62,4] does
+    /* XLA's ValidateShapeSize (xla/shape_util.cc): the byte size must fit an int64 (f32[2^62,4] does
      * not); every sum of sizes after it is then bounded (see parse_instruction) */
     if (hbmi_shape_bytes(s, 8) > HBMI_MAX_BYTES) return too_large(ps, prim.p, "shape ", 0);
     return 1;
