@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh HBM SHARED_DATA - the hbm tool's front door: help, version, config, errors.
 set -u
-hbm="$1"
+. "$(dirname "$0")/lib.sh" "$@"
+hbm=$HBM
 fails=0
 check() { # check NAME WANT_RC WANT_TEXT -- CMD...
   local name="$1" want_rc="$2" want="$3"; shift 4
@@ -48,7 +49,7 @@ check demo-badenv 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='abc' is not valid" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=abc "$hbm" demo
 check demo-baddev 2 "hbm demo: --device: expected sim:SIZE (e.g. sim:80GiB) or a device name: device 'nosuch' is not known" -- \
   "$hbm" demo --device nosuch
-tdir=$(mktemp -d); trap 'rm -rf "$tdir"' EXIT
+tdir=$T
 HBM_TRACE="$tdir/demo.hbmt" "$hbm" demo >/dev/null 2>&1
 if [ -s "$tdir/demo.hbmt" ]; then echo "ok   demo-trace"; else echo "FAIL demo-trace: HBM_TRACE ignored"; fails=$((fails+1)); fi
 
@@ -77,7 +78,7 @@ done
 # ... also when the next word is another option
 only needs-value-next 2 "hbm export: --format needs a value" -- "$hbm" export "$hlo" --format -o -
 only needs-value-help 2 "hbm view: --title needs a value" -- "$hbm" view "$hlo" --title --help
-check value-dash 0 "peak in use" -- "$hbm" view "$hlo" --title -x
+check value-dash 0 "Memory Viewer" -- "$hbm" view "$hlo" --title -x
 # an unknown option, in every command (also in the --name=value form)
 for c in config demo run replay export view diff plan devices pack; do
   only "unknown-$c" 2 "hbm $c: unknown option '--frob'" -- "$hbm" $c --frob
@@ -125,7 +126,7 @@ only missing-cmd 2 "hbm run: missing COMMAND" -- "$hbm" run --quiet
 only missing-format 2 "hbm export: missing --format F" -- "$hbm" export "$hlo" -o -
 only missing-output 2 "hbm export: missing --output OUT" -- "$hbm" export "$hlo" --format perfetto
 # --name=value is the same as --name value; '--' ends the options
-check eq-form 0 '"peak_bytes_in_use": 456162828' -- "$hbm" view "$hlo" --json --top=1
+check eq-form 0 '"peak_heap_bytes": 516172852' -- "$hbm" view "$hlo" --json --top=1
 check eq-form-export 0 "id,lower,upper,size" -- "$hbm" export "$hlo" --format=minimalloc --output=-
 check dashdash 2 "cannot open --json" -- "$hbm" view -- --json
 # replay: a bad device, allocator list or configuration is found before the trace is read

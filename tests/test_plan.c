@@ -145,6 +145,90 @@ static void test_while_shares_loop_state(void) {
     CHECK(st.temp_size_in_bytes > 0 && st.temp_size_in_bytes < 1024);
 }
 
+/* SSA form (HloAliasAnalysis runs the dataflow with ssa_form=true): the body writes a new
+ * loop element, so the while, its body's and its condition's parameters define phi
+ * values; the element's buffer is free in the body between the parameter's last use (a)
+ * and the new value (w), and b, live only there, takes it. Without phis the loop's input
+ * would live through the whole loop and b would need 1 KiB of temp more (2180 B). */
+static void test_while_phi_frees_loop_buffer(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "%body (s: (s32[], f32[16,16])) -> (s32[], f32[16,16]) {\n"
+        "  %s = (s32[], f32[16,16]{1,0}) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%s), index=0\n"
+        "  %one = s32[] constant(1)\n"
+        "  %j = s32[] add(%i, %one)\n"
+        "  %v = f32[16,16]{1,0} get-tuple-element(%s), index=1\n"
+        "  %a = f32[16,16]{1,0} transpose(%v), dimensions={1,0}\n"
+        "  %b = f32[16,16]{1,0} transpose(%a), dimensions={1,0}\n"
+        "  %c = f32[16,16]{1,0} transpose(%b), dimensions={1,0}\n"
+        "  %w = f32[16,16]{1,0} transpose(%c), dimensions={1,0}\n"
+        "  ROOT %t = (s32[], f32[16,16]{1,0}) tuple(%j, %w)\n"
+        "}\n"
+        "%cond (c: (s32[], f32[16,16])) -> pred[] {\n"
+        "  %c = (s32[], f32[16,16]{1,0}) parameter(0)\n"
+        "  %k = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(8)\n"
+        "  ROOT %lt = pred[] compare(%k, %n), direction=LT\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[16,16]{1,0} parameter(0)\n"
+        "  z = s32[] constant(0)\n"
+        "  c = f32[16,16]{1,0} copy(p)\n"
+        "  zc = s32[] copy(z)\n"
+        "  t0 = (s32[], f32[16,16]{1,0}) tuple(zc, c)\n"
+        "  w = (s32[], f32[16,16]{1,0}) while(t0), condition=%cond, body=%body\n"
+        "  ROOT r = f32[16,16]{1,0} get-tuple-element(w), index=1\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024); /* c, phis, b and w: one allocation */
+    /* heap: the tuple tables at 0 (128), a and c (never live together) at 128, the
+     * counter at 1152 */
+    CHECK_EQ_U64(st.temp_size_in_bytes, 1156);
+}
+
+/* GPU's FusionCanShareBufferHint lets a multi-output loop fusion's elements reuse its
+ * operands' buffers: the walk from a parameter may meet the root tuple, and reaching the
+ * other (elementwise) output does not forbid it. f{0} takes x's buffer, f{1} y's. */
+static void test_multi_output_fusion_shares(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "%f (a: f32[256], b: f32[256]) -> (f32[256], f32[256]) {\n"
+        "  %a = f32[256]{0} parameter(0)\n"
+        "  %b = f32[256]{0} parameter(1)\n"
+        "  %s = f32[256]{0} subtract(%a, %b)\n"
+        "  %n = f32[256]{0} negate(%s)\n"
+        "  ROOT %t = (f32[256]{0}, f32[256]{0}) tuple(%s, %n)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p0 = f32[256]{0} parameter(0)\n"
+        "  p1 = f32[256]{0} parameter(1)\n"
+        "  x = f32[256]{0} exponential(p0)\n"
+        "  y = f32[256]{0} log(p1)\n"
+        "  f = (f32[256]{0}, f32[256]{0}) fusion(x, y), kind=kLoop, calls=%f\n"
+        "  g0 = f32[256]{0} get-tuple-element(f), index=0\n"
+        "  g1 = f32[256]{0} get-tuple-element(f), index=1\n"
+        "  ROOT r = f32[256]{0} add(g0, g1)\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 128 + 1024); /* f's table; y with f{1} (not 2176) */
+}
+
+/* cuSOLVER's Cholesky overwrites its operand with output {0} (CanShareBufferHint): a, the
+ * factor and the negated result are one buffer; the workspace and info are temp. */
+static void test_cholesky_shares_operand(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[16,16]{1,0} parameter(0)\n"
+        "  a = f32[16,16]{1,0} exponential(p)\n"
+        "  cc = (f32[16,16]{1,0}, f32[64]{0}, s32[]) custom-call(a), custom_call_target=\"__cusolver$cholesky\"\n"
+        "  g = f32[16,16]{1,0} get-tuple-element(cc), index=0\n"
+        "  ROOT r = f32[16,16]{1,0} negate(g)\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 388); /* table 24 @0, workspace 256 @128, info 4 @384 */
+}
+
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
  * computation whose values get buffers like the caller's: the concatenate inside is temp,
  * the slice that the call returns is the output. */
@@ -574,6 +658,30 @@ static void test_xla_best_fit(void) {
     hbm_timeline_free(tl);
 }
 
+/* The space above the highest chunk overlapping a buffer's lifetime is one infinite free
+ * chunk (MakeFreeChunks starts from {0, INT64_MAX}): a 200-byte gap below wins over the
+ * 160 bytes left under the heap's current top. */
+static void test_xla_best_fit_top_is_infinite(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_timeline_new(&tl));
+    size_t i;
+    static const struct { uint64_t size, offset; int64_t s, e; } pin[] = {
+        {100, 0, 0, 10}, {100, 300, 0, 10}, {160, 400, 0, 2}};
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(hbm_timeline_add(tl, pin[k].size, pin[k].s, pin[k].e, NULL, &i));
+        tl->buffers[i].offset = pin[k].offset;
+        tl->buffers[i].flags |= HBM_TL_PINNED;
+    }
+    CHECK_OK(hbm_timeline_add(tl, 150, 4, 10, NULL, &i));
+    for (size_t k = 0; k < tl->count; k++) tl->buffers[k].alignment = 1;
+    uint64_t hs;
+    CHECK_OK(hbmi_xla_best_fit(tl, 0, &hs));
+    CHECK_EQ_U64(tl->buffers[3].offset, 100);
+    CHECK_EQ_U64(hs, 560);
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    hbm_timeline_free(tl);
+}
+
 static void test_devices(void) {
     CHECK(hbm_device_model_count() >= 12);
     const hbm_device_model *d = hbm_device_model_find("h100");
@@ -616,6 +724,9 @@ int main(void) {
     RUN(test_donated_parameter);
     RUN(test_custom_call_in_place);
     RUN(test_while_shares_loop_state);
+    RUN(test_while_phi_frees_loop_buffer);
+    RUN(test_multi_output_fusion_shares);
+    RUN(test_cholesky_shares_operand);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);
@@ -632,6 +743,7 @@ int main(void) {
     RUN(test_tuple_done_defines_its_table);
     RUN(test_async_tuple_tables);
     RUN(test_xla_best_fit);
+    RUN(test_xla_best_fit_top_is_infinite);
     RUN(test_devices);
     RUN(test_plan_fault_injection);
     return test_done();

@@ -2,8 +2,7 @@
 # test_plan_cli.sh - the `hbm plan` and `hbm devices` commands end to end.
 # usage: bash test_plan_cli.sh <path-to-hbm> <shared-data-dir>
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh" "$@"
 fail=0
 check() { # name, condition command...
     local name=$1; shift
@@ -72,7 +71,7 @@ P=$(mktemp); printf 'id,lower,upper,size\na,0,3,3\nb,1,4,3\n' > "$P"
 n=$( { LC_ALL=C "$HBM" devices; LC_ALL=C "$HBM" pack "$P" --capacity 6; } | LC_ALL=C grep -c '[^ -~	]')
 check "devices and pack print ASCII only" test "$n" = 0; rm -f "$P"
 # a folder is said to be one (every command reading files shares the reader)
-T=$(mktemp -d); mkdir "$T/adir"
+mkdir "$T/adir"
 for c in plan pack view replay; do
   out=$(H=$(cd "$(dirname "$HBM")" && pwd)/$(basename "$HBM") && cd "$T" && "$H" $c adir 2>&1); rc=$?
   check "$c adir: says it is a directory, exit 2" grep -q "adir is a directory" <<<"$out"

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # test_replay_cli.sh - hbm replay from the command line: table, JSON, errors.
 set -u
-HBM=$1
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to check the JSON"
 cat > "$T/r.csv" <<'CSV'
 Thread,Time,Action,Pointer,Size,Stream
 1,1634567890.100000,allocate,0x7f0000000000,1073741824,0x0

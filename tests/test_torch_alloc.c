@@ -6,7 +6,7 @@
  * syntax, and a randomized invariant check. */
 #include "alloc/alloc_internal.h"
 #include "core/internal.h"
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "test.h"
 
 #define MiB (1ull << 20)

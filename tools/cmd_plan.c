@@ -7,7 +7,7 @@
 static hbm_status parse_backend(const char *value, void *backend) { return hbm_backend_parse(value, backend); }
 
 int cmd_plan(int argc, char **argv) {
-    const char *device = NULL, *cap_text = NULL, *pack_text = NULL;
+    const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *html = NULL;
     double timeout = 0, fraction = 0; /* hbm pack's budgets, the device's limit unless told */
     int top = 15, json = 0;
     size_t width = CLI_WIDTH;
@@ -29,6 +29,9 @@ int cmd_plan(int argc, char **argv) {
          .help = "peak buffers to show (default 15, as XLA; at most 1000000, which is\n"
                  "no limit in practice: all there are; the explanation shows 8)"},
         {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "memory_analysis() keys, peak_bytes, peak_buffers as JSON"},
+        {.name = "--html", .kind = CLI_STR, .dest = &html, .arg = "OUT",
+         .help = "also write XProf's Memory Viewer of the plan as one self-contained\n"
+                 "page ('hbm view FILE --html OUT' writes the same)"},
         {.name = "--width", .kind = CLI_COLUMNS, .dest = &width, .lo = CLI_WIDTH_MIN, .hi = CLI_WIDTH_MAX, .arg = "COLUMNS",
          .help = "cut longer lines in the middle with '...' (default 100;\n"
                  "0: no limit, XLA's report lines whole)"},
@@ -91,6 +94,21 @@ int cmd_plan(int argc, char **argv) {
     if (s) {
         hbm_hlo_module_free(m);
         return cli_fail("plan", s);
+    }
+    if (html) {
+        hbm_output out; /* written whole or not at all */
+        if ((s = hbm_output_open(&out, html))) {
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+            return cli_fail("plan", s);
+        }
+        int hrc = cli_output_done("plan", &out, hbm_plan_view_html(p, NULL, out.f));
+        if (hrc) {
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+            return hrc;
+        }
+        if (strcmp(html, "-")) fprintf(stderr, "hbm plan: wrote %s\n", html);
     }
     hbm_pack_result pr;
     uint64_t heap = 0;

@@ -29,12 +29,12 @@ typedef struct hbm_output {
 } hbm_output;
 
 /* Create the temporary (mode 0666 less the umask) or take stdout for "-". */
-hbm_status hbm_output_open(hbm_output *o, const char *path);
+HBM_API hbm_status hbm_output_open(hbm_output *o, const char *path);
 /* Flush and close, checking every write; rename over the destination. For stdout: flush
  * and check (stdout stays open). On failure the destination is untouched. */
-hbm_status hbm_output_commit(hbm_output *o);
+HBM_API hbm_status hbm_output_commit(hbm_output *o);
 /* Close and remove the temporary; the destination is untouched. */
-void hbm_output_abort(hbm_output *o);
+HBM_API void hbm_output_abort(hbm_output *o);
 
 /* --- what a file is, by its content ---------------------------------------------------
  * Every reader of hbm (and every command) recognises the kinds of file hbm knows from
@@ -65,12 +65,12 @@ typedef enum hbm_file_kind {
 /* The kind of the bytes [data, data + len): a file's start (a few KiB suffice) or all of
  * it. A gzip stream is HBM_FILE_GZIP here (its content is not inflated from memory);
  * hbm_file_sniff_path looks inside. */
-hbm_file_kind hbm_file_sniff(const void *data, size_t len);
+HBM_API hbm_file_kind hbm_file_sniff(const void *data, size_t len);
 /* The kind of the file at path from its first 64 KiB, inflated first when it is gzip
  * (*gzip = 1; gzip may be NULL). HBM_ERR_IO when it cannot be read. */
-hbm_status hbm_file_sniff_path(const char *path, hbm_file_kind *kind, int *gzip);
+HBM_API hbm_status hbm_file_sniff_path(const char *path, hbm_file_kind *kind, int *gzip);
 /* "a PyTorch memory snapshot (pickle)": the kind in words, with its article. */
-const char *hbm_file_kind_str(hbm_file_kind kind);
+HBM_API const char *hbm_file_kind_str(hbm_file_kind kind);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include "hbm/alloc.h"
 #include "hbm/config.h"
 #include "hbm/device.h"
+#include "hbm/event.h"
 #include "hbm/file.h"
 #include "hbm/hlo.h"
 #include "hbm/json_api.h"
@@ -35,7 +36,7 @@ extern "C" {
 #endif
 
 /* The library's version string ("0.1.0"), which may differ from the header's. */
-const char *hbm_version(void);
+HBM_API const char *hbm_version(void);
 
 #ifdef __cplusplus
 }

@@ -66,7 +66,7 @@ typedef struct hbm_torch_match {
  * the history has segment_map events). device_spec: NULL = a sim: device with the
  * history's peak reserved bytes as its capacity (so cudaMalloc fails where the real one
  * must have: every recorded success fits, and a recorded retry needs more). */
-hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
+HBM_API hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
 
 /* The allocator's state when a mid-run history begins (cudaMalloc segments, not yet
  * expandable ones): each segment with its live blocks, in address order. The twin starts
@@ -82,12 +82,12 @@ typedef struct hbm_torch_segment_state {
     size_t nlive;
 } hbm_torch_segment_state;
 
-hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
-                                       const char *config, const char *device_spec, hbm_torch_match *out);
+HBM_API hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                               const char *config, const char *device_spec, hbm_torch_match *out);
 
 /* "segments 22/22 (100.0%), addresses 782/782 (100.0%)" or the JSON object
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
-hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
+HBM_API hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
 
 /* What the real allocator did, from the snapshot's own segment events: its peak reserved
  * bytes, the bytes requested by live allocations at that moment (the history gives
@@ -103,12 +103,12 @@ typedef struct hbm_torch_recorded {
     uint64_t oom_bytes;
 } hbm_torch_recorded;
 
-hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
+HBM_API hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
 
 /* For `hbm replay` of a PyTorch snapshot: the twin's match under the recorded settings as a
  * text line (hbm_replay_write puts what PyTorch recorded in the table's first row), or the
  * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
-hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
+HBM_API hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
 /* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------
  * Replays the history under the recorded settings and under each single change PyTorch
@@ -138,9 +138,9 @@ typedef struct hbm_torch_suggestion {
     uint64_t over_by;         /* none: lower_bound - capacity (0: fragmentation) */
 } hbm_torch_suggestion;
 
-hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
+HBM_API hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
 /* The answer as the line to use, the numbers, and the table of candidates; or JSON. */
-hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
+HBM_API hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
 
 #ifdef __cplusplus
 }

@@ -99,7 +99,8 @@ typedef struct hbmi_oom_record {
     char map[HBMI_OOM_MAP_WIDTH + 1];
 } hbmi_oom_record;
 
-/* Fill a->oom's snapshot fields (top blocks, map); called with a->lock held. */
+/* Fill a->oom's snapshot fields (top blocks, map); called with a->lock held (oom_state.c;
+ * the report that reads it is src/report/oom.c). */
 void hbmi_oom_snapshot(hbm_allocator *a);
 void hbmi_oom_record_clear(hbmi_oom_record *r);
 
@@ -135,10 +136,9 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
                              const hbm_allocator_ops **ops, void **self);
 hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                            const hbm_allocator_ops **ops, void **self);
-/* The tracking adaptor (src/trace/recorder.c): a policy that records every call of the
- * inner one into path. On failure the inner policy is untouched (the caller destroys it). */
-hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
-                                unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
+/* The policy cfg names, over dev, with the byte limit cfg and the device give it: its ops
+ * and state, for hbm_allocator_wrap or an adaptor (allocator.c: the policy table). */
+hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self);
 
 /* Record a failed allocation for the OOM report, as hbm_alloc does; for callers that
  * drive a->ops directly while owning the handle alone (trace replay). */

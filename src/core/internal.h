@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "hbm/status.h"
@@ -141,5 +142,13 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
 void hbmi_fputs_visible(const char *s, FILE *f);
+
+/* The library's one JSON string writer (json.c): s (NULL: "") quoted, '"' and '\\'
+ * escaped, control characters as \u00XX. HBMI_JSON_NL writes a newline as \n;
+ * HBMI_JSON_SCRIPT also escapes '<', '>' and '&' (a string safe inside an HTML <script>). */
+enum { HBMI_JSON_NL = 1, HBMI_JSON_SCRIPT = 2 };
+void hbmi_json_write_str(FILE *f, const char *s, unsigned how);
+/* A JSON string as the trace, report and replay outputs write it (newlines as \n). */
+static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_NL); }
 
 #endif

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/minimalloc_csv.h"
 #include "hbm/file.h"
 #include "hbm/pack.h"
 

@@ -70,15 +70,7 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
 typedef struct live_item {
     uint64_t size;
     size_t idx;
-    uint64_t place;
 } live_item;
-
-static int cmp_place(const void *x, const void *y) {
-    const live_item *a = x, *b = y;
-    if (a->place != b->place) return a->place < b->place ? -1 : 1;
-    if (a->size != b->size) return a->size > b->size ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
 
 static int cmp_live(const void *x, const void *y) {
     const live_item *a = x, *b = y;
@@ -115,11 +107,13 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         if (s->alias_size_in_bytes) fprintf(f, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
         fprintf(f, ".\n");
     }
-    fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
-            hbm_size_human(p->temp_heap_live, a));
-    if (s->temp_fragmentation_bytes >= 0)
-        fprintf(f, "\n    (%s lost to fragmentation)", hbm_size_human((uint64_t)s->temp_fragmentation_bytes, b));
-    fprintf(f, ".\n");
+    if (s->temp_size_in_bytes) {
+        /* the spans' peak (values sharing one offset counted once) never exceeds the heap */
+        uint64_t live = p->temp_live_peak <= s->temp_size_in_bytes ? p->temp_live_peak : s->temp_size_in_bytes;
+        fprintf(f, "  XLA reserves the temp allocation for the whole run; at most %s of it is live at once\n"
+                   "    (%s free between live buffers at that step: fragmentation).\n",
+                hbm_size_human(live, a), hbm_size_human(s->temp_size_in_bytes - live, b));
+    }
     fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
             hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
     if (s->peak_live_bytes < s->peak_bytes)
@@ -132,7 +126,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                 s->peak_bytes ? 100.0 * (double)s->padding_bytes / (double)s->peak_bytes : 0.0);
     const char *where = hbm_plan_step_where(p, s->peak_step);
     if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
-    /* the buffers live at the peak step, largest first */
+    /* the buffers live at the peak step, largest first (each timeline buffer is one place) */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
     size_t n = 0;
@@ -140,16 +134,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const hbm_tl_buffer *bf = &tl->buffers[i];
         if (bf->start <= s->peak_step && s->peak_step < bf->end) {
             items[n].size = bf->size;
-            items[n].place = p->tl_place[i];
             items[n++].idx = i;
         }
     }
-    /* values sharing one place are the same bytes: show the largest of them once */
-    hbmi_qsort(items, n, sizeof *items, cmp_place);
-    size_t uniq = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!uniq || items[i].place != items[uniq - 1].place) items[uniq++] = items[i];
-    n = uniq;
     hbmi_qsort(items, n, sizeof *items, cmp_live);
     size_t show = n < top ? n : top;
     for (size_t k = 0; k < show; k++) {
@@ -208,16 +195,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
 }
 
 /* --- JSON -------------------------------------------------------------------------------------------------- */
-static void jstr(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
+static void jstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, 0); }
 
 static void jfrag(FILE *f, int64_t v) {
     if (v < 0) fputs("null", f);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
 #include "trace/trace_internal.h"

@@ -123,18 +123,10 @@ static hbm_status emit_plan_explain(const void *c, FILE *f) {
 
 static hbm_status emit_plan_html(const void *c, FILE *f) {
     const plan_ctx *x = c;
-    const hbm_timeline *tl = hbm_plan_timeline(x->p);
-    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory building the plan's timeline");
-    hbm_trace *tr;
-    hbm_status s = hbm_trace_from_timeline(tl, &tr);
-    if (s) return s;
-    snprintf(tr->name, sizeof tr->name, "%s", hbm_hlo_module_name(x->p->m));
-    hbm_view_options o;
-    hbm_view_options_default(&o);
+    hbm_plan_view_options o; /* XProf's Memory Viewer of the plan */
+    hbm_plan_view_options_default(&o);
     if (x->title) o.title = x->title;
-    s = hbm_view_html(tr, &o, f);
-    hbm_trace_free(tr);
-    return s;
+    return hbm_plan_view_html(x->p, &o, f);
 }
 
 #define PLAN_CHECK_()                                                                 \

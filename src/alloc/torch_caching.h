@@ -1,4 +1,4 @@
-/* torch.h - hooks into the "torch" policy (PyTorch's CUDACachingAllocator) for trace
+/* torch_caching.h - hooks into the "torch" policy (PyTorch's CUDACachingAllocator) for trace
  * replay: the twin reports each device-memory decision (segment_alloc / segment_free /
  * segment_map / segment_unmap, as PyTorch's snapshot records them) and says which segment
  * a live block belongs to. */

@@ -1,4 +1,4 @@
-/* torch.c - "torch": PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+/* torch_caching.c - "torch": PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
  * rule for rule, so a replay of a PyTorch memory snapshot can ask what another
  * PYTORCH_CUDA_ALLOC_CONF would have done. docs/allocators.md lists each rule and the
  * PyTorch source it comes from.
@@ -29,10 +29,10 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "device/cuda_driver.h"
 #include "hbm/size.h"
-#include "hbm/trace.h"
+#include "hbm/event.h"
 
 #define K_MIN_BLOCK 512u                    /* kMinBlockSize */
 #define K_SMALL_SIZE (1ull << 20)           /* kSmallSize */
@@ -1279,7 +1279,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     return HBM_OK;
 }
 
-/* ---- replay hooks (alloc/torch.h) ------------------------------------------------------------ */
+/* ---- replay hooks (alloc/torch_caching.h) ------------------------------------------------------------ */
 
 int hbmi_torch_is(const hbm_allocator *a) { return a && a->ops == &torch_ops; }
 
