@@ -54,7 +54,7 @@ HBM_API hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_option
 HBM_API hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t);
 
 /* `hbm plan` text, `hbm plan --json`, hbm's explanation alone (hbm_plan_explain), and the
- * HTML view of the plan's buffers (hbm_view_html of the plan as a trace). t may be NULL
+ * HTML page of XProf's Memory Viewer of the plan (hbm_plan_view_html). t may be NULL
  * (no device); title NULL = the module's name. */
 HBM_API hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                         size_t *len);
@@ -63,6 +63,9 @@ HBM_API hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm
 HBM_API hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                            size_t *len);
 HBM_API hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+/* `hbm view M.hlo` (json 0) or `hbm view M.hlo --json` (json 1): XProf's Memory Viewer of
+ * the plan; top buffers per table (0 = 15). */
+HBM_API hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len);
 
 /* --- traces ----------------------------------------------------------------------------- */
 

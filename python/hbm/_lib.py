@@ -75,6 +75,8 @@ _OPTIONAL = {
     "hbm_diff_format": (c_int, [c_void_p, c_void_p, c_int, c_char_p, c_size_t, P(c_size_t)]),
     # hbm replay TRACE --suggest --json (issue 14)
     "hbm_replay_suggest_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
+    # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
+    "hbm_plan_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_size_t, P(c_size_t)]),
 }
 
 

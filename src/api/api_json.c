@@ -161,6 +161,25 @@ hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf,
     return to_buffer(emit_plan_html, &c, buf, cap, len);
 }
 
+typedef struct plan_view_ctx {
+    const hbm_plan *p;
+    int json, top;
+} plan_view_ctx;
+
+static hbm_status emit_plan_view(const void *c, FILE *f) {
+    const plan_view_ctx *x = c;
+    hbm_plan_view_options o;
+    hbm_plan_view_options_default(&o);
+    if (x->top > 0) o.top = x->top;
+    return x->json ? hbm_plan_view_json(x->p, &o, f) : hbm_plan_view_text(x->p, &o, f);
+}
+
+hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len) {
+    PLAN_CHECK_();
+    plan_view_ctx c = {p, json, top};
+    return to_buffer(emit_plan_view, &c, buf, cap, len);
+}
+
 /* --- traces ----------------------------------------------------------------------------- */
 
 static hbm_status emit_trace_info(const void *c, FILE *f) {

@@ -270,8 +270,15 @@ def test_trace_outputs(tmp_path):
     html = page.read_text()
     assert "<html" in html and html == t.html()
     assert sorted(os.listdir(tmp_path)) == ["t.html", "t.json"]  # no temporary file left
+    # one model: the loaded module's peak is the plan's; hbm view of a module is the plan's
+    # Memory Viewer
+    p = hbm.plan(SVD)
+    assert t.peak_bytes_in_use == p.as_dict()["peak_live_bytes"] <= p.peak_bytes
     rc, out = cli("view", SVD)
-    assert rc == 0 and t.report() == out
+    assert rc == 0 and p.memory_viewer() == out
+    rc, out = cli("view", SVD, "--json")
+    mv = p.memory_viewer(json_=True)
+    assert rc == 0 and mv == json.loads(out) and mv["memory_spaces"][0]["peak_heap_bytes"] == t.peak_bytes_in_use
     with pytest.raises(hbm.Error) as e:
         t.html(str(tmp_path / "no" / "dir.html"))
     assert e.value.status == "HBM_ERR_IO"
