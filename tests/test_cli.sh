@@ -16,8 +16,8 @@ check help 0 "Usage: hbm COMMAND" -- "$hbm" --help
 check version 0 "hbm 0.1.0" -- "$hbm" --version
 check no-args 2 "Usage: hbm COMMAND" -- "$hbm"
 check unknown 2 "unknown command 'frobnicate'" -- "$hbm" frobnicate
-check config 0 "fraction         0.75         default" -- "$hbm" config
-check config-env 0 "fraction         0.6          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+check config 0 "fraction                     0.75    default" -- "$hbm" config
+check config-env 0 "fraction                     0.6     XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.6 "$hbm" config
 check config-json 0 '"preallocate": {"value": "false", "source": "XLA_PYTHON_CLIENT_PREALLOCATE"}' -- \
   env XLA_PYTHON_CLIENT_PREALLOCATE=false "$hbm" config --json
@@ -28,12 +28,12 @@ check config-bad-fraction 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='half' is not valid"
 # JAX's own rule: only 0, false, False turn preallocation off; a note says so
 check config-jax-no 0 "XLA_PYTHON_CLIENT_PREALLOCATE='no' means preallocate=true" -- \
   env XLA_PYTHON_CLIENT_PREALLOCATE=no "$hbm" config
-check config-jax-space 0 "fraction         0.5          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+check config-jax-space 0 "fraction                     0.5     XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
   env "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 " "$hbm" config
-check config-tf 0 "allocator        platform     TF_GPU_ALLOCATOR" -- env TF_GPU_ALLOCATOR=cuda_malloc "$hbm" config
+check config-tf 0 "allocator                    platform TF_GPU_ALLOCATOR" -- env TF_GPU_ALLOCATOR=cuda_malloc "$hbm" config
 check config-both 2 "are both set" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.5 XLA_CLIENT_MEM_FRACTION=.6 "$hbm" config
-check config-string 0 "allocator        platform     config" -- "$hbm" config --config allocator=platform
+check config-string 0 "allocator                    platform config" -- "$hbm" config --config allocator=platform
 check config-help 0 "XLA_PYTHON_CLIENT_MEM_FRACTION" -- "$hbm" config --help
 check config-badarg 2 "hbm config: unknown option '--frob'" -- "$hbm" config --frob
 demo=$("$hbm" demo 2>&1); rc=$?
@@ -148,7 +148,7 @@ only replay-config-value 2 "hbm replay: --config 'allocator=bfc,fraction=7': fra
 only replay-args-first 2 "hbm replay: --device: device 'sim:0': capacity must be > 0" -- "$hbm" replay /nonexistent --device sim:0
 # exit 1 is a negative verdict, 0 success, in replay as in plan and pack
 check replay-oom 1 "first OOM" -- "$hbm" replay "$src/examples/svd_oom.hlo" --device v100-16gb --allocators platform
-check replay-ok 0 "allocator=platform" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
+check replay-ok 0 "platform,fraction=.9" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
 check plan-verdict 1 "DOES NOT FIT" -- "$hbm" plan "$src/examples/svd_oom.hlo" --device=V100-16GB
 # every command's --help: exit status stated, and every option it lists is one the parser
 # knows (asked without its value: "needs a value", never "unknown option")

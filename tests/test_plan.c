@@ -1,12 +1,15 @@
 /* test_plan.c - buffer assignment rules on small modules written for the purpose, XLA's
  * heap packing, the svd examples (the seed bug), reports, devices. */
 #include "core/internal.h"
+#include "hbm/json_api.h"
 #include "plan/xla_heap.h"
 #include "test.h"
 
-static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
+/* The modules here are written to XLA:GPU's rules; the file name says so (their unfused
+ * elementwise ops would otherwise read as XLA:CPU's, see test_backend_from_content). */
+static hbm_plan *plan_named(const char *text, const char *path, hbm_hlo_module **mout) {
     hbm_hlo_module *m = NULL;
-    if (hbm_hlo_parse(text, strlen(text), "t.hlo", &m) != HBM_OK) return NULL;
+    if (hbm_hlo_parse(text, strlen(text), path, &m) != HBM_OK) return NULL;
     hbm_plan *p = NULL;
     if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
         hbm_hlo_module_free(m);
@@ -15,6 +18,8 @@ static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
     *mout = m;
     return p;
 }
+
+static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) { return plan_named(text, "t.gpu.hlo", mout); }
 
 static hbm_plan_stats stats_of(const char *text) {
     hbm_plan_stats st;
@@ -227,6 +232,108 @@ static void test_cholesky_shares_operand(void) {
         "}\n");
     CHECK_EQ_U64(st.output_size_in_bytes, 1024);
     CHECK_EQ_U64(st.temp_size_in_bytes, 388); /* table 24 @0, workspace 256 @128, info 4 @384 */
+}
+
+/* The backend read from the module's content when the file name does not say it: an
+ * unfused iota is XLA:CPU's (XLA:GPU's FusionWrapper wraps it), a fusion named by
+ * XLA:GPU's RenameFusions is XLA:GPU's; a module with neither is GPU by assumption, and the
+ * explanation says so. */
+static void test_backend_from_content(void) {
+    static const char *const text[] = {
+        "HloModule m, is_scheduled=true\nENTRY e {\n  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n",
+        "HloModule m, is_scheduled=true\n%wrapped_iota_computation () -> s32[8] {\n"
+        "  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n"
+        "ENTRY e {\n  ROOT wrapped_iota = s32[8]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation\n}\n",
+        "HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT c = f32[8]{0} copy(p)\n}\n"};
+    static const hbm_backend want[] = {HBM_BACKEND_CPU, HBM_BACKEND_GPU, HBM_BACKEND_GPU};
+    for (int k = 0; k < 3; k++) {
+        hbm_hlo_module *m;
+        hbm_plan *p = plan_named(text[k], "t.hlo", &m);
+        CHECK(p != NULL);
+        if (!p) continue;
+        hbm_plan_stats st;
+        CHECK_OK(hbm_plan_get_stats(p, &st));
+        CHECK_EQ_U64((uint64_t)st.backend, (uint64_t)want[k]);
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+        CHECK_OK(hbm_plan_explain(p, f, 0, 0, NULL, 8));
+        fclose(f);
+        if (k == 0) CHECK_CONTAINS(out, "Rules: XLA:CPU buffer assignment, 64-byte alignment.");
+        if (k == 2) CHECK_CONTAINS(out, "(assumed: nothing in the module says which XLA compiler made it");
+        else CHECK(!strstr(out, "assumed"));
+        free(out);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    }
+}
+
+/* A tuple shape prints as ShapeUtil::HumanString prints it: an "index=N" comment before
+ * every fifth element, as in XLA's "Shape:" lines. */
+static void test_tuple_shape_index_comments(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text("HloModule m, is_scheduled=true\n"
+                            "ENTRY e {\n"
+                            "  p = f32[1000]{0} parameter(0)\n"
+                            "  ROOT t = (f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, "
+                            "/*index=5*/f32[1000]{0}, f32[1000]{0}) tuple(p, p, p, p, p, p, p)\n"
+                            "}\n",
+                            &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_buffer b[16];
+    size_t n = hbm_plan_peak_buffers(p, b, 16);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (b[i].shape && b[i].shape[0] == '(') {
+            CHECK_STR(b[i].shape, "(f32[1000], f32[1000], f32[1000], f32[1000], f32[1000], /*index=5*/f32[1000], f32[1000])");
+            found = 1;
+        }
+    CHECK(found);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+/* A TPU module that does not fit gets XLA:TPU's compile-time OOM text: HBM is memory space
+ * 0 only (s, in S(1), is not counted), sizes as tsl's HumanReadableNumBytes, padded and
+ * unpadded bytes from the T(8,128) tiles (f32[100,100] holds 104x128 floats: 52.0K, 39.1K
+ * of data), what the module cannot say (reserved, scoped) printed as unknown. */
+static void test_tpu_oom_text(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_named(
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[100,100]{1,0:T(8,128)} parameter(0)\n"
+        "  a = f32[100,100]{1,0:T(8,128)} exponential(p), metadata={op_name=\"jit(f)/exp\"}\n"
+        "  b = f32[100,100]{1,0:T(8,128)} transpose(a), dimensions={1,0}, metadata={op_name=\"jit(f)/transpose\"}\n"
+        "  s = f32[100,100]{1,0:T(8,128)S(1)} negate(b)\n"
+        "  ROOT c = f32[100,100]{1,0:T(8,128)} add(a, s)\n"
+        "}\n",
+        "t.hlo", &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    hbm_plan_target t = {100 << 10, 1.0, "a 100KiB device"};
+    CHECK_OK(hbm_plan_write_text(p, f, 15, &t));
+    fclose(f);
+    CHECK_CONTAINS(out, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used 156.0K of "
+                        "100.0K hbm. Exceeded hbm capacity by 56.0K.\n");
+    CHECK_CONTAINS(out, "    program         104.0K \n    arguments        52.0K \n");
+    CHECK_CONTAINS(out, "Output size 52.0K; shares 0B with arguments.");
+    CHECK_CONTAINS(out, "    reserved        unknown");
+    CHECK_CONTAINS(out, "    scoped          unknown");
+    CHECK_CONTAINS(out, "    HLO temp         52.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 0.0% "
+                        "fragmentation (0B))");
+    CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/transpose\"\n     Shape: f32[100,100]\n"
+                        "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
+                        "     XLA label: %b = f32[100,100]{1,0:T(8,128)} transpose(a)");
+    CHECK(!strstr(out, "XLA label: %s =")); /* S(1) is not HBM */
+    CHECK(!strstr(out, "BufferAssignment OOM Debugging"));
+    free(out);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
 }
 
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
@@ -727,6 +834,9 @@ int main(void) {
     RUN(test_while_phi_frees_loop_buffer);
     RUN(test_multi_output_fusion_shares);
     RUN(test_cholesky_shares_operand);
+    RUN(test_backend_from_content);
+    RUN(test_tuple_shape_index_comments);
+    RUN(test_tpu_oom_text);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

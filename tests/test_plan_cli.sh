@@ -31,6 +31,23 @@ if command -v python3 >/dev/null; then
 fi
 out=$("$HBM" devices); check "devices lists H100" grep -q "H100-80GB" <<<"$out"
 check "devices lists TPU v5e" grep -q "TPU-v5e" <<<"$out"
+check "devices: v6e at XLA:TPU's 31.25G" grep -q "^TPU-v6e  *31.25GiB" <<<"$out"
+# a real TPU train step on a small device: XLA:TPU's compile-time OOM, renamed copies read
+# the backend from their content
+TPU=${2:-}/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo
+if [ -f "$TPU" ]; then
+    out=$("$HBM" plan "$TPU" --capacity 16GiB --width 0 --top 2); rc=$?
+    check "tpu: exit 1" test $rc -eq 1
+    check "tpu: XLA:TPU's first line" grep -q "^Ran out of memory in memory space hbm. Used [0-9.]*G of 16.00G hbm. Exceeded hbm capacity by" <<<"$out"
+    check "tpu: largest allocations" grep -q "^  Largest program allocations in hbm:" <<<"$out"
+    check "tpu: HLO temp line" grep -q "^    HLO temp  *[0-9.]*G ([0-9.]*% utilization: Unpadded" <<<"$out"
+    tmp=$(mktemp -d); cp "$TPU" "$tmp/module.hlo"
+    out=$("$HBM" plan "$tmp/module.hlo" --json); rm -rf "$tmp"
+    check "tpu renamed: backend from content" grep -q '"backend_from": "content"' <<<"$out"
+    check "tpu renamed: tpu" grep -q '"backend": "tpu"' <<<"$out"
+else
+    echo "skip tpu checks: $TPU not found"
+fi
 "$HBM" plan >/dev/null 2>&1; check "missing file is usage error" test $? -eq 2
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --device nope >/dev/null 2>&1; check "unknown device is usage error" test $? -eq 2
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --framework-limit 2 >/dev/null 2>&1; check "bad fraction is usage error" test $? -eq 2

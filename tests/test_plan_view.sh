@@ -8,12 +8,8 @@
 # passes, and a screenshot is drawn. The shared corpus's TPU module (several memory spaces)
 # and largest GPU module are viewed too when present. Chromium missing: the HTML part skips.
 set -u
-HBM=$1
-DATA=${2:-}
-SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
+need python3
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 chrome() {
   timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \

@@ -17,6 +17,7 @@
 #include "hbm/device.h"
 #include "hbm/event.h"
 #include "hbm/file.h"
+#include "hbm/fit.h"
 #include "hbm/hlo.h"
 #include "hbm/json_api.h"
 #include "hbm/pack.h"

@@ -163,6 +163,11 @@ HBM_API hbm_status hbm_plan_view_html(const hbm_plan *p, const hbm_plan_view_opt
 /* XLA's text: "BufferAssignment OOM Debugging." stats block and up to top peak buffers. */
 HBM_API hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
 
+/* XLA:TPU's compile-time OOM text for a device of capacity bytes of HBM ("Ran out of memory
+ * in memory space hbm. Used X of Y hbm. ...", openxla/xla docs/errors/error_1000.md), HBM
+ * being memory space 0 only; the runtime's reserved and the compiler's scoped bytes are not
+ * in the module and are printed as unknown. Up to top largest program allocations. */
+HBM_API hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, size_t top);
 /* hbm's explanation: where the peak is in the schedule, which instructions and source
  * lines own it, and with capacity > 0 a verdict for a device of that many bytes whose
  * framework limits usable memory to fraction (0 = no framework limit, e.g. JAX's 0.75). */

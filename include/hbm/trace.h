@@ -211,6 +211,14 @@ HBM_API void hbm_replay_result_release(hbm_replay_result *r);
  * ...) as a simulated device of its capacity. */
 HBM_API hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
 
+/* The device a replay of t runs on when none is given, the same for every mode (the table,
+ * the torch twin, --suggest): the trace's capacity when it records one; for a PyTorch
+ * snapshot with an OOM, the bytes PyTorch had reserved then plus the free memory CUDA
+ * reported (what the process could reach); for another snapshot, its peak reserved bytes
+ * (the least the real device had); else sim:80GiB. *why (may be NULL) says which, in
+ * words ("the snapshot's peak reserved"). */
+HBM_API hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, const char **why);
+
 /* What the best allocator could have done on a trace: the most bytes live at once (no
  * allocator can peak lower) and a static packing of its buffers (hbm_pack's best
  * heuristic, within timeout_s) that shows how close to that bound one can get. */

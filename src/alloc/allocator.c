@@ -1,7 +1,7 @@
 /* allocator.c - the allocator handle over any policy or adaptor: the policy table,
  * serialized calls, interned tags and the state at each out-of-memory failure (taken by
  * oom_state.c). It calls nothing above alloc/: hbm_allocator_open composes a policy with
- * the trace recorder one floor up (src/api/allocator_open.c). */
+ * the trace recorder one floor up (src/trace/allocator_open.c). */
 #include <inttypes.h>
 #include <string.h>
 

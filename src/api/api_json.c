@@ -12,6 +12,7 @@
 #include "core/internal.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
+#include "hbm/replay_torch.h"
 #include "plan/plan_internal.h"
 #include "trace/trace_internal.h"
 
@@ -98,7 +99,13 @@ static const hbm_plan_target no_target;
 
 hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t) {
     if (!t) t = &no_target;
-    hbm_status s = hbm_plan_report(p, f, top);
+    hbm_plan_stats st;
+    hbm_status s = hbm_plan_get_stats(p, &st);
+    if (s) return s;
+    if (st.backend == HBM_BACKEND_TPU && t->capacity && st.peak_bytes > t->capacity) /* XLA:TPU's words */
+        s = hbm_plan_report_tpu(p, f, t->capacity, top);
+    else
+        s = hbm_plan_report(p, f, top);
     if (!s)
         s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
     return s;
@@ -273,22 +280,34 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     if (failed) *failed = 0;
     if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
     if (n > REPLAY_MAX_CONFIGS) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, REPLAY_MAX_CONFIGS);
+    int torch = !strcmp(t->source, "torch");
+    /* the defaults: PyTorch's allocator for a PyTorch snapshot, JAX's two otherwise */
     static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    if (!n) configs = defaults, n = 2;
+    static const char *const torch_default[] = {"allocator=torch"};
+    if (!n && torch) configs = torch_default, n = 1;
+    else if (!n) configs = defaults, n = 2;
     for (size_t i = 0; i < n; i++)
         if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
     char spec[160];
     hbm_status s;
-    if (device) {
-        if ((s = hbm_replay_device_spec(device, spec, sizeof spec))) return s;
-    } else if (t->capacity) {
-        snprintf(spec, sizeof spec, "sim:%" PRIu64, t->capacity);
-    } else {
-        snprintf(spec, sizeof spec, "sim:80GiB");
-    }
+    if (device) s = hbm_replay_device_spec(device, spec, sizeof spec);
+    else s = hbm_replay_default_device(t, spec, sizeof spec, NULL);
+    if (s) return s;
+    /* allocator=torch on a PyTorch snapshot: under the settings it was recorded with, the
+     * configuration's own items after them (later items win) */
+    char rec[200], (*full)[320] = hbmi_calloc(n, sizeof *full);
+    const char **run = hbmi_calloc(n, sizeof *run);
     hbm_replay_result *res = hbmi_calloc(n, sizeof *res);
-    if (!res) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_replay_many(t, spec, configs, n, res); /* failures are in res[i] */
+    if (!full || !run || !res) {
+        hbmi_free(full), hbmi_free(run), hbmi_free(res);
+        return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
+    }
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    for (size_t i = 0; i < n; i++) {
+        run[i] = configs[i];
+        if (torch && rec[0] && !hbm_torch_config_with_recorded(t, configs[i], full[i], sizeof full[i])) run[i] = full[i];
+    }
+    hbm_replay_many(t, spec, run, n, res); /* failures are in res[i] */
     hbm_replay_bounds b;
     /* hbm pack's default budget (counted work): the same figure on every run */
     if (hbm_replay_bounds_get(t, 0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
@@ -300,6 +319,8 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
         hbm_replay_result_release(&res[i]);
     }
     hbmi_free(res);
+    hbmi_free(run);
+    hbmi_free(full);
     return s;
 }
 

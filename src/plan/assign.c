@@ -1074,24 +1074,83 @@ static int text_has(const hbm_hlo_module *m, const char *needle) {
     return 0;
 }
 
+static int str_is(hbmi_str s, const char *w) { return s.n == strlen(w) && !memcmp(s.p, w, s.n); }
+static int str_starts(hbmi_str s, const char *w) { return s.n >= strlen(w) && !memcmp(s.p, w, strlen(w)); }
+
+/* Opcodes XLA:GPU's FusionWrapper (xla/service/gpu/transforms/fusion_wrapper.cc) wraps into
+ * a fusion wherever they stand unfused in the entry or a loop or branch of it; copy is left
+ * out (copy insertion runs later and leaves its copies unfused). One of them unfused there
+ * means another compiler. */
+static int gpu_would_wrap(hbmi_str op) {
+    static const char *const wrapped[] = {
+        "abs", "add", "and", "atan2", "bitcast-convert", "broadcast", "ceil", "cbrt", "clamp", "count-leading-zeros",
+        "compare", "complex", "concatenate", "convert", "cosine", "divide", "dot", "dynamic-slice",
+        "dynamic-update-slice", "erf", "exponential", "exponential-minus-one", "floor", "gather", "imag", "iota",
+        "is-finite", "log", "log-plus-one", "map", "maximum", "minimum", "multiply", "negate", "not", "or", "pad",
+        "popcnt", "power", "real", "reshape", "reduce", "reduce-precision", "reduce-window", "remainder", "reverse",
+        "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select", "shift-left", "shift-right-logical",
+        "shift-right-arithmetic", "sign", "sine", "slice", "sqrt", "subtract", "stochastic-convert", "tan", "tanh",
+        "transpose", "xor"};
+    for (size_t i = 0; i < sizeof wrapped / sizeof *wrapped; i++)
+        if (str_is(op, wrapped[i])) return 1;
+    return 0;
+}
+
+/* What the computations the entry runs (itself, loops, branches; not fusions or calls'
+ * callees) show: 1 an op XLA:GPU would have wrapped, or a fusion named without the kind
+ * prefix XLA:GPU's RenameFusions (loop_, input_, ...) and FusionWrapper (wrapped_) give
+ * every fusion; 2 such GPU names. */
+static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_names) {
+    if (ci >= m->n_comps || depth > 64) return 0;
+    const hbmi_comp *c = &m->comps[ci];
+    int cpu = 0;
+    for (uint32_t i = 0; i < c->n && !cpu; i++) {
+        const hbmi_instr *in = &c->ins[i];
+        if (in->op == HOP_FUSION && in->fusion_kind != 'C') {
+            static const char *const kinds[] = {"loop_", "input_", "output_", "wrapped_", "custom_"};
+            int named = 0;
+            for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) named |= str_starts(in->name, kinds[k]);
+            if (named) *gpu_names = 1;
+            /* "fusion", "fusion.3": XLA's default name, which old GPU dumps keep too */
+            else if (!str_starts(in->name, "fusion")) cpu = 1;
+        } else if (gpu_would_wrap(in->opcode)) {
+            cpu = 1;
+        }
+        if (in->op == HOP_WHILE || in->op == HOP_CONDITIONAL)
+            for (uint32_t k = 0; k < in->n_called && !cpu; k++) cpu = scan_names(m, in->called[k], depth + 1, gpu_names);
+    }
+    return cpu;
+}
+
 /* Which XLA compiler produced the module: the dump's file name says it
- * (module_0001.jit_f.sm_8.0_gpu_after_optimizations.txt, ...cpu_after_optimizations.txt),
- * else tiled layouts mean TPU, CUDA/ROCm library calls and GPU backend configs mean GPU,
- * the CPU runtime's calls and %parallel_ computations mean CPU. */
-static hbm_backend detect_backend(const hbm_hlo_module *m) {
+ * (module_0001.jit_f.sm_8.0_gpu_after_optimizations.txt, ...cpu_after_optimizations.txt);
+ * else the content: tiled layouts mean TPU; CUDA/ROCm library calls, GPU backend configs,
+ * command buffers, the GPU scheduler's scheduling_name metadata and its fusion names mean
+ * GPU; the CPU runtime's calls, %parallel_ computations, outer_dimension_partitions, ops
+ * XLA:GPU would have wrapped in a fusion and fusions not named the GPU's way mean CPU.
+ * *evidence: 'f' file name, 'c' content, 0 nothing (GPU assumed). */
+static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
+    *evidence = 'f';
     if (strstr(base, "tpu")) return HBM_BACKEND_TPU;
     if (strstr(base, "gpu") || strstr(base, ".sm_")) return HBM_BACKEND_GPU;
     if (strstr(base, "cpu")) return HBM_BACKEND_CPU;
+    *evidence = 'c';
     if (text_has(m, ":T(")) return HBM_BACKEND_TPU;
     if (text_has(m, "custom_call_target=\"__cublas") || text_has(m, "custom_call_target=\"__cudnn") ||
-        text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__gpu") ||
-        text_has(m, "\"operation_queue_id\"") || text_has(m, "command_buffer"))
+        text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__cusolver") ||
+        text_has(m, "custom_call_target=\"cu_") || text_has(m, "custom_call_target=\"__gpu") ||
+        text_has(m, "custom_call_target=\"__triton") || text_has(m, "\"operation_queue_id\"") ||
+        text_has(m, "command_buffer") || text_has(m, "scheduling_name=") || text_has(m, "fingerprint_before_lhs"))
         return HBM_BACKEND_GPU;
     if (text_has(m, "custom_call_target=\"__xla_cpu") || text_has(m, "%parallel_") ||
         text_has(m, "\"outer_dimension_partitions\""))
         return HBM_BACKEND_CPU;
+    int gpu_names = 0;
+    if (scan_names(m, m->entry, 0, &gpu_names)) return HBM_BACKEND_CPU;
+    if (gpu_names) return HBM_BACKEND_GPU;
+    *evidence = 0;
     return HBM_BACKEND_GPU;
 }
 
@@ -1248,7 +1307,8 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         p->opt.backend = o->backend;
     }
     p->m = m;
-    if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m);
+    p->backend_evidence = 'o';
+    if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m, &p->backend_evidence);
     /* XLA:GPU aligns buffers to 128 bytes (kXlaAllocatedBufferAlignBytes), XLA:CPU slices its
      * temp buffer at 64 (cpu_function_runtime::Align) */
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;

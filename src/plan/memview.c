@@ -390,18 +390,8 @@ hbm_status hbm_plan_view_text(const hbm_plan *p, const hbm_plan_view_options *op
 
 /* --- JSON -------------------------------------------------------------------------------------- */
 /* A JSON string; "</" written "<\/" so that the text can sit inside an HTML <script>. */
-static void jstrn(FILE *f, const char *s, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n && s; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f) fprintf(f, "\\u%04x", ch);
-        else if (ch == '/' && i && s[i - 1] == '<') fputs("\\/", f);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-static void jstr(FILE *f, const char *s) { jstrn(f, s, s ? strlen(s) : 0); }
+static void jstrn(FILE *f, const char *s, size_t n) { hbmi_json_write_strn(f, s, n, HBMI_JSON_ETAG); }
+static void jstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_ETAG); }
 
 static void json_buf(FILE *f, const hbm_plan *p, const hbmi_span *s) {
     hbmi_memview_buf d;

@@ -57,6 +57,7 @@ struct hbm_plan {
     hbm_timeline *heap_tl;   /* the largest heap simulation's input, for repacking (ids:
                                 colocated values share one) */
     uint64_t heap_tl_size;
+    char backend_evidence; /* 'o' option, 'f' file name, 'c' content, 0 none (GPU assumed) */
 };
 
 #define HBMI_HOST_SPACE 5

@@ -1,7 +1,8 @@
-/* allocator_open.c - hbm_allocator_open: the composition of an allocator from outside its
- * layer (as RMM composes resources and adaptors): the policy the configuration names
- * (src/alloc/), wrapped in the trace recorder (src/trace/recorder.c) when trace=PATH or
- * HBM_TRACE asks for it, under the handle that serializes calls and keeps the OOM state. */
+/* allocator_open.c - hbm_allocator_open: an allocator composed from outside alloc/ (as RMM
+ * composes resources and adaptors): the policy the configuration names (src/alloc/), wrapped
+ * in the trace recorder (recorder.c, beside it) when trace=PATH or HBM_TRACE asks for it,
+ * under the handle that serializes calls and keeps the OOM state. It stands on the
+ * recorder's floor, below the replay that opens allocators. */
 #include "alloc/alloc_internal.h"
 #include "trace/trace_internal.h"
 
