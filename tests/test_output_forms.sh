@@ -59,7 +59,7 @@ LC_ALL= LC_CTYPE= LANG=en_US.UTF-8 "$HBM" view "$T/two.json" >"$T/u" 2>&1
 LC_ALL=C grep -q '[^ -~[:space:]]' "$T/u" && ok "utf-8: LANG" || fail "utf-8: no blocks under LANG=en_US.UTF-8"
 
 # ---- 8: plurals and zeros --------------------------------------------------------------------
-"$HBM" replay "$T/two.json" --device sim:7MiB >"$T/r" 2>&1
+"$HBM" replay "$T/two.json" --device sim:7MiB --config allocator=bfc >"$T/r" 2>&1
 has "replay: (1 OOM)" "event 2: 8.00MiB (1 OOM)" "$T/r"
 hasnt "replay: no (1 OOMs)" "(1 OOMs)" "$T/r"
 "$HBM" view "$T/empty.json" >"$T/e" 2>&1
