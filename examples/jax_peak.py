@@ -1,7 +1,7 @@
 """A JAX program for `hbm run`: its peak device memory as JAX reports it, to compare with
 the peak of hbm's trace.
 
-  XLA_PYTHON_CLIENT_ALLOCATOR=platform hbm run --trace jax.csv -- python examples/jax_peak.py
+  XLA_PYTHON_CLIENT_ALLOCATOR=platform hbm run --trace jax.hbmt -- python examples/jax_peak.py
 With the platform allocator every buffer is its own cuMemAlloc, so the two peaks should agree
 up to JAX's own bookkeeping (the summary line of hbm run prints the trace's peak)."""
 import jax, jax.numpy as jnp

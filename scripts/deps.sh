@@ -2,8 +2,9 @@
 # scripts/deps.sh [build|test] - install what hbm needs on a Debian/Ubuntu machine, and only
 # that. Idempotent: does nothing when everything is present.
 #   build (default): a C compiler, make and CMake - all that `make build` and `make run` need.
-#   test: also what some tests use (pkg-config, python3 with pytest, venv and wheel, Debian's
-#         chromium for the HTML test); those tests skip, saying why, where it is missing.
+#   test: also what some tests use (pkg-config, python3 with pytest and venv, zlib's headers
+#         for gzip'd inputs, Debian's chromium for the HTML test); those tests skip, saying
+#         why, where it is missing.
 # Without apt-get nothing is installed: a missing build tool is an error that names it,
 # a missing test tool is a note.
 set -eu
@@ -31,12 +32,12 @@ if [ "$mode" = test ]; then
   if have python3; then
     pymod pytest python3-pytest || want python3-pytest "python3's pytest"
     pymod 'ensurepip, venv' python3-venv || want python3-venv "python3's venv"
-    # `pip install ./python` offline builds a wheel with the machine's own setuptools/wheel
-    pymod wheel python3-wheel || want python3-wheel "python3's wheel"
   else
     want python3 "python3"
-    need+=(python3-pytest python3-venv python3-wheel)
+    need+=(python3-pytest python3-venv)
   fi
+  # gzip'd inputs are read with zlib when the build finds its header (optional for building)
+  [ -e /usr/include/zlib.h ] || want zlib1g-dev "zlib's headers (zlib.h)"
   # the headless browser for tests/test_view_html.sh
   have chromium || have chromium-browser || want chromium "chromium (for the HTML test)"
 fi

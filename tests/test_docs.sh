@@ -92,6 +92,85 @@ for path in files:
             fails += 1
             print(f"FAIL {os.path.relpath(path, src)}: device '{name}' is not one 'hbm devices' lists")
 print(f"{names} device names in the docs checked against 'hbm devices'")
+
+# ---- the Python examples: every ```python block with >>> lines runs as a doctest, with the
+# repository's package over this build's libhbm.so, in the scratch folder (examples/ there)
+import doctest
+lib = os.path.join(os.path.dirname(os.path.realpath(subprocess.run(["sh", "-c", "command -v hbm"],
+                   stdout=subprocess.PIPE).stdout.decode().strip())), "libhbm.so")
+os.environ["HBM_LIBRARY"] = lib
+sys.path.insert(0, os.path.join(src, "python"))
+os.chdir(work)
+try:
+    import hbm
+except Exception as e:  # (a sanitizer build's library cannot load into python3)
+    hbm = None
+    print(f"skip the Python examples: {e}")
+doctests = 0
+for path in files if hbm and os.path.exists(lib) else []:
+    text = open(path, encoding="utf-8").read()
+    for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+        if ">>>" not in m.group(1):
+            continue
+        line = text[:m.start()].count("\n") + 2
+        test = doctest.DocTestParser().get_doctest(m.group(1), {"hbm": hbm}, path, path, line)
+        r = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        r.run(test, out=lambda s: print("    " + s.replace("\n", "\n    ")))
+        doctests += 1
+        if r.failures:
+            fails += 1
+            print(f"FAIL {os.path.relpath(path, src)}:{line}: the Python example's output differs")
+        else:
+            print(f"ok   {os.path.relpath(path, src)}:{line}: Python example ({r.tries} statements)")
+# what docs/python.md says of the attributes holds
+if hbm and os.path.exists(lib):
+    p = hbm.plan(os.path.join(src, "examples", "svd_fixed.hlo"))
+    claims = [("Plan.estimate is False for a module XLA scheduled", p.estimate is False),
+              ("the four host_*_size_in_bytes are 0 without S(5) buffers",
+               [p.host_argument_size_in_bytes, p.host_output_size_in_bytes, p.host_alias_size_in_bytes,
+                p.host_temp_size_in_bytes] == [0, 0, 0, 0]),
+              ("generated_code_size_in_bytes is None",
+               p.generated_code_size_in_bytes is None and p.host_generated_code_size_in_bytes is None)]
+    two = os.path.join(work, "two.json")
+    ev = '{"action": "alloc", "addr": %d, "size": %d, "stream": 0}'
+    open(two, "w").write('{"segments": [], "device_traces": [[%s], [%s, %s]]}' % (
+        ev % (4096, 512), ev % (4096, 1024), ev % (8192, 2048)))
+    t = hbm.load(two)
+    claims.append(("Trace.devices lists every device of the file", [d["device"] for d in t.devices] == ["cuda:1", "cuda:0"]))
+    for what, ok in claims:
+        print(("ok   docs/python.md: " if ok else "FAIL docs/python.md: ") + what)
+        fails += not ok
+print(f"{doctests} Python examples run")
+
+# ---- the help texts: what they say of the output holds
+def run(*args, env=None):
+    return subprocess.run(["hbm"] + list(args), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          env=env).stdout.decode("utf-8", "replace")
+helps = []
+view_help = run("view", "--help")
+page = os.path.join(work, "two.html")
+run("view", "two.json", "--html", page)
+html = open(page, encoding="utf-8").read() if os.path.exists(page) else ""
+helps.append(("hbm view --help: the HTML page holds every device, with a selector",
+              "selector switches" in view_help and "cuda:0" in html and "cuda:1" in html))
+c_env = dict(os.environ, LC_ALL="C")
+text_c = run("view", "two.json", env=c_env)
+helps.append(("hbm view --help: ASCII sparklines under LC_ALL=C",
+              "LC_ALL=C" in view_help and all(ord(ch) < 128 for ch in text_c)))
+export_help = run("export", "--help")
+perf = os.path.join(work, "two.perfetto.json")
+run("export", "two.json", "--format", "perfetto", "-o", perf)
+pids = set()
+if os.path.exists(perf):
+    pids = {e["pid"] for e in json.load(open(perf))["traceEvents"]}
+helps.append(("hbm export --help: perfetto has a process per device", "a process per device" in export_help and len(pids) == 2))
+# the examples record with `hbm run --trace F`: F is hbm's binary trace (.hbmt), as hbm run writes
+for f in sorted(os.listdir(os.path.join(src, "examples"))):
+    for m in re.finditer(r"hbm run --trace (\S+)", open(os.path.join(src, "examples", f), encoding="utf-8").read()):
+        helps.append((f"examples/{f}: hbm run --trace {m.group(1)} names an hbm trace", m.group(1).endswith(".hbmt")))
+for what, ok in helps:
+    print(("ok   " if ok else "FAIL ") + what)
+    fails += not ok
 print(f"{ran} examples run, {skipped} skipped, {fails} failed")
 if ran == 0:
     print("FAIL: no example found in the docs")

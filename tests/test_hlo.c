@@ -175,7 +175,8 @@ static void check_error(const char *text, const char *where, const char *what) {
 }
 
 static void test_error_positions(void) {
-    check_error("", "t.hlo:1:1:", "expected 'HloModule'");
+    check_error("", "t.hlo", ": empty file");
+    check_error("\n", "t.hlo:2:1:", "expected 'HloModule'");
     check_error("HloModule m\nENTRY e {\n  p = f32[2 parameter(0)\n}\n", "t.hlo:3:13:", "parameter(0)");
     check_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[2] negate(f32[2] r)\n}\n",
                 "t.hlo:4:28:", "operand is not defined");
@@ -188,6 +189,34 @@ static void test_error_positions(void) {
     check_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0), sharding={devices=[2]<=[2]]\n}\n", "t.hlo:3:",
                 "bracket");
     check_error("HloModule m\nENTRY e {\n}\n", "t.hlo:3:2:", "no instructions");
+}
+
+/* A shape of more bytes than an int64 counts (XLA's limit) and a module whose values add up
+ * to more are errors naming the shape or the instruction and its line; a UTF-8 byte-order
+ * mark before HloModule is skipped; another kind of file is named, its bytes not quoted. */
+static void test_sizes_and_kinds(void) {
+    check_error("HloModule m\nENTRY e {\n  ROOT p = f32[4611686018427387904,4] parameter(0)\n}\n", "t.hlo:3:12:",
+                "shape f32[4611686018427387904,4]: it holds more than 2^63 - 1 bytes");
+    check_error("HloModule m\nENTRY e {\n  ROOT p = f32[2305843009213693952] parameter(0)\n}\n", "t.hlo:3:12:",
+                "it holds more than 2^63 - 1 bytes"); /* 2^63 bytes: one more than int64 */
+    check_error("HloModule m\nENTRY e {\n  p = u8[2,8]{1,0:T(8,1152921504606846976)} parameter(0)\n}\n", "t.hlo:3:7:",
+                "more than 2^63 - 1 bytes"); /* padded to its tiles */
+    check_error("HloModule m\nENTRY e {\n  p = f32[1152921504606846976] parameter(0)\n"
+                "  q = f32[1152921504606846976] negate(p)\n  ROOT r = f32[1152921504606846976] negate(q)\n}\n",
+                "t.hlo:4:3:", "q = f32[1152921504606846976]: the module's values up to it hold more than 2^63 - 1");
+    uint64_t b = 0;
+    CHECK(hbm_hlo_shape_bytes("f32[4611686018427387904,4]", 8, &b) == HBM_ERR_PARSE);
+    CHECK_OK(hbm_hlo_shape_bytes("u8[9223372036854775807]", 8, &b));
+    CHECK(b == 9223372036854775807ull);
+    CHECK(hbm_hlo_shape_bytes("(u8[9223372036854775807], u8[1])", 8, &b) == HBM_OK); /* each fits */
+    hbm_hlo_module *m = parse("\xef\xbb\xbfHloModule bom\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n");
+    CHECK(m && !strcmp(hbm_hlo_module_name(m), "bom"));
+    hbm_hlo_module_free(m);
+    const char pickle[] = "\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94u.";
+    m = (hbm_hlo_module *)1;
+    CHECK(hbm_hlo_parse(pickle, sizeof pickle - 1, "s.pickle", &m) == HBM_ERR_PARSE && !m);
+    CHECK(strstr(hbm_last_error(), "s.pickle is a PyTorch memory snapshot (pickle), not an HLO module"));
+    for (const char *e = hbm_last_error(); *e; e++) CHECK((unsigned char)*e >= 0x20 && (unsigned char)*e < 0x7f);
 }
 
 static void test_never_crashes_on_prefixes(void) {
@@ -304,6 +333,7 @@ int main(void) {
     RUN(test_parse_everything);
     RUN(test_old_style_and_unscheduled);
     RUN(test_error_positions);
+    RUN(test_sizes_and_kinds);
     RUN(test_never_crashes_on_prefixes);
     RUN(test_fault_injection);
     RUN(test_long_computation_error_paths);

@@ -78,7 +78,13 @@ static void test_pickle_errors(void) {
     CHECK_CONTAINS(hbm_last_error(), "protocol 1");
     static const unsigned char nostop[] = {0x80, 2, '}'};
     CHECK_STATUS(hbm_trace_parse_torch_pickle(nostop, sizeof nostop, "p", &t), HBM_ERR_PARSE);
-    CHECK_CONTAINS(hbm_last_error(), "offset 3: data ends before STOP");
+    CHECK_CONTAINS(hbm_last_error(), "p: the file ends early (truncated at byte 3 of a pickle)");
+    static const unsigned char cut[] = {0x80, 2, '}', 'X', 9, 0, 0, 0, 's', 'e', 'g'}; /* inside a string */
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(cut, sizeof cut, "c.pickle", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "c.pickle: the file ends early (truncated at byte 11 of a pickle)");
+    static const unsigned char cutget[] = {0x80, 2, '}', 'j', 1}; /* a memo get without its index */
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(cutget, sizeof cutget, "c", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "the file ends early (truncated at byte 5 of a pickle)");
     static const unsigned char notdict[] = {0x80, 2, ']', '.'};
     CHECK_STATUS(hbm_trace_parse_torch_pickle(notdict, sizeof notdict, "p", &t), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "expected a dict");
@@ -100,6 +106,66 @@ static void test_pickle_errors(void) {
     CHECK_EQ_U64(hbmi_pv_int(root, "a", 0), 32767);
     CHECK(hbmi_pv_int(root, "b", 0) == -2);
     hbmi_pvpool_free(&pool);
+    /* wider than 64 bits (2^70, 9 bytes): a float, which sizes refuse by name; 2^64 - 1 (9
+     * bytes, the top one 0) wraps as addresses do */
+    static const unsigned char wide[] = {0x80, 2, '}', 'X', 1, 0, 0, 0, 'a', 0x8a, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x40,
+                                         's', 'X', 1, 0, 0, 0, 'b', 0x8a, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                         0xff, 0, 's', '.'};
+    CHECK_OK(hbmi_pickle_parse(wide, sizeof wide, "w", &pool, &root));
+    CHECK(hbmi_pv_get(root, "a")->type == PV_FLOAT && hbmi_pv_get(root, "a")->f == 1180591620717411303424.0);
+    CHECK(hbmi_pv_int(root, "b", 0) == -1);
+    hbmi_pvpool_free(&pool);
+}
+
+/* A size no device holds (2^70, or sizes whose sum passes 2^63) is an error naming the
+ * event; a history no allocator can have made is named by its first inconsistent event. */
+static void test_impossible_sizes(void) {
+    hbm_trace *t;
+    const char *big = "{\"segments\": [], \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 4096, \"size\": 512},"
+                      " {\"action\": \"alloc\", \"addr\": 8192, \"size\": 1180591620717411303424}]]}";
+    CHECK_STATUS(hbm_trace_parse_torch_json(big, strlen(big), "big.json", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "big.json: event 1: \"size\" is 1.18059e+21, outside 0 to 2^63");
+    const char *sum = "{\"segments\": [], \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 4096, \"size\": 512},"
+                      " {\"action\": \"alloc\", \"addr\": 8192, \"size\": 9223372036854775807}]]}";
+    CHECK_OK(hbm_trace_parse_torch_json(sum, strlen(sum), "sum.json", &t));
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    CHECK_STATUS(hbm_view_all(t, 0, NULL, f), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "sum.json: event 1: the bytes in use pass 2^63 - 1 with an allocation of "
+                                     "9223372036854775807 bytes");
+    fclose(f);
+    free(out);
+    hbm_trace_free(t);
+    /* freed twice: the second free is named, and the figures are said not to be real */
+    const char *twice = "{\"segments\": [], \"device_traces\": [[{\"action\": \"alloc\", \"addr\": 4096, \"size\": 512},"
+                        " {\"action\": \"free_completed\", \"addr\": 4096, \"size\": 512},"
+                        " {\"action\": \"free_completed\", \"addr\": 4096, \"size\": 512}]]}";
+    CHECK_OK(hbm_trace_parse_torch_json(twice, strlen(twice), "twice.json", &t));
+    f = open_memstream(&out, &n);
+    CHECK_OK(hbm_view_all(t, 0, NULL, f));
+    fclose(f);
+    CHECK_CONTAINS(out, "warning: an impossible history");
+    CHECK_CONTAINS(out, "real: event 2 frees 0x1000, which is not allocated");
+    free(out);
+    f = open_memstream(&out, &n);
+    CHECK_OK(hbm_view_all(t, 1, NULL, f));
+    fclose(f);
+    CHECK_CONTAINS(out, "\"warning\": \"event 2 frees 0x1000, which is not allocated\"");
+    free(out);
+    hbm_trace_free(t);
+    /* in use above reserved: a block outside every segment */
+    const char *above = "{\"segments\": [{\"device\": 0, \"address\": 4096, \"total_size\": 2097152, \"blocks\": []}], "
+                        "\"device_traces\": [[{\"action\": \"segment_alloc\", \"addr\": 4096, \"size\": 2097152},"
+                        " {\"action\": \"alloc\", \"addr\": 4096, \"size\": 1048576},"
+                        " {\"action\": \"alloc\", \"addr\": 9999872, \"size\": 4194304}]]}";
+    CHECK_OK(hbm_trace_parse_torch_json(above, strlen(above), "above.json", &t));
+    f = open_memstream(&out, &n);
+    CHECK_OK(hbm_view_all(t, 0, NULL, f));
+    fclose(f);
+    CHECK_CONTAINS(out, "real: event 2 has 5.00MiB in use, above the 2.00MiB reserved");
+    free(out);
+    hbm_trace_free(t);
 }
 
 static void test_json_errors(void) {
@@ -451,6 +517,7 @@ int main(void) {
     RUN(test_torch_to_hbm_trace);
     RUN(test_torch_segments_only);
     RUN(test_pickle_errors);
+    RUN(test_impossible_sizes);
     RUN(test_json_errors);
     RUN(test_rmm);
     RUN(test_fault_injection);

@@ -49,7 +49,8 @@ static void expect_error(const char *text, const char *needle) {
 }
 
 static void test_csv_errors(void) {
-    expect_error("", "no header");
+    expect_error("", "bad.csv: empty file");
+    expect_error("\n", "no header");
     expect_error("id,lower,size\n", "bad.csv:1: header needs");
     expect_error("id,lower,upper,size\n0,0,10,4\n1,0,10\n", "bad.csv:3: 3 fields");
     expect_error("id,lower,upper,size\n0,0,10,0\n", "bad.csv:2: size must be a positive");

@@ -41,6 +41,46 @@ int cli_device_arg(const char *cmd, const char *device, char *spec, size_t cap) 
     return 0;
 }
 
+/* Which commands read each kind of file (the first is the one suggested), or a hint for
+ * the kinds no command reads. */
+static const struct {
+    hbm_file_kind kind;
+    const char *cmds; /* " plan view " */
+    const char *hint;
+} readers[] = {
+    {HBM_FILE_HLO, " plan view diff export replay ", NULL},
+    {HBM_FILE_TORCH_PICKLE, " view replay diff export ", NULL},
+    {HBM_FILE_TORCH_JSON, " view replay diff export ", NULL},
+    {HBM_FILE_HBM_TRACE, " view replay diff export ", NULL},
+    {HBM_FILE_RMM_CSV, " view replay diff export ", NULL},
+    {HBM_FILE_MINIMALLOC_CSV, " pack ", NULL},
+    {HBM_FILE_HLO_PROTO, "", "hbm reads HLO text: XLA writes it with --xla_dump_hlo_as_text"},
+    {HBM_FILE_XSPACE, "", "hbm reads HLO text and PyTorch snapshots; XProf's memory viewer reads profiles"},
+    {HBM_FILE_PERFETTO, "", "open it in https://ui.perfetto.dev (hbm export writes this format, it reads traces)"},
+    {HBM_FILE_BINARY, "", "hbm reads HLO modules, hbm traces, PyTorch snapshots, RMM logs, MiniMalloc CSV"},
+};
+
+int cli_input(const char *cmd, const char *path) {
+    hbm_file_kind k;
+    int gz = 0;
+    if (!path || !strcmp(path, "-") || hbm_file_sniff_path(path, &k, &gz)) return -1; /* the reader says why */
+    if (k == HBM_FILE_EMPTY) {
+        fprintf(stderr, "hbm %s: %s: empty file\n", cmd, path);
+        return 2;
+    }
+    char me[24];
+    snprintf(me, sizeof me, " %s ", cmd);
+    for (size_t i = 0; i < CLI_N(readers); i++) {
+        if (readers[i].kind != k || strstr(readers[i].cmds, me)) continue;
+        const char *want = !strcmp(cmd, "plan") ? "an HLO module" : !strcmp(cmd, "pack") ? "a MiniMalloc CSV" : "a trace";
+        fprintf(stderr, "hbm %s: %s is %s%s, not %s: ", cmd, path, hbm_file_kind_str(k), gz ? " (gzip'd)" : "", want);
+        if (readers[i].hint) fprintf(stderr, "%s\n", readers[i].hint);
+        else fprintf(stderr, "try 'hbm %.*s %s'\n", (int)strcspn(readers[i].cmds + 1, " "), readers[i].cmds + 1, path);
+        return 2;
+    }
+    return -1;
+}
+
 int cli_output_done(const char *cmd, hbm_output *o, hbm_status s) {
     if (s) hbm_output_abort(o);
     else s = hbm_output_commit(o);
@@ -89,6 +129,18 @@ int cli_parse_int(const char *s, long lo, long hi, int *out) {
     long v = strtol(s, &end, 10);
     if (!*s || isspace((unsigned char)*s) || *end || errno || v < lo || v > hi) return -1;
     *out = (int)v;
+    return 0;
+}
+
+int cli_utf8(void) {
+    const char *v = NULL;
+    const char *names[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+    for (size_t i = 0; i < CLI_N(names) && (!v || !*v); i++) v = getenv(names[i]);
+    if (!v) return 0;
+    for (const char *p = v; *p; p++) /* "en_US.UTF-8", "C.utf8" */
+        if (tolower((unsigned char)p[0]) == 'u' && tolower((unsigned char)p[1]) == 't' &&
+            tolower((unsigned char)p[2]) == 'f' && (p[3] == '8' || (p[3] == '-' && p[4] == '8')))
+            return 1;
     return 0;
 }
 
@@ -146,7 +198,8 @@ static int set_value(const char *cmd, const cli_opt *o, const char *opt, const c
         break;
     }
     case CLI_PARSE:
-        if (o->parse(v, o->dest) != HBM_OK) return cli_bad_value(cmd, opt, NULL, hbm_last_error());
+        if (o->parse(v, o->dest) != HBM_OK) /* the parser's message, or the table's expect */
+            return o->expect ? cli_bad_value(cmd, opt, v, o->expect) : cli_bad_value(cmd, opt, NULL, hbm_last_error());
         break;
     }
     if (!ok) return cli_usage_error(cmd, "%s '%s': %s", opt, v, o->expect ? o->expect : expect);

@@ -40,7 +40,8 @@ typedef struct cli_opt {
     const char *arg;  /* the value's name in --help ("N", "SIZE"); NULL for flags */
     const char *help; /* its --help text; lines separated by \n */
     long lo, hi;      /* CLI_INT, CLI_REAL, CLI_COLUMNS bounds */
-    const char *expect;              /* what is accepted, for the message (default: from kind and bounds) */
+    const char *expect;              /* what is accepted, for the message (default: from kind and bounds;
+                                      * CLI_PARSE: the parser's last error) */
     hbm_status (*parse)(const char *value, void *dest); /* CLI_PARSE */
     const char **raw;                /* when set: the value as given */
     int required;                    /* the command needs it: "missing --format F" without it */
@@ -77,6 +78,9 @@ typedef struct cli_args {
  * "unknown option '--x'", "--top 'x': expected a whole number from 0 to 100000", a
  * missing or unexpected positional argument). */
 int cli_parse(const cli_command *c, int argc, char **argv, cli_args *out);
+/* 1 when the terminal's locale is UTF-8 (LC_ALL, else LC_CTYPE, else LANG names one, as
+ * setlocale reads them), else 0: output is then ASCII (LC_ALL=C, or no locale set). */
+int cli_utf8(void);
 /* CLI_PARSE parsers shared by commands: a packing algorithm (hbm_pack_algo *). */
 hbm_status cli_pack_algo(const char *value, void *algo);
 /* c's help: usage lines made from the table, about, options, exit status, examples. */
@@ -97,6 +101,12 @@ int cli_bad_value(const char *cmd, const char *opt, const char *value, const cha
  * lists) as a device spec in spec, checked by opening it; 0, or 2 after the message
  * "hbm NAME: --device: <why, naming D>". */
 int cli_device_arg(const char *cmd, const char *device, char *spec, size_t cap);
+/* The input file of command cmd, recognised by its content before it is read: a kind of
+ * file that another command reads (or none does) is named, with the command to try ("hbm
+ * plan: s.pickle is a PyTorch memory snapshot (pickle), not an HLO module: try 'hbm view
+ * s.pickle'"), and so is an empty file; returns 2 after that message, else -1 (go on: the
+ * reader says what else is wrong, where). */
+int cli_input(const char *cmd, const char *path);
 /* Finish an output file opened with hbm_output_open: commit it when s is HBM_OK, else
  * remove the temporary. On failure print "hbm NAME: cannot write PATH (...)" and return
  * the exit status (2); 0 when the file is complete. */

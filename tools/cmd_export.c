@@ -23,7 +23,7 @@ int cmd_export(int argc, char **argv) {
                  "as the sequence XLA runs) in another tool's format. A snapshot's state before its\n"
                  "history (rebuilt from its segments) is included. Formats:\n"
                  "  perfetto     Chrome/Perfetto trace JSON: counters \"in use\" and \"reserved\" (bytes),\n"
-                 "               an instant per OOM. Open in https://ui.perfetto.dev\n"
+                 "               an instant per OOM; a process per device. Open in https://ui.perfetto.dev\n"
                  "  pprof        gzipped profile.proto heap profile: alloc_space/alloc_objects (total)\n"
                  "               and inuse_space/inuse_objects (at the peak) by tag and backtrace.\n"
                  "               Open with `go tool pprof -http=: OUT` or pprof.me\n"
@@ -42,6 +42,7 @@ int cmd_export(int argc, char **argv) {
     const char *in = args.pos[0];
     if (strcmp(fmt, "perfetto") && strcmp(fmt, "pprof") && strcmp(fmt, "torch") && strcmp(fmt, "minimalloc"))
         return cli_usage_error("export", "--format '%s': expected perfetto, pprof, torch or minimalloc", fmt);
+    if ((rc = cli_input("export", in)) >= 0) return rc;
     hbm_trace **all = NULL, *one = NULL;
     size_t n = 0;
     hbm_status s = device >= 0 || strcmp(fmt, "torch") ? hbm_trace_load_device(in, device, &one)
@@ -52,8 +53,16 @@ int cmd_export(int argc, char **argv) {
     if (!(s = hbm_output_open(&o, out))) {
         s = !strcmp(fmt, "torch") ? hbm_export_torch_all(all, n, o.f) : hbm_export_write(all[0], fmt, o.f);
         rc = cli_output_done("export", &o, s);
-        if (!rc && strcmp(fmt, "torch") && strcmp(out, "-") && all[0]->device[0])
-            fprintf(stderr, "hbm export: wrote %s (device %s)\n", out, all[0]->device);
+        if (!rc && strcmp(out, "-")) { /* what the file holds: one device, or each */
+            fprintf(stderr, "hbm export: wrote %s", out);
+            const hbm_trace *first = all[0];
+            size_t nd = n > 1 ? n : 1 + (strcmp(fmt, "perfetto") ? 0 : first->n_others);
+            for (size_t k = 0; k < nd && (nd > 1 || first->device[0]); k++) {
+                const hbm_trace *d = n > 1 ? all[k] : k ? first->others[k - 1] : first;
+                fprintf(stderr, "%s%s", k ? ", " : nd > 1 ? " (devices " : " (device ", d->device[0] ? d->device : "?");
+            }
+            fputs(nd > 1 || first->device[0] ? ")\n" : "\n", stderr);
+        }
         if (one) hbm_trace_free(one);
         else hbm_trace_free_all(all, n);
         return rc;

@@ -101,6 +101,7 @@ int cmd_pack(int argc, char **argv) {
         return cli_usage_error("pack", "--minimize needs --algorithm exact");
     if (!json && isatty(2) && o.algo == HBM_PACK_EXACT) o.progress = on_progress;
 
+    if ((rc = cli_input("pack", file)) >= 0) return rc;
     hbm_timeline *tl;
     hbm_status s = hbm_minimalloc_read(file, &tl);
     if (s) return cli_fail("pack", s);

@@ -81,6 +81,7 @@ int cmd_plan(int argc, char **argv) {
         return cli_bad_value("plan", device ? "--device" : "--capacity", NULL, why);
     }
     po.timeout_s = timeout;
+    if ((rc = cli_input("plan", file)) >= 0) return rc;
     hbm_hlo_module *m;
     hbm_status s = hbm_hlo_parse_file(file, &m);
     if (s) return cli_fail("plan", s);

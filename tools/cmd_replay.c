@@ -107,6 +107,7 @@ int cmd_replay(int argc, char **argv) {
     char list[CLI_LIST_MAX][300];
     int n = 0;
     if (!suggest && (rc = configurations(&configs, allocators, fraction, list, &n))) return rc;
+    if ((rc = cli_input("replay", path)) >= 0) return rc;
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(path, device_index, &t);
     if (s) return cli_fail("replay", s);

@@ -54,12 +54,14 @@ int cmd_view(int argc, char **argv) {
          .help = "buffers and totals listed (default 15)"},
         {.name = "--width", .kind = CLI_INT, .dest = &o.width, .lo = 8, .hi = 1000, .arg = "N",
          .help = "sparkline columns (default 72)"},
-        {.name = "--ascii", .kind = CLI_FLAG, .dest = &o.ascii, .help = "ASCII sparklines instead of Unicode blocks"},
+        {.name = "--ascii", .kind = CLI_FLAG, .dest = &o.ascii,
+         .help = "ASCII sparklines instead of Unicode blocks (the default under a\n"
+                 "locale that is not UTF-8, such as LC_ALL=C)"},
         {.name = "--title", .kind = CLI_STR, .dest = &o.title, .arg = "T",
          .help = "title of the report / page (default: the file name)"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
-         .help = "only device N (cuda:N) of a snapshot (HTML: the first device\n"
-                 "unless given)"},
+         .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
+                 "HTML: one page, a selector switches between them)"},
         {.name = "--memory-space", .kind = CLI_INT, .dest = &space, .lo = 0, .hi = 1 << 20, .arg = "N",
          .help = "HLO module: only memory space S(N) (0 device memory, 5 host);\n"
                  "default every space that holds an allocation"},
@@ -93,6 +95,8 @@ int cmd_view(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
+    if ((rc = cli_input("view", in)) >= 0) return rc;
+    if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
     if (hbm_hlo_file_is_text(in)) return view_plan(in, html, json, &o, space);
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(in, device, &t); /* -1: the first, the others attached */

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return check_stdout(commands[i].name, commands[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "hbm: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    /* one line and where to look, not the whole help (its copy on stderr hid the typo) */
+    fprintf(stderr, "hbm: unknown command '%s' (the commands: 'hbm --help')\n", argv[1]);
     return 2;
 }

@@ -243,7 +243,8 @@ HBM_API hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec,
 
 /* --- export ---------------------------------------------------------------------------- */
 
-/* Chrome / Perfetto trace JSON: counters "in use" and "reserved", instants for OOMs. */
+/* Chrome / Perfetto trace JSON: counters "in use" and "reserved", instants for OOMs; t and
+ * the devices attached to it (t->others) each a process of its own. */
 HBM_API hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f);
 /* pprof profile.proto, gzip-wrapped: alloc_objects/alloc_space (total) and
  * inuse_objects/inuse_space (at the peak), by tag and backtrace. */

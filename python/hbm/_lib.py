@@ -1,8 +1,10 @@
 """Finding and binding libhbm.so (ctypes, standard library only).
 
 The library is looked for, in order: the file named by $HBM_LIBRARY (and only it when the
-variable is set), libhbm.so next to this package, the build folder of a source tree
-(python/hbm/../../build), then the system's loader (ldconfig's cache, LD_LIBRARY_PATH).
+variable is set), libhbm.so next to this package (`pip install ./python` builds and bundles
+it), the build folder when this package is in a source tree (python/hbm/../../build), then
+the system's loader (ldconfig's cache, LD_LIBRARY_PATH). LibraryNotFound names only those
+that apply to this copy.
 """
 import ctypes
 import ctypes.util
@@ -97,11 +99,11 @@ def _candidates():
     if env:
         return [("$HBM_LIBRARY", env)]
     found = ctypes.util.find_library("hbm")
-    return [
-        ("next to the package", os.path.join(_here, "libhbm.so")),
-        ("the build folder", os.path.normpath(os.path.join(_here, "..", "..", "build", "libhbm.so"))),
-        ("the system", found or "libhbm.so"),
-    ]
+    places = [("next to the package", os.path.join(_here, "libhbm.so"))]
+    tree = os.path.normpath(os.path.join(_here, "..", ".."))
+    if os.path.exists(os.path.join(tree, "CMakeLists.txt")):  # a source tree (not an installed copy)
+        places.append(("the build folder", os.path.join(tree, "build", "libhbm.so")))
+    return places + [("the system", found or "libhbm.so")]
 
 
 def _bind(lib, name, sig):
@@ -144,7 +146,8 @@ def get():
             return lib
         raise _errors.LibraryNotFound(
             "libhbm.so not found or not usable; looked in:\n  " + "\n  ".join(tried)
-            + "\nBuild it with `make` or set HBM_LIBRARY to its path.")
+            + "\nInstall with `pip install ./python` from the hbm source tree (it builds and bundles the"
+            " library), or build it with `make` and set HBM_LIBRARY to its path.")
 
 
 def path():

@@ -11,7 +11,7 @@
 #include "core/internal.h"
 #include "hbm/file.h"
 
-hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
+static hbm_status read_raw(const char *path, char **data, size_t *len) {
     *data = NULL;
     *len = 0;
     FILE *f = fopen(path, "rb");
@@ -49,6 +49,49 @@ hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
     return HBM_OK;
 }
 
+/* A gzip'd input in place of the compressed bytes (read whole: the mapping's paging is
+ * for plain files). */
+static hbm_status inflate_in_place(const char *path, char **data, size_t *len) {
+    if (!hbmi_is_gzip(*data, *len)) return HBM_OK;
+    unsigned char *out;
+    size_t n;
+    hbm_status s = hbmi_gunzip(*data, *len, 0, path, &out, &n);
+    hbmi_free(*data);
+    *data = s ? NULL : (char *)out;
+    *len = s ? 0 : n;
+    return s;
+}
+
+hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
+    hbm_status s = read_raw(path, data, len);
+    return s ? s : inflate_in_place(path, data, len);
+}
+
+hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return hbmi_error(HBM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return hbmi_error(HBM_ERR_IO, "%s is a directory, not a file", path);
+    }
+    unsigned char *p = hbmi_malloc(max + 1);
+    size_t n = p ? fread(p, 1, max, f) : 0;
+    int err = ferror(f);
+    fclose(f);
+    if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading %s", path);
+    if (err) {
+        hbmi_free(p);
+        return hbmi_error(HBM_ERR_IO, "error reading %s: %s", path, strerror(errno));
+    }
+    p[n] = 0;
+    *data = p;
+    *len = n;
+    return HBM_OK;
+}
+
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY);
@@ -56,6 +99,10 @@ hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
     if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= HBMI_MAP_MIN &&
         (uint64_t)st.st_size <= SIZE_MAX) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED && hbmi_is_gzip(p, (size_t)st.st_size)) { /* inflated whole, below */
+            munmap(p, (size_t)st.st_size);
+            p = MAP_FAILED;
+        }
         if (p != MAP_FAILED) {
             close(fd);
             madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);

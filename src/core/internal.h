@@ -4,6 +4,7 @@
 #define HBM_CORE_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,6 +115,18 @@ typedef struct hbmi_mapped {
 #define HBMI_MAP_MIN ((size_t)1 << 20)
 #define HBMI_MAP_WINDOW ((size_t)8 << 20)
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
+/* The first max bytes of a file (fewer when it is shorter), NUL-terminated; as it is (a
+ * gzip file is not inflated). */
+hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len);
+/* Inflate a gzip stream (concatenated members too) into *out (NUL-terminated, hbmi_free);
+ * max > 0: stop after max bytes (a head: a truncated stream gives what it holds). Errors
+ * name name: damaged or truncated data, or a build without zlib (HBM_ERR_UNSUPPORTED). */
+hbm_status hbmi_gunzip(const void *data, size_t len, size_t max, const char *name, unsigned char **out,
+                       size_t *out_len);
+/* A gzip stream's first bytes. */
+static inline int hbmi_is_gzip(const void *data, size_t len) {
+    return len >= 2 && ((const unsigned char *)data)[0] == 0x1f && ((const unsigned char *)data)[1] == 0x8b;
+}
 void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
 void hbmi_unmap_file(hbmi_mapped *m);
 /* Arrays of many megabytes (a snapshot's events, its timeline): as hbmi_grow, in mappings
@@ -136,6 +149,9 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+/* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
+ * printed, an op_name cannot retitle or clear the terminal. */
+void hbmi_fputs_visible(const char *s, FILE *f);
 
 /* The library's one JSON string writer (json.c): s (NULL: "") quoted, '"' and '\\'
  * escaped, control characters as \u00XX. HBMI_JSON_NL writes a newline as \n;

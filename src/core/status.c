@@ -43,12 +43,29 @@ int hbmi_oom_quiet_set(int on) {
     return old;
 }
 
+/* Messages quote names and text from files (a path, an op_name, a CSV field): their
+ * control characters are made visible ("\x1b"), so that no message retitles or clears the
+ * terminal it is printed to. Line breaks and tabs stay. */
+static void visible(void) {
+    char out[HBMI_ERRBUF];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)hbmi_errbuf; *p && n + 5 < sizeof out; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+            n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
+        else
+            out[n++] = (char)*p;
+    }
+    out[n] = 0;
+    memcpy(hbmi_errbuf, out, n + 1);
+}
+
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
     if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(hbmi_errbuf, sizeof hbmi_errbuf, fmt, ap);
     va_end(ap);
+    visible();
     return s;
 }
 
@@ -61,6 +78,7 @@ hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) {
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof hbmi_errbuf)
         snprintf(hbmi_errbuf + n, sizeof hbmi_errbuf - (size_t)n, "%s", old);
+    visible();
     return s;
 }
 

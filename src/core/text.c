@@ -14,6 +14,13 @@ static size_t col_offset(const char *s, size_t len, size_t col) {
     return i;
 }
 
+void hbmi_fputs_visible(const char *s, FILE *f) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\x%02x", *p);
+        else fputc(*p, f);
+    }
+}
+
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle) {
     char clean[1024];
     size_t n = 0, cols = 0;

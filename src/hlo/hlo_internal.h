@@ -48,6 +48,9 @@ typedef struct hbmi_shape {
 
 /* Byte size as XLA's GPU compiler counts it (tuples: pointer_size per element). */
 uint64_t hbmi_shape_bytes(const hbmi_shape *s, unsigned pointer_size);
+/* The most bytes a shape (and all of a module's values together) may hold: XLA's sizes
+ * are int64 (ValidateShapeSize, xla/shape_util.cc); the parser refuses more. */
+#define HBMI_MAX_BYTES ((uint64_t)INT64_MAX)
 /* The subshape at flattened pre-order node k (0 = the shape itself). */
 const hbmi_shape *hbmi_shape_node(const hbmi_shape *s, uint32_t k);
 /* Node offset of tuple element i of s (s must be a tuple). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbm/file.h"
 #include "hlo/hlo_internal.h"
 
 typedef struct parser {
@@ -13,6 +14,7 @@ typedef struct parser {
     hbm_hlo_module *m;
     hbm_status err; /* first error; parsing stops there */
     int depth;      /* shape nesting, bounded against hostile input */
+    uint64_t total; /* bytes of every instruction's shape so far, checked against HBMI_MAX_BYTES */
 } parser;
 
 /* --- errors ---------------------------------------------------------------------------- */
@@ -41,6 +43,21 @@ static hbm_status fail(parser *ps, const char *what) {
     ps->err = hbmi_error(HBM_ERR_PARSE, "%s:%u:%u: %s, found %s%s%s", ps->file, line, col, what,
                          k ? "'" : "end of input", snip, k ? "'" : "");
     return ps->err;
+}
+
+/* A size beyond HBMI_MAX_BYTES: the shape [at, ps->p) ("what" before it), or with total,
+ * the module's values up to the instruction at at: an error naming it and its line. */
+static int too_large(parser *ps, const char *at, const char *what, int total) {
+    if (ps->err) return 0;
+    uint32_t line, col;
+    where(ps, at, &line, &col);
+    int n = (int)(ps->p - at);
+    if (n > 80) n = 77;
+    ps->err = hbmi_error(HBM_ERR_PARSE, "%s:%u:%u: %s%.*s%s: %s", ps->file, line, col, what, n, at,
+                         n == 77 ? "..." : "",
+                         total ? "the module's values up to it hold more than 2^63 - 1 bytes (no sum of sizes fits)"
+                               : "it holds more than 2^63 - 1 bytes, the most XLA allows (its sizes are int64)");
+    return 0;
 }
 
 static hbm_status nomem(parser *ps) {
@@ -435,9 +452,22 @@ static int parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
     /* a layout follows directly ("f32[2]{0}"), not after whitespace */
     if (ps->p < ps->end && *ps->p == '{') {
         ps->p++;
-        return parse_layout(ps, s);
+        if (!parse_layout(ps, s)) return 0;
     }
+    /* XLA's ValidateShapeSize (xla/shape_util.cc): the byte size must fit an int64 (f32[2^62,4] does
+     * not); every sum of sizes after it is then bounded (see parse_instruction) */
+    if (hbmi_shape_bytes(s, 8) > HBMI_MAX_BYTES) return too_large(ps, prim.p, "shape ", 0);
     return 1;
+}
+
+/* Bytes of a value of shape s: its arrays and tuple pointer tables; UINT64_MAX on overflow. */
+static uint64_t value_bytes(const hbmi_shape *s) {
+    uint64_t b = hbmi_shape_bytes(s, 8);
+    for (uint32_t i = 0; s->prim == HBMI_PRIM_TUPLE && i < s->n && b != UINT64_MAX; i++) {
+        uint64_t e = value_bytes(&s->elems[i]);
+        b = e > UINT64_MAX - b ? UINT64_MAX : b + e;
+    }
+    return b;
 }
 
 static int parse_shape(parser *ps, hbmi_shape *s) {
@@ -662,6 +692,11 @@ static int parse_instruction(parser *ps, hbmi_instr *in) {
     if (!expect(ps, '=', "expected '=' after the instruction name")) return 0;
     in->shape = alloc(ps, sizeof *in->shape);
     if (!in->shape || !parse_shape(ps, in->shape)) return 0;
+    /* the module's values together stay below 2^63 bytes, so that no sum of them (an
+     * allocation, the temp heap, a total) can overflow on its way */
+    uint64_t b = value_bytes(in->shape);
+    ps->total = b > UINT64_MAX - ps->total ? UINT64_MAX : ps->total + b;
+    if (ps->total > HBMI_MAX_BYTES) return too_large(ps, in->name.p - (in->name.p[-1] == '%'), "", 1);
     hbmi_str opc = name(ps);
     if (!opc.n) return fail(ps, "expected an opcode"), 0;
     in->opcode = opc;
@@ -863,6 +898,12 @@ static int parse_header(parser *ps) {
     hbm_hlo_module *m = ps->m;
     hbmi_str kw = name(ps);
     if (!word_is(kw, "HloModule")) {
+        /* another kind of file (a snapshot, a profile, a CSV) is named, not quoted */
+        hbm_file_kind k = hbm_file_sniff(ps->base, (size_t)(ps->end - ps->base));
+        if (k == HBM_FILE_EMPTY) return ps->err = hbmi_error(HBM_ERR_PARSE, "%s: empty file", ps->file), 0;
+        if (k != HBM_FILE_UNKNOWN && k != HBM_FILE_HLO)
+            return ps->err = hbmi_error(HBM_ERR_PARSE, "%s is %s, not an HLO module (text)", ps->file,
+                                        hbm_file_kind_str(k)), 0;
         ps->p = kw.p ? kw.p : ps->p;
         return fail(ps, "expected 'HloModule'"), 0;
     }
@@ -959,7 +1000,8 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     m->text[len] = 0;
     m->len = len;
     snprintf(m->path, sizeof m->path, "%s", nm ? nm : "<hlo>");
-    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0};
+    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0, 0};
+    if (len >= 3 && !memcmp(m->text, "\xef\xbb\xbf", 3)) ps.p += 3; /* a UTF-8 byte-order mark (Windows editors) */
     if (!parse_module(&ps)) {
         hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
         hbm_hlo_module_free(m);
@@ -989,7 +1031,7 @@ void hbm_hlo_module_free(hbm_hlo_module *m) {
 }
 
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col) {
-    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0};
+    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0, 0};
     where(&ps, m->text + (off < m->len ? off : m->len), line, col);
 }
 
@@ -1049,7 +1091,7 @@ hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_
     hbm_hlo_module tmpm;
     memset(&tmpm, 0, sizeof tmpm);
     size_t len = strlen(shape);
-    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0};
+    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0, 0};
     hbmi_shape s;
     memset(&s, 0, sizeof s);
     int ok = parse_shape(&ps, &s);

@@ -14,6 +14,7 @@
 
 #include "core/internal.h"
 #include "pack/minimalloc_csv.h"
+#include "hbm/file.h"
 #include "hbm/pack.h"
 
 enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGN, COL_OFFSET, COL_N };
@@ -72,6 +73,11 @@ static int parse_i64(const char *a, const char *b, int64_t *out) {
 hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out) {
     if (!text || !out) return hbmi_error(HBM_ERR_INVALID, "minimalloc: NULL argument");
     if (!name) name = "<csv>";
+    hbm_file_kind kind = hbm_file_sniff(text, len); /* another kind of file is named, not parsed */
+    if (kind == HBM_FILE_EMPTY) return hbmi_error(HBM_ERR_PARSE, "%s: empty file", name);
+    if (kind != HBM_FILE_MINIMALLOC_CSV && kind != HBM_FILE_UNKNOWN)
+        return hbmi_error(HBM_ERR_PARSE, "%s is %s, not a MiniMalloc CSV (id,lower,upper,size)", name,
+                          hbm_file_kind_str(kind));
     hbm_timeline *tl;
     hbm_status s = hbm_timeline_new(&tl);
     if (s) return s;

@@ -47,8 +47,14 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
         const hbm_plan_buffer *pb = &p->peak[i];
         fprintf(f, "\n\tBuffer %zu:\n\t\tSize: %s\n", i + 1, sz(pb->size, a));
         if (pb->op_name[0]) {
-            fprintf(f, "\t\tOperator: op_name=\"%s\"", pb->op_name);
-            if (pb->source_file[0]) fprintf(f, " source_file=\"%s\"", pb->source_file);
+            fputs("\t\tOperator: op_name=\"", f); /* (as XLA; control characters made visible) */
+            hbmi_fputs_visible(pb->op_name, f);
+            fputc('"', f);
+            if (pb->source_file[0]) {
+                fputs(" source_file=\"", f);
+                hbmi_fputs_visible(pb->source_file, f);
+                fputc('"', f);
+            }
             if (pb->source_line) fprintf(f, " source_line=%d", pb->source_line);
             fprintf(f, "\n");
         }

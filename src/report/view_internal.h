@@ -19,6 +19,7 @@ typedef struct hbmi_view {
     hbm_timeline *tl;        /* buffers (event clock) */
     uint64_t *use, *res;     /* per event */
     int has_segments;
+    char inconsistent[200];  /* the first event no allocator can have produced, or "" */
     size_t peak_i;           /* event of the peak of bytes in use */
     uint64_t peak_use, peak_res;
     uint64_t allocs, frees, ooms;

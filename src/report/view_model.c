@@ -91,7 +91,7 @@ hbm_status hbmi_view_build(const hbm_trace *t, hbmi_view *v) {
     v->t = t;
     v->first_oom = -1;
     hbm_status s = hbm_trace_to_timeline(t, &v->tl);
-    if (!s) s = hbmi_trace_curves(t, &v->use, &v->res, &v->has_segments);
+    if (!s) s = hbmi_trace_curves_why(t, &v->use, &v->res, &v->has_segments, v->inconsistent, sizeof v->inconsistent);
     if (s) {
         hbmi_view_free(v);
         return s;

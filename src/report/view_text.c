@@ -120,10 +120,10 @@ static hbm_status oom_section(FILE *f, const hbm_trace *t, const hbmi_view *v, i
         fprintf(f, "\n  in use %s, reserved %s at that moment", hbm_size_xla((int64_t)v->use[i], b),
                 hbm_size_xla((int64_t)v->res[i], c));
         size_t n = live_at(v, (int64_t)i, idx, cap);
-        fprintf(f, "; %zu buffers live%s\n", n, n > cap ? ", largest:" : ":");
+        fprintf(f, "; %zu buffer%s live%s\n", n, n == 1 ? "" : "s", n > cap ? ", largest:" : ":");
         buffer_table(f, v, idx, n < cap ? n : cap, v->use[i]);
     }
-    if (v->ooms > shown) fprintf(f, "  ... and %" PRIu64 " more OOMs\n", v->ooms - shown);
+    if (v->ooms > shown) fprintf(f, "  ... and %" PRIu64 " more OOM%s\n", v->ooms - shown, v->ooms - shown == 1 ? "" : "s");
     hbmi_free(idx);
     return HBM_OK;
 }
@@ -140,11 +140,14 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     fprintf(f, "%s: %s trace, %zu events%s%s\n", title, t->source[0] ? t->source : "hbm", t->count - t->history_start,
             t->device[0] ? ", device " : "", t->device);
     if (t->history_start)
-        fprintf(f, "before the history: %s live in %" PRIu64 " blocks, %s reserved (rebuilt from the segments)\n",
-                hbm_size_xla((int64_t)t->live_before_bytes, a), t->live_before_blocks,
+        fprintf(f, "before the history: %s live in %" PRIu64 " block%s, %s reserved (rebuilt from the segments)\n",
+                hbm_size_xla((int64_t)t->live_before_bytes, a), t->live_before_blocks, t->live_before_blocks == 1 ? "" : "s",
                 hbm_size_xla((int64_t)t->reserved_before_bytes, b));
-    fprintf(f, "peak in use  %s at %s; peak reserved %s\n", hbm_size_xla((int64_t)v.peak_use, a),
-            when(t, v.peak_i, w, sizeof w), hbm_size_xla((int64_t)v.peak_res, b));
+    if (v.peak_use) /* (nothing in use: no moment to name) */
+        fprintf(f, "peak in use  %s at %s; peak reserved %s\n", hbm_size_xla((int64_t)v.peak_use, a),
+                when(t, v.peak_i, w, sizeof w), hbm_size_xla((int64_t)v.peak_res, b));
+    else
+        fprintf(f, "peak in use  0B (nothing allocated); peak reserved %s\n", hbm_size_xla((int64_t)v.peak_res, b));
     fprintf(f, "allocs %" PRIu64 ", frees %" PRIu64 ", OOMs %" PRIu64, v.allocs, v.frees, v.ooms);
     if (v.first_oom >= 0) {
         const hbm_trace_event *e = &t->events[v.first_oom];
@@ -152,6 +155,9 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
                 hbm_size_xla((int64_t)e->requested, c));
     }
     if (t->truncated_at) fprintf(f, "\ntruncated at byte %" PRIu64 ": the events up to there are shown", t->truncated_at);
+    if (v.inconsistent[0]) /* figures that no real run has: said, not shown as if true */
+        fprintf(f, "\nwarning: an impossible history: the figures from its first inconsistent event on are not\n"
+                   "  real: %s", v.inconsistent);
     fputs("\n\n", f);
     uint64_t scale = v.peak_res > v.peak_use ? v.peak_res : v.peak_use;
     /* from the state the history starts in (the last rebuilt event) */
@@ -227,10 +233,15 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
     fprintf(f,
             ", \"events\": %zu, \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
-            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 ", \"truncated_at\": %" PRIu64 ", \"top\": [",
+            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 ", \"truncated_at\": %" PRIu64,
             t->count - t->history_start, v.peak_use, hbmi_event_number(t, (int64_t)v.peak_i), v.peak_res, v.allocs, v.frees, v.ooms,
             hbmi_event_number(t, v.first_oom), v.n_at_peak, v.at_peak_bytes,
             t->truncated_at);
+    if (v.inconsistent[0]) {
+        fputs(", \"warning\": ", f);
+        hbmi_json_str(f, v.inconsistent);
+    }
+    fputs(", \"top\": [", f);
     for (size_t k = 0; k < v.n_at_peak && k < (size_t)o.top; k++) {
         if (k) fputs(", ", f);
         json_buf(f, &v, v.at_peak[k]);

@@ -115,6 +115,11 @@ void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
  * live after each event) and reserved (segment events; or in use when the trace has
  * none). Arrays of t->count entries, owned by the caller (hbmi_free). */
 hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
+/* The same, and the first event no allocator can have produced, in words, into why ("" when
+ * the history is consistent): an allocation of a block that is live, a free of one that is
+ * not (past a rebuilt start), bytes in use above the bytes reserved. */
+hbm_status hbmi_trace_curves_why(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments,
+                                 char *why, size_t cap);
 /* The peak of bytes in use, as hbmi_trace_curves counts it, without the arrays. */
 hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
 

@@ -1,8 +1,10 @@
 /* util.c - small helpers of the trace area: byte buffers, JSON strings, live-bytes curves. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "hbm/size.h"
 #include "trace/trace_internal.h"
 
 void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n) {
@@ -39,32 +41,73 @@ void hbmi_json_trace_id(FILE *f, const hbm_trace *t) {
     hbmi_json_str(f, t->device);
 }
 
+/* The first event no allocator can have produced, in words, into why (once). */
+static void inconsistent(const hbm_trace *t, size_t i, char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void inconsistent(const hbm_trace *t, size_t i, char *why, size_t cap, const char *fmt, ...) {
+    if (!why || why[0]) return;
+    char when[80];
+    int n = snprintf(why, cap, "%s ", hbmi_event_when(t, (int64_t)i, t->events[i].time_ns, when, sizeof when));
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < cap) vsnprintf(why + n, cap - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
 /* Bytes in use and reserved after each event (into the arrays when given) and the peak
- * of in use. */
-static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserved, int *has_segments, uint64_t *peak) {
+ * of in use. A sum past 2^63 - 1 is an error naming the event (a size no device holds);
+ * with why, the first inconsistent event is described there ("" when none). */
+static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserved, int *has_segments, uint64_t *peak,
+                         char *why, size_t cap) {
     hbmi_map live;
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
     uint64_t use = 0, res = 0, top = 0;
     int segs = 0;
+    if (why) why[0] = 0;
     for (size_t i = 0; i < t->count; i++) segs |= t->events[i].kind == HBM_EV_SEGMENT_ALLOC || t->events[i].kind == HBM_EV_SEGMENT_MAP;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
-        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, sz;
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, sz, was;
         switch (e->kind) {
         case HBM_EV_ALLOC:
             sz = e->requested ? e->requested : e->size; /* in use = bytes the program asked for */
-            if (hbmi_map_get(&live, key, &sz) || (s = hbmi_map_put(&live, key, sz))) break;
+            if (hbmi_map_get(&live, key, &was)) {
+                inconsistent(t, i, why, cap, "allocates 0x%" PRIx64 ", which is live (allocated before, never freed)", key);
+                break;
+            }
+            if ((s = hbmi_map_put(&live, key, sz))) break;
+            if (sz > (uint64_t)INT64_MAX - use) {
+                char when[80];
+                s = hbmi_error(HBM_ERR_PARSE, "%s: %s: the bytes in use pass 2^63 - 1 with an allocation of %" PRIu64
+                               " bytes: no device holds that", t->name, hbmi_event_when(t, (int64_t)i, e->time_ns, when, sizeof when), sz);
+                break;
+            }
             use += sz;
             break;
         case HBM_EV_FREE:
             if (hbmi_map_del(&live, key, &sz)) use -= sz;
+            else if (i >= t->history_start && !strcmp(t->source, "torch")) /* (a snapshot's rebuilt start
+                                                                               * explains the others) */
+                inconsistent(t, i, why, cap, "frees 0x%" PRIx64 ", which is not allocated", key);
             break;
         case HBM_EV_SEGMENT_ALLOC:
-        case HBM_EV_SEGMENT_MAP: res += e->size; break;
+        case HBM_EV_SEGMENT_MAP:
+            if (e->size > (uint64_t)INT64_MAX - res) {
+                char when[80];
+                s = hbmi_error(HBM_ERR_PARSE, "%s: %s: the bytes reserved pass 2^63 - 1 with a segment of %" PRIu64
+                               " bytes: no device holds that", t->name, hbmi_event_when(t, (int64_t)i, e->time_ns, when, sizeof when), e->size);
+                break;
+            }
+            res += e->size;
+            break;
         case HBM_EV_SEGMENT_FREE:
         case HBM_EV_SEGMENT_UNMAP: res -= e->size < res ? e->size : res; break;
         default: break;
+        }
+        if (segs && use > res && why && !why[0]) {
+            char a[32], b[32];
+            inconsistent(t, i, why, cap, "has %s in use, above the %s reserved", hbm_size_human(use, a), hbm_size_human(res, b));
         }
         if (use > top) top = use;
         if (in_use) in_use[i] = use;
@@ -76,11 +119,12 @@ static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserve
     return s;
 }
 
-hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
+hbm_status hbmi_trace_curves_why(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments,
+                                 char *why, size_t cap) {
     *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
     *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
     hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = curves(t, *in_use, *reserved, has_segments, NULL);
+    if (!s) s = curves(t, *in_use, *reserved, has_segments, NULL, why, cap);
     if (s) {
         hbmi_free(*in_use);
         hbmi_free(*reserved);
@@ -89,4 +133,8 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
     return s;
 }
 
-hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curves(t, NULL, NULL, NULL, peak); }
+hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments) {
+    return hbmi_trace_curves_why(t, in_use, reserved, has_segments, NULL, 0);
+}
+
+hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curves(t, NULL, NULL, NULL, peak, NULL, 0); }

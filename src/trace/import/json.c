@@ -192,6 +192,11 @@ static hbm_status number(js *j, hbmi_pv **out) {
         v->i = strtoll(buf, &end, 10);
     } else {
         v->i = (int64_t)strtoull(buf, &end, 10); /* addresses above 2^63 wrap */
+        if (errno == ERANGE && !*end) { /* wider than 64 bits: a float, as from a pickle (pickle.c) */
+            errno = 0;
+            v->type = PV_FLOAT;
+            v->f = strtod(buf, &end);
+        }
     }
     if (*end || errno) {
         j->off = s;

@@ -1,6 +1,7 @@
 /* load.c - open any supported trace by its content. */
 #include <string.h>
 
+#include "hbm/file.h"
 #include "hbm/plan.h"
 #include "trace/trace_internal.h"
 
@@ -15,26 +16,57 @@ static hbm_status load_hlo(const void *data, size_t len, const char *name, hbm_t
     if (!s) {
         const hbm_timeline *tl = hbm_plan_timeline(p);
         s = tl ? hbm_trace_from_timeline(tl, out) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", name);
+        /* named where it came from, as every trace (two modules of one function differ by
+         * file, not by module name) */
+        if (!s && name) snprintf((*out)->name, sizeof (*out)->name, "%s", name);
         hbm_plan_free(p);
     }
     hbm_hlo_module_free(m);
     return s;
 }
 
-hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out) {
-    if (!data || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load: NULL argument");
-    const unsigned char *p = data;
-    if (len >= 8 && !memcmp(p, HBMI_TRACE_MAGIC, 8)) return hbm_trace_parse(data, len, name, out);
-    if (len >= 1 && p[0] == 0x80) return hbm_trace_parse_torch_pickle(data, len, name, out);
-    size_t i = 0;
-    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
-    if (i < len && p[i] == '{') return hbm_trace_parse_torch_json(data, len, name, out);
-    if (len >= 6 && !memcmp(p + i, "Thread", 6)) return hbm_trace_parse_rmm_csv(data, len, name, out);
-    if (len - i >= 9 && !memcmp(p + i, "HloModule", 9)) return load_hlo(data, len, name, out);
+/* gzip'd bytes in memory, inflated for fn (files are inflated as they are read). */
+static hbm_status load_gzip(const void *data, size_t len, const char *name,
+                            hbm_status (*fn)(const void *, size_t, const char *, void *, void *), void *a, void *b) {
+    unsigned char *in;
+    size_t n;
+    hbm_status s = hbmi_gunzip(data, len, 0, name, &in, &n);
+    if (s) return s;
+    s = hbmi_is_gzip(in, n) ? hbmi_error(HBM_ERR_PARSE, "%s: gzip inside gzip", name) : fn(in, n, name, a, b);
+    hbmi_free(in);
+    return s;
+}
+
+static hbm_status load_mem_(const void *data, size_t len, const char *name, void *out, void *unused) {
+    (void)unused;
+    return hbm_trace_load_mem(data, len, name, out);
+}
+
+/* Why data is not a trace: empty, or another kind of file named ("an HLO module as
+ * protobuf"), or what is expected. */
+static hbm_status not_a_trace(const void *data, size_t len, const char *name) {
+    hbm_file_kind k = hbm_file_sniff(data, len);
+    if (k == HBM_FILE_EMPTY) return hbmi_error(HBM_ERR_PARSE, "%s: empty file", name);
+    if (k != HBM_FILE_UNKNOWN)
+        return hbmi_error(HBM_ERR_PARSE, "%s is %s, not a trace hbm reads (an hbm trace, a PyTorch snapshot, an "
+                          "RMM log or an HLO module)", name, hbm_file_kind_str(k));
     return hbmi_error(HBM_ERR_PARSE,
                       "%s: not a recognized trace (expected an hbm trace \"HBMTRACE\", a PyTorch snapshot "
-                      "pickle or JSON, an RMM log CSV starting \"Thread,Time,Action\", or an HLO module)",
-                      name ? name : "input");
+                      "pickle or JSON, an RMM log CSV starting \"Thread,Time,Action\", or an HLO module)", name);
+}
+
+hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out) {
+    if ((!data && len) || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load: NULL argument");
+    const unsigned char *p = data;
+    if (!name) name = "input";
+    if (len >= 8 && !memcmp(p, HBMI_TRACE_MAGIC, 8)) return hbm_trace_parse(data, len, name, out);
+    if (len >= 1 && p[0] == 0x80) return hbm_trace_parse_torch_pickle(data, len, name, out);
+    if (hbmi_is_gzip(data, len)) return load_gzip(data, len, name, load_mem_, out, NULL);
+    hbm_file_kind k = hbm_file_sniff(data, len);
+    if (k == HBM_FILE_TORCH_JSON) return hbm_trace_parse_torch_json(data, len, name, out);
+    if (k == HBM_FILE_RMM_CSV) return hbm_trace_parse_rmm_csv(data, len, name, out);
+    if (k == HBM_FILE_HLO) return load_hlo(data, len, name, out);
+    return not_a_trace(data, len, name);
 }
 
 /* 0 for hbm's own formats, 1 for a PyTorch snapshot's pickle, 2 for its JSON. */
@@ -43,14 +75,19 @@ static int torch_kind(const void *data, size_t len) {
     size_t i = 0;
     while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
     if (len >= 1 && p[0] == 0x80) return 1;
-    return i < len && p[i] == '{' ? 2 : 0;
+    return i < len && p[i] == '{' && hbm_file_sniff(data, len) == HBM_FILE_TORCH_JSON ? 2 : 0;
+}
+
+static hbm_status load_all_mem_(const void *data, size_t len, const char *name, void *out, void *n) {
+    return hbm_trace_load_all_mem(data, len, name, out, n);
 }
 
 hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n) {
-    if (!data || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
+    if ((!data && len) || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
     *out = NULL;
     *n = 0;
     if (!name) name = "input";
+    if (hbmi_is_gzip(data, len)) return load_gzip(data, len, name, load_all_mem_, out, n);
     int kind = torch_kind(data, len);
     if (kind) return hbmi_torch_parse_all(data, len, kind == 2, name, NULL, out, n);
     hbm_trace **arr = hbmi_calloc(1, sizeof *arr);

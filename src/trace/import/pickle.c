@@ -4,6 +4,7 @@
  * and refuses anything that would import or call (GLOBAL, REDUCE, ...), naming the
  * opcode and its byte offset. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -72,6 +73,12 @@ static inline hbm_status push(pk *k, hbmi_pv *v) {
 
 static int need(pk *k, size_t n) { return k->len - k->off >= n; }
 
+/* The data ends inside an opcode or before STOP: a file cut short (a copy or a download
+ * that stopped), said so rather than as the opcode that lacks its bytes. */
+static hbm_status ends_early(pk *k) {
+    return hbmi_error(HBM_ERR_PARSE, "%s: the file ends early (truncated at byte %zu of a pickle)", k->name, k->len);
+}
+
 static inline uint64_t le(const unsigned char *p, int n) {
     switch (n) { /* the common widths in one load each (compilers fold the shifts) */
     case 1: return p[0];
@@ -93,7 +100,7 @@ static int64_t long_value(const unsigned char *p, size_t n) {
 }
 
 static hbm_status new_str(pk *k, hbmi_pvtype type, size_t n, size_t at) {
-    if (!need(k, n)) return perr(k, at, "string runs past the end of the data");
+    if (!need(k, n)) return ends_early(k);
     hbmi_pv *v = hbmi_pv_new(k->pool, type);
     if (!v || !(v->s = hbmi_malloc(n + 1))) return nomem();
     memcpy(v->s, k->p + k->off, n);
@@ -588,7 +595,7 @@ static hbm_status step(pk *k, int *done) {
     char msg[192];
     switch (op) {
     case 0x80: /* PROTO */
-        if (!need(k, 1)) return perr(k, at, "PROTO without its version byte");
+        if (!need(k, 1)) return ends_early(k);
         if (k->p[k->off] < 2 || k->p[k->off] > 5) {
             snprintf(msg, sizeof msg, "pickle protocol %u (expected 2 to 4)", k->p[k->off]);
             return perr(k, at, msg);
@@ -596,7 +603,7 @@ static hbm_status step(pk *k, int *done) {
         k->off++;
         return HBM_OK;
     case 0x95: /* FRAME: just a length hint */
-        if (!need(k, 8)) return perr(k, at, "FRAME without its 8-byte length");
+        if (!need(k, 8)) return ends_early(k);
         k->off += 8;
         return HBM_OK;
     case '}': {
@@ -622,29 +629,36 @@ static hbm_status step(pk *k, int *done) {
         k->marks[k->mn++] = k->sn;
         return HBM_OK;
     case 'J':
-        if (!need(k, 4)) return perr(k, at, "BININT without 4 bytes");
+        if (!need(k, 4)) return ends_early(k);
         k->off += 4;
         return new_int(k, (int32_t)(uint32_t)le(k->p + at + 1, 4));
     case 'K':
-        if (!need(k, 1)) return perr(k, at, "BININT1 without its byte");
+        if (!need(k, 1)) return ends_early(k);
         return new_int(k, k->p[k->off++]);
     case 'M':
-        if (!need(k, 2)) return perr(k, at, "BININT2 without 2 bytes");
+        if (!need(k, 2)) return ends_early(k);
         k->off += 2;
         return new_int(k, (int64_t)le(k->p + at + 1, 2));
     case 0x8a: case 0x8b: { /* LONG1 / LONG4: little-endian two's complement */
         size_t w = op == 0x8a ? 1 : 4;
-        if (!need(k, w)) return perr(k, at, "LONG without its length");
+        if (!need(k, w)) return ends_early(k);
         uint64_t n = le(k->p + k->off, (int)w);
         k->off += w;
-        if (n > 9) return perr(k, at, "integer wider than 64 bits");
-        if (!need(k, n)) return perr(k, at, "LONG runs past the end of the data");
-        int64_t v = long_value(k->p + k->off, (size_t)n);
+        if (!need(k, n)) return ends_early(k);
+        const unsigned char *b = k->p + k->off;
         k->off += n;
-        return new_int(k, v);
+        if (n <= 8 || (n == 9 && !b[8])) return new_int(k, long_value(b, (size_t)n));
+        /* wider than 64 bits (2^70): kept as a float (Python's float(x)), so that a size or
+         * an address of that value is out of range, an error that names its event */
+        double f = 0;
+        for (size_t i = (size_t)n; i-- > 0;) f = f * 256 + b[i];
+        if (b[n - 1] & 0x80) f -= ldexp(1, (int)(n < 1024 ? 8 * n : 8192));
+        hbmi_pv *v = hbmi_pv_new(k->pool, PV_FLOAT);
+        if (v) v->f = f;
+        return push(k, v);
     }
     case 'G': {
-        if (!need(k, 8)) return perr(k, at, "BINFLOAT without 8 bytes");
+        if (!need(k, 8)) return ends_early(k);
         uint64_t b = 0;
         for (int i = 0; i < 8; i++) b = (b << 8) | k->p[k->off + i];
         k->off += 8;
@@ -653,31 +667,31 @@ static hbm_status step(pk *k, int *done) {
         return push(k, v);
     }
     case 'X': case 'T': case 'B':
-        if (!need(k, 4)) return perr(k, at, "string without its 4-byte length");
+        if (!need(k, 4)) return ends_early(k);
         k->off += 4;
         return new_str(k, op == 'B' ? PV_BYTES : PV_STR, (size_t)le(k->p + at + 1, 4), at);
     case 0x8c: case 'U': case 'C':
-        if (!need(k, 1)) return perr(k, at, "string without its length byte");
+        if (!need(k, 1)) return ends_early(k);
         k->off++;
         return new_str(k, op == 'C' ? PV_BYTES : PV_STR, k->p[at + 1], at);
     case 0x8d: case 0x8e: {
-        if (!need(k, 8)) return perr(k, at, "string without its 8-byte length");
+        if (!need(k, 8)) return ends_early(k);
         uint64_t n = le(k->p + k->off, 8);
         k->off += 8;
-        if (n > k->len) return perr(k, at, "string runs past the end of the data");
+        if (n > k->len) return ends_early(k);
         return new_str(k, op == 0x8e ? PV_BYTES : PV_STR, (size_t)n, at);
     }
     case 0x94: return memo_put(k, k->memo_top, at);
     case 'q':
-        if (!need(k, 1)) return perr(k, at, "BINPUT without its index");
+        if (!need(k, 1)) return ends_early(k);
         return memo_put(k, k->p[k->off++], at);
     case 'r':
-        if (!need(k, 4)) return perr(k, at, "LONG_BINPUT without its index");
+        if (!need(k, 4)) return ends_early(k);
         k->off += 4;
         return memo_put(k, (size_t)le(k->p + at + 1, 4), at);
     case 'h': case 'j': {
         size_t w = op == 'h' ? 1 : 4;
-        if (!need(k, w)) return perr(k, at, "memo get without its index");
+        if (!need(k, w)) return ends_early(k);
         size_t idx = (size_t)le(k->p + k->off, (int)w);
         k->off += w;
         hbmi_pv *v = memo_get(k, idx);
@@ -755,7 +769,7 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     if (!s) s = memo_reads(&k);
     while (!s && !done) {
         if (k.off >= len) {
-            s = perr(&k, k.off, "data ends before STOP ('.')");
+            s = ends_early(&k);
             break;
         }
         s = step(&k, &done);

@@ -216,7 +216,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     const hbm_trace_event *evs = d->events ? d->events->r : NULL;
     size_t n = evs ? d->events->n : 0;
     hbm_status s = HBM_OK;
-    hbmi_map live, seglive; /* history: addr -> 1 for blocks / segments it allocated and holds */
+    /* history: addr -> 1 for blocks / segments it allocated and holds (blocks: 2 for those
+     * it freed since, so that a second free is not taken for a block from before it) */
+    hbmi_map live, seglive;
     hbmi_map_init(&live);
     hbmi_map_init(&seglive);
     stack_cache sc;
@@ -239,14 +241,19 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         uint64_t key = addr == UINT64_MAX ? 0 : addr;
         switch (e->kind) {
         case HBM_EV_ALLOC: s = hbmi_map_put(&live, key, 1); break;
-        case HBM_EV_FREE:
-            if (!hbmi_map_del(&live, key, NULL)) {
+        case HBM_EV_FREE: {
+            uint64_t was = 0;
+            if (hbmi_map_get(&live, key, &was)) {
+                if (was == 1) s = hbmi_map_put(&live, key, 2);
+                /* (2: a second free, left as it is: an impossible history, which views name) */
+            } else {
                 /* allocated before the history: it was live from the start */
                 t->live_before_bytes += size;
                 t->live_before_blocks++;
                 s = add_prelude_alloc(t, &sc, addr, size, size, e->stream, stack_of(d, e));
             }
             break;
+        }
         case HBM_EV_SEGMENT_ALLOC:
         case HBM_EV_SEGMENT_MAP:
             seg_net_up += size;
@@ -297,7 +304,8 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             cursor = addr + size;
             const char *state = hbmi_pv_str(bl, "state");
             if (!state || strcmp(state, "active_allocated")) continue;
-            if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, NULL)) continue;
+            uint64_t held = 0;
+            if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, &held) && held == 1) continue;
             t->live_before_bytes += req;
             t->live_before_blocks++;
             s = add_prelude_alloc(t, &sc, addr, size, req, stream, hbmi_pv_get(bl, "frames"));

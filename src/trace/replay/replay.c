@@ -521,8 +521,8 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         col_size(b, sizeof b, x->peak_reserved);
         fprintf(f, "%-28s %11s %11s %5.1f%% %7" PRIu64 "  ", cfg, a, b, 100.0 * x->frag_at_peak, x->device_calls);
         if (x->first_oom_event >= 0)
-            fprintf(f, "%s: %s (%" PRIu64 " OOMs)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
-                    hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms);
+            fprintf(f, "%s: %s (%" PRIu64 " OOM%s)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
+                    hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms, x->ooms == 1 ? "" : "s");
         else
             fprintf(f, "none\n");
     }

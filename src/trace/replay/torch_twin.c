@@ -487,9 +487,16 @@ hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
                 m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
         return HBM_OK;
     }
-    fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%), addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same,
-            m->segments_recorded, pct(m->segments_same, m->segments_recorded), m->allocs_same, m->allocs,
-            pct(m->allocs_same, m->allocs));
+    /* (none recorded: nothing to match, not 0/0 = 100%) */
+    if (m->segments_recorded)
+        fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same, m->segments_recorded,
+                pct(m->segments_same, m->segments_recorded));
+    else
+        fputs("segments: none recorded", f);
+    if (m->allocs)
+        fprintf(f, ", addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->allocs_same, m->allocs, pct(m->allocs_same, m->allocs));
+    else
+        fputs(", addresses: no allocations", f);
     return HBM_OK;
 }
 
