@@ -1037,6 +1037,8 @@ static int text_has(const hbm_hlo_module *m, const char *needle) {
  * else tiled layouts mean TPU, CUDA/ROCm library calls and GPU backend configs mean GPU,
  * the CPU runtime's calls and %parallel_ computations mean CPU. */
 static hbm_backend detect_backend(const hbm_hlo_module *m) {
+    if (m->backend_hint) /* a profile names its devices */
+        return m->backend_hint == 't' ? HBM_BACKEND_TPU : m->backend_hint == 'c' ? HBM_BACKEND_CPU : HBM_BACKEND_GPU;
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
     if (strstr(base, "tpu")) return HBM_BACKEND_TPU;
