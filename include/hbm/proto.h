@@ -99,6 +99,9 @@ hbm_status hbm_plan_xla_text(const hbm_plan *p, FILE *f, size_t top);
  * [{key, xla, hbm}], buffers that differ [{instruction, index, xla_bytes, xla_kind,
  * hbm_bytes, hbm_kind}]}. */
 hbm_status hbm_plan_xla_json(const hbm_plan *p, FILE *f, size_t top);
+/* The same into buf (snprintf rules: *len is the whole length), text or, with json, one
+ * object {"xla": ..., "comparison": ...}: for bindings. */
+hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len);
 /* 1 when hbm's plan has XLA's figures and buffers, 0 when not, -1 without XLA's. */
 int hbm_plan_xla_same(const hbm_plan *p);
 
@@ -119,6 +122,8 @@ typedef struct hbm_proto_module_info {
  * figures; serialized size where there are none). Errors: not one of these, truncated or
  * corrupt, a profile without HLO protos (trace only), protobuf-c missing. */
 hbm_status hbm_proto_open(const char *path, hbm_proto_file **out);
+/* The same from bytes in memory (copied; name is used in messages). */
+hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hbm_proto_file **out);
 void hbm_proto_close(hbm_proto_file *f);
 hbm_proto_kind hbm_proto_file_kind(const hbm_proto_file *f);
 /* The file actually read (the profile's *.xplane.pb for a directory). */

@@ -224,6 +224,8 @@ void hbm_proto_close(hbm_proto_file *f) {
     hbmi_free(f);
 }
 
+static hbm_status open_buf(hbm_proto_file *f, hbm_proto_kind k, hbm_proto_file **out);
+
 hbm_status hbm_proto_open(const char *path, hbm_proto_file **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_proto_open: NULL argument");
     *out = NULL;
@@ -240,6 +242,25 @@ hbm_status hbm_proto_open(const char *path, hbm_proto_file **out) {
         hbm_proto_close(f);
         return s;
     }
+    return open_buf(f, k, out);
+}
+
+hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hbm_proto_file **out) {
+    if ((!data && len) || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_proto_open_mem: NULL argument");
+    *out = NULL;
+    hbm_proto_file *f = hbmi_calloc(1, sizeof *f);
+    if (!f || !(f->buf = hbmi_malloc(len ? len : 1))) {
+        hbmi_free(f);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    }
+    if (len) memcpy(f->buf, data, len);
+    f->len = len;
+    snprintf(f->path, sizeof f->path, "%s", name ? name : "input");
+    return open_buf(f, HBM_PROTO_NONE, out);
+}
+
+static hbm_status open_buf(hbm_proto_file *f, hbm_proto_kind k, hbm_proto_file **out) {
+    hbm_status s;
     if (k == HBM_PROTO_NONE) k = hbm_proto_sniff(f->buf, f->len);
     f->kind = k;
     if (k == HBM_PROTO_XSPACE) s = open_xspace(f);
@@ -967,6 +988,14 @@ hbm_status hbm_proto_open(const char *path, hbm_proto_file **out) {
                       "(Debian: apt-get install protobuf-c-compiler libprotobuf-c-dev, or scripts/deps.sh) and "
                       "rebuild, or give the module as HLO text (compiled.as_text())",
                       path ? path : "input", k ? hbm_proto_kind_str(k) : "protobuf input");
+}
+hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hbm_proto_file **out) {
+    if (out) *out = NULL;
+    hbm_proto_kind k = hbm_proto_sniff(data, len);
+    return hbmi_error(HBM_ERR_NOT_AVAILABLE,
+                      "%s: a %s, and this hbm was built without protobuf-c: install protoc-c and libprotobuf-c "
+                      "(Debian: apt-get install protobuf-c-compiler libprotobuf-c-dev, or scripts/deps.sh) and rebuild",
+                      name ? name : "input", k ? hbm_proto_kind_str(k) : "protobuf input");
 }
 void hbm_proto_close(hbm_proto_file *f) { (void)f; }
 hbm_proto_kind hbm_proto_file_kind(const hbm_proto_file *f) { return (void)f, HBM_PROTO_NONE; }
