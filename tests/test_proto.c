@@ -85,7 +85,7 @@ static int round_trip_dir(const char *dir, int step, int *n_out) {
         if (hbm_hlo_parse_file(path, &mt)) continue; /* a module the text reader rejects: not this test's */
         uint8_t *bytes;
         size_t len;
-        if (hbmi_proto_write_module(mt, &bytes, &len)) {
+        if (hbmi_proto_write_module(mt, 1, &bytes, &len)) {
             hbm_hlo_module_free(mt);
             bad++;
             continue;
@@ -137,7 +137,7 @@ static void small_proto(uint8_t **bytes, size_t *len) {
     hbm_hlo_module *m;
     *bytes = NULL;
     if (hbm_hlo_parse(small_text, strlen(small_text), "small", &m)) return;
-    if (hbmi_proto_write_module(m, bytes, len)) *bytes = NULL;
+    if (hbmi_proto_write_module(m, 1, bytes, len)) *bytes = NULL;
     hbm_hlo_module_free(m);
 }
 

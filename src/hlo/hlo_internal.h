@@ -194,8 +194,9 @@ struct hbm_hlo_module {
 size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
 
 /* m as a serialized xla.HloModuleProto (*out: hbmi_free), for tests and benchmarks
- * (src/hlo/proto_write.c); HBM_ERR_NOT_AVAILABLE without protobuf-c. */
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, uint8_t **out, size_t *len);
+ * (src/hlo/proto_write.c); text_lines: each instruction's text line as its backend_config
+ * (the planner then reads the same attributes); HBM_ERR_NOT_AVAILABLE without protobuf-c. */
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len);
 
 /* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,

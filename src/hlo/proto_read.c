@@ -35,7 +35,7 @@ struct hbm_proto_file {
     size_t len;
     hbmi_arena arena; /* the unpacked XSpace, names */
     pmod *mods;
-    size_t n;
+    size_t n, cap;
     char hint;        /* backend from the profile's device planes */
 };
 
@@ -94,6 +94,56 @@ static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor 
     return 1;
 }
 
+/* The framing only (tag, length) of one field at *i of a message: its number, and for a
+ * length-delimited field its bytes. Lets the listing hand protobuf-c just the submessages it
+ * needs (the metadata plane, each allocation) instead of copying a profile's whole trace
+ * into unknown fields. 1: a field, 0: the end, -1: malformed. */
+static int frame_next(const uint8_t *p, size_t n, size_t *i, uint32_t *field, const uint8_t **body, size_t *blen) {
+    if (*i >= n) return 0;
+    uint64_t tag = 0, v = 0;
+    for (unsigned s = 0;; s += 7) {
+        if (*i >= n || s >= 64) return -1;
+        uint8_t c = p[(*i)++];
+        tag |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80)) break;
+    }
+    *field = (uint32_t)(tag >> 3);
+    *body = NULL;
+    *blen = 0;
+    switch (tag & 7) {
+    case 0:
+        while (*i < n && (p[*i] & 0x80)) (*i)++;
+        if ((*i)++ >= n) return -1;
+        return 1;
+    case 1: if (n - *i < 8) return -1; *i += 8; return 1;
+    case 5: if (n - *i < 4) return -1; *i += 4; return 1;
+    case 2:
+        for (unsigned s = 0;; s += 7) {
+            if (*i >= n || s >= 64) return -1;
+            uint8_t c = p[(*i)++];
+            v |= (uint64_t)(c & 0x7f) << s;
+            if (!(c & 0x80)) break;
+        }
+        if (v > n - *i) return -1;
+        *body = p + *i;
+        *blen = (size_t)v;
+        *i += (size_t)v;
+        return 1;
+    default: return -1;
+    }
+}
+
+/* the string field `want` of a message (its first), copied into a; "" if none; NULL if malformed */
+static char *frame_string(hbmi_arena *a, const uint8_t *p, size_t n, uint32_t want) {
+    size_t i = 0, bl;
+    uint32_t fld;
+    const uint8_t *b;
+    int r;
+    while ((r = frame_next(p, n, &i, &fld, &b, &bl)) > 0)
+        if (fld == want && b) return arena_strdup(a, (const char *)b, bl);
+    return r < 0 ? NULL : arena_strdup(a, "", 0);
+}
+
 /* memory_analysis() from XLA's allocations: device memory (color 0) only. */
 static void alloc_stats(Hbmpb__BufferAllocationProto *const *a, size_t n, hbm_xla_stats *st) {
     memset(st, 0, sizeof *st);
@@ -121,11 +171,8 @@ static void alloc_stats(Hbmpb__BufferAllocationProto *const *a, size_t n, hbm_xl
 /* --- the module list ------------------------------------------------------------------------- */
 static hbm_status add_module(hbm_proto_file *f, const char *name, int64_t program_id, const uint8_t *data,
                              size_t len, int module_only) {
-    pmod *nm = hbmi_malloc(sizeof *nm * (f->n + 1));
-    if (!nm) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (f->n) memcpy(nm, f->mods, sizeof *nm * f->n);
-    hbmi_free(f->mods);
-    f->mods = nm;
+    if (f->n == f->cap && hbmi_grow((void **)&f->mods, &f->cap, f->n + 1, sizeof *f->mods))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     pmod *m = &f->mods[f->n];
     memset(m, 0, sizeof *m);
     m->program_id = program_id;
@@ -133,30 +180,43 @@ static hbm_status add_module(hbm_proto_file *f, const char *name, int64_t progra
     m->len = len;
     m->module_only = module_only;
     m->order = f->n;
-    /* the module's name and XLA's allocations, the rest skipped */
+    /* the module's name and XLA's allocations, found by the framing; the rest untouched */
     hbmi_arena scratch = {0};
     ProtobufCAllocator al = {arena_cb, arena_nofree, &scratch};
-    const char *mname = NULL;
     hbm_status s = HBM_OK;
+    size_t i = 0, bl, na = 0, cap = 0;
+    uint32_t fld;
+    const uint8_t *b;
+    int r;
+    Hbmpb__BufferAllocationProto **allocs = NULL;
     if (module_only) {
-        Hbmpb__HloModuleName *mn = hbmpb__hlo_module_name__unpack(&al, len, data);
-        if (!mn) s = HBM_ERR_PARSE;
-        else mname = mn->name;
+        m->module_name = frame_string(&f->arena, data, len, 1);
+        if (!m->module_name) s = HBM_ERR_PARSE;
     } else {
-        Hbmpb__HloProtoSummary *hs = hbmpb__hlo_proto_summary__unpack(&al, len, data);
-        if (!hs) {
-            s = HBM_ERR_PARSE;
-        } else {
-            mname = hs->hlo_module ? hs->hlo_module->name : "";
-            if (hs->buffer_assignment) {
+        while (!s && (r = frame_next(data, len, &i, &fld, &b, &bl)) > 0) {
+            if (fld == 1 && b && !m->module_name) {
+                if (!(m->module_name = frame_string(&f->arena, b, bl, 1))) s = HBM_ERR_PARSE;
+            } else if (fld == 3 && b) { /* buffer_assignment: its buffer_allocations (3) */
                 m->has_assignment = 1;
-                alloc_stats(hs->buffer_assignment->buffer_allocations, hs->buffer_assignment->n_buffer_allocations,
-                            &m->st);
+                size_t j = 0, al_len;
+                const uint8_t *ab;
+                uint32_t af;
+                int q;
+                while (!s && (q = frame_next(b, bl, &j, &af, &ab, &al_len)) > 0) {
+                    if (af != 3 || !ab) continue;
+                    if (na == cap && hbmi_grow((void **)&allocs, &cap, na + 1, sizeof *allocs)) s = HBM_ERR_NOMEM;
+                    else if (!(allocs[na] = hbmpb__buffer_allocation_proto__unpack(&al, al_len, ab))) s = HBM_ERR_PARSE;
+                    else na++;
+                }
+                if (!s && q < 0) s = HBM_ERR_PARSE;
             }
         }
+        if (!s && r < 0) s = HBM_ERR_PARSE;
+        if (!s && !m->module_name) m->module_name = arena_strdup(&f->arena, "", 0);
     }
+    if (!s && m->has_assignment) alloc_stats(allocs, na, &m->st);
+    hbmi_free(allocs);
     if (!s) {
-        m->module_name = arena_strdup(&f->arena, mname, strlen(mname));
         m->name = name ? arena_strdup(&f->arena, name, strlen(name)) : m->module_name;
         if (!m->module_name || !m->name) s = HBM_ERR_NOMEM;
     }
@@ -171,16 +231,20 @@ static hbm_status add_module(hbm_proto_file *f, const char *name, int64_t progra
 
 static hbm_status open_xspace(hbm_proto_file *f) {
     ProtobufCAllocator al = {arena_cb, arena_nofree, &f->arena};
-    Hbmpb__XSpace *xs = hbmpb__xspace__unpack(&al, f->len, (const uint8_t *)f->buf);
-    if (!xs) return hbmi_error(HBM_ERR_PARSE, "%s: not a valid XProf profile (XSpace protobuf): truncated or corrupt",
-                               f->path);
-    int metadata = 0;
-    for (size_t i = 0; i < xs->n_planes; i++) {
-        const Hbmpb__XPlane *pl = xs->planes[i];
-        if (!strncmp(pl->name, "/device:GPU", 11)) f->hint = 'g';
-        if (!strncmp(pl->name, "/device:TPU", 11)) f->hint = 't';
-        if (strcmp(pl->name, "/host:metadata")) continue;
+    const uint8_t *p = (const uint8_t *)f->buf, *b;
+    size_t i = 0, bl;
+    uint32_t fld;
+    int r, metadata = 0;
+    while ((r = frame_next(p, f->len, &i, &fld, &b, &bl)) > 0) {
+        if (fld != 1 || !b) continue; /* planes */
+        char *name = frame_string(&f->arena, b, bl, 2);
+        if (!name) break;
+        if (!strncmp(name, "/device:GPU", 11)) f->hint = 'g';
+        if (!strncmp(name, "/device:TPU", 11)) f->hint = 't';
+        if (strcmp(name, "/host:metadata")) continue; /* the trace: not read */
         metadata = 1;
+        const Hbmpb__XPlane *pl = hbmpb__xplane__unpack(&al, bl, b);
+        if (!pl) break;
         int64_t sid = INT64_MIN; /* XProf's kHloProto stat: "Hlo Proto" */
         for (size_t k = 0; k < pl->n_stat_metadata; k++) {
             const Hbmpb__XPlane__StatMetadataEntry *e = pl->stat_metadata[k];
@@ -199,6 +263,9 @@ static hbm_status open_xspace(hbm_proto_file *f) {
             }
         }
     }
+    if (r)
+        return hbmi_error(HBM_ERR_PARSE, "%s: not a valid XProf profile (XSpace protobuf): truncated or corrupt",
+                          f->path);
     if (!f->n)
         return hbmi_error(HBM_ERR_PARSE,
                           "%s: a profile without HLO protos (%s): it holds the trace only, not the compiled "

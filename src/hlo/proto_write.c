@@ -97,7 +97,7 @@ static Hbmpb__OutputOperandAliasing *walias(wr *w, const hbmi_alias *a) {
     return o;
 }
 
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, uint8_t **out, size_t *len) {
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len) {
     wr w = {{0}, 0};
     Hbmpb__HloModuleProto *mp = wa(&w, sizeof *mp);
     if (!mp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
@@ -176,7 +176,7 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, uint8_t **out, size_
             ip->output_operand_aliasing = wa(&w, sizeof *ip->output_operand_aliasing * (in->n_alias + 1u));
             for (uint32_t k = 0; k < in->n_alias && ip->output_operand_aliasing; k++)
                 ip->output_operand_aliasing[k] = walias(&w, &in->alias[k]);
-            if (m->text && in->off < m->len) { /* the instruction's text line */
+            if (text_lines && m->text && in->off < m->len) { /* the instruction's text line */
                 const char *p = m->text + in->off, *e = memchr(p, '\n', m->len - in->off);
                 ip->backend_config.data = (uint8_t *)p;
                 ip->backend_config.len = e ? (size_t)(e - p) : m->len - in->off;
@@ -250,8 +250,8 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, uint8_t **out, size_
     return s;
 }
 #else
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, uint8_t **out, size_t *len) {
-    (void)m, (void)out, (void)len;
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len) {
+    (void)m, (void)text_lines, (void)out, (void)len;
     return hbmi_error(HBM_ERR_NOT_AVAILABLE, "hbm was built without protobuf-c");
 }
 #endif
