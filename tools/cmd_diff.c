@@ -40,6 +40,7 @@ int cmd_diff(int argc, char **argv) {
     const char *const *in = args.pos;
     hbm_trace *t[2] = {NULL, NULL};
     hbm_status s = HBM_OK;
+    rc = 0;
     for (int k = 0; k < 2 && !rc; k++) rc = cli_load_trace("diff", in[k], module, device, stderr, &t[k], NULL, NULL);
     if (rc) {
         hbm_trace_free(t[0]);

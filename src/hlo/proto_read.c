@@ -1023,7 +1023,9 @@ static void put_name(char *buf, size_t cap, const char *s) {
 
 hbm_status hbm_proto_list(const hbm_proto_file *f, FILE *out, size_t chosen) {
     if (!f || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_proto_list: NULL argument");
-    int e = fprintf(out, "%zu modules in %s (largest first; XLA's own figures):\n", f->n, f->path) < 0;
+    size_t pl = strlen(f->path); /* its tail where it is long: the line fits 100 columns */
+    int e = fprintf(out, "%zu modules in %s%s (largest first; XLA's own figures):\n", f->n, pl > 50 ? "..." : "",
+                    f->path + (pl > 50 ? pl - 47 : 0)) < 0;
     e |= fprintf(out, "    %-50s %12s %12s %12s\n", "module", "arguments", "outputs", "temp") < 0;
     for (size_t i = 0; i < f->n; i++) {
         const pmod *m = &f->mods[i];
