@@ -1053,7 +1053,7 @@ hbm_status hbm_proto_open(const char *path, hbm_proto_file **out) {
     if (out) *out = NULL;
     hbm_proto_kind k = hbm_proto_path_kind(path);
     return hbmi_error(HBM_ERR_NOT_AVAILABLE,
-                      "%s: a %s, and this hbm was built without protobuf-c: install protoc-c and libprotobuf-c "
+                      "%s (%s): this hbm was built without protobuf-c: install protoc-c and libprotobuf-c "
                       "(Debian: apt-get install protobuf-c-compiler libprotobuf-c-dev, or scripts/deps.sh) and "
                       "rebuild, or give the module as HLO text (compiled.as_text())",
                       path ? path : "input", k ? hbm_proto_kind_str(k) : "protobuf input");
@@ -1062,7 +1062,7 @@ hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hb
     if (out) *out = NULL;
     hbm_proto_kind k = hbm_proto_sniff(data, len);
     return hbmi_error(HBM_ERR_NOT_AVAILABLE,
-                      "%s: a %s, and this hbm was built without protobuf-c: install protoc-c and libprotobuf-c "
+                      "%s (%s): this hbm was built without protobuf-c: install protoc-c and libprotobuf-c "
                       "(Debian: apt-get install protobuf-c-compiler libprotobuf-c-dev, or scripts/deps.sh) and rebuild",
                       name ? name : "input", k ? hbm_proto_kind_str(k) : "protobuf input");
 }
