@@ -80,7 +80,7 @@ check "trace-only profile: says so" grep -q "a profile without HLO protos" <<<"$
 mkdir -p "$tmp/empty"
 out=$("$HBM" plan "$tmp/empty" 2>&1); rc=$?
 check "directory without a profile: exit 2" test $rc -eq 2
-check "directory without a profile: says so" grep -q "a directory without a profile" <<<"$out"
+check "directory without a profile: says so" grep -q "is a directory without a profile" <<<"$out"
 out=$("$HBM" plan "$X" --module nope 2>&1); rc=$?
 check "no such module: exit 2" test $rc -eq 2
 check "no such module: names the choices" grep -q "no module 'nope' (it holds jit_loss_fn(17)" <<<"$out"

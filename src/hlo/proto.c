@@ -189,7 +189,7 @@ hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **o
     if (module && *module)
         return hbmi_error(HBM_ERR_INVALID, "%s: HLO text holds one module: no module to choose ('%s')", path, module);
     if (is_dir(path))
-        return hbmi_error(HBM_ERR_INVALID, "%s: a directory without a profile (no plugins/profile/RUN/*.xplane.pb, "
+        return hbmi_error(HBM_ERR_INVALID, "%s is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, "
                           "no *.xplane.pb in it)", path);
     char *buf;
     size_t len;
