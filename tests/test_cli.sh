@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh HBM SHARED_DATA - the hbm tool's front door: help, version, config, errors.
 set -u
-hbm="$1"
+. "$(dirname "$0")/lib.sh" "$@"
+hbm=$HBM
 fails=0
 check() { # check NAME WANT_RC WANT_TEXT -- CMD...
   local name="$1" want_rc="$2" want="$3"; shift 4
@@ -15,8 +16,8 @@ check help 0 "Usage: hbm COMMAND" -- "$hbm" --help
 check version 0 "hbm 0.1.0" -- "$hbm" --version
 check no-args 2 "Usage: hbm COMMAND" -- "$hbm"
 check unknown 2 "unknown command 'frobnicate'" -- "$hbm" frobnicate
-check config 0 "fraction         0.75         default" -- "$hbm" config
-check config-env 0 "fraction         0.6          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+check config 0 "fraction                     0.75    default" -- "$hbm" config
+check config-env 0 "fraction                     0.6     XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.6 "$hbm" config
 check config-json 0 '"preallocate": {"value": "false", "source": "XLA_PYTHON_CLIENT_PREALLOCATE"}' -- \
   env XLA_PYTHON_CLIENT_PREALLOCATE=false "$hbm" config --json
@@ -27,12 +28,12 @@ check config-bad-fraction 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='half' is not valid"
 # JAX's own rule: only 0, false, False turn preallocation off; a note says so
 check config-jax-no 0 "XLA_PYTHON_CLIENT_PREALLOCATE='no' means preallocate=true" -- \
   env XLA_PYTHON_CLIENT_PREALLOCATE=no "$hbm" config
-check config-jax-space 0 "fraction         0.5          XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
+check config-jax-space 0 "fraction                     0.5     XLA_PYTHON_CLIENT_MEM_FRACTION" -- \
   env "XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 " "$hbm" config
-check config-tf 0 "allocator        platform     TF_GPU_ALLOCATOR" -- env TF_GPU_ALLOCATOR=cuda_malloc "$hbm" config
+check config-tf 0 "allocator                    platform TF_GPU_ALLOCATOR" -- env TF_GPU_ALLOCATOR=cuda_malloc "$hbm" config
 check config-both 2 "are both set" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=.5 XLA_CLIENT_MEM_FRACTION=.6 "$hbm" config
-check config-string 0 "allocator        platform     config" -- "$hbm" config --config allocator=platform
+check config-string 0 "allocator                    platform config" -- "$hbm" config --config allocator=platform
 check config-help 0 "XLA_PYTHON_CLIENT_MEM_FRACTION" -- "$hbm" config --help
 check config-badarg 2 "hbm config: unknown option '--frob'" -- "$hbm" config --frob
 demo=$("$hbm" demo 2>&1); rc=$?
@@ -48,7 +49,7 @@ check demo-badenv 2 "XLA_PYTHON_CLIENT_MEM_FRACTION='abc' is not valid" -- \
   env XLA_PYTHON_CLIENT_MEM_FRACTION=abc "$hbm" demo
 check demo-baddev 2 "hbm demo: --device: expected sim:SIZE (e.g. sim:80GiB) or a device name: device 'nosuch' is not known" -- \
   "$hbm" demo --device nosuch
-tdir=$(mktemp -d); trap 'rm -rf "$tdir"' EXIT
+tdir=$T
 HBM_TRACE="$tdir/demo.hbmt" "$hbm" demo >/dev/null 2>&1
 if [ -s "$tdir/demo.hbmt" ]; then echo "ok   demo-trace"; else echo "FAIL demo-trace: HBM_TRACE ignored"; fails=$((fails+1)); fi
 
@@ -77,7 +78,7 @@ done
 # ... also when the next word is another option
 only needs-value-next 2 "hbm export: --format needs a value" -- "$hbm" export "$hlo" --format -o -
 only needs-value-help 2 "hbm view: --title needs a value" -- "$hbm" view "$hlo" --title --help
-check value-dash 0 "peak in use" -- "$hbm" view "$hlo" --title -x
+check value-dash 0 "Memory Viewer" -- "$hbm" view "$hlo" --title -x
 # an unknown option, in every command (also in the --name=value form)
 for c in config demo run replay export view diff plan devices pack; do
   only "unknown-$c" 2 "hbm $c: unknown option '--frob'" -- "$hbm" $c --frob
@@ -125,7 +126,7 @@ only missing-cmd 2 "hbm run: missing COMMAND" -- "$hbm" run --quiet
 only missing-format 2 "hbm export: missing --format F" -- "$hbm" export "$hlo" -o -
 only missing-output 2 "hbm export: missing --output OUT" -- "$hbm" export "$hlo" --format perfetto
 # --name=value is the same as --name value; '--' ends the options
-check eq-form 0 '"peak_bytes_in_use": 456162828' -- "$hbm" view "$hlo" --json --top=1
+check eq-form 0 '"peak_heap_bytes": 516172852' -- "$hbm" view "$hlo" --json --top=1
 check eq-form-export 0 "id,lower,upper,size" -- "$hbm" export "$hlo" --format=minimalloc --output=-
 check dashdash 2 "cannot open --json" -- "$hbm" view -- --json
 # replay: a bad device, allocator list or configuration is found before the trace is read
@@ -147,7 +148,7 @@ only replay-config-value 2 "hbm replay: --config 'allocator=bfc,fraction=7': fra
 only replay-args-first 2 "hbm replay: --device: device 'sim:0': capacity must be > 0" -- "$hbm" replay /nonexistent --device sim:0
 # exit 1 is a negative verdict, 0 success, in replay as in plan and pack
 check replay-oom 1 "first OOM" -- "$hbm" replay "$src/examples/svd_oom.hlo" --device v100-16gb --allocators platform
-check replay-ok 0 "allocator=platform" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
+check replay-ok 0 "platform,fraction=.9" -- "$hbm" replay "$hlo" --device h100 --allocators platform --fraction=.9
 check plan-verdict 1 "DOES NOT FIT" -- "$hbm" plan "$src/examples/svd_oom.hlo" --device=V100-16GB
 # every command's --help: exit status stated, and every option it lists is one the parser
 # knows (asked without its value: "needs a value", never "unknown option")

@@ -229,7 +229,9 @@ static void test_write(void) {
     CHECK_OK(hbm_config_write(&c, f, 1));
     CHECK_OK(hbm_config_write_doc(f));
     fclose(f);
-    CHECK_CONTAINS(buf, "fraction         0.9          XLA_PYTHON_CLIENT_MEM_FRACTION");
+    /* the columns fit the longest key (garbage_collection_threshold) and value */
+    CHECK_CONTAINS(buf, "\nfraction                     0.9     XLA_PYTHON_CLIENT_MEM_FRACTION\n");
+    CHECK_CONTAINS(buf, "\ngarbage_collection_threshold 0       default\n");
     CHECK_CONTAINS(buf, "\"fraction\": {\"value\": \"0.9\", \"source\": \"XLA_PYTHON_CLIENT_MEM_FRACTION\"}");
     CHECK_CONTAINS(buf, "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC");
     free(buf);

@@ -72,6 +72,7 @@ static void test_map(void) {
         CHECK_OK(hbmi_map_put(&m, keys[i], (uint64_t)i));
     }
     CHECK_EQ_U64(m.count, N);
+    CHECK_OK(hbmi_map_check(&m));
     for (int i = 0; i < N; i++) {
         uint64_t v;
         CHECK(hbmi_map_get(&m, keys[i], &v));
@@ -84,6 +85,25 @@ static void test_map(void) {
         CHECK(hbmi_map_get(&m, keys[i], &v) == (i % 2));
     }
     CHECK(!hbmi_map_del(&m, keys[0], NULL));
+    CHECK_OK(hbmi_map_check(&m));
+    /* the walker sees a broken map: a count off by one, a key cut off from its home */
+    m.count++;
+    CHECK_STATUS(hbmi_map_check(&m), HBM_ERR_CORRUPT);
+    m.count--;
+    size_t mask = m.cap - 1, at = 0, far = 0;
+    for (; at < m.cap; at++) { /* a key, and an empty slot two before its home */
+        far = ((hbmi_hash64(m.keys[at]) & mask) + m.cap - 2) & mask;
+        if (m.keys[at] && !m.keys[far]) break;
+    }
+    CHECK(at < m.cap);
+    if (at < m.cap) { /* moved there, the key is out of reach: lookups start at its home */
+        m.keys[far] = m.keys[at];
+        m.keys[at] = 0;
+        CHECK_STATUS(hbmi_map_check(&m), HBM_ERR_CORRUPT);
+        m.keys[at] = m.keys[far];
+        m.keys[far] = 0;
+    }
+    CHECK_OK(hbmi_map_check(&m));
     CHECK_STATUS(hbmi_map_put(&m, UINT64_MAX, 1), HBM_ERR_INVALID);
     CHECK_OK(hbmi_map_put(&m, keys[1], 99));
     uint64_t v;

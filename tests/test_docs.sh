@@ -1,24 +1,21 @@
 #!/usr/bin/env bash
 # test_docs.sh HBM [SHARED_DATA] - the README's and docs' examples run today: every ```
 # block that starts with `$ hbm ...` is run (in a scratch folder holding examples/, the
-# MiniMalloc cases of SHARED_DATA and a step.pickle made by docs/demo_trace.py), and every
+# MiniMalloc cases of SHARED_DATA and a step.pickle made by tests/demo_trace.py), and every
 # line it quotes must be a line of today's output (stdout and stderr). Lines with "..."
 # are elisions and lines with timings ("0.232 s", "5.18 ms", "0.000630s") vary: both are
 # skipped. An example whose input is not here (no shared data) is skipped, said so.
 set -u
+. "$(dirname "$0")/lib.sh" "$@"
 HBM="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-DATA=${2:-}
-SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the docs"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+need python3 "to read the docs"
 mkdir "$T/bin" "$T/work"
 ln -s "$HBM" "$T/bin/hbm"
 ln -s "$SRC/examples" "$T/work/examples"
 if [ -n "$DATA" ] && [ -d "$DATA/minimalloc" ]; then
   for f in "$DATA"/minimalloc/*.csv; do ln -s "$f" "$T/work/$(basename "$f")"; done
 fi
-python3 "$SRC/docs/demo_trace.py" "$T/work/step.pickle" >/dev/null || { echo "FAIL: docs/demo_trace.py"; exit 1; }
+python3 "$SRC/tests/demo_trace.py" "$T/work/step.pickle" >/dev/null || { echo "FAIL: tests/demo_trace.py"; exit 1; }
 
 PATH="$T/bin:$PATH" python3 - "$SRC" "$T/work" <<'EOF'
 import os, re, shlex, subprocess, sys

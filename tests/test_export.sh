@@ -3,11 +3,8 @@
 # pickle, gzip, csv and a protobuf wire decoder in export_check.py), for a random history
 # whose figures Python computes itself; then the torch export is imported back by hbm.
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the exports back"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to read the exports back"
 python3 - "$T" <<'PY' || fail "generator"
 import json, pickle, random, sys
 out = sys.argv[1]

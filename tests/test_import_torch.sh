@@ -3,9 +3,8 @@
 # shared frame objects through the memo) and json, with random histories: hbm replay must
 # see exactly the allocations Python counted and the same live-bytes peak.
 set -u
-HBM=$1
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to write the snapshots"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to write the snapshots"
 python3 - "$T" <<'PY' || { echo "FAIL: generator"; exit 1; }
 import json, pickle, random, sys
 out = sys.argv[1]

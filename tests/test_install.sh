@@ -2,12 +2,9 @@
 # test_install.sh HBM SHARED_DATA - `make install` works: headers, libraries, hbm.pc, and a
 # program built against the installed copy with pkg-config runs.
 set -eu
-hbm="$1"
-build=$(dirname "$hbm")
-src="${HBM_SOURCE_DIR:?}"
-command -v pkg-config >/dev/null || { echo "SKIP: pkg-config is not installed"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+build=$BUILD src=$SRC tmp=$T
+command -v pkg-config >/dev/null || skip "pkg-config is not installed"
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 for f in bin/hbm include/hbm/hbm.h include/hbm/alloc.h lib/libhbm.a lib/pkgconfig/hbm.pc; do
   [ -e "$tmp/prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }

@@ -2,11 +2,7 @@
 # test_pack_cli.sh - hbm pack from the command line: help, usage errors, CSV errors with
 # file:line, feasible and infeasible capacities, --minimize, --json, --output round trip.
 set -u
-HBM=$1
-DATA=${2:-}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 "$HBM" pack --help | grep -q "Usage: hbm pack" || fail "help"
 "$HBM" pack --help | grep -q "Time-dependent" || fail "help names --timeout time-dependent"

@@ -1,12 +1,15 @@
 /* test_plan.c - buffer assignment rules on small modules written for the purpose, XLA's
  * heap packing, the svd examples (the seed bug), reports, devices. */
 #include "core/internal.h"
+#include "hbm/json_api.h"
 #include "plan/xla_heap.h"
 #include "test.h"
 
-static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
+/* The modules here are written to XLA:GPU's rules; the file name says so (their unfused
+ * elementwise ops would otherwise read as XLA:CPU's, see test_backend_from_content). */
+static hbm_plan *plan_named(const char *text, const char *path, hbm_hlo_module **mout) {
     hbm_hlo_module *m = NULL;
-    if (hbm_hlo_parse(text, strlen(text), "t.hlo", &m) != HBM_OK) return NULL;
+    if (hbm_hlo_parse(text, strlen(text), path, &m) != HBM_OK) return NULL;
     hbm_plan *p = NULL;
     if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
         hbm_hlo_module_free(m);
@@ -15,6 +18,8 @@ static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) {
     *mout = m;
     return p;
 }
+
+static hbm_plan *plan_text(const char *text, hbm_hlo_module **mout) { return plan_named(text, "t.gpu.hlo", mout); }
 
 static hbm_plan_stats stats_of(const char *text) {
     hbm_plan_stats st;
@@ -143,6 +148,192 @@ static void test_while_shares_loop_state(void) {
     /* temp: the tuple tables (t0/while/body parameter: one buffer; body root) and the
      * loop counter buffer (the constant z is its own allocation; j lives in the heap) */
     CHECK(st.temp_size_in_bytes > 0 && st.temp_size_in_bytes < 1024);
+}
+
+/* SSA form (HloAliasAnalysis runs the dataflow with ssa_form=true): the body writes a new
+ * loop element, so the while, its body's and its condition's parameters define phi
+ * values; the element's buffer is free in the body between the parameter's last use (a)
+ * and the new value (w), and b, live only there, takes it. Without phis the loop's input
+ * would live through the whole loop and b would need 1 KiB of temp more (2180 B). */
+static void test_while_phi_frees_loop_buffer(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "%body (s: (s32[], f32[16,16])) -> (s32[], f32[16,16]) {\n"
+        "  %s = (s32[], f32[16,16]{1,0}) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%s), index=0\n"
+        "  %one = s32[] constant(1)\n"
+        "  %j = s32[] add(%i, %one)\n"
+        "  %v = f32[16,16]{1,0} get-tuple-element(%s), index=1\n"
+        "  %a = f32[16,16]{1,0} transpose(%v), dimensions={1,0}\n"
+        "  %b = f32[16,16]{1,0} transpose(%a), dimensions={1,0}\n"
+        "  %c = f32[16,16]{1,0} transpose(%b), dimensions={1,0}\n"
+        "  %w = f32[16,16]{1,0} transpose(%c), dimensions={1,0}\n"
+        "  ROOT %t = (s32[], f32[16,16]{1,0}) tuple(%j, %w)\n"
+        "}\n"
+        "%cond (c: (s32[], f32[16,16])) -> pred[] {\n"
+        "  %c = (s32[], f32[16,16]{1,0}) parameter(0)\n"
+        "  %k = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(8)\n"
+        "  ROOT %lt = pred[] compare(%k, %n), direction=LT\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[16,16]{1,0} parameter(0)\n"
+        "  z = s32[] constant(0)\n"
+        "  c = f32[16,16]{1,0} copy(p)\n"
+        "  zc = s32[] copy(z)\n"
+        "  t0 = (s32[], f32[16,16]{1,0}) tuple(zc, c)\n"
+        "  w = (s32[], f32[16,16]{1,0}) while(t0), condition=%cond, body=%body\n"
+        "  ROOT r = f32[16,16]{1,0} get-tuple-element(w), index=1\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024); /* c, phis, b and w: one allocation */
+    /* heap: the tuple tables at 0 (128), a and c (never live together) at 128, the
+     * counter at 1152 */
+    CHECK_EQ_U64(st.temp_size_in_bytes, 1156);
+}
+
+/* GPU's FusionCanShareBufferHint lets a multi-output loop fusion's elements reuse its
+ * operands' buffers: the walk from a parameter may meet the root tuple, and reaching the
+ * other (elementwise) output does not forbid it. f{0} takes x's buffer, f{1} y's. */
+static void test_multi_output_fusion_shares(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "%f (a: f32[256], b: f32[256]) -> (f32[256], f32[256]) {\n"
+        "  %a = f32[256]{0} parameter(0)\n"
+        "  %b = f32[256]{0} parameter(1)\n"
+        "  %s = f32[256]{0} subtract(%a, %b)\n"
+        "  %n = f32[256]{0} negate(%s)\n"
+        "  ROOT %t = (f32[256]{0}, f32[256]{0}) tuple(%s, %n)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p0 = f32[256]{0} parameter(0)\n"
+        "  p1 = f32[256]{0} parameter(1)\n"
+        "  x = f32[256]{0} exponential(p0)\n"
+        "  y = f32[256]{0} log(p1)\n"
+        "  f = (f32[256]{0}, f32[256]{0}) fusion(x, y), kind=kLoop, calls=%f\n"
+        "  g0 = f32[256]{0} get-tuple-element(f), index=0\n"
+        "  g1 = f32[256]{0} get-tuple-element(f), index=1\n"
+        "  ROOT r = f32[256]{0} add(g0, g1)\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 128 + 1024); /* f's table; y with f{1} (not 2176) */
+}
+
+/* cuSOLVER's Cholesky overwrites its operand with output {0} (CanShareBufferHint): a, the
+ * factor and the negated result are one buffer; the workspace and info are temp. */
+static void test_cholesky_shares_operand(void) {
+    hbm_plan_stats st = stats_of(
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[16,16]{1,0} parameter(0)\n"
+        "  a = f32[16,16]{1,0} exponential(p)\n"
+        "  cc = (f32[16,16]{1,0}, f32[64]{0}, s32[]) custom-call(a), custom_call_target=\"__cusolver$cholesky\"\n"
+        "  g = f32[16,16]{1,0} get-tuple-element(cc), index=0\n"
+        "  ROOT r = f32[16,16]{1,0} negate(g)\n"
+        "}\n");
+    CHECK_EQ_U64(st.output_size_in_bytes, 1024);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 388); /* table 24 @0, workspace 256 @128, info 4 @384 */
+}
+
+/* The backend read from the module's content when the file name does not say it: an
+ * unfused iota is XLA:CPU's (XLA:GPU's FusionWrapper wraps it), a fusion named by
+ * XLA:GPU's RenameFusions is XLA:GPU's; a module with neither is GPU by assumption, and the
+ * explanation says so. */
+static void test_backend_from_content(void) {
+    static const char *const text[] = {
+        "HloModule m, is_scheduled=true\nENTRY e {\n  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n",
+        "HloModule m, is_scheduled=true\n%wrapped_iota_computation () -> s32[8] {\n"
+        "  ROOT i = s32[8]{0} iota(), iota_dimension=0\n}\n"
+        "ENTRY e {\n  ROOT wrapped_iota = s32[8]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation\n}\n",
+        "HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT c = f32[8]{0} copy(p)\n}\n"};
+    static const hbm_backend want[] = {HBM_BACKEND_CPU, HBM_BACKEND_GPU, HBM_BACKEND_GPU};
+    for (int k = 0; k < 3; k++) {
+        hbm_hlo_module *m;
+        hbm_plan *p = plan_named(text[k], "t.hlo", &m);
+        CHECK(p != NULL);
+        if (!p) continue;
+        hbm_plan_stats st;
+        CHECK_OK(hbm_plan_get_stats(p, &st));
+        CHECK_EQ_U64((uint64_t)st.backend, (uint64_t)want[k]);
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+        CHECK_OK(hbm_plan_explain(p, f, 0, 0, NULL, 8));
+        fclose(f);
+        if (k == 0) CHECK_CONTAINS(out, "Rules: XLA:CPU buffer assignment, 64-byte alignment.");
+        if (k == 2) CHECK_CONTAINS(out, "(assumed: nothing in the module says which XLA compiler made it");
+        else CHECK(!strstr(out, "assumed"));
+        free(out);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    }
+}
+
+/* A tuple shape prints as ShapeUtil::HumanString prints it: an "index=N" comment before
+ * every fifth element, as in XLA's "Shape:" lines. */
+static void test_tuple_shape_index_comments(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text("HloModule m, is_scheduled=true\n"
+                            "ENTRY e {\n"
+                            "  p = f32[1000]{0} parameter(0)\n"
+                            "  ROOT t = (f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, f32[1000]{0}, "
+                            "/*index=5*/f32[1000]{0}, f32[1000]{0}) tuple(p, p, p, p, p, p, p)\n"
+                            "}\n",
+                            &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_buffer b[16];
+    size_t n = hbm_plan_peak_buffers(p, b, 16);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (b[i].shape && b[i].shape[0] == '(') {
+            CHECK_STR(b[i].shape, "(f32[1000], f32[1000], f32[1000], f32[1000], f32[1000], /*index=5*/f32[1000], f32[1000])");
+            found = 1;
+        }
+    CHECK(found);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+/* A TPU module that does not fit gets XLA:TPU's compile-time OOM text: HBM is memory space
+ * 0 only (s, in S(1), is not counted), sizes as tsl's HumanReadableNumBytes, padded and
+ * unpadded bytes from the T(8,128) tiles (f32[100,100] holds 104x128 floats: 52.0K, 39.1K
+ * of data), what the module cannot say (reserved, scoped) printed as unknown. */
+static void test_tpu_oom_text(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_named(
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[100,100]{1,0:T(8,128)} parameter(0)\n"
+        "  a = f32[100,100]{1,0:T(8,128)} exponential(p), metadata={op_name=\"jit(f)/exp\"}\n"
+        "  b = f32[100,100]{1,0:T(8,128)} transpose(a), dimensions={1,0}, metadata={op_name=\"jit(f)/transpose\"}\n"
+        "  s = f32[100,100]{1,0:T(8,128)S(1)} negate(b)\n"
+        "  ROOT c = f32[100,100]{1,0:T(8,128)} add(a, s)\n"
+        "}\n",
+        "t.hlo", &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    hbm_plan_target t = {100 << 10, 1.0, "a 100KiB device"};
+    CHECK_OK(hbm_plan_write_text(p, f, 15, &t));
+    fclose(f);
+    CHECK_CONTAINS(out, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used 156.0K of "
+                        "100.0K hbm. Exceeded hbm capacity by 56.0K.\n");
+    CHECK_CONTAINS(out, "    program         104.0K \n    arguments        52.0K \n");
+    CHECK_CONTAINS(out, "Output size 52.0K; shares 0B with arguments.");
+    CHECK_CONTAINS(out, "    reserved        unknown");
+    CHECK_CONTAINS(out, "    scoped          unknown");
+    CHECK_CONTAINS(out, "    HLO temp         52.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 0.0% "
+                        "fragmentation (0B))");
+    CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/transpose\"\n     Shape: f32[100,100]\n"
+                        "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
+                        "     XLA label: %b = f32[100,100]{1,0:T(8,128)} transpose(a)");
+    CHECK(!strstr(out, "XLA label: %s =")); /* S(1) is not HBM */
+    CHECK(!strstr(out, "BufferAssignment OOM Debugging"));
+    free(out);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
 }
 
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
@@ -574,6 +765,30 @@ static void test_xla_best_fit(void) {
     hbm_timeline_free(tl);
 }
 
+/* The space above the highest chunk overlapping a buffer's lifetime is one infinite free
+ * chunk (MakeFreeChunks starts from {0, INT64_MAX}): a 200-byte gap below wins over the
+ * 160 bytes left under the heap's current top. */
+static void test_xla_best_fit_top_is_infinite(void) {
+    hbm_timeline *tl;
+    CHECK_OK(hbm_timeline_new(&tl));
+    size_t i;
+    static const struct { uint64_t size, offset; int64_t s, e; } pin[] = {
+        {100, 0, 0, 10}, {100, 300, 0, 10}, {160, 400, 0, 2}};
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(hbm_timeline_add(tl, pin[k].size, pin[k].s, pin[k].e, NULL, &i));
+        tl->buffers[i].offset = pin[k].offset;
+        tl->buffers[i].flags |= HBM_TL_PINNED;
+    }
+    CHECK_OK(hbm_timeline_add(tl, 150, 4, 10, NULL, &i));
+    for (size_t k = 0; k < tl->count; k++) tl->buffers[k].alignment = 1;
+    uint64_t hs;
+    CHECK_OK(hbmi_xla_best_fit(tl, 0, &hs));
+    CHECK_EQ_U64(tl->buffers[3].offset, 100);
+    CHECK_EQ_U64(hs, 560);
+    CHECK_OK(hbm_timeline_verify(tl, 0));
+    hbm_timeline_free(tl);
+}
+
 static void test_devices(void) {
     CHECK(hbm_device_model_count() >= 12);
     const hbm_device_model *d = hbm_device_model_find("h100");
@@ -616,6 +831,12 @@ int main(void) {
     RUN(test_donated_parameter);
     RUN(test_custom_call_in_place);
     RUN(test_while_shares_loop_state);
+    RUN(test_while_phi_frees_loop_buffer);
+    RUN(test_multi_output_fusion_shares);
+    RUN(test_cholesky_shares_operand);
+    RUN(test_backend_from_content);
+    RUN(test_tuple_shape_index_comments);
+    RUN(test_tpu_oom_text);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);
@@ -632,6 +853,7 @@ int main(void) {
     RUN(test_tuple_done_defines_its_table);
     RUN(test_async_tuple_tables);
     RUN(test_xla_best_fit);
+    RUN(test_xla_best_fit_top_is_infinite);
     RUN(test_devices);
     RUN(test_plan_fault_injection);
     return test_done();

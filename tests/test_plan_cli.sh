@@ -2,8 +2,7 @@
 # test_plan_cli.sh - the `hbm plan` and `hbm devices` commands end to end.
 # usage: bash test_plan_cli.sh <path-to-hbm> <shared-data-dir>
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:?HBM_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh" "$@"
 fail=0
 check() { # name, condition command...
     local name=$1; shift
@@ -32,6 +31,23 @@ if command -v python3 >/dev/null; then
 fi
 out=$("$HBM" devices); check "devices lists H100" grep -q "H100-80GB" <<<"$out"
 check "devices lists TPU v5e" grep -q "TPU-v5e" <<<"$out"
+check "devices: v6e at XLA:TPU's 31.25G" grep -q "^TPU-v6e  *31.25GiB" <<<"$out"
+# a real TPU train step on a small device: XLA:TPU's compile-time OOM, renamed copies read
+# the backend from their content
+TPU=${2:-}/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo
+if [ -f "$TPU" ]; then
+    out=$("$HBM" plan "$TPU" --capacity 16GiB --width 0 --top 2); rc=$?
+    check "tpu: exit 1" test $rc -eq 1
+    check "tpu: XLA:TPU's first line" grep -q "^Ran out of memory in memory space hbm. Used [0-9.]*G of 16.00G hbm. Exceeded hbm capacity by" <<<"$out"
+    check "tpu: largest allocations" grep -q "^  Largest program allocations in hbm:" <<<"$out"
+    check "tpu: HLO temp line" grep -q "^    HLO temp  *[0-9.]*G ([0-9.]*% utilization: Unpadded" <<<"$out"
+    tmp=$(mktemp -d); cp "$TPU" "$tmp/module.hlo"
+    out=$("$HBM" plan "$tmp/module.hlo" --json); rm -rf "$tmp"
+    check "tpu renamed: backend from content" grep -q '"backend_from": "content"' <<<"$out"
+    check "tpu renamed: tpu" grep -q '"backend": "tpu"' <<<"$out"
+else
+    echo "skip tpu checks: $TPU not found"
+fi
 "$HBM" plan >/dev/null 2>&1; check "missing file is usage error" test $? -eq 2
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --device nope >/dev/null 2>&1; check "unknown device is usage error" test $? -eq 2
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --framework-limit 2 >/dev/null 2>&1; check "bad fraction is usage error" test $? -eq 2
@@ -72,7 +88,7 @@ P=$(mktemp); printf 'id,lower,upper,size\na,0,3,3\nb,1,4,3\n' > "$P"
 n=$( { LC_ALL=C "$HBM" devices; LC_ALL=C "$HBM" pack "$P" --capacity 6; } | LC_ALL=C grep -c '[^ -~	]')
 check "devices and pack print ASCII only" test "$n" = 0; rm -f "$P"
 # a folder is said to be one (every command reading files shares the reader)
-T=$(mktemp -d); mkdir "$T/adir"
+mkdir "$T/adir"
 for c in plan pack view replay; do
   out=$(H=$(cd "$(dirname "$HBM")" && pwd)/$(basename "$HBM") && cd "$T" && "$H" $c adir 2>&1); rc=$?
   check "$c adir: says it is a directory, exit 2" grep -q "adir is a directory" <<<"$out"

@@ -1,10 +1,12 @@
 /* test_plan_xladumps.c - a real JAX application's modules, GPU and CPU, each with the
  * allocations XLA itself assigned (HBM_SHARED_DATA/hlo/xladumps/truth.csv): how many of them
  * hbm plans exactly (argument, output and temp bytes; XLA's "Total bytes used"), overall and
- * per construct. At least 99.5 % must be exact. Skips when the data is absent. */
+ * per construct. Every module must be exact; renamed (no backend in the file name), each must
+ * be read as the compiler that made it or said to be assumed. Skips when the data is absent. */
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "plan/plan_internal.h"
 #include "test.h"
 
 enum { K_ALL, K_GPU, K_CPU, K_CMDBUF, K_CALL, K_ALLREDUCE, K_WHILE, K_COND, K_SORT, K_CUSTOM, K_ASYNC, K_N };
@@ -15,6 +17,8 @@ static const char *const kind_pattern[K_N] = {NULL,     NULL,         NULL,     
                                               "all-reduce", " while(", " conditional(", " sort(",      " custom-call(",
                                               "-start("};
 static int total[K_N], exact[K_N], total_bytes_exact, consistent;
+/* renamed (no backend in the file name): [GPU, CPU module] x [read as GPU, as CPU, assumed] */
+static int renamed[2][3];
 
 static void test_corpus(void) {
     const char *dir = HBM_SHARED_DATA "/hlo/xladumps";
@@ -73,6 +77,17 @@ static void test_corpus(void) {
         }
         hbm_plan_free(p);
         hbm_hlo_module_free(m);
+        /* the same module renamed: its backend read from its content alone */
+        CHECK_OK(hbm_hlo_parse(text, len, "/tmp/renamed/module.hlo", &m));
+        CHECK_OK(hbm_plan_run(m, NULL, &p));
+        CHECK_OK(hbm_plan_get_stats(p, &st));
+        int col = !p->backend_evidence ? 2 : st.backend == HBM_BACKEND_CPU ? 1 : 0;
+        renamed[is_cpu][col]++;
+        if (col == (is_cpu ? 0 : 1)) fprintf(stderr, "  renamed %s: read as %s\n", name, hbm_backend_str(st.backend));
+        if (col == 1) /* planned with CPU rules: XLA:CPU's figures */
+            CHECK(st.temp_size_in_bytes == temp && st.output_size_in_bytes == out && st.argument_size_in_bytes == arg);
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
         hbmi_free(text);
     }
     fclose(f);
@@ -83,6 +98,13 @@ static void test_corpus(void) {
                 total[k] ? 100.0 * exact[k] / total[k] : 0.0);
     fprintf(stderr, "%-16s %7d %7d\n", "total_bytes", total_bytes_exact, total[K_ALL]);
     fprintf(stderr, "%-16s %7d %7d\n", "consistent", consistent, total[K_ALL]);
+    fprintf(stderr, "renamed: GPU modules read as GPU %d, CPU %d, assumed GPU %d; CPU modules read as GPU %d, CPU %d, "
+                    "assumed GPU %d\n",
+            renamed[0][0], renamed[0][1], renamed[0][2], renamed[1][0], renamed[1][1], renamed[1][2]);
+    CHECK(renamed[0][1] == 0 && renamed[1][0] == 0); /* never the wrong compiler read from the content */
+    CHECK(renamed[0][0] == total[K_GPU]);
+    CHECK(renamed[1][1] >= 10); /* XLA:CPU's parallel loops, unwrapped ops, fusion names */
+    CHECK(exact[K_ALL] == total[K_ALL]);
     CHECK(exact[K_ALL] * 1000 >= total[K_ALL] * 995);
     CHECK(total_bytes_exact * 1000 >= total[K_ALL] * 995);
     CHECK(exact[K_CPU] == total[K_CPU]);

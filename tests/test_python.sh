@@ -3,17 +3,16 @@
 # libhbm.so and hbm tool: pytest on tests/python. Skips (77) without python3's pytest
 # (Debian: python3-pytest; scripts/deps.sh installs it). HBM_PYTHON: the interpreter(s) to try.
 set -eu
-hbm="$1"
-shared="${2:-}"
-build=$(cd "$(dirname "$hbm")" && pwd)
-src="${HBM_SOURCE_DIR:?}"
+. "$(dirname "$0")/lib.sh" "$@"
+hbm=$HBM shared=$DATA src=$SRC
+build=$(cd "$BUILD" && pwd)
 lib="$build/libhbm.so"
 [ -e "$lib" ] || { echo "FAIL: $lib was not built"; exit 1; }
 py=""
 for c in ${HBM_PYTHON:-python3 /usr/bin/python3}; do
   if command -v "$c" >/dev/null && "$c" -c 'import pytest' 2>/dev/null; then py="$c"; break; fi
 done
-[ -n "$py" ] || { echo "SKIP: no python3 with pytest (Debian: apt-get install python3-pytest)"; exit 77; }
+[ -n "$py" ] || skip "no python3 with pytest (Debian: apt-get install python3-pytest)"
 # A sanitizer build's library needs its runtime loaded first in python3.
 if [ -n "${HBM_SANITIZE:-}" ]; then
   case "$HBM_SANITIZE" in
@@ -26,8 +25,7 @@ if [ -n "${HBM_SANITIZE:-}" ]; then
     *) echo "SKIP: python3 cannot load a $HBM_SANITIZE-instrumented libhbm.so"; exit 77 ;;
   esac
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T
 export HBM_LIBRARY="$lib" HBM_CLI="$hbm" HBM_SOURCE_DIR="$src" HBM_SHARED_DATA="$shared"
 export PYTHONPATH="$src/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
 cd "$tmp"

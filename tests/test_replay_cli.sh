@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # test_replay_cli.sh - hbm replay from the command line: table, JSON, errors.
 set -u
-HBM=$1
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh" "$@"
+need python3 "to check the JSON"
 cat > "$T/r.csv" <<'CSV'
 Thread,Time,Action,Pointer,Size,Stream
 1,1634567890.100000,allocate,0x7f0000000000,1073741824,0x0
@@ -62,10 +60,17 @@ grep -q "bad.csv:2: Time" "$T/err" || fail "bad csv message: $(cat "$T/err")"
 # a PyTorch snapshot with allocator=torch: what PyTorch did, and how closely the twin follows
 SNAP="${2:-}/snapshots/silmont_small.pickle"
 if [ -f "$SNAP" ]; then
-  out=$("$HBM" replay "$SNAP" --allocators torch,bfc) || fail "torch replay exit $?"
+  out=$("$HBM" replay "$SNAP" --allocators torch,platform) || fail "torch replay exit $?"
   # what PyTorch recorded is the table's first row, the twin's match the line after the table
-  row=$(grep -A1 "^configuration" <<<"$out" | tail -1)
-  grep -qE "^recorded \(PyTorch\) +3\.03GiB +3\.52GiB +- +9  none; at its peak \(event 52\) 507\.37MiB reserved but unallocated, 9 segments$" <<<"$row" || fail "recorded row: $out"
+  row=$(grep -A2 "^configuration" <<<"$out" | tail -2)
+  grep -qE "^recorded \(PyTorch\) +3\.03GiB +3\.52GiB +- +9  none$" <<<"$row" || fail "recorded row: $out"
+  grep -qE "^  PyTorch's peak reserved \(event 52\): 507\.37MiB of it unallocated, 9 segments$" <<<"$row" || fail "recorded row: $out"
+  # with no --allocators: the recorded row and allocator=torch, on the snapshot's peak reserved
+  out=$("$HBM" replay "$SNAP") || fail "default replay exit $?"
+  grep -q "^  on a simulated device of 3.52GiB (the snapshot's peak reserved; --device sets another)$" <<<"$out" || fail "default device: $out"
+  [ "$(grep -cE "^(recorded \(PyTorch\)|allocator=)" <<<"$out")" = 2 ] || fail "default rows: $out"
+  grep -q "^allocator=torch " <<<"$out" || fail "default torch row: $out"
+  grep -q "sim:" <<<"$out" && fail "a device spec string in the text: $out"
   grep -q "segments 9/9 (100.0%), addresses 36/36 (100.0%)" <<<"$out" || fail "match line: $out"
   "$HBM" replay "$SNAP" --allocators torch --json > "$T/t.json" || fail "torch json exit"
   python3 - "$T/t.json" <<'PY' || fail "torch JSON: $(cat "$T/t.json")"

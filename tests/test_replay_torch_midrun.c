@@ -10,7 +10,8 @@
  *     segment that holds it.
  * This rebuild, written here from the pickle and the history's own events independently of
  * the loader (which rebuilds the same state itself: test_replay_torch.c replays from that
- * one), checks the twin from a given state. Also constructor_sun's cuda:1 history (its OOM). Skips without
+ * one), checks the twin from a given state; an expandable segment's mapped runs seed one
+ * virtual range per stream and pool. Also constructor_sun's cuda:1 history (its OOM). Skips without
  * ../shared/data. */
 #include <stdlib.h>
 
@@ -39,14 +40,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 1;
 }
 
-static int add_segment(state *st, uint64_t addr, uint64_t size, uint64_t stream, int small) {
+static int add_segment(state *st, uint64_t addr, uint64_t size, uint64_t stream, int small, int expandable) {
     if (!grow((void **)&st->seg, &st->capseg, st->nseg + 1, sizeof *st->seg)) return 0;
     size_t capf = st->capseg; /* first[] follows seg[]'s capacity */
     size_t *f = realloc(st->first, capf * sizeof *f);
     if (!f) return 0;
     st->first = f;
     st->first[st->nseg] = st->nblk;
-    st->seg[st->nseg++] = (hbm_torch_segment_state){.addr = addr, .size = size, .stream = stream, .small = small};
+    st->seg[st->nseg++] =
+        (hbm_torch_segment_state){.addr = addr, .size = size, .stream = stream, .small = small, .expandable = expandable};
     return 1;
 }
 
@@ -84,7 +86,7 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
         if (hbmi_pv_int(g, "device", 0) != dev || hbmi_map_get(&seg_allocated, base, NULL)) continue;
         const char *type = hbmi_pv_str(g, "segment_type");
         ok = add_segment(st, base, (uint64_t)hbmi_pv_int(g, "total_size", 0), (uint64_t)hbmi_pv_int(g, "stream", 0),
-                         type && !strcmp(type, "small"));
+                         type && !strcmp(type, "small"), hbmi_pv_int(g, "is_expandable", 0) != 0);
         const hbmi_pv *bl = hbmi_pv_get(g, "blocks");
         for (size_t j = 0; ok && bl && bl->type == PV_LIST && j < bl->n; j++) {
             const hbmi_pv *b = bl->items[j];
@@ -104,7 +106,7 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) ok = !hbmi_map_put(&seen, e->addr, 1);
         if (!ok || e->kind != HBM_EV_SEGMENT_FREE || hbmi_map_get(&seen, e->addr, NULL)) continue;
-        ok = !hbmi_map_put(&seen, e->addr, 1) && add_segment(st, e->addr, e->size, e->stream, e->size == (2u << 20));
+        ok = !hbmi_map_put(&seen, e->addr, 1) && add_segment(st, e->addr, e->size, e->stream, e->size == (2u << 20), 0);
         /* the blocks freed inside it before, in address order */
         uint64_t *in = NULL;
         size_t nin = 0, capin = 0;
@@ -183,6 +185,9 @@ static void test_ftcourse(void) { check_midrun("ftcourse.pickle"); }
 static void test_magma27(void) { check_midrun("magma27.pickle"); }
 /* begins with an empty_cache() call: a run of segment_frees of segments from before the history */
 static void test_kkaitlyn_ctx256_fullstep(void) { check_midrun("kkaitlyn_ctx256_fullstep.pickle"); }
+/* recorded inside two expandable segments mapped before the history (its allocator_settings
+ * say expandable_segments): their mapped runs, with their live blocks, seed the twin */
+static void test_bolongcheng_xl_fwd_fp32(void) { check_midrun("bolongcheng_xl_fwd_fp32.pickle"); }
 
 /* The history of device dev as hbm's importer reads cuda:0's (actions to events; an oom's
  * addr is the device's free memory: returned in *dev_free with the reserved bytes then). */
@@ -198,6 +203,7 @@ static hbm_trace *device_history(const hbmi_pv *root, size_t dev, uint64_t *rese
     const hbmi_pv *l = traces->items[dev];
     hbm_trace *t;
     if (hbm_trace_new(&t)) return NULL;
+    snprintf(t->source, sizeof t->source, "torch");
     uint64_t reserved = 0;
     for (size_t i = 0; i < l->n; i++) {
         const char *a = hbmi_pv_str(l->items[i], "action");
@@ -265,6 +271,7 @@ int main(void) {
     RUN(test_ftcourse);
     RUN(test_magma27);
     RUN(test_kkaitlyn_ctx256_fullstep);
+    RUN(test_bolongcheng_xl_fwd_fp32);
     if (!ran) TEST_SKIP("the shared snapshots are absent (%s)", SNAP_DIR);
     return test_done();
 }

@@ -2,6 +2,7 @@
 # test_run.sh HBM SHARED_DATA - hbm run over a program that calls the fake CUDA driver
 # through dlsym and cuGetProcAddress, as runtimes do.
 set -u
+. "$(dirname "$0")/lib.sh" "$@"
 hbm="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # absolute: some cases run elsewhere
 fails=0
 [ -n "${HBM_FAKE_CUDA:-}" ] && [ -f "$HBM_FAKE_CUDA" ] && [ -x "${HBM_FAKE_APP:-}" ] ||
@@ -13,7 +14,7 @@ if ldd "$pre" 2>/dev/null | grep -qE 'lib(asan|tsan|ubsan)'; then
   # interposes dlsym comes before it and the sanitizer crashes at start-up.
   echo "SKIP: libhbm_preload.so is built with sanitizers; hbm run is tested in the plain build"; exit 77
 fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$T
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2"; fails=$((fails+1)); }
 

@@ -4,9 +4,7 @@
 # content and no temporary is left; a write to /dev/full is an error (exit 2) with a
 # message; with `pack --output -` stdout carries the CSV alone.
 set -u
-HBM=$1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok   $*"; }

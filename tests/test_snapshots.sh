@@ -5,11 +5,10 @@
 # memory_viz counts it). Also: every device listed, --device-index picks one, the text fits
 # 100 columns, and a snapshot without times says "event N" and no seconds.
 set -u
-HBM=$1
+. "$(dirname "$0")/lib.sh" "$@"
 DATA=${2:-}/snapshots
-[ -f "$DATA/truth.csv" ] || { echo "SKIP: no shared snapshots at $DATA"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to compare JSON"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+[ -f "$DATA/truth.csv" ] || skip "no shared snapshots at $DATA"
+need python3 "to compare JSON"
 fail=0
 mkdir -p "$T/export"
 for f in "$DATA"/*.pickle; do

@@ -6,7 +6,7 @@
  * syntax, and a randomized invariant check. */
 #include "alloc/alloc_internal.h"
 #include "core/internal.h"
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "test.h"
 
 #define MiB (1ull << 20)
@@ -420,8 +420,21 @@ static void test_config(void) {
     CHECK(f);
     hbm_config_write(&h, f, 0);
     fclose(f);
-    CHECK_CONTAINS(buf, "max_split_size_mb 64");
-    CHECK_CONTAINS(buf, "roundup_power2_divisions 8 ");
+    /* the columns line up for every key (issue 29 item 7): each line's value and source
+     * start where the header's do */
+    {
+        const char *hv = strstr(buf, "value"), *hs = strstr(buf, "source");
+        CHECK(hv && hs);
+        size_t cv = (size_t)(hv - buf), cs = (size_t)(hs - buf), lines = 0;
+        for (const char *l = strchr(buf, '\n'); l && l[1]; l = strchr(l + 1, '\n'), lines++) {
+            const char *e = strchr(l + 1, '\n');
+            size_t len = e ? (size_t)(e - l - 1) : strlen(l + 1);
+            CHECK(len > cs && l[cv] == ' ' && l[cs] == ' ' && l[cs + 1] != ' ');
+        }
+        CHECK(lines >= 16);
+    }
+    CHECK(strstr(buf, "\nmax_split_size_mb ") && strstr(strstr(buf, "\nmax_split_size_mb "), " 64 "));
+    CHECK(strstr(buf, "\nroundup_power2_divisions ") && strstr(strstr(buf, "\nroundup_power2_divisions "), " 8 "));
     CHECK_STATUS(hbm_config_resolve("allocator=torch,max_split_size_mb=10", &h), HBM_ERR_CONFIG);
     /* the first interval named also sets those below it */
     CHECK_OK(hbm_config_resolve("roundup_power2_divisions=[2:4,>:1]", &h));

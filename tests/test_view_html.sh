@@ -9,8 +9,7 @@
 # present. Skips without chromium ('scripts/deps.sh test' installs Debian's package),
 # except under CI (CI set) where it fails.
 set -u
-HBM=$1
-SRC=${HBM_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/lib.sh" "$@"
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$CHROMIUM" ]; then
   # CI installs it (.ci/run -> make test -> scripts/deps.sh test): missing there is a failure
@@ -18,8 +17,7 @@ if [ -z "$CHROMIUM" ]; then
   echo "SKIP: chromium is not installed ('scripts/deps.sh test' installs Debian's package)"
   exit 77
 fi
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+need python3
 fail() { echo "FAIL: $*"; exit 1; }
 python3 "$SRC/tests/view_gen.py" "$T" "${HBM_VIEW_HTML_EVENTS:-200000}" || fail "generator"
 "$HBM" view "$T/in.pickle" --html "$T/v.html" 2>/dev/null || fail "view --html"

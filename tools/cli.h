@@ -136,6 +136,7 @@ int cli_is(const char *arg, const char *a, const char *b);
     X(view, "show a trace: peak, timeline, top buffers and totals (terminal or --html page)") \
     X(diff, "compare two traces, snapshots or plans: both peaks and what makes the difference") \
     X(plan, "predict XLA's device memory for an HLO module: XLA's report, the peak, a verdict") \
+    X(fit, "what makes an HLO module fit: settings, donation, recompute, host offload, verified") \
     X(devices, "list the devices 'hbm plan --device' knows and their memory") \
     X(pack, "place buffers with known lifetimes at offsets: heuristics or an exact search")
 

@@ -51,6 +51,12 @@ int cmd_config(int argc, char **argv) {
     if (rc >= 0) return rc;
     hbm_config c;
     hbm_status s = hbm_config_resolve(text, &c);
+    /* PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it: a bad one is an error here whatever the
+     * allocator (the library lets a JAX program run beside it) */
+    const char *pt = text ? NULL : getenv("PYTORCH_CUDA_ALLOC_CONF");
+    hbm_config scratch;
+    hbm_config_default(&scratch);
+    if (!s && pt && *pt) s = hbm_config_apply_torch(&scratch, pt, "PYTORCH_CUDA_ALLOC_CONF");
     if (s) { /* a bad value is bad input: exit 2 */
         cli_fail("config", s);
         return 2;

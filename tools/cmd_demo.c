@@ -46,8 +46,9 @@ static int demo_plan(const char *dir) {
         }
         printf("\n== hbm plan %s --device %s\n", path, dev->name);
         if (i == 0) {
-            printf("jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix, as XLA compiled it.\n"
-                   "Before anything runs, hbm predicts XLA's buffer assignment (its OOM text, byte for byte):\n\n");
+            printf("jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix.\n"
+                   "Before anything runs, hbm predicts XLA's buffer assignment (the allocations of XLA's OOM\n"
+                   "report in jax-ml/jax#9755, from a module rebuilt by hand, not the one XLA compiled):\n\n");
             hbm_plan_report(p, stdout, 5);
         } else {
             printf("The same program with U declared as f32[300000,50] (what full_matrices=False needs):\n");
@@ -81,7 +82,7 @@ static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
  * any program using libhbm is. verbose: the run's header, its result and any OOM report.
  * *done: the step completed. On an OOM, *d holds the diagnosis. */
 static hbm_status run_step(const char *spec, const char *shown, const hbm_timeline *tl, int verbose, int attempt,
-                           int *done, hbm_oom_diagnosis *d, uint64_t *capacity) {
+                           int *done, hbm_oom_diagnosis *d, uint64_t *capacity, char **report) {
     hbm_device *dev;
     hbm_allocator *a;
     *done = 0;
@@ -113,8 +114,11 @@ static hbm_status run_step(const char *spec, const char *shown, const hbm_timeli
         }
     } else if (s == HBM_ERR_OOM) {
         s = HBM_OK;
-        if (verbose) {
-            printf("Out of memory at event %zu. hbm's report:\n\n", r.events + 1);
+        if (verbose) printf("Out of memory at event %zu. hbm's report:\n\n", r.events + 1);
+        size_t len = 0;
+        if (verbose && report && !hbm_oom_report_format(a, NULL, 0, &len) && (*report = malloc(len + 512)))
+            hbm_oom_report_format(a, *report, len + 1, NULL); /* printed once its advice is checked */
+        else if (verbose) {
             hbm_oom_report_write(a, stdout);
             printf("\n");
         }
@@ -182,7 +186,8 @@ int cmd_demo(int argc, char **argv) {
     rc = 1;
     hbm_oom_diagnosis d;
     memset(&d, 0, sizeof d);
-    s = run_step(spec, device, tl, 1, 1, &done, &d, &capacity);
+    char *report = NULL; /* run 1's OOM report: its advice is checked before it is shown */
+    s = run_step(spec, device, tl, 1, 1, &done, &d, &capacity, &report);
     if (!s && !done) {
         char advice[160] = "", f1[16], f2[16], p[32], c[32];
         double f0;
@@ -194,12 +199,24 @@ int cmd_demo(int argc, char **argv) {
             for (int k = (int)(f0 * 100 + 0.5); k <= 100 && !s && !found; k++) {
                 hbm_oom_diagnosis d2;
                 setenv("HBM_MEM_FRACTION", fraction_text(k / 100.0, f1), 1);
-                s = run_step(spec, device, tl, 0, 0, &done, &d2, NULL);
+                s = run_step(spec, device, tl, 0, 0, &done, &d2, NULL, NULL);
                 if (done) found = k / 100.0;
             }
             if (old) setenv("HBM_MEM_FRACTION", old, 1);
             else unsetenv("HBM_MEM_FRACTION");
             free(old);
+            char verdict[400] = "";
+            if (found > 0 && found - f0 > 0.005)
+                snprintf(verdict, sizeof verdict, "  Try: XLA_PYTHON_CLIENT_MEM_FRACTION=%s (checked by running the step; %s\n"
+                         "  covers only the request that failed)\n", fraction_text(found, f1), d.env);
+            else if (found <= 0 && !s)
+                snprintf(verdict, sizeof verdict, "  No fraction fits: even XLA_PYTHON_CLIENT_MEM_FRACTION=1 fails (the step holds %s\n"
+                         "  at its peak, %s more than the device).\n", hbm_size_human(peak, p),
+                         hbm_size_human(peak > capacity ? peak - capacity : 0, c));
+            if (report && verdict[0]) hbm_oom_report_set_advice(report, strlen(report) + 512, verdict);
+            if (report) printf("%s\n", report);
+            free(report);
+            report = NULL;
             if (found > 0) {
                 snprintf(advice, sizeof advice, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_text(found, f1));
                 if (found - f0 > 0.005)
@@ -213,6 +230,7 @@ int cmd_demo(int argc, char **argv) {
                        device, hbm_size_human(peak, p), hbm_size_human(capacity, c));
             }
         } else if (d.env[0]) {
+            if (report) printf("%s\n", report); /* the run with this advice follows */
             char *eq = strchr(d.env, '=');
             snprintf(advice, sizeof advice, "%s", d.env);
             if (eq) {
@@ -221,13 +239,16 @@ int cmd_demo(int argc, char **argv) {
                 *eq = '=';
             }
         } else {
+            if (report) printf("%s\n", report);
             printf("No allocator setting can help here (%s): the step holds %s at its peak on a %s\n"
                    "device. It needs a device with more memory, or a smaller step.\n",
                    hbm_oom_cause_str(d.cause), hbm_size_human(peak, p), hbm_size_human(capacity, c));
         }
+        free(report);
+        report = NULL;
         if (!s && advice[0]) {
             printf("Running again with %s ...\n\n", advice);
-            s = run_step(spec, device, tl, 1, 2, &done, &d, NULL);
+            s = run_step(spec, device, tl, 1, 2, &done, &d, NULL, NULL);
             if (!s && !done) printf("The step still runs out of memory with %s.\n", advice);
         }
     }

@@ -15,17 +15,6 @@ static void on_progress(void *user, const hbm_pack_progress *p) {
     fflush(stderr);
 }
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 int cmd_pack(int argc, char **argv) {
     const char *output = NULL, *cap_text = NULL, *algo_text = NULL, *window = NULL;
     uint64_t above = 0;
@@ -132,55 +121,17 @@ int cmd_pack(int argc, char **argv) {
     }
     /* with --output -, stdout carries the CSV alone: the summary goes to stderr */
     FILE *sum = output && !strcmp(output, "-") ? stderr : stdout;
-    char e1[32], e2[32];
-    double over = r.lower_bound ? 100.0 * ((double)r.extent - (double)r.lower_bound) / (double)r.lower_bound : 0;
+    hbm_pack_report rep = {.file = file, .tl = tl, .whole = whole, .window = window, .window_from = w_from,
+                           .window_to = w_to, .above = above, .capacity_text = cap_text, .o = &o, .r = &r};
     if (json) {
-        fprintf(sum, "{\"file\": ");
-        json_str(sum, file);
-        if (window) fprintf(sum, ", \"relaxation\": {\"window\": [%lld, %lld], \"of_buffers\": %zu}", w_from, w_to, whole);
-        if (above) fprintf(sum, ", \"relaxation\": {\"above\": %llu, \"of_buffers\": %zu}", (unsigned long long)above, whole);
-        fprintf(sum, ", \"buffers\": %zu, \"algorithm\": \"%s\", \"capacity\": %llu, \"minimize\": %s, "
-               "\"lower_bound\": %llu, \"feasible\": %s, \"extent\": %llu, \"over_lower_bound_pct\": %.3f, "
-               "\"proven\": %s, \"timed_out\": %s, \"seconds\": %.6f, \"nodes\": %llu}\n",
-               tl->count, hbm_pack_algo_str(o.algo), (unsigned long long)o.capacity, o.minimize ? "true" : "false",
-               (unsigned long long)r.lower_bound, r.feasible ? "true" : "false", (unsigned long long)r.extent,
-               r.feasible ? over : 0.0, r.proven ? "true" : "false", r.timed_out ? "true" : "false", r.seconds,
-               (unsigned long long)r.nodes);
+        hbm_pack_report_write(&rep, sum, 1);
     } else {
         /* text: lines fitted to --width */
         FILE *to = sum;
         char *text = NULL;
         size_t tlen = 0;
         if (!(sum = open_memstream(&text, &tlen))) sum = to;
-        if (window || above) {
-            fprintf(sum, "%s: a relaxation (", file);
-            if (window) fprintf(sum, "window %s", window);
-            else fprintf(sum, "the times with at least %llu bytes live", (unsigned long long)above);
-            fprintf(sum, "): bounds proven here hold for the file, packings do not\nrelaxation: %zu of %zu buffers",
-                    tl->count, whole);
-        } else {
-            fprintf(sum, "%s: %zu buffers", file, tl->count);
-        }
-        fprintf(sum, ", lower bound %llu (%s)\n", (unsigned long long)r.lower_bound, hbm_size_human(r.lower_bound, e1));
-        if (cap_text && strspn(cap_text, "0123456789") != strlen(cap_text)) /* the size understood */
-            fprintf(sum, "capacity %s = %llu bytes (%s)\n", cap_text, (unsigned long long)o.capacity,
-                    hbm_size_human(o.capacity, e2));
-        if (r.feasible) {
-            fprintf(sum, "%s: extent %llu (%s), +%.2f%% over the lower bound", hbm_pack_algo_str(o.algo),
-                   (unsigned long long)r.extent, hbm_size_human(r.extent, e2), over);
-            if (o.capacity) fprintf(sum, ", fits %llu", (unsigned long long)o.capacity);
-            if (r.proven) fprintf(sum, ", optimal (proven)");
-            else if (o.minimize) fprintf(sum, ", not proven%s", r.timed_out ? " (timed out)" : "");
-            fprintf(sum, "\n  %.3f s", r.seconds); /* (a line of its own: the rest is the same every run) */
-            if (r.nodes) fprintf(sum, ", %llu nodes", (unsigned long long)r.nodes);
-            fprintf(sum, "\n");
-        } else {
-            fprintf(sum, "%s: no packing within %llu: %s%s (%.3f s)\n", hbm_pack_algo_str(o.algo),
-                   (unsigned long long)o.capacity,
-                   r.proven ? "proven infeasible" : (r.timed_out ? "none found before the timeout" : "none found"),
-                   r.proven ? "" : "", r.seconds);
-            if (r.proven) fprintf(sum, "  at least %llu bytes are needed\n", (unsigned long long)r.lower_bound);
-        }
+        hbm_pack_report_write(&rep, sum, 0);
         if (sum != to) {
             fclose(sum);
             cli_write_fitted(to, text, tlen, width);

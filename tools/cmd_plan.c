@@ -7,7 +7,7 @@
 static hbm_status parse_backend(const char *value, void *backend) { return hbm_backend_parse(value, backend); }
 
 int cmd_plan(int argc, char **argv) {
-    const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *module = NULL;
+    const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *html = NULL, *module = NULL;
     double timeout = 0, fraction = 0; /* hbm pack's budgets, the device's limit unless told */
     int top = 15, json = 0;
     size_t width = CLI_WIDTH;
@@ -32,6 +32,9 @@ int cmd_plan(int argc, char **argv) {
         {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
          .help = "the module of a profile or protobuf with several (default: the\n"
                  "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
+        {.name = "--html", .kind = CLI_STR, .dest = &html, .arg = "OUT",
+         .help = "also write XProf's Memory Viewer of the plan as one self-contained\n"
+                 "page ('hbm view FILE --html OUT' writes the same)"},
         {.name = "--width", .kind = CLI_COLUMNS, .dest = &width, .lo = CLI_WIDTH_MIN, .hi = CLI_WIDTH_MAX, .arg = "COLUMNS",
          .help = "cut longer lines in the middle with '...' (default 100;\n"
                  "0: no limit, XLA's report lines whole)"},
@@ -96,6 +99,21 @@ int cmd_plan(int argc, char **argv) {
     if (s) {
         hbm_hlo_module_free(m);
         return cli_fail("plan", s);
+    }
+    if (html) {
+        hbm_output out; /* written whole or not at all */
+        if ((s = hbm_output_open(&out, html))) {
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+            return cli_fail("plan", s);
+        }
+        int hrc = cli_output_done("plan", &out, hbm_plan_view_html(p, NULL, out.f));
+        if (hrc) {
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+            return hrc;
+        }
+        if (strcmp(html, "-")) fprintf(stderr, "hbm plan: wrote %s\n", html);
     }
     hbm_pack_result pr;
     uint64_t heap = 0;

@@ -18,8 +18,8 @@ static int configurations(const cli_list *configs, const char *allocators, const
         if (strlen(configs->v[i]) >= 300) return cli_bad_value("replay", "--config", configs->v[i], "longer than 299 characters");
         snprintf(list[(*n)++], 300, "%s", configs->v[i]);
     }
-    if (!allocators && configs->n) return 0;
-    const char *p = allocators ? allocators : "bfc,platform";
+    if (!allocators && (configs->n || !fraction)) return 0; /* none named: the defaults for the trace */
+    const char *p = allocators ? allocators : "bfc,platform"; /* a JAX fraction: JAX's allocators */
     if (!p[strspn(p, ", ")]) {
         return cli_bad_value("replay", "--allocators", allocators, "no allocator named (e.g. bfc,platform,cuda_async,vmm,torch)");
     }
@@ -47,15 +47,17 @@ int cmd_replay(int argc, char **argv) {
     double fraction_value = 0;
     const cli_opt opts[] = {
         {.name = "--allocators", .kind = CLI_STR, .dest = &allocators, .arg = "LIST",
-         .help = "policies to compare (default bfc,platform; also cuda_async, vmm,\n"
-                 "torch), each opened as allocator=NAME plus --fraction when given"},
+         .help = "policies to compare (default: torch for a PyTorch snapshot, else\n"
+                 "bfc,platform; also cuda_async, vmm), each opened as allocator=NAME\n"
+                 "plus --fraction when given"},
         {.name = "--config", .kind = CLI_LIST, .dest = &configs, .arg = "STR",
          .help = "a full configuration to compare (repeatable), e.g.\n"
                  "'allocator=bfc,preallocate=false' ('hbm config --help' lists the keys)"},
         {.name = "--device", .kind = CLI_STR, .dest = &device, .arg = "D",
          .help = "sim:SIZE (e.g. sim:80GiB) or a device name from 'hbm devices'\n"
-                 "(h100, a100-40gb, ...; default: the traced device's capacity,\n"
-                 "else sim:80GiB)"},
+                 "(h100, a100-40gb, ...; default: the traced device's capacity; for\n"
+                 "a snapshot, reserved + free at its OOM, else its peak reserved;\n"
+                 "else sim:80GiB), the same for the table, the twin and --suggest"},
         {.name = "--fraction", .kind = CLI_REAL, .dest = &fraction_value, .raw = &fraction, .lo = 0, .hi = 1,
          .arg = "F", .help = "memory fraction for --allocators (as XLA_PYTHON_CLIENT_MEM_FRACTION)"},
         {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "one JSON object with every result"},
@@ -64,8 +66,7 @@ int cmd_replay(int argc, char **argv) {
                  "the largest peak; the device replayed is named)"},
         {.name = "--suggest", .kind = CLI_FLAG, .dest = &suggest,
          .help = "(PyTorch snapshots) the smallest PYTORCH_CUDA_ALLOC_CONF change\n"
-                 "that avoids the OOM on the device (default: the trace's capacity,\n"
-                 "else the history's peak reserved), or by how much it is over"},
+                 "that avoids the OOM on the device, or by how much it is over"},
     };
     const cli_command cmd = {
         .name = "replay",
@@ -118,32 +119,10 @@ int cmd_replay(int argc, char **argv) {
         hbm_trace_free(t);
         return s ? cli_fail("replay", s) : sg.best < 0;
     }
-    /* allocator=torch on a snapshot: under the settings it was recorded with */
-    for (int i = configs.n; i < n && t->torch_settings[0]; i++)
-        if (!strncmp(list[i], "allocator=torch", 15) && (!list[i][15] || list[i][15] == ',')) {
-            char with[300];
-            if (snprintf(with, sizeof with, "allocator=torch,%s%s", t->torch_settings, list[i] + 15) < (int)sizeof with)
-                memcpy(list[i], with, sizeof with);
-        }
-    const char *cfgs[32];
+    const char *cfgs[CLI_LIST_MAX];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];
-    int failed = 0, torch = 0;
-    for (int i = 0; i < n; i++) torch |= strstr(cfgs[i], "allocator=torch") != NULL;
-    torch = torch && !strcmp(t->source, "torch");
-    if (!torch) {
-        s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
-    } else { /* a PyTorch snapshot replayed with its twin: what PyTorch did, and the match */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mf = open_memstream(&buf, &len);
-        s = mf ? hbm_replay_run_write(t, device, cfgs, (size_t)n, mf, json, &failed) : HBM_ERR_NOMEM;
-        if (mf) fclose(mf);
-        if (!s && json && len >= 2) len -= 2; /* the closing "}\n": the torch members go inside */
-        if (!s) fwrite(buf, 1, len, stdout);
-        if (!s) s = hbm_torch_replay_write(t, stdout, json);
-        if (!s && json) fputs("}\n", stdout);
-        free(buf);
-    }
+    int failed = 0;
+    s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
     hbm_trace_free(t);
     return s ? cli_fail("replay", s) : failed;
 }

@@ -3,9 +3,51 @@
 
 #include "cli.h"
 
+/* An HLO module: XProf's Memory Viewer of its plan (the same figures as hbm plan). */
+static int view_plan(const char *in, const char *module, const char *html, int json, const hbm_view_options *vo,
+                     long space) {
+    hbm_hlo_module *m; /* HLO text, or a protobuf input's module (the list and the choice first) */
+    int rc0 = cli_open_module("view", in, module, html || json ? stderr : stdout, &m);
+    if (rc0) return rc0;
+    hbm_status s;
+    hbm_plan *p;
+    if ((s = hbm_plan_run(m, NULL, &p))) {
+        hbm_hlo_module_free(m);
+        return cli_fail("view", s);
+    }
+    hbm_plan_view_options o;
+    hbm_plan_view_options_default(&o);
+    o.width = vo->width;
+    o.top = vo->top;
+    o.ascii = vo->ascii;
+    o.title = vo->title;
+    o.memory_space = space;
+    int rc = 0;
+    if (html) {
+        hbm_output out; /* written whole or not at all */
+        if (!(s = hbm_output_open(&out, html))) {
+            rc = cli_output_done("view", &out, hbm_plan_view_html(p, &o, out.f));
+            if (!rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s\n", html);
+        } else {
+            rc = cli_fail("view", s);
+        }
+    } else {
+        s = json ? hbm_plan_view_json(p, &o, stdout) : hbm_plan_view_text(p, &o, stdout);
+        if (!s && !json && hbm_plan_xla_same(p) >= 0) { /* XLA's own figures and hbm's agreement */
+            fputc('\n', stdout);
+            s = hbm_plan_xla_text(p, stdout, (size_t)o.top);
+        }
+        if (!s && fflush(stdout)) s = HBM_ERR_IO;
+        if (s) rc = cli_fail("view", s);
+    }
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    return rc;
+}
+
 int cmd_view(int argc, char **argv) {
     const char *html = NULL, *module = NULL;
-    int json = 0, device = -1;
+    int json = 0, device = -1, space = -1;
     hbm_view_options o;
     hbm_view_options_default(&o);
     const cli_opt opts[] = {
@@ -27,16 +69,25 @@ int cmd_view(int argc, char **argv) {
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
          .help = "only device N (cuda:N) of a snapshot (HTML: the first device\n"
                  "unless given)"},
+        {.name = "--memory-space", .kind = CLI_INT, .dest = &space, .lo = 0, .hi = 1 << 20, .arg = "N",
+         .help = "HLO module: only memory space S(N) (0 device memory, 5 host);\n"
+                 "default every space that holds an allocation"},
     };
     const cli_command cmd = {
         .name = "view",
         .args = "FILE",
         .max_args = 1,
-        .about = "Show a trace (an hbm trace, an RMM log CSV, a PyTorch memory snapshot, or an HLO\n"
-                 "module as the sequence XLA runs, as text or XLA's protobuf: an XProf profile LOGDIR or\n"
-                 "*.xplane.pb, *.hlo_proto.pb, *.hlo.pb): the peak, a sparkline of bytes in use and reserved\n"
-                 "over time, the top buffers live at the peak with their op, shape and source line,\n"
-                 "each OOM with what was live then, and totals by op and by source line.\n"
+        .about = "An HLO module (text, or XLA's protobuf: an XProf profile LOGDIR or *.xplane.pb,\n"
+                 "*.hlo_proto.pb, *.hlo.pb, with XLA's own figures beside): XProf's Memory Viewer of\n"
+                 "hbm plan's buffer assignment, offline: the\n"
+                 "overview (peak heap with and without fragmentation, padding, arguments, HLO\n"
+                 "temporaries, fragmentation), heap size against program order (schedule steps, not\n"
+                 "time) with the peak marked, and the buffers at the peak by program order, size and\n"
+                 "padding, for each memory space; the same figures as hbm plan.\n"
+                 "A trace (an hbm trace, an RMM log CSV, a PyTorch memory snapshot): the peak, a\n"
+                 "sparkline of bytes in use and reserved over time, the top buffers live at the peak\n"
+                 "with their op, shape and source line, each OOM with what was live then, and totals\n"
+                 "by op and by source line.\n"
                  "A snapshot shows each device that has data (the one with an OOM, else the largest\n"
                  "peak, first), and counts what was live before its history began (rebuilt from its\n"
                  "segments, as pytorch.org/memory_viz does). \"In use\" is the bytes the program asked\n"
@@ -46,37 +97,30 @@ int cmd_view(int argc, char **argv) {
         .exits = CLI_EXITS_DONE,
         .examples = "Example:\n"
                     "  hbm view snapshot.pickle\n"
+                    "  hbm view module.hlo --html m.html     # XProf's Memory Viewer of the plan\n"
                     "  hbm view run.hbmt --html run.html && xdg-open run.html",
     };
     cli_args args;
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
+    if (hbm_hlo_file_is_text(in) || hbm_proto_path_kind(in) != HBM_PROTO_NONE)
+        return view_plan(in, module, html, json, &o, space);
+    if (module) return cli_usage_error("view", "--module: %s holds no modules to choose from", in);
     hbm_trace *t;
-    hbm_hlo_module *xm; /* a protobuf's module with XLA's own assignment, and its plan */
-    hbm_plan *xp;
-    FILE *notes = html || json ? stderr : stdout;
-    if ((rc = cli_load_trace("view", in, module, device, notes, &t, &xm, &xp))) return rc; /* device -1: the first */
-    hbm_status s;
+    hbm_status s = hbm_trace_load_device(in, device, &t); /* -1: the first, the others attached */
+    if (s) return cli_fail("view", s);
     if (html) {
         hbm_output out; /* written whole or not at all */
         if (!(s = hbm_output_open(&out, html))) {
             rc = cli_output_done("view", &out, hbm_view_html(t, &o, out.f));
             if (!rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (device %s)\n", html, t->device);
-            hbm_plan_free(xp);
-            hbm_hlo_module_free(xm);
             hbm_trace_free(t);
             return rc;
         }
     } else {
         s = hbm_view_all(t, json, &o, stdout);
-        if (!s && xp && !json) { /* XLA's own figures and hbm's agreement */
-            fputc('\n', stdout);
-            s = hbm_plan_xla_text(xp, stdout, (size_t)o.top);
-        }
     }
-    hbm_plan_free(xp);
-    hbm_hlo_module_free(xm);
     hbm_trace_free(t);
     return s ? cli_fail("view", s) : 0;
 }

@@ -74,21 +74,21 @@ typedef struct hbm_stats {
 
 /* XLA's fragmentation metric: (free - largest free block) / free, where free is the
  * reserved memory not in use (bytes_reserved - bytes_in_use); 0 when nothing is free. */
-double hbm_stats_fragmentation(const hbm_stats *s);
+HBM_API double hbm_stats_fragmentation(const hbm_stats *s);
 
 /* Write the stats as "name: value" lines or as one JSON object. */
-hbm_status hbm_stats_write_text(const hbm_stats *s, FILE *f);
-hbm_status hbm_stats_write_json(const hbm_stats *s, FILE *f);
+HBM_API hbm_status hbm_stats_write_text(const hbm_stats *s, FILE *f);
+HBM_API hbm_status hbm_stats_write_json(const hbm_stats *s, FILE *f);
 
-hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out);
-hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out);
-void hbm_allocator_close(hbm_allocator *a);
+HBM_API hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out);
+HBM_API hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out);
+HBM_API void hbm_allocator_close(hbm_allocator *a);
 
 /* size > 0. On HBM_ERR_OOM the allocator keeps what it needs for hbm_oom_report_write. */
-hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out);
+HBM_API hbm_status hbm_alloc(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t *addr_out);
 /* addr must be an address returned by hbm_alloc and not yet freed; anything else
  * (unknown, double free, inside a block) is HBM_ERR_BAD_FREE and changes nothing. */
-hbm_status hbm_free(hbm_allocator *a, uint64_t addr);
+HBM_API hbm_status hbm_free(hbm_allocator *a, uint64_t addr);
 
 /* --- Streams ---------------------------------------------------------------------------
  * A stream is an opaque 64-bit handle (a CUstream / cudaStream_t cast to an integer; 0 is
@@ -98,28 +98,28 @@ hbm_status hbm_free(hbm_allocator *a, uint64_t addr);
  * calls on stream 0. */
 #define HBM_STREAM_DEFAULT 0u
 #define HBM_STREAM_ALL UINT64_MAX /* hbm_allocator_sync: every stream (device sync) */
-hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
-                            uint64_t *addr_out);
-hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream);
+HBM_API hbm_status hbm_alloc_stream(hbm_allocator *a, uint64_t size, const hbm_tag *tag, uint64_t stream,
+                                    uint64_t *addr_out);
+HBM_API hbm_status hbm_free_stream(hbm_allocator *a, uint64_t addr, uint64_t stream);
 /* The host waited for stream (cuStreamSynchronize; HBM_STREAM_ALL: the whole device): the
  * blocks freed on it become reusable by every stream. On a cuda: device this really
  * synchronizes. A no-op for policies without streams. */
-hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream);
+HBM_API hbm_status hbm_allocator_sync(hbm_allocator *a, uint64_t stream);
 
-hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out);
+HBM_API hbm_status hbm_stats_get(hbm_allocator *a, hbm_stats *out);
 /* Set peak_bytes_in_use, peak_bytes_reserved, peak_pool_bytes to their current values. */
-hbm_status hbm_stats_reset_peaks(hbm_allocator *a);
+HBM_API hbm_status hbm_stats_reset_peaks(hbm_allocator *a);
 
 /* Validate every invariant of the allocator's state; HBM_ERR_CORRUPT with a message. */
-hbm_status hbm_check(hbm_allocator *a);
+HBM_API hbm_status hbm_check(hbm_allocator *a);
 
 /* Release wholly free device regions back to the device. */
-hbm_status hbm_allocator_trim(hbm_allocator *a);
+HBM_API hbm_status hbm_allocator_trim(hbm_allocator *a);
 
-const char *hbm_allocator_name(const hbm_allocator *a); /* "bfc", "platform", ... */
-hbm_device *hbm_allocator_device(const hbm_allocator *a);
+HBM_API const char *hbm_allocator_name(const hbm_allocator *a); /* "bfc", "platform", ... */
+HBM_API hbm_device *hbm_allocator_device(const hbm_allocator *a);
 /* The configuration the allocator was opened with. */
-const hbm_config *hbm_allocator_config(const hbm_allocator *a);
+HBM_API const hbm_config *hbm_allocator_config(const hbm_allocator *a);
 
 /* One live or free block, or a device region, as the allocator sees it. */
 typedef enum hbm_block_kind { HBM_BLOCK_LIVE, HBM_BLOCK_FREE, HBM_BLOCK_REGION } hbm_block_kind;
@@ -134,22 +134,22 @@ typedef struct hbm_block {
 typedef int (*hbm_block_fn)(void *user, const hbm_block *b); /* nonzero stops the walk */
 
 /* Visit every region, free block and live block in address order of regions. */
-hbm_status hbm_allocator_walk(hbm_allocator *a, hbm_block_fn fn, void *user);
+HBM_API hbm_status hbm_allocator_walk(hbm_allocator *a, hbm_block_fn fn, void *user);
 
 /* --- OOM report --------------------------------------------------------------------- */
 
 /* Called (without the allocator's lock held) each time an allocation fails for lack of
  * memory; a natural place to call hbm_oom_report_write. NULL removes the handler. */
 typedef void (*hbm_oom_fn)(void *user, hbm_allocator *a, uint64_t requested);
-void hbm_allocator_set_oom_handler(hbm_allocator *a, hbm_oom_fn fn, void *user);
+HBM_API void hbm_allocator_set_oom_handler(hbm_allocator *a, hbm_oom_fn fn, void *user);
 
 /* Write the report of the most recent failed allocation: XLA's first line
  * "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes.", the numbers,
  * the top live buffers with their tags, an occupancy map and a diagnosis with the setting
  * to try. HBM_ERR_INVALID if no allocation has failed yet. */
-hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f);
+HBM_API hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f);
 /* The same into buf (always NUL-terminated when cap > 0); *len gets the full length. */
-hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t *len);
 
 /* Why the most recent allocation failed, and the setting that would have avoided it. */
 typedef enum hbm_oom_cause {
@@ -169,8 +169,14 @@ typedef struct hbm_oom_diagnosis {
     char config[128];     /* the same as a config string item, or "" */
 } hbm_oom_diagnosis;
 
-hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out);
-const char *hbm_oom_cause_str(hbm_oom_cause c);
+HBM_API hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out);
+
+/* A report's advice once it has been checked (a setting is advised only when the run with
+ * it completes): replaces the report's "  Try: ..." lines, its last, with verdict (a line,
+ * or several, each ending in '\n'), in place. report: NUL-terminated, cap bytes of room.
+ * HBM_ERR_INVALID when the report gives no advice or the verdict does not fit. */
+HBM_API hbm_status hbm_oom_report_set_advice(char *report, size_t cap, const char *verdict);
+HBM_API const char *hbm_oom_cause_str(hbm_oom_cause c);
 
 /* --- Writing your own policy or adaptor ------------------------------------------------
  * A policy is a vtable over an opaque self. The wrapper (hbm_allocator) serializes every
@@ -198,11 +204,11 @@ typedef struct hbm_allocator_ops {
 } hbm_allocator_ops;
 
 /* Wrap a policy into an allocator handle. On success the handle owns self. */
-hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_device *dev,
-                              const hbm_config *cfg, hbm_allocator **out);
+HBM_API hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_device *dev,
+                                      const hbm_config *cfg, hbm_allocator **out);
 
 /* The interned tag of a live block (NULL for tag_id 0 or unknown). */
-const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id);
+HBM_API const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id);
 
 #ifdef __cplusplus
 }

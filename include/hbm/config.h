@@ -117,35 +117,35 @@ typedef struct hbm_config {
 typedef const char *(*hbm_getenv_fn)(void *user, const char *name);
 
 /* Defaults of the jax policy: bfc, preallocate, fraction 0.75 of total memory. */
-void hbm_config_default(hbm_config *c);
+HBM_API void hbm_config_default(hbm_config *c);
 /* Defaults, then the environment (getenv). */
-hbm_status hbm_config_from_env(hbm_config *c);
+HBM_API hbm_status hbm_config_from_env(hbm_config *c);
 /* The same with an injectable getenv (tests; NULL fn = getenv). */
-hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user);
+HBM_API hbm_status hbm_config_from_env_fn(hbm_config *c, hbm_getenv_fn fn, void *user);
 /* Apply "key=value,key=value" on top of c (whitespace around items is ignored). */
-hbm_status hbm_config_apply(hbm_config *c, const char *text);
+HBM_API hbm_status hbm_config_apply(hbm_config *c, const char *text);
 /* Apply a PYTORCH_CUDA_ALLOC_CONF value in PyTorch's syntax on top of c
  * ("expandable_segments:True,max_split_size_mb:128,roundup_power2_divisions:[256:1,>:8],
  * garbage_collection_threshold:0.6,backend:native|cudaMallocAsync"), with PyTorch's
  * validation (c10/core/AllocatorConfig.cpp); `who` names the source in messages and in
  * c->source. backend selects allocator=torch (native) or cuda_async (cudaMallocAsync). */
-hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *who);
+HBM_API hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *who);
 /* NULL: from the environment; else defaults + text. */
-hbm_status hbm_config_resolve(const char *text, hbm_config *out);
+HBM_API hbm_status hbm_config_resolve(const char *text, hbm_config *out);
 
 /* The byte limit this configuration gives on a device with total and free memory. */
-uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now);
+HBM_API uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now);
 
-const char *hbm_allocator_kind_str(hbm_allocator_kind k);
+HBM_API const char *hbm_allocator_kind_str(hbm_allocator_kind k);
 
 /* The resolved configuration with sources, as a table or JSON. */
-hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json);
+HBM_API hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json);
 /* Every option: key, variables, accepted values and meaning. */
-hbm_status hbm_config_write_doc(FILE *f);
+HBM_API hbm_status hbm_config_write_doc(FILE *f);
 /* One "note: ..." line per JAX/TF variable in the environment whose value means something
  * other than it seems (XLA_PYTHON_CLIENT_PREALLOCATE=no is "on" to JAX); returns how many
  * (NULL fn = getenv). */
-int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user);
+HBM_API int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user);
 
 #ifdef __cplusplus
 }

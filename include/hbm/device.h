@@ -48,18 +48,18 @@ typedef struct hbm_device_counters {
     uint64_t peak_bytes_in_use;
 } hbm_device_counters;
 
-hbm_status hbm_device_open(const char *spec, hbm_device **out);
-void hbm_device_close(hbm_device *dev);
+HBM_API hbm_status hbm_device_open(const char *spec, hbm_device **out);
+HBM_API void hbm_device_close(hbm_device *dev);
 
-hbm_status hbm_device_info_get(const hbm_device *dev, hbm_device_info *out);
+HBM_API hbm_status hbm_device_info_get(const hbm_device *dev, hbm_device_info *out);
 /* Free and total memory as the device reports it now (cuMemGetInfo semantics). */
-hbm_status hbm_device_mem_info(hbm_device *dev, uint64_t *free_bytes, uint64_t *total_bytes);
-hbm_status hbm_device_counters_get(const hbm_device *dev, hbm_device_counters *out);
+HBM_API hbm_status hbm_device_mem_info(hbm_device *dev, uint64_t *free_bytes, uint64_t *total_bytes);
+HBM_API hbm_status hbm_device_counters_get(const hbm_device *dev, hbm_device_counters *out);
 
 /* Raw allocation, as cudaMalloc/cudaFree. Thread-safe. Used by allocators; call directly
  * only for what-if tools. size must be > 0. hbm_device_free needs the exact address. */
-hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out);
-hbm_status hbm_device_free(hbm_device *dev, uint64_t addr);
+HBM_API hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out);
+HBM_API hbm_status hbm_device_free(hbm_device *dev, uint64_t addr);
 
 /* A device backend, for callers that bring their own memory source. ctx is owned by
  * the device once hbm_device_open_ops succeeds (destroy is called on close). */
@@ -71,8 +71,8 @@ typedef struct hbm_device_ops {
     void (*destroy)(void *ctx);
 } hbm_device_ops;
 
-hbm_status hbm_device_open_ops(const hbm_device_ops *ops, void *ctx, const hbm_device_info *info,
-                               hbm_device **out);
+HBM_API hbm_status hbm_device_open_ops(const hbm_device_ops *ops, void *ctx, const hbm_device_info *info,
+                                       hbm_device **out);
 
 #ifdef __cplusplus
 }

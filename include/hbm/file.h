@@ -29,12 +29,12 @@ typedef struct hbm_output {
 } hbm_output;
 
 /* Create the temporary (mode 0666 less the umask) or take stdout for "-". */
-hbm_status hbm_output_open(hbm_output *o, const char *path);
+HBM_API hbm_status hbm_output_open(hbm_output *o, const char *path);
 /* Flush and close, checking every write; rename over the destination. For stdout: flush
  * and check (stdout stays open). On failure the destination is untouched. */
-hbm_status hbm_output_commit(hbm_output *o);
+HBM_API hbm_status hbm_output_commit(hbm_output *o);
 /* Close and remove the temporary; the destination is untouched. */
-void hbm_output_abort(hbm_output *o);
+HBM_API void hbm_output_abort(hbm_output *o);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,9 @@
 #include "hbm/alloc.h"
 #include "hbm/config.h"
 #include "hbm/device.h"
+#include "hbm/event.h"
 #include "hbm/file.h"
+#include "hbm/fit.h"
 #include "hbm/hlo.h"
 #include "hbm/json_api.h"
 #include "hbm/pack.h"
@@ -36,7 +38,7 @@ extern "C" {
 #endif
 
 /* The library's version string ("0.1.0"), which may differ from the header's. */
-const char *hbm_version(void);
+HBM_API const char *hbm_version(void);
 
 #ifdef __cplusplus
 }

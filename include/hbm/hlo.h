@@ -47,31 +47,33 @@ typedef enum hbm_hlo_prim {
 } hbm_hlo_prim;
 
 /* Bits of one element as stored unpacked (pred = 8, s4 = 4, token = 0), -1 if unknown. */
-int hbm_hlo_prim_bits(hbm_hlo_prim p);
+HBM_API int hbm_hlo_prim_bits(hbm_hlo_prim p);
 /* "f32" etc. ("" if out of range). */
-const char *hbm_hlo_prim_name(hbm_hlo_prim p);
+HBM_API const char *hbm_hlo_prim_name(hbm_hlo_prim p);
 
 /* Parse text (len bytes, need not be NUL-terminated; it is copied). name is used in error
  * messages ("name:line:col: ..."), may be NULL. */
-hbm_status hbm_hlo_parse(const char *text, size_t len, const char *name, hbm_hlo_module **out);
-hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out);
-void hbm_hlo_module_free(hbm_hlo_module *m);
+HBM_API hbm_status hbm_hlo_parse(const char *text, size_t len, const char *name, hbm_hlo_module **out);
+HBM_API hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out);
+/* 1 when the file at path starts (after white space) with "HloModule": XLA's HLO text. */
+HBM_API int hbm_hlo_file_is_text(const char *path);
+HBM_API void hbm_hlo_module_free(hbm_hlo_module *m);
 
 /* Size in bytes of a shape written in HLO syntax ("f32[300000,50]{1,0}", "(f32[2], s32[])",
  * "s4[7]{0:E(4)}"), as XLA's GPU backend counts it (tuple: pointer_size bytes per element,
  * sub-byte types one byte per element unless the layout packs them with E(n)). */
-hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_t *bytes);
+HBM_API hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_t *bytes);
 
-const char *hbm_hlo_module_name(const hbm_hlo_module *m); /* copy in the module */
-int hbm_hlo_is_scheduled(const hbm_hlo_module *m);
-size_t hbm_hlo_computation_count(const hbm_hlo_module *m);
-size_t hbm_hlo_instruction_count(const hbm_hlo_module *m); /* all computations */
+HBM_API const char *hbm_hlo_module_name(const hbm_hlo_module *m); /* copy in the module */
+HBM_API int hbm_hlo_is_scheduled(const hbm_hlo_module *m);
+HBM_API size_t hbm_hlo_computation_count(const hbm_hlo_module *m);
+HBM_API size_t hbm_hlo_instruction_count(const hbm_hlo_module *m); /* all computations */
 /* Host bytes the module holds (its copy of the text plus its arena). */
-uint64_t hbm_hlo_host_bytes(const hbm_hlo_module *m);
+HBM_API uint64_t hbm_hlo_host_bytes(const hbm_hlo_module *m);
 
 /* Computation i (0-based, in file order): name, instruction count, whether it is ENTRY. */
-hbm_status hbm_hlo_computation_info(const hbm_hlo_module *m, size_t i, const char **name,
-                                    size_t *n_instructions, int *is_entry);
+HBM_API hbm_status hbm_hlo_computation_info(const hbm_hlo_module *m, size_t i, const char **name,
+                                            size_t *n_instructions, int *is_entry);
 
 /* What one instruction says about itself. Strings point into the module and are not
  * NUL-terminated beyond their length: use the *_len fields. */
@@ -87,8 +89,8 @@ typedef struct hbm_hlo_instruction_info {
     char shape[128];        /* printed without layout, truncated */
 } hbm_hlo_instruction_info;
 
-hbm_status hbm_hlo_instruction(const hbm_hlo_module *m, size_t comp, size_t i,
-                               hbm_hlo_instruction_info *out);
+HBM_API hbm_status hbm_hlo_instruction(const hbm_hlo_module *m, size_t comp, size_t i,
+                                       hbm_hlo_instruction_info *out);
 
 #ifdef __cplusplus
 }

@@ -42,49 +42,52 @@ typedef struct hbm_plan_target {
  * capacity: a size ("80GiB", "17179869184") with JAX's default fraction 0.75, or NULL;
  * framework_limit: a fraction in (0, 1] that overrides either, or 0 for the default.
  * Both device and capacity, an unknown device, a bad size or fraction: HBM_ERR_INVALID. */
-hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, double framework_limit,
-                                   hbm_plan_target *out);
+HBM_API hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, double framework_limit,
+                                           hbm_plan_target *out);
 
 /* Plan options for an XLA backend name: NULL (read from the module), "gpu" (also "cuda",
  * "rocm"), "cpu", "tpu"; anything else is HBM_ERR_INVALID naming it. */
-hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o);
+HBM_API hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o);
 
 /* The text of `hbm plan`: XLA's report with top peak buffers, then hbm's explanation (at
  * most 8 of them) and, with a target capacity, the verdict. */
-hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t);
+HBM_API hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t);
 
 /* `hbm plan` text, `hbm plan --json`, hbm's explanation alone (hbm_plan_explain), and the
- * HTML view of the plan's buffers (hbm_view_html of the plan as a trace). t may be NULL
+ * HTML page of XProf's Memory Viewer of the plan (hbm_plan_view_html). t may be NULL
  * (no device); title NULL = the module's name. */
-hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
-                                size_t *len);
-hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
-                                size_t *len);
-hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
-                                   size_t *len);
-hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                        size_t *len);
+HBM_API hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                        size_t *len);
+HBM_API hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
+                                           size_t *len);
+HBM_API hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+/* `hbm view M.hlo` (json 0) or `hbm view M.hlo --json` (json 1): XProf's Memory Viewer of
+ * the plan; top buffers per table (0 = 15). */
+HBM_API hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len);
 
 /* --- traces ----------------------------------------------------------------------------- */
 
 /* {"name", "source", "device", "capacity_bytes", "events", "truncated_at"} of a trace. */
-hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len);
 
 /* What `hbm view` writes: HBM_VIEW_TEXT, HBM_VIEW_JSON (--json) or HBM_VIEW_HTML (--html).
  * top < 0 and title NULL take hbm_view_options_default's. */
 typedef enum hbm_view_kind { HBM_VIEW_TEXT = 0, HBM_VIEW_JSON = 1, HBM_VIEW_HTML = 2 } hbm_view_kind;
-hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
-                           size_t cap, size_t *len);
+HBM_API hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
+                                   size_t cap, size_t *len);
 /* hbm replay TRACE --suggest --json into buf (device: a name or sim:SIZE, NULL: the
  * trace's own capacity, else the history's peak reserved). */
-hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len);
 /* hbm diff A B (json: --json) into buf, every contributor. */
-hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len);
-hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path);
+HBM_API hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path);
 
 /* `hbm export`: format "perfetto", "pprof", "torch" or "minimalloc" (else HBM_ERR_INVALID
  * naming them). hbm_export_write writes to f; hbm_export_file to path, whole or not at all. */
-hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
-hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
+HBM_API hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
+HBM_API hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
 
 /* `hbm replay`: replay t against n configuration strings (n = 0: "allocator=bfc" and
  * "allocator=platform") on device (NULL: a simulated device of the trace's capacity, else
@@ -92,10 +95,10 @@ hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *p
  * and a 1-second packing, and write the table (json = 0) or the JSON object. *failed (may
  * be NULL) is set when a configuration could not run or ran out of memory. At most 64
  * configurations. */
-hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                FILE *f, int json, int *failed);
-hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                             char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                        FILE *f, int json, int *failed);
+HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
+                                     char *buf, size_t cap, size_t *len);
 
 /* --- errors ----------------------------------------------------------------------------- */
 
@@ -104,7 +107,7 @@ hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char 
  * quotes: copies FILE into file (cut
  * to cap bytes with a NUL; file may be NULL), sets *line and *column and returns 1.
  * Otherwise returns 0 with *line = *column = 0 and file "". */
-int hbm_last_error_location(char *file, size_t cap, int *line, int *column);
+HBM_API int hbm_last_error_location(char *file, size_t cap, int *line, int *column);
 
 #ifdef __cplusplus
 }

@@ -66,22 +66,22 @@ typedef struct hbm_pack_result {
     uint64_t nodes;       /* search nodes (exact) */
 } hbm_pack_result;
 
-void hbm_pack_options_default(hbm_pack_options *o);
-const char *hbm_pack_algo_str(hbm_pack_algo a);
-hbm_status hbm_pack_algo_parse(const char *text, hbm_pack_algo *out);
+HBM_API void hbm_pack_options_default(hbm_pack_options *o);
+HBM_API const char *hbm_pack_algo_str(hbm_pack_algo a);
+HBM_API hbm_status hbm_pack_algo_parse(const char *text, hbm_pack_algo *out);
 
 /* Pack tl in place (buffers with HBM_TL_PINNED keep their offsets). Every packing is
  * verified with hbm_timeline_verify before this returns. HBM_ERR_INFEASIBLE when no
  * packing within capacity exists (proven) or none was found in time. */
-hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *o, hbm_pack_result *r);
+HBM_API hbm_status hbm_pack(hbm_timeline *tl, const hbm_pack_options *o, hbm_pack_result *r);
 
 /* A hard instance with a known optimum, for tests and benchmarks: a capacity x steps
  * rectangle cut at random (guillotine cuts in time and in space, on a grid of
  * capacity / 256 bytes) into about `buffers` buffers, listed in random order. A perfect
  * packing exists, so the optimum equals the lower bound (capacity rounded down to a
  * multiple of 256). */
-hbm_status hbm_pack_generate(uint64_t seed, size_t buffers, uint64_t capacity, int64_t steps,
-                             hbm_timeline **out);
+HBM_API hbm_status hbm_pack_generate(uint64_t seed, size_t buffers, uint64_t capacity, int64_t steps,
+                                     hbm_timeline **out);
 
 /* Relaxations: smaller problems whose optimum is a lower bound on tl's (each keeps every
  * size and only drops pairs alive together, so any packing of tl is one of theirs; not
@@ -91,13 +91,31 @@ hbm_status hbm_pack_generate(uint64_t seed, size_t buffers, uint64_t capacity, i
  *    between tl's start and end points, those that hold that many, numbered from 0 (the
  *    new clock: a buffer lives over the kept sections it lived in); buffers alive in none
  *    of them are left out. */
-hbm_status hbm_pack_relax_window(const hbm_timeline *tl, int64_t from, int64_t to, hbm_timeline **out);
-hbm_status hbm_pack_relax_above(const hbm_timeline *tl, uint64_t min_live, hbm_timeline **out);
+HBM_API hbm_status hbm_pack_relax_window(const hbm_timeline *tl, int64_t from, int64_t to, hbm_timeline **out);
+HBM_API hbm_status hbm_pack_relax_above(const hbm_timeline *tl, uint64_t min_live, hbm_timeline **out);
 
 /* MiniMalloc's CSV: header id,lower,upper,size[,alignment][,offset] (or begin/end). */
-hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
-hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);
-hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f);
+HBM_API hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out);
+HBM_API hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, hbm_timeline **out);
+HBM_API hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f);
+
+/* A packing run as `hbm pack` reports it: the input, the relaxation packed instead of it
+ * (if any), what was asked and what came out. */
+typedef struct hbm_pack_report {
+    const char *file;             /* the input's name */
+    const hbm_timeline *tl;       /* what was packed */
+    size_t whole;                 /* the file's buffers (more than tl's for a relaxation) */
+    const char *window;           /* the relaxation to [FROM, TO) as written ("FROM:TO"; NULL: none) */
+    int64_t window_from, window_to;
+    uint64_t above;               /* the relaxation to the times with this many bytes live (0: none) */
+    const char *capacity_text;    /* the capacity as written (NULL: none) */
+    const hbm_pack_options *o;
+    const hbm_pack_result *r;
+} hbm_pack_report;
+
+/* The report as text (the input, the lower bound, the packing or why there is none, the
+ * time) or as one line of JSON. Checks f for write errors (HBM_ERR_IO). */
+HBM_API hbm_status hbm_pack_report_write(const hbm_pack_report *rep, FILE *f, int json);
 
 #ifdef __cplusplus
 }

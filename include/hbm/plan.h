@@ -37,9 +37,9 @@ typedef struct hbm_plan hbm_plan;
 /* Whose rules: XLA's GPU, CPU or TPU compiler. AUTO reads it from the module (file name,
  * custom-call targets, tiled layouts, backend configs); GPU when nothing says otherwise. */
 typedef enum hbm_backend { HBM_BACKEND_AUTO = 0, HBM_BACKEND_GPU, HBM_BACKEND_CPU, HBM_BACKEND_TPU } hbm_backend;
-const char *hbm_backend_str(hbm_backend b); /* "gpu", "cpu", "tpu", "auto" */
+HBM_API const char *hbm_backend_str(hbm_backend b); /* "gpu", "cpu", "tpu", "auto" */
 /* "gpu"/"cpu"/"tpu"/"auto" -> *out; HBM_ERR_INVALID naming the value otherwise */
-hbm_status hbm_backend_parse(const char *s, hbm_backend *out);
+HBM_API hbm_status hbm_backend_parse(const char *s, hbm_backend *out);
 
 typedef struct hbm_plan_options {
     uint64_t alignment;    /* buffer alignment; 0 = the backend's (GPU 128, CPU 64, TPU 128) */
@@ -47,11 +47,11 @@ typedef struct hbm_plan_options {
     hbm_backend backend;   /* AUTO: detected */
 } hbm_plan_options;
 
-void hbm_plan_options_default(hbm_plan_options *o);
+HBM_API void hbm_plan_options_default(hbm_plan_options *o);
 
 /* Plan module m (not modified in any way a caller can see; it must outlive the plan). */
-hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out);
-void hbm_plan_free(hbm_plan *p);
+HBM_API hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out);
+HBM_API void hbm_plan_free(hbm_plan *p);
 
 /* The numbers, with JAX's memory_analysis() names where they exist. */
 typedef struct hbm_plan_stats {
@@ -85,7 +85,7 @@ typedef struct hbm_plan_stats {
                                             used" (total_allocation_bytes), not in memory_analysis() */
 } hbm_plan_stats;
 
-hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out);
+HBM_API hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out);
 
 /* One of XLA's "Peak buffers", largest first. Strings stay valid while p lives. */
 typedef struct hbm_plan_buffer {
@@ -102,37 +102,80 @@ typedef struct hbm_plan_buffer {
 } hbm_plan_buffer;
 
 /* Up to max peak buffers as XLA ranks them (15 in XLA's report). Returns the count. */
-size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max);
+HBM_API size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, size_t max);
 
-/* The planned buffers as a timeline (clock "step" = position in the flattened schedule;
- * temp buffers carry their offsets in the temp allocation; other categories have no
- * offset). Owned by p; built on the first call (not thread-safe until then); NULL if
+/* The plan's device memory as a timeline (clock "step" = position in the flattened schedule),
+ * as XLA lays it out: each parameter, constant and maybe-live-out allocation is one buffer
+ * over the whole run (named by its largest value); in a temp allocation, the values at one
+ * offset whose live ranges overlap (in-place updates, aliases, colocated values) are one
+ * buffer at their largest size, named by the largest. Offsets are pinned (HBM_TL_PINNED):
+ * the device allocations laid end to end in XLA's allocation order, each aligned, so
+ * hbm_timeline_verify() holds and hbm_timeline_peak() is stats.peak_live_bytes at
+ * stats.peak_step, never above stats.peak_bytes. Host-memory (S(5)) and thread-local
+ * allocations are not in it. Owned by p; built on the first call (not thread-safe until then); NULL if
  * host memory runs out. */
-const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
+HBM_API const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
 
 /* What-if: pack the buffers of the plan's temp heap (XLA's heap simulation input,
  * colocated values merged into one buffer) with another algorithm (hbm/pack.h). r->extent
  * is the heap the algorithm needs; compare with the heap_bytes XLA's simulator needed.
  * HBM_OK with r->extent = 0 when the plan has no temp heap. */
-hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_pack_result *r, uint64_t *heap_bytes);
+HBM_API hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_pack_result *r, uint64_t *heap_bytes);
 
 /* Name of the instruction at schedule step t ("" if out of range). */
-const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
+HBM_API const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
 /* Where step t runs: its computation and, outward, the instructions that call it up to the
  * entry ("%body (while body of while.5) < %main"). Per-thread buffer, "" if out of range. */
-const char *hbm_plan_step_where(const hbm_plan *p, int64_t t);
+HBM_API const char *hbm_plan_step_where(const hbm_plan *p, int64_t t);
+
+/* --- XProf's Memory Viewer, offline -------------------------------------------------------
+ * What openxla/xprof's Memory Viewer shows for the module, with its definitions, one heap per
+ * memory space (device S(0), host S(5), others): the overview (peak heap with and without
+ * fragmentation, padding overhead, argument size, HLO temporaries, fragmentation), the heap
+ * and unpadded heap size at each schedule step (x-axis: program order, not time), and the
+ * buffers at the peak (parameters, constants and outputs for the whole run, then the temp
+ * buffers live there) with size, unpadded size, shape with layout, allocation type, op_name
+ * and source line; buffers under small_buffer_size are grouped as "small". The figures are
+ * the plan's: the device space's total is hbm_plan_stats.peak_bytes, its peak heap the plan's
+ * peak_live_bytes at peak_step, and the buffers at the peak those of hbm_plan_timeline(). */
+typedef struct hbm_plan_view_options {
+    int width;                  /* chart columns in the terminal (default 72) */
+    int top;                    /* buffers listed per table (default 15) */
+    int ascii;                  /* ASCII chart instead of Unicode blocks */
+    int64_t memory_space;       /* only S(n); -1 (default) every space */
+    uint64_t small_buffer_size; /* grouped as "small" under this (default 16 KiB, XProf's) */
+    unsigned flags;             /* 1: list "by padding size" even without padding */
+    const char *title;          /* HTML page title (default: the module's name) */
+} hbm_plan_view_options;
+
+HBM_API void hbm_plan_view_options_default(hbm_plan_view_options *o);
+/* Terminal form, at most 100 columns. */
+HBM_API hbm_status hbm_plan_view_text(const hbm_plan *p, const hbm_plan_view_options *o, FILE *f);
+/* The same figures as JSON: per memory space the overview, peak_step, peak_instruction and
+ * "max_heap" (the buffers at the peak, program order). */
+HBM_API hbm_status hbm_plan_view_json(const hbm_plan *p, const hbm_plan_view_options *o, FILE *f);
+/* One self-contained HTML page (no network): the overview, "Memory Allocation Size vs.
+ * Program Order" (a buffer's lifetime drawn on hover), the ops at the peak by program order,
+ * size and padding with each buffer's card, the buffer allocation timeline (offset against
+ * lifetime) and a memory-space selector. */
+HBM_API hbm_status hbm_plan_view_html(const hbm_plan *p, const hbm_plan_view_options *o, FILE *f);
 
 /* XLA's text: "BufferAssignment OOM Debugging." stats block and up to top peak buffers. */
-hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
+HBM_API hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
 
+/* XLA:TPU's compile-time OOM text for a device of capacity bytes of HBM ("Ran out of memory
+ * in memory space hbm. Used X of Y hbm. ...", openxla/xla docs/errors/error_1000.md), HBM
+ * being memory space 0 only; the runtime's reserved and the compiler's scoped bytes are not
+ * in the module and are printed as unknown. Up to top largest program allocations. */
+HBM_API hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, size_t top);
 /* hbm's explanation: where the peak is in the schedule, which instructions and source
  * lines own it, and with capacity > 0 a verdict for a device of that many bytes whose
  * framework limits usable memory to fraction (0 = no framework limit, e.g. JAX's 0.75). */
-hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction,
-                            const char *device_name, size_t top);
+HBM_API hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction,
+                                    const char *device_name, size_t top);
 
 /* JSON: the memory_analysis() keys, peak_bytes, fragmentation and peak_buffers. */
-hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction);
+HBM_API hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction);
 
 /* --- known devices ------------------------------------------------------------------------ */
 typedef struct hbm_device_model {
@@ -143,10 +186,10 @@ typedef struct hbm_device_model {
     const char *note;
 } hbm_device_model;
 
-size_t hbm_device_model_count(void);
-const hbm_device_model *hbm_device_model_at(size_t i);
+HBM_API size_t hbm_device_model_count(void);
+HBM_API const hbm_device_model *hbm_device_model_at(size_t i);
 /* Case-insensitive lookup by name or alias; NULL (with an error naming close choices) if none. */
-const hbm_device_model *hbm_device_model_find(const char *name);
+HBM_API const hbm_device_model *hbm_device_model_find(const char *name);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,8 @@
  * A history that starts mid-run (t->history_start > 0: the loader rebuilt the state at its
  * start from the snapshot's segments) is replayed from that state: the twin gets its
  * cudaMalloc segments at their addresses with their live blocks, and only the history's
- * own events are compared (expandable segments' mappings before it cannot be seeded yet).
+ * own events are compared (expandable segments: their mapped runs, in one virtual range
+ * per stream and pool).
  */
 #ifndef HBM_REPLAY_TORCH_H
 #define HBM_REPLAY_TORCH_H
@@ -61,15 +62,20 @@ typedef struct hbm_torch_match {
     uint64_t peak_reserved_recorded, peak_reserved_twin;
 } hbm_torch_match;
 
-/* Replay t through allocator=torch and compare. config: extra config items for the twin
- * ("max_split_size_mb=128", ...); NULL = the recorded settings (expandable_segments when
- * the history has segment_map events). device_spec: NULL = a sim: device with the
- * history's peak reserved bytes as its capacity (so cudaMalloc fails where the real one
- * must have: every recorded success fits, and a recorded retry needs more). */
-hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
+/* Replay t through allocator=torch and compare. config: a whole configuration when it
+ * starts with "allocator=", else config items for the twin after the recorded settings
+ * (hbm_torch_recorded_settings; "max_split_size_mb=128", ...), NULL = the recorded
+ * settings alone. device_spec: NULL = hbm_replay_default_device's (for a snapshot without
+ * an OOM, its peak reserved bytes: cudaMalloc fails where the real one must have). */
+HBM_API hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out);
 
-/* The allocator's state when a mid-run history begins (cudaMalloc segments, not yet
- * expandable ones): each segment with its live blocks, in address order. The twin starts
+/* The settings a snapshot was recorded with, as config items of allocator=torch: its
+ * allocator_settings (PYTORCH_CUDA_ALLOC_CONF as PyTorch parsed it), else
+ * "expandable_segments=true" when the history maps pages, else "" (PyTorch's defaults). */
+HBM_API hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap);
+
+/* The allocator's state when a mid-run history begins (cudaMalloc segments, and the runs
+ * of mapped pages of expandable segments): each with its live blocks, in address order. The twin starts
  * from it instead of an empty device: the segments at their addresses, live blocks live
  * (their frees in the history free them), the gaps cached. */
 typedef struct hbm_torch_block_state {
@@ -80,14 +86,28 @@ typedef struct hbm_torch_segment_state {
     int small;                          /* small pool (2 MiB segments) */
     const hbm_torch_block_state *live;
     size_t nlive;
+    int expandable; /* a run of mapped pages of an expandable segment (addr, size: the run);
+                       the runs of one stream and pool share one virtual range, from the
+                       lowest of them */
 } hbm_torch_segment_state;
 
-hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
-                                       const char *config, const char *device_spec, hbm_torch_match *out);
+HBM_API hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                               const char *config, const char *device_spec, hbm_torch_match *out);
 
 /* "segments 22/22 (100.0%), addresses 782/782 (100.0%)" or the JSON object
  * {"segments": [same, recorded], "addresses": [same, allocs], ...}. */
-hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
+HBM_API hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json);
+
+/* config ("allocator=torch[,items]") under the settings t was recorded with: those of
+ * hbm_torch_recorded_settings whose keys config does not set, then config's own items.
+ * HBM_ERR_INVALID when config is not allocator=torch or the result does not fit cap. */
+HBM_API hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap);
+
+/* Where the twin first parts from PyTorch, in words, one line per kind of difference
+ * ("  first segment difference: event 12, PyTorch's segment_alloc of 20.00MiB: ..."), and
+ * why as far as the snapshot tells; nothing when every event matched. t: the trace m came
+ * from (event numbers count from its history's start). */
+HBM_API hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f);
 
 /* What the real allocator did, from the snapshot's own segment events: its peak reserved
  * bytes, the bytes requested by live allocations at that moment (the history gives
@@ -101,14 +121,16 @@ typedef struct hbm_torch_recorded {
     uint64_t segments_at_peak;   /* cudaMalloc segments held at the peak (expandable: 0) */
     int64_t oom_event;           /* first oom event, -1 if none */
     uint64_t oom_bytes;
+    uint64_t peak_in_use;        /* most bytes live at once (requested sizes, as pytorch.org/memory_viz draws them) */
+    int64_t peak_in_use_event;   /* its event index, -1 if nothing was allocated */
 } hbm_torch_recorded;
 
-hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
+HBM_API hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out);
 
 /* For `hbm replay` of a PyTorch snapshot: the twin's match under the recorded settings as a
  * text line (hbm_replay_write puts what PyTorch recorded in the table's first row), or the
  * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
-hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
+HBM_API hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
 /* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------
  * Replays the history under the recorded settings and under each single change PyTorch
@@ -138,9 +160,9 @@ typedef struct hbm_torch_suggestion {
     uint64_t over_by;         /* none: lower_bound - capacity (0: fragmentation) */
 } hbm_torch_suggestion;
 
-hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
+HBM_API hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out);
 /* The answer as the line to use, the numbers, and the table of candidates; or JSON. */
-hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
+HBM_API hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json);
 
 #ifdef __cplusplus
 }

@@ -17,17 +17,17 @@ extern "C" {
  * bare prefix (K, M, G, T) is binary, as in ulimit, Docker and `ls -h`. Letters are
  * case-insensitive. Fractions are allowed with a unit and are rounded down to a whole
  * number of bytes. Errors name the text. */
-hbm_status hbm_size_parse(const char *text, uint64_t *out);
+HBM_API hbm_status hbm_size_parse(const char *text, uint64_t *out);
 
 /* Print a size the way XLA/TSL's HumanReadableNumBytes does: "112B", "10.0KiB",
  * "57.22MiB", "335.59GiB" (KiB with one decimal, larger units with two, truncated
  * to the unit by integer division first). Returns buf. buf must hold 32 bytes. */
-char *hbm_size_xla(int64_t bytes, char buf[32]);
+HBM_API char *hbm_size_xla(int64_t bytes, char buf[32]);
 
 /* The one format hbm prints sizes in, XLA's (hbm_size_xla) for unsigned sizes: "0B",
  * "512B", "1.5KiB", "80.00GiB", so that hbm's own lines and the XLA reports it quotes
  * read alike. */
-char *hbm_size_human(uint64_t bytes, char buf[32]);
+HBM_API char *hbm_size_human(uint64_t bytes, char buf[32]);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,14 @@
 extern "C" {
 #endif
 
+/* HBM_API marks what libhbm.so exports: the functions declared in include/hbm/, and only
+ * them (the library is built with hidden visibility; tests/test_exports.sh checks both). */
+#if defined(__GNUC__) || defined(__clang__)
+#define HBM_API __attribute__((visibility("default")))
+#else
+#define HBM_API
+#endif
+
 /* X(name, value, description) */
 #define HBM_STATUS_LIST(X)                                                          \
     X(HBM_OK, 0, "ok")                                                              \
@@ -38,16 +46,16 @@ typedef enum hbm_status {
 } hbm_status;
 
 /* A short fixed description of a status ("out of device memory ..."). Never NULL. */
-const char *hbm_status_str(hbm_status s);
+HBM_API const char *hbm_status_str(hbm_status s);
 
 /* The symbolic name of a status ("HBM_ERR_OOM"). Never NULL. */
-const char *hbm_status_name(hbm_status s);
+HBM_API const char *hbm_status_name(hbm_status s);
 
 /* The calling thread's message for its most recent failure ("" if none). */
-const char *hbm_last_error(void);
+HBM_API const char *hbm_last_error(void);
 
 /* Clear the calling thread's last-error message. */
-void hbm_clear_error(void);
+HBM_API void hbm_clear_error(void);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "hbm/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,7 +43,7 @@ typedef struct hbm_tag {
 } hbm_tag;
 
 /* "parameter", "temp", ... ("" for HBM_CAT_NONE or out of range). */
-const char *hbm_category_str(hbm_category c);
+HBM_API const char *hbm_category_str(hbm_category c);
 
 #ifdef __cplusplus
 }

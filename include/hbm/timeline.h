@@ -50,32 +50,32 @@ typedef struct hbm_timeline {
     struct hbmi_tagtab *tags_;
 } hbm_timeline;
 
-hbm_status hbm_timeline_new(hbm_timeline **out);
-void hbm_timeline_free(hbm_timeline *tl);
+HBM_API hbm_status hbm_timeline_new(hbm_timeline **out);
+HBM_API void hbm_timeline_free(hbm_timeline *tl);
 
 /* Append a buffer (size > 0, start < end). tag may be NULL; it is copied. */
-hbm_status hbm_timeline_add(hbm_timeline *tl, uint64_t size, int64_t start, int64_t end,
-                            const hbm_tag *tag, size_t *index_out);
+HBM_API hbm_status hbm_timeline_add(hbm_timeline *tl, uint64_t size, int64_t start, int64_t end,
+                                    const hbm_tag *tag, size_t *index_out);
 /* Reserve room for n more buffers. */
-hbm_status hbm_timeline_reserve(hbm_timeline *tl, size_t n);
+HBM_API hbm_status hbm_timeline_reserve(hbm_timeline *tl, size_t n);
 /* Intern a tag into tl's table and return its index (0 for NULL). */
-hbm_status hbm_timeline_intern(hbm_timeline *tl, const hbm_tag *tag, uint32_t *tag_out);
+HBM_API hbm_status hbm_timeline_intern(hbm_timeline *tl, const hbm_tag *tag, uint32_t *tag_out);
 /* The tag of buffer i, or NULL. */
-const hbm_tag *hbm_timeline_tag(const hbm_timeline *tl, size_t i);
+HBM_API const hbm_tag *hbm_timeline_tag(const hbm_timeline *tl, size_t i);
 /* The tag with index tag (as in hbm_tl_buffer.tag), or NULL. */
-const hbm_tag *hbm_timeline_tag_at(const hbm_timeline *tl, uint32_t tag);
+HBM_API const hbm_tag *hbm_timeline_tag_at(const hbm_timeline *tl, uint32_t tag);
 
 /* Max over time of the bytes live (the lower bound of any packing) and the first time it
  * is reached. An empty timeline gives 0 and 0. */
-hbm_status hbm_timeline_peak(const hbm_timeline *tl, uint64_t *peak_bytes, int64_t *peak_time);
+HBM_API hbm_status hbm_timeline_peak(const hbm_timeline *tl, uint64_t *peak_bytes, int64_t *peak_time);
 
 /* Check that every buffer has an offset, honours its alignment, fits below capacity
  * (0 = no limit), and that no two buffers overlap in both time and space. On failure
  * HBM_ERR_CORRUPT names the two buffers. */
-hbm_status hbm_timeline_verify(const hbm_timeline *tl, uint64_t capacity);
+HBM_API hbm_status hbm_timeline_verify(const hbm_timeline *tl, uint64_t capacity);
 
 /* Highest offset + size over all placed buffers. */
-uint64_t hbm_timeline_extent(const hbm_timeline *tl);
+HBM_API uint64_t hbm_timeline_extent(const hbm_timeline *tl);
 
 #ifdef __cplusplus
 }

@@ -25,21 +25,21 @@ extern "C" {
 
 struct CUstream_st; /* cudaStream_t is struct CUstream_st * */
 
-void *hbm_torch_malloc(ssize_t size, int device, struct CUstream_st *stream);
-void hbm_torch_free(void *ptr, ssize_t size, int device, struct CUstream_st *stream);
+HBM_API void *hbm_torch_malloc(ssize_t size, int device, struct CUstream_st *stream);
+HBM_API void hbm_torch_free(void *ptr, ssize_t size, int device, struct CUstream_st *stream);
 
 /* The allocator serving device (opened if needed), for stats and reports; NULL with the
  * reason in hbm_last_error() if it cannot be opened. */
-hbm_allocator *hbm_torch_allocator(int device);
+HBM_API hbm_allocator *hbm_torch_allocator(int device);
 /* Open the allocators with this configuration string (as hbm_allocator_open takes it:
  * "allocator=vmm,limit=20GiB"; defaults plus the string, no environment) instead of the
  * environment; NULL goes back to the environment. Validated now (HBM_ERR_CONFIG naming
  * the key); HBM_ERR_INVALID once an allocator is open (call hbm_torch_shutdown first). */
-hbm_status hbm_torch_configure(const char *config);
+HBM_API hbm_status hbm_torch_configure(const char *config);
 /* On every OOM, also write hbm's OOM report to path, whole (NULL: stderr only). */
-hbm_status hbm_torch_oom_report_file(const char *path);
+HBM_API hbm_status hbm_torch_oom_report_file(const char *path);
 /* Close every allocator and device opened here (frees what is still live). */
-void hbm_torch_shutdown(void);
+HBM_API void hbm_torch_shutdown(void);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "hbm/alloc.h"
+#include "hbm/event.h"
 #include "hbm/status.h"
 #include "hbm/tag.h"
 #include "hbm/timeline.h"
@@ -35,40 +36,20 @@
 extern "C" {
 #endif
 
-/* X(name, value, text as written by importers/exporters) */
-#define HBM_TRACE_KINDS(X)                              \
-    X(HBM_EV_ALLOC, 1, "alloc")                         \
-    X(HBM_EV_FREE, 2, "free")                           \
-    X(HBM_EV_OOM, 3, "oom")                             \
-    X(HBM_EV_SEGMENT_ALLOC, 4, "segment_alloc")         \
-    X(HBM_EV_SEGMENT_FREE, 5, "segment_free")           \
-    X(HBM_EV_FREE_REQUESTED, 6, "free_requested")      \
-    X(HBM_EV_SYNC, 7, "sync")                           \
-    X(HBM_EV_SEGMENT_MAP, 8, "segment_map")             \
-    X(HBM_EV_SEGMENT_UNMAP, 9, "segment_unmap")
-
-typedef enum hbm_event_kind {
-#define HBM_EV_ENUM_(name, value, text) name = value,
-    HBM_TRACE_KINDS(HBM_EV_ENUM_)
-#undef HBM_EV_ENUM_
-} hbm_event_kind;
-
-const char *hbm_event_kind_str(hbm_event_kind k); /* "alloc", ...; "?" if unknown */
-
 /* One event. Field meanings by kind:
- *   alloc           addr = block handed out, size = bytes held, requested = bytes asked
- *   free            addr = block freed (size may be 0 when the source does not say)
- *   free_requested  PyTorch: the user freed it; memory returns at the matching free
- *   oom             requested = bytes asked, addr 0, size = the device's free bytes at
- *                   that moment when the source says (PyTorch's device_free), else 0
- *   segment_*       the allocator took (gave back) size bytes of device memory at addr
- *   segment_(un)map an expandable segment mapped (unmapped) size bytes of physical memory
- *                   at addr inside its reserved virtual range (PyTorch; format version 3)
- *   sync            the host waited for stream (HBM_STREAM_ALL: the whole device), so
- *                   blocks freed on it are reusable by every stream (format version 2) */
+         *   alloc           addr = block handed out, size = bytes held, requested = bytes asked
+         *   free            addr = block freed (size may be 0 when the source does not say)
+         *   free_requested  PyTorch: the user freed it; memory returns at the matching free
+         *   oom             requested = bytes asked, addr 0, size = the device's free bytes at
+         *                   that moment when the source says (PyTorch's device_free), else 0
+         *   segment_*       the allocator took (gave back) size bytes of device memory at addr
+         *   segment_(un)map an expandable segment mapped (unmapped) size bytes of physical memory
+         *                   at addr inside its reserved virtual range (PyTorch; format version 3)
+         *   sync            the host waited for stream (HBM_STREAM_ALL: the whole device), so
+         *                   blocks freed on it are reusable by every stream (format version 2) */
 typedef struct hbm_trace_event {
-    uint8_t kind;       /* hbm_event_kind */
-    uint8_t pad_[3];
+            uint8_t kind;       /* hbm_event_kind */
+            uint8_t pad_[3];
     uint32_t thread;    /* small thread number (recorder) or the source's id truncated */
     uint64_t time_ns;   /* monotonic nanoseconds since the trace's start */
     uint64_t addr;
@@ -115,82 +96,82 @@ typedef struct hbm_trace {
     size_t bt_count_, bt_index_cap_;
 } hbm_trace;
 
-hbm_status hbm_trace_new(hbm_trace **out);
-void hbm_trace_free(hbm_trace *t);
+HBM_API hbm_status hbm_trace_new(hbm_trace **out);
+HBM_API void hbm_trace_free(hbm_trace *t);
 /* Append one event (copied). */
-hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e);
+HBM_API hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e);
 /* Intern a tag, 0 for NULL. */
-hbm_status hbm_trace_intern(hbm_trace *t, const hbm_tag *tag, uint32_t *id_out);
-const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id);
-uint32_t hbm_trace_tag_count(const hbm_trace *t);
+HBM_API hbm_status hbm_trace_intern(hbm_trace *t, const hbm_tag *tag, uint32_t *id_out);
+HBM_API const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id);
+HBM_API uint32_t hbm_trace_tag_count(const hbm_trace *t);
 /* Store a backtrace (n return addresses, innermost first); ids are 1, 2, ... */
-hbm_status hbm_trace_add_backtrace(hbm_trace *t, const uint64_t *frames, size_t n, uint32_t *id_out);
+HBM_API hbm_status hbm_trace_add_backtrace(hbm_trace *t, const uint64_t *frames, size_t n, uint32_t *id_out);
 /* Frames of backtrace id (NULL/0 when id is 0 or unknown). */
-const uint64_t *hbm_trace_backtrace(const hbm_trace *t, uint32_t id, size_t *n);
+HBM_API const uint64_t *hbm_trace_backtrace(const hbm_trace *t, uint32_t id, size_t *n);
 
 /* Buffers from alloc/free pairs on the clock "event" (event index): an alloc at event i
  * freed at event j lives [i, j); a block never freed lives to the end of the trace; frees
  * of blocks allocated before the trace began are ignored. Sizes are the bytes asked
  * (requested, or size when the source does not say); offsets are the addresses. */
-hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out);
+HBM_API hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out);
 
 /* The reverse, for plans: each buffer becomes an alloc at start and a free at end (frees
  * first at equal times), time_ns = (time - first start) x 1000, unique synthetic addresses. */
-hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out);
+HBM_API hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out);
 
 /* --- files ------------------------------------------------------------------------------ */
 
 /* The native binary format ("HBMTRACE", docs/trace-format.md). A file that ends inside a
  * record (a crash while writing) loads the complete records and sets truncated_at.
  * Errors name the byte offset and what was expected. */
-hbm_status hbm_trace_read(const char *path, hbm_trace **out);
-hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_trace **out);
-hbm_status hbm_trace_write(const hbm_trace *t, const char *path);
+HBM_API hbm_status hbm_trace_read(const char *path, hbm_trace **out);
+HBM_API hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_trace **out);
+HBM_API hbm_status hbm_trace_write(const hbm_trace *t, const char *path);
 
 /* Any supported input, chosen by content: hbm trace, RMM CSV, PyTorch snapshot pickle or
  * JSON. */
-hbm_status hbm_trace_load(const char *path, hbm_trace **out);
-hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out);
+HBM_API hbm_status hbm_trace_load(const char *path, hbm_trace **out);
+HBM_API hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hbm_trace **out);
 
 /* Every device a file holds: a PyTorch snapshot has a history (and segments) per GPU, the
  * other formats one device. Devices without data are left out; the order is the one to
  * show them in: a device with an OOM first, then by peak bytes in use, largest first.
  * *n >= 1 on success. Free with hbm_trace_free_all (the traces and the array). */
-hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n);
-hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n);
-void hbm_trace_free_all(hbm_trace **traces, size_t n);
+HBM_API hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n);
+HBM_API hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name, hbm_trace ***out, size_t *n);
+HBM_API void hbm_trace_free_all(hbm_trace **traces, size_t n);
 /* One device of a file: device_index N (cuda:N), or -1 for the first in the order above
  * (what hbm_trace_load gives, with the others in t->others). An index the file does not hold is HBM_ERR_INVALID, with a
  * message listing the devices it does hold. */
-hbm_status hbm_trace_load_device(const char *path, int device_index, hbm_trace **out);
+HBM_API hbm_status hbm_trace_load_device(const char *path, int device_index, hbm_trace **out);
 
 /* Importers on bytes in memory (a snapshot: its first device, as above). Errors name the line (CSV) or byte offset (pickle, JSON). */
-hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *name, hbm_trace **out);
-hbm_status hbm_trace_parse_torch_pickle(const void *data, size_t len, const char *name, hbm_trace **out);
-hbm_status hbm_trace_parse_torch_json(const char *text, size_t len, const char *name, hbm_trace **out);
+HBM_API hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *name, hbm_trace **out);
+HBM_API hbm_status hbm_trace_parse_torch_pickle(const void *data, size_t len, const char *name, hbm_trace **out);
+HBM_API hbm_status hbm_trace_parse_torch_json(const char *text, size_t len, const char *name, hbm_trace **out);
 
 /* Streaming writer: events are buffered and written every HBM_TRACE_FLUSH_EVENTS events,
  * on hbm_trace_writer_flush and at close, so a crash loses at most one buffer. */
 #define HBM_TRACE_FLUSH_EVENTS 4096
 typedef struct hbm_trace_writer hbm_trace_writer;
-hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity,
-                                 hbm_trace_writer **out);
+HBM_API hbm_status hbm_trace_writer_open(const char *path, const char *device, uint64_t capacity,
+                                         hbm_trace_writer **out);
 /* Declare tag id (ids must be declared before events use them; equal ids overwrite). */
-hbm_status hbm_trace_writer_tag(hbm_trace_writer *w, uint32_t id, const hbm_tag *tag);
-hbm_status hbm_trace_writer_backtrace(hbm_trace_writer *w, uint32_t id, const uint64_t *frames, size_t n);
-hbm_status hbm_trace_writer_event(hbm_trace_writer *w, const hbm_trace_event *e);
-hbm_status hbm_trace_writer_flush(hbm_trace_writer *w);
-hbm_status hbm_trace_writer_close(hbm_trace_writer *w); /* flushes; NULL is fine */
+HBM_API hbm_status hbm_trace_writer_tag(hbm_trace_writer *w, uint32_t id, const hbm_tag *tag);
+HBM_API hbm_status hbm_trace_writer_backtrace(hbm_trace_writer *w, uint32_t id, const uint64_t *frames, size_t n);
+HBM_API hbm_status hbm_trace_writer_event(hbm_trace_writer *w, const hbm_trace_event *e);
+HBM_API hbm_status hbm_trace_writer_flush(hbm_trace_writer *w);
+HBM_API hbm_status hbm_trace_writer_close(hbm_trace_writer *w); /* flushes; NULL is fine */
 
 /* --- recording ----------------------------------------------------------------------- */
 
 #define HBM_TRACE_BACKTRACES 1u /* capture a native backtrace per alloc (slow) */
 
 /* Wrap an allocator handle: every call goes to inner and is recorded into path. inner is
- * owned from now on in every case: closing the new handle closes inner and the file, and
- * on failure inner is closed. The config option trace=PATH
- * (HBM_TRACE=PATH) does the same inside hbm_allocator_open without a second lock. */
-hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags, hbm_allocator **out);
+         * owned from now on in every case: closing the new handle closes inner and the file, and
+         * on failure inner is closed. The config option trace=PATH
+         * (HBM_TRACE=PATH) does the same inside hbm_allocator_open without a second lock. */
+HBM_API hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags, hbm_allocator **out);
 
 /* --- replay (what-if) ------------------------------------------------------------------ */
 
@@ -218,17 +199,25 @@ typedef struct hbm_replay_result {
  * event of the trace is tried too (and freed at once if it fits: the program died there).
  * Returns HBM_OK when the replay ran (r->status also says HBM_OK); a configuration that
  * cannot be opened gives its status in both. Free r with hbm_replay_result_release. */
-hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *config, hbm_replay_result *r);
+HBM_API hbm_status hbm_replay(const hbm_trace *t, const char *device_spec, const char *config, hbm_replay_result *r);
 /* The same for n configurations; the trace's alloc/free pairing is computed once and
  * shared (seconds in each result covers its own replay only). Returns the first
  * failure, with every result filled in. */
-hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const char *const *configs, size_t n,
-                           hbm_replay_result *results);
-void hbm_replay_result_release(hbm_replay_result *r);
+HBM_API hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const char *const *configs, size_t n,
+                                   hbm_replay_result *results);
+HBM_API void hbm_replay_result_release(hbm_replay_result *r);
 
 /* A device spec for a replay: "sim:SIZE[,...]" as is, or a device name ("h100", "a100-40g",
  * ...) as a simulated device of its capacity. */
-hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
+HBM_API hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
+
+/* The device a replay of t runs on when none is given, the same for every mode (the table,
+ * the torch twin, --suggest): the trace's capacity when it records one; for a PyTorch
+ * snapshot with an OOM, the bytes PyTorch had reserved then plus the free memory CUDA
+ * reported (what the process could reach); for another snapshot, its peak reserved bytes
+ * (the least the real device had); else sim:80GiB. *why (may be NULL) says which, in
+ * words ("the snapshot's peak reserved"). */
+HBM_API hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, const char **why);
 
 /* What the best allocator could have done on a trace: the most bytes live at once (no
  * allocator can peak lower) and a static packing of its buffers (hbm_pack's best
@@ -240,27 +229,27 @@ typedef struct hbm_replay_bounds {
 } hbm_replay_bounds;
 
 /* Traces with more than max_buffers buffers get the lower bound only. */
-hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
+HBM_API hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
 
 /* The comparison table of n results (text), or a JSON object with "trace", "device",
  * "events", "optimal_bound_bytes", "packed_bytes" and "results". b may be NULL. */
-hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
-                            const hbm_replay_bounds *b, FILE *f, int json);
+HBM_API hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
+                                    const hbm_replay_bounds *b, FILE *f, int json);
 
 /* --- export ---------------------------------------------------------------------------- */
 
 /* Chrome / Perfetto trace JSON: counters "in use" and "reserved", instants for OOMs. */
-hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f);
+HBM_API hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f);
 /* pprof profile.proto, gzip-wrapped: alloc_objects/alloc_space (total) and
  * inuse_objects/inuse_space (at the peak), by tag and backtrace. */
-hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f);
+HBM_API hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f);
 /* A PyTorch memory snapshot (pickle protocol 2: segments + device_traces) of one device, or
  * of n devices (hbm_trace_load_all's traces): the end state's real segments and blocks, the
  * history with segment_map/unmap, times only where the trace has them. */
-hbm_status hbm_export_torch(const hbm_trace *t, FILE *f);
-hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f);
+HBM_API hbm_status hbm_export_torch(const hbm_trace *t, FILE *f);
+HBM_API hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f);
 /* MiniMalloc CSV (id,lower,upper,size) of the timeline's buffers. */
-hbm_status hbm_export_minimalloc(const hbm_timeline *tl, FILE *f);
+HBM_API hbm_status hbm_export_minimalloc(const hbm_timeline *tl, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -34,8 +34,8 @@ typedef struct hbm_transformer_spec {
 
 /* 24 layers, d_model 3072, 2048 tokens, batch 9, vocab 65536: 2.9 B parameters whose step
  * peaks just above 60 GiB, JAX's default 75 % of an 80 GiB device. */
-void hbm_transformer_spec_default(hbm_transformer_spec *s);
-hbm_status hbm_workload_transformer(const hbm_transformer_spec *s, hbm_timeline **out);
+HBM_API void hbm_transformer_spec_default(hbm_transformer_spec *s);
+HBM_API hbm_status hbm_workload_transformer(const hbm_transformer_spec *s, hbm_timeline **out);
 
 typedef struct hbm_run_result {
     hbm_status status;     /* HBM_OK, or the first failure */
@@ -48,7 +48,7 @@ typedef struct hbm_run_result {
 /* Allocate each buffer at its start and free it at its end (frees first at equal times;
  * ties by index), stopping at the first failure; everything still allocated is freed
  * before returning. The tags of the timeline travel with the allocations. */
-hbm_status hbm_timeline_run(const hbm_timeline *tl, hbm_allocator *a, hbm_run_result *r);
+HBM_API hbm_status hbm_timeline_run(const hbm_timeline *tl, hbm_allocator *a, hbm_run_result *r);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@ same code the `hbm` command runs.
     import hbm
     p = hbm.plan(compiled)             # a jax Compiled, HLO text or a path
     p.temp_size_in_bytes, p.fits, p.peak_buffers
+    f = hbm.fit(compiled, device="A100-40GB")   # what change makes it fit, verified
     t = hbm.load(torch.cuda.memory._snapshot())
     t.peak_bytes_in_use, t.replay("allocator=bfc", device="h100")
 
@@ -13,11 +14,12 @@ Every failure raises hbm.Error (ParseError, ConfigError, OutOfMemory); nothing p
 """
 from . import _lib
 from ._errors import ConfigError, Error, LibraryNotFound, OutOfMemory, ParseError
+from ._fit import Fit, fit
 from ._plan import Plan, plan
 from ._trace import Trace, diff, load
 from . import jax, torch  # noqa: E402  (neither imports its framework until called)
 
-__all__ = ["plan", "Plan", "load", "Trace", "diff", "Error", "ParseError", "ConfigError", "OutOfMemory",
+__all__ = ["plan", "Plan", "fit", "Fit", "load", "Trace", "diff", "Error", "ParseError", "ConfigError", "OutOfMemory",
            "LibraryNotFound", "library_path", "jax", "torch"]
 
 

@@ -34,6 +34,13 @@ class PlanTarget(ctypes.Structure):
     _fields_ = [("capacity", c_uint64), ("fraction", c_double), ("device_name", ctypes.c_char * 64)]
 
 
+class FitOptions(ctypes.Structure):
+    """hbm_fit_options (hbm/fit.h)."""
+    _fields_ = [("plan", PlanOptions), ("target_bytes", c_uint64), ("capacity", c_uint64), ("fraction", c_double),
+                ("device", c_char_p), ("timeout_s", c_double), ("remat", c_int), ("no_offload", c_int),
+                ("no_donate", c_int), ("no_remat", c_int)]
+
+
 P = ctypes.POINTER
 # name: (restype, argtypes); every hbm_status is a c_int
 _SIGNATURES = {
@@ -58,6 +65,13 @@ _SIGNATURES = {
     "hbm_plan_target_resolve": (c_int, [c_char_p, c_char_p, c_double, P(PlanTarget)]),
     "hbm_plan_run": (c_int, [c_void_p, P(PlanOptions), P(c_void_p)]),
     "hbm_plan_free": (None, [c_void_p]),
+    "hbm_fit_options_default": (None, [P(FitOptions)]),
+    "hbm_fit_remat_parse": (c_int, [c_char_p, P(c_int)]),
+    "hbm_fit_run": (c_int, [c_void_p, P(FitOptions), P(c_void_p)]),
+    "hbm_fit_free": (None, [c_void_p]),
+    "hbm_fit_text_format": (c_int, [c_void_p, c_size_t, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_fit_json_format": (c_int, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_fit_emit_format": (c_int, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
     "hbm_plan_json_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
     "hbm_plan_text_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
     "hbm_plan_explain_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
@@ -81,6 +95,8 @@ _OPTIONAL = {
     "hbm_diff_format": (c_int, [c_void_p, c_void_p, c_int, c_char_p, c_size_t, P(c_size_t)]),
     # hbm replay TRACE --suggest --json (issue 14)
     "hbm_replay_suggest_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
+    # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
+    "hbm_plan_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_size_t, P(c_size_t)]),
 }
 
 

@@ -5,7 +5,7 @@ import os
 import threading
 import weakref
 
-from . import _lib
+from . import _errors, _lib
 from ._html import iframe
 
 # memory_analysis()'s attribute names; those the library's JSON lacks read as None
@@ -98,8 +98,18 @@ class Plan:
         with a device, the verdict (the part of report() after XLA's block)."""
         return self._call(self._lib.hbm_plan_explain_format, min(self._top, 8), ctypes.byref(self._target))
 
+    def memory_viewer(self, json_=False, top=15):
+        """`hbm view M.hlo` (or with json_=True, `hbm view M.hlo --json` parsed): XProf's
+        Memory Viewer of the plan, one heap per memory space."""
+        fn = _lib.optional("hbm_plan_view_format")
+        if fn is None:
+            raise _errors.Error("this libhbm has no memory viewer (hbm_plan_view_format)", "HBM_ERR_UNSUPPORTED", -9,
+                                "unsupported")
+        text = self._call(fn, 1 if json_ else 0, top)
+        return json.loads(text) if json_ else text
+
     def html(self, title=None):
-        """The HTML view of the plan's buffers over its schedule (one self-contained page)."""
+        """XProf's Memory Viewer of the plan as one self-contained page (`hbm plan --html`)."""
         return self._call(self._lib.hbm_plan_html_format, _lib.cstr(title))
 
     def _repr_html_(self):

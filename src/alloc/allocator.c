@@ -1,5 +1,7 @@
-/* allocator.c - the allocator handle: picks the policy from the configuration, serializes
- * calls, interns tags and records the state at each out-of-memory failure. */
+/* allocator.c - the allocator handle over any policy or adaptor: the policy table,
+ * serialized calls, interned tags and the state at each out-of-memory failure (taken by
+ * oom_state.c). It calls nothing above alloc/: hbm_allocator_open composes a policy with
+ * the trace recorder one floor up (src/trace/allocator_open.c). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -16,16 +18,7 @@ static const struct {
     {HBM_ALLOCATOR_TORCH, hbmi_torch_create},
 };
 
-hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out) {
-    hbm_config cfg;
-    hbm_status s = hbm_config_resolve(config, &cfg);
-    if (s) return s;
-    return hbm_allocator_open_config(dev, &cfg, out);
-}
-
-hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out) {
-    if (!dev || !cfg || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_allocator_open: NULL argument");
-    *out = NULL;
+hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self) {
     hbmi_policy_create_fn create = NULL;
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
         if (policies[i].kind == cfg->allocator) create = policies[i].create;
@@ -38,22 +31,7 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
     if (s) return s;
     uint64_t limit = hbm_config_bytes_limit(cfg, total, free_now);
     if (limit == 0) return hbmi_error(HBM_ERR_CONFIG, "the configuration leaves a byte limit of 0 on this device");
-    const hbm_allocator_ops *ops;
-    void *self;
-    s = create(dev, cfg, limit, &ops, &self);
-    if (s) return s;
-    if (cfg->trace[0]) { /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
-        const hbm_allocator_ops *rops;
-        void *rself;
-        s = hbmi_recorder_create(ops, self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
-        if (s) {
-            ops->destroy(self);
-            return s;
-        }
-        ops = rops;
-        self = rself;
-    }
-    return hbm_allocator_wrap(ops, self, dev, cfg, out);
+    return create(dev, cfg, limit, ops, self);
 }
 
 hbm_status hbm_allocator_wrap(const hbm_allocator_ops *ops, void *self, hbm_device *dev, const hbm_config *cfg,

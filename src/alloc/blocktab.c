@@ -54,6 +54,7 @@ uint64_t hbmi_blocktab_remove(hbmi_blocktab *t, hbmi_blk *b) {
 
 hbm_status hbmi_blocktab_check(const hbmi_blocktab *t, const char *who) {
     uint64_t sum = 0, n = 0;
+    if (hbmi_map_check(&t->index)) return hbmi_error(HBM_ERR_CORRUPT, "%s: the address index: %s", who, hbm_last_error());
     for (size_t i = 0; i < t->n; i++) {
         if (!t->blocks[i].size) continue;
         uint64_t j;

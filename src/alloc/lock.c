@@ -1,4 +1,4 @@
-/* lock.c - the allocator handle's biased spin lock (alloc_internal.h says how it works). */
+/* lock.c - the allocator handle's biased spin lock (lock.h says how it works). */
 #include <sched.h>
 #include <time.h>
 #if defined(__linux__)
@@ -7,7 +7,7 @@
 #include <unistd.h>
 #endif
 
-#include "alloc/alloc_internal.h"
+#include "alloc/lock.h"
 
 #if defined(__linux__) && defined(SYS_membarrier)
 static long membarrier(int cmd) { return syscall(SYS_membarrier, cmd, 0, 0); }

@@ -634,14 +634,21 @@ static void value_str(const hbm_config *c, hbm_config_option o, char *buf, size_
 hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json) {
     if (!c || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_config_write: NULL argument");
     char v[300];
+    int kw = 6, vw = 5; /* the columns fit every key and value ("option", "value") */
+    for (int o = 0; o < HBM_OPT_COUNT_; o++) {
+        value_str(c, (hbm_config_option)o, v, sizeof v);
+        if ((int)strlen(opts[o].key) > kw) kw = (int)strlen(opts[o].key);
+        if ((int)strlen(v) > vw) vw = (int)strlen(v);
+    }
+    if (vw > 40) vw = 40; /* a long roundup list pushes only its own source */
     if (json) fputc('{', f);
-    else fprintf(f, "%-16s %-12s %s\n", "option", "value", "source");
+    else fprintf(f, "%-*s %-*s %s\n", kw, "option", vw, "value", "source");
     for (int o = 0; o < HBM_OPT_COUNT_; o++) {
         value_str(c, (hbm_config_option)o, v, sizeof v);
         if (json)
             fprintf(f, "%s\"%s\": {\"value\": \"%s\", \"source\": \"%s\"}", o ? ", " : "", opts[o].key, v, c->source[o]);
         else
-            fprintf(f, "%-16s %-12s %s\n", opts[o].key, v, c->source[o]);
+            fprintf(f, "%-*s %-*s %s\n", kw, opts[o].key, vw, v, c->source[o]);
     }
     if (json) fputs("}\n", f);
     return HBM_OK;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "hbm/status.h"
@@ -60,6 +61,11 @@ hbm_status hbmi_map_put(hbmi_map *m, uint64_t key, uint64_t val);
 int hbmi_map_get(const hbmi_map *m, uint64_t key, uint64_t *val);
 /* 1 and *val (may be NULL) if removed, else 0. */
 int hbmi_map_del(hbmi_map *m, uint64_t key, uint64_t *val);
+/* The map's invariants (in the manner of tlsf_check): a power-of-two capacity at most 2/3
+ * full, count equal to the used slots, and every key reachable from its home slot with no
+ * empty slot between (what lookups and backward-shift deletion rely on). HBM_ERR_CORRUPT,
+ * naming the slot, when one fails. */
+hbm_status hbmi_map_check(const hbmi_map *m);
 
 static inline uint64_t hbmi_hash64(uint64_t x) {
     x ^= x >> 33;
@@ -125,5 +131,16 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+
+/* The library's one JSON string writer (json.c): s (NULL: "") quoted, '"' and '\\'
+ * escaped, control characters as \u00XX. HBMI_JSON_NL writes a newline as \n;
+ * HBMI_JSON_SCRIPT also escapes '<', '>' and '&' (a string safe inside an HTML <script>);
+ * HBMI_JSON_ETAG writes "</" as "<\/" and DEL as \u007f (safe there too, readable). */
+enum { HBMI_JSON_NL = 1, HBMI_JSON_SCRIPT = 2, HBMI_JSON_ETAG = 4 };
+void hbmi_json_write_str(FILE *f, const char *s, unsigned how);
+/* The same for the n bytes at s. */
+void hbmi_json_write_strn(FILE *f, const char *s, size_t n, unsigned how);
+/* A JSON string as the trace, report and replay outputs write it (newlines as \n). */
+static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_NL); }
 
 #endif

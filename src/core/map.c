@@ -102,3 +102,23 @@ int hbmi_map_del(hbmi_map *m, uint64_t key, uint64_t *val) {
     m->count--;
     return 1;
 }
+
+hbm_status hbmi_map_check(const hbmi_map *m) {
+    if (!m->cap) {
+        if (m->keys || m->vals || m->count)
+            return hbmi_error(HBM_ERR_CORRUPT, "hash map: no slots but %zu keys or arrays", m->count);
+        return HBM_OK;
+    }
+    if (m->cap & (m->cap - 1)) return hbmi_error(HBM_ERR_CORRUPT, "hash map: %zu slots, not a power of two", m->cap);
+    size_t mask = m->cap - 1, used = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        used++;
+        for (size_t j = hbmi_hash64(m->keys[i]) & mask; j != i; j = (j + 1) & mask)
+            if (!m->keys[j])
+                return hbmi_error(HBM_ERR_CORRUPT, "hash map: key in slot %zu is cut off from its home by empty slot %zu", i, j);
+    }
+    if (used != m->count) return hbmi_error(HBM_ERR_CORRUPT, "hash map: %zu slots used, count %zu", used, m->count);
+    if (used * 3 > m->cap * 2) return hbmi_error(HBM_ERR_CORRUPT, "hash map: %zu keys in %zu slots, over 2/3", used, m->cap);
+    return HBM_OK;
+}

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "hbm/hbm.h"
 
 #define HBMI_ERRBUF 1024
 static _Thread_local char hbmi_errbuf[HBMI_ERRBUF];
@@ -53,8 +52,6 @@ hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) {
         snprintf(hbmi_errbuf + n, sizeof hbmi_errbuf - (size_t)n, "%s", old);
     return s;
 }
-
-const char *hbm_version(void) { return HBM_VERSION_STRING; }
 
 const char *hbm_category_str(hbm_category c) {
     static const char *const names[] = {

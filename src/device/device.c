@@ -1,5 +1,8 @@
 /* device.c - device handles: spec parsing, capacity accounting, validation of frees,
- * fault injection and counters, over a backend vtable (sim, host, cuda). */
+ * fault injection and counters, over a backend vtable (sim, host, cuda).
+ * The backend registry: hbm_device_open picks a backend's constructor (sim.c, host.c,
+ * cuda.c) by the spec's name, and each backend fills the handle through device_internal.h,
+ * so device.c and its backends call each other - the one cycle the layout keeps. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>

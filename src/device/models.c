@@ -1,6 +1,9 @@
 /* models.c - accelerators hbm knows by name, with the memory a framework can see and the
  * share of it the framework uses by default. Capacities are the totals nvidia-smi / the
- * runtime reports where known (e.g. 81559 MiB for an H100 80GB), otherwise the nominal size. */
+ * runtime reports where known (e.g. 81559 MiB for an H100 80GB), otherwise the nominal size.
+ * TPUs: the HBM XLA:TPU itself plans against, the Y of its compile-time OOM "Used X of Y hbm"
+ * (what is left of the chip once the runtime has reserved its part), as XLA prints it: in
+ * binary units with two decimals, so the exact byte count is not known beyond that. */
 #include <ctype.h>
 #include <string.h>
 
@@ -24,9 +27,18 @@ static const hbm_device_model models[] = {
     /* the runtime's total global memory on a B200: 178.35 GiB (github.com/pytorch/ao PR 4002) */
     {"B200", "b200-180gb,b200-192gb,nvidia-b200", MiB(182630), 0.75, "NVIDIA B200 (178.35 GiB, as CUDA reports)"},
     {"RTX-4090", "4090,rtx4090,geforce-rtx-4090", MiB(24564), 0.75, "NVIDIA GeForce RTX 4090 24GB"},
-    {"TPU-v4", "v4,tpuv4,tpu-v4-chip", GiB(32), 1.0, "Google TPU v4, per chip (no JAX preallocation)"},
-    {"TPU-v5e", "v5e,tpuv5e,tpu-v5-lite", GiB(16), 1.0, "Google TPU v5e, per chip"},
-    {"TPU-v5p", "v5p,tpuv5p", GiB(95), 1.0, "Google TPU v5p, per chip"},
+    /* TPU v4 (32 GiB per chip: its runtime says "would exceed memory (size=34359738368)"):
+     * "Used 98.33G of 30.75G hbm" in a public TPU v4-128 training log */
+    {"TPU-v4", "v4,tpuv4,tpu-v4-chip", MiB(31488), 1.0, "TPU v4 per chip: XLA:TPU's 30.75G of 32 GiB"},
+    /* TPU v5e (16 GiB per chip): "Used 19.22G of 15.75G hbm" (a v5litepod-1 run), "Used
+     * 28.59G of 15.75G hbm" (v5e-8), both public reports quoting XLA:TPU */
+    {"TPU-v5e", "v5e,tpuv5e,tpu-v5-lite", MiB(16128), 1.0, "TPU v5e per chip: XLA:TPU's 15.75G of 16 GiB"},
+    /* TPU v5p (Google lists 95 GB per chip): "Used 110.81G of 95.74G hbm" (v5p-64), "Used 112.37G of
+     * 95.74G hbm": printed to 0.01 GiB, so 98038 MiB is that figure, not a byte count */
+    {"TPU-v5p", "v5p,tpuv5p", MiB(98038), 1.0, "TPU v5p per chip: XLA:TPU's 95.74G (rounded)"},
+    /* TPU v6e, Trillium (32 GiB per chip): "Used 35.40G of 31.25G hbm" (openxla/xla
+     * docs/errors/error_1000.md), "Used 46.60G of 31.25G hbm" (a v6e-8 run) */
+    {"TPU-v6e", "v6e,tpuv6e,trillium,tpu-v6-lite", MiB(32000), 1.0, "TPU v6e (Trillium): XLA:TPU's 31.25G of 32 GiB"},
     {"MI300X", "mi300,mi300x-192gb,amd-mi300x", GiB(192), 0.75, "AMD Instinct MI300X 192GB (nominal)"},
 };
 

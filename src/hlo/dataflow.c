@@ -11,6 +11,7 @@ typedef struct dfb {
     hbm_status err;
     uint32_t *seq;     /* sequential computations, callees first */
     uint32_t n_seq;
+    uint8_t *phi;      /* per position: defined by a phi (SSA form), or NULL */
 } dfb;
 
 static void *dalloc(dfb *b, size_t n) {
@@ -269,6 +270,7 @@ static int flow(dfb *b, int *changed, uint32_t gd, uint32_t nd, uint32_t gs, uin
     const hbmi_instr *d = I(df, gd), *s = I(df, gs);
     for (uint32_t t = 0; t < count; t++) {
         if (nd + t >= d->shape->nodes || ns + t >= s->shape->nodes) break;
+        if (b->phi && b->phi[d->pos_base + nd + t]) continue; /* its phi is its only value */
         int r = vs_union(b, VS(df, gd, nd + t), VS(df, gs, ns + t));
         if (r < 0) return 0;
         if (r) *changed = 1;
@@ -468,9 +470,78 @@ static int define_values(dfb *b) {
                 }
             }
     }
+    /* phi values (SSA form), numbered after the others as XLA numbers them */
+    for (uint32_t s = 0; ok && b->phi && s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; ok && i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            for (uint32_t k = 0; k < in->shape->nodes; k++) {
+                if (!b->phi[in->pos_base + k]) continue;
+                if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
+                    b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+                    ok = 0;
+                    break;
+                }
+                hbmi_value *v = &df->values[df->n_values];
+                memset(v, 0, sizeof *v);
+                v->gid = G(df, ci, i);
+                v->node = k;
+                v->post = in->post;
+                const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
+                v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
+                v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                df->vs[in->pos_base + k].n = 1;
+                df->vs[in->pos_base + k].one = df->n_values++;
+            }
+        }
+    }
     for (uint32_t s = 0; s < b->n_seq; s++) hbmi_free(orders[s]);
     hbmi_free(orders);
     return ok;
+}
+
+/* The while loops' and their bodies' parameters, their body roots', their conditions'
+ * parameters: XLA's dataflow runs in SSA form for buffer assignment (HloAliasAnalysis::Run
+ * calls HloDataflowAnalysis::Run with ssa_form=true): where a loop's element can hold more
+ * than one value (its body writes a new one), the while, the body parameter and the
+ * condition parameter each define a phi value there; where the body passes the element
+ * through unchanged the phi resolves to the loop's input (OptimizePhiValues). The non-SSA
+ * solution says which: a phi where the union of the init and body-root values has several.
+ * Returns the number of phi positions marked in b->phi, -1 on OOM. */
+static int64_t mark_phis(dfb *b) {
+    hbmi_df *df = b->df;
+    hbm_hlo_module *m = df->m;
+    int64_t n = 0;
+    for (uint32_t s = 0; s < b->n_seq; s++) {
+        uint32_t ci = b->seq[s];
+        hbmi_comp *c = &m->comps[ci];
+        for (uint32_t i = 0; i < c->n; i++) {
+            hbmi_instr *in = &c->ins[i];
+            if (in->op != HOP_WHILE || !in->n_ops) continue;
+            uint32_t body = UINT32_MAX, cond = UINT32_MAX;
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                if (in->called_role[k] == 'b') body = in->called[k];
+                if (in->called_role[k] == 'w') cond = in->called[k];
+            }
+            if (body == UINT32_MAX || !m->comps[body].n_params) continue;
+            const hbmi_instr *bp = &m->comps[body].ins[m->comps[body].params[0]];
+            const hbmi_instr *cp =
+                cond != UINT32_MAX && m->comps[cond].n_params ? &m->comps[cond].ins[m->comps[cond].params[0]] : NULL;
+            for (uint32_t k = 0; k < in->shape->nodes; k++) {
+                if (df->vs[in->pos_base + k].n < 2) continue;
+                if (!b->phi) {
+                    b->phi = hbmi_calloc(df->n_pos + 1, 1);
+                    if (!b->phi) return -1;
+                }
+                b->phi[in->pos_base + k] = 1;
+                if (k < bp->shape->nodes) b->phi[bp->pos_base + k] = 1;
+                if (cp && k < cp->shape->nodes) b->phi[cp->pos_base + k] = 1;
+                n++;
+            }
+        }
+    }
+    return n;
 }
 
 static int solve(dfb *b) {
@@ -782,6 +853,21 @@ static int alias_buffers(dfb *b) {
                     for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
                         union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[e]), 0));
                 }
+            } else if (in->op == HOP_WHILE && in->n_ops) {
+                /* a loop's input, its body's parameter and root, its condition's parameter
+                 * and its output are one buffer (HloAliasAnalysis: the while's aliased values) */
+                for (uint32_t k = 0; k < in->n_called; k++) {
+                    const hbmi_comp *cc = &m->comps[in->called[k]];
+                    if (in->called_role[k] != 'b' && in->called_role[k] != 'w') continue;
+                    for (uint32_t n = 0; n < in->shape->nodes; n++) {
+                        if (cc->n_params && n < cc->ins[cc->params[0]].shape->nodes)
+                            union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->params[0]), n));
+                        if (in->called_role[k] == 'b' && n < cc->ins[cc->root].shape->nodes)
+                            union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->root), n));
+                    }
+                }
+                for (uint32_t n = 0; n < in->shape->nodes && n < I(df, G(df, ci, in->ops[0]))->shape->nodes; n++)
+                    union_sets(p, VS(df, g, n), VS(df, G(df, ci, in->ops[0]), n));
             } else if (in->op == HOP_FUSION && in->n_called) {
                 const hbmi_comp *fc = &m->comps[in->called[0]];
                 const hbmi_instr *root = &fc->ins[fc->root];
@@ -861,8 +947,40 @@ int hbmi_df_is_user_of(const hbmi_df *df, uint32_t user, uint32_t operand) {
 
 static int elementwise_on(const hbmi_instr *x) { return x->op == HOP_ELEMENTWISE; }
 
-/* GPU's FusionCanShareBufferHint: every path from the fusion parameter to the output goes
- * through elementwise ops (not copy) or bitcasts, and reaches the output. */
+static int op_is(const hbmi_instr *x, const char *name) {
+    size_t n = strlen(name);
+    return x->opcode.n == n && !memcmp(x->opcode.p, name, n);
+}
+
+/* HloInstruction::IsElementwiseOnOperand: a dynamic-update-slice on its operand 0 only */
+static int elementwise_on_operand(const hbmi_instr *h, uint32_t opno) {
+    return h->op == HOP_ELEMENTWISE || (h->op == HOP_DUS && opno == 0);
+}
+
+static uint32_t operand_index(const hbmi_instr *h, uint32_t x) {
+    for (uint32_t k = 0; k < h->n_ops; k++)
+        if (h->ops[k] == x) return k;
+    return UINT32_MAX;
+}
+
+/* The hero of a fusion root: up through bitcasts and one-operand elementwise ops
+ * (FindNonTrivialHero, reduced to the chains these fusions have). */
+static uint32_t hero_of(const hbmi_comp *fc, uint32_t r) {
+    for (uint32_t d = 0; d < fc->n; d++) {
+        const hbmi_instr *x = &fc->ins[r];
+        if (x->n_ops != 1 || (x->op != HOP_BITCAST && x->op != HOP_ELEMENTWISE)) break;
+        r = x->ops[0];
+    }
+    return r;
+}
+
+/* GPU's FusionCanShareBufferHint (xla/service/gpu/buffer_sharing.cc): walking the users
+ * from the fusion parameter, every op met is elementwise on the operand it is reached
+ * through (a copy is not), a bitcast, a tuple, the reduction hero of a reduction fusion,
+ * the root dynamic-update-slice's update operand or the root scatter's input, or a
+ * dynamic-slice reading the root dynamic-update-slice's own slice; the output must be
+ * reached. A multi-output fusion whose walk reaches another output shares only when the
+ * output is elementwise and no reached output has a transpose or copy hero. */
 static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_t opno, uint32_t user_node) {
     const hbmi_comp *fc = &df->m->comps[fusion->called[0]];
     int64_t param = -1;
@@ -870,8 +988,8 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
         if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
     if (param < 0) return 0;
     uint32_t out = fc->root;
+    const hbmi_instr *r = &fc->ins[fc->root];
     if (user_node) { /* element of a tuple-shaped output */
-        const hbmi_instr *r = &fc->ins[fc->root];
         if (r->op != HOP_TUPLE) return 0;
         uint32_t e;
         for (e = 0; e < fusion->shape->n; e++)
@@ -881,6 +999,14 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     }
     uint32_t nb_root = out;
     if (fc->ins[nb_root].op == HOP_BITCAST && fc->ins[nb_root].n_ops) nb_root = fc->ins[nb_root].ops[0];
+    const hbmi_instr *nr = &fc->ins[nb_root];
+    /* a reduction fusion's hero reduce is emitted first: what follows it cannot interfere */
+    uint32_t hero_red = UINT32_MAX;
+    uint32_t n_roots = r->op == HOP_TUPLE ? r->n_ops : 1;
+    for (uint32_t k = 0; k < n_roots && hero_red == UINT32_MAX; k++) {
+        uint32_t h = hero_of(fc, r->op == HOP_TUPLE ? r->ops[k] : fc->root);
+        if (op_is(&fc->ins[h], "reduce")) hero_red = h;
+    }
     uint8_t vis_small[256];
     uint32_t q_small[257];
     int heap_bufs = fc->n > 256;
@@ -900,21 +1026,43 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     int found = 0, ok = 1;
     while (qh < qt && ok) {
         uint32_t x = q[qh++];
-        if (x == out) {
-            found = 1;
-            continue;
-        }
+        if (x == out) found = 1; /* its other users are checked too */
+        if (x == hero_red) continue;
         const hbmi_instr *xi = &fc->ins[x];
         for (uint32_t u = 0; u < xi->n_users && ok; u++) {
             uint32_t h = xi->users[u];
-            if (vis[h]) continue;
             const hbmi_instr *hi = &fc->ins[h];
-            int dus_ok = (fc->ins[nb_root].op == HOP_DUS || fc->ins[nb_root].op == HOP_SCATTER) && h == nb_root &&
-                         hi->n_ops && hi->ops[0] == x;
-            if (!dus_ok && !elementwise_on(hi) && hi->op != HOP_BITCAST) ok = 0;
-            vis[h] = 1;
-            q[qt++] = h;
+            if (!vis[h]) {
+                vis[h] = 1;
+                q[qt++] = h;
+            }
+            uint32_t oi = operand_index(hi, x);
+            if (h == nb_root && hi->op == HOP_SCATTER) {
+                uint32_t inputs = hi->shape->prim == HBMI_PRIM_TUPLE ? hi->shape->n : 1, uses = 0;
+                for (uint32_t k = 0; k < hi->n_ops; k++) uses += hi->ops[k] == x;
+                if (oi < inputs && uses == 1) continue;
+            }
+            if (nr->op == HOP_DUS && nr->n_ops >= 2 && op_is(hi, "dynamic-slice") && hi->n_ops &&
+                nr->ops[0] == hi->ops[0] && hbmi_shape_equal(hi->shape, fc->ins[nr->ops[1]].shape)) {
+                /* the same slice as the update: read before it is written */
+                if (hbmi_shape_elements(hi->shape) != 1 || hbmi_shape_elements(fc->ins[nr->ops[1]].shape) != 1)
+                    for (uint32_t k = 1; k < hi->n_ops && ok; k++)
+                        if (k + 1 >= nr->n_ops || hi->ops[k] != nr->ops[k + 1]) ok = 0;
+            } else if ((!elementwise_on_operand(hi, oi) || hi->op == HOP_COPY) && hi->op != HOP_BITCAST &&
+                       hi->op != HOP_TUPLE && h != hero_red) {
+                if (h != nb_root || hi->op != HOP_DUS || oi != 1) ok = 0;
+            }
         }
+    }
+    if (ok && r->op == HOP_TUPLE) { /* IsMultiOutputFusion */
+        int other = 0, transpose = 0;
+        for (uint32_t k = 0; k < r->n_ops; k++) {
+            if (!vis[r->ops[k]]) continue;
+            if (r->ops[k] != out) other = 1;
+            const hbmi_instr *h = &fc->ins[hero_of(fc, r->ops[k])];
+            if (op_is(h, "transpose") || h->op == HOP_COPY) transpose = 1;
+        }
+        if (other && (nr->op != HOP_ELEMENTWISE || transpose)) ok = 0;
     }
     if (heap_bufs) {
         hbmi_free(vis);
@@ -973,6 +1121,11 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
         return user_node && uses_of_operand == 1 && element_of(u->shape, user_node) == opno;
     }
     if (u->op == HOP_CUSTOM_CALL) {
+        /* GPU's CanShareBufferHint: cuSOLVER's Cholesky overwrites its operand with output {0} */
+        static const char chol[] = "__cusolver$cholesky";
+        if (u->target.n == sizeof chol - 1 && !memcmp(u->target.p, chol, sizeof chol - 1) &&
+            u->shape->prim == HBMI_PRIM_TUPLE && user_node == hbmi_shape_child(u->shape, 0))
+            return 1;
         for (uint32_t a = 0; a < u->n_alias; a++)
             if ((uint64_t)u->alias[a].operand == opno) return 1;
         return 0;
@@ -1014,7 +1167,7 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     if (!df) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     df->m = m;
     df->pointer_size = pointer_size;
-    dfb b = {df, HBM_OK, NULL, 0};
+    dfb b = {df, HBM_OK, NULL, 0, NULL};
     reset_module(m);
     uint64_t n = 0;
     df->comp_base = hbmi_malloc(sizeof *df->comp_base * m->n_comps);
@@ -1067,6 +1220,19 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     }
     if (!b.err) define_values(&b);
     if (!b.err) solve(&b);
+    if (!b.err) { /* SSA form: again with the loops' phi values */
+        int64_t phis = mark_phis(&b);
+        if (phis < 0) {
+            b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        } else if (phis) {
+            hbmi_free(df->vs);
+            hbmi_free(df->values);
+            df->vs = NULL;
+            df->values = NULL;
+            df->n_values = 0;
+            if (define_values(&b)) solve(&b);
+        }
+    }
     if (!b.err) {
         uint8_t *done = hbmi_calloc(m->n_comps, 1);
         if (!done) b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
@@ -1077,6 +1243,7 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) 
     }
     if (!b.err) uses_and_ranges(&b);
     if (!b.err) alias_buffers(&b);
+    hbmi_free(b.phi);
     if (b.err) {
         hbm_status s = b.err;
         hbmi_df_free(df);

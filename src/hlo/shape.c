@@ -216,6 +216,10 @@ static size_t print_rec(const hbmi_shape *s, char *buf, size_t cap, size_t at, i
         at = put(buf, cap, at, "(");
         for (uint32_t i = 0; i < s->n; i++) {
             if (i) at = put(buf, cap, at, ", ");
+            if (i && i % 5 == 0) { /* ShapeUtil::HumanString's kAnnotationPrintInterval */
+                snprintf(tmp, sizeof tmp, "/*index=%u*/", i);
+                at = put(buf, cap, at, tmp);
+            }
             if (depth > 16) {
                 at = put(buf, cap, at, "...");
                 break;

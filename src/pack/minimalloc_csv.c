@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/minimalloc_csv.h"
 #include "hbm/pack.h"
 
 enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGN, COL_OFFSET, COL_N };

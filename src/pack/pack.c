@@ -4,14 +4,16 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/pack_base.h"
+#include "pack/pack_best.h"
+#include "pack/pack_bundle.h"
+#include "pack/pack_exact.h"
+#include "pack/pack_greedy.h"
 #include "plan/xla_heap.h"
 
 /* Input limits that keep every offset computation far from overflow. */
 #define PACK_MAX_TOTAL (UINT64_C(1) << 56)
 #define PACK_MAX_ALIGN (UINT64_C(1) << 40)
-
-_Thread_local hbmi_pack_clock hbmi_pack_clk;
 
 static const char *const algo_names[] = {"greedy", "xla-spatial", "xla-temporal", "xla", "best", "exact"};
 

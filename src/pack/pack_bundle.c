@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/pack_bundle.h"
 
 typedef struct bkey {
     int64_t start, end;

@@ -46,7 +46,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/pack_exact.h"
 
 #define NRANK 8
 #define NRING 4 /* failed sections remembered */
@@ -228,17 +228,23 @@ void hbmi_exact_free(hbmi_exact *e) {
     hbmi_free(e);
 }
 
-hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact **out) {
-    hbmi_pack_clk.setup += tl->count;
-    hbmi_exact *e = hbmi_calloc(1, sizeof *e);
-    int64_t *t = NULL;
-    uint64_t *tmp = NULL;
-    uint32_t *pinned = NULL; /* the timeline's pinned buffers, in order */
-    rkey *rk = NULL;
-    if (!e) goto nomem;
-    uint32_t n = 0, npin = 0;
+/* What hbmi_exact_new builds with and then drops. */
+typedef struct exact_build {
+    const hbm_timeline *tl;
+    int64_t *t;       /* the distinct time points, sorted */
+    size_t nt;
+    uint64_t *tmp;    /* scratch, 2(n + 1) */
+    uint32_t *pinned; /* the timeline's pinned buffers, in order */
+    uint32_t npin;
+    rkey *rk;
+} exact_build;
+
+/* The per-item arrays (n + 1 each) and the scratch. */
+static hbm_status exact_alloc_items(hbmi_exact *e, exact_build *x) {
+    const hbm_timeline *tl = x->tl;
+    uint32_t n = 0;
     for (size_t i = 0; i < tl->count; i++) {
-        if (tl->buffers[i].flags & HBM_TL_PINNED) npin++;
+        if (tl->buffers[i].flags & HBM_TL_PINNED) x->npin++;
         else n++;
     }
     e->n = n;
@@ -259,21 +265,28 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     e->uov = hbmi_malloc(N * sizeof *e->uov);
     e->ov_beg = hbmi_calloc(N + 1, sizeof *e->ov_beg);
     e->pin_beg = hbmi_calloc(N + 1, sizeof *e->pin_beg);
-    t = hbmi_malloc(2 * N * sizeof *t);
-    tmp = hbmi_malloc(2 * N * sizeof *tmp);
-    rk = hbmi_malloc(N * sizeof *rk);
+    x->t = hbmi_malloc(2 * N * sizeof *x->t);
+    x->tmp = hbmi_malloc(2 * N * sizeof *x->tmp);
+    x->rk = hbmi_malloc(N * sizeof *x->rk);
     e->rank = hbmi_malloc(N * sizeof *e->rank);
     e->k_press = hbmi_malloc(N * sizeof *e->k_press);
     e->k_len = hbmi_malloc(N * sizeof *e->k_len);
     e->k_area = hbmi_malloc(N * sizeof *e->k_area);
-    if (!e->rank || !e->k_press || !e->k_len || !e->k_area || !e->zk || !e->zx) goto nomem;
+    if (!e->rank || !e->k_press || !e->k_len || !e->k_area || !e->zk || !e->zx) return HBM_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) e->zx[i] = hbmi_hash64(i + 0x7f4a7c15ULL);
-    if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo ||
-        !e->off || !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !t || !tmp || !rk)
-        goto nomem;
-    /* time sections from the items' own start and end points */
+    if (!e->buf || !e->size || !e->align || !e->s0 || !e->s1 || !e->twin || !e->bys0 || !e->lo || !e->off ||
+        !e->placed || !e->placed_stk || !e->uov || !e->ov_beg || !e->pin_beg || !x->t || !x->tmp || !x->rk)
+        return HBM_ERR_NOMEM;
+    return HBM_OK;
+}
+
+/* Time sections from the items' own start and end points. */
+static void exact_sections(hbmi_exact *e, exact_build *x, uint64_t def_align) {
+    const hbm_timeline *tl = x->tl;
+    int64_t *t = x->t;
+    uint64_t *tmp = x->tmp;
     size_t nt = 0;
-    uint32_t k = 0;
+    uint32_t k = 0, n = e->n;
     for (size_t i = 0; i < tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[i];
         if (b->flags & HBM_TL_PINNED) continue;
@@ -291,31 +304,31 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         if (!u || tmp[u - 1] != tmp[i]) tmp[u++] = tmp[i];
     for (size_t i = 0; i < u; i++) t[i] = (int64_t)(tmp[i] ^ (UINT64_C(1) << 63));
     nt = u;
+    x->nt = nt;
     e->nsec = nt ? (uint32_t)(nt - 1) : 0;
     for (uint32_t i = 0; i < n; i++) {
         const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
         e->s0[i] = (uint32_t)hbmi_time_index(t, nt, b->start);
         e->s1[i] = (uint32_t)hbmi_time_index(t, nt, b->end);
     }
-    /* items per section, and the full live sum per section */
-    size_t S = (size_t)e->nsec + 1, memb = 0;
+}
+
+/* Items per section, and the full live sum per section. */
+static hbm_status exact_section_items(hbmi_exact *e) {
+    uint32_t n = e->n;
+    size_t N = (size_t)n + 1, S = (size_t)e->nsec + 1, memb = 0;
     e->sec_beg = hbmi_calloc(S + 1, sizeof *e->sec_beg);
     e->sum0 = hbmi_calloc(S, sizeof *e->sum0);
     e->sum = hbmi_calloc(S, sizeof *e->sum);
     e->nact = hbmi_calloc(S, sizeof *e->nact);
     e->wit = hbmi_calloc(S, sizeof *e->wit);
-    if (!e->wit) goto nomem;
+    if (!e->wit) return HBM_ERR_NOMEM;
     e->slot_beg = hbmi_calloc(N + 1, sizeof *e->slot_beg);
-    if (!e->sec_beg || !e->sum0 || !e->sum || !e->nact || !e->slot_beg) goto nomem;
+    if (!e->sec_beg || !e->sum0 || !e->sum || !e->nact || !e->slot_beg) return HBM_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         memb += e->s1[i] - e->s0[i];
-        if (memb > UINT32_MAX) {
-            hbmi_exact_free(e);
-            hbmi_free(t);
-            hbmi_free(tmp);
-            hbmi_free(rk);
+        if (memb > UINT32_MAX)
             return hbmi_error(HBM_ERR_UNSUPPORTED, "pack: exact search: %u buffers over %u time sections is too large", n, e->nsec);
-        }
         for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) {
             e->sec_beg[s + 1]++;
             e->sum0[s] += e->size[i];
@@ -324,21 +337,25 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     for (size_t s = 0; s < S; s++) e->sec_beg[s + 1] += e->sec_beg[s];
     e->sec_it = hbmi_malloc((memb + 1) * sizeof *e->sec_it);
     e->slot = hbmi_malloc((memb + 1) * sizeof *e->slot);
-    if (!e->slot) goto nomem;
+    if (!e->slot) return HBM_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) e->slot_beg[i + 1] = e->slot_beg[i] + (e->s1[i] - e->s0[i]);
-    if (!e->sec_it) goto nomem;
-    {
-        uint32_t *fill = hbmi_malloc(S * sizeof *fill);
-        if (!fill) goto nomem;
-        memcpy(fill, e->sec_beg, S * sizeof *fill);
-        for (uint32_t i = 0; i < n; i++)
-            for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) e->sec_it[fill[s]++] = i;
-        hbmi_free(fill);
-        /* the witness of a section is always one of its items (sections never change) */
-        for (size_t s = 0; s + 1 < S; s++)
-            if (e->sec_beg[s + 1] > e->sec_beg[s]) e->wit[s] = e->sec_it[e->sec_beg[s]];
-    }
-    /* items by s0, and the overlap lists (a sweep over that order) */
+    if (!e->sec_it) return HBM_ERR_NOMEM;
+    uint32_t *fill = hbmi_malloc(S * sizeof *fill);
+    if (!fill) return HBM_ERR_NOMEM;
+    memcpy(fill, e->sec_beg, S * sizeof *fill);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t s = e->s0[i]; s < e->s1[i]; s++) e->sec_it[fill[s]++] = i;
+    hbmi_free(fill);
+    /* the witness of a section is always one of its items (sections never change) */
+    for (size_t s = 0; s + 1 < S; s++)
+        if (e->sec_beg[s + 1] > e->sec_beg[s]) e->wit[s] = e->sec_it[e->sec_beg[s]];
+    return HBM_OK;
+}
+
+/* Items by s0, and the overlap lists (a sweep over that order). */
+static hbm_status exact_overlaps(hbmi_exact *e, exact_build *x) {
+    uint32_t n = e->n;
+    uint64_t *tmp = x->tmp;
     for (uint32_t i = 0; i < n; i++) tmp[i] = (uint64_t)e->s0[i] << 32 | i;
     hbmi_qsort(tmp, n, sizeof *tmp, s0_cmp_items);
     for (uint32_t i = 0; i < n; i++) e->bys0[i] = (uint32_t)tmp[i];
@@ -351,13 +368,8 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
                 if (!pass) {
                     e->ov_beg[i + 1]++;
                     e->ov_beg[j + 1]++;
-                    if (++nov > ((size_t)1 << 27)) {
-                        hbmi_exact_free(e);
-                        hbmi_free(t);
-                        hbmi_free(tmp);
-                        hbmi_free(rk);
+                    if (++nov > ((size_t)1 << 27))
                         return hbmi_error(HBM_ERR_UNSUPPORTED, "pack: exact search: too many overlapping pairs (over 2^27)");
-                    }
                 } else {
                     e->ov[tmp[i]++] = j;
                     e->ov[tmp[j]++] = i;
@@ -369,78 +381,96 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
             nov = e->ov_beg[n];
             hbmi_pack_clk.setup += nov; /* (the clock's work: pairs that overlap) */
             e->ov = hbmi_malloc((nov + 1) * sizeof *e->ov);
-            if (!e->ov) goto nomem;
+            if (!e->ov) return HBM_ERR_NOMEM;
             for (uint32_t i = 0; i < n; i++) tmp[i] = e->ov_beg[i];
         }
     }
-    /* pinned obstacles per item */
-    if (npin) {
-        if (!(pinned = hbmi_malloc(npin * sizeof *pinned))) goto nomem;
-        uint32_t q = 0;
-        for (size_t j = 0; j < tl->count; j++)
-            if (tl->buffers[j].flags & HBM_TL_PINNED) pinned[q++] = (uint32_t)j;
+    return HBM_OK;
+}
+
+/* Pinned obstacles per item. */
+static hbm_status exact_item_pins(hbmi_exact *e, exact_build *x) {
+    const hbm_timeline *tl = x->tl;
+    uint32_t n = e->n, npin = x->npin;
+    uint64_t *tmp = x->tmp;
+    if (!npin) return HBM_OK;
+    if (!(x->pinned = hbmi_malloc(npin * sizeof *x->pinned))) return HBM_ERR_NOMEM;
+    uint32_t *pinned = x->pinned, q = 0;
+    for (size_t j = 0; j < tl->count; j++)
+        if (tl->buffers[j].flags & HBM_TL_PINNED) pinned[q++] = (uint32_t)j;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < n; i++) {
+            const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
+            for (q = 0; q < npin; q++) {
+                const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
+                if (p->start >= b->end || b->start >= p->end) continue;
+                if (!pass) e->pin_beg[i + 1]++;
+                else e->pins[tmp[i]++] = (span){p->offset, p->offset + p->size};
+            }
+        }
+        if (!pass) {
+            for (uint32_t i = 0; i < n; i++) e->pin_beg[i + 1] += e->pin_beg[i];
+            size_t np = e->pin_beg[n];
+            e->pins = hbmi_malloc((np + 1) * sizeof *e->pins);
+            if (!e->pins) return HBM_ERR_NOMEM;
+            for (uint32_t i = 0; i < n; i++) tmp[i] = e->pin_beg[i];
+        }
     }
-    {
-        size_t np = 0;
-        for (int pass = 0; pass < 2 && npin; pass++) {
-            for (uint32_t i = 0; i < n; i++) {
-                const hbm_tl_buffer *b = &tl->buffers[e->buf[i]];
-                for (uint32_t q = 0; q < npin; q++) {
-                    const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
-                    if (p->start >= b->end || b->start >= p->end) continue;
-                    if (!pass) e->pin_beg[i + 1]++;
-                    else e->pins[tmp[i]++] = (span){p->offset, p->offset + p->size};
-                }
+    return HBM_OK;
+}
+
+/* Pinned spans per section (every item alive in a section is alive over all of it, so it
+ * must clear every pin meeting the section), merged and sorted by offset. */
+static hbm_status exact_section_pins(hbmi_exact *e, exact_build *x) {
+    const hbm_timeline *tl = x->tl;
+    const int64_t *t = x->t;
+    uint32_t npin = x->npin;
+    const uint32_t *pinned = x->pinned;
+    if (!npin) return HBM_OK;
+    size_t S1 = (size_t)e->nsec + 1, np = 0;
+    e->psec_beg = hbmi_calloc(S1 + 1, sizeof *e->psec_beg);
+    e->plim_sum = hbmi_malloc(S1 * sizeof *e->plim_sum);
+    e->plim = hbmi_malloc(S1 * sizeof *e->plim);
+    if (!e->psec_beg || !e->plim_sum || !e->plim) return HBM_ERR_NOMEM;
+    for (size_t q = 0; q < S1; q++) e->plim_sum[q] = INF;
+    for (int pass = 0; pass < 2; pass++) {
+        np = 0;
+        for (uint32_t s = 0; s < e->nsec; s++) {
+            size_t first = np;
+            for (uint32_t q = 0; q < npin; q++) {
+                const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
+                if (p->start >= t[s + 1] || t[s] >= p->end) continue;
+                if (pass) e->psec[np] = (span){p->offset, p->offset + p->size};
+                np++;
             }
             if (!pass) {
-                for (uint32_t i = 0; i < n; i++) e->pin_beg[i + 1] += e->pin_beg[i];
-                np = e->pin_beg[n];
-                e->pins = hbmi_malloc((np + 1) * sizeof *e->pins);
-                if (!e->pins) goto nomem;
-                for (uint32_t i = 0; i < n; i++) tmp[i] = e->pin_beg[i];
+                e->psec_beg[s + 1] = (uint32_t)np;
+                continue;
             }
-        }
-    }
-    /* pinned spans per section (every item alive in a section is alive over all of it,
-     * so it must clear every pin meeting the section), merged and sorted by offset */
-    if (npin) {
-        size_t S1 = (size_t)e->nsec + 1, np = 0;
-        e->psec_beg = hbmi_calloc(S1 + 1, sizeof *e->psec_beg);
-        e->plim_sum = hbmi_malloc(S1 * sizeof *e->plim_sum);
-        e->plim = hbmi_malloc(S1 * sizeof *e->plim);
-        if (!e->psec_beg || !e->plim_sum || !e->plim) goto nomem;
-        for (size_t q = 0; q < S1; q++) e->plim_sum[q] = INF;
-        for (int pass = 0; pass < 2; pass++) {
-            np = 0;
-            for (uint32_t s = 0; s < e->nsec; s++) {
-                size_t first = np;
-                for (uint32_t q = 0; q < npin; q++) {
-                    const hbm_tl_buffer *p = &tl->buffers[pinned[q]];
-                    if (p->start >= t[s + 1] || t[s] >= p->end) continue;
-                    if (pass) e->psec[np] = (span){p->offset, p->offset + p->size};
-                    np++;
+            hbmi_qsort(e->psec + first, np - first, sizeof *e->psec, span_cmp);
+            size_t m = first; /* merge overlapping or touching spans */
+            for (size_t q = first; q < np; q++) {
+                if (m > first && e->psec[q].off <= e->psec[m - 1].top) {
+                    if (e->psec[q].top > e->psec[m - 1].top) e->psec[m - 1].top = e->psec[q].top;
+                } else {
+                    e->psec[m++] = e->psec[q];
                 }
-                if (!pass) {
-                    e->psec_beg[s + 1] = (uint32_t)np;
-                    continue;
-                }
-                hbmi_qsort(e->psec + first, np - first, sizeof *e->psec, span_cmp);
-                size_t m = first; /* merge overlapping or touching spans */
-                for (size_t q = first; q < np; q++) {
-                    if (m > first && e->psec[q].off <= e->psec[m - 1].top) {
-                        if (e->psec[q].top > e->psec[m - 1].top) e->psec[m - 1].top = e->psec[q].top;
-                    } else {
-                        e->psec[m++] = e->psec[q];
-                    }
-                }
-                e->psec_beg[s + 1] = (uint32_t)m;
-                np = m;
             }
-            e->psec_beg[e->nsec + 1] = (uint32_t)np;
-            if (!pass && !(e->psec = hbmi_malloc((np + 1) * sizeof *e->psec))) goto nomem;
+            e->psec_beg[s + 1] = (uint32_t)m;
+            np = m;
         }
+        e->psec_beg[e->nsec + 1] = (uint32_t)np;
+        if (!pass && !(e->psec = hbmi_malloc((np + 1) * sizeof *e->psec))) return HBM_ERR_NOMEM;
     }
-    /* twins: equal size, sections and alignment (so equal obstacles too) */
+    return HBM_OK;
+}
+
+/* Twins (equal size, sections and alignment, so equal obstacles too) and the keys the
+ * branching ranks are made of; then the first rank. */
+static void exact_ranks(hbmi_exact *e, exact_build *x) {
+    const hbm_timeline *tl = x->tl;
+    uint32_t n = e->n;
+    rkey *rk = x->rk;
     for (uint32_t i = 0; i < n; i++) {
         rk[i] = (rkey){{e->size[i], (uint64_t)e->s0[i] << 32 | e->s1[i], e->align[i]}, i};
         e->twin[i] = -1;
@@ -448,7 +478,6 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
     hbmi_qsort(rk, n, sizeof *rk, twin_cmp);
     for (uint32_t i = 1; i < n; i++)
         if (!memcmp(rk[i].k, rk[i - 1].k, sizeof rk[i].k)) e->twin[rk[i].item] = (int32_t)rk[i - 1].item;
-    /* the keys the branching ranks are made of */
     for (uint32_t i = 0; i < n; i++) {
         const hbm_tl_buffer *tb = &tl->buffers[e->buf[i]];
         uint64_t press = 0, len = (uint64_t)tb->end - (uint64_t)tb->start;
@@ -458,23 +487,36 @@ hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact
         e->k_len[i] = len;
         e->k_area[i] = len && e->size[i] > UINT64_MAX / len ? UINT64_MAX : e->size[i] * len;
     }
-    e->rk = rk;
-    rk = NULL;
+    e->rk = rk; /* (the ranking's scratch from now on) */
+    x->rk = NULL;
     set_rank(e, 0, 0);
     e->cache_min = 4;
-    hbmi_free(t);
-    hbmi_free(tmp);
-    hbmi_free(pinned);
-    hbmi_free(rk);
-    *out = e;
-    return HBM_OK;
-nomem:
+}
+
+hbm_status hbmi_exact_new(const hbm_timeline *tl, uint64_t def_align, hbmi_exact **out) {
+    hbmi_pack_clk.setup += tl->count;
+    exact_build x = {.tl = tl};
+    hbmi_exact *e = hbmi_calloc(1, sizeof *e);
+    hbm_status s = e ? exact_alloc_items(e, &x) : HBM_ERR_NOMEM;
+    if (!s) {
+        exact_sections(e, &x, def_align);
+        s = exact_section_items(e);
+    }
+    if (!s) s = exact_overlaps(e, &x);
+    if (!s) s = exact_item_pins(e, &x);
+    if (!s) s = exact_section_pins(e, &x);
+    if (!s) exact_ranks(e, &x);
+    hbmi_free(x.t);
+    hbmi_free(x.tmp);
+    hbmi_free(x.pinned);
+    hbmi_free(x.rk);
+    if (!s) {
+        *out = e;
+        return HBM_OK;
+    }
     hbmi_exact_free(e);
-    hbmi_free(t);
-    hbmi_free(tmp);
-    hbmi_free(pinned);
-    hbmi_free(rk);
-    return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the exact search");
+    if (s == HBM_ERR_NOMEM) return hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory for the exact search");
+    return s; /* (its message is set) */
 }
 
 /* --- state ---------------------------------------------------------------------------- */

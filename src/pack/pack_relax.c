@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/pack_base.h"
 
 /* Append buffer i of tl to out with the lifetime [start, end), keeping its id, tag,
  * alignment and pin. */

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "pack/pack_internal.h"
+#include "pack/pack_sky.h"
 
 typedef struct sky {
     uint32_t n, S;

@@ -609,7 +609,7 @@ out:
 }
 
 /* Bytes of value v that only pad its layout's tiles. */
-static uint64_t value_padding(const hbmi_df *df, uint32_t v) {
+uint64_t hbmi_plan_value_padding(const hbmi_df *df, uint32_t v) {
     const hbmi_value *val = &df->values[v];
     const hbmi_shape *sh = hbmi_shape_node(hbmi_df_instr(df, val->gid)->shape, val->node);
     if (!sh || !sh->tiled_elems) return 0;
@@ -756,7 +756,7 @@ static const char *intern(ctx *c, const char *s, size_t n) {
 }
 
 /* HLO text escapes strings C-style (\\' \\" \\\\ \\n); XLA's report prints them raw. */
-static void unescape(char *dst, size_t cap, const char *src, size_t n) {
+void hbmi_plan_unescape(char *dst, size_t cap, const char *src, size_t n) {
     size_t k = 0;
     for (size_t i = 0; i < n && k + 1 < cap; i++) {
         char ch = src[i];
@@ -787,7 +787,7 @@ const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
 
 /* The opcode of the op an async-start wraps: the root of its computation, or the sugar's
  * name without "-start" ("all-to-all-start" -> "all-to-all"). */
-static void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
+void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
     for (uint32_t k = 0; k < in->n_called; k++) {
         if (in->called_role[k] != 'c') continue;
         const hbmi_comp *wc = &m->comps[in->called[k]];
@@ -845,13 +845,13 @@ static int rank_peaks(ctx *c) {
         hbmi_shape_print(hbmi_shape_node(in->shape, val->node), buf, sizeof buf);
         o->shape = intern(c, buf, strlen(buf));
         o->instruction = intern(c, in->name.p, in->name.n);
-        unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+        hbmi_plan_unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
         o->op_name = intern(c, buf, strlen(buf));
-        unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+        hbmi_plan_unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
         o->source_file = intern(c, buf, strlen(buf));
         o->source_line = in->meta_source_line;
         o->param_number = val->entry_param ? (int)in->param_no : -1;
-        o->padding = value_padding(df, top[i].v);
+        o->padding = hbmi_plan_value_padding(df, top[i].v);
         o->category = a->param_no >= 0 ? HBM_CAT_PARAMETER
                       : a->constant    ? HBM_CAT_CONSTANT
                       : a->live_out    ? HBM_CAT_OUTPUT
@@ -866,96 +866,133 @@ static hbm_category alloc_category(const hbmi_alloc *a) {
     return a->param_no >= 0 ? HBM_CAT_PARAMETER : a->constant ? HBM_CAT_CONSTANT : a->live_out ? HBM_CAT_OUTPUT : HBM_CAT_TEMP;
 }
 
-/* The lifetime [s, e) in schedule steps a value occupies its allocation; 0 if none. */
-static int value_interval(const hbm_plan *p, hbm_category cat, uint32_t v, int64_t *s, int64_t *e) {
+/* XProf's "indefinite" allocations: entry parameters, constants and maybe-live-out
+ * allocations hold their bytes for the whole run (thread-local ones are not device heap). */
+static int alloc_indefinite(const hbmi_alloc *a) { return a->param_no >= 0 || a->constant || a->live_out; }
+
+/* The lifetime [s, e) in schedule steps a value of a temp allocation occupies it; 0 if none. */
+static int value_interval(const hbm_plan *p, uint32_t v, int64_t *s, int64_t *e) {
     const hbmi_df *df = p->df;
     const hbmi_value *val = &df->values[v];
     if (!df->buffers[val->buffer].size || !val->has_range) return 0;
     int64_t T = df->n_flat ? df->n_flat : 1;
     *s = val->start;
     *e = val->end + 1;
-    if (cat == HBM_CAT_PARAMETER || cat == HBM_CAT_CONSTANT) {
-        *s = 0;
-        *e = T;
-    } else if (cat == HBM_CAT_OUTPUT && val->end >= (int64_t)df->n_flat - 1) {
-        *e = T;
-    }
     if (*e > T) *e = T;
     if (*s >= *e) *s = *e - 1;
     return 1;
 }
 
-/* A value's place in memory: values at one place are the same bytes, counted once. */
-static uint64_t value_place(const hbm_plan *p, uint32_t ai, uint32_t v) {
-    return (uint64_t)ai << 40 | (p->value_offset[v] & ((UINT64_C(1) << 40) - 1));
+/* Of size bytes holding value v, those that are not padding of its layout's tiles. */
+static uint64_t unpadded(const hbmi_df *df, uint32_t v, uint64_t size) {
+    uint64_t pad = hbmi_plan_value_padding(df, v);
+    return size > pad ? size - pad : 0;
 }
 
-typedef struct place_iv {
-    uint64_t place;
-    int64_t s, e;
-    uint64_t size;
-} place_iv;
-
-static int cmp_place_iv(const void *x, const void *y) {
-    const place_iv *a = x, *b = y;
-    if (a->place != b->place) return a->place < b->place ? -1 : 1;
+static int cmp_span(const void *x, const void *y) {
+    const hbmi_span *a = x, *b = y;
+    if (a->alloc != b->alloc) return a->alloc < b->alloc ? -1 : 1;
+    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
     return a->s < b->s ? -1 : a->s > b->s;
 }
 
-/* The step where the most bytes are live, over every allocation's values; values sharing a
- * place (a buffer reused in place, a donated parameter and the output it becomes, the
- * branches of a conditional writing one result) count once, at the largest size, while any
- * of them is live. So the peak never exceeds the bytes the executable needs. */
-static int peak_step(ctx *c) {
+/* The plan's memory over the schedule, as XLA lays it out: an indefinite allocation is one
+ * span over the whole run, at its size, named by its largest value (as XProf's Memory Viewer
+ * does); in a temp allocation, the values at one offset (a buffer reused in place, an alias,
+ * the values colocated with it) whose live ranges overlap are one span, at their largest
+ * size, named by the largest of them. So the spans live at any step never exceed the
+ * allocations that hold them, and the sum of those live at the peak is the peak. */
+static int build_spans(ctx *c) {
     hbm_plan *p = c->p;
-    int64_t T = p->df->n_flat ? p->df->n_flat : 1;
+    const hbmi_df *df = p->df;
+    int64_t T = df->n_flat ? df->n_flat : 1;
     size_t n = 0;
-    for (uint32_t ai = 0; ai < p->n_allocs; ai++) n += p->allocs[ai].n_values;
-    int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta);
-    place_iv *iv = hbmi_malloc(sizeof *iv * (n + 1));
-    if (!delta || !iv) {
-        hbmi_free(delta);
-        hbmi_free(iv);
-        return oom(c), 0;
-    }
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) n += p->allocs[ai].n_values + 1;
+    hbmi_span *sp = hbmi_malloc(sizeof *sp * (n + 1));
+    if (!sp) return oom(c), 0;
     n = 0;
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
-        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue; /* not device memory over time */
-        hbm_category cat = alloc_category(a);
+        if (a->thread_local || !a->size) continue;
+        if (alloc_indefinite(a)) {
+            uint32_t rep = UINT32_MAX;
+            uint64_t best = 0;
+            for (uint32_t k = 0; k < a->n_values; k++) {
+                uint64_t sz = df->buffers[df->values[a->values[k]].buffer].size;
+                if (rep == UINT32_MAX || sz > best) rep = a->values[k], best = sz;
+            }
+            sp[n++] = (hbmi_span){0, T, a->size, 0, rep == UINT32_MAX ? a->size : unpadded(df, rep, a->size), ai, rep, 1, 0};
+            continue;
+        }
         for (uint32_t k = 0; k < a->n_values; k++) {
+            uint32_t v = a->values[k];
             int64_t s, e;
-            if (!value_interval(p, cat, a->values[k], &s, &e)) continue;
-            iv[n++] = (place_iv){value_place(p, ai, a->values[k]), s, e,
-                                 p->df->buffers[p->df->values[a->values[k]].buffer].size};
+            if (!value_interval(p, v, &s, &e)) continue;
+            uint64_t size = df->buffers[df->values[v].buffer].size;
+            sp[n++] = (hbmi_span){s, e, size, p->value_offset[v], unpadded(df, v, size), ai, v, 0, 0};
         }
     }
-    hbmi_qsort(iv, n, sizeof *iv, cmp_place_iv);
-    for (size_t i = 0; i < n;) { /* merge overlapping intervals of one place */
+    hbmi_qsort(sp, n, sizeof *sp, cmp_span);
+    size_t m = 0;
+    for (size_t i = 0; i < n;) { /* merge overlapping spans of one place */
+        hbmi_span u = sp[i];
         size_t j = i + 1;
-        int64_t e = iv[i].e;
-        uint64_t size = iv[i].size;
-        for (; j < n && iv[j].place == iv[i].place && iv[j].s < e; j++) {
-            if (iv[j].e > e) e = iv[j].e;
-            if (iv[j].size > size) size = iv[j].size;
+        for (; j < n && !u.indefinite && sp[j].alloc == u.alloc && sp[j].offset == u.offset && sp[j].s < u.e; j++) {
+            if (sp[j].e > u.e) u.e = sp[j].e;
+            if (sp[j].size > u.size) {
+                u.size = sp[j].size;
+                u.unpadded = sp[j].unpadded;
+                u.value = sp[j].value;
+            }
         }
-        delta[iv[i].s] += (int64_t)size;
-        delta[e] -= (int64_t)size;
+        sp[m++] = u;
         i = j;
     }
-    hbmi_free(iv);
-    int64_t cur = 0, best = -1, at = 0;
+    for (size_t i = 0; i < m; i++) sp[i].color = p->allocs[sp[i].alloc].color;
+    hbmi_free(p->spans);
+    p->spans = sp;
+    p->n_spans = m;
+    return 1;
+}
+
+/* The step where the most device bytes are live (the spans of build_spans, host memory
+ * left out), and the peak of the device temp allocations alone. */
+static int peak_step(ctx *c) {
+    hbm_plan *p = c->p;
+    if (!build_spans(c)) return 0;
+    int64_t T = p->df->n_flat ? p->df->n_flat : 1;
+    int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta), *tdelta = hbmi_calloc((size_t)T + 2, sizeof *tdelta);
+    if (!delta || !tdelta) {
+        hbmi_free(delta);
+        hbmi_free(tdelta);
+        return oom(c), 0;
+    }
+    for (size_t i = 0; i < p->n_spans; i++) {
+        const hbmi_span *sp = &p->spans[i];
+        if (sp->color == HBMI_HOST_SPACE) continue;
+        delta[sp->s] += (int64_t)sp->size;
+        delta[sp->e] -= (int64_t)sp->size;
+        if (!sp->indefinite) {
+            tdelta[sp->s] += (int64_t)sp->size;
+            tdelta[sp->e] -= (int64_t)sp->size;
+        }
+    }
+    int64_t cur = 0, best = -1, at = 0, tcur = 0, tbest = 0;
     for (int64_t t = 0; t < T; t++) {
         cur += delta[t];
+        tcur += tdelta[t];
         if (cur > best) {
             best = cur;
             at = t;
         }
+        if (tcur > tbest) tbest = tcur;
     }
     hbmi_free(delta);
+    hbmi_free(tdelta);
     p->stats.peak_step = at;
     p->stats.peak_live_bytes = best > 0 ? (uint64_t)best : 0;
     p->stats.n_steps = p->df->n_flat;
+    p->temp_live_peak = (uint64_t)tbest;
     return 1;
 }
 
@@ -963,46 +1000,51 @@ static hbm_status build_timeline(hbm_plan *p) {
     const hbmi_df *df = p->df;
     hbm_timeline *tl;
     if (hbm_timeline_new(&tl) != HBM_OK) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-    size_t places = 0;
     snprintf(tl->clock, sizeof tl->clock, "step");
     snprintf(tl->name, sizeof tl->name, "%.*s", (int)df->m->name.n, df->m->name.p);
-    for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
+    uint64_t *bases = hbmi_calloc(p->n_allocs + 1, sizeof *bases), at = 0;
+    if (!bases || hbm_timeline_reserve(tl, p->n_spans) != HBM_OK) {
+        hbmi_free(bases);
+        hbm_timeline_free(tl);
+        return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
+    }
+    for (uint32_t ai = 0; ai < p->n_allocs; ai++) { /* device allocations end to end, aligned */
         const hbmi_alloc *a = &p->allocs[ai];
-        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue; /* not device memory over time */
+        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue;
+        at = hbmi_align_up(at, p->opt.alignment ? p->opt.alignment : 1);
+        bases[ai] = at;
+        at += a->size;
+    }
+    for (size_t i = 0; i < p->n_spans; i++) {
+        const hbmi_span *sp = &p->spans[i];
+        if (sp->color == HBMI_HOST_SPACE) continue; /* not device memory */
+        const hbmi_alloc *a = &p->allocs[sp->alloc];
         hbm_category cat = alloc_category(a);
-        for (uint32_t k = 0; k < a->n_values; k++) {
-            uint32_t v = a->values[k];
-            const hbmi_value *val = &df->values[v];
-            int64_t s, e;
-            if (!value_interval(p, cat, v, &s, &e)) continue;
-            uint64_t size = df->buffers[val->buffer].size;
+        hbm_tag tag = {.category = cat};
+        char shape[256], label[64], opn[1024], src[1024];
+        if (sp->value != UINT32_MAX) {
+            const hbmi_value *val = &df->values[sp->value];
             const hbmi_instr *in = hbmi_df_instr(df, val->gid);
-            char shape[256], label[64];
             hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
             if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, label, sizeof label);
             else hbmi_plan_label(in, label, sizeof label);
-            char opn[1024], src[1024];
-            unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-            unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
-            hbm_tag tag = {opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
-            size_t idx;
-            if (hbm_timeline_add(tl, size, s, e, &tag, &idx) != HBM_OK) {
-                hbm_timeline_free(tl);
-                return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
-            }
-            if (hbmi_grow((void **)&p->tl_place, &places, idx + 1, sizeof *p->tl_place) != HBM_OK) {
-                hbm_timeline_free(tl);
-                return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
-            }
-            p->tl_place[idx] = value_place(p, ai, v);
-            hbm_tl_buffer *b = &tl->buffers[idx];
-            b->id = v;
-            if (cat == HBM_CAT_TEMP) {
-                b->offset = p->value_offset[v];
-                b->alignment = p->opt.alignment;
-            }
+            hbmi_plan_unescape(opn, sizeof opn, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+            hbmi_plan_unescape(src, sizeof src, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+            tag = (hbm_tag){opn[0] ? opn : NULL, shape, src[0] ? src : NULL, in->meta_source_line, label, cat};
         }
+        size_t idx;
+        if (hbm_timeline_add(tl, sp->size, sp->s, sp->e, &tag, &idx) != HBM_OK) {
+            hbmi_free(bases);
+            hbm_timeline_free(tl);
+            return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory building the timeline");
+        }
+        hbm_tl_buffer *b = &tl->buffers[idx];
+        b->id = sp->value == UINT32_MAX ? UINT64_MAX : sp->value;
+        b->offset = bases[sp->alloc] + sp->offset;
+        b->alignment = p->opt.alignment;
+        b->flags = HBM_TL_PINNED;
     }
+    hbmi_free(bases);
     p->tl = tl;
     return HBM_OK;
 }
@@ -1032,26 +1074,87 @@ static int text_has(const hbm_hlo_module *m, const char *needle) {
     return 0;
 }
 
+static int str_is(hbmi_str s, const char *w) { return s.n == strlen(w) && !memcmp(s.p, w, s.n); }
+static int str_starts(hbmi_str s, const char *w) { return s.n >= strlen(w) && !memcmp(s.p, w, strlen(w)); }
+
+/* Opcodes XLA:GPU's FusionWrapper (xla/service/gpu/transforms/fusion_wrapper.cc) wraps into
+ * a fusion wherever they stand unfused in the entry or a loop or branch of it; copy is left
+ * out (copy insertion runs later and leaves its copies unfused). One of them unfused there
+ * means another compiler. */
+static int gpu_would_wrap(hbmi_str op) {
+    static const char *const wrapped[] = {
+        "abs", "add", "and", "atan2", "bitcast-convert", "broadcast", "ceil", "cbrt", "clamp", "count-leading-zeros",
+        "compare", "complex", "concatenate", "convert", "cosine", "divide", "dot", "dynamic-slice",
+        "dynamic-update-slice", "erf", "exponential", "exponential-minus-one", "floor", "gather", "imag", "iota",
+        "is-finite", "log", "log-plus-one", "map", "maximum", "minimum", "multiply", "negate", "not", "or", "pad",
+        "popcnt", "power", "real", "reshape", "reduce", "reduce-precision", "reduce-window", "remainder", "reverse",
+        "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select", "shift-left", "shift-right-logical",
+        "shift-right-arithmetic", "sign", "sine", "slice", "sqrt", "subtract", "stochastic-convert", "tan", "tanh",
+        "transpose", "xor"};
+    for (size_t i = 0; i < sizeof wrapped / sizeof *wrapped; i++)
+        if (str_is(op, wrapped[i])) return 1;
+    return 0;
+}
+
+/* What the computations the entry runs (itself, loops, branches; not fusions or calls'
+ * callees) show: 1 an op XLA:GPU would have wrapped, or a fusion named without the kind
+ * prefix XLA:GPU's RenameFusions (loop_, input_, ...) and FusionWrapper (wrapped_) give
+ * every fusion; 2 such GPU names. */
+static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_names) {
+    if (ci >= m->n_comps || depth > 64) return 0;
+    const hbmi_comp *c = &m->comps[ci];
+    int cpu = 0;
+    for (uint32_t i = 0; i < c->n && !cpu; i++) {
+        const hbmi_instr *in = &c->ins[i];
+        if (in->op == HOP_FUSION && in->fusion_kind != 'C') {
+            static const char *const kinds[] = {"loop_", "input_", "output_", "wrapped_", "custom_"};
+            int named = 0;
+            for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) named |= str_starts(in->name, kinds[k]);
+            if (named) *gpu_names = 1;
+            /* "fusion", "fusion.3": XLA's default name, which old GPU dumps keep too */
+            else if (!str_starts(in->name, "fusion")) cpu = 1;
+        } else if (gpu_would_wrap(in->opcode)) {
+            cpu = 1;
+        }
+        if (in->op == HOP_WHILE || in->op == HOP_CONDITIONAL)
+            for (uint32_t k = 0; k < in->n_called && !cpu; k++) cpu = scan_names(m, in->called[k], depth + 1, gpu_names);
+    }
+    return cpu;
+}
+
 /* Which XLA compiler produced the module: the dump's file name says it
- * (module_0001.jit_f.sm_8.0_gpu_after_optimizations.txt, ...cpu_after_optimizations.txt),
- * else tiled layouts mean TPU, CUDA/ROCm library calls and GPU backend configs mean GPU,
- * the CPU runtime's calls and %parallel_ computations mean CPU. */
-static hbm_backend detect_backend(const hbm_hlo_module *m) {
-    if (m->backend_hint) /* a profile names its devices */
+ * (module_0001.jit_f.sm_8.0_gpu_after_optimizations.txt, ...cpu_after_optimizations.txt);
+ * else the content: tiled layouts mean TPU; CUDA/ROCm library calls, GPU backend configs,
+ * command buffers, the GPU scheduler's scheduling_name metadata and its fusion names mean
+ * GPU; the CPU runtime's calls, %parallel_ computations, outer_dimension_partitions, ops
+ * XLA:GPU would have wrapped in a fusion and fusions not named the GPU's way mean CPU.
+ * *evidence: 'f' file name, 'c' content, 0 nothing (GPU assumed). */
+static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
+    if (m->backend_hint) { /* a profile names its devices */
+        *evidence = 'c';
         return m->backend_hint == 't' ? HBM_BACKEND_TPU : m->backend_hint == 'c' ? HBM_BACKEND_CPU : HBM_BACKEND_GPU;
+    }
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
+    *evidence = 'f';
     if (strstr(base, "tpu")) return HBM_BACKEND_TPU;
     if (strstr(base, "gpu") || strstr(base, ".sm_")) return HBM_BACKEND_GPU;
     if (strstr(base, "cpu")) return HBM_BACKEND_CPU;
+    *evidence = 'c';
     if (text_has(m, ":T(")) return HBM_BACKEND_TPU;
     if (text_has(m, "custom_call_target=\"__cublas") || text_has(m, "custom_call_target=\"__cudnn") ||
-        text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__gpu") ||
-        text_has(m, "\"operation_queue_id\"") || text_has(m, "command_buffer"))
+        text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__cusolver") ||
+        text_has(m, "custom_call_target=\"cu_") || text_has(m, "custom_call_target=\"__gpu") ||
+        text_has(m, "custom_call_target=\"__triton") || text_has(m, "\"operation_queue_id\"") ||
+        text_has(m, "command_buffer") || text_has(m, "scheduling_name=") || text_has(m, "fingerprint_before_lhs"))
         return HBM_BACKEND_GPU;
     if (text_has(m, "custom_call_target=\"__xla_cpu") || text_has(m, "%parallel_") ||
         text_has(m, "\"outer_dimension_partitions\""))
         return HBM_BACKEND_CPU;
+    int gpu_names = 0;
+    if (scan_names(m, m->entry, 0, &gpu_names)) return HBM_BACKEND_CPU;
+    if (gpu_names) return HBM_BACKEND_GPU;
+    *evidence = 0;
     return HBM_BACKEND_GPU;
 }
 
@@ -1077,7 +1180,7 @@ void hbm_plan_free(hbm_plan *p) {
     hbmi_free(p->value_alloc);
     hbmi_free(p->value_offset);
     hbm_timeline_free(p->tl);
-    hbmi_free(p->tl_place);
+    hbmi_free(p->spans);
     hbm_timeline_free(p->heap_tl);
     hbmi_arena_free(&p->strings);
     hbmi_df_free(p->df);
@@ -1169,12 +1272,12 @@ static int run(ctx *c) {
         st->total_allocation_bytes += a->size;
         if (a->thread_local) continue;
         if (a->heap || hbmi_alloc_is_temp(a)) {
-            for (uint32_t k = 0; k < a->n_peak; k++) st->padding_bytes += value_padding(df, a->peak[k]);
+            for (uint32_t k = 0; k < a->n_peak; k++) st->padding_bytes += hbmi_plan_value_padding(df, a->peak[k]);
         } else {
             uint64_t pad = 0; /* of the value that sizes the allocation */
             for (uint32_t k = 0; k < a->n_values; k++)
-                if (df->values[a->values[k]].size == a->size && value_padding(df, a->values[k]) > pad)
-                    pad = value_padding(df, a->values[k]);
+                if (df->values[a->values[k]].size == a->size && hbmi_plan_value_padding(df, a->values[k]) > pad)
+                    pad = hbmi_plan_value_padding(df, a->values[k]);
             st->padding_bytes += pad;
         }
     }
@@ -1208,7 +1311,8 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         p->opt.backend = o->backend;
     }
     p->m = m;
-    if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m);
+    p->backend_evidence = 'o';
+    if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m, &p->backend_evidence);
     /* XLA:GPU aligns buffers to 128 bytes (kXlaAllocatedBufferAlignBytes), XLA:CPU slices its
      * temp buffer at 64 (cpu_function_runtime::Align) */
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;

@@ -23,6 +23,19 @@ typedef struct hbmi_alloc {
     uint32_t no_range; /* assigned values without a live range (interfere with all) */
 } hbmi_alloc;
 
+/* Bytes of one allocation over a stretch of the schedule: an indefinite allocation (parameter,
+ * constant, maybe-live-out) over the whole run, or the values of a temp allocation at one
+ * offset whose live ranges overlap, merged (in-place updates, aliases, colocated values). */
+typedef struct hbmi_span {
+    int64_t s, e;          /* [s, e) in schedule steps */
+    uint64_t size;         /* the allocation's size (indefinite), or the largest value's */
+    uint64_t offset;       /* within the allocation */
+    uint64_t unpadded;     /* size less the padding of the representative value's tiles */
+    uint32_t alloc, value; /* allocation index; representative (largest) value or UINT32_MAX */
+    uint8_t indefinite;
+    int64_t color;         /* memory space */
+} hbmi_span;
+
 struct hbm_plan {
     hbm_hlo_module *m;
     hbmi_df *df;
@@ -32,9 +45,10 @@ struct hbm_plan {
     uint32_t *value_alloc; /* per value: allocation index or UINT32_MAX */
     uint64_t *value_offset;
     hbm_plan_stats stats;
-    hbm_timeline *tl;
-    uint64_t *tl_place;    /* per timeline buffer: its memory (allocation << 40 | offset);
-                              values that share one place are the same bytes */
+    hbm_timeline *tl;      /* the device spans, one buffer each (hbm_plan_timeline) */
+    hbmi_span *spans;      /* the plan's memory over the schedule, by allocation and offset */
+    size_t n_spans;
+    uint64_t temp_live_peak; /* most bytes live at one step in the device temp allocations */
     hbmi_arena strings;
     /* XLA's peak buffer ranking, computed for up to 64 */
     hbm_plan_buffer peak[64];
@@ -43,6 +57,7 @@ struct hbm_plan {
     hbm_timeline *heap_tl;   /* the largest heap simulation's input, for repacking (ids:
                                 colocated values share one) */
     uint64_t heap_tl_size;
+    char backend_evidence; /* 'o' option, 'f' file name, 'c' content, 0 none (GPU assumed) */
 };
 
 #define HBMI_HOST_SPACE 5
@@ -50,6 +65,17 @@ struct hbm_plan {
 static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
     return a->param_no < 0 && !a->live_out && !a->constant && !a->thread_local;
 }
+
+/* Bytes of value v that only pad its layout's tiles (TPU T(8,128)). */
+uint64_t hbmi_plan_value_padding(const hbmi_df *df, uint32_t v);
+
+/* The label of an async-start's wrapped op (its {1} output). */
+void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap);
+/* Node k of in's shape as the module's text writes it, layout included ("f32[8,128]{1,0:T(8,128)}"). */
+void hbmi_plan_shape_text(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t k, char *buf, size_t cap);
+
+/* HLO text's C-style string escapes undone (\' \" \\ \n), into dst (NUL-terminated). */
+void hbmi_plan_unescape(char *dst, size_t cap, const char *src, size_t n);
 
 /* Printable label of a value's defining instruction (XLA's HloOpcodeString). */
 const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap);

@@ -64,15 +64,7 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
 typedef struct live_item {
     uint64_t size;
     size_t idx;
-    uint64_t place;
 } live_item;
-
-static int cmp_place(const void *x, const void *y) {
-    const live_item *a = x, *b = y;
-    if (a->place != b->place) return a->place < b->place ? -1 : 1;
-    if (a->size != b->size) return a->size > b->size ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
 
 static int cmp_live(const void *x, const void *y) {
     const live_item *a = x, *b = y;
@@ -94,6 +86,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
+    if (!p->backend_evidence)
+        fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
+                   "    if not XLA:GPU)\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
             hbm_size_human(s->peak_bytes, a), s->peak_bytes, hbm_size_human(s->argument_size_in_bytes, b),
             hbm_size_human(s->output_size_in_bytes, c));
@@ -109,11 +104,13 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         if (s->alias_size_in_bytes) fprintf(f, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
         fprintf(f, ".\n");
     }
-    fprintf(f, "  XLA reserves the temp allocation for the whole run; its heap peaks at %s live",
-            hbm_size_human(p->temp_heap_live, a));
-    if (s->temp_fragmentation_bytes >= 0)
-        fprintf(f, "\n    (%s lost to fragmentation)", hbm_size_human((uint64_t)s->temp_fragmentation_bytes, b));
-    fprintf(f, ".\n");
+    if (s->temp_size_in_bytes) {
+        /* the spans' peak (values sharing one offset counted once) never exceeds the heap */
+        uint64_t live = p->temp_live_peak <= s->temp_size_in_bytes ? p->temp_live_peak : s->temp_size_in_bytes;
+        fprintf(f, "  XLA reserves the temp allocation for the whole run; at most %s of it is live at once\n"
+                   "    (%s free between live buffers at that step: fragmentation).\n",
+                hbm_size_human(live, a), hbm_size_human(s->temp_size_in_bytes - live, b));
+    }
     fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
             hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
     if (s->peak_live_bytes < s->peak_bytes)
@@ -126,7 +123,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                 s->peak_bytes ? 100.0 * (double)s->padding_bytes / (double)s->peak_bytes : 0.0);
     const char *where = hbm_plan_step_where(p, s->peak_step);
     if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
-    /* the buffers live at the peak step, largest first */
+    /* the buffers live at the peak step, largest first (each timeline buffer is one place) */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
     size_t n = 0;
@@ -134,16 +131,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const hbm_tl_buffer *bf = &tl->buffers[i];
         if (bf->start <= s->peak_step && s->peak_step < bf->end) {
             items[n].size = bf->size;
-            items[n].place = p->tl_place[i];
             items[n++].idx = i;
         }
     }
-    /* values sharing one place are the same bytes: show the largest of them once */
-    hbmi_qsort(items, n, sizeof *items, cmp_place);
-    size_t uniq = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!uniq || items[i].place != items[uniq - 1].place) items[uniq++] = items[i];
-    n = uniq;
     hbmi_qsort(items, n, sizeof *items, cmp_live);
     size_t show = n < top ? n : top;
     for (size_t k = 0; k < show; k++) {
@@ -202,16 +192,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
 }
 
 /* --- JSON -------------------------------------------------------------------------------------------------- */
-static void jstr(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
+static void jstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, 0); }
 
 static void jfrag(FILE *f, int64_t v) {
     if (v < 0) fputs("null", f);
@@ -227,6 +208,11 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     jstr(f, name);
     fprintf(f, ",\n  \"estimate\": %s,\n  \"backend\": \"%s\"", s->estimate ? "true" : "false",
             hbm_backend_str(s->backend));
+    fprintf(f, ",\n  \"backend_from\": \"%s\"",
+            p->backend_evidence == 'o'   ? "option"
+            : p->backend_evidence == 'f' ? "file name"
+            : p->backend_evidence == 'c' ? "content"
+                                         : "assumed");
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
@@ -280,4 +266,146 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     }
     fprintf(f, "%s]\n}\n", n ? "\n  " : "");
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan json: write error") : HBM_OK;
+}
+
+/* --- XLA:TPU's compile-time OOM ------------------------------------------------------------------------ */
+/* tsl's HumanReadableNumBytes, as XLA:TPU prints sizes: "0B", "336.5K", "260.00M", "35.40G" */
+static const char *tpu_sz(uint64_t b, char buf[32]) {
+    if (b < 1024) {
+        snprintf(buf, 32, "%" PRIu64 "B", b);
+        return buf;
+    }
+    static const char units[] = "KMGTPE";
+    const char *u = units;
+    double x = (double)b;
+    while (x >= 1024.0 * 1024.0 && u[1]) {
+        x /= 1024.0;
+        u++;
+    }
+    snprintf(buf, 32, *u == 'K' ? "%.1f%c" : "%.2f%c", x / 1024.0, *u);
+    return buf;
+}
+
+static uint64_t tile_padding(const hbm_plan *p, uint32_t v) {
+    const hbmi_value *val = &p->df->values[v];
+    const hbmi_shape *sh = hbmi_shape_node(hbmi_df_instr(p->df, val->gid)->shape, val->node);
+    if (!sh || !sh->tiled_elems) return 0;
+    hbmi_shape plain = *sh;
+    plain.tiled_elems = 0;
+    uint64_t u = hbmi_shape_bytes(&plain, p->df->pointer_size);
+    return val->size > u ? val->size - u : 0;
+}
+
+/* The instruction's own line ("%iota.2 = s32[..]{1,0:T(8,128)} iota(), ..."), cut at cap. */
+static void instr_line(const hbm_plan *p, const char *name, char *buf, size_t cap) {
+    buf[0] = 0;
+    const hbm_hlo_module *m = p->m;
+    for (uint32_t ci = 0; ci < m->n_comps; ci++)
+        for (uint32_t i = 0; i < m->comps[ci].n; i++) {
+            const hbmi_instr *in = &m->comps[ci].ins[i];
+            if (in->name.n != strlen(name) || memcmp(in->name.p, name, in->name.n)) continue;
+            const char *s = m->text + in->off, *e = memchr(s, '\n', m->len - in->off);
+            size_t n = e ? (size_t)(e - s) : m->len - in->off;
+            while (n && (*s == ' ' || *s == '\t')) s++, n--;
+            if (n > 4 && !memcmp(s, "ROOT", 4)) s += 5, n -= 5;
+            size_t k = 0;
+            if (*s != '%' && k + 1 < cap) buf[k++] = '%';
+            for (size_t j = 0; j < n && k + 4 < cap; j++) buf[k++] = (unsigned char)s[j] < 32 ? '?' : s[j];
+            if (n >= cap - 4 && k + 4 <= cap) memcpy(buf + k, "...", 3), k += 3;
+            buf[k] = 0;
+            return;
+        }
+}
+
+hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, size_t top) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan report: NULL argument");
+    char a[32], b[32], c[32], d[32];
+    /* HBM is memory space 0 only: S(1) and the TPU's other spaces are not HBM */
+    uint64_t args = 0, shared = 0, outs = 0, global = 0, temp = 0, live = 0, unpadded = 0;
+    for (uint32_t i = 0; i < p->n_allocs; i++) {
+        const hbmi_alloc *al = &p->allocs[i];
+        if (al->color != 0 || al->thread_local) continue;
+        if (al->param_no >= 0) {
+            args += al->size;
+            if (al->param_aliased) shared += al->size;
+        }
+        if (al->live_out) outs += al->size;
+        if (al->constant) global += al->size;
+        if (hbmi_alloc_is_temp(al)) {
+            temp += al->size;
+            for (uint32_t k = 0; k < al->n_peak; k++) {
+                uint64_t sz = p->df->values[al->peak[k]].size, pad = tile_padding(p, al->peak[k]);
+                live += sz;
+                unpadded += sz - pad;
+            }
+        }
+    }
+    if (live > temp) live = temp;
+    uint64_t program = global + temp + (outs > shared ? outs - shared : 0), used = program + args;
+    fprintf(f, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used %s of %s hbm.",
+            tpu_sz(used, a), tpu_sz(capacity, b));
+    if (used > capacity) fprintf(f, " Exceeded hbm capacity by %s.", tpu_sz(used - capacity, a));
+    fprintf(f, "\n\nTotal hbm usage >= %s:\n", tpu_sz(used, a));
+    fprintf(f, "    reserved        unknown (the runtime's; not in the module, not counted)\n");
+    fprintf(f, "    program      %9s \n    arguments    %9s \n\n", tpu_sz(program, a), tpu_sz(args, b));
+    fprintf(f, "Output size %s; shares %s with arguments.\n\n", tpu_sz(outs, a), tpu_sz(shared, b));
+    fprintf(f, "Program hbm requirement %s:\n", tpu_sz(program, a));
+    fprintf(f, "    global       %9s\n", tpu_sz(global, a));
+    fprintf(f, "    scoped          unknown (the TPU compiler's scratch; not counted)\n");
+    double util = live ? 100.0 * (double)unpadded / (double)live : 100.0;
+    double frag = temp ? 100.0 * (double)(temp - live) / (double)temp : 0.0;
+    fprintf(f, "    HLO temp     %9s (%.1f%% utilization: Unpadded (%s) Padded (%s), %.1f%% fragmentation (%s))\n",
+            tpu_sz(temp, a), util, tpu_sz(unpadded, b), tpu_sz(live, c), frag, tpu_sz(temp - live, d));
+    if (outs > shared)
+        fprintf(f, "    (hbm: the %s of outputs not shared with arguments are counted in the program)\n",
+                tpu_sz(outs - shared, a));
+    fprintf(f, "\n  Largest program allocations in hbm:\n");
+    /* the values live at each HBM allocation's peak (parameters are the arguments), largest first */
+    uint32_t best[64];
+    size_t nb = 0, want = top < 64 ? top : 64;
+    for (uint32_t i = 0; i < p->n_allocs; i++) {
+        const hbmi_alloc *al = &p->allocs[i];
+        if (al->color != 0 || al->thread_local || al->param_no >= 0) continue;
+        for (uint32_t k = 0; k < al->n_peak; k++) {
+            uint32_t v = al->peak[k];
+            uint64_t sz = p->df->values[v].size;
+            size_t at = nb < want ? nb++ : want;
+            while (at > 0 && p->df->values[best[at - 1]].size < sz) {
+                if (at < want) best[at] = best[at - 1];
+                at--;
+            }
+            if (at < want) best[at] = v;
+        }
+    }
+    char label[160], shape[160];
+    for (size_t i = 0; i < nb; i++) {
+        const hbmi_value *val = &p->df->values[best[i]];
+        const hbmi_instr *in = hbmi_df_instr(p->df, val->gid);
+        const hbmi_alloc *al = &p->allocs[p->value_alloc[best[i]]];
+        uint64_t pad = tile_padding(p, best[i]);
+        fprintf(f, "\n  %zu. Size: %s\n", i + 1, tpu_sz(val->size, a));
+        if (in->meta_op_name.n) {
+            fprintf(f, "     Operator: op_name=\"");
+            for (uint32_t q = 0; q < in->meta_op_name.n; q++) { /* control characters escaped */
+                unsigned char ch = (unsigned char)in->meta_op_name.p[q];
+                if (ch < 32 || ch == 127) fprintf(f, "\\x%02x", ch);
+                else fputc(ch, f);
+            }
+            fprintf(f, "\"\n");
+        }
+        hbmi_shape_print(hbmi_shape_node(in->shape, val->node), shape, sizeof shape);
+        fprintf(f, "     Shape: %s\n", shape);
+        fprintf(f, "     Unpadded size: %s\n", tpu_sz(val->size - pad, a));
+        fprintf(f, "     Extra memory due to padding: %s (%.1fx expansion)\n", tpu_sz(pad, a),
+                val->size > pad ? (double)val->size / (double)(val->size - pad) : 1.0);
+        char nm[128];
+        snprintf(nm, sizeof nm, "%.*s", (int)in->name.n, in->name.p);
+        instr_line(p, nm, label, sizeof label);
+        fprintf(f, "     XLA label: %s\n", label);
+        fprintf(f, "     Allocation type: %s\n", hbmi_alloc_is_temp(al) ? "HLO temp"
+                                                 : al->constant      ? "global"
+                                                                     : "output");
+        fprintf(f, "     ==========================\n");
+    }
+    return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan report: write error") : HBM_OK;
 }

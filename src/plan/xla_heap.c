@@ -3,7 +3,9 @@
  * The order (spatial: size desc, lifetime desc, index; temporal: lifetime desc, size
  * desc, index) and the placement (smallest gap that fits between the chunks already
  * placed that overlap in time, lowest offset among equals, else after the highest
- * overlapping chunk; offsets rounded up to the alignment) follow
+ * overlapping chunk: the space above it is one infinite free chunk, as MakeFreeChunks
+ * starts from {0, INT64_MAX}, never a smaller fit bounded by the heap's current size;
+ * offsets rounded up to the alignment) follow
  * xla/service/heap_simulator/heap_simulator.cc. Chunks are found with an interval tree
  * keyed by start time with the maximum end of each subtree, as XLA's BufferIntervalTree. */
 #include <stdlib.h>
@@ -177,10 +179,6 @@ static int place(heap *h, uint32_t g) {
             }
             uint64_t end = align_up(c->offset + c->size, gr->align);
             if (end > at) at = end;
-        }
-        if (h->heap_size > at) { /* the free space at the top of the current heap */
-            uint64_t free = h->heap_size - at;
-            if (free >= gr->size && free < best_size) best_off = at;
         }
         offset = best_off != UINT64_MAX ? best_off : at;
     }

@@ -168,7 +168,7 @@ hbm_status hbm_diff_write(const hbm_trace *a, const hbm_trace *b, int top, int j
         for (size_t i = 0; i < show; i++) {
             char d[40], x[32], y[32], op[128], src[128], raw[300];
             hbmi_fit(op, sizeof op, tag_op(c[i].tag), 30, 0);
-            hbmi_fit(src, sizeof src, *hbmi_view_source(c[i].tag, raw, sizeof raw) ? raw : "-", 34, 1);
+            hbmi_fit(src, sizeof src, *hbmi_view_source(c[i].tag, raw, sizeof raw) ? raw : "-", 33, 1);
             fprintf(f, "  %10s %10s %10s  %-30s %s\n", signed_size(delta(&c[i]), d, sizeof d),
                     hbm_size_xla((int64_t)c[i].bytes[0], x), hbm_size_xla((int64_t)c[i].bytes[1], y), op, src);
         }

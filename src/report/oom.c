@@ -7,66 +7,12 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
+#include "alloc/torch_caching.h"
 #include "hbm/size.h"
 
 #define MAP_WIDTH HBMI_OOM_MAP_WIDTH
 
 typedef hbmi_oom_live live_buf;
-
-typedef struct region {
-    uint64_t addr, size;
-    uint64_t base; /* where the region starts when regions are laid end to end */
-} region;
-
-typedef struct collect {
-    hbm_allocator *a;
-    live_buf *live;
-    size_t nlive, cap;
-    region *regs;
-    size_t nregs, rcap;
-    int failed;
-} collect;
-
-static int collect_fn(void *user, const hbm_block *b, uint32_t tag_id) {
-    collect *c = user;
-    if (b->kind == HBM_BLOCK_REGION) {
-        if (hbmi_grow((void **)&c->regs, &c->rcap, c->nregs + 1, sizeof *c->regs)) return c->failed = 1;
-        c->regs[c->nregs++] = (region){b->addr, b->size, 0};
-        return 0;
-    }
-    if (b->kind != HBM_BLOCK_LIVE) return 0;
-    if (hbmi_grow((void **)&c->live, &c->cap, c->nlive + 1, sizeof *c->live)) return c->failed = 1;
-    live_buf *l = &c->live[c->nlive++];
-    const hbm_tag *t = hbmi_tagtab_get(c->a->tags, tag_id);
-    *l = (live_buf){.addr = b->addr, .size = b->size, .requested = b->requested, .seq = b->seq, .has_tag = t != NULL};
-    if (t) l->tag = *t;
-    return 0;
-}
-
-static int region_cmp(const void *a, const void *b) {
-    const region *x = a, *y = b;
-    return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-/* Distribute a live span [lo, hi) of the concatenated reserved space over the cells. */
-static void map_add(uint64_t *cells, uint64_t total, uint64_t lo, uint64_t hi) {
-    if (!total) return;
-    for (uint64_t pos = lo; pos < hi;) {
-        uint64_t cell = (uint64_t)((long double)pos * MAP_WIDTH / total);
-        if (cell >= MAP_WIDTH) cell = MAP_WIDTH - 1;
-        uint64_t cell_end = (uint64_t)ceill((long double)(cell + 1) * total / MAP_WIDTH);
-        if (cell_end <= pos) cell_end = pos + 1;
-        uint64_t end = hi < cell_end ? hi : cell_end;
-        cells[cell] += end - pos;
-        pos = end;
-    }
-}
-
-static int by_size_desc(const void *a, const void *b) {
-    const live_buf *x = a, *y = b;
-    if (x->size != y->size) return x->size < y->size ? 1 : -1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
 
 static void print_tag(FILE *f, const live_buf *l) {
     if (!l->has_tag) {
@@ -105,6 +51,15 @@ const char *hbm_oom_cause_str(hbm_oom_cause c) {
     return "?";
 }
 
+/* PyTorch's format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "4.94 GiB" */
+static const char *torch_size(uint64_t n, char buf[32]) {
+    if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
+    else if (n <= 1048576) snprintf(buf, 32, "%.2f KiB", (double)n / 1024.0);
+    else if (n <= 1073741824ull) snprintf(buf, 32, "%.2f MiB", (double)n / 1048576.0);
+    else snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
+    return buf;
+}
+
 /* The numbers every diagnosis works from. */
 typedef struct oom_facts {
     uint64_t R, used, limit, reserved, free_pool, physical, need, headroom;
@@ -128,6 +83,7 @@ static void diagnose_record(const hbm_allocator *a, const hbmi_oom_record *r, hb
     memset(d, 0, sizeof *d);
     if (!r->valid) return;
     const hbm_config *cfg = &a->cfg;
+    int torch = !strcmp(a->ops->name, "torch");
     oom_facts x = facts_of(r);
     d->requested = r->requested;
     d->rounded = r->rounded;
@@ -145,15 +101,21 @@ static void diagnose_record(const hbm_allocator *a, const hbmi_oom_record *r, hb
             snprintf(d->config, sizeof d->config, "limit=%" PRIu64, x.need);
         } else {
             fraction_str((double)x.need / (double)r->dev_total, fs, sizeof fs);
-            snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fs);
+            if (torch) snprintf(d->env, sizeof d->env, "torch.cuda.set_per_process_memory_fraction(%s)", fs);
+            else snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fs);
             snprintf(d->config, sizeof d->config, "fraction=%s", fs);
         }
     } else if (x.headroom >= x.R && r->dev_free < x.R) {
         d->cause = HBM_OOM_CAUSE_DEVICE_SHARED;
     } else {
         d->cause = HBM_OOM_CAUSE_FRAGMENTATION;
-        snprintf(d->env, sizeof d->env, "TF_GPU_ALLOCATOR=cuda_malloc_async");
-        snprintf(d->config, sizeof d->config, "allocator=cuda_async");
+        if (torch && !cfg->expandable_segments) {
+            snprintf(d->env, sizeof d->env, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+            snprintf(d->config, sizeof d->config, "expandable_segments=true");
+        } else if (!torch) {
+            snprintf(d->env, sizeof d->env, "TF_GPU_ALLOCATOR=cuda_malloc_async");
+            snprintf(d->config, sizeof d->config, "allocator=cuda_async");
+        }
     }
 }
 
@@ -170,6 +132,7 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                             size_t nlive) {
     const hbm_stats *s = &r->stats;
     const hbm_config *cfg = &a->cfg;
+    int torch = !strcmp(a->ops->name, "torch");
     hbm_oom_diagnosis d;
     diagnose_record(a, r, &d);
     oom_facts x = facts_of(r);
@@ -198,7 +161,10 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                     k, k == 1 ? "" : "s", hbm_size_xla((int64_t)acc, b1));
         else
             fprintf(f, "  Reduce the batch size, shard the model, or rematerialize activations.\n");
-        if (x.physical < r->dev_total)
+        if (x.physical < r->dev_total && torch)
+            fprintf(f, "  Note: %s of the device is held outside this allocator (the CUDA context, other\n"
+                       "  processes: nvidia-smi lists them).\n", hbm_size_xla((int64_t)(r->dev_total - x.physical), b1));
+        else if (x.physical < r->dev_total)
             fprintf(f, "  Note: %s of the device is held outside this allocator (other processes or allocators);\n"
                        "  if another JAX process preallocates, start it with XLA_PYTHON_CLIENT_PREALLOCATE=false.\n",
                     hbm_size_xla((int64_t)(r->dev_total - x.physical), b1));
@@ -210,6 +176,9 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                 hbm_size_xla((int64_t)x.limit, b4), hbm_size_xla((int64_t)x.physical, b5));
         if (cfg->limit)
             fprintf(f, "  The limit comes from %s.\n", cfg->source[HBM_OPT_limit]);
+        else if (torch)
+            fprintf(f, "  The per-process memory fraction %.2f (from %s) allows %s of %s.\n", cfg->fraction,
+                    cfg->source[HBM_OPT_fraction], hbm_size_xla((int64_t)x.limit, b1), hbm_size_xla((int64_t)r->dev_total, b2));
         else if (cfg->policy == HBM_POLICY_JAX_LEGACY)
             fprintf(f, "  The jax_legacy policy takes %.2f of the memory free at start-up; with HBM_POLICY=jax the\n"
                        "  fraction below applies to the device's total.\n", cfg->fraction);
@@ -221,6 +190,12 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
             fprintf(f, "  (that leaves under 5%% of the device for the CUDA context and other libraries: tight)\n");
         break;
     case HBM_OOM_CAUSE_DEVICE_SHARED:
+        if (torch) {
+            fprintf(f, "  PyTorch could reserve %s more, but the device has only %s free: other processes\n"
+                       "  hold the rest (nvidia-smi lists them).\n",
+                    hbm_size_xla((int64_t)x.headroom, b1), hbm_size_xla((int64_t)r->dev_free, b2));
+            break;
+        }
         fprintf(f, "  The pool could grow by %s under its limit, but the device has only %s free:\n"
                    "  other processes or allocators hold the rest. Start them with XLA_PYTHON_CLIENT_PREALLOCATE=false\n"
                    "  or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION.\n",
@@ -232,69 +207,17 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                 hbm_size_xla((int64_t)(x.limit - x.used), b1), hbm_size_xla((int64_t)x.free_pool, b2),
                 hbm_size_xla((int64_t)x.headroom, b3), hbm_size_xla((int64_t)s->largest_free_block_bytes, b4),
                 hbm_size_xla((int64_t)x.R, b5), 100.0 * hbm_stats_fragmentation(s));
-        fprintf(f, "  Try: %s (a stream-ordered pool that does not fragment this way),\n"
-                   "  or XLA_PYTHON_CLIENT_ALLOCATOR=platform (exact allocations, slower), or allocate the largest\n"
-                   "  long-lived buffers first.\n", d.env);
+        if (torch && d.env[0])
+            fprintf(f, "  Try: %s (pages mapped as needed: a free block\n"
+                       "  can grow), or 'hbm replay SNAPSHOT --suggest' to try each setting on the history.\n", d.env);
+        else if (torch)
+            fprintf(f, "  'hbm replay SNAPSHOT --suggest' tries each PYTORCH_CUDA_ALLOC_CONF setting on the history.\n");
+        else
+            fprintf(f, "  Try: %s (a stream-ordered pool that does not fragment this way),\n"
+                       "  or XLA_PYTHON_CLIENT_ALLOCATOR=platform (exact allocations, slower), or allocate the largest\n"
+                       "  long-lived buffers first.\n", d.env);
         break;
     }
-}
-
-void hbmi_oom_record_clear(hbmi_oom_record *r) {
-    hbmi_free(r->top);
-    r->top = NULL;
-    r->ntop = r->nlive = 0;
-    r->span = 0;
-    r->map[0] = 0;
-}
-
-void hbmi_oom_snapshot(hbm_allocator *a) {
-    hbmi_oom_record *r = &a->oom;
-    hbmi_oom_record_clear(r);
-    collect c;
-    memset(&c, 0, sizeof c);
-    c.a = a;
-    if (!a->ops->walk || a->ops->walk(a->self, collect_fn, &c) || c.failed) {
-        hbmi_free(c.live);
-        hbmi_free(c.regs);
-        return; /* the report then has the numbers only */
-    }
-    /* The occupancy map lays the regions end to end in address order, like BFC's. */
-    hbmi_qsort(c.regs, c.nregs, sizeof *c.regs, region_cmp);
-    uint64_t span = 0, cells[MAP_WIDTH] = {0};
-    for (size_t i = 0; i < c.nregs; i++) {
-        c.regs[i].base = span;
-        span += c.regs[i].size;
-    }
-    for (size_t i = 0; i < c.nlive; i++) {
-        size_t lo = 0, hi = c.nregs; /* the region holding the block */
-        while (hi - lo > 1) {
-            size_t mid = (lo + hi) / 2;
-            if (c.regs[mid].addr <= c.live[i].addr) lo = mid;
-            else hi = mid;
-        }
-        if (!c.nregs || c.live[i].addr < c.regs[lo].addr) continue;
-        uint64_t off = c.regs[lo].base + (c.live[i].addr - c.regs[lo].addr);
-        map_add(cells, span, off, off + c.live[i].size);
-    }
-    for (int i = 0; i < MAP_WIDTH; i++) {
-        uint64_t lo = (uint64_t)ceill((long double)i * span / MAP_WIDTH);
-        uint64_t hi = (uint64_t)ceill((long double)(i + 1) * span / MAP_WIDTH);
-        uint64_t w = hi > lo ? hi - lo : 1;
-        r->map[i] = cells[i] == 0 ? '.' : cells[i] >= w ? '#' : '+';
-    }
-    r->map[MAP_WIDTH] = 0;
-    r->span = span;
-    hbmi_qsort(c.live, c.nlive, sizeof *c.live, by_size_desc);
-    /* keep the largest: the report lists report_top and the diagnosis sums the largest
-     * until they cover what must go, so keep enough for both */
-    r->nlive = c.nlive;
-    r->ntop = c.nlive < 1000 ? c.nlive : 1000;
-    r->top = c.live;
-    if (r->ntop < c.nlive) {
-        live_buf *shrunk = hbmi_realloc(c.live, r->ntop * sizeof *shrunk + 1);
-        if (shrunk) r->top = shrunk;
-    }
-    hbmi_free(c.regs);
 }
 
 hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
@@ -313,9 +236,36 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     hbm_device_info di;
     memset(&di, 0, sizeof di);
     if (a->dev) hbm_device_info_get(a->dev, &di);
-    fprintf(f, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %" PRIu64 " bytes.\n", r.requested);
+    int torch = !strcmp(a->ops->name, "torch");
+    int torch_limit = torch && (a->cfg.limit || strcmp(a->cfg.source[HBM_OPT_fraction], "default"));
+    if (torch) { /* PyTorch's own words first (CUDACachingAllocator's OutOfMemoryError) */
+        char t1[32], t2[32], t3[32], t4[32], t5[32], t6[64] = "";
+        uint64_t unalloc = st->bytes_reserved > st->bytes_in_use ? st->bytes_reserved - st->bytes_in_use : 0;
+        if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", torch_size(st->bytes_limit, t5));
+        char msg[640];
+        snprintf(msg, sizeof msg,
+                 "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is free. "
+                 "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
+                 "unallocated. If reserved but unallocated memory is large try setting "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+                 torch_size(hbmi_torch_allocation_size(r.rounded), t1), torch_size(r.dev_total, t2),
+                 torch_size(r.dev_free, t3), t6, torch_size(st->bytes_in_use, t4), torch_size(unalloc, t5));
+        for (const char *p = msg; *p;) { /* PyTorch's one line, wrapped at spaces to 100 columns */
+            size_t n = strlen(p), cut = n;
+            if (n > 100)
+                for (cut = 100; cut > 0 && p[cut] != ' '; cut--) {}
+            if (!cut) cut = n;
+            fprintf(f, "%.*s\n", (int)cut, p);
+            p += cut + (p[cut] == ' ');
+        }
+    } else {
+        fprintf(f, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %" PRIu64 " bytes.\n", r.requested);
+    }
+    char where[96];
+    if (!strncmp(di.name, "sim:", 4) || !di.name[0]) snprintf(where, sizeof where, "a device of %s", hbm_size_xla((int64_t)r.dev_total, b2));
+    else snprintf(where, sizeof where, "%s", di.name);
     fprintf(f, "hbm: allocator %s on %s could not allocate %s (rounded to %" PRIu64 ")",
-            a->ops->name, di.name[0] ? di.name : "?", hbm_size_xla((int64_t)r.requested, b1), r.rounded);
+            a->ops->name, torch ? where : di.name[0] ? di.name : "?", hbm_size_xla((int64_t)r.requested, b1), r.rounded);
     const hbm_tag *t = hbmi_tagtab_get(a->tags, r.tag_id);
     if (t) {
         live_buf tmp = {.has_tag = 1, .tag = *t};
@@ -324,8 +274,13 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     }
     fprintf(f, "\n");
     fprintf(f, "  %-22s %12s", "limit:", hbm_size_xla((int64_t)st->bytes_limit, b1));
-    if (a->cfg.limit)
+    if (torch && !torch_limit)
+        fprintf(f, "  (the device: PyTorch sets no limit unless torch.cuda.set_per_process_memory_fraction)\n");
+    else if (a->cfg.limit)
         fprintf(f, "  (limit from %s)\n", a->cfg.source[HBM_OPT_limit]);
+    else if (torch)
+        fprintf(f, "  (per-process memory fraction %.2f of the device, from %s)\n", a->cfg.fraction,
+                a->cfg.source[HBM_OPT_fraction]);
     else if (!strcmp(a->ops->name, "platform"))
         fprintf(f, "  (the device; the platform allocator ignores the memory fraction)\n");
     else
@@ -383,4 +338,14 @@ hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t
     }
     free(mem);
     return s;
+}
+
+hbm_status hbm_oom_report_set_advice(char *report, size_t cap, const char *verdict) {
+    if (!report || !verdict) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: NULL argument");
+    char *at = strstr(report, "\n  Try: ");
+    if (!at) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the report gives no advice");
+    size_t keep = (size_t)(at - report) + 1, n = strlen(verdict);
+    if (keep + n + 1 > cap) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the verdict does not fit");
+    memcpy(report + keep, verdict, n + 1);
+    return HBM_OK;
 }

@@ -42,15 +42,7 @@ static size_t share(size_t whole, size_t n, size_t floor, size_t top) {
 #define MAX_STR 300          /* characters of a string (paths cut in the middle) */
 
 /* A JSON string that is also safe inside <script>: '<', '>' and '&' as \u escapes. */
-static void hstr(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&') fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
+static void hstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_SCRIPT); }
 
 /* A bounded string: cut in the middle (paths keep their file name and line). */
 static void hstr_fit(FILE *f, const char *s, int middle) {

@@ -198,3 +198,18 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     *out = t;
     return HBM_OK;
 }
+
+/* (trace_internal.h) */
+hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick) {
+    hbm_trace *t = all[pick];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != pick) all[k++] = all[i];
+    if (k) {
+        t->others = all; /* the array holds the others now */
+        t->n_others = k;
+    } else {
+        hbmi_free(all);
+    }
+    return t;
+}

@@ -109,8 +109,7 @@ void hbmi_pk_str(hbmi_buf *b, const char *s);
 void hbmi_pk_int(hbmi_buf *b, int64_t v);
 void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
 
-/* Write s as a JSON string literal (quoted, escaped). */
-void hbmi_json_str(FILE *f, const char *s);
+/* (JSON strings: hbmi_json_str, core/internal.h) */
 
 /* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
  * live after each event) and reserved (segment events; or in use when the trace has
@@ -126,6 +125,10 @@ hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const ch
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 
+/* A device spec in words, as the device reads it: "H100-80GB (79.65GiB)", "a simulated
+ * device of 80.00GiB"; the spec itself when it does not open. Returns buf or spec. */
+const char *hbmi_device_words(const char *spec, char *buf, size_t cap);
+
 /* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
 void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
 
@@ -137,5 +140,11 @@ static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
 /* "event N (1.234567s)" (time_ns, when the trace has times), "event N", or "the start
  * (before the history)": it reads after "at". Returns buf. */
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
+
+/* The tracking adaptor (recorder.c): a policy that records every call of the
+ * inner one into path. On failure the inner policy is untouched (the caller destroys it).
+ * hbm_allocator_open (allocator_open.c) composes it over the policy. */
+hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
+                                unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
 
 #endif

@@ -22,17 +22,6 @@ void hbmi_buf_free(hbmi_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void hbmi_json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
     int64_t n = hbmi_event_number(t, i);
     if (n < 0) snprintf(buf, cap, "the start (before the history)");

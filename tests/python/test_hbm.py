@@ -23,6 +23,7 @@ SHARED = os.environ.get("HBM_SHARED_DATA") or os.path.join(SRC, "..", "shared", 
 CLI = os.environ.get("HBM_CLI") or os.path.join(SRC, "build", "hbm")
 SVD = os.path.join(SRC, "examples", "svd_oom.hlo")
 SVD_FIXED = os.path.join(SRC, "examples", "svd_fixed.hlo")
+FIT_REMAT = os.path.join(SRC, "examples", "fit_remat.hlo")
 JAXDECOMP = os.path.join(SHARED, "hlo", "jaxdecomp")
 SNAPSHOTS = os.path.join(SHARED, "snapshots")
 
@@ -100,6 +101,24 @@ def test_jaxdecomp_equals_truth():
         for p in (hbm.plan(path), hbm.plan(open(path).read())):
             for key in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"):
                 assert getattr(p, key) == int(row[key]), (row["name"], key)
+
+
+def test_fit_is_the_cli_s():
+    f = hbm.fit(FIT_REMAT, capacity="16MiB", framework_limit=1, donate=False, offload=False)
+    rc, out = cli("fit", FIT_REMAT, "--capacity", "16MiB", "--framework-limit", "1", "--no-donate", "--no-offload",
+                  "--json")
+    assert rc == 0 and f.fits and json.loads(out)["hbm"]["peak_bytes"] == f.hbm["peak_bytes"] == 16777216
+    assert f.bytes_before == 20971520 and f.bytes_after == 16777216 and f.recompute_flops == 1048576
+    assert [c["instruction"] for c in f.changes if c["chosen"]] == ["a"]
+    assert "%a.remat = f32[1024,1024]{1,0} exponential(%p0)" in f.hlo()
+    assert hbm.plan(f.hlo()).peak_bytes == f.bytes_after  # the emitted module plans to the figure
+    assert "hbm  FITS" in f.report()
+    x = hbm.fit(FIT_REMAT, capacity="16MiB", framework_limit=1, donate=False, remat="xla")
+    assert x.xla["fits"] and x.as_dict()["chosen"] == "xla"
+    with pytest.raises(hbm.Error):
+        hbm.fit(FIT_REMAT, capacity="16MiB", remat="greedy")
+    with pytest.raises(ValueError):
+        hbm.fit(FIT_REMAT)
 
 
 def test_plan_is_the_cli_s():
@@ -270,8 +289,15 @@ def test_trace_outputs(tmp_path):
     html = page.read_text()
     assert "<html" in html and html == t.html()
     assert sorted(os.listdir(tmp_path)) == ["t.html", "t.json"]  # no temporary file left
+    # one model: the loaded module's peak is the plan's; hbm view of a module is the plan's
+    # Memory Viewer
+    p = hbm.plan(SVD)
+    assert t.peak_bytes_in_use == p.as_dict()["peak_live_bytes"] <= p.peak_bytes
     rc, out = cli("view", SVD)
-    assert rc == 0 and t.report() == out
+    assert rc == 0 and p.memory_viewer() == out
+    rc, out = cli("view", SVD, "--json")
+    mv = p.memory_viewer(json_=True)
+    assert rc == 0 and mv == json.loads(out) and mv["memory_spaces"][0]["peak_heap_bytes"] == t.peak_bytes_in_use
     with pytest.raises(hbm.Error) as e:
         t.html(str(tmp_path / "no" / "dir.html"))
     assert e.value.status == "HBM_ERR_IO"

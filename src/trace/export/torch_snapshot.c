@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbm/config.h"
 #include "trace/trace_internal.h"
 
 void hbmi_pk_str(hbmi_buf *b, const char *s) {
@@ -362,6 +363,39 @@ static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int add
     return s;
 }
 
+/* "allocator_settings": the settings the snapshot was recorded with (hbm config items in
+ * t->torch_settings), in PyTorch's own form, so the file replays under them again. */
+static hbm_status put_settings(hbmi_buf *b, const hbm_trace *t) {
+    hbm_config c;
+    char text[sizeof t->torch_settings + 32];
+    hbm_config_default(&c);
+    snprintf(text, sizeof text, "allocator=torch,%s", t->torch_settings);
+    hbm_status s = hbm_config_apply(&c, text);
+    if (s) return s;
+    hbmi_pk_str(b, "allocator_settings");
+    hbmi_buf_put(b, "}(", 2);
+    hbmi_pk_str(b, "expandable_segments");
+    hbmi_buf_byte(b, c.expandable_segments ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
+    hbmi_pk_str(b, "max_split_size");
+    hbmi_pk_int(b, c.max_split_size == UINT64_MAX ? -1 : (int64_t)c.max_split_size);
+    hbmi_pk_str(b, "garbage_collection_threshold");
+    unsigned char g[9] = {'G'}; /* BINFLOAT: big-endian IEEE 754 double */
+    uint64_t bits;
+    memcpy(&bits, &c.garbage_collection_threshold, sizeof bits);
+    for (int i = 0; i < 8; i++) g[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    hbmi_buf_put(b, g, 9);
+    hbmi_pk_str(b, "roundup_power2_divisions");
+    hbmi_buf_put(b, "}(", 2);
+    for (int i = 0; i < HBM_TORCH_ROUNDUP_INTERVALS; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%u", 1u << i);
+        hbmi_pk_str(b, k);
+        hbmi_pk_int(b, c.roundup_power2_divisions[i]);
+    }
+    hbmi_buf_put(b, "uu", 2); /* SETITEMS of both dicts */
+    return HBM_OK;
+}
+
 /* Whether t's segment events name addresses (a snapshot's do; hbm's recorder's do not). */
 static int addressed_segments(const hbm_trace *t) {
     for (size_t i = 0; i < t->count; i++)
@@ -402,7 +436,9 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         m.device = d;
         s = put_segments(&b, &m, t, addressed);
     }
-    hbmi_buf_put(&b, "eu.", 3); /* segments APPENDS, root SETITEMS, STOP */
+    hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
+    if (!s && traces[0]->torch_settings[0]) s = put_settings(&b, traces[0]);
+    hbmi_buf_put(&b, "u.", 2); /* root SETITEMS, STOP */
     if (!s && (b.oom || m.oom)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);

@@ -38,20 +38,6 @@ hbm_status hbm_trace_load_mem(const void *data, size_t len, const char *name, hb
                       name ? name : "input");
 }
 
-hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick) {
-    hbm_trace *t = all[pick];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i != pick) all[k++] = all[i];
-    if (k) {
-        t->others = all; /* the array holds the others now */
-        t->n_others = k;
-    } else {
-        hbmi_free(all);
-    }
-    return t;
-}
-
 /* 0 for hbm's own formats, 1 for a PyTorch snapshot's pickle, 2 for its JSON. */
 static int torch_kind(const void *data, size_t len) {
     const unsigned char *p = data;

@@ -427,7 +427,27 @@ static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
         n += (size_t)snprintf(buf + n, cap - n, "%smax_split_size_mb=%lld", n ? "," : "", (long long)(ms >> 20));
     const hbmi_pv *gc = hbmi_pv_get(st, "garbage_collection_threshold");
     if (gc && gc->type == PV_FLOAT && gc->f > 0 && gc->f < 1 && n < cap)
-        snprintf(buf + n, cap - n, "%sgarbage_collection_threshold=%g", n ? "," : "", gc->f);
+        n += (size_t)snprintf(buf + n, cap - n, "%sgarbage_collection_threshold=%g", n ? "," : "", gc->f);
+    /* {"1": divisions, "2": ..., "32768": ...}: the 1 MiB .. 32 GiB intervals; all 0 = none */
+    const hbmi_pv *rp = hbmi_pv_get(st, "roundup_power2_divisions");
+    char list[256];
+    size_t l = 0;
+    int any = 0, same = 1;
+    int64_t d[16] = {0};
+    for (unsigned i = 0; rp && rp->type == PV_DICT && i < 16; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%u", 1u << i);
+        d[i] = hbmi_pv_int(rp, k, 0);
+        if (d[i] < 0 || d[i] > 1 << 20) return; /* not PyTorch's: settings left unread */
+        any |= d[i] != 0, same &= d[i] == d[0];
+    }
+    if (!any) return;
+    if (same) l = (size_t)snprintf(list, sizeof list, "%lld", (long long)d[0]);
+    else
+        for (unsigned i = 0; i < 16; i++)
+            l += (size_t)snprintf(list + l, sizeof list - l, "%s%u:%lld%s", i ? "," : "[", 1u << i, (long long)d[i],
+                                  i == 15 ? "]" : "");
+    if (n + l + 32 < cap) snprintf(buf + n, cap - n, "%sroundup_power2_divisions=%.*s", n ? "," : "", (int)l, list);
 }
 
 static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const char *name, hbm_trace ***out,

@@ -75,7 +75,46 @@ static hbm_status pair_events(const hbm_trace *t, size_t **out) {
 }
 
 static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
-                             const char *config, hbm_replay_result *r) {
+                             const char *config, hbm_replay_result *r, int check_advice);
+
+/* The first OOM report's advice, checked: the replay again with the advised setting. When
+ * it runs to its end, the advice stands (and says so); else the report says that no such
+ * setting fits and by how much the program is over the device. */
+static void check_advice(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
+                         const char *config, const char *item, const char *env, hbm_replay_result *r) {
+    char with[400], verdict[512], a[32], b[32];
+    if (!r->first_oom_report || snprintf(with, sizeof with, "%s,%s", config, item) >= (int)sizeof with) return;
+    hbm_replay_result v;
+    if (replay_one(t, pair, raddr, device_spec, with, &v, 0)) {
+        hbm_replay_result_release(&v);
+        return; /* could not run: the advice is left as it was */
+    }
+    if (v.first_oom_event < 0) {
+        snprintf(verdict, sizeof verdict, "  Try: %s (checked: the replay with %s runs to its end, peak reserved %s)\n",
+                 env, item, hbm_size_xla((int64_t)v.peak_reserved, a));
+    } else {
+        hbm_replay_bounds bd;
+        hbm_device *d;
+        uint64_t dfree = 0, total = 0;
+        if (hbm_replay_bounds_get(t, 0, 0, &bd)) bd.lower_bound = 0;
+        if (!hbm_device_open(device_spec, &d)) hbm_device_mem_info(d, &dfree, &total), hbm_device_close(d);
+        int n = snprintf(verdict, sizeof verdict, "  No setting of this kind fits: with %s the replay still runs out of memory at %s.\n",
+                         item, hbmi_event_when(t, v.first_oom_event, v.first_oom_time_ns, with, sizeof with));
+        if (n > 0 && (size_t)n < sizeof verdict && bd.lower_bound > total)
+            snprintf(verdict + n, sizeof verdict - (size_t)n, "  The program holds %s at once, %s more than the device: a larger device\n"
+                     "  or a smaller step (batch, sequence length, rematerialization).\n",
+                     hbm_size_xla((int64_t)bd.lower_bound, a), hbm_size_xla((int64_t)(bd.lower_bound - total), b));
+    }
+    hbm_replay_result_release(&v);
+    size_t len = strlen(r->first_oom_report), cap = len + strlen(verdict) + 1;
+    char *rep = hbmi_realloc(r->first_oom_report, cap);
+    if (!rep) return;
+    r->first_oom_report = rep;
+    hbm_oom_report_set_advice(rep, cap, verdict);
+}
+
+static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *raddr, const char *device_spec,
+                             const char *config, hbm_replay_result *r, int check) {
     memset(r, 0, sizeof *r);
     snprintf(r->config, sizeof r->config, "%s", config);
     r->first_oom_event = -1;
@@ -97,6 +136,8 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     const hbm_allocator_ops *ops = a->ops;
     void *self = a->self;
     hbm_stats st;
+    hbm_oom_diagnosis diag;
+    memset(&diag, 0, sizeof diag);
     uint64_t t0 = hbmi_now_ns();
     for (size_t i = 0; !s && i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -116,6 +157,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
                     r->first_oom_time_ns = e->time_ns;
                     r->first_oom_bytes = size;
                     r->first_oom_report = oom_report(a, hbm_last_error());
+                    hbm_oom_diagnose(a, &diag);
                 }
                 continue;
             }
@@ -156,6 +198,7 @@ static hbm_status replay_one(const hbm_trace *t, const size_t *pair, uint64_t *r
     hbmi_free(tagid);
     hbm_allocator_close(a);
     hbm_device_close(dev);
+    if (!s && check && diag.config[0]) check_advice(t, pair, raddr, device_spec, config, diag.config, diag.env, r);
     return s;
 }
 
@@ -179,7 +222,7 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
     }
     hbm_status first = s;
     for (size_t c = 0; c < n && !s; c++) {
-        hbm_status rs = replay_one(t, pair, raddr, device_spec, configs[c], &results[c]);
+        hbm_status rs = replay_one(t, pair, raddr, device_spec, configs[c], &results[c], 1);
         if (rs && !first) first = rs;
     }
     hbmi_free(pair);
@@ -204,6 +247,31 @@ hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
     if (!m) /* the model table's message names the device and where the names are listed */
         return hbmi_error_prefix(HBM_ERR_INVALID, "expected sim:SIZE (e.g. sim:80GiB) or a device name: ");
     snprintf(buf, cap, "sim:%" PRIu64 ",name=%s", m->capacity_bytes, m->name);
+    return HBM_OK;
+}
+
+hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, const char **why) {
+    if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_default_device: NULL argument");
+    const char *w = "hbm's default";
+    uint64_t bytes = 80ull << 30;
+    if (t->capacity) {
+        bytes = t->capacity, w = "the trace's device";
+    } else if (!strcmp(t->source, "torch")) {
+        uint64_t reserved = 0, peak = 0, at_oom = 0;
+        for (size_t i = 0; i < t->count && !at_oom; i++) {
+            const hbm_trace_event *e = &t->events[i];
+            if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) reserved += e->size;
+            else if (e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP)
+                reserved -= reserved >= e->size ? e->size : reserved;
+            else if (e->kind == HBM_EV_OOM && e->size) at_oom = reserved + e->size; /* size: CUDA's free bytes */
+            if (reserved > peak) peak = reserved;
+        }
+        if (at_oom) bytes = at_oom, w = "reserved + free at the recorded OOM";
+        else if (peak) bytes = peak, w = "the snapshot's peak reserved";
+    }
+    if (bytes == 80ull << 30) snprintf(buf, cap, "sim:80GiB");
+    else snprintf(buf, cap, "sim:%" PRIu64, bytes);
+    if (why) *why = w;
     return HBM_OK;
 }
 
@@ -235,14 +303,20 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     return s;
 }
 
-/* The table's first row on a PyTorch snapshot replayed with the torch twin: what PyTorch
- * itself did, from the snapshot's segment events. "peak held" is what the live allocations
- * asked at the recorded peak, "calls" the segment events (cudaMalloc / cudaFree, map /
- * unmap), "frag" unknown (the snapshot does not say which free block was largest). */
-static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, size_t n, FILE *f) {
-    int twin = 0;
-    for (size_t i = 0; i < n; i++) twin |= !strcmp(r[i].allocator, "torch");
-    if (!twin || strcmp(t->source, "torch")) return HBM_OK;
+/* A PyTorch snapshot replayed with a torch row: the table gets what PyTorch itself did
+ * as its first row and the twin's match after it. */
+static int torch_rows(const hbm_trace *t, const hbm_replay_result *r, size_t n) {
+    if (strcmp(t->source, "torch")) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(r[i].allocator, "torch")) return (int)i;
+    return -1;
+}
+
+/* The table's first row: what PyTorch did, from the snapshot's own events. "peak held" is
+ * the most bytes its live blocks held at once (as the other rows'), "reserved" its peak
+ * reserved, "calls" the segment events (cudaMalloc / cudaFree, map / unmap), "frag"
+ * unknown (the snapshot does not say which free block was largest). */
+static hbm_status recorded_row(const hbm_trace *t, FILE *f) {
     hbm_torch_recorded rec;
     hbm_status s = hbm_torch_recorded_get(t, &rec);
     if (s) return s;
@@ -252,23 +326,63 @@ static hbm_status recorded_row(const hbm_trace *t, const hbm_replay_result *r, s
         calls += k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP;
     }
     char a[32], b[32], c[32], w[64];
-    col_size(a, sizeof a, rec.requested_at_peak);
+    col_size(a, sizeof a, rec.peak_in_use);
     col_size(b, sizeof b, rec.peak_reserved);
     fprintf(f, "%-28s %11s %11s %6s %7" PRIu64 "  ", "recorded (PyTorch)", a, b, "-", calls);
     if (rec.oom_event >= 0)
-        fprintf(f, "%s: %s", hbmi_event_when(t, rec.oom_event, t->events[rec.oom_event].time_ns, w, sizeof w),
+        fprintf(f, "%s: %s\n", hbmi_event_when(t, rec.oom_event, t->events[rec.oom_event].time_ns, w, sizeof w),
                 hbm_size_xla((int64_t)rec.oom_bytes, c));
     else
-        fputs("none", f);
-    fprintf(f, "; at its peak (event %" PRId64 ") %s reserved but unallocated, %" PRIu64 " segments\n",
-            hbmi_event_number(t, rec.peak_event), hbm_size_xla((int64_t)rec.unallocated_at_peak, c), rec.segments_at_peak);
+        fputs("none\n", f);
+    if (rec.peak_event >= 0) {
+        int64_t ev = hbmi_event_number(t, rec.peak_event);
+        if (ev < 0) snprintf(w, sizeof w, "before the history");
+        else snprintf(w, sizeof w, "event %" PRId64, ev);
+        fprintf(f, "  PyTorch's peak reserved (%s): %s of it unallocated, %" PRIu64 " segment%s\n", w,
+                hbm_size_xla((int64_t)rec.unallocated_at_peak, c), rec.segments_at_peak,
+                rec.segments_at_peak == 1 ? "" : "s");
+    }
     return HBM_OK;
+}
+
+/* Split a configuration into its items (a roundup list's brackets keep their commas). */
+static size_t config_items(const char *cfg, char items[][96], size_t max) {
+    size_t n = 0;
+    for (const char *p = cfg; *p && n < max;) {
+        const char *q = p;
+        int depth = 0;
+        while (*q && (*q != ',' || depth)) depth += *q == '[' ? 1 : *q == ']' && depth ? -1 : 0, q++;
+        if (q > p) snprintf(items[n++], sizeof items[0], "%.*s", (int)(q - p), p);
+        p = *q ? q + 1 : q;
+    }
+    return n;
+}
+
+/* A row's label in 28 columns. A configuration that does not fit loses what every torch
+ * row shares (the recorded settings, said above the table) and "allocator=", then its
+ * middle, so what tells the rows apart stays visible. */
+static void row_label(const char *cfg, const char *recorded, char *out, size_t cap) {
+    if (strlen(cfg) <= 28) {
+        hbmi_fit(out, cap, cfg, 28, 0);
+        return;
+    }
+    char it[24][96], rec[24][96], short_[300] = "";
+    size_t n = config_items(cfg, it, 24), nr = recorded ? config_items(recorded, rec, 24) : 0, len = 0;
+    int torch = n && !strcmp(it[0], "allocator=torch");
+    for (size_t i = 0; i < n && len < sizeof short_; i++) {
+        int skip = 0;
+        for (size_t k = 0; torch && i && k < nr && !skip; k++) skip = !strcmp(it[i], rec[k]);
+        if (skip) continue;
+        const char *x = strncmp(it[i], "allocator=", 10) ? it[i] : it[i] + 10;
+        len += (size_t)snprintf(short_ + len, sizeof short_ - len, "%s%s", len ? "," : "", x);
+    }
+    hbmi_fit(out, cap, short_, 28, 1);
 }
 
 /* The device of a spec in words, as the device itself reads the spec:
  * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
  * device of 80.00GiB"; a spec that does not open as it is. */
-static const char *device_words(const char *spec, char *buf, size_t cap) {
+const char *hbmi_device_words(const char *spec, char *buf, size_t cap) {
     hbm_device *d;
     hbm_device_info info;
     char sz[32];
@@ -282,10 +396,48 @@ static const char *device_words(const char *spec, char *buf, size_t cap) {
     return buf;
 }
 
+/* The twin of the torch row against what PyTorch did: every segment decision and every
+ * address (hbm/replay_torch.h), and where they first part, why. */
+static hbm_status twin_text(const hbm_trace *t, const char *device_spec, const hbm_replay_result *row, FILE *f) {
+    if (row->status) return HBM_OK;
+    hbm_torch_match m;
+    hbm_status s = hbm_replay_torch_match(t, row->config, device_spec, &m);
+    if (s) return s;
+    fprintf(f, "\ntwin (the torch row) against PyTorch: ");
+    hbm_torch_match_write(&m, f, 0);
+    fputc('\n', f);
+    hbm_torch_match_explain(t, &m, f);
+    return HBM_OK;
+}
+
+static hbm_status twin_json(const hbm_trace *t, const char *device_spec, const char *config, FILE *f) {
+    hbm_torch_recorded r;
+    hbm_torch_match m;
+    hbm_status s = hbm_torch_recorded_get(t, &r);
+    if (!s) s = hbm_replay_torch_match(t, config, device_spec, &m);
+    if (s) return s;
+    fprintf(f, ", \"recorded\": {\"peak_bytes_in_use\": %" PRIu64 ", \"peak_bytes_reserved\": %" PRIu64
+               ", \"peak_event\": %" PRId64 ", \"requested_bytes_at_peak\": %" PRIu64
+               ", \"reserved_unallocated_at_peak\": %" PRIu64 ", \"segments_at_peak\": %" PRIu64 ", \"oom\": ",
+            r.peak_in_use, r.peak_reserved, hbmi_event_number(t, r.peak_event), r.requested_at_peak, r.unallocated_at_peak,
+            r.segments_at_peak);
+    if (r.oom_event >= 0) fprintf(f, "{\"event\": %" PRId64 ", \"bytes\": %" PRIu64 "}}", hbmi_event_number(t, r.oom_event), r.oom_bytes);
+    else fputs("null}", f);
+    fputs(", \"match\": {\"config\": ", f);
+    hbmi_json_str(f, m.config);
+    fputs(", \"device\": ", f);
+    hbmi_json_str(f, m.device);
+    fputs(", \"result\": ", f);
+    hbm_torch_match_write(&m, f, 1);
+    fputc('}', f);
+    return HBM_OK;
+}
+
 hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const hbm_replay_result *r, size_t n,
                             const hbm_replay_bounds *bounds, FILE *f, int json) {
-    if (!t || !r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
+    if (!t || !r || !f || !device_spec) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_write: NULL argument");
     uint64_t bound = bounds ? bounds->lower_bound : 0, packed = bounds ? bounds->packed : 0;
+    int tw = torch_rows(t, r, n); /* the first torch row, on a PyTorch snapshot */
     if (json) {
         fputs("{\"trace\": ", f);
         hbmi_json_str(f, t->name);
@@ -324,22 +476,36 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
             }
             fputc('}', f);
         }
-        fputs("]}\n", f);
-        return HBM_OK;
+        fputc(']', f);
+        hbm_status ts = tw >= 0 ? twin_json(t, device_spec, r[tw].config, f) : HBM_OK;
+        fputs("}\n", f);
+        return ts;
     }
-    char a[32], b[32], c[32], name[80], cfg[64], w[160];
+    char a[32], b[32], c[32], name[80], cfg[64], w[160], rec[200] = "";
+    if (tw >= 0) hbm_torch_recorded_settings(t, rec, sizeof rec);
     hbmi_fit(name, sizeof name, t->name, 48, 1);
     fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
             t->device[0] ? ", " : "", t->count - t->history_start);
     if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
-    fprintf(f, ")\n  on %s\n\n", device_words(device_spec, w, sizeof w));
-    fprintf(f, "%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
+    char dflt[96];
+    const char *why = NULL;
+    hbm_replay_default_device(t, dflt, sizeof dflt, &why);
+    fprintf(f, ")\n  on %s", hbmi_device_words(device_spec, w, sizeof w));
+    if (!strcmp(dflt, device_spec)) fprintf(f, " (%s; --device sets another)", why);
+    fputc('\n', f);
+    if (tw >= 0) {
+        hbmi_fit(w, sizeof w, rec[0] ? rec : "PyTorch's defaults", 60, 0);
+        fprintf(f, "  torch rows: the recorded settings (%s) unless a row sets others\n", w);
+    }
+    fprintf(f, "\n%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
             "first OOM");
-    hbm_status rs = recorded_row(t, r, n, f);
-    if (rs) return rs;
+    if (tw >= 0) {
+        hbm_status rs = recorded_row(t, f);
+        if (rs) return rs;
+    }
     for (size_t i = 0; i < n; i++) {
         const hbm_replay_result *x = &r[i];
-        hbmi_fit(cfg, sizeof cfg, x->config, 28, 0);
+        row_label(x->config, tw >= 0 ? rec : NULL, cfg, sizeof cfg);
         if (x->status) {
             fprintf(f, "%-28s %s: %s\n", cfg, hbm_status_str(x->status), x->error);
             continue;
@@ -353,12 +519,20 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         else
             fprintf(f, "none\n");
     }
+    for (size_t i = 0; i < n; i++) { /* the rows whose label had to be cut, whole */
+        row_label(r[i].config, tw >= 0 ? rec : NULL, cfg, sizeof cfg);
+        if (strstr(cfg, "...")) fprintf(f, "  %s = %s\n", cfg, r[i].config);
+    }
     if (bound) {
         fprintf(f, "\n%-28s %11s  (max bytes live at once: no allocator can peak lower)\n", "optimal packing bound",
                 hbm_size_xla((int64_t)bound, a));
         if (packed)
             fprintf(f, "%-28s %11s  (a static placement of every buffer, knowing the future%s)\n", "best packing found",
                     hbm_size_xla((int64_t)packed, a), packed == bound ? ": optimal" : "");
+    }
+    if (tw >= 0) {
+        hbm_status ts = twin_text(t, device_spec, &r[tw], f);
+        if (ts) return ts;
     }
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;

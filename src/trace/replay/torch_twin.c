@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
 #include "trace/trace_internal.h"
@@ -238,21 +238,60 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
 }
 
 /* The segments from before the history: in the twin at their recorded addresses, paired
- * with themselves, their live blocks known to the replay. */
+ * with themselves, their live blocks known to the replay. Expandable runs go into one
+ * virtual range per stream and pool (from the lowest run) when the twin has expandable
+ * segments, else each becomes a cudaMalloc segment. */
 static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live) {
     hbm_status s = HBM_OK;
-    for (size_t k = 0; k < nsegs && !s && !c->err; k++) {
+    int es = a->cfg.expandable_segments;
+    uint8_t *done = hbmi_calloc(nsegs + 1, 1);
+    hbmi_torch_seed_run *runs = hbmi_calloc(nsegs + 1, sizeof *runs);
+    size_t nb = 1;
+    for (size_t k = 0; k < nsegs; k++) nb += segs[k].nlive;
+    hbmi_torch_seed_block *bl = hbmi_malloc(nb * sizeof *bl);
+    if (!done || !runs || !bl) {
+        hbmi_free(done), hbmi_free(runs), hbmi_free(bl);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
+    }
+    size_t used = 0;
+    for (size_t k = 0; k < nsegs; k++)
+        for (size_t j = 0; j < segs[k].nlive; j++)
+            bl[used++] = (hbmi_torch_seed_block){segs[k].live[j].addr, segs[k].live[j].size, segs[k].live[j].requested};
+    for (size_t k = 0, off = 0; k < nsegs && !s && !c->err; off += segs[k].nlive, k++) {
         const hbm_torch_segment_state *g = &segs[k];
-        hbmi_torch_seed_block *bl = hbmi_malloc((g->nlive + 1) * sizeof *bl);
-        if (!bl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay's initial state");
-        for (size_t j = 0; j < g->nlive; j++) bl[j] = (hbmi_torch_seed_block){g->live[j].addr, g->live[j].size, g->live[j].requested};
-        s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl, g->nlive);
-        hbmi_free(bl);
-        if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
-        for (size_t j = 0; j < g->nlive && !s; j++) s = hbmi_map_put(live, g->live[j].addr, g->live[j].addr + 1);
-        held_add(c, g->addr, g->size);
+        if (done[k]) continue;
+        if (g->expandable && es) { /* every run of this stream and pool, in address order */
+            size_t nr = 0;
+            uint64_t base = UINT64_MAX, end = 0;
+            for (size_t q = k, o = off; q < nsegs; o += segs[q].nlive, q++) {
+                const hbm_torch_segment_state *h = &segs[q];
+                if (done[q] || !h->expandable || h->stream != g->stream || h->small != g->small) continue;
+                done[q] = 1;
+                runs[nr++] = (hbmi_torch_seed_run){h->addr, h->size, bl + o, h->nlive};
+                if (h->addr < base) base = h->addr;
+                if (h->addr + h->size > end) end = h->addr + h->size;
+            }
+            for (size_t i = 1; i < nr; i++) /* insertion sort by address: few runs */
+                for (size_t j = i; j > 0 && runs[j - 1].addr > runs[j].addr; j--) {
+                    hbmi_torch_seed_run x = runs[j];
+                    runs[j] = runs[j - 1], runs[j - 1] = x;
+                }
+            s = hbmi_torch_seed_expandable(a->self, base, g->stream, g->small, runs, nr);
+            if (!s) s = hbmi_map_put(&c->segbase, base, base);
+            held_add(c, base, end - base);
+        } else {
+            done[k] = 1;
+            s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl + off, g->nlive);
+            if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
+            held_add(c, g->addr, g->size);
+        }
         range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
     }
+    for (size_t k = 0; k < nsegs && !s; k++)
+        for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
+    hbmi_free(done);
+    hbmi_free(runs);
+    hbmi_free(bl);
     return s ? s : c->err;
 }
 
@@ -279,7 +318,8 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
     }
     for (size_t i = 0; i < hs; i++) { /* (addr, event) pairs */
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC && e->addr && e->size) sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
+        if ((e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) && e->addr && e->size)
+            sg[2 * ns] = e->addr, sg[2 * ns++ + 1] = i;
         else if (e->kind == HBM_EV_ALLOC) bl[2 * nb] = e->addr, bl[2 * nb++ + 1] = i;
     }
     hbmi_qsort(sg, ns, 2 * sizeof *sg, u64pair_cmp);
@@ -289,15 +329,21 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
         const hbm_trace_event *e = &t->events[sg[2 * j + 1]];
         hbm_torch_segment_state *x = &segs[j];
         *x = (hbm_torch_segment_state){.addr = e->addr, .size = e->size, .stream = e->stream,
-                                       .small = e->size <= (2u << 20), .live = blk + nblk};
+                                       .small = e->size <= (2u << 20), .live = blk + nblk,
+                                       .expandable = e->kind == HBM_EV_SEGMENT_MAP};
         while (k < nb && bl[2 * k] < e->addr) k++;
+        int small_block = 0, large_block = 0;
         for (; k < nb && bl[2 * k] < e->addr + e->size; k++) {
             const hbm_trace_event *a = &t->events[bl[2 * k + 1]];
             uint64_t held = a->size > a->requested ? a->size : a->requested;
             held = (held + 511) & ~(uint64_t)511; /* PyTorch's 512-byte rounding */
             blk[nblk++] = (hbm_torch_block_state){a->addr, held, a->requested ? a->requested : a->size};
             x->nlive++;
+            small_block |= held <= (1u << 20), large_block |= held > (1u << 20);
         }
+        /* an expandable run's pool: its live blocks' (requests of 1 MiB or less go to the
+         * small pool), else its size (20 MiB pages for the large pool) */
+        if (x->expandable) x->small = small_block || (!large_block && x->size % (20u << 20));
     }
     hbmi_free(sg);
     hbmi_free(bl);
@@ -307,9 +353,72 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
     return HBM_OK;
 }
 
+hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap) {
+    if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_settings: NULL argument");
+    int has_map = 0;
+    for (size_t i = 0; i < t->count && !has_map; i++)
+        has_map = t->events[i].kind == HBM_EV_SEGMENT_MAP || t->events[i].kind == HBM_EV_SEGMENT_UNMAP;
+    if (t->torch_settings[0]) snprintf(buf, cap, "%s", t->torch_settings);
+    else snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
+    return HBM_OK;
+}
+
+/* The length of the key of the item at p (up to '=' or the item's end). */
+static size_t key_len(const char *p) { return strcspn(p, "=,"); }
+
+/* 1 when the items of config set key (k bytes at key). */
+static int sets_key(const char *config, const char *key, size_t k) {
+    for (const char *p = config; p && *p;) {
+        if (key_len(p) == k && !strncmp(p, key, k)) return 1;
+        int depth = 0;
+        while (*p && (*p != ',' || depth)) depth += *p == '[' ? 1 : *p == ']' && depth ? -1 : 0, p++;
+        p += *p == ',';
+    }
+    return 0;
+}
+
+hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+    if (!t || !config || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_config_with_recorded: NULL argument");
+    if (strncmp(config, "allocator=torch", 15) || (config[15] && config[15] != ','))
+        return hbmi_error(HBM_ERR_INVALID, "'%s' is not allocator=torch", config);
+    char rec[sizeof t->torch_settings + 32];
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    size_t n = (size_t)snprintf(buf, cap, "allocator=torch");
+    for (const char *p = rec; *p && n < cap;) {
+        const char *q = p;
+        int depth = 0;
+        while (*q && (*q != ',' || depth)) depth += *q == '[' ? 1 : *q == ']' && depth ? -1 : 0, q++;
+        if (!sets_key(config + 15 + (config[15] == ','), p, key_len(p)))
+            n += (size_t)snprintf(buf + n, cap - n, ",%.*s", (int)(q - p), p);
+        p = q + (*q == ',');
+    }
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "%s", config + 15);
+    if (n >= cap) return hbmi_error(HBM_ERR_INVALID, "'%s' with the recorded settings is too long", config);
+    return HBM_OK;
+}
+
+/* The twin's configuration: config whole when it names an allocator (allocator=torch under
+ * the recorded settings), else allocator=torch under the recorded settings with config's
+ * items. */
+static void twin_config(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+    char c[300];
+    if (!config || strncmp(config, "allocator=", 10)) {
+        if (snprintf(c, sizeof c, "allocator=torch%s%s", config && *config ? "," : "", config ? config : "") >= (int)sizeof c)
+            c[sizeof c - 1] = 0;
+        config = c;
+    }
+    if (hbm_torch_config_with_recorded(t, config, buf, cap) && snprintf(buf, cap, "%s", config) >= (int)cap) buf[cap - 1] = 0;
+}
+
 hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
                                        const char *config, const char *device_spec, hbm_torch_match *out) {
     if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
+    char full[256], dev[96];
+    twin_config(t, config, full, sizeof full);
+    if (device_spec) snprintf(dev, sizeof dev, "%s", device_spec);
+    else hbm_replay_default_device(t, dev, sizeof dev, NULL);
+    config = full;
+    device_spec = dev;
     if (!t->history_start) return match_history(t, segs, nsegs, config, device_spec, out);
     /* a history that starts mid-run: the twin starts from the state the loader rebuilt (or
      * the one given) and is compared on the history's own events */
@@ -338,11 +447,8 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     uint64_t start = 0;
     for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
     out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
-    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
-    else if (out->peak_reserved_recorded) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, out->peak_reserved_recorded);
-    else snprintf(out->device, sizeof out->device, "sim:80GiB");
-    snprintf(out->config, sizeof out->config, "allocator=torch%s%s%s", has_map ? ",expandable_segments=true" : "",
-             config && *config ? "," : "", config ? config : "");
+    snprintf(out->device, sizeof out->device, "%s", device_spec);
+    snprintf(out->config, sizeof out->config, "%s", config);
     hbm_device *dev = NULL;
     hbm_allocator *a = NULL;
     uint8_t *empty_run = NULL;
@@ -387,23 +493,60 @@ hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
     return HBM_OK;
 }
 
+hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f) {
+    if (!t || !m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_explain: NULL argument");
+    char a[32];
+    size_t hs = t->history_start, nh = t->count - hs;
+    if (m->first_segment_diff >= 0 && (size_t)m->first_segment_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_segment_diff];
+        fprintf(f, "  first segment difference: event %" PRId64 ", PyTorch's %s of %s at 0x%" PRIx64
+                   ": the twin made another decision there", m->first_segment_diff, hbm_event_kind_str((hbm_event_kind)e->kind),
+                hbm_size_xla((int64_t)e->size, a), e->addr);
+        if (m->segments_twin != m->segments_recorded)
+            fprintf(f, " (%" PRIu64 " segment events by the twin, %" PRIu64 " recorded)", m->segments_twin, m->segments_recorded);
+        fputc('\n', f);
+    }
+    if (m->first_alloc_diff >= 0 && (size_t)m->first_alloc_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_alloc_diff];
+        fprintf(f, "  first address difference: event %" PRId64 ", %s of %s at 0x%" PRIx64 ": ", m->first_alloc_diff,
+                hbm_event_kind_str((hbm_event_kind)e->kind), hbm_size_xla((int64_t)(e->requested ? e->requested : e->size), a),
+                e->addr);
+        if (m->allocs_before_history)
+            fprintf(f, "%" PRIu64 " allocations land in segments reserved before the history that the snapshot's end "
+                       "state no longer holds (their blocks then are unknown)\n", m->allocs_before_history);
+        else if (e->kind == HBM_EV_ALLOC && m->ooms_twin > m->ooms_recorded)
+            fprintf(f, "the twin ran out of memory there (device too small?)\n");
+        else
+            fprintf(f, "the twin placed it elsewhere (a decision before it differs, or the state rebuilt at the "
+                       "history's start does)\n");
+    }
+    return HBM_OK;
+}
+
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
-    out->peak_event = out->oom_event = -1;
-    hbmi_map live; /* address -> requested bytes */
+    out->peak_event = out->oom_event = out->peak_in_use_event = -1;
+    hbmi_map live, held; /* address -> requested bytes, bytes held */
     hbmi_map_init(&live);
-    uint64_t reserved = 0, requested = 0, segments = 0, v;
+    hbmi_map_init(&held);
+    uint64_t reserved = 0, requested = 0, in_use = 0, segments = 0, v;
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         switch (e->kind) {
-        case HBM_EV_ALLOC:
-            if (!(s = hbmi_map_put(&live, e->addr, e->requested ? e->requested : e->size)))
-                requested += e->requested ? e->requested : e->size;
+        case HBM_EV_ALLOC: {
+            uint64_t req = e->requested ? e->requested : e->size, h = req; /* as memory_viz counts them */
+            if (!(s = hbmi_map_put(&live, e->addr, req)) && !(s = hbmi_map_put(&held, e->addr, h))) {
+                requested += req;
+                in_use += h;
+                if (in_use > out->peak_in_use) out->peak_in_use = in_use, out->peak_in_use_event = (int64_t)i;
+            }
             break;
+        }
         case HBM_EV_FREE:
             if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
+            if (hbmi_map_del(&held, e->addr, &v)) in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
         case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
@@ -425,6 +568,7 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
         }
     }
     hbmi_map_destroy(&live);
+    hbmi_map_destroy(&held);
     out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
     return s;
 }
@@ -466,23 +610,33 @@ hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
 static void add_candidate(hbm_torch_suggestion *s, const char *base, const char *item, const char *env) {
     if (s->n >= HBM_TORCH_SUGGEST_MAX) return;
     hbm_torch_candidate *c = &s->c[s->n++];
-    snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item);
-    snprintf(c->env, sizeof c->env, "%s", env);
+    if (snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item) >= (int)sizeof c->config ||
+        snprintf(c->env, sizeof c->env, "%s", env) >= (int)sizeof c->env)
+        s->n--; /* too long to say whole: not a candidate */
 }
 
 hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
     memset(out, 0, sizeof *out);
     out->best = -1;
+    if (strcmp(t->source, "torch"))
+        return hbmi_error(HBM_ERR_INVALID, "%s is not a PyTorch snapshot: --suggest changes PYTORCH_CUDA_ALLOC_CONF "
+                          "(for an HLO module, 'hbm fit' finds the settings that fit; for a JAX trace, compare "
+                          "settings with --config)", t->name);
     int has_map;
-    uint64_t peak = recorded_peak(t, 0, &has_map);
+    (void)recorded_peak(t, 0, &has_map);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
-    else if (t->capacity) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, t->capacity);
-    else if (peak) snprintf(out->device, sizeof out->device, "sim:%" PRIu64, peak);
-    else snprintf(out->device, sizeof out->device, "sim:80GiB");
-    const char *base = has_map ? "allocator=torch,expandable_segments=true" : "allocator=torch";
-    add_candidate(out, base, "", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
-    if (has_map) add_candidate(out, "allocator=torch", "", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
+    else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
+    char base[sizeof out->c[0].config], rec[sizeof t->torch_settings + 32];
+    twin_config(t, NULL, base, sizeof base);
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    has_map = strstr(rec, "expandable_segments=true") != NULL;
+    char env0[sizeof out->c[0].env];
+    if (t->torch_settings[0]) {
+        if (snprintf(env0, sizeof env0, "(recorded: %s)", t->torch_settings) >= (int)sizeof env0) env0[sizeof env0 - 1] = 0;
+    } else snprintf(env0, sizeof env0, "%s", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
+    add_candidate(out, base, "", env0);
+    if (has_map) add_candidate(out, base, "expandable_segments=false", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
     else add_candidate(out, base, "expandable_segments=true", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
     static const unsigned splits[] = {20, 32, 64, 128, 256, 512, 1024};
     for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
@@ -572,7 +726,8 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fputs("]}\n", f);
         return HBM_OK;
     }
-    fprintf(f, "on %s (%s):\n", s->device, hbm_size_xla((int64_t)s->capacity, a));
+    char w[160];
+    fprintf(f, "on %s:\n", hbmi_device_words(s->device, w, sizeof w));
     if (s->best == 0) {
         fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
     } else if (s->best > 0) {
@@ -586,14 +741,18 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
                 hbm_size_xla((int64_t)s->lower_bound, a));
     }
-    fprintf(f, "\n%-56s %6s %14s %10s\n", "setting", "OOMs", "peak reserved", "frag@peak");
+    int ew = 56; /* the settings' column fits the longest (within 100 columns) */
+    for (size_t k = 0; k < s->n; k++)
+        if ((int)strlen(s->c[k].env) > ew) ew = (int)strlen(s->c[k].env);
+    if (ew > 66) ew = 66;
+    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, "setting", "OOMs", "peak reserved", "frag@peak");
     for (size_t k = 0; k < s->n; k++) {
         const hbm_torch_candidate *c = &s->c[k];
         if (c->status) {
-            fprintf(f, "%-56s %s\n", c->env, hbm_status_str(c->status));
+            fprintf(f, "%-*s %s\n", ew, c->env, hbm_status_str(c->status));
             continue;
         }
-        fprintf(f, "%-56s %6" PRIu64 " %14s %9.1f%%\n", c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
                 100.0 * c->frag_at_peak);
     }
     return HBM_OK;

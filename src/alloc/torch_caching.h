@@ -1,4 +1,4 @@
-/* torch.h - hooks into the "torch" policy (PyTorch's CUDACachingAllocator) for trace
+/* torch_caching.h - hooks into the "torch" policy (PyTorch's CUDACachingAllocator) for trace
  * replay: the twin reports each device-memory decision (segment_alloc / segment_free /
  * segment_map / segment_unmap, as PyTorch's snapshot records them) and says which segment
  * a live block belongs to. */
@@ -38,6 +38,24 @@ typedef struct hbmi_torch_seed_block {
 } hbmi_torch_seed_block;
 hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uint64_t stream, int small,
                                    const hbmi_torch_seed_block *live, size_t nlive);
+
+/* An expandable segment that existed before a history began: one virtual range of the
+ * pool (small: 2 MiB pages, else 20 MiB) for stream, from base, whose runs of mapped pages
+ * are runs[0..nruns) (in address order, page-aligned from base), each with its live blocks
+ * (in address order); the gaps inside a run become cached free blocks, the rest of the
+ * range stays unmapped. The range spans what PyTorch reserves (1 1/8 of the device),
+ * more when the runs reach further. No trace event is emitted. */
+typedef struct hbmi_torch_seed_run {
+    uint64_t addr, size;
+    const hbmi_torch_seed_block *live;
+    size_t nlive;
+} hbmi_torch_seed_run;
+hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream, int small,
+                                      const hbmi_torch_seed_run *runs, size_t nruns);
+
+/* get_allocation_size: the bytes a new segment for a request of rounded bytes would take
+ * (what PyTorch's OOM message says it "tried to allocate"). */
+uint64_t hbmi_torch_allocation_size(uint64_t rounded);
 
 /* torch.cuda.empty_cache(): release every unsplit cached block, unmap free pages. */
 hbm_status hbmi_torch_empty_cache(void *self);

@@ -1,4 +1,4 @@
-/* torch.c - "torch": PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+/* torch_caching.c - "torch": PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
  * rule for rule, so a replay of a PyTorch memory snapshot can ask what another
  * PYTORCH_CUDA_ALLOC_CONF would have done. docs/allocators.md lists each rule and the
  * PyTorch source it comes from.
@@ -29,10 +29,10 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
-#include "alloc/torch.h"
+#include "alloc/torch_caching.h"
 #include "device/cuda_driver.h"
 #include "hbm/size.h"
-#include "hbm/trace.h"
+#include "hbm/event.h"
 
 #define K_MIN_BLOCK 512u                    /* kMinBlockSize */
 #define K_SMALL_SIZE (1ull << 20)           /* kSmallSize */
@@ -1279,7 +1279,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     return HBM_OK;
 }
 
-/* ---- replay hooks (alloc/torch.h) ------------------------------------------------------------ */
+/* ---- replay hooks (alloc/torch_caching.h) ------------------------------------------------------------ */
 
 int hbmi_torch_is(const hbm_allocator *a) { return a && a->ops == &torch_ops; }
 
@@ -1302,6 +1302,8 @@ uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
+
+uint64_t hbmi_torch_allocation_size(uint64_t rounded) { return allocation_size(rounded); }
 
 /* one block of a seeded segment, appended after *last (index+1, 0 = none) */
 static uint32_t seed_block(torch *t, uint64_t seg, uint64_t addr, uint64_t size, uint64_t stream, int small,
@@ -1351,6 +1353,103 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     }
     t->nsegments++;
     reserved_add(t, size);
+    hbmi_stats_update_peaks(&t->st);
+    return HBM_OK;
+}
+
+/* the blocks of [at, end) of expandable segment e: free gaps and live blocks, or one
+ * unmapped block (unmapped: 1); appended after *last */
+static void seed_es_span(torch *t, uint32_t e, uint64_t base, uint64_t at, uint64_t end, uint64_t stream, int small,
+                         const hbmi_torch_seed_block *live, size_t nlive, int unmapped, uint32_t *last) {
+    if (unmapped) {
+        if (end <= at) return;
+        uint32_t i = seed_block(t, base, at, end - at, stream, small, last);
+        t->b[i].es = e + 1;
+        t->b[i].state = T_UNMAPPED;
+        set_insert(t, &t->pool[small].unmapped, 0, i);
+        return;
+    }
+    for (size_t k = 0; k <= nlive; k++) {
+        uint64_t stop = k < nlive ? live[k].addr : end;
+        if (stop > at) {
+            uint32_t i = seed_block(t, base, at, stop - at, stream, small, last);
+            t->b[i].es = e + 1;
+            insert_free(t, i);
+        }
+        if (k == nlive) break;
+        uint32_t i = seed_block(t, base, live[k].addr, live[k].size, stream, small, last);
+        tblk *x = &t->b[i];
+        x->es = e + 1;
+        x->state = T_LIVE;
+        x->requested = live[k].requested;
+        x->seq = ++t->st.num_allocs;
+        tt_put(&t->live, x->addr, i);
+        t->st.bytes_in_use += x->size;
+        at = live[k].addr + live[k].size;
+    }
+}
+
+hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream, int small,
+                                      const hbmi_torch_seed_run *runs, size_t nruns) {
+    torch *t = self;
+    uint64_t page = small ? K_SMALL_BUFFER : K_LARGE_BUFFER, at = base, nlive = 0, pages = 0;
+    if (!t->expandable) return hbmi_error(HBM_ERR_INVALID, "torch: an expandable segment seeded without expandable_segments");
+    for (size_t r = 0; r < nruns; r++) {
+        const hbmi_torch_seed_run *g = &runs[r];
+        if (g->addr < at || !g->size || (g->addr - base) % page || g->size % page)
+            return hbmi_error(HBM_ERR_INVALID, "torch: seeded run 0x%" PRIx64 " (%" PRIu64 " bytes) is not whole %" PRIu64
+                              "-byte pages after 0x%" PRIx64, g->addr, g->size, page, at);
+        uint64_t b = g->addr;
+        for (size_t k = 0; k < g->nlive; k++) {
+            const hbmi_torch_seed_block *x = &g->live[k];
+            if (x->addr < b || !x->size || x->size % K_MIN_BLOCK || x->addr + x->size > g->addr + g->size ||
+                tt_get(&t->live, x->addr, NULL))
+                return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside run "
+                                  "0x%" PRIx64 " after the previous one", x->addr, x->size, g->addr);
+            b = x->addr + x->size;
+        }
+        at = g->addr + g->size;
+        nlive += g->nlive;
+        pages += g->size / page;
+    }
+    uint64_t space = t->dev_total + t->dev_total / 8, npages = (space + page - 1) / page;
+    if (npages < (at - base) / page) npages = (at - base) / page;
+    if (!npages) npages = 1;
+    hbm_status s = add_stream(t, stream);
+    if (!s) s = hbmi_grow((void **)&t->es, &t->capes, t->nes + 1, sizeof *t->es);
+    if (!s) s = reserve(t, 2 * (size_t)nlive + 2 * nruns + 2);
+    if (!s) s = tt_reserve(&t->live, t->live.count + nlive);
+    if (s) return s;
+    uint32_t e = UINT32_MAX;
+    for (size_t k = 0; k < t->nes; k++)
+        if (!t->es[k].live) e = (uint32_t)k;
+    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    tes *x = &t->es[e];
+    memset(x, 0, sizeof *x);
+    *x = (tes){.base = base, .page = page, .npages = npages, .stream = stream, .small = small, .live = 1};
+    hbmi_map_init(&x->pages);
+    if ((s = hbmi_map_reserve(&x->pages, pages))) return s;
+    for (size_t r = 0; r < nruns && !s; r++) /* the physical pages, as map_block takes them */
+        for (uint64_t k = (runs[r].addr - base) / page; k < (runs[r].addr + runs[r].size - base) / page && !s; k++) {
+            uint64_t h;
+            if (!(s = hbm_device_alloc(t->dev, page, &h))) hbmi_map_put(&x->pages, k, h);
+        }
+    if (s) {
+        release_pages(t, x, 0, npages);
+        hbmi_map_destroy(&x->pages);
+        x->live = 0;
+        return s;
+    }
+    uint32_t last = 0;
+    at = base;
+    for (size_t r = 0; r < nruns; r++) {
+        seed_es_span(t, e, base, at, runs[r].addr, stream, small, NULL, 0, 1, &last);
+        seed_es_span(t, e, base, runs[r].addr, runs[r].addr + runs[r].size, stream, small, runs[r].live, runs[r].nlive, 0,
+                     &last);
+        at = runs[r].addr + runs[r].size;
+        reserved_add(t, runs[r].size);
+    }
+    seed_es_span(t, e, base, at, base + npages * page, stream, small, NULL, 0, 1, &last);
     hbmi_stats_update_peaks(&t->st);
     return HBM_OK;
 }

@@ -2,7 +2,7 @@
 """demo_trace.py OUT.pickle - a PyTorch-shaped memory snapshot of one synthetic training
 step of a 12-layer transformer (weights, forward activations kept for backward, temporaries,
 gradients, Adam states), used for the picture in docs/view.png:
-    python3 docs/demo_trace.py /tmp/step.pickle
+    python3 tests/demo_trace.py /tmp/step.pickle
     hbm view /tmp/step.pickle --html step.html --title "one training step"
 """
 import pickle

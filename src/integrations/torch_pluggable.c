@@ -1,4 +1,4 @@
-/* torch.c - the PyTorch pluggable-allocator entry points; see hbm/torch.h. */
+/* torch_pluggable.c - the PyTorch pluggable-allocator entry points; see hbm/torch.h. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>

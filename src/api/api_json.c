@@ -12,6 +12,7 @@
 #include "core/internal.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
+#include "hbm/replay_torch.h"
 #include "plan/plan_internal.h"
 #include "trace/trace_internal.h"
 
@@ -98,7 +99,13 @@ static const hbm_plan_target no_target;
 
 hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t) {
     if (!t) t = &no_target;
-    hbm_status s = hbm_plan_report(p, f, top);
+    hbm_plan_stats st;
+    hbm_status s = hbm_plan_get_stats(p, &st);
+    if (s) return s;
+    if (st.backend == HBM_BACKEND_TPU && t->capacity && st.peak_bytes > t->capacity) /* XLA:TPU's words */
+        s = hbm_plan_report_tpu(p, f, t->capacity, top);
+    else
+        s = hbm_plan_report(p, f, top);
     if (!s)
         s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
     return s;
@@ -123,18 +130,10 @@ static hbm_status emit_plan_explain(const void *c, FILE *f) {
 
 static hbm_status emit_plan_html(const void *c, FILE *f) {
     const plan_ctx *x = c;
-    const hbm_timeline *tl = hbm_plan_timeline(x->p);
-    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory building the plan's timeline");
-    hbm_trace *tr;
-    hbm_status s = hbm_trace_from_timeline(tl, &tr);
-    if (s) return s;
-    snprintf(tr->name, sizeof tr->name, "%s", hbm_hlo_module_name(x->p->m));
-    hbm_view_options o;
-    hbm_view_options_default(&o);
+    hbm_plan_view_options o; /* XProf's Memory Viewer of the plan */
+    hbm_plan_view_options_default(&o);
     if (x->title) o.title = x->title;
-    s = hbm_view_html(tr, &o, f);
-    hbm_trace_free(tr);
-    return s;
+    return hbm_plan_view_html(x->p, &o, f);
 }
 
 #define PLAN_CHECK_()                                                                 \
@@ -167,6 +166,25 @@ hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf,
     PLAN_CHECK_();
     plan_ctx c = {p, 0, NULL, title};
     return to_buffer(emit_plan_html, &c, buf, cap, len);
+}
+
+typedef struct plan_view_ctx {
+    const hbm_plan *p;
+    int json, top;
+} plan_view_ctx;
+
+static hbm_status emit_plan_view(const void *c, FILE *f) {
+    const plan_view_ctx *x = c;
+    hbm_plan_view_options o;
+    hbm_plan_view_options_default(&o);
+    if (x->top > 0) o.top = x->top;
+    return x->json ? hbm_plan_view_json(x->p, &o, f) : hbm_plan_view_text(x->p, &o, f);
+}
+
+hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len) {
+    PLAN_CHECK_();
+    plan_view_ctx c = {p, json, top};
+    return to_buffer(emit_plan_view, &c, buf, cap, len);
 }
 
 /* --- traces ----------------------------------------------------------------------------- */
@@ -262,22 +280,34 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     if (failed) *failed = 0;
     if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
     if (n > REPLAY_MAX_CONFIGS) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, REPLAY_MAX_CONFIGS);
+    int torch = !strcmp(t->source, "torch");
+    /* the defaults: PyTorch's allocator for a PyTorch snapshot, JAX's two otherwise */
     static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    if (!n) configs = defaults, n = 2;
+    static const char *const torch_default[] = {"allocator=torch"};
+    if (!n && torch) configs = torch_default, n = 1;
+    else if (!n) configs = defaults, n = 2;
     for (size_t i = 0; i < n; i++)
         if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
     char spec[160];
     hbm_status s;
-    if (device) {
-        if ((s = hbm_replay_device_spec(device, spec, sizeof spec))) return s;
-    } else if (t->capacity) {
-        snprintf(spec, sizeof spec, "sim:%" PRIu64, t->capacity);
-    } else {
-        snprintf(spec, sizeof spec, "sim:80GiB");
-    }
+    if (device) s = hbm_replay_device_spec(device, spec, sizeof spec);
+    else s = hbm_replay_default_device(t, spec, sizeof spec, NULL);
+    if (s) return s;
+    /* allocator=torch on a PyTorch snapshot: under the settings it was recorded with, the
+     * configuration's own items after them (later items win) */
+    char rec[200], (*full)[320] = hbmi_calloc(n, sizeof *full);
+    const char **run = hbmi_calloc(n, sizeof *run);
     hbm_replay_result *res = hbmi_calloc(n, sizeof *res);
-    if (!res) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_replay_many(t, spec, configs, n, res); /* failures are in res[i] */
+    if (!full || !run || !res) {
+        hbmi_free(full), hbmi_free(run), hbmi_free(res);
+        return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
+    }
+    hbm_torch_recorded_settings(t, rec, sizeof rec);
+    for (size_t i = 0; i < n; i++) {
+        run[i] = configs[i];
+        if (torch && rec[0] && !hbm_torch_config_with_recorded(t, configs[i], full[i], sizeof full[i])) run[i] = full[i];
+    }
+    hbm_replay_many(t, spec, run, n, res); /* failures are in res[i] */
     hbm_replay_bounds b;
     /* hbm pack's default budget (counted work): the same figure on every run */
     if (hbm_replay_bounds_get(t, 0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
@@ -289,6 +319,8 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
         hbm_replay_result_release(&res[i]);
     }
     hbmi_free(res);
+    hbmi_free(run);
+    hbmi_free(full);
     return s;
 }
 

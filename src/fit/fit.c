@@ -1,0 +1,644 @@
+/* fit.c - hbm_fit_run: settings, donations, then the recompute/offload set (hbm's search and
+ * XLA's algorithm), each written as a module and planned again; the result and its queries. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/fit_internal.h"
+#include "fit/fit_result.h"
+
+void hbm_fit_options_default(hbm_fit_options *o) {
+    memset(o, 0, sizeof *o);
+    hbm_plan_options_default(&o->plan);
+    o->timeout_s = 2.0;
+}
+
+hbm_status hbm_fit_remat_parse(const char *s, hbm_fit_remat *out) {
+    if (s && !strcmp(s, "hbm")) return *out = HBM_FIT_REMAT_HBM, HBM_OK;
+    if (s && !strcmp(s, "xla")) return *out = HBM_FIT_REMAT_XLA, HBM_OK;
+    if (s && !strcmp(s, "none")) return *out = HBM_FIT_REMAT_NONE, HBM_OK;
+    return hbmi_error(HBM_ERR_INVALID, "remat '%s': expected hbm, xla or none", s ? s : "");
+}
+
+const char *hbm_fit_kind_str(hbm_fit_kind k) {
+    switch (k) {
+    case HBM_FIT_SETTING: return "setting";
+    case HBM_FIT_DONATE: return "donate";
+    case HBM_FIT_REMATERIALIZE: return "remat";
+    case HBM_FIT_OFFLOAD: return "offload";
+    }
+    return "?";
+}
+
+const char *hbmi_fit_str(hbm_fit_result *r, const char *p, size_t n) {
+    char *s = hbmi_arena_alloc(&r->strings, n + 1);
+    if (!s) return "";
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Plan module m with edits e: the changed module's peak (and its text when keep). */
+static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
+                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
+    if (s) return s;
+    hbm_hlo_module *m2 = NULL;
+    hbm_plan *p2 = NULL;
+    s = hbm_hlo_parse(text, len, r->m->path[0] ? r->m->path : "fit", &m2);
+    if (!s) s = hbm_plan_run(m2, &r->popt, &p2);
+    if (!s) {
+        hbm_plan_stats st;
+        hbm_plan_get_stats(p2, &st);
+        *peak = st.peak_bytes;
+    } else {
+        s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
+    }
+    if (plan_out && !s) {
+        *plan_out = p2;
+        *mod_out = m2;
+    } else {
+        hbm_plan_free(p2);
+        hbm_hlo_module_free(m2);
+    }
+    if (keep && !s) {
+        free(*keep);
+        *keep = text;
+        *keep_len = len;
+    } else {
+        free(text);
+    }
+    r->n_plans++;
+    return s;
+}
+
+/* --- donation ----------------------------------------------------------------------------------- */
+static uint32_t top_value(const hbmi_df *df, uint32_t gid) {
+    const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+    for (uint32_t k = 0; k < vs->n; k++) {
+        uint32_t v = hbmi_vset_at(vs, k);
+        if (df->values[v].gid == gid && df->values[v].node == 0) return v;
+    }
+    return UINT32_MAX;
+}
+
+static hbmi_str layout_text(const hbm_hlo_module *m, const hbmi_instr *in) {
+    const char *s = m->text + in->off, *e = in->opcode.p;
+    hbmi_str r = {e, 0};
+    for (const char *q = s; q < e; q++)
+        if (*q == ']') r.p = q + 1;
+    while (e > r.p && e[-1] == ' ') e--;
+    r.n = (uint32_t)(e - r.p);
+    return r;
+}
+
+static int out_aliased(const hbm_hlo_module *m, int32_t out) {
+    for (uint32_t k = 0; k < m->n_io_alias; k++) {
+        const hbmi_alias *a = &m->io_alias[k];
+        if (out < 0 ? a->out_len == 0 : (a->out_len >= 1 && a->out[0] == out)) return 1;
+    }
+    return 0;
+}
+
+static hbm_status add_change(hbm_fit_result *r, const hbm_fit_change *c, const hbmi_fit_edit *e) {
+    if (hbmi_grow((void **)&r->ch, &r->cap_ch, r->n_ch + 1, sizeof *r->ch) ||
+        hbmi_grow((void **)&r->ed, &r->cap_ed, r->n_ch + 1, sizeof *r->ed))
+        return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    r->ch[r->n_ch] = *c;
+    r->ed[r->n_ch] = *e;
+    r->n_ch++;
+    return HBM_OK;
+}
+
+static void describe(hbm_fit_result *r, hbm_fit_change *c, uint32_t ci, uint32_t i) {
+    const hbmi_instr *in = &r->m->comps[ci].ins[i];
+    char sh[160];
+    hbmi_shape_print(in->shape, sh, sizeof sh);
+    c->instruction = hbmi_fit_str(r, in->name.p, in->name.n);
+    c->shape = hbmi_fit_str(r, sh, strlen(sh));
+    c->op_name = hbmi_fit_str(r, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+    c->source_file = hbmi_fit_str(r, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+    c->source_line = in->meta_source_line;
+    c->param_number = -1;
+}
+
+static hbm_status donations(hbm_fit_result *r, const hbm_plan *p) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_df *df = p->df;
+    const hbmi_comp *e = &m->comps[m->entry];
+    const hbmi_instr *root = &e->ins[e->root];
+    uint32_t base = df->comp_base[m->entry];
+    uint32_t nout = root->op == HOP_TUPLE ? root->n_ops : 1;
+    uint8_t *taken = hbmi_calloc(e->n_params + 1, 1);
+    if (!taken) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    hbm_status s = HBM_OK;
+    for (uint32_t k = 0; k < nout && !s; k++) {
+        int32_t out = root->op == HOP_TUPLE ? (int32_t)k : -1;
+        uint32_t oi = root->op == HOP_TUPLE ? root->ops[k] : e->root;
+        const hbmi_instr *oin = &e->ins[oi];
+        if (out_aliased(m, out) || oin->shape->prim == HBMI_PRIM_TUPLE || oin->op == HOP_PARAMETER) continue;
+        uint32_t ov = top_value(df, base + oi);
+        if (ov == UINT32_MAX || df->values[ov].entry_param || df->values[ov].constant) continue;
+        int64_t ostart = df->values[ov].start;
+        hbmi_str ol = layout_text(m, oin);
+        for (uint32_t pn = 0; pn < e->n_params; pn++) {
+            if (taken[pn]) continue;
+            const hbmi_instr *pin = &e->ins[e->params[pn]];
+            if (!hbmi_shape_equal(pin->shape, oin->shape) || pin->shape->memory_space ||
+                hbmi_param_node_aliased(m, (int64_t)pn, 0, pin->shape))
+                continue;
+            hbmi_str pl = layout_text(m, pin);
+            if (pl.n != ol.n || memcmp(pl.p, ol.p, pl.n)) continue;
+            uint32_t pv = top_value(df, base + e->params[pn]);
+            if (pv == UINT32_MAX) continue;
+            int64_t last = -1;
+            for (uint32_t u = 0; u < df->values[pv].n_uses; u++) {
+                const hbmi_instr *ui = hbmi_df_instr(df, df->values[pv].uses[u]);
+                if (ui->time > last) last = ui->time;
+            }
+            if (last > ostart) continue; /* read after the output is written: XLA would copy */
+            hbmi_fit_edit ed = {.kind = HBM_FIT_DONATE, .param = pn, .out = out};
+            hbm_fit_change c;
+            memset(&c, 0, sizeof c);
+            c.kind = HBM_FIT_DONATE;
+            describe(r, &c, m->entry, e->params[pn]);
+            c.param_number = (int)pn;
+            c.bytes = df->values[pv].size;
+            c.model_bytes = c.bytes;
+            uint64_t peak = 0;
+            s = verify(r, &ed, 1, &peak, NULL, NULL, NULL, NULL);
+            if (s) break;
+            c.verified_peak = (int64_t)peak;
+            char j[200];
+            snprintf(j, sizeof j, "jax.jit(f, donate_argnums=...): donate the argument of parameter %u%s%s%s", pn,
+                     c.op_name[0] ? " ('" : "", c.op_name, c.op_name[0] ? "')" : "");
+            c.jax = hbmi_fit_str(r, j, strlen(j));
+            s = add_change(r, &c, &ed);
+            taken[pn] = 1;
+            break;
+        }
+    }
+    hbmi_free(taken);
+    return s;
+}
+
+/* --- the JAX side of a recompute or an offload ---------------------------------------------------- */
+static int has_dot(const hbm_hlo_module *m, const hbmi_instr *in, int *batch) {
+    static const char *const w = "dot";
+    if (in->opcode.n == 3 && !memcmp(in->opcode.p, w, 3)) {
+        const char *s = m->text + in->off, *e = s;
+        while (*e && *e != '\n') e++;
+        *batch = 0;
+        for (const char *q = s; q + 19 < e; q++)
+            if (!memcmp(q, "lhs_batch_dims={", 16) && q[16] != '}') *batch = 1;
+        return 1;
+    }
+    if (in->op == HOP_FUSION)
+        for (uint32_t k = 0; k < in->n_called; k++) {
+            const hbmi_comp *c = &m->comps[in->called[k]];
+            for (uint32_t i = 0; i < c->n; i++)
+                if (has_dot(m, &c->ins[i], batch)) return 1;
+        }
+    return 0;
+}
+
+static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
+    const hbmi_instr *in = &r->m->comps[cd->edit.comp].ins[cd->edit.ins];
+    int batch = 0, dot = has_dot(r->m, in, &batch);
+    char j[320];
+    if (cd->edit.kind == HBM_FIT_OFFLOAD)
+        snprintf(j, sizeof j, "%s",
+                 dot && !batch ? "policy=jax.checkpoint_policies.offload_dot_with_no_batch_dims('device', 'pinned_host')"
+                               : "checkpoint_name(x, 'v'); policy=save_and_offload_only_these_names("
+                                 "names_which_can_be_offloaded=['v'], offload_dst='pinned_host')");
+    else if (cd->edit.drop)
+        snprintf(j, sizeof j, "none: XLA moves it next to its first use (computed later, not twice)");
+    else if (!dot)
+        snprintf(j, sizeof j, "jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable): recompute it");
+    else if (batch)
+        snprintf(j, sizeof j, "policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable (a batched dot)");
+    else
+        snprintf(j, sizeof j, "checkpoint_name(x, 'v'); policy=save_any_names_but_these('v')");
+    return hbmi_fit_str(r, j, strlen(j));
+}
+
+/* --- the sets ----------------------------------------------------------------------------------- */
+/* edits: the donations chosen, then the candidates flagged (hbm's or XLA's) */
+static size_t gather(hbm_fit_result *r, const hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don) {
+    size_t n = 0;
+    for (size_t k = 0; with_don && k < r->n_ch; k++)
+        if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen) out[n++] = r->ed[k];
+    for (uint32_t k = 0; k < mo->n_cand; k++)
+        if (xla ? mo->cand[k].xla_chosen : mo->cand[k].chosen) out[n++] = mo->cand[k].edit;
+    return n;
+}
+
+static void set_totals(const hbmi_fit_model *mo, int xla, hbm_fit_set *s) {
+    s->recompute_flops = 0;
+    s->offload_bytes = 0;
+    s->cost_s = 0;
+    s->n_changes = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++) {
+        const hbmi_fit_cand *c = &mo->cand[k];
+        if (!(xla ? c->xla_chosen : c->chosen)) continue;
+        s->n_changes++;
+        s->cost_s += c->cost_s;
+        if (c->edit.kind == HBM_FIT_OFFLOAD) s->offload_bytes += c->bytes;
+        else s->recompute_flops += c->flops;
+    }
+}
+
+/* Verify the set the search left in cand[].chosen; keep it in best when it fits or gets
+ * lower than the best so far (fitting sets: the search's order, cheaper first). */
+typedef struct best_set {
+    uint8_t *set;
+    uint64_t peak;
+    int fits, proven;
+} best_set;
+
+static hbm_status try_set(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, best_set *b, int proven,
+                          uint64_t *peak) {
+    size_t n = gather(r, mo, 0, ed, 1);
+    hbm_status s = verify(r, ed, n, peak, NULL, NULL, NULL, NULL);
+    if (s) return s;
+    int fits = *peak <= r->sum.target_bytes;
+    if ((fits && !b->fits) || (!fits && !b->fits && *peak < b->peak)) {
+        for (uint32_t k = 0; k < mo->n_cand; k++) b->set[k] = mo->cand[k].chosen;
+        b->peak = *peak;
+        b->fits = fits;
+        b->proven = proven;
+    }
+    return HBM_OK;
+}
+
+static hbm_status run_hbm(hbm_fit_result *r, hbmi_fit_model *mo, double timeout, uint64_t don_peak,
+                          hbmi_fit_edit *ed) {
+    uint64_t target = r->sum.target_bytes;
+    hbm_fit_set *set = &r->sum.hbm;
+    uint64_t t0 = hbmi_now_ns();
+    /* the model's target: the temp bytes that may stay live, lowered by what the plan of the
+     * last try missed (heap fragmentation, values the model does not see) */
+    int64_t fixed = (int64_t)don_peak - mo->max_live;
+    int64_t tm = (int64_t)target - fixed;
+    best_set b = {hbmi_calloc(mo->n_cand + 1, 1), don_peak, 0, 0}; /* nothing but the donations */
+    if (!b.set) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    hbm_status s = HBM_OK;
+    int infeasible = 0;
+    for (int round = 0; round < 6 && !s; round++) {
+        int proven = 0;
+        double left = timeout - (double)(hbmi_now_ns() - t0) / 1e9;
+        if (left < 0.05) left = 0.05;
+        if (!hbmi_fit_search(mo, tm, left / 3, &proven)) {
+            infeasible = 1;
+            break;
+        }
+        uint64_t peak = 0;
+        s = try_set(r, mo, ed, &b, proven, &peak);
+        if (s || peak <= target) break;
+        tm -= (int64_t)(peak - target) + (int64_t)(peak - target) / 4 + 1;
+    }
+    if (!s && infeasible && !b.fits) {
+        /* nothing in the model reaches it: the lowest model target a set reaches (bisection),
+         * verified, says how far the best combination gets */
+        int64_t hi = 0, lo = tm;
+        for (uint32_t t = 0; t < mo->n; t++)
+            if (mo->live[t] > hi) hi = mo->live[t];
+        double left = timeout - (double)(hbmi_now_ns() - t0) / 1e9;
+        for (int it = 0; it < 12 && hi - lo > (hi >> 10) && left > 0.05; it++) {
+            int64_t mid = lo + (hi - lo) / 2;
+            int proven;
+            if (hbmi_fit_search(mo, mid, left / 16, &proven)) hi = mid;
+            else lo = mid;
+            left = timeout - (double)(hbmi_now_ns() - t0) / 1e9;
+        }
+        int proven;
+        if (hbmi_fit_search(mo, hi, left > 0.05 ? left / 4 : 0.05, &proven)) {
+            uint64_t peak;
+            s = try_set(r, mo, ed, &b, 0, &peak);
+        }
+    }
+    for (uint32_t k = 0; k < mo->n_cand; k++) mo->cand[k].chosen = b.set[k];
+    hbmi_free(b.set);
+    if (s) return s;
+    set->found = 1;
+    set->fits = b.fits;
+    set->proven_optimal = b.proven;
+    set->peak_bytes = b.peak;
+    set_totals(mo, 0, set);
+    set->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
+    return HBM_OK;
+}
+
+static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed) {
+    hbm_fit_set *set = &r->sum.xla;
+    uint64_t t0 = hbmi_now_ns();
+    /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %, then
+     * HloRematerialization::Run takes the module's output size off */
+    int64_t io = (int64_t)(r->sum.argument_bytes + r->sum.output_bytes) - (int64_t)r->sum.alias_bytes;
+    int64_t limit = ((int64_t)r->sum.target_bytes - io) * 95 / 100 - (int64_t)mo->outputs_all;
+    if (limit < 0) limit = 0;
+    r->xla_limit = limit;
+    hbmi_fit_xla(mo, limit, set->xla_message, sizeof set->xla_message);
+    size_t n = gather(r, mo, 1, ed, 0);
+    uint64_t peak = 0;
+    hbm_status s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);
+    if (s) return s;
+    set->found = 1;
+    set->peak_bytes = peak;
+    set->fits = peak <= r->sum.target_bytes;
+    set_totals(mo, 1, set);
+    set->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
+    return HBM_OK;
+}
+
+static hbm_status add_cand_change(hbm_fit_result *r, hbmi_fit_cand *c, hbmi_fit_edit *ed, int plan_it) {
+    hbm_fit_change ch;
+    memset(&ch, 0, sizeof ch);
+    ch.kind = (hbm_fit_kind)c->edit.kind;
+    describe(r, &ch, c->edit.comp, c->edit.ins);
+    ch.bytes = c->bytes;
+    uint64_t pen = 0;
+    for (uint32_t j = 0; j < c->n_pen; j++) pen += c->pen[j].bytes;
+    ch.model_bytes = c->bytes > pen ? c->bytes - pen : 0;
+    ch.recompute_flops = c->flops;
+    ch.bytes_read = c->bytes_read;
+    ch.cost_s = c->cost_s;
+    ch.chosen = c->chosen ? 1 : 0;
+    ch.xla_chosen = c->xla_chosen;
+    ch.jax = jax_hint(r, c);
+    ch.verified_peak = -1;
+    if (plan_it) {
+        uint64_t peak;
+        ed[0] = c->edit;
+        hbm_status s = verify(r, ed, 1, &peak, NULL, NULL, NULL, NULL);
+        if (s) return s;
+        ch.verified_peak = (int64_t)peak;
+    }
+    return add_change(r, &ch, &c->edit);
+}
+
+static int cmp_bytes_desc(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x > y ? -1 : x < y; /* (bytes << 24 | index): larger first */
+}
+
+/* The changes listed: the chosen (hbm's or XLA's), each planned alone while time is left,
+ * then every other candidate, largest first (not planned: verified_peak -1). */
+static hbm_status list_changes(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, double budget_s) {
+    uint64_t t0 = hbmi_now_ns();
+    uint32_t listed = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++) {
+        hbmi_fit_cand *c = &mo->cand[k];
+        if (!c->chosen && !c->xla_chosen) continue;
+        int plan_it = listed < 16 && (double)(hbmi_now_ns() - t0) / 1e9 < budget_s;
+        hbm_status s = add_cand_change(r, c, ed, plan_it);
+        if (s) return s;
+        listed++;
+    }
+    uint64_t *key = hbmi_malloc(sizeof *key * (mo->n_cand + 1));
+    if (!key) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++)
+        if (!mo->cand[k].chosen && !mo->cand[k].xla_chosen) {
+            uint64_t b = mo->cand[k].bytes >> 10; /* KiB: room for the index below */
+            key[n++] = (b > 0xFFFFFFFFFFull ? 0xFFFFFFFFFFull : b) << 24 | (uint64_t)(k & 0xFFFFFF);
+        }
+    hbmi_qsort(key, n, sizeof *key, cmp_bytes_desc);
+    hbm_status s = HBM_OK;
+    for (uint32_t j = 0; j < n && !s; j++) s = add_cand_change(r, &mo->cand[key[j] & 0xFFFFFF], ed, 0);
+    hbmi_free(key);
+    return s;
+}
+
+static void settings(hbm_fit_result *r, const hbm_fit_options *o) {
+    uint64_t need = r->sum.peak_before;
+    if (!o->capacity || !(o->fraction > 0 && o->fraction < 1)) return;
+    uint64_t limit = (uint64_t)((double)o->capacity * o->fraction);
+    if (need <= limit || need > o->capacity) return;
+    double want = ceil((double)need / (double)o->capacity * 100.0) / 100.0;
+    int pct = (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100);
+    snprintf(r->setting, sizeof r->setting,
+             "XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform)", pct);
+    hbm_fit_change c;
+    memset(&c, 0, sizeof c);
+    c.kind = HBM_FIT_SETTING;
+    c.instruction = c.shape = c.op_name = c.source_file = "";
+    c.param_number = -1;
+    c.jax = r->setting;
+    c.verified_peak = (int64_t)need;
+    c.chosen = 1;
+    hbmi_fit_edit e = {.kind = HBM_FIT_SETTING};
+    add_change(r, &c, &e);
+}
+
+/* The largest buffers at the final plan's peak that no change touched. */
+static void untouchable(hbm_fit_result *r, const hbm_plan *p2) {
+    hbm_plan_buffer b[64];
+    size_t n = hbm_plan_peak_buffers(p2, b, 64);
+    r->n_left = 0;
+    for (size_t i = 0; i < n && r->n_left < 5; i++) {
+        int touched = 0;
+        for (size_t k = 0; k < r->n_ch && !touched; k++)
+            touched = r->ch[k].instruction && !strcmp(r->ch[k].instruction, b[i].instruction) &&
+                      r->ch[k].kind != HBM_FIT_SETTING;
+        if (touched) continue;
+        hbm_plan_buffer *d = &r->left[r->n_left++];
+        *d = b[i];
+        d->label = hbmi_fit_str(r, b[i].label, strlen(b[i].label));
+        d->shape = hbmi_fit_str(r, b[i].shape, strlen(b[i].shape));
+        d->instruction = hbmi_fit_str(r, b[i].instruction, strlen(b[i].instruction));
+        d->op_name = hbmi_fit_str(r, b[i].op_name, strlen(b[i].op_name));
+        d->source_file = hbmi_fit_str(r, b[i].source_file, strlen(b[i].source_file));
+    }
+}
+
+hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_result **out) {
+    if (!m || !out) return hbmi_error(HBM_ERR_INVALID, "fit: no module");
+    *out = NULL;
+    hbm_fit_options o;
+    if (opt) o = *opt;
+    else hbm_fit_options_default(&o);
+    if (o.timeout_s <= 0) o.timeout_s = 2.0;
+    uint64_t t0 = hbmi_now_ns();
+    hbm_fit_result *r = hbmi_calloc(1, sizeof *r);
+    if (!r) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    r->m = m;
+    hbm_plan *p = NULL;
+    hbmi_fit_edit *ed = NULL;
+    hbmi_fit_model mo;
+    memset(&mo, 0, sizeof mo);
+    hbm_status s = hbm_plan_run(m, &o.plan, &p);
+    if (s) goto fail;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
+    r->popt = o.plan;
+    r->popt.backend = st.backend; /* the changed modules get the same rules */
+    r->sum.module = hbm_hlo_module_name(m);
+    r->sum.peak_before = st.peak_bytes;
+    r->sum.argument_bytes = st.argument_size_in_bytes;
+    r->sum.output_bytes = st.output_size_in_bytes;
+    r->sum.alias_bytes = st.alias_size_in_bytes;
+    r->sum.temp_bytes = st.temp_size_in_bytes;
+    r->sum.setting = "";
+    r->sum.chosen = o.remat;
+    uint64_t target = o.target_bytes;
+    if (!target && o.capacity)
+        target = o.fraction > 0 && o.fraction < 1 ? (uint64_t)((double)o.capacity * o.fraction) : o.capacity;
+    if (!target) target = st.peak_bytes;
+    r->sum.target_bytes = target;
+    settings(r, &o);
+    r->sum.setting = r->setting;
+    r->sum.hbm.peak_bytes = r->sum.xla.peak_bytes = st.peak_bytes;
+    if (st.peak_bytes <= target) { /* nothing to do */
+        r->sum.fits = 1;
+        r->sum.hbm.found = r->sum.hbm.fits = r->sum.xla.found = r->sum.xla.fits = 1;
+        r->sum.hbm.proven_optimal = 1;
+        hbm_plan_free(p);
+        *out = r;
+        return HBM_OK;
+    }
+    if (!m->is_scheduled) {
+        s = hbmi_error(HBM_ERR_UNSUPPORTED,
+                       "fit: the module is not scheduled (no is_scheduled=true): XLA's order is unknown");
+        goto fail;
+    }
+    const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);
+    r->rates = rates;
+    /* donations first: free, verified one by one */
+    if (!o.no_donate && (s = donations(r, p))) goto fail;
+    uint64_t don_peak = st.peak_bytes;
+    r->temp_after_don = st.temp_size_in_bytes;
+    {
+        hbmi_fit_edit dd[64];
+        size_t nd = 0;
+        for (size_t k = 0; k < r->n_ch && nd < 64; k++)
+            if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].verified_peak >= 0 &&
+                (uint64_t)r->ch[k].verified_peak < st.peak_bytes) {
+                r->ch[k].chosen = 1;
+                dd[nd++] = r->ed[k];
+            }
+        if (nd) {
+            hbm_plan *pd;
+            hbm_hlo_module *md;
+            s = verify(r, dd, nd, &don_peak, NULL, NULL, &pd, &md);
+            if (s) goto fail;
+            hbm_plan_stats sd;
+            hbm_plan_get_stats(pd, &sd);
+            r->temp_after_don = sd.temp_size_in_bytes;
+            hbm_plan_free(pd);
+            hbm_hlo_module_free(md);
+        }
+    }
+    s = hbmi_fit_model_build(p, rates, !o.no_remat, !o.no_offload, &mo);
+    if (s) goto fail;
+    ed = hbmi_malloc(sizeof *ed * ((size_t)mo.n_cand + r->n_ch + 2));
+    if (!ed) {
+        s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        goto fail;
+    }
+    r->n_candidates = mo.n_cand;
+    if (don_peak <= target) {
+        r->sum.hbm.found = r->sum.hbm.fits = 1;
+        r->sum.hbm.peak_bytes = don_peak;
+        r->sum.hbm.proven_optimal = 1;
+    } else {
+        s = run_hbm(r, &mo, o.timeout_s, don_peak, ed);
+        if (s) goto fail;
+    }
+    s = run_xla(r, &mo, ed); /* XLA's pass recomputes only: it takes no offload candidate */
+    if (s) goto fail;
+    if (o.remat != HBM_FIT_REMAT_XLA && r->sum.xla.fits &&
+        (!r->sum.hbm.fits || r->sum.xla.recompute_flops < r->sum.hbm.recompute_flops)) {
+        /* a portfolio: XLA's set, with hbm's donations, when it is the better verified one */
+        uint8_t *keep = hbmi_malloc(mo.n_cand + 1);
+        if (!keep) {
+            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            goto fail;
+        }
+        for (uint32_t k = 0; k < mo.n_cand; k++) {
+            keep[k] = mo.cand[k].chosen;
+            mo.cand[k].chosen = mo.cand[k].xla_chosen;
+        }
+        uint64_t peak = 0;
+        size_t n = gather(r, &mo, 0, ed, 1);
+        s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);
+        if (s) {
+            hbmi_free(keep);
+            goto fail;
+        }
+        if (peak <= target) {
+            hbm_fit_set *h = &r->sum.hbm;
+            h->found = h->fits = 1;
+            h->proven_optimal = 0;
+            h->from_baseline = 1;
+            h->peak_bytes = peak;
+            set_totals(&mo, 0, h);
+        } else {
+            for (uint32_t k = 0; k < mo.n_cand; k++) mo.cand[k].chosen = keep[k];
+        }
+        hbmi_free(keep);
+    }
+    double left = o.timeout_s - (double)(hbmi_now_ns() - t0) / 1e9;
+    s = list_changes(r, &mo, ed, left > 0.2 ? left : 0.2);
+    if (s) goto fail;
+    /* the chosen module, planned once more to keep its text and what is left at its peak */
+    {
+        int xla = o.remat == HBM_FIT_REMAT_XLA;
+        size_t n = 0;
+        if (o.remat != HBM_FIT_REMAT_NONE) n = gather(r, &mo, xla, ed, !xla);
+        else
+            for (size_t k = 0; k < r->n_ch; k++)
+                if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen) ed[n++] = r->ed[k];
+        uint64_t peak;
+        hbm_plan *p2;
+        hbm_hlo_module *m2;
+        s = verify(r, ed, n, &peak, &r->text, &r->text_len, &p2, &m2);
+        if (s) goto fail;
+        untouchable(r, p2);
+        hbm_plan_free(p2);
+        hbm_hlo_module_free(m2);
+        r->sum.fits = peak <= target;
+        r->final_peak = peak;
+    }
+    r->sum.n_changes = r->n_ch;
+    r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
+    hbmi_free(ed);
+    hbmi_fit_model_free(&mo);
+    hbm_plan_free(p);
+    *out = r;
+    return HBM_OK;
+fail:
+    hbmi_free(ed);
+    hbmi_fit_model_free(&mo);
+    hbm_plan_free(p);
+    hbm_fit_free(r);
+    return s;
+}
+
+void hbm_fit_free(hbm_fit_result *r) {
+    if (!r) return;
+    hbmi_free(r->ch);
+    hbmi_free(r->ed);
+    free(r->text);
+    hbmi_arena_free(&r->strings);
+    hbmi_free(r);
+}
+
+hbm_status hbm_fit_get_summary(const hbm_fit_result *r, hbm_fit_summary *out) {
+    if (!r || !out) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+    *out = r->sum;
+    return HBM_OK;
+}
+
+const hbm_fit_change *hbm_fit_change_at(const hbm_fit_result *r, size_t i) {
+    return r && i < r->n_ch ? &r->ch[i] : NULL;
+}
+
+hbm_status hbm_fit_emit(const hbm_fit_result *r, FILE *f) {
+    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+    if (!r->text) return hbmi_fit_write(r->m, NULL, 0, f);
+    if (fwrite(r->text, 1, r->text_len, f) != r->text_len) return hbmi_error(HBM_ERR_IO, "fit: cannot write");
+    return HBM_OK;
+}

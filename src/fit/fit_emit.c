@@ -1,0 +1,374 @@
+/* fit_emit.c - write a module with fit's edits applied, as scheduled HLO text.
+ *
+ * The module's own text is the printer: every line not edited is copied as it was read, so
+ * what is written parses back to the same module. The edits touch the entry computation
+ * only: a remat clone is the original's line under the name NAME.remat (XLA's suffix),
+ * inserted before its first new user, whose operands are renamed to it; an offload is a
+ * copy-start/copy-done pair to host memory (layout memory space S(5)) after the value's last
+ * use before the idle span and a pair back before the next use; a donation is one more
+ * input_output_alias entry in the module's header. Scheduled order is text order. Edits may
+ * be in any computation run in sequence (entry, while bodies, called computations). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/fit_internal.h"
+
+static int name_char(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-' || c == '$';
+}
+
+typedef struct emitter {
+    const hbm_hlo_module *m;
+    const hbmi_comp *e;  /* the computation being written */
+    uint32_t base;       /* global index of its instruction 0 */
+    const hbmi_fit_edit *ed;
+    size_t n_ed;
+    int32_t *by_ins;  /* per entry instruction: the edit of its value, -1 */
+    char **name1;     /* per edit: the clone, or the value back on the device */
+    char **name2;     /* offload: the host copy (copy-done to host) */
+    FILE *f;
+} emitter;
+
+static int name_taken(const hbm_hlo_module *m, const char *nm) {
+    size_t k = strlen(nm);
+    for (uint32_t c = 0; c < m->n_comps; c++)
+        for (uint32_t i = 0; i < m->comps[c].n; i++) {
+            hbmi_str s = m->comps[c].ins[i].name;
+            if (s.n == k && !memcmp(s.p, nm, k)) return 1;
+        }
+    return 0;
+}
+
+/* NAME + suffix, made unique in m with ".1", ".2" ... */
+static char *fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix) {
+    size_t cap = base.n + strlen(suffix) + 24;
+    char *s = hbmi_malloc(cap);
+    if (!s) return NULL;
+    snprintf(s, cap, "%.*s%s", (int)base.n, base.p, suffix);
+    for (int k = 1; name_taken(m, s) && k < 1000000; k++)
+        snprintf(s, cap, "%.*s%s.%d", (int)base.n, base.p, suffix, k);
+    return s;
+}
+
+/* End of instruction i's text, trailing blanks cut: where the next instruction starts, or
+ * for the last one the computation's closing brace (a line "}" alone, or "}, attr=...").
+ * An instruction may span lines (a backend config string with newlines). */
+static const char *ins_end(const emitter *em, uint32_t i) {
+    const char *s = em->m->text + em->e->ins[i].off, *end = em->m->text + em->m->len, *q;
+    if (i + 1 < em->e->n) {
+        q = em->m->text + em->e->ins[i + 1].off;
+    } else {
+        q = s;
+        while (q < end) {
+            while (q < end && *q != '\n') q++;
+            if (q >= end) break;
+            const char *l = q + 1;
+            while (l < end && (*l == ' ' || *l == '\t')) l++;
+            if (l < end && *l == '}' && (l + 1 >= end || l[1] == '\n' || l[1] == '\r' || l[1] == ',' || l[1] == ' '))
+                break;
+            q++;
+        }
+    }
+    while (q > s && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r' || q[-1] == '\n')) q--;
+    return q;
+}
+
+/* The operand list "(...)" of instruction in: [*a, *b) including the parentheses. */
+static void operand_span(const hbmi_instr *in, const char *lim, const char **a, const char **b) {
+    const char *p = in->opcode.p + in->opcode.n;
+    *a = p;
+    int depth = 0;
+    while (p < lim) {
+        if (*p == '(' || *p == '{' || *p == '[') depth++;
+        else if (*p == ')' || *p == '}' || *p == ']') {
+            if (--depth == 0) {
+                p++;
+                break;
+            }
+        }
+        p++;
+    }
+    *b = p;
+}
+
+/* The name operand o is read under at a line placed before original instruction pos (clone
+ * lines: `self` is the value cloned or reloaded, clones at one place go in instruction order). */
+static const char *renamed(const emitter *em, uint32_t o, uint32_t pos, int64_t self) {
+    int32_t k = em->by_ins[em->base + o];
+    if (k < 0) return NULL;
+    const hbmi_fit_edit *d = &em->ed[k];
+    if (d->kind != HBM_FIT_REMATERIALIZE && d->kind != HBM_FIT_OFFLOAD) return NULL;
+    if (self == (int64_t)o) return NULL;
+    if (d->at < pos || (d->at == pos && (self < 0 || (int64_t)o < self))) return em->name1[k];
+    return NULL;
+}
+
+/* Write instruction i's line, placed before original instruction pos, named nm (NULL: its own). */
+static void write_line(emitter *em, uint32_t i, uint32_t pos, const char *nm, int64_t self) {
+    const hbmi_instr *in = &em->e->ins[i];
+    const char *s = em->m->text + in->off, *e = ins_end(em, i), *oa, *ob;
+    operand_span(in, e, &oa, &ob);
+    FILE *f = em->f;
+    fputs("  ", f);
+    if (nm) {
+        fwrite(s, 1, (size_t)(in->name.p - s), f);
+        fputs(nm, f);
+        s = in->name.p + in->name.n;
+    }
+    fwrite(s, 1, (size_t)(oa - s), f);
+    const char *p = oa;
+    while (p < ob) {
+        if (name_char((unsigned char)*p) || *p == '%') {
+            const char *t = p;
+            if (*t == '%') t++;
+            const char *q = t;
+            while (q < ob && name_char((unsigned char)*q)) q++;
+            const char *to = NULL;
+            for (uint32_t k = 0; k < in->n_ops && !to; k++) {
+                hbmi_str on = em->e->ins[in->ops[k]].name;
+                if (on.n == (uint32_t)(q - t) && !memcmp(on.p, t, on.n)) to = renamed(em, in->ops[k], pos, self);
+            }
+            if (to) {
+                fwrite(p, 1, (size_t)(t - p), f);
+                fputs(to, f);
+            } else {
+                fwrite(p, 1, (size_t)(q - p), f);
+            }
+            p = q;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    fwrite(ob, 1, (size_t)(e - ob), f);
+    fputc('\n', f);
+}
+
+/* The shape text of instruction in ("f32[4,8]{1,0}") and the same in host memory space. */
+static void shapes(const emitter *em, const hbmi_instr *in, char *dev, char *host, size_t cap) {
+    const char *s = em->m->text + in->off;
+    while (*s != '=') s++;
+    s++;
+    while (*s == ' ') s++;
+    const char *e = in->opcode.p;
+    while (e > s && e[-1] == ' ') e--;
+    size_t n = (size_t)(e - s);
+    if (n >= cap / 2) n = cap / 2 - 1;
+    memcpy(dev, s, n);
+    dev[n] = 0;
+    const char *lb = memchr(dev, '{', n);
+    if (!lb) { /* no layout: XLA's default, minor to major = rank-1 ... 0 */
+        size_t k = (size_t)snprintf(host, cap, "%s{", dev);
+        for (uint32_t d = in->shape->n; d-- > 0 && k < cap;)
+            k += (size_t)snprintf(host + k, cap - k, "%u%s", d, d ? "," : "");
+        if (k < cap) snprintf(host + k, cap - k, ":S(5)}");
+        return;
+    }
+    size_t rb = n; /* the layout's closing brace */
+    while (rb > 0 && dev[rb - 1] != '}') rb--;
+    rb--;
+    int has_colon = memchr(lb, ':', (size_t)(dev + rb - lb)) != NULL;
+    snprintf(host, cap, "%.*s%sS(5)%s", (int)rb, dev, has_colon ? "" : ":", dev + rb);
+}
+
+static void write_offload_out(emitter *em, size_t k) {
+    const hbmi_fit_edit *d = &em->ed[k];
+    const hbmi_instr *in = &em->e->ins[d->ins];
+    char dev[1024], host[1040];
+    shapes(em, in, dev, host, sizeof dev);
+    /* copy-start's tuple: (destination, source, context), as memory space assignment writes it */
+    fprintf(em->f, "  %%%s-start = (%s, %s, u32[]) copy-start(%%%.*s)\n", em->name2[k], host, dev, (int)in->name.n,
+            in->name.p);
+    fprintf(em->f, "  %%%s = %s copy-done(%%%s-start)\n", em->name2[k], host, em->name2[k]);
+}
+
+static void write_offload_back(emitter *em, size_t k) {
+    const hbmi_fit_edit *d = &em->ed[k];
+    const hbmi_instr *in = &em->e->ins[d->ins];
+    char dev[1024], host[1040];
+    shapes(em, in, dev, host, sizeof dev);
+    fprintf(em->f, "  %%%s-start = (%s, %s, u32[]) copy-start(%%%s)\n", em->name1[k], dev, host, em->name2[k]);
+    fprintf(em->f, "  %%%s = %s copy-done(%%%s-start)\n", em->name1[k], dev, em->name1[k]);
+}
+
+/* The header with the donations added to input_output_alias. */
+static void write_header(emitter *em, const char *hend) {
+    const char *t = em->m->text, *ia = NULL;
+    const char *key = "input_output_alias={";
+    size_t kl = strlen(key);
+    for (const char *q = t; q + kl <= hend; q++)
+        if (!memcmp(q, key, kl)) {
+            ia = q + kl;
+            break;
+        }
+    char add[4096];
+    size_t k = 0;
+    int any = 0;
+    for (size_t j = 0; j < em->n_ed && k < sizeof add - 64; j++) {
+        const hbmi_fit_edit *d = &em->ed[j];
+        if (d->kind != HBM_FIT_DONATE) continue;
+        char out[24];
+        if (d->out < 0) snprintf(out, sizeof out, "{}");
+        else snprintf(out, sizeof out, "{%d}", d->out);
+        k += (size_t)snprintf(add + k, sizeof add - k, "%s%s: (%lld, {}, may-alias)", any ? ", " : "", out,
+                              (long long)d->param);
+        any = 1;
+    }
+    if (!any) {
+        fwrite(t, 1, (size_t)(hend - t), em->f);
+        return;
+    }
+    if (ia) { /* before the list's closing brace */
+        const char *q = ia;
+        int depth = 1, has = 0;
+        while (q < hend && depth) {
+            if (*q == '{') depth++;
+            else if (*q == '}') depth--;
+            if (*q == '(') has = 1;
+            if (depth) q++;
+        }
+        const char *c = q;
+        while (c > ia && c[-1] == ' ') c--;
+        fwrite(t, 1, (size_t)(c - t), em->f);
+        fprintf(em->f, "%s%s%s", has ? ", " : " ", add, " ");
+        fwrite(q, 1, (size_t)(hend - q), em->f);
+        return;
+    }
+    const char *nm = em->m->name.p + em->m->name.n;
+    fwrite(t, 1, (size_t)(nm - t), em->f);
+    fprintf(em->f, ", input_output_alias={ %s }", add);
+    fwrite(nm, 1, (size_t)(hend - nm), em->f);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write computation c's instructions with their edits (from the start of its first
+ * instruction's line to the end of its last instruction's line). */
+static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
+    const hbmi_fit_edit *ed = em->ed;
+    size_t n_ed = em->n_ed;
+    em->e = &em->m->comps[c];
+    uint32_t n = em->e->n;
+    for (uint32_t i = 0; i < n; i++) {
+        /* lines placed before i: clones and reloads, in instruction order */
+        size_t no = 0;
+        for (size_t k = 0; k < n_ed; k++)
+            if ((ed[k].kind == HBM_FIT_REMATERIALIZE || ed[k].kind == HBM_FIT_OFFLOAD) && ed[k].comp == c &&
+                ed[k].at == i)
+                order[no++] = ed[k].ins;
+        hbmi_qsort(order, no, sizeof *order, cmp_u32);
+        for (size_t j = 0; j < no; j++) {
+            int32_t k = em->by_ins[em->base + order[j]];
+            if (ed[k].kind == HBM_FIT_REMATERIALIZE) write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
+            else write_offload_back(em, (size_t)k);
+        }
+        int32_t k = em->by_ins[em->base + i];
+        if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop)) write_line(em, i, i, NULL, -1);
+        for (size_t j = 0; j < n_ed; j++)
+            if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) write_offload_out(em, j);
+    }
+}
+
+static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, size_t n_ed, int all, FILE *f) {
+    if (!m || !f || (n_ed && !ed)) return hbmi_error(HBM_ERR_INVALID, "fit: no module or file");
+    emitter em = {.m = m, .ed = ed, .n_ed = n_ed, .f = f};
+    uint32_t total = 0;
+    hbm_status s = HBM_OK;
+    uint32_t *base = hbmi_malloc(sizeof *base * (m->n_comps + 1));
+    uint8_t *edited = hbmi_calloc(m->n_comps + 1, 1);
+    if (base)
+        for (uint32_t c = 0; c < m->n_comps; c++) {
+            base[c] = total;
+            total += m->comps[c].n;
+        }
+    em.by_ins = hbmi_malloc(sizeof *em.by_ins * (total + 1));
+    em.name1 = hbmi_calloc(n_ed + 1, sizeof *em.name1);
+    em.name2 = hbmi_calloc(n_ed + 1, sizeof *em.name2);
+    uint32_t *order = hbmi_malloc(sizeof *order * (n_ed + 1));
+    if (!base || !edited || !em.by_ins || !em.name1 || !em.name2 || !order) {
+        s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < total; i++) em.by_ins[i] = -1;
+    for (size_t k = 0; k < n_ed; k++) {
+        const hbmi_fit_edit *d = &ed[k];
+        if (d->kind == HBM_FIT_DONATE || d->kind == HBM_FIT_SETTING) continue;
+        if (d->comp >= m->n_comps || d->ins >= m->comps[d->comp].n || d->at >= m->comps[d->comp].n ||
+            em.by_ins[base[d->comp] + d->ins] >= 0) {
+            s = hbmi_error(HBM_ERR_INVALID, "fit: bad edit of instruction %u", d->ins);
+            goto out;
+        }
+        em.by_ins[base[d->comp] + d->ins] = (int32_t)k;
+        edited[d->comp] = 1;
+        hbmi_str nm = m->comps[d->comp].ins[d->ins].name;
+        if (d->kind == HBM_FIT_REMATERIALIZE) {
+            em.name1[k] = fresh_name(m, nm, ".remat");
+        } else {
+            em.name1[k] = fresh_name(m, nm, ".reload");
+            em.name2[k] = fresh_name(m, nm, ".offload");
+            if (!em.name2[k]) em.name1[k] = NULL;
+        }
+        if (!em.name1[k]) {
+            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            goto out;
+        }
+    }
+    /* the header: the first line */
+    const char *end = m->text + m->len;
+    const char *cur = memchr(m->text, '\n', m->len);
+    if (!cur) cur = end;
+    write_header(&em, cur);
+    for (uint32_t c = 0; c < m->n_comps; c++) { /* computations are in text order */
+        if (!edited[c] && !all) continue;
+        em.e = &m->comps[c];
+        em.base = base[c];
+        const char *first = m->text + em.e->ins[0].off;
+        while (first > cur && first[-1] != '\n') first--;
+        if (first < cur) {
+            s = hbmi_error(HBM_ERR_UNSUPPORTED, "fit: computation %u starts on the header line", c);
+            goto out;
+        }
+        fwrite(cur, 1, (size_t)(first - cur), f);
+        write_comp(&em, c, order);
+        cur = ins_end(&em, em.e->n - 1);
+        while (cur < end && *cur != '\n') cur++;
+        if (cur < end) cur++;
+    }
+    fwrite(cur, 1, (size_t)(end - cur), f);
+    if (ferror(f)) s = hbmi_error(HBM_ERR_IO, "fit: cannot write the module");
+out:
+    for (size_t k = 0; em.name1 && em.name2 && k < n_ed; k++) {
+        hbmi_free(em.name1[k]);
+        hbmi_free(em.name2[k]);
+    }
+    hbmi_free(em.name1);
+    hbmi_free(em.name2);
+    hbmi_free(em.by_ins);
+    hbmi_free(order);
+    hbmi_free(base);
+    hbmi_free(edited);
+    return s;
+}
+
+hbm_status hbmi_fit_write(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, FILE *f) {
+    return write_impl(m, e, n, 0, f);
+}
+
+hbm_status hbmi_fit_write_all(const hbm_hlo_module *m, FILE *f) { return write_impl(m, NULL, 0, 1, f); }
+
+hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    FILE *f = open_memstream(text, len);
+    if (!f) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    hbm_status s = hbmi_fit_write(m, e, n, f);
+    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    if (s) {
+        free(*text);
+        *text = NULL;
+    }
+    return s;
+}

@@ -1,0 +1,89 @@
+/* src/fit/fit_internal.h - shared by the parts of hbm fit: the liveness model over the entry
+ * computation's schedule (fit_model.c), the searches (fit.c: hbm's branch and bound, fit_xla.c:
+ * XLA's HloRematerialization), the module writer (fit_emit.c) and the formatters
+ * (fit_report.c). */
+#ifndef HBM_FIT_INTERNAL_H
+#define HBM_FIT_INTERNAL_H
+
+#include "hbm/fit.h"
+#include "plan/plan_internal.h"
+
+/* One change as the writer applies it. Remat: a clone of instruction `ins` placed before
+ * instruction `at` of the same computation, read by the users at or after `at`; `drop` when the original is left
+ * without users (a move). Offload: copies to host after `from` and back before `at`.
+ * Donate: parameter `param` aliased to output index `out` (-1: the root is the array). */
+typedef struct hbmi_fit_edit {
+    uint8_t kind; /* hbm_fit_kind */
+    uint8_t drop;
+    uint32_t comp;          /* the computation of ins, from and at */
+    uint32_t ins, from, at;
+    int64_t param;
+    int32_t out;
+} hbmi_fit_edit;
+
+/* Write module m with the edits applied as HLO text to f. */
+hbm_status hbmi_fit_write(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, FILE *f);
+/* Every computation written line by line, no edit (the writer's round-trip check). */
+hbm_status hbmi_fit_write_all(const hbm_hlo_module *m, FILE *f);
+/* Write into a malloc'ed buffer (*text, *len). */
+hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, char **text, size_t *len);
+
+/* The candidate as the model sees it: steps (entry instruction indices) [lo, hi] where it
+ * takes `bytes` off, and the operand extensions it adds (remat). */
+typedef struct hbmi_fit_pen {
+    uint32_t lo, hi;
+    uint64_t bytes;
+} hbmi_fit_pen;
+
+typedef struct hbmi_fit_cand {
+    hbmi_fit_edit edit;
+    uint32_t lo, hi;     /* steps freed, inclusive */
+    uint64_t bytes;
+    uint32_t group;      /* the value: at most one candidate of a group is chosen */
+    uint32_t n_pen;
+    hbmi_fit_pen pen[4]; /* operand extensions (remat; more operands: not a candidate) */
+    uint64_t flops, bytes_read;
+    double cost_s;
+    int64_t verified_peak;
+    int chosen, xla_chosen;
+} hbmi_fit_cand;
+
+typedef struct hbmi_fit_model {
+    const hbm_plan *p;
+    const hbm_hlo_module *m;
+    uint32_t n;          /* entry steps */
+    int64_t *live;       /* per time: device bytes live, parameters and constants aside */
+    int64_t *live_xla;   /* the same without the outputs (XLA's tracker) */
+    int64_t max_live;
+    uint64_t fixed;      /* peak - temp: arguments + outputs - aliased + constants */
+    uint64_t args, outputs_all;
+    uint32_t n_cand, cap_cand;
+    hbmi_fit_cand *cand;
+} hbmi_fit_model;
+
+/* Device rates for the cost of a change (fit_model.c's table, sources in docs/fit.md). */
+typedef struct hbmi_fit_rates {
+    const char *name;
+    double flops;     /* FLOP/s */
+    double hbm_bw;    /* device memory bytes/s */
+    double host_bw;   /* host link bytes/s, each way */
+} hbmi_fit_rates;
+const hbmi_fit_rates *hbmi_fit_rates_for(const char *device, hbm_backend b);
+
+hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int remat, int offload,
+                                hbmi_fit_model *out);
+void hbmi_fit_model_free(hbmi_fit_model *mo);
+
+/* XLA's HloRematerialization on the model: marks cand[].xla_chosen; limit in bytes as XLA's
+ * tracker counts (arguments + temps); fills msg with XLA's warning when it cannot reach it. */
+void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap);
+
+/* hbm's search: choose candidates (cand[].chosen) so that live - savings <= target at every
+ * step at least cost; returns 1 if a set reaches it, 0 if the best found does not (then the
+ * set is the greedy deepest cut); *proven when the search finished within the time. */
+int hbmi_fit_search(hbmi_fit_model *mo, int64_t target, double timeout_s, int *proven);
+
+/* XLA's HumanReadableNumBytes: "1.50GiB" */
+void hbmi_fit_xla_bytes(int64_t b, char *buf, size_t cap);
+
+#endif

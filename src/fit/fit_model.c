@@ -1,0 +1,412 @@
+/* fit_model.c - the liveness model fit optimizes over, and the candidate changes.
+ *
+ * The axis is the plan's flattened schedule (HloLiveRange's times: while bodies and called
+ * computations inlined where they run). live[t] is the bytes of device buffers (temps, outputs) live at
+ * time t, each buffer over the union of its values' live ranges, as the plan assigned them.
+ * Outputs count from their definition on; parameters and constants are outside the model.
+ * A candidate is one value and one idle span of it: the time between its definition (or one
+ * use) and its next use. Recomputing it (a clone before the next use) frees its bytes over the
+ * span and keeps its operands live until the clone runs; moving it to the host frees them for
+ * the price of two transfers. The search (fit.c) and XLA's algorithm (fit_xla.c) choose among
+ * the same candidates; the module written with the choice is planned again to verify it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/fit_internal.h"
+
+/* Peak FP32 FLOP/s, device memory bandwidth and host link bandwidth per direction, from the
+ * vendors' datasheets (docs/fit.md names them). */
+static const hbmi_fit_rates rates[] = {
+    {"A100", 19.5e12, 2.039e12, 32e9},  /* A100 80GB SXM: HBM2e 2039 GB/s, PCIe Gen4 64 GB/s both ways */
+    {"H100", 67e12, 3.35e12, 64e9},     /* H100 SXM: HBM3 3.35 TB/s, PCIe Gen5 128 GB/s both ways */
+    {"H200", 67e12, 4.8e12, 64e9},      /* H200 SXM: HBM3e 4.8 TB/s, PCIe Gen5 128 GB/s */
+    {"V100", 15.7e12, 900e9, 16e9},     /* V100 SXM2: HBM2 900 GB/s, PCIe Gen3 32 GB/s */
+    {"B200", 80e12, 8e12, 64e9},        /* B200: HBM3e 8 TB/s, PCIe Gen5 (PCIe Gen6 host: not assumed) */
+    {"L4", 30.3e12, 300e9, 32e9},       /* L4: GDDR6 300 GB/s, PCIe Gen4 x16 */
+    {"A10", 31.2e12, 600e9, 32e9},      /* A10: GDDR6 600 GB/s, PCIe Gen4 */
+    {"T4", 8.1e12, 320e9, 16e9},        /* T4: GDDR6 320 GB/s, PCIe Gen3 */
+    {"RTX-4090", 82.6e12, 1008e9, 32e9}, /* RTX 4090: GDDR6X 1008 GB/s, PCIe Gen4 */
+    {"MI300X", 163.4e12, 5.3e12, 64e9}, /* MI300X: HBM3 5.3 TB/s, PCIe Gen5 */
+    {"TPU-v4", 275e12, 1.2e12, 32e9},   /* TPU v4: bf16 275 TFLOPS, HBM 1200 GB/s; host: PCIe Gen4 assumed */
+    {"TPU-v5e", 197e12, 819e9, 32e9},   /* TPU v5e: bf16 197 TFLOPS, HBM 819 GB/s; host: PCIe Gen4 assumed */
+    {"TPU-v5p", 459e12, 2.765e12, 32e9}, /* TPU v5p: bf16 459 TFLOPS, HBM 2765 GB/s; host: assumed */
+};
+
+const hbmi_fit_rates *hbmi_fit_rates_for(const char *device, hbm_backend b) {
+    if (device) {
+        const hbm_device_model *dm = hbm_device_model_find(device);
+        const char *nm = dm ? dm->name : device;
+        for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+            if (!strncmp(nm, rates[i].name, strlen(rates[i].name))) return &rates[i];
+    }
+    /* no device: the A100 (the GPU the shared dumps came from), TPU v5e for TPU modules */
+    return b == HBM_BACKEND_TPU ? &rates[11] : &rates[0];
+}
+
+/* --- FLOPs from shapes ---------------------------------------------------------------------------- */
+/* The integers of attribute key={a,b,...} in instruction in's text; count, or -1 if absent. */
+static int attr_ints(const hbm_hlo_module *m, const hbmi_instr *in, const char *key, int64_t *out, int max) {
+    const char *s = m->text + in->off, *end = m->text + m->len;
+    const char *e = s;
+    while (e < end && *e != '\n') e++;
+    size_t kl = strlen(key);
+    for (const char *q = s; q + kl < e; q++) {
+        if (memcmp(q, key, kl) || (q > s && q[-1] != ' ' && q[-1] != ',')) continue;
+        q += kl;
+        if (*q == '{') q++;
+        int n = 0;
+        while (q < e && *q != '}' && *q != ',' && *q != ' ' && n < max) {
+            char *nx;
+            long long v = strtoll(q, &nx, 10);
+            if (nx == q) break;
+            out[n++] = v;
+            q = nx;
+            if (*q == ',' && q + 1 < e && q[1] >= '0' && q[1] <= '9') q++;
+            else break;
+        }
+        return n;
+    }
+    return -1;
+}
+
+static uint64_t elems(const hbmi_shape *s) {
+    if (!s || s->prim == HBMI_PRIM_TUPLE) {
+        uint64_t t = 0;
+        for (uint32_t i = 0; s && i < s->n; i++) t += elems(&s->elems[i]);
+        return t;
+    }
+    return hbmi_shape_elements(s);
+}
+
+static int is_opc(const hbmi_instr *in, const char *w) {
+    size_t n = strlen(w);
+    return in->opcode.n == n && !memcmp(in->opcode.p, w, n);
+}
+
+static uint64_t flops_of(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in, int depth);
+
+static uint64_t comp_flops(const hbm_hlo_module *m, uint32_t ci, int depth) {
+    const hbmi_comp *c = &m->comps[ci];
+    uint64_t t = 0;
+    for (uint32_t i = 0; i < c->n; i++) t += flops_of(m, c, &c->ins[i], depth + 1);
+    return t;
+}
+
+/* FLOPs of one instruction: dot 2*out*K, convolution 2*out*(kernel/out features), fft
+ * 5 N log2 n, reduce the input's elements, elementwise the output's; fusions the sum of their
+ * instructions; data movement none. */
+static uint64_t flops_of(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in, int depth) {
+    if (depth > 8) return 0;
+    uint64_t out = elems(in->shape);
+    if (in->op == HOP_FUSION) {
+        uint64_t t = 0;
+        for (uint32_t k = 0; k < in->n_called; k++) t += comp_flops(m, in->called[k], depth);
+        return t;
+    }
+    if (in->op == HOP_ELEMENTWISE) return out;
+    if (is_opc(in, "dot")) {
+        int64_t cd[8];
+        int n = attr_ints(m, in, "lhs_contracting_dims=", cd, 8);
+        uint64_t k = 1;
+        const hbmi_shape *l = in->n_ops ? c->ins[in->ops[0]].shape : NULL;
+        for (int i = 0; l && i < n; i++)
+            if (cd[i] >= 0 && (uint32_t)cd[i] < l->n) k *= (uint64_t)l->dims[cd[i]];
+        return 2 * out * k;
+    }
+    if (is_opc(in, "convolution") && in->n_ops >= 2) {
+        const hbmi_shape *kern = c->ins[in->ops[1]].shape;
+        uint64_t ke = elems(kern), of = 1;
+        /* dim_labels=b01f_01io->b01f: 'o' in the kernel part is its output feature dimension */
+        const char *s = m->text + in->off, *e = s;
+        while (*e && *e != '\n') e++;
+        const char *dl = NULL;
+        for (const char *q = s; q + 11 < e && !dl; q++)
+            if (!memcmp(q, "dim_labels=", 11)) dl = q + 11;
+        if (dl) {
+            const char *u = dl;
+            while (u < e && *u != '_') u++;
+            for (uint32_t d = 0; u + 1 + d < e && u[1 + d] != '-' && d < kern->n; d++)
+                if (u[1 + d] == 'o') of = (uint64_t)kern->dims[d];
+        }
+        return 2 * out * (of ? ke / of : ke);
+    }
+    if (is_opc(in, "fft")) {
+        int64_t fl[4];
+        int n = attr_ints(m, in, "fft_length=", fl, 4);
+        double len = 1;
+        for (int i = 0; i < n; i++) len *= (double)fl[i];
+        return len > 1 ? (uint64_t)(5.0 * (double)out * log2(len)) : out;
+    }
+    if (is_opc(in, "reduce") || is_opc(in, "reduce-window")) {
+        uint64_t t = 0;
+        for (uint32_t k = 0; k < in->n_ops / 2 + (in->n_ops == 1); k++) t += elems(c->ins[in->ops[k]].shape);
+        return t;
+    }
+    return 0;
+}
+
+/* --- what XLA may recompute (HloRematerialization's IsRematerializable) -------------------------- */
+static const char *const side_effects[] = {
+    "rng", "rng-bit-generator", "rng-get-and-update-state", "infeed", "outfeed", "send", "send-done", "recv",
+    "recv-done", "after-all", "all-reduce", "all-gather", "all-to-all", "reduce-scatter", "collective-permute",
+    "collective-broadcast", "ragged-all-to-all", "custom-call", NULL};
+
+static int side_effecting(const hbmi_instr *in) {
+    for (const char *const *w = side_effects; *w; w++)
+        if (is_opc(in, *w)) return 1;
+    return 0;
+}
+
+/* layout text of in's shape: after ']' up to the opcode */
+static hbmi_str layout_of(const hbm_hlo_module *m, const hbmi_instr *in) {
+    const char *s = m->text + in->off, *e = in->opcode.p;
+    hbmi_str r = {e, 0};
+    for (const char *q = s; q < e; q++)
+        if (*q == ']') r.p = q + 1;
+    r.n = (uint32_t)(e - r.p);
+    return r;
+}
+
+int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in);
+int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in) {
+    switch (in->op) {
+    case HOP_PARAMETER: case HOP_CONSTANT: case HOP_CALL: case HOP_CONDITIONAL: case HOP_WHILE:
+    case HOP_CUSTOM_CALL: case HOP_TUPLE: case HOP_GTE: case HOP_BITCAST: case HOP_ASYNC_START:
+    case HOP_ASYNC_UPDATE: case HOP_ASYNC_DONE: case HOP_COPY_START: case HOP_COPY_DONE: case HOP_LEGACY_START:
+    case HOP_ALL_REDUCE_START: case HOP_ALL_REDUCE_DONE: case HOP_SEND: case HOP_RECV: case HOP_SEND_DONE:
+    case HOP_RECV_DONE: case HOP_DOMAIN: case HOP_OPT_BARRIER: case HOP_ADD_DEPENDENCY:
+        return 0;
+    default:
+        break;
+    }
+    if (side_effecting(in)) return 0;
+    if (in->op == HOP_COPY && in->n_ops == 1) { /* copies copy-insertion added: same layout */
+        hbmi_str a = layout_of(m, in), b = layout_of(m, &c->ins[in->ops[0]]);
+        if (a.n == b.n && !memcmp(a.p, b.p, a.n)) return 0;
+    }
+    if (in->op == HOP_FUSION) /* a fusion has the side effects of what it fuses */
+        for (uint32_t k = 0; k < in->n_called; k++) {
+            const hbmi_comp *fc = &m->comps[in->called[k]];
+            for (uint32_t i = 0; i < fc->n; i++)
+                if (side_effecting(&fc->ins[i]) || fc->ins[i].op == HOP_CUSTOM_CALL) return 0;
+        }
+    return 1;
+}
+
+/* --- the model ------------------------------------------------------------------------------------- */
+/* a device buffer that is neither a parameter, a constant nor thread-local (temp, or placed
+ * in an output allocation); with movable, also not an output itself (not live out) */
+static int device_value(const hbm_plan *p, uint32_t v, int movable) {
+    uint32_t a = p->value_alloc[v];
+    if (a == UINT32_MAX) return 0;
+    const hbmi_alloc *al = &p->allocs[a];
+    if (al->color == HBMI_HOST_SPACE || al->param_no >= 0 || al->constant || al->thread_local) return 0;
+    const hbmi_value *val = &p->df->values[v];
+    if (val->entry_param || val->constant) return 0;
+    return !movable || !p->df->buffers[val->buffer].live_out;
+}
+#define temp_device(p, v) device_value(p, v, 1)
+
+/* the value instruction gid defines at its top level, or UINT32_MAX */
+static uint32_t value_of(const hbmi_df *df, uint32_t gid) {
+    const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+    for (uint32_t k = 0; k < vs->n; k++) {
+        uint32_t v = hbmi_vset_at(vs, k);
+        if (df->values[v].gid == gid && df->values[v].node == 0) return v;
+    }
+    return UINT32_MAX;
+}
+
+static hbm_status add_cand(hbmi_fit_model *mo, const hbmi_fit_cand *c) {
+    if (mo->n_cand == mo->cap_cand) {
+        size_t cap = mo->cap_cand;
+        if (hbmi_grow((void **)&mo->cand, &cap, (size_t)mo->n_cand + 1, sizeof *mo->cand))
+            return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        mo->cap_cand = (uint32_t)cap;
+    }
+    mo->cand[mo->n_cand++] = *c;
+    return HBM_OK;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The candidates of instruction i of computation ci. */
+static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i, int remat,
+                              int offload, uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbm_hlo_module *m = p->m;
+    const hbmi_comp *c = &m->comps[ci];
+    const hbmi_instr *in = &c->ins[i];
+    if (in->is_root || in->time < 0 || !in->n_users || in->shape->prim == HBMI_PRIM_TUPLE || in->shape->memory_space)
+        return HBM_OK;
+    uint32_t gid = df->comp_base[ci] + i;
+    uint32_t v = value_of(df, gid);
+    if (v == UINT32_MAX || !temp_device(p, v) || !df->values[v].has_range) return HBM_OK;
+    uint64_t size = df->values[v].size;
+    if (size < min_bytes || size == 0) return HBM_OK;
+    int64_t ut[64];
+    uint32_t nu = 0;
+    for (uint32_t u = 0; u < in->n_users; u++) {
+        const hbmi_instr *ui = &c->ins[in->users[u]];
+        /* indirect users (a bitcast, a tuple) keep the buffer alive under another name */
+        if (ui->op == HOP_BITCAST || ui->op == HOP_TUPLE || ui->op == HOP_GTE || ui->is_root || ui->time < 0 ||
+            nu == 64)
+            return HBM_OK;
+        ut[nu++] = ui->time;
+    }
+    hbmi_qsort(ut, nu, sizeof *ut, cmp_i64);
+    if (df->values[v].end > ut[nu - 1] + 0 && df->values[v].end != ut[nu - 1]) {
+        /* used past its last direct user (through a call's parameter, a while's body): keep it */
+        const hbmi_instr *last = NULL;
+        for (uint32_t u = 0; u < in->n_users; u++)
+            if (c->ins[in->users[u]].time == ut[nu - 1]) last = &c->ins[in->users[u]];
+        if (!last || (last->op != HOP_WHILE && last->op != HOP_CALL && last->op != HOP_CONDITIONAL)) return HBM_OK;
+    }
+    int clone = remat && hbmi_fit_can_clone(m, c, in) && in->n_ops <= 4;
+    uint64_t fl = clone ? flops_of(m, c, in, 0) : 0, rd = 0;
+    for (uint32_t k = 0; k < in->n_ops; k++) rd += hbmi_shape_bytes(c->ins[in->ops[k]].shape, 8);
+    int64_t prev = in->time;
+    for (uint32_t u = 0; u < nu; u++) {
+        int64_t t = ut[u];
+        if (t - prev >= 2) {
+            /* the first user after the span (the instruction at time t) */
+            uint32_t at = UINT32_MAX;
+            for (uint32_t k = 0; k < in->n_users && at == UINT32_MAX; k++)
+                if (c->ins[in->users[k]].time == t) at = in->users[k];
+            uint32_t from = i;
+            for (uint32_t k = 0; k < in->n_users; k++)
+                if (c->ins[in->users[k]].time == prev) from = in->users[k];
+            hbmi_fit_cand cd;
+            memset(&cd, 0, sizeof cd);
+            cd.lo = (uint32_t)(prev + 1);
+            cd.hi = (uint32_t)(t - 1);
+            cd.bytes = size;
+            cd.group = gid;
+            cd.verified_peak = -1;
+            cd.edit.comp = ci;
+            cd.edit.ins = i;
+            cd.edit.at = at;
+            cd.edit.from = from;
+            cd.edit.param = -1;
+            if (clone) {
+                hbmi_fit_cand rc = cd;
+                int ok = 1;
+                rc.edit.kind = HBM_FIT_REMATERIALIZE;
+                rc.edit.drop = prev == in->time; /* nothing uses the original: a move */
+                for (uint32_t k = 0; k < in->n_ops && ok; k++) {
+                    uint32_t og = df->comp_base[ci] + in->ops[k];
+                    const hbmi_vset *vs = hbmi_df_set(df, og, 0);
+                    int dup = 0;
+                    for (uint32_t j = 0; j < k; j++) dup |= in->ops[j] == in->ops[k];
+                    if (dup) continue;
+                    int64_t end = -1;
+                    uint64_t bytes = 0;
+                    for (uint32_t j = 0; j < vs->n; j++) {
+                        uint32_t ov = hbmi_vset_at(vs, j);
+                        if (!temp_device(p, ov) || !df->values[ov].has_range) continue;
+                        if (df->values[ov].end > end) end = df->values[ov].end;
+                        bytes += df->values[ov].size;
+                    }
+                    if (end >= 0 && end < t - 1 && bytes) {
+                        hbmi_fit_pen *pe = &rc.pen[rc.n_pen++];
+                        pe->lo = (uint32_t)(end + 1);
+                        pe->hi = (uint32_t)(t - 1);
+                        pe->bytes = bytes;
+                    }
+                }
+                if (ok) {
+                    rc.flops = rc.edit.drop ? 0 : fl;
+                    rc.bytes_read = rc.edit.drop ? 0 : rd;
+                    rc.cost_s = (double)rc.flops / r->flops + (double)(rc.bytes_read + size) / r->hbm_bw;
+                    if (rc.edit.drop) rc.cost_s = 0;
+                    hbm_status s = add_cand(mo, &rc);
+                    if (s) return s;
+                }
+            }
+            if (offload && t - prev >= 3 && in->shape->n >= 1) {
+                hbmi_fit_cand oc = cd;
+                oc.edit.kind = HBM_FIT_OFFLOAD;
+                oc.bytes_read = size;
+                oc.cost_s = 2.0 * (double)size / r->host_bw;
+                hbm_status s = add_cand(mo, &oc);
+                if (s) return s;
+            }
+        }
+        prev = t;
+    }
+    return HBM_OK;
+}
+
+hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int remat, int offload,
+                                hbmi_fit_model *mo) {
+    memset(mo, 0, sizeof *mo);
+    mo->p = p;
+    mo->m = p->m;
+    const hbmi_df *df = p->df;
+    const hbm_hlo_module *m = p->m;
+    uint32_t n = df->n_flat;
+    mo->n = n;
+    mo->live = hbmi_calloc((size_t)n + 2, sizeof *mo->live);
+    if (!mo->live) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    /* live bytes per time: each device buffer but parameters and constants, over its values'
+     * union (live_xla: without the outputs, as XLA's tracker counts) */
+    mo->live_xla = hbmi_calloc((size_t)n + 2, sizeof *mo->live_xla);
+    if (!mo->live_xla) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    for (uint32_t b = 0; b < df->n_buffers; b++) {
+        const hbmi_buffer *bu = &df->buffers[b];
+        int64_t lo = INT64_MAX, hi = -1;
+        int dev = 0;
+        for (uint32_t k = 0; k < bu->n_values; k++) {
+            uint32_t v = bu->values[k];
+            if (!df->values[v].has_range) continue;
+            dev |= device_value(p, v, 0);
+            if (df->values[v].start < lo) lo = df->values[v].start;
+            if (df->values[v].end > hi) hi = df->values[v].end;
+        }
+        if (!dev || hi < 0 || lo < 0) continue;
+        if (hi >= (int64_t)n) hi = n - 1;
+        mo->live[lo] += (int64_t)bu->size;
+        mo->live[hi + 1] -= (int64_t)bu->size;
+        if (!bu->live_out) {
+            mo->live_xla[lo] += (int64_t)bu->size;
+            mo->live_xla[hi + 1] -= (int64_t)bu->size;
+        }
+    }
+    for (uint32_t t = 1; t < n; t++) {
+        mo->live[t] += mo->live[t - 1];
+        mo->live_xla[t] += mo->live_xla[t - 1];
+    }
+    mo->max_live = 0;
+    for (uint32_t t = 0; t < n; t++)
+        if (mo->live[t] > mo->max_live) mo->max_live = mo->live[t];
+    hbm_plan_stats st = p->stats;
+    mo->fixed = st.peak_bytes - st.temp_size_in_bytes;
+    mo->args = st.argument_size_in_bytes;
+    const hbmi_shape *rs = m->comps[m->entry].ins[m->comps[m->entry].root].shape;
+    for (uint32_t k = 0; k < rs->nodes; k++) mo->outputs_all += hbmi_shape_bytes(hbmi_shape_node(rs, k), 8);
+    /* values below 1/4096 of the temp peak cannot matter much; they only slow the search */
+    uint64_t min_bytes = st.temp_size_in_bytes / 4096;
+    for (uint32_t ci = 0; ci < m->n_comps; ci++) {
+        if (m->comps[ci].kind != 'S') continue;
+        for (uint32_t i = 0; i < m->comps[ci].n; i++) {
+            hbm_status s = value_cands(mo, r, ci, i, remat, offload, min_bytes);
+            if (s) {
+                hbmi_fit_model_free(mo);
+                return s;
+            }
+        }
+    }
+    return HBM_OK;
+}
+
+void hbmi_fit_model_free(hbmi_fit_model *mo) {
+    hbmi_free(mo->live);
+    hbmi_free(mo->live_xla);
+    hbmi_free(mo->cand);
+    memset(mo, 0, sizeof *mo);
+}

@@ -1,0 +1,103 @@
+/* fit_xla.c - the baseline: XLA's HloRematerialization with its default algorithm, "always
+ * remat" (xla/hlo/transforms/simplifiers/hlo_rematerialization.cc), on fit's model.
+ *
+ * XLA walks the schedule; wherever the memory its tracker counts (every buffer of the
+ * computation that is not an output: parameters and temps) is over the limit, it takes the
+ * cheapest candidate among the values already defined that still have uses ahead and may be
+ * cloned, and recomputes it before its next use; the cost is limit / bytes freed (a candidate
+ * none of whose users has run yet moves for free), the bytes freed are its size less the
+ * operands the clone brings back to life. It repeats until the point is under the limit or no
+ * candidate is left, then goes on. Its limit is GetSchedulerMemoryLimit's (device memory less
+ * parameters and outputs plus aliased, times xla_gpu_memory_limit_slop_factor 95 %) less the
+ * module's output size, as HloRematerialization::Run subtracts it. When the walk ends above
+ * the limit XLA warns "Can't reduce memory use below ...", written here the same way. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fit/fit_internal.h"
+
+void hbmi_fit_xla_bytes(int64_t b, char *buf, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (b < 0) {
+        snprintf(buf, cap, "-%lldB", (long long)-b); /* XLA prints negatives as raw bytes */
+        return;
+    }
+    if (b < 1024) {
+        snprintf(buf, cap, "%lldB", (long long)b);
+        return;
+    }
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, cap, "%.2f%s", v, units[u]);
+}
+
+static void add(int64_t *live, uint32_t n, uint32_t lo, uint32_t hi, int64_t d) {
+    for (uint32_t t = lo; t <= hi && t < n; t++) live[t] += d;
+}
+
+void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap) {
+    uint32_t n = mo->n;
+    if (msg && cap) msg[0] = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++) mo->cand[k].xla_chosen = 0;
+    int64_t *live = hbmi_malloc(sizeof *live * (n + 1));
+    uint8_t *gused = NULL;
+    uint32_t *groups = hbmi_malloc(sizeof *groups * (mo->n_cand + 1));
+    if (!live || !groups) goto out;
+    int64_t before = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        live[t] = (int64_t)mo->args + mo->live_xla[t];
+        if (live[t] > before) before = live[t];
+    }
+    /* one clone per value; a value's candidates are adjacent (fit_model.c makes them so) */
+    uint32_t ng = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++)
+        groups[k] = k && mo->cand[k].group == mo->cand[k - 1].group ? groups[k - 1] : ng++;
+    gused = hbmi_calloc(ng + 1, 1);
+    if (!gused) goto out;
+    for (uint32_t t = 0; t < n; t++) {
+        while (live[t] > limit) {
+            double best = 0;
+            uint32_t pick = UINT32_MAX;
+            for (uint32_t k = 0; k < mo->n_cand; k++) {
+                const hbmi_fit_cand *c = &mo->cand[k];
+                if (c->edit.kind != HBM_FIT_REMATERIALIZE || c->lo > t || c->hi < t || gused[groups[k]]) continue;
+                int64_t freed = (int64_t)c->bytes;
+                for (uint32_t j = 0; j < c->n_pen; j++)
+                    if (c->pen[j].lo <= t && t <= c->pen[j].hi) freed -= (int64_t)c->pen[j].bytes;
+                if (freed <= 0) continue;
+                double cost = c->edit.drop ? 0 : (double)limit / (double)freed;
+                if (pick == UINT32_MAX || cost < best) {
+                    best = cost;
+                    pick = k;
+                }
+            }
+            if (pick == UINT32_MAX) break;
+            hbmi_fit_cand *c = &mo->cand[pick];
+            c->xla_chosen = 1;
+            gused[groups[pick]] = 1;
+            add(live, n, c->lo, c->hi, -(int64_t)c->bytes);
+            for (uint32_t j = 0; j < c->n_pen; j++) add(live, n, c->pen[j].lo, c->pen[j].hi, (int64_t)c->pen[j].bytes);
+        }
+    }
+    int64_t after = 0;
+    for (uint32_t t = 0; t < n; t++)
+        if (live[t] > after) after = live[t];
+    if (after > limit && msg && cap) {
+        char a[32], b[32], c[32];
+        hbmi_fit_xla_bytes(limit, a, sizeof a);
+        hbmi_fit_xla_bytes(after, b, sizeof b);
+        hbmi_fit_xla_bytes(before, c, sizeof c);
+        snprintf(msg, cap,
+                 "Can't reduce memory use below %s (%lld bytes) by rematerialization; only reduced to %s "
+                 "(%lld bytes), down from %s (%lld bytes) originally",
+                 a, (long long)limit, b, (long long)after, c, (long long)before);
+    }
+out:
+    hbmi_free(live);
+    hbmi_free(gused);
+    hbmi_free(groups);
+}

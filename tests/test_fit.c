@@ -1,0 +1,342 @@
+/* test_fit.c - hbm fit on small hand-written modules, one rule each: a value recomputed
+ * (clone NAME.remat before its new user, verified by planning), a value that must not be
+ * cloned (a custom call: no recompute, only an offload pair to S(5)), a donation
+ * (input_output_alias), the baseline (XLA's algorithm and its warning), and the speed on a
+ * generated 2 MB module. Every emitted module is parsed and planned again here. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/internal.h"
+#include "test.h"
+
+#define MB4 "f32[1024,1024]{1,0}"
+
+/* a (exp of the parameter) is read at the start and at the end; in the middle, dots (whose
+ * outputs cannot share an operand's buffer) keep three more 4 MiB values live: recomputing a
+ * before its last use takes 4 MiB off the peak (20 MiB -> 16 MiB) */
+static const char remat_hlo[] =
+    "HloModule fit_remat, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %a = " MB4 " exponential(%p0), metadata={op_name=\"jit(f)/exp\" source_file=\"model.py\" source_line=12}\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g = " MB4 " add(%f, %a)\n"
+    "  ROOT %h = " MB4 " negate(%g)\n"
+    "}\n";
+
+static const char noclone_hlo[] =
+    "HloModule fit_noclone, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %a = " MB4 " custom-call(%p0), custom_call_target=\"my_kernel\"\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g = " MB4 " add(%f, %a)\n"
+    "  ROOT %h = " MB4 " negate(%g)\n"
+    "}\n";
+
+/* the parameter is read once, by the instruction that writes the output of its shape */
+static const char donate_hlo[] =
+    "HloModule fit_donate, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0), metadata={op_name=\"weights\"}\n"
+    "  ROOT %r = " MB4 " negate(%p0)\n"
+    "}\n";
+
+static uint64_t peak_of(const char *text, size_t len) {
+    hbm_hlo_module *m;
+    hbm_plan *p;
+    hbm_plan_stats st;
+    if (hbm_hlo_parse(text, len, "t", &m)) return 0;
+    if (hbm_plan_run(m, NULL, &p)) {
+        hbm_hlo_module_free(m);
+        return 0;
+    }
+    hbm_plan_get_stats(p, &st);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    return st.peak_bytes;
+}
+
+/* run fit on text to target; the emitted module in *out (malloc'ed) */
+static hbm_status fit(const char *text, uint64_t target, int no_offload, hbm_fit_remat who, hbm_fit_result **r,
+                      hbm_hlo_module **m, char **out, size_t *out_len) {
+    hbm_status s = hbm_hlo_parse(text, strlen(text), "t", m);
+    if (s) return s;
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = target;
+    o.no_offload = no_offload & 1;
+    o.no_donate = !(no_offload & 2); /* 2: donations allowed */
+    o.remat = who;
+    s = hbm_fit_run(*m, &o, r);
+    if (s) return s;
+    FILE *f = open_memstream(out, out_len);
+    s = hbm_fit_emit(*r, f);
+    fclose(f);
+    return s;
+}
+
+static void test_remat(void) {
+    uint64_t before = peak_of(remat_hlo, strlen(remat_hlo));
+    CHECK(before > 0);
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    uint64_t target = before - (4u << 20); /* one value less */
+    CHECK_OK(fit(remat_hlo, target, 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK_EQ_U64(s.peak_before, before);
+    CHECK(s.fits && s.hbm.fits);
+    CHECK(s.hbm.peak_bytes <= target);
+    CHECK(s.hbm.recompute_flops == 1024 * 1024); /* one exponential over 1M elements */
+    /* the emitted module: a clone named a.remat before g, g reads it, the parameter and the
+     * root unchanged, and it plans to the figure reported */
+    CHECK_CONTAINS(out, "%a.remat = " MB4 " exponential(%p0)");
+    CHECK_CONTAINS(out, "%g = " MB4 " add(%f, %a.remat)");
+    CHECK_CONTAINS(out, "%p0 = " MB4 " parameter(0)");
+    CHECK(strstr(out, "%a.remat =") < strstr(out, "%g = "));
+    CHECK(strstr(out, "%f = ") < strstr(out, "%a.remat ="));
+    CHECK_EQ_U64(before, 20u << 20);
+    CHECK_EQ_U64(peak_of(out, len), s.hbm.peak_bytes);
+    /* the change named: source line and the JAX side */
+    int seen = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (c->kind != HBM_FIT_REMATERIALIZE || !c->chosen) continue;
+        seen++;
+        CHECK_STR(c->instruction, "a");
+        CHECK_STR(c->source_file, "model.py");
+        CHECK(c->source_line == 12);
+        CHECK_CONTAINS(c->jax, "dots_saveable");
+        CHECK(c->verified_peak >= 0 && (uint64_t)c->verified_peak <= target);
+    }
+    CHECK(seen == 1);
+    /* text (lines of at most 100 columns) and JSON */
+    char *txt = NULL, *js = NULL;
+    size_t tl = 0, jl = 0;
+    FILE *f = open_memstream(&txt, &tl);
+    CHECK_OK(hbm_fit_text(r, f, 10));
+    fclose(f);
+    f = open_memstream(&js, &jl);
+    CHECK_OK(hbm_fit_json(r, f));
+    fclose(f);
+    CHECK_CONTAINS(txt, "hbm  FITS");
+    CHECK_CONTAINS(js, "\"recompute_flops\": 1048576");
+    CHECK_CONTAINS(js, "\"chosen\": true");
+    for (char *line = txt; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        if (n > 100) fprintf(stderr, "long line: %.*s\n", (int)n, line);
+        CHECK(n <= 100);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(js);
+    free(txt);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_noclone_offload(void) {
+    uint64_t before = peak_of(noclone_hlo, strlen(noclone_hlo));
+    uint64_t target = before - (4u << 20) + 1024; /* the copies' two u32[] contexts: 256 B */
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    /* without offload: a custom call is never cloned */
+    CHECK_OK(fit(noclone_hlo, target, 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        CHECK(!(c->kind == HBM_FIT_REMATERIALIZE && !strcmp(c->instruction, "a")));
+    }
+    CHECK(strstr(out, "a.remat") == NULL);
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(!s.hbm.fits);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* with offload: a to the host after b reads it, back before g */
+    CHECK_OK(fit(noclone_hlo, target, 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(s.fits && s.hbm.fits);
+    CHECK(s.hbm.offload_bytes == 4u << 20);
+    CHECK_CONTAINS(out, "%a.offload-start = (f32[1024,1024]{1,0:S(5)}, " MB4 ", u32[]) copy-start(%a)");
+    CHECK_CONTAINS(out, "%a.offload = f32[1024,1024]{1,0:S(5)} copy-done(%a.offload-start)");
+    CHECK_CONTAINS(out, "%a.reload-start = (" MB4 ", f32[1024,1024]{1,0:S(5)}, u32[]) copy-start(%a.offload)");
+    CHECK_CONTAINS(out, "%g = " MB4 " add(%f, %a.reload)");
+    CHECK(strstr(out, "%b = ") < strstr(out, "%a.offload-start"));
+    CHECK(strstr(out, "%a.reload =") < strstr(out, "%g = "));
+    uint64_t replanned = peak_of(out, len);
+    CHECK_EQ_U64(replanned, s.hbm.peak_bytes);
+    CHECK(replanned <= target);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_donate(void) {
+    uint64_t before = peak_of(donate_hlo, strlen(donate_hlo));
+    CHECK_EQ_U64(before, 8u << 20);
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(donate_hlo, 6u << 20, 2, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(s.fits);
+    CHECK_CONTAINS(out, "input_output_alias={ {}: (0, {}, may-alias) }");
+    CHECK_EQ_U64(peak_of(out, len), 4u << 20);
+    const hbm_fit_change *c = hbm_fit_change_at(r, 0);
+    CHECK(c && c->kind == HBM_FIT_DONATE && c->param_number == 0 && c->chosen);
+    CHECK_CONTAINS(c->jax, "donate_argnums");
+    CHECK_CONTAINS(c->jax, "weights");
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* --no-donate: nothing else can help, exit 1's verdict */
+    CHECK_OK(hbm_hlo_parse(donate_hlo, strlen(donate_hlo), "t", &m));
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = 6u << 20;
+    o.no_donate = 1;
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(!s.fits);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_baseline(void) {
+    uint64_t before = peak_of(remat_hlo, strlen(remat_hlo));
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    /* an impossible target: XLA's algorithm gives up with its sentence */
+    CHECK_OK(fit(remat_hlo, before / 4, 1, HBM_FIT_REMAT_XLA, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(!s.fits && !s.xla.fits);
+    CHECK_CONTAINS(s.xla.xla_message, "Can't reduce memory use below ");
+    CHECK_CONTAINS(s.xla.xla_message, "by rematerialization; only reduced to ");
+    CHECK_EQ_U64(peak_of(out, len), s.xla.peak_bytes); /* --remat xla emits XLA's set */
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* a target XLA's limit reaches: both fit, hbm at no more recompute */
+    CHECK_OK(fit(remat_hlo, before - (4u << 20), 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    if (s.xla.fits) CHECK(s.hbm.fits && s.hbm.recompute_flops <= s.xla.recompute_flops);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+/* nothing to do: a target above the peak */
+static void test_fits_already(void) {
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(remat_hlo, 1u << 30, 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(s.fits && s.n_changes == 0);
+    CHECK_STR(out, remat_hlo); /* the module unchanged */
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+/* a generated module of about 2 MB: one advice within 5 s */
+static void test_speed_2mb(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    fprintf(f, "HloModule big, is_scheduled=true\n\nENTRY %%main (p0: f32[256,1024]) -> f32[256,1024] {\n");
+    fprintf(f, "  %%p0 = f32[256,1024]{1,0} parameter(0)\n");
+    int n = 0;
+    for (int i = 0; len < (2u << 20) - 4096; i++, n++) {
+        /* a chain where every 50th value is read again 400 instructions later */
+        if (i == 0) fprintf(f, "  %%v0 = f32[256,1024]{1,0} exponential(%%p0)");
+        else if (i >= 400 && i % 50 == 0)
+            fprintf(f, "  %%v%d = f32[256,1024]{1,0} add(%%v%d, %%v%d)", i, i - 1, i - 400);
+        else fprintf(f, "  %%v%d = f32[256,1024]{1,0} %s(%%v%d)", i, i % 2 ? "negate" : "sine", i - 1);
+        fprintf(f, ", metadata={op_name=\"jit(step)/layer%d/op\" source_file=\"model.py\" source_line=%d}\n", i, i);
+        fflush(f);
+    }
+    fprintf(f, "  ROOT %%r = f32[256,1024]{1,0} negate(%%v%d)\n}\n", n - 1);
+    fclose(f);
+    CHECK(len >= (2u << 20) - 4096);
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_hlo_parse(text, len, "big", &m));
+    uint64_t before = peak_of(text, len);
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = before - before / 5;
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    uint64_t t0 = hbmi_now_ns();
+    hbm_fit_result *r;
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    double wall = (double)(hbmi_now_ns() - t0) / 1e9;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    /* the machine the tests run on may be shared: the CPU time is the advice's own */
+    double sec = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    printf("2 MB module (%zu bytes, %d instructions): %.2f s CPU, %.2f s wall, peak %" PRIu64 " -> %" PRIu64
+           " (target %" PRIu64 "), %s\n",
+           len, n, sec, wall, before, s.hbm.peak_bytes, o.target_bytes, s.fits ? "fits" : "does not fit");
+    CHECK(sec < 5.0);
+    CHECK(s.hbm.found && s.hbm.peak_bytes <= before); /* never worse than the module as given */
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    free(text);
+}
+
+static void test_bad_input(void) {
+    hbm_hlo_module *m;
+    static const char unscheduled[] = "HloModule u\n\nENTRY %main (p0: f32[4]) -> f32[4] {\n"
+                                      "  %p0 = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%p0)\n}\n";
+    CHECK_OK(hbm_hlo_parse(unscheduled, strlen(unscheduled), "u", &m));
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = 8;
+    hbm_fit_result *r = NULL;
+    CHECK_STATUS(hbm_fit_run(m, &o, &r), HBM_ERR_UNSUPPORTED);
+    CHECK(r == NULL);
+    hbm_hlo_module_free(m);
+    CHECK_STATUS(hbm_fit_run(NULL, &o, &r), HBM_ERR_INVALID);
+    hbm_fit_remat w;
+    CHECK_OK(hbm_fit_remat_parse("xla", &w));
+    CHECK(w == HBM_FIT_REMAT_XLA);
+    CHECK_STATUS(hbm_fit_remat_parse("greedy", &w), HBM_ERR_INVALID);
+}
+
+int main(void) {
+    RUN(test_remat);
+    RUN(test_noclone_offload);
+    RUN(test_donate);
+    RUN(test_baseline);
+    RUN(test_fits_already);
+    RUN(test_speed_2mb);
+    RUN(test_bad_input);
+    return test_done();
+}

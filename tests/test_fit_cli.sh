@@ -1,0 +1,52 @@
+#!/bin/bash
+# test_fit_cli.sh - the `hbm fit` command end to end: exit codes, --emit, --json, --remat xla.
+# usage: bash test_fit_cli.sh <path-to-hbm> <shared-data-dir>
+set -u
+. "$(dirname "$0")/lib.sh" "$@"
+fail=0
+check() { # name, condition command...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+tmp=$T
+EX="$SRC/examples/fit_remat.hlo"
+# 20 MiB today; 16 MiB by recomputing a (donation and offload left out)
+out=$("$HBM" fit "$EX" --capacity 16MiB --framework-limit 1 --no-donate --no-offload --emit "$tmp/out.hlo"); rc=$?
+check "fits: exit 0" test $rc -eq 0
+check "hbm's set fits" grep -q "hbm  FITS  peak 16.00MiB" <<<"$out"
+check "the change named" grep -q "^remat   both     4.00MiB   16.00MiB    1.0 MFLOP  a f32\[1024,1024\]" <<<"$out"
+check "its source line" grep -q "at model.py:12" <<<"$out"
+check "lines of 100 columns at most" test "$(awk 'length > 100' <<<"$out" | wc -l)" -eq 0
+check "emitted clone" grep -q "%a.remat = f32\[1024,1024\]{1,0} exponential(%p0)" "$tmp/out.hlo"
+check "emitted user" grep -q "%g = f32\[1024,1024\]{1,0} add(%f, %a.remat)" "$tmp/out.hlo"
+out=$("$HBM" plan "$tmp/out.hlo" --json)
+check "emitted module plans to the figure" grep -q '"peak_bytes": 16777216' <<<"$out"
+# nothing fits: exit 1, what is left
+out=$("$HBM" fit "$EX" --capacity 8MiB --framework-limit 1 --no-donate); rc=$?
+check "nothing fits: exit 1" test $rc -eq 1
+check "how far the best gets" grep -q "Nothing within the limits fits: the best set reaches" <<<"$out"
+check "XLA's sentence" grep -q "Can't reduce memory use below" <<<"$out"
+# --remat xla emits XLA's set; JSON with both sets and every candidate
+out=$("$HBM" fit "$EX" --capacity 16MiB --framework-limit 1 --no-donate --remat xla --json); rc=$?
+check "xla: exit 0" test $rc -eq 0
+check "json chosen xla" grep -q '"chosen": "xla"' <<<"$out"
+check "json recompute_flops" grep -q '"recompute_flops": 1048576' <<<"$out"
+if command -v python3 >/dev/null; then
+    check "json parses" python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["xla"]["fits"] and d["changes"]' <<<"$out"
+fi
+# donation: the parameter is read before the output is written
+out=$("$HBM" fit "$EX" --capacity 16MiB --framework-limit 1 --remat none --emit -); rc=$?
+check "donation only: exit 0" test $rc -eq 0
+check "donation emitted" grep -q "input_output_alias={ {}: (0, {}, may-alias) }" <<<"$out"
+# settings: it fits the device but not the framework's default share
+out=$("$HBM" fit "$EX" --capacity 24MiB); rc=$?
+check "setting named" grep -q "XLA_PYTHON_CLIENT_MEM_FRACTION=.84" <<<"$out"
+# bad input: exit 2
+"$HBM" fit "$EX" 2>/dev/null; rc=$?
+check "no target: exit 2" test $rc -eq 2
+"$HBM" fit "$tmp/missing.hlo" --capacity 1GiB 2>/dev/null; rc=$?
+check "missing file: exit 2" test $rc -eq 2
+out=$("$HBM" fit "$EX" --capacity 1GiB --remat greedy 2>&1); rc=$?
+check "bad --remat: exit 2" test $rc -eq 2
+check "bad --remat message" grep -q "hbm fit: --remat: remat 'greedy': expected hbm, xla or none" <<<"$out"
+exit $fail

@@ -1,0 +1,183 @@
+/* test_plan_model.c - one model of an XLA program: on every module of the shared corpus
+ * (HBM_SHARED_DATA/hlo/xladumps, jaxdecomp, tpu) the plan's timeline, the trace the other
+ * commands read (hbm view/replay/diff/export, hbm.load: hbm_trace_load), the explanation and
+ * the Memory Viewer agree with each other and with XLA's layout:
+ *  - the timeline is a valid placement (hbm_timeline_verify: no two buffers share bytes at
+ *    one step) whose peak is the plan's peak_live_bytes at peak_step, never above peak_bytes;
+ *  - the buffers live at the peak sum to the peak; the trace's peak is the same;
+ *  - the temp heap's live peak is at most its size (fragmentation >= 0);
+ *  - per memory space, the viewer's peak heap is at most its total allocation, and its
+ *    buffers at the peak (small ones grouped) sum to the peak heap.
+ * Plus a small module of our own where sharing matters (in-place updates, a donated
+ * parameter). Skips the corpus when the data is absent. */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "plan/memview.h"
+#include "test.h"
+
+static int n_modules, n_ok;
+
+static void check_plan(hbm_plan *p, const char *name) {
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    CHECK(tl);
+    hbm_status vs = hbm_timeline_verify(tl, 0);
+    if (vs) fprintf(stderr, "  %s: %s\n", name, hbm_last_error());
+    CHECK_OK(vs);
+    uint64_t peak;
+    int64_t at;
+    CHECK_OK(hbm_timeline_peak(tl, &peak, &at));
+    if (peak != st.peak_live_bytes || (peak && at != st.peak_step))
+        fprintf(stderr, "  %s: timeline peak %" PRIu64 " at %" PRId64 ", plan %" PRIu64 " at %" PRId64 "\n", name, peak,
+                at, st.peak_live_bytes, st.peak_step);
+    CHECK_EQ_U64(peak, st.peak_live_bytes);
+    CHECK(!peak || at == st.peak_step);
+    CHECK(st.peak_live_bytes <= st.peak_bytes);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < tl->count; i++)
+        if (tl->buffers[i].start <= st.peak_step && st.peak_step < tl->buffers[i].end) sum += tl->buffers[i].size;
+    CHECK_EQ_U64(sum, st.peak_live_bytes);
+    CHECK(p->temp_live_peak <= st.temp_size_in_bytes + st.host_temp_size_in_bytes);
+    /* the viewer */
+    hbmi_memview v;
+    CHECK_OK(hbmi_memview_build(p, 0, &v));
+    int ok = 1;
+    for (size_t i = 0; i < v.n_spaces && ok; i++) {
+        const hbmi_memview_space *sp = &v.spaces[i];
+        uint64_t objs = sp->small_bytes;
+        for (size_t k = 0; k < sp->n_objs; k++) objs += p->spans[sp->objs[k]].size;
+        if (sp->peak > sp->total || objs != sp->peak || sp->peak_unpadded > sp->peak) {
+            fprintf(stderr, "  %s S(%" PRId64 "): peak heap %" PRIu64 ", total %" PRIu64 ", buffers at peak %" PRIu64 "\n",
+                    name, sp->color, sp->peak, sp->total, objs);
+            ok = 0;
+        }
+        /* the device space alone: its peak is the plan's */
+        if (sp->color == 0 && v.n_spaces == 1) {
+            if (sp->peak != st.peak_live_bytes || sp->total != st.peak_bytes) ok = 0;
+        }
+    }
+    hbmi_memview_free(&v);
+    CHECK(ok);
+}
+
+static void check_file(const char *path) {
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_OK(hbmi_read_file(path, &text, &len));
+    hbm_hlo_module *m;
+    hbm_status s = hbm_hlo_parse(text, len, path, &m);
+    hbmi_free(text);
+    CHECK_OK(s);
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    n_modules++;
+    int before = test_failures_;
+    check_plan(p, path);
+    /* the trace that view, replay, diff, export and hbm.load read */
+    hbm_trace *t = NULL;
+    hbm_timeline *tt = NULL;
+    uint64_t tp = 0;
+    int64_t ta;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
+    if (hbm_trace_load(path, &t) == HBM_OK && hbm_trace_to_timeline(t, &tt) == HBM_OK) hbm_timeline_peak(tt, &tp, &ta);
+    if (tp != st.peak_live_bytes) {
+        fprintf(stderr, "  %s: trace peak %" PRIu64 ", plan %" PRIu64 "\n", path, tp, st.peak_live_bytes);
+        test_failures_++;
+    }
+    hbm_timeline_free(tt);
+    hbm_trace_free(t);
+    n_ok += test_failures_ == before;
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void check_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t k = strlen(e->d_name);
+        if (k < 5 || strcmp(e->d_name + k - 4, ".hlo")) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            names = realloc(names, cap * sizeof *names);
+        }
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        check_file(path);
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void test_corpus(void) {
+    DIR *d = opendir(HBM_SHARED_DATA "/hlo/xladumps");
+    if (!d) TEST_SKIP("%s not found (the shared data set is absent)", HBM_SHARED_DATA "/hlo/xladumps");
+    closedir(d);
+    check_dir(HBM_SHARED_DATA "/hlo/xladumps");
+    check_dir(HBM_SHARED_DATA "/hlo/jaxdecomp");
+    check_dir(HBM_SHARED_DATA "/hlo/tpu");
+    fprintf(stderr, "one model: %d of %d modules consistent\n", n_ok, n_modules);
+    CHECK(n_modules >= 1000);
+    CHECK(n_ok == n_modules);
+}
+
+/* A donated parameter updated in place twice, then returned: one buffer, not three. */
+static const char kInPlace[] =
+    "HloModule inplace, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024], p1: f32[16,1024], i: s32[]) -> f32[1024,1024] {\n"
+    "  %p0 = f32[1024,1024]{1,0} parameter(0)\n"
+    "  %p1 = f32[16,1024]{1,0} parameter(1)\n"
+    "  %i = s32[] parameter(2)\n"
+    "  %z = s32[] constant(0)\n"
+    "  %t = f32[1024,1024]{1,0} add(%p0, %p0)\n"
+    "  %u1 = f32[1024,1024]{1,0} dynamic-update-slice(%t, %p1, %i, %z)\n"
+    "  ROOT %u2 = f32[1024,1024]{1,0} dynamic-update-slice(%u1, %p1, %z, %z)\n"
+    "}\n";
+
+static void test_in_place(void) {
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_hlo_parse(kInPlace, sizeof kInPlace - 1, "inplace", &m));
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    check_plan(p, "inplace");
+    /* the view of the plan names the same peak as the plan */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(hbm_plan_view_json(p, NULL, f));
+    fclose(f);
+    char want[96];
+    snprintf(want, sizeof want, "\"total_allocation_bytes\": %" PRIu64, st.peak_bytes);
+    CHECK_CONTAINS(buf, want);
+    snprintf(want, sizeof want, "\"peak_heap_bytes\": %" PRIu64, st.peak_live_bytes);
+    CHECK_CONTAINS(buf, want);
+    free(buf);
+    /* the updates reuse their operand's bytes: the peak holds p0, p1, i and one 4 MiB buffer
+     * (t, u1, u2 in one place), not three */
+    CHECK(st.peak_live_bytes < 2 * 4194304 + 65536 + 4096);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
+int main(void) {
+    RUN(test_in_place);
+    RUN(test_corpus);
+    return test_done();
+}
