@@ -57,7 +57,7 @@ ln -s "$X" "$tmp/logdir/plugins/profile/2026_01_01_00_00_00/host.xplane.pb"
 out=$("$HBM" view "$tmp/logdir" --top 3); rc=$?
 check "view LOGDIR: exit 0" test $rc -eq 0
 check "view LOGDIR lists modules" grep -q "^9 modules in .*host.xplane.pb" <<<"$out"
-check "view LOGDIR shows the largest" grep -q "^jit_loss_fn: timeline trace" <<<"$out"
+check "view LOGDIR shows the largest" grep -q "^Memory Viewer: jit_loss_fn" <<<"$out"
 check "view LOGDIR XLA's figures" grep -q "^hbm's own plan: " <<<"$out"
 "$HBM" view "$tmp/logdir" --json >"$tmp/v.json" 2>/dev/null; rc=$?
 check "view --json: exit 0" test $rc -eq 0

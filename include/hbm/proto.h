@@ -42,16 +42,16 @@ typedef enum hbm_proto_kind {
     HBM_PROTO_PROFILE_DIR /* a directory holding a profile (LOGDIR, .../plugins/profile/RUN) */
 } hbm_proto_kind;
 
-const char *hbm_proto_kind_str(hbm_proto_kind k); /* "XProf profile (XSpace)", ... */
+HBM_API const char *hbm_proto_kind_str(hbm_proto_kind k); /* "XProf profile (XSpace)", ... */
 
 /* Which of these the bytes are, from their first fields (len may be a prefix of the file:
  * 512 bytes are enough). HBM_PROTO_NONE for text and anything else. */
-hbm_proto_kind hbm_proto_sniff(const void *data, size_t len);
+HBM_API hbm_proto_kind hbm_proto_sniff(const void *data, size_t len);
 /* The same for a path: a directory holding a profile, or a file by its first bytes.
  * HBM_PROTO_NONE when it is neither (or cannot be read: the caller's open says why). */
-hbm_proto_kind hbm_proto_path_kind(const char *path);
+HBM_API hbm_proto_kind hbm_proto_path_kind(const char *path);
 /* 1 when hbm was built with protobuf-c and can read these files. */
-int hbm_proto_available(void);
+HBM_API int hbm_proto_available(void);
 
 /* XLA's own figures, from the BufferAssignmentProto (device memory, color 0, only; the
  * names and sums of JAX's compiled.memory_analysis()). */
@@ -85,25 +85,25 @@ typedef struct hbm_xla_buffer {
 
 /* XLA's figures of a module read from a protobuf that carries its buffer assignment;
  * HBM_ERR_NOT_AVAILABLE (with a message saying so) when it does not. */
-hbm_status hbm_hlo_xla_stats(const hbm_hlo_module *m, hbm_xla_stats *out);
+HBM_API hbm_status hbm_hlo_xla_stats(const hbm_hlo_module *m, hbm_xla_stats *out);
 /* Up to max of the buffers at the peak of XLA's heap trace, largest first; the count. */
-size_t hbm_hlo_xla_peak_buffers(const hbm_hlo_module *m, hbm_xla_buffer *out, size_t max);
+HBM_API size_t hbm_hlo_xla_peak_buffers(const hbm_hlo_module *m, hbm_xla_buffer *out, size_t max);
 
 /* XLA's figures of p's module (read from a protobuf with a buffer assignment) labelled as
  * XLA's, its heap trace's peak and up to top (at most 3 in text) of the buffers there, then
  * one line: "hbm's own plan: the same figures and the same buffers", or what differs.
  * HBM_ERR_NOT_AVAILABLE when the module has no XLA assignment. */
-hbm_status hbm_plan_xla_text(const hbm_plan *p, FILE *f, size_t top);
+HBM_API hbm_status hbm_plan_xla_text(const hbm_plan *p, FILE *f, size_t top);
 /* The same as two JSON object members (no braces): "xla": {memory_analysis() keys,
  * allocations, heap_peak_bytes, heap_peak_buffers}, "comparison": {same, figures that differ
  * [{key, xla, hbm}], buffers that differ [{instruction, index, xla_bytes, xla_kind,
  * hbm_bytes, hbm_kind}]}. */
-hbm_status hbm_plan_xla_json(const hbm_plan *p, FILE *f, size_t top);
+HBM_API hbm_status hbm_plan_xla_json(const hbm_plan *p, FILE *f, size_t top);
 /* The same into buf (snprintf rules: *len is the whole length), text or, with json, one
  * object {"xla": ..., "comparison": ...}: for bindings. */
-hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len);
 /* 1 when hbm's plan has XLA's figures and buffers, 0 when not, -1 without XLA's. */
-int hbm_plan_xla_same(const hbm_plan *p);
+HBM_API int hbm_plan_xla_same(const hbm_plan *p);
 
 /* --- opening a file or profile ------------------------------------------------------------- */
 typedef struct hbm_proto_file hbm_proto_file;
@@ -121,33 +121,33 @@ typedef struct hbm_proto_module_info {
  * its modules, largest first (arguments + outputs - alias + temp + constants by XLA's
  * figures; serialized size where there are none). Errors: not one of these, truncated or
  * corrupt, a profile without HLO protos (trace only), protobuf-c missing. */
-hbm_status hbm_proto_open(const char *path, hbm_proto_file **out);
+HBM_API hbm_status hbm_proto_open(const char *path, hbm_proto_file **out);
 /* The same from bytes in memory (copied; name is used in messages). */
-hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hbm_proto_file **out);
-void hbm_proto_close(hbm_proto_file *f);
-hbm_proto_kind hbm_proto_file_kind(const hbm_proto_file *f);
+HBM_API hbm_status hbm_proto_open_mem(const void *data, size_t len, const char *name, hbm_proto_file **out);
+HBM_API void hbm_proto_close(hbm_proto_file *f);
+HBM_API hbm_proto_kind hbm_proto_file_kind(const hbm_proto_file *f);
 /* The file actually read (the profile's *.xplane.pb for a directory). */
-const char *hbm_proto_file_path(const hbm_proto_file *f);
+HBM_API const char *hbm_proto_file_path(const hbm_proto_file *f);
 /* Hosts' *.xplane.pb files in the profile run (only the first, by name, is read). */
-size_t hbm_proto_file_hosts(const hbm_proto_file *f);
-size_t hbm_proto_module_count(const hbm_proto_file *f);
-hbm_status hbm_proto_module(const hbm_proto_file *f, size_t i, hbm_proto_module_info *out);
+HBM_API size_t hbm_proto_file_hosts(const hbm_proto_file *f);
+HBM_API size_t hbm_proto_module_count(const hbm_proto_file *f);
+HBM_API hbm_status hbm_proto_module(const hbm_proto_file *f, size_t i, hbm_proto_module_info *out);
 /* Index of the module called name: its listed name ("jit_f(3)") or its module name
  * ("jit_f"; several programs of that name: the one with the highest program id, the last
  * compiled). HBM_ERR_INVALID naming the choices when none. */
-hbm_status hbm_proto_find(const hbm_proto_file *f, const char *name, size_t *index);
+HBM_API hbm_status hbm_proto_find(const hbm_proto_file *f, const char *name, size_t *index);
 /* Read module i into the model the HLO text parser builds (computations, instructions,
  * shapes with layouts, tiles and memory spaces, the schedule, metadata, aliasing), with
  * XLA's buffer assignment attached when there is one. Independent of f afterwards. */
-hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **out);
+HBM_API hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **out);
 
 /* Module list as XProf's module selector shows it (name, arguments, outputs, temp), one
  * line each, largest first, fitted to 100 columns; the chosen one marked. */
-hbm_status hbm_proto_list(const hbm_proto_file *f, FILE *out, size_t chosen);
+HBM_API hbm_status hbm_proto_list(const hbm_proto_file *f, FILE *out, size_t chosen);
 
 /* Open path as HLO text or any of the protobuf inputs above: module (NULL: the largest)
  * picks one of several. hbm_hlo_parse_file() is this with module NULL. */
-hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **out);
+HBM_API hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **out);
 
 #ifdef __cplusplus
 }
