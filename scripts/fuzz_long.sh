@@ -26,6 +26,7 @@ seeds() { # seeds NAME DIR: the shared inputs that fuzzer NAME parses, copied in
     fuzz_hlo) sub=hlo pat='*.hlo' ;;
     fuzz_pickle) sub=snapshots pat='*.pickle' ;;
     fuzz_minimalloc) sub=minimalloc pat='*.csv' ;;
+    fuzz_proto) sub=xprof pat='*.pb' ;;
     *) return 0 ;;
   esac
   [ -d "$shared/$sub" ] || return 0

@@ -48,14 +48,14 @@ static const struct {
     const char *cmds; /* " plan view " */
     const char *hint;
 } readers[] = {
-    {HBM_FILE_HLO, " plan view diff export replay ", NULL},
+    {HBM_FILE_HLO, " plan view diff fit export replay ", NULL},
     {HBM_FILE_TORCH_PICKLE, " view replay diff export ", NULL},
     {HBM_FILE_TORCH_JSON, " view replay diff export ", NULL},
     {HBM_FILE_HBM_TRACE, " view replay diff export ", NULL},
     {HBM_FILE_RMM_CSV, " view replay diff export ", NULL},
     {HBM_FILE_MINIMALLOC_CSV, " pack ", NULL},
-    {HBM_FILE_HLO_PROTO, "", "hbm reads HLO text: XLA writes it with --xla_dump_hlo_as_text"},
-    {HBM_FILE_XSPACE, "", "hbm reads HLO text and PyTorch snapshots; XProf's memory viewer reads profiles"},
+    {HBM_FILE_HLO_PROTO, " plan view diff fit export replay ", NULL},
+    {HBM_FILE_XSPACE, " plan view diff fit export replay ", NULL},
     {HBM_FILE_PERFETTO, "", "open it in https://ui.perfetto.dev (hbm export writes this format, it reads traces)"},
     {HBM_FILE_BINARY, "", "hbm reads HLO modules, hbm traces, PyTorch snapshots, RMM logs, MiniMalloc CSV"},
 };

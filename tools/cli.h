@@ -154,4 +154,17 @@ int cli_is(const char *arg, const char *a, const char *b);
 HBM_COMMANDS(HBM_CMD_DECL_)
 #undef HBM_CMD_DECL_
 
+/* --- inputs (tools/input.c) --------------------------------------------------------- */
+/* Open path as one HLO module: text, or a protobuf input (profile directory, *.xplane.pb,
+ * *.hlo_proto.pb, *.hlo.pb) found by content. module (NULL: the largest) picks one of
+ * several; the list and the choice go to notes (NULL: nowhere). 0, or the exit status
+ * after the error is printed. */
+int cli_open_module(const char *cmd, const char *path, const char *module, FILE *notes, hbm_hlo_module **out);
+/* A trace to view or compare: what hbm_trace_load_device opens, or a protobuf input's
+ * module planned as the sequence XLA runs. With xla_plan, a module that carries XLA's own
+ * assignment comes back planned (*xla_module, *xla_plan: the caller frees them) for
+ * hbm_plan_xla_text; NULL otherwise. 0 or the exit status after the error is printed. */
+int cli_load_trace(const char *cmd, const char *path, const char *module, int device, FILE *notes, hbm_trace **out,
+                   hbm_hlo_module **xla_module, hbm_plan **xla_plan);
+
 #endif

@@ -22,12 +22,16 @@ static hbm_status parse_devices(const char *v, void *dest) {
 
 int cmd_diff(int argc, char **argv) {
     int json = 0, top = 15, device[2] = {-1, -1};
+    const char *module = NULL;
     const cli_opt opts[] = {
         {.name = "--json", .kind = CLI_FLAG, .dest = &json,
          .help = "one JSON object: a, b, delta_bytes_in_use, delta_bytes_reserved,\n"
                  "contributors (every group)"},
         {.name = "--top", .kind = CLI_INT, .dest = &top, .lo = 0, .hi = 1000000, .arg = "N",
          .help = "groups listed (default 15)"},
+        {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
+         .help = "the module of each profile or protobuf input with several\n"
+                 "(default: each one's largest)"},
         {.name = "--device-index", .kind = CLI_PARSE, .dest = device, .parse = parse_devices, .arg = "N|A:B",
          .expect = "expected N or A:B, device numbers from 0 to 4096 (1:0: device 1 of A, 0 of B)",
          .help = "device N (cuda:N) of both snapshots, or A of the first and B of\n"
@@ -38,7 +42,8 @@ int cmd_diff(int argc, char **argv) {
         .name = "diff",
         .args = "A B",
         .max_args = 2,
-        .about = "Compare two runs: PyTorch snapshots, hbm traces, RMM logs or HLO modules (as the\n"
+        .about = "Compare two runs: PyTorch snapshots, hbm traces, RMM logs or HLO modules (text or\n"
+                 "XLA's protobuf: XProf profiles, *.hlo_proto.pb, *.hlo.pb; as the\n"
                  "sequence XLA runs), of the same program or not. Prints the peak of each (in use:\n"
                  "the bytes the program asked for; reserved: the allocator's segments), the change,\n"
                  "and what makes it: the buffers live at each peak grouped by op, source line and\n"
@@ -58,7 +63,12 @@ int cmd_diff(int argc, char **argv) {
         if ((rc = cli_input("diff", in[k])) >= 0) return rc;
     hbm_trace *t[2] = {NULL, NULL};
     hbm_status s = HBM_OK;
-    for (int k = 0; k < 2 && !s; k++) s = hbm_trace_load_device(in[k], device[k], &t[k]);
+    rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) rc = cli_load_trace("diff", in[k], module, device[k], stderr, &t[k], NULL, NULL);
+    if (rc) {
+        hbm_trace_free(t[0]);
+        return rc;
+    }
     if (!s) s = hbm_diff_write(t[0], t[1], json ? -1 : top, json, stdout);
     hbm_trace_free(t[0]);
     hbm_trace_free(t[1]);

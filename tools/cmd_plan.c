@@ -7,7 +7,7 @@
 static hbm_status parse_backend(const char *value, void *backend) { return hbm_backend_parse(value, backend); }
 
 int cmd_plan(int argc, char **argv) {
-    const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *html = NULL;
+    const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *html = NULL, *module = NULL;
     double timeout = 0, fraction = 0; /* hbm pack's budgets, the device's limit unless told */
     int top = 15, json = 0;
     size_t width = CLI_WIDTH;
@@ -29,6 +29,9 @@ int cmd_plan(int argc, char **argv) {
          .help = "peak buffers to show (default 15, as XLA; at most 1000000, which is\n"
                  "no limit in practice: all there are; the explanation shows 8)"},
         {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "memory_analysis() keys, peak_bytes, peak_buffers as JSON"},
+        {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
+         .help = "the module of a profile or protobuf with several (default: the\n"
+                 "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
         {.name = "--html", .kind = CLI_STR, .dest = &html, .arg = "OUT",
          .help = "also write XProf's Memory Viewer of the plan as one self-contained\n"
                  "page ('hbm view FILE --html OUT' writes the same)"},
@@ -55,12 +58,15 @@ int cmd_plan(int argc, char **argv) {
         .args = "FILE",
         .max_args = 1,
         .about = "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
-                 "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) and compute what XLA's\n"
+                 "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) or as XLA's protobuf\n"
+                 "(an XProf profile: LOGDIR or *.xplane.pb; *.hlo_proto.pb, *.hlo.pb) and compute what XLA's\n"
                  "buffer assignment will allocate, before anything runs: the numbers of JAX's\n"
                  "compiled.memory_analysis() (host_* for buffers in host memory, S(5)), XLA's\n"
                  "\"BufferAssignment OOM Debugging\" report with its peak buffers, then where the peak is\n"
                  "(which computation: while body, command buffer), who owns it and whether it fits.\n"
-                 "A module XLA has not scheduled (no is_scheduled=true) gives an estimate, said so.",
+                 "A module XLA has not scheduled (no is_scheduled=true) gives an estimate, said so.\n"
+                 "A protobuf that carries XLA's own buffer assignment adds XLA's figures, said to be\n"
+                 "XLA's, and whether hbm's own plan reaches the same.",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = "Exit status: 0 it fits (or no device given), 1 it does not fit the device or only\n"
@@ -83,8 +89,8 @@ int cmd_plan(int argc, char **argv) {
     po.timeout_s = timeout;
     if ((rc = cli_input("plan", file)) >= 0) return rc;
     hbm_hlo_module *m;
-    hbm_status s = hbm_hlo_parse_file(file, &m);
-    if (s) return cli_fail("plan", s);
+    if ((rc = cli_open_module("plan", file, module, json ? stderr : stdout, &m))) return rc;
+    hbm_status s;
     hbm_plan_options o;
     hbm_plan_options_default(&o);
     if (alignment) o.alignment = alignment;
@@ -117,9 +123,15 @@ int cmd_plan(int argc, char **argv) {
         hbm_hlo_module_free(m);
         return cli_fail("plan", s);
     }
+    int xla = hbm_plan_xla_same(p) >= 0; /* XLA's own assignment came with the module */
     if (json) {
-        if (pack_text) printf("{\"plan\": ");
+        if (pack_text || xla) printf("{\"plan\": ");
         s = hbm_plan_json(p, stdout, (size_t)top, target.capacity, target.fraction);
+        if (!s && xla) {
+            printf(", ");
+            s = hbm_plan_xla_json(p, stdout, (size_t)top);
+            if (!pack_text) printf("}\n");
+        }
         if (pack_text)
             printf(", \"pack\": {\"algorithm\": \"%s\", \"xla_heap_bytes\": %llu, \"heap_bytes\": %llu, "
                    "\"lower_bound_bytes\": %llu, \"proven\": %s, \"seconds\": %.3f}}\n",
@@ -131,6 +143,10 @@ int cmd_plan(int argc, char **argv) {
         FILE *f = open_memstream(&text, &len);
         if (!f) s = HBM_ERR_NOMEM;
         else s = hbm_plan_write_text(p, f, (size_t)top, &target);
+        if (!s && xla) {
+            fputc('\n', f);
+            s = hbm_plan_xla_text(p, f, (size_t)top);
+        }
         if (!s && pack_text) {
             char a[32], b[32], c[32];
             fprintf(f, "\nRepacking the temp heap with '%s': %s, %.3f s\n  (XLA's heap simulator: %s; lower bound %s%s)\n",

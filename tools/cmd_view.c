@@ -4,10 +4,12 @@
 #include "cli.h"
 
 /* An HLO module: XProf's Memory Viewer of its plan (the same figures as hbm plan). */
-static int view_plan(const char *in, const char *html, int json, const hbm_view_options *vo, long space) {
-    hbm_hlo_module *m;
-    hbm_status s = hbm_hlo_parse_file(in, &m);
-    if (s) return cli_fail("view", s);
+static int view_plan(const char *in, const char *module, const char *html, int json, const hbm_view_options *vo,
+                     long space) {
+    hbm_hlo_module *m; /* HLO text, or a protobuf input's module (the list and the choice first) */
+    int rc0 = cli_open_module("view", in, module, html || json ? stderr : stdout, &m);
+    if (rc0) return rc0;
+    hbm_status s;
     hbm_plan *p;
     if ((s = hbm_plan_run(m, NULL, &p))) {
         hbm_hlo_module_free(m);
@@ -31,6 +33,10 @@ static int view_plan(const char *in, const char *html, int json, const hbm_view_
         }
     } else {
         s = json ? hbm_plan_view_json(p, &o, stdout) : hbm_plan_view_text(p, &o, stdout);
+        if (!s && !json && hbm_plan_xla_same(p) >= 0) { /* XLA's own figures and hbm's agreement */
+            fputc('\n', stdout);
+            s = hbm_plan_xla_text(p, stdout, (size_t)o.top);
+        }
         if (!s && fflush(stdout)) s = HBM_ERR_IO;
         if (s) rc = cli_fail("view", s);
     }
@@ -40,7 +46,7 @@ static int view_plan(const char *in, const char *html, int json, const hbm_view_
 }
 
 int cmd_view(int argc, char **argv) {
-    const char *html = NULL;
+    const char *html = NULL, *module = NULL;
     int json = 0, device = -1, space = -1;
     hbm_view_options o;
     hbm_view_options_default(&o);
@@ -59,6 +65,9 @@ int cmd_view(int argc, char **argv) {
                  "locale that is not UTF-8, such as LC_ALL=C)"},
         {.name = "--title", .kind = CLI_STR, .dest = &o.title, .arg = "T",
          .help = "title of the report / page (default: the file name)"},
+        {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
+         .help = "the module of a profile or protobuf with several (default: the\n"
+                 "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
          .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
                  "HTML: one page, a selector switches between them)"},
@@ -70,7 +79,9 @@ int cmd_view(int argc, char **argv) {
         .name = "view",
         .args = "FILE",
         .max_args = 1,
-        .about = "An HLO module: XProf's Memory Viewer of hbm plan's buffer assignment, offline: the\n"
+        .about = "An HLO module (text, or XLA's protobuf: an XProf profile LOGDIR or *.xplane.pb,\n"
+                 "*.hlo_proto.pb, *.hlo.pb, with XLA's own figures beside): XProf's Memory Viewer of\n"
+                 "hbm plan's buffer assignment, offline: the\n"
                  "overview (peak heap with and without fragmentation, padding, arguments, HLO\n"
                  "temporaries, fragmentation), heap size against program order (schedule steps, not\n"
                  "time) with the peak marked, and the buffers at the peak by program order, size and\n"
@@ -97,7 +108,9 @@ int cmd_view(int argc, char **argv) {
     const char *in = args.pos[0];
     if ((rc = cli_input("view", in)) >= 0) return rc;
     if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
-    if (hbm_hlo_file_is_text(in)) return view_plan(in, html, json, &o, space);
+    if (hbm_hlo_file_is_text(in) || hbm_proto_path_kind(in) != HBM_PROTO_NONE)
+        return view_plan(in, module, html, json, &o, space);
+    if (module) return cli_usage_error("view", "--module: %s holds no modules to choose from", in);
     hbm_trace *t;
     hbm_status s = hbm_trace_load_device(in, device, &t); /* -1: the first, the others attached */
     if (s) return cli_fail("view", s);

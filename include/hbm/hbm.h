@@ -22,6 +22,7 @@
 #include "hbm/json_api.h"
 #include "hbm/pack.h"
 #include "hbm/plan.h"
+#include "hbm/proto.h"
 #include "hbm/size.h"
 #include "hbm/status.h"
 #include "hbm/tag.h"

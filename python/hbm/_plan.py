@@ -65,6 +65,11 @@ class Plan:
         # post order; None from a library that does not say
         self.estimate = self._d.get("estimate")
         self.fits = None if self.verdict is None else self.verdict == "fits"
+        # XLA's own buffer assignment, when the input was a protobuf that carries one (an
+        # XProf profile, *.hlo_proto.pb): {"xla": {...}, "comparison": {...}}; else None
+        self.xla = None
+        if lib.hbm_plan_xla_same(plan) >= 0:
+            self.xla = json.loads(_lib.text(lib.hbm_plan_xla_format, plan, top, 1))
 
     def _call(self, fn, *args):
         with self._lock:
@@ -79,9 +84,13 @@ class Plan:
         return json.loads(self._json)
 
     def report(self, top=None):
-        """`hbm plan`'s text: XLA's OOM-debugging block, hbm's explanation, the verdict."""
-        return self._call(self._lib.hbm_plan_text_format, self._top if top is None else top,
-                          ctypes.byref(self._target))
+        """`hbm plan`'s text: XLA's OOM-debugging block, hbm's explanation, the verdict
+        (and XLA's own figures beside hbm's for a protobuf input that carries them)."""
+        top = self._top if top is None else top
+        text = self._call(self._lib.hbm_plan_text_format, top, ctypes.byref(self._target))
+        if self.xla is not None:
+            text += "\n" + self._call(self._lib.hbm_plan_xla_format, top, 0)
+        return text
 
     @property
     def explanation(self):
@@ -111,9 +120,11 @@ class Plan:
             self.module, self.peak_bytes, self.temp_size_in_bytes, self.fits)
 
 
-def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, top=15):
+def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, top=15, module=None):
     """Plan x (HLO text, a path, or an object with .as_text(): a JAX Compiled; a Lowered
-    is compiled first) as XLA's GPU buffer assignment. device: a name `hbm devices` lists;
+    is compiled first; or XLA's protobuf, found by content: an XProf profile LOGDIR or
+    *.xplane.pb, *.hlo_proto.pb, *.hlo.pb, as a path or bytes, whose module `module` names,
+    default the largest) as XLA's GPU buffer assignment. device: a name `hbm devices` lists;
     capacity: bytes or a size string ("80GiB"); framework_limit: the share of the device
     the framework lets XLA use (default: the device's, 0.75 for a capacity). Returns a Plan."""
     text, path, name = _source(x)
@@ -124,11 +135,21 @@ def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, t
     target = _lib.PlanTarget()
     check(lib.hbm_plan_target_resolve(_lib.cstr(device), _lib.cstr(capacity),
                                       float(framework_limit or 0), ctypes.byref(target)))
-    module = ctypes.c_void_p()
-    if text is not None:
+    which, module = module, ctypes.c_void_p()
+    if text is not None and lib.hbm_proto_sniff(text, len(text)):
+        f = ctypes.c_void_p()
+        check(lib.hbm_proto_open_mem(text, len(text), name.encode(), ctypes.byref(f)))
+        try:
+            i = ctypes.c_size_t(0)
+            if which is not None:
+                check(lib.hbm_proto_find(f, _lib.cstr(which), ctypes.byref(i)))
+            check(lib.hbm_proto_load(f, i, ctypes.byref(module)))
+        finally:
+            lib.hbm_proto_close(f)
+    elif text is not None:
         check(lib.hbm_hlo_parse(text, len(text), name.encode(), ctypes.byref(module)))
     else:
-        check(lib.hbm_hlo_parse_file(_lib.cstr(path), ctypes.byref(module)))
+        check(lib.hbm_hlo_open(_lib.cstr(path), _lib.cstr(which), ctypes.byref(module)))
     p = ctypes.c_void_p()
     status = lib.hbm_plan_run(module, ctypes.byref(opts), ctypes.byref(p))
     if status:

@@ -418,3 +418,19 @@ hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, cha
     suggest_ctx x = {t, device};
     return to_buffer(emit_suggest, &x, buf, cap, len);
 }
+
+/* --- XLA's own assignment beside the plan (protobuf inputs, hbm/proto.h) ------------------- */
+typedef struct xla_ctx { const hbm_plan *p; size_t top; int json; } xla_ctx;
+static hbm_status emit_xla(const void *c, FILE *f) {
+    const xla_ctx *x = c;
+    if (!x->json) return hbm_plan_xla_text(x->p, f, x->top);
+    fputc('{', f);
+    hbm_status s = hbm_plan_xla_json(x->p, f, x->top);
+    fputs("}\n", f);
+    return s;
+}
+
+hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len) {
+    xla_ctx c = {p, top, json};
+    return to_buffer(emit_xla, &c, buf, cap, len);
+}

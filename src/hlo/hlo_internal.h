@@ -10,6 +10,7 @@
 
 #include "core/internal.h"
 #include "hbm/hlo.h"
+#include "hbm/proto.h"
 
 /* --- arena: bump allocation in chunks, freed all at once ------------------------------- */
 typedef struct hbmi_arena_chunk {
@@ -152,6 +153,26 @@ typedef struct hbmi_comp {
     uint32_t n_params;
 } hbmi_comp;
 
+/* XLA's own buffer assignment of a module read from a protobuf (src/hlo/proto.c). */
+typedef struct hbmi_xla_lbuf { /* one LogicalBufferProto (device memory) */
+    int64_t id;
+    uint64_t size;
+    int64_t alloc;  /* BufferAllocationProto index, -1 unassigned */
+    int64_t offset;
+    char cat;       /* 'p' parameter, 'o' output, 'c' constant, 'l' thread-local, 't' temp, 0 */
+    int64_t comp, instr; /* defining instruction (indices in the module), -1 unknown */
+    uint32_t node;  /* its shape index as a flattened node */
+    char index[32]; /* "{1,0}" */
+} hbmi_xla_lbuf;
+
+typedef struct hbmi_xla {
+    hbm_xla_stats st;
+    uint32_t n_lbufs;
+    hbmi_xla_lbuf *lbufs;
+    uint32_t n_peak;
+    uint32_t *peak;     /* lbufs live at the heap trace's peak, largest first */
+} hbmi_xla;
+
 struct hbm_hlo_module {
     hbmi_arena arena;
     char *text;
@@ -167,7 +188,22 @@ struct hbm_hlo_module {
     uint32_t n_donors;
     hbmi_alias *donors;   /* buffer_donor entries: operand = parameter, in = index */
     uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
+    hbmi_xla *xla;        /* XLA's assignment (protobuf inputs that carry one), in the arena */
+    char backend_hint;    /* 'g', 'c', 't': the compiler, known from a profile's devices; 0 */
 };
+
+/* The profile under dir (LOGDIR, plugins/profile, a run): the number of hosts' *.xplane.pb
+ * files in its latest run, the first of them by name into first (src/hlo/proto.c). */
+size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
+
+/* m as a serialized xla.HloModuleProto (*out: hbmi_free), for tests and benchmarks
+ * (src/hlo/proto_write.c); text_lines: each instruction's text line as its backend_config
+ * (the planner then reads the same attributes); HBM_ERR_NOT_AVAILABLE without protobuf-c. */
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len);
+
+/* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
+uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
+                             const uint32_t *tile_len, uint32_t n_tiles);
 
 /* 1-based line and column of byte offset off in m's text. */
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col);

@@ -260,8 +260,8 @@ static int skip_group(parser *ps) {
  * into each slot of the tile before it, as the TPU packs 16- and 8-bit types into 32-bit
  * words: "bf16[1000,1000]{1,0:T(8,128)(2,1)}" is tiled by 16x128 elements (1008x1024).
  * XLA's generic ShapeUtil::ArraySize ignores the sub-tiles; XProf's sizes count them. */
-static uint64_t tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
-                               const uint32_t *tile_len, uint32_t n_tiles) {
+uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
+                             const uint32_t *tile_len, uint32_t n_tiles) {
     if (!n_tiles || n_m2m != s->n || tile_len[0] > 16) return 0;
     uint32_t k = tile_len[0];
     const int64_t *t = tiles;
@@ -307,7 +307,7 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         int c = peek(ps);
         if (c == '}') {
             ps->p++;
-            if (tiles_ok) s->tiled_elems = tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles);
+            if (tiles_ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles);
             return 1;
         }
         if (c == ',') {
@@ -1012,16 +1012,8 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     return HBM_OK;
 }
 
-hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out) {
-    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
-    char *buf;
-    size_t len;
-    hbm_status s = hbmi_read_file(path, &buf, &len);
-    if (s) return s;
-    s = hbm_hlo_parse(buf, len, path, out);
-    hbmi_free(buf);
-    return s;
-}
+/* HLO text, or any protobuf input (src/hlo/proto.c): its largest module. */
+hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out) { return hbm_hlo_open(path, NULL, out); }
 
 void hbm_hlo_module_free(hbm_hlo_module *m) {
     if (!m) return;

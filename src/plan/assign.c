@@ -1130,6 +1130,10 @@ static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_
  * XLA:GPU would have wrapped in a fusion and fusions not named the GPU's way mean CPU.
  * *evidence: 'f' file name, 'c' content, 0 nothing (GPU assumed). */
 static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
+    if (m->backend_hint) { /* a profile names its devices */
+        *evidence = 'c';
+        return m->backend_hint == 't' ? HBM_BACKEND_TPU : m->backend_hint == 'c' ? HBM_BACKEND_CPU : HBM_BACKEND_GPU;
+    }
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
     *evidence = 'f';

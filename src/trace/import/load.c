@@ -3,6 +3,7 @@
 
 #include "hbm/file.h"
 #include "hbm/plan.h"
+#include "hbm/proto.h"
 #include "trace/trace_internal.h"
 
 /* An HLO module (as XLA prints it): plan it and take the plan's timeline as the runtime
@@ -102,8 +103,34 @@ hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name
     return HBM_OK;
 }
 
+/* XLA's protobuf inputs (a profile directory, *.xplane.pb, *.hlo_proto.pb, *.hlo.pb): the
+ * largest module, planned as an HLO module's text is (hbm/proto.h picks others). */
+static hbm_status load_proto(const char *path, hbm_trace ***out, size_t *n) {
+    hbm_hlo_module *m;
+    hbm_status s = hbm_hlo_open(path, NULL, &m);
+    if (s) return s;
+    hbm_trace **arr = hbmi_calloc(1, sizeof *arr);
+    hbm_plan *p = NULL;
+    if (!arr) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    if (!s) s = hbm_plan_run(m, NULL, &p);
+    if (!s) {
+        const hbm_timeline *tl = hbm_plan_timeline(p);
+        s = tl ? hbm_trace_from_timeline(tl, &arr[0]) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", path);
+    }
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    if (s) {
+        hbmi_free(arr);
+        return s;
+    }
+    *out = arr;
+    *n = 1;
+    return HBM_OK;
+}
+
 hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n) {
     if (!path || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
+    if (hbm_proto_path_kind(path) != HBM_PROTO_NONE) return load_proto(path, out, n);
     /* snapshots (which can be gigabytes) are read from a mapping whose pages go once read */
     hbmi_mapped in;
     hbm_status s = hbmi_map_file(path, &in);

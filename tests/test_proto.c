@@ -1,0 +1,377 @@
+/* test_proto.c - XLA's protobuf inputs: content sniffing; every module of the shared HLO
+ * sets written as an xla.HloModuleProto (src/hlo/proto_write.c) and read back plans exactly
+ * as its text does; bad input (truncated, corrupt, hostile nesting, a trace-only profile, a
+ * module without assignment) gives a clear error or note, never a crash. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hlo/hlo_internal.h"
+#include "test.h"
+
+static char tmpdir[] = "/tmp/hbm_test_proto_XXXXXX";
+
+static void write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+static void test_sniff(void) {
+    CHECK(hbm_proto_sniff("HloModule m\n", 12) == HBM_PROTO_NONE);
+    CHECK(hbm_proto_sniff("\nHloModule jit_f, entry_computation_layout={()->f32[]}\n", 55) == HBM_PROTO_NONE);
+    CHECK(hbm_proto_sniff("", 0) == HBM_PROTO_NONE);
+    CHECK(hbm_proto_sniff(NULL, 4) == HBM_PROTO_NONE);
+    /* HloModuleProto: name "jit_f", entry name */
+    static const unsigned char mod[] = {0x0a, 5, 'j', 'i', 't', '_', 'f', 0x12, 4, 'm', 'a', 'i', 'n'};
+    CHECK(hbm_proto_sniff(mod, sizeof mod) == HBM_PROTO_HLO_MODULE);
+    /* HloProto: hlo_module { name "f" } */
+    static const unsigned char hp[] = {0x0a, 3, 0x0a, 1, 'f'};
+    CHECK(hbm_proto_sniff(hp, sizeof hp) == HBM_PROTO_HLO_PROTO);
+    /* XSpace: planes { id 1, name "/host:metadata" } */
+    static const unsigned char xs[] = {0x0a, 4, 0x08, 1, 0x12, 0};
+    CHECK(hbm_proto_sniff(xs, sizeof xs) == HBM_PROTO_XSPACE);
+    /* a PyTorch pickle starts 0x80: not ours */
+    static const unsigned char pk[] = {0x80, 2, '}', 'q'};
+    CHECK(hbm_proto_sniff(pk, sizeof pk) == HBM_PROTO_NONE);
+    CHECK(hbm_proto_path_kind("/nonexistent/file") == HBM_PROTO_NONE);
+}
+
+static int same_plan(const char *name, hbm_hlo_module *a, hbm_hlo_module *b) {
+    hbm_plan *pa = NULL, *pb = NULL;
+    hbm_status sa = hbm_plan_run(a, NULL, &pa), sb = hbm_plan_run(b, NULL, &pb);
+    int ok = sa == sb;
+    if (!sa && !sb) {
+        hbm_plan_stats x, y;
+        hbm_plan_get_stats(pa, &x);
+        hbm_plan_get_stats(pb, &y);
+        ok = x.argument_size_in_bytes == y.argument_size_in_bytes && x.output_size_in_bytes == y.output_size_in_bytes &&
+             x.alias_size_in_bytes == y.alias_size_in_bytes && x.temp_size_in_bytes == y.temp_size_in_bytes &&
+             x.constant_size_in_bytes == y.constant_size_in_bytes && x.peak_bytes == y.peak_bytes &&
+             x.peak_step == y.peak_step && x.n_allocations == y.n_allocations && x.backend == y.backend &&
+             x.thread_local_size_in_bytes == y.thread_local_size_in_bytes && x.n_steps == y.n_steps &&
+             x.estimate == y.estimate && x.host_temp_size_in_bytes == y.host_temp_size_in_bytes;
+        hbm_plan_buffer ba[15], bb[15];
+        size_t na = hbm_plan_peak_buffers(pa, ba, 15), nb = hbm_plan_peak_buffers(pb, bb, 15);
+        ok = ok && na == nb;
+        for (size_t i = 0; ok && i < na; i++)
+            ok = ba[i].size == bb[i].size && !strcmp(ba[i].label, bb[i].label) && !strcmp(ba[i].shape, bb[i].shape) &&
+                 !strcmp(ba[i].instruction, bb[i].instruction) && !strcmp(ba[i].op_name, bb[i].op_name) &&
+                 !strcmp(ba[i].source_file, bb[i].source_file) && ba[i].source_line == bb[i].source_line;
+        if (!ok)
+            fprintf(stderr, "%s: text temp %llu peak %llu, proto temp %llu peak %llu\n", name,
+                    (unsigned long long)x.temp_size_in_bytes, (unsigned long long)x.peak_bytes,
+                    (unsigned long long)y.temp_size_in_bytes, (unsigned long long)y.peak_bytes);
+    }
+    hbm_plan_free(pa);
+    hbm_plan_free(pb);
+    return ok;
+}
+
+/* every `step`-th *.hlo of dir: text and its HloModuleProto plan the same */
+static int round_trip_dir(const char *dir, int step, int *n_out) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    struct dirent *e;
+    int k = 0, bad = 0, n = 0;
+    char path[4096], pb[4096];
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".hlo") || (k++ % step)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        hbm_hlo_module *mt, *mp;
+        if (hbm_hlo_parse_file(path, &mt)) continue; /* a module the text reader rejects: not this test's */
+        uint8_t *bytes;
+        size_t len;
+        if (hbmi_proto_write_module(mt, 1, &bytes, &len)) {
+            hbm_hlo_module_free(mt);
+            bad++;
+            continue;
+        }
+        snprintf(pb, sizeof pb, "%s/%s.hlo.pb", tmpdir, e->d_name);
+        write_file(pb, bytes, len);
+        hbmi_free(bytes);
+        if (hbm_proto_path_kind(pb) != HBM_PROTO_HLO_MODULE || hbm_hlo_parse_file(pb, &mp)) {
+            fprintf(stderr, "%s: %s\n", e->d_name, hbm_last_error());
+            hbm_hlo_module_free(mt);
+            bad++;
+            unlink(pb);
+            continue;
+        }
+        unlink(pb);
+        if (hbm_hlo_instruction_count(mt) != hbm_hlo_instruction_count(mp) ||
+            hbm_hlo_computation_count(mt) != hbm_hlo_computation_count(mp) ||
+            hbm_hlo_is_scheduled(mt) != hbm_hlo_is_scheduled(mp) || !same_plan(e->d_name, mt, mp))
+            bad++;
+        n++;
+        hbm_hlo_module_free(mt);
+        hbm_hlo_module_free(mp);
+    }
+    closedir(d);
+    *n_out = n;
+    return bad;
+}
+
+static void test_round_trip(void) {
+    int n1 = 0, n2 = 0;
+    int b1 = round_trip_dir(HBM_SHARED_DATA "/hlo/jaxdecomp", 1, &n1);
+    int b2 = round_trip_dir(HBM_SHARED_DATA "/hlo/xladumps", 7, &n2);
+    if (b1 < 0 && b2 < 0) TEST_SKIP("%s not found (the shared data set is absent)", HBM_SHARED_DATA "/hlo");
+    fprintf(stderr, "round trip text -> HloModuleProto -> hbm: %d + %d modules, %d differ\n", n1, n2,
+            (b1 > 0 ? b1 : 0) + (b2 > 0 ? b2 : 0));
+    CHECK(b1 <= 0 && b2 <= 0);
+    CHECK(n1 + n2 > 100);
+}
+
+static const char *small_text =
+    "HloModule jit_small, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }\n"
+    "ENTRY %main (p: f32[1024]) -> f32[1024] {\n"
+    "  %p = f32[1024]{0} parameter(0), metadata={op_name=\"x\\\"y\" source_file=\"a.py\" source_line=3}\n"
+    "  %e = f32[1024]{0} exponential(%p)\n"
+    "  ROOT %n = f32[1024]{0} negate(%e)\n"
+    "}\n";
+
+static void small_proto(uint8_t **bytes, size_t *len) {
+    hbm_hlo_module *m;
+    *bytes = NULL;
+    if (hbm_hlo_parse(small_text, strlen(small_text), "small", &m)) return;
+    if (hbmi_proto_write_module(m, 1, bytes, len)) *bytes = NULL;
+    hbm_hlo_module_free(m);
+}
+
+static void test_small_module(void) {
+    uint8_t *b;
+    size_t len;
+    small_proto(&b, &len);
+    CHECK(b);
+    char path[512];
+    snprintf(path, sizeof path, "%s/small.hlo.pb", tmpdir);
+    write_file(path, b, len);
+    hbmi_free(b);
+    hbm_proto_file *f;
+    CHECK_OK(hbm_proto_open(path, &f));
+    CHECK(hbm_proto_file_kind(f) == HBM_PROTO_HLO_MODULE);
+    CHECK(hbm_proto_module_count(f) == 1);
+    hbm_proto_module_info mi;
+    CHECK_OK(hbm_proto_module(f, 0, &mi));
+    CHECK_STR(mi.name, "jit_small");
+    CHECK(!mi.has_assignment);
+    size_t i = 9;
+    CHECK_OK(hbm_proto_find(f, "jit_small", &i));
+    CHECK(i == 0);
+    CHECK_STATUS(hbm_proto_find(f, "other", &i), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "jit_small");
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_proto_load(f, 0, &m));
+    hbm_proto_close(f);
+    hbm_xla_stats xs;
+    CHECK_STATUS(hbm_hlo_xla_stats(m, &xs), HBM_ERR_NOT_AVAILABLE); /* no assignment: said so */
+    CHECK_CONTAINS(hbm_last_error(), "no XLA buffer assignment");
+    hbm_hlo_instruction_info ii;
+    CHECK_OK(hbm_hlo_instruction(m, 0, 0, &ii));
+    CHECK(ii.op_name_len == 4 && !memcmp(ii.op_name, "x\\\"y", 4)); /* escaped as the text has it */
+    CHECK(ii.source_line == 3);
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.alias_size_in_bytes, 4096);
+    CHECK(hbm_plan_xla_same(p) == -1);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    CHECK_STATUS(hbm_hlo_open(path, "nope", &m), HBM_ERR_INVALID);
+    CHECK_OK(hbm_hlo_open(path, "jit_small", &m));
+    hbm_hlo_module_free(m);
+    unlink(path);
+}
+
+/* truncations and byte flips of a real module: an error or a module, never a crash */
+static void test_bad_bytes(void) {
+    uint8_t *b;
+    size_t len;
+    small_proto(&b, &len);
+    CHECK(b);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.pb", tmpdir);
+    int errors = 0;
+    for (size_t cut = 1; cut < len; cut += 3) {
+        write_file(path, b, cut);
+        hbm_hlo_module *m = NULL;
+        hbm_status s = hbm_hlo_parse_file(path, &m);
+        if (s) {
+            errors++;
+            CHECK(*hbm_last_error());
+        }
+        hbm_hlo_module_free(m);
+    }
+    CHECK(errors > 0);
+    uint8_t *c = hbmi_malloc(len);
+    CHECK(c);
+    for (size_t at = 0; at < len; at++) {
+        memcpy(c, b, len);
+        c[at] ^= 0xff;
+        write_file(path, c, len);
+        hbm_hlo_module *m = NULL;
+        if (!hbm_hlo_parse_file(path, &m)) {
+            hbm_plan *p = NULL;
+            if (!hbm_plan_run(m, NULL, &p)) hbm_plan_free(p);
+        }
+        hbm_hlo_module_free(m);
+    }
+    hbmi_free(c);
+    hbmi_free(b);
+    /* a shape nested a million deep: refused, not a stack overflow */
+    size_t depth = 1000000, n = 0;
+    uint8_t *deep = hbmi_malloc(depth * 12 + 64);
+    CHECK(deep);
+    /* HloModuleProto{name "d", computations{instructions{shape{tuple_shapes{tuple_shapes{...}}}}}}:
+     * built inside out, each level a length-prefixed field */
+    size_t cap = depth * 12 + 64, at = cap;
+    uint64_t inner = 0;
+    for (size_t k = 0; k < depth; k++) { /* ShapeProto.tuple_shapes (4) around the previous */
+        uint8_t hdr[12];
+        size_t h = 0;
+        hdr[h++] = 0x22;
+        uint64_t v = inner;
+        do {
+            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            v >>= 7;
+        } while (v);
+        at -= h;
+        memcpy(deep + at, hdr, h);
+        inner += h;
+    }
+    (void)n;
+    /* wrap: instruction.shape (3), computation.instructions (2), module.computations (3) */
+    const uint8_t tags[] = {0x1a, 0x12, 0x1a};
+    for (int w = 0; w < 3; w++) {
+        uint8_t hdr[12];
+        size_t h = 0;
+        hdr[h++] = tags[w];
+        uint64_t v = inner;
+        do {
+            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            v >>= 7;
+        } while (v);
+        at -= h;
+        memcpy(deep + at, hdr, h);
+        inner += h;
+    }
+    at -= 3;
+    memcpy(deep + at, "\x0a\x01" "d", 3);
+    write_file(path, deep + at, cap - at);
+    hbmi_free(deep);
+    hbm_hlo_module *m = NULL;
+    CHECK_STATUS(hbm_hlo_parse_file(path, &m), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "nested too deeply");
+    unlink(path);
+}
+
+/* a profile with planes but no HLO protos: a trace-only profile, said so */
+static void test_trace_only_profile(void) {
+    char path[1024], run[512];
+    snprintf(run, sizeof run, "%s/logdir/plugins/profile/2026_01_01_00_00_00", tmpdir);
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/logdir", tmpdir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/logdir/plugins", tmpdir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/logdir/plugins/profile", tmpdir);
+    mkdir(sub, 0700);
+    mkdir(run, 0700);
+    snprintf(path, sizeof path, "%s/host0.xplane.pb", run);
+    /* XSpace { planes { id 1 name "/host:CPU" } planes { id 2 name "/device:GPU:0" } } */
+    static const unsigned char xs[] = {0x0a, 13, 0x08, 1, 0x12, 9, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
+                                       0x0a, 17, 0x08, 2, 0x12, 13, '/', 'd', 'e', 'v', 'i', 'c', 'e', ':', 'G', 'P', 'U', ':', '0'};
+    write_file(path, xs, sizeof xs);
+    snprintf(sub, sizeof sub, "%s/logdir", tmpdir);
+    CHECK(hbm_proto_path_kind(sub) == HBM_PROTO_PROFILE_DIR);
+    hbm_proto_file *f = NULL;
+    CHECK_STATUS(hbm_proto_open(sub, &f), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "without HLO protos");
+    CHECK_CONTAINS(hbm_last_error(), "no '/host:metadata' plane");
+    CHECK_CONTAINS(hbm_last_error(), "host0.xplane.pb");
+    hbm_trace *t = NULL;
+    CHECK_STATUS(hbm_trace_load(sub, &t), HBM_ERR_PARSE);
+    unlink(path);
+}
+
+/* the shared profile through a directory and the trace loader */
+static void test_shared_profile_dir(void) {
+    const char *x = HBM_SHARED_DATA "/xprof/rocm_te_fused_attn.xplane.pb";
+    if (access(x, R_OK)) TEST_SKIP("%s not found (the shared data set is absent)", x);
+    char dir[512], link[600];
+    snprintf(dir, sizeof dir, "%s/logdir2/plugins/profile/run1", tmpdir);
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/logdir2", tmpdir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/logdir2/plugins", tmpdir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/logdir2/plugins/profile", tmpdir);
+    mkdir(sub, 0700);
+    mkdir(dir, 0700);
+    snprintf(link, sizeof link, "%s/host.xplane.pb", dir);
+    CHECK(!symlink(x, link));
+    snprintf(sub, sizeof sub, "%s/logdir2", tmpdir);
+    hbm_proto_file *f;
+    CHECK_OK(hbm_proto_open(sub, &f));
+    CHECK(hbm_proto_module_count(f) == 9);
+    CHECK(hbm_proto_file_hosts(f) == 1);
+    hbm_proto_module_info a, b;
+    CHECK_OK(hbm_proto_module(f, 0, &a));
+    CHECK_STR(a.name, "jit_loss_fn(17)");
+    CHECK_STR(a.module_name, "jit_loss_fn");
+    CHECK(a.program_id == 17);
+    for (size_t i = 1; i < hbm_proto_module_count(f); i++) { /* largest first */
+        CHECK_OK(hbm_proto_module(f, i, &b));
+        CHECK(b.xla.peak_bytes <= a.xla.peak_bytes);
+        a = b;
+    }
+    size_t i;
+    CHECK_OK(hbm_proto_find(f, "jit__normal", &i)); /* two programs: the last compiled */
+    CHECK_OK(hbm_proto_module(f, i, &b));
+    CHECK_STR(b.name, "jit__normal(13)");
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_proto_load(f, 0, &m));
+    hbm_proto_close(f);
+    hbm_xla_stats xs;
+    CHECK_OK(hbm_hlo_xla_stats(m, &xs));
+    CHECK(xs.has_heap_trace && xs.heap_peak_bytes > 0 && xs.n_heap_peak_buffers > 0);
+    hbm_xla_buffer buf[4];
+    size_t nb = hbm_hlo_xla_peak_buffers(m, buf, 4);
+    CHECK(nb > 1 && buf[0].size >= buf[1].size && buf[0].instruction[0]);
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    CHECK(st.backend == HBM_BACKEND_GPU); /* the profile's /device:GPU planes say so */
+    CHECK(hbm_plan_xla_same(p) >= 0);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_load(sub, &t)); /* view/diff/Python route: the largest module */
+    CHECK(t->count > 0);
+    hbm_trace_free(t);
+    unlink(link);
+}
+
+int main(void) {
+    if (!hbm_proto_available()) {
+        RUN(test_sniff);
+        TEST_SKIP("hbm built without protobuf-c (only the sniffing is tested)");
+    }
+    if (!mkdtemp(tmpdir)) TEST_SKIP("cannot make a temporary directory");
+    RUN(test_sniff);
+    RUN(test_small_module);
+    RUN(test_bad_bytes);
+    RUN(test_trace_only_profile);
+    RUN(test_shared_profile_dir);
+    RUN(test_round_trip);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return test_done();
+}

@@ -1,0 +1,89 @@
+#!/bin/bash
+# test_proto_cli.sh - XLA's protobuf inputs end to end (issue 24): hbm plan / view / diff on
+# the shared XProf profile (a file and a LOGDIR), --module, XLA's figures beside hbm's, and
+# bad inputs (truncated, trace-only, no profile, no such module): exit 2 with a message.
+# usage: bash test_proto_cli.sh <path-to-hbm> <shared-data-dir>
+set -u
+HBM=$1
+X="$2/xprof/rocm_te_fused_attn.xplane.pb"
+[ -r "$X" ] || { echo "SKIP: $X not found (the shared data set is absent)"; exit 77; }
+if "$HBM" plan "$X" 2>&1 | grep -q "without protobuf-c"; then
+  out=$("$HBM" plan "$X" 2>&1); rc=$?
+  # built without protobuf-c: the input says what is missing, exit 2
+  [ $rc -eq 2 ] && grep -q "protobuf-c-compiler libprotobuf-c-dev" <<<"$out" || { echo "FAIL no-protobuf message"; exit 1; }
+  echo "SKIP: hbm built without protobuf-c (its message checked)"; exit 77
+fi
+fail=0
+check() { # name, condition command...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$HBM" plan "$X"); rc=$?
+check "plan profile: exit 0" test $rc -eq 0
+check "plan lists the modules" grep -q "^9 modules in .*largest first" <<<"$out"
+check "plan marks the largest" grep -q "^  \* jit_loss_fn(17) .* 96.00MiB .* 96.00MiB .* 304.50MiB" <<<"$out"
+check "plan says which it shows" grep -q "^Showing the largest, jit_loss_fn(17) (--module NAME picks another)" <<<"$out"
+check "plan XLA's block" grep -q "^XLA's own buffer assignment (the file's BufferAssignmentProto):" <<<"$out"
+check "plan XLA's figures" grep -q "arguments 96.00MiB, outputs 96.00MiB, alias 0B, temp 304.50MiB, constants 0B; 38 allocations" <<<"$out"
+check "plan comparison line" grep -q "^hbm's own plan: " <<<"$out"
+check "plan lines fit 100 columns" test "$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$out")" -le 100
+
+out=$("$HBM" plan "$X" --module jit__normal --alignment 256); rc=$?
+check "plan --module: exit 0" test $rc -eq 0
+check "plan --module shows it" grep -q "^Showing jit__normal(13)" <<<"$out"
+check "plan --module figures" grep -q "arguments 8B, outputs 24.00MiB, alias 0B, temp 16.8KiB" <<<"$out"
+check "plan 256-byte alignment: the same" grep -q "^hbm's own plan: the same figures and the same buffers" <<<"$out"
+
+"$HBM" plan "$X" --module jit_loss_fn --json >"$tmp/p.json" 2>"$tmp/p.err"; rc=$?
+check "plan --json: exit 0" test $rc -eq 0
+check "plan --json: the list on stderr" grep -q "jit_loss_fn(17)" "$tmp/p.err"
+if command -v python3 >/dev/null; then
+  check "plan --json: plan, xla, comparison" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+x, c = d["xla"], d["comparison"]
+assert d["plan"]["module"] == "jit_loss_fn"
+assert x["temp_size_in_bytes"] == 319293224 and x["allocations"] == 38 and x["heap_trace"]
+assert x["heap_peak_buffers"][0]["bytes"] >= x["heap_peak_buffers"][-1]["bytes"]
+assert c["same"] == (not c["figures"] and not c["buffers"])
+' "$tmp/p.json"
+fi
+
+mkdir -p "$tmp/logdir/plugins/profile/2026_01_01_00_00_00"
+ln -s "$X" "$tmp/logdir/plugins/profile/2026_01_01_00_00_00/host.xplane.pb"
+out=$("$HBM" view "$tmp/logdir" --top 3); rc=$?
+check "view LOGDIR: exit 0" test $rc -eq 0
+check "view LOGDIR lists modules" grep -q "^9 modules in .*host.xplane.pb" <<<"$out"
+check "view LOGDIR shows the largest" grep -q "^Memory Viewer: jit_loss_fn" <<<"$out"
+check "view LOGDIR XLA's figures" grep -q "^hbm's own plan: " <<<"$out"
+"$HBM" view "$tmp/logdir" --json >"$tmp/v.json" 2>/dev/null; rc=$?
+check "view --json: exit 0" test $rc -eq 0
+command -v python3 >/dev/null && check "view --json: stdout is JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/v.json"
+"$HBM" view "$X" --html "$tmp/v.html" 2>/dev/null; rc=$?
+check "view --html: exit 0" test $rc -eq 0
+check "view --html: a page" grep -q "<html" "$tmp/v.html"
+"$HBM" diff "$X" "$tmp/logdir" >/dev/null 2>&1; rc=$?
+check "diff profile profile: exit 0" test $rc -eq 0
+
+# bad inputs: exit 2, a message that says which
+head -c 5000 "$X" >"$tmp/cut.xplane.pb"
+out=$("$HBM" plan "$tmp/cut.xplane.pb" 2>&1); rc=$?
+check "truncated: exit 2" test $rc -eq 2
+check "truncated: says so" grep -q "truncated or corrupt" <<<"$out"
+printf '\x0a\x0b\x08\x01\x12\x07/host:0' >"$tmp/trace.xplane.pb"
+out=$("$HBM" view "$tmp/trace.xplane.pb" 2>&1); rc=$?
+check "trace-only profile: exit 2" test $rc -eq 2
+check "trace-only profile: says so" grep -q "a profile without HLO protos" <<<"$out"
+mkdir -p "$tmp/empty"
+out=$("$HBM" plan "$tmp/empty" 2>&1); rc=$?
+check "directory without a profile: exit 2" test $rc -eq 2
+check "directory without a profile: says so" grep -q "is a directory without a profile" <<<"$out"
+out=$("$HBM" plan "$X" --module nope 2>&1); rc=$?
+check "no such module: exit 2" test $rc -eq 2
+check "no such module: names the choices" grep -q "no module 'nope' (it holds jit_loss_fn(17)" <<<"$out"
+out=$("$HBM" view "$HBM_SOURCE_DIR/examples/svd_oom.hlo" --module x 2>&1); rc=$?
+check "--module on HLO text: exit 2" test $rc -eq 2
+exit $fail
