@@ -18,26 +18,10 @@
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
 
-typedef hbm_status (*emit_fn)(const void *ctx, FILE *f);
+typedef hbmi_emit_fn emit_fn;
 
 static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
-    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&mem, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    hbm_status s = fn(ctx, f);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) {
-        if (cap) {
-            size_t k = n < cap - 1 ? n : cap - 1;
-            memcpy(buf, mem, k);
-            buf[k] = 0;
-        }
-        *len = n;
-    }
-    free(mem);
-    return s;
+    return hbmi_format_mem(fn, ctx, buf, cap, len);
 }
 
 /* Written whole or not at all (hbm/file.h). */

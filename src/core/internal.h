@@ -164,4 +164,9 @@ void hbmi_json_write_strn(FILE *f, const char *s, size_t n, unsigned how);
 /* A JSON string as the trace, report and replay outputs write it (newlines as \n). */
 static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_NL); }
 
+/* What fn(ctx, f) writes, into buf (snprintf rules: at most cap - 1 bytes and a NUL; *len the
+ * whole length) through a memory stream: the library's outputs as strings, for bindings. */
+typedef hbm_status (*hbmi_emit_fn)(const void *ctx, FILE *f);
+hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len);
+
 #endif

@@ -1,5 +1,8 @@
-/* text.c - text for a terminal column: control characters made visible, cut to a width. */
+/* text.c - text for a terminal column: control characters made visible, cut to a width; an
+ * output written through a memory stream into a caller's buffer. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/internal.h"
 
@@ -43,4 +46,24 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
     size_t h = col_offset(clean, n, head), t = col_offset(clean, n, cols - tail);
     snprintf(out, cap, "%.*s...%s", (int)h, clean, clean + t);
     return out;
+}
+
+hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    hbm_status s = fn(ctx, f);
+    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (!s) {
+        if (cap) {
+            size_t k = n < cap - 1 ? n : cap - 1;
+            memcpy(buf, mem, k);
+            buf[k] = 0;
+        }
+        *len = n;
+    }
+    free(mem);
+    return s;
 }

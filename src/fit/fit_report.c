@@ -190,31 +190,20 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
 }
 
 /* --- into a caller's buffer (snprintf rules), for bindings ---------------------------------- */
-typedef hbm_status (*fit_emit_fn)(const hbm_fit_result *r, FILE *f, size_t top);
+struct fit_emit { const hbm_fit_result *r; size_t top; };
 
-static hbm_status emit_text(const hbm_fit_result *r, FILE *f, size_t top) { return hbm_fit_text(r, f, top); }
-static hbm_status emit_json(const hbm_fit_result *r, FILE *f, size_t top) { return (void)top, hbm_fit_json(r, f); }
-static hbm_status emit_hlo(const hbm_fit_result *r, FILE *f, size_t top) { return (void)top, hbm_fit_emit(r, f); }
+static hbm_status emit_text(const void *c, FILE *f) {
+    const struct fit_emit *e = c;
+    return hbm_fit_text(e->r, f, e->top);
+}
+static hbm_status emit_json(const void *c, FILE *f) { return hbm_fit_json(((const struct fit_emit *)c)->r, f); }
+static hbm_status emit_hlo(const void *c, FILE *f) { return hbm_fit_emit(((const struct fit_emit *)c)->r, f); }
 
-static hbm_status to_buffer(fit_emit_fn fn, const hbm_fit_result *r, size_t top, char *buf, size_t cap,
+static hbm_status to_buffer(hbmi_emit_fn fn, const hbm_fit_result *r, size_t top, char *buf, size_t cap,
                             size_t *len) {
-    if (!r || !len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "fit format: NULL argument");
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&mem, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    hbm_status s = fn(r, f, top);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) {
-        if (cap) {
-            size_t k = n < cap - 1 ? n : cap - 1;
-            memcpy(buf, mem, k);
-            buf[k] = 0;
-        }
-        *len = n;
-    }
-    free(mem);
-    return s;
+    if (!r) return hbmi_error(HBM_ERR_INVALID, "fit format: NULL argument");
+    struct fit_emit e = {r, top};
+    return hbmi_format_mem(fn, &e, buf, cap, len);
 }
 
 hbm_status hbm_fit_text_format(const hbm_fit_result *r, size_t top, char *buf, size_t cap, size_t *len) {

@@ -466,7 +466,7 @@ def test_pip_install_offline_in_a_fresh_venv(tmp_path):
         pytest.skip("no cmake here: pip install ./python builds libhbm.so with it")
     tree = tmp_path / "tree"
     tree.mkdir()
-    for part in ("CMakeLists.txt", "cmake", "src", "include", "tools", "preload", "python"):
+    for part in ("CMakeLists.txt", "cmake", "proto", "src", "include", "tools", "preload", "python"):
         p = os.path.join(SRC, part)
         if os.path.isdir(p):
             shutil.copytree(p, str(tree / part), ignore=shutil.ignore_patterns(
