@@ -125,6 +125,11 @@ for path in files if hbm and os.path.exists(lib) else []:
             print(f"FAIL {os.path.relpath(path, src)}:{line}: the Python example's output differs")
         else:
             print(f"ok   {os.path.relpath(path, src)}:{line}: Python example ({r.tries} statements)")
+# a snapshot of two devices (cuda:1 has the larger peak), for the claims below and the help texts
+two = os.path.join(work, "two.json")
+ev = '{"action": "alloc", "addr": %d, "size": %d, "stream": 0}'
+open(two, "w").write('{"segments": [], "device_traces": [[%s], [%s, %s]]}' % (
+    ev % (4096, 512), ev % (4096, 1024), ev % (8192, 2048)))
 # what docs/python.md says of the attributes holds
 if hbm and os.path.exists(lib):
     p = hbm.plan(os.path.join(src, "examples", "svd_fixed.hlo"))
@@ -134,10 +139,6 @@ if hbm and os.path.exists(lib):
                 p.host_temp_size_in_bytes] == [0, 0, 0, 0]),
               ("generated_code_size_in_bytes is None",
                p.generated_code_size_in_bytes is None and p.host_generated_code_size_in_bytes is None)]
-    two = os.path.join(work, "two.json")
-    ev = '{"action": "alloc", "addr": %d, "size": %d, "stream": 0}'
-    open(two, "w").write('{"segments": [], "device_traces": [[%s], [%s, %s]]}' % (
-        ev % (4096, 512), ev % (4096, 1024), ev % (8192, 2048)))
     t = hbm.load(two)
     claims.append(("Trace.devices lists every device of the file", [d["device"] for d in t.devices] == ["cuda:1", "cuda:0"]))
     for what, ok in claims:
