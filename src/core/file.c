@@ -2,6 +2,7 @@
  * written whole or not at all (a temporary renamed when complete). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,7 +12,8 @@
 #include "core/internal.h"
 #include "hbm/file.h"
 
-static hbm_status read_raw(const char *path, char **data, size_t *len) {
+/* At most max bytes of the file at path (SIZE_MAX: all of it), NUL-terminated. */
+static hbm_status read_raw(const char *path, size_t max, char **data, size_t *len) {
     *data = NULL;
     *len = 0;
     FILE *f = fopen(path, "rb");
@@ -21,20 +23,21 @@ static hbm_status read_raw(const char *path, char **data, size_t *len) {
         fclose(f);
         return hbmi_error(HBM_ERR_IO, "%s is a directory, not a file", path);
     }
-    size_t cap = 1 << 16, n = 0;
+    size_t cap = max < (1 << 16) ? max : (1 << 16), n = 0;
     char *p = hbmi_malloc(cap + 1);
     while (p) {
         size_t got = fread(p + n, 1, cap - n, f);
         n += got;
-        if (n < cap) break;
-        char *q = hbmi_realloc(p, 2 * cap + 1);
+        if (n < cap || cap == max) break;
+        size_t grow = cap <= (max - 1) / 2 ? 2 * cap : max;
+        char *q = hbmi_realloc(p, grow + 1);
         if (!q) {
             hbmi_free(p);
             p = NULL;
             break;
         }
         p = q;
-        cap *= 2;
+        cap = grow;
     }
     int err = ferror(f);
     fclose(f);
@@ -63,33 +66,12 @@ static hbm_status inflate_in_place(const char *path, char **data, size_t *len) {
 }
 
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
-    hbm_status s = read_raw(path, data, len);
+    hbm_status s = read_raw(path, SIZE_MAX, data, len);
     return s ? s : inflate_in_place(path, data, len);
 }
 
 hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len) {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return hbmi_error(HBM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return hbmi_error(HBM_ERR_IO, "%s is a directory, not a file", path);
-    }
-    unsigned char *p = hbmi_malloc(max + 1);
-    size_t n = p ? fread(p, 1, max, f) : 0;
-    int err = ferror(f);
-    fclose(f);
-    if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading %s", path);
-    if (err) {
-        hbmi_free(p);
-        return hbmi_error(HBM_ERR_IO, "error reading %s: %s", path, strerror(errno));
-    }
-    p[n] = 0;
-    *data = p;
-    *len = n;
-    return HBM_OK;
+    return read_raw(path, max, (char **)data, len);
 }
 
 hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
