@@ -108,6 +108,11 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         if (s->thread_local_size_in_bytes)
             fprintf(f, " + %s of reducer scalars", hbm_size_human(s->thread_local_size_in_bytes, a));
         if (s->alias_size_in_bytes) fprintf(f, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
+        uint64_t host = s->host_argument_size_in_bytes + s->host_output_size_in_bytes + s->host_temp_size_in_bytes;
+        if (host) fprintf(f, " + %s of host memory S(5)", hbm_size_human(host, a));
+        if (s->other_space_size_in_bytes)
+            fprintf(f, "\n    + %s in memory spaces other than device memory (S(1) ...: not HBM)",
+                    hbm_size_human(s->other_space_size_in_bytes, a));
         fprintf(f, ".\n");
     }
     if (s->temp_size_in_bytes) {
@@ -239,6 +244,7 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
             ",\n  \"host_alias_size_in_bytes\": %" PRIu64 ",\n  \"host_temp_size_in_bytes\": %" PRIu64,
             s->host_argument_size_in_bytes, s->host_output_size_in_bytes, s->host_alias_size_in_bytes,
             s->host_temp_size_in_bytes);
+    fprintf(f, ",\n  \"other_space_size_in_bytes\": %" PRIu64, s->other_space_size_in_bytes);
     fprintf(f, ",\n  \"padding_bytes\": %" PRIu64, s->padding_bytes);
     fprintf(f, ",\n  \"peak_instruction\": ");
     jstr(f, hbm_plan_step_name(p, s->peak_step));
