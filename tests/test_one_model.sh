@@ -94,5 +94,19 @@ EOF
     check "$b: replay's and diff's positions fit 100 columns" \
         bash -c '! grep -h "step [0-9]" "$1" "$2" | awk "length > 100" | grep -q .' _ "$T/replay.txt" "$T/diff.txt"
 done
+# hbm.load(m).html(): the trace page of a module counts in steps too (headless Chromium)
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+m=$SRC/examples/svd_oom.hlo
+if [ $py = 1 ] && [ -n "$CHROMIUM" ]; then
+    HBM_LIBRARY="$lib" PYTHONPATH="$SRC/python" python3 -c 'import hbm, sys; hbm.load(sys.argv[1]).html(sys.argv[2])' \
+        "$m" "$T/m.html"
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$T/profile" \
+        --window-size=1280,1000 --virtual-time-budget=5000 --dump-dom "file://$T/m.html#selftest" >"$T/m.dom" 2>/dev/null
+    want=$("$HBM" plan --json "$m" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("step %d (%s)" % (j["peak_step"], j["peak_instruction"]))')
+    check "page: the peak at the plan's step" grep -qF "Buffers live at the peak ($want)" "$T/m.dom"
+    check "page: positions are schedule steps" grep -q "positions are schedule steps" "$T/m.dom"
+    check "page: the axis counts steps" grep -Eq 'data-axis="step [0-9]' "$T/m.dom"
+    check "page: self-test" bash -c 'grep -o "data-selftest=\"[^\"]*\"" "$1" | grep -q "pick:ok" && ! grep -o "data-selftest=\"[^\"]*\"" "$1" | grep -q bad' _ "$T/m.dom"
+fi
 [ $py = 1 ] || echo "note: python3 does not load $lib: hbm.load / hbm.plan not checked"
 exit $bad
