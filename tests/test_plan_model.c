@@ -66,7 +66,9 @@ static void check_commands(hbm_plan *p, const char *path) {
     int differs = 0, ok = 1;
     /* the trace (hbm_trace_load: what the CLI and hbm.load read) and its view model */
     hbm_trace *t = NULL;
-    CHECK_OK(hbm_trace_load(path, &t));
+    if (path) CHECK_OK(hbm_trace_load(path, &t)); /* as the CLI and hbm.load read it */
+    else CHECK_OK(hbm_plan_trace(p, &t));         /* (a plan made with other options) */
+    if (!path) path = "(module)";
     if (!t) {
         free(plan_set);
         free(other);
@@ -346,8 +348,51 @@ static void test_in_place(void) {
     hbm_hlo_module_free(m);
 }
 
+/* A TPU module with a buffer in memory space S(1) (the alternate memory XLA's memory-space
+ * assignment uses, not HBM): 4 MiB temps in device memory, one 1 MiB temp in S(1). */
+static const char kSpaces[] =
+    "HloModule spaces, is_scheduled=true\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = f32[1024,1024]{1,0} parameter(0)\n"
+    "  %a = f32[1024,1024]{1,0} add(%p0, %p0)\n"
+    "  %v = f32[256,1024]{1,0:S(1)} slice(%a), slice={[0:256], [0:1024]}\n"
+    "  %b = f32[256,1024]{1,0} negate(%v)\n"
+    "  %c = f32[1024,1024]{1,0} multiply(%a, %a)\n"
+    "  %z = s32[] constant(0)\n"
+    "  ROOT %d = f32[1024,1024]{1,0} dynamic-update-slice(%c, %b, %z, %z)\n"
+    "}\n";
+
+static void test_memory_spaces(void) {
+    hbm_hlo_module *m;
+    CHECK_OK(hbm_hlo_parse(kSpaces, sizeof kSpaces - 1, "spaces", &m));
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.backend = HBM_BACKEND_TPU;
+    hbm_plan *p;
+    CHECK_OK(hbm_plan_run(m, &o, &p));
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    /* the 1 MiB value in S(1) is in no device figure, and is the other spaces' figure */
+    CHECK_EQ_U64(st.other_space_size_in_bytes, 1048576);
+    CHECK(st.total_allocation_bytes >= st.peak_bytes + st.other_space_size_in_bytes);
+    CHECK_EQ_U64(st.peak_bytes, st.argument_size_in_bytes + st.output_size_in_bytes - st.alias_size_in_bytes +
+                                    st.temp_size_in_bytes + st.constant_size_in_bytes);
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    CHECK(tl);
+    for (size_t i = 0; tl && i < tl->count; i++) { /* the slice (in S(1)) is not on the device timeline */
+        const hbm_tag *tg = hbm_timeline_tag(tl, i);
+        CHECK(!tg || !tg->label || strcmp(tg->label, "slice"));
+    }
+    check_plan(p, "spaces");
+    check_commands(p, NULL);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
 int main(void) {
     RUN(test_in_place);
+    RUN(test_memory_spaces);
     RUN(test_corpus);
     return test_done();
 }
