@@ -16,7 +16,10 @@ if [ -n "$DATA" ] && [ -d "$DATA/hlo/xladumps" ]; then
 fi
 lib=$(cd "$BUILD" && pwd)/libhbm.so
 py=0
-HBM_LIBRARY="$lib" PYTHONPATH="$SRC/python" python3 -c 'import hbm' 2>/dev/null && py=1
+# (a sanitizer build's library needs its runtime preloaded into python3: test_python does that)
+if [ -z "${HBM_SANITIZE:-}" ] && [ -e "$lib" ]; then
+    HBM_LIBRARY="$lib" PYTHONPATH="$SRC/python" python3 -c 'import hbm; hbm._lib.get()' 2>/dev/null && py=1
+fi
 for m in "${mods[@]}"; do
     [ -f "$m" ] || continue
     b=$(basename "$m")
