@@ -42,8 +42,6 @@ typedef struct rows_ctx {
     const hbmi_replay_plan *plan;
     const char *device;
     int report;             /* the first OOM's report and its checked advice */
-    int have_bound;
-    uint64_t lower_bound;   /* the most bytes live at once, computed once for every row */
     hbm_oom_diagnosis diag; /* of the current row's first OOM */
 } rows_ctx;
 
@@ -66,15 +64,6 @@ static void on_first_oom(void *user, hbm_allocator *a, hbm_replay_result *r) {
     rows_ctx *c = user;
     r->first_oom_report = oom_report(a, hbm_last_error());
     hbm_oom_diagnose(a, &c->diag);
-}
-
-static uint64_t lower_bound(rows_ctx *c) {
-    if (!c->have_bound) {
-        hbm_replay_bounds bd;
-        c->lower_bound = hbm_replay_bounds_get(c->plan->t, 0, 0, &bd) ? 0 : bd.lower_bound;
-        c->have_bound = 1;
-    }
-    return c->lower_bound;
 }
 
 /* The first OOM report's advice, checked: the replay again with the advised setting, up
@@ -104,7 +93,7 @@ static void check_advice(rows_ctx *c, const hbm_replay_config *cfg, hbm_replay_r
                  env, item, hbm_size_xla((int64_t)v.peak_reserved, a));
     } else {
         hbm_device *d;
-        uint64_t dfree = 0, total = 0, bound = lower_bound(c);
+        uint64_t dfree = 0, total = 0, bound = c->plan->lower_bound;
         char when[400];
         if (!hbm_device_open(c->device, &d)) hbm_device_mem_info(d, &dfree, &total), hbm_device_close(d);
         n = snprintf(verdict, sizeof verdict, "  No setting of this kind fits: with %s the replay still runs out of memory at %s.\n",
@@ -136,9 +125,10 @@ static hbm_status run_rows(rows_ctx *c, const hbm_replay_config *cfgs, size_t n,
     return first;
 }
 
-/* configs[0..n) replayed on t (the pairing once for all); reports: the first OOM's. */
+/* configs[0..n) replayed on t (the pairing once for all); reports: the first OOM's. With
+ * bounds, also hbm_replay_bounds_get's (packing up to max_buffers). */
 static hbm_status replay_values(const hbm_trace *t, const char *device_spec, const hbm_replay_config *cfgs, size_t n,
-                                hbm_replay_result *results, int reports, const uint64_t *bound) {
+                                hbm_replay_result *results, int reports, hbm_replay_bounds *bounds, size_t max_buffers) {
     for (size_t c = 0; c < n; c++) {
         memset(&results[c], 0, sizeof results[c]);
         results[c].first_oom_event = results[c].last_oom_event = -1;
@@ -148,10 +138,12 @@ static hbm_status replay_values(const hbm_trace *t, const char *device_spec, con
     hbm_status s = hbmi_replay_prepare(t, &plan);
     if (s) {
         for (size_t c = 0; c < n; c++) hbmi_replay_result_fail(&results[c], s);
+        if (bounds) memset(bounds, 0, sizeof *bounds);
         return s;
     }
-    rows_ctx ctx = {.plan = &plan, .device = device_spec, .report = reports, .have_bound = bound != NULL,
-                    .lower_bound = bound ? *bound : 0};
+    /* hbm pack's default budget of counted work for the packing: the same figure on every run */
+    if (bounds && hbmi_replay_bounds(&plan, 0, max_buffers, bounds)) memset(bounds, 0, sizeof *bounds);
+    rows_ctx ctx = {.plan = &plan, .device = device_spec, .report = reports};
     s = run_rows(&ctx, cfgs, n, results);
     hbmi_replay_plan_free(&plan);
     return s;
@@ -173,7 +165,7 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
     if (s) {
         for (size_t c = 0; c < n; c++) hbmi_replay_result_fail(&results[c], s);
     } else {
-        s = replay_values(t, device_spec, v, n, results, 1, NULL);
+        s = replay_values(t, device_spec, v, n, results, 1, NULL, 0);
     }
     hbmi_free(v);
     return s;
@@ -232,10 +224,7 @@ hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     if (s) return s;
     if (!(out->rows = hbmi_calloc(q->n + 1, sizeof *out->rows))) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     out->n = q->n;
-    /* the bounds first: the rows' advice checks use the lower bound (hbm pack's default
-     * budget of counted work for the packing: the same figure on every run) */
-    if (hbm_replay_bounds_get(t, 0, q->bound_buffers, &out->bounds)) memset(&out->bounds, 0, sizeof out->bounds);
-    replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds.lower_bound); /* failures are in rows */
+    replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers); /* failures are in rows */
     if (q->twin && (s = twin_part(out, twin_row(t, out->rows, out->n)))) hbm_replay_report_release(out);
     return s;
 }
@@ -558,11 +547,11 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
     hbm_replay_result res[HBM_TORCH_SUGGEST_MAX];
     if (!cfg) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for --suggest");
     for (size_t k = 0; k < out->n && !s; k++) s = config_value(out->c[k].config, 0, &cfg[k]);
-    hbm_replay_bounds b;
-    if (!s && !hbm_replay_bounds_get(t, 0.0, 0, &b)) out->lower_bound = b.lower_bound;
+    hbm_replay_bounds b = {0};
     /* each candidate once, without OOM reports (only whether it runs out of memory counts);
      * each result says whether it ran */
-    if (!s) replay_values(t, out->device, cfg, out->n, res, 0, NULL);
+    if (!s) replay_values(t, out->device, cfg, out->n, res, 0, &b, 0);
+    out->lower_bound = b.lower_bound;
     hbmi_free(cfg);
     if (s) return s;
     for (size_t k = 0; k < out->n; k++) {

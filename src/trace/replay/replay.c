@@ -31,49 +31,79 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
     r->frag_at_peak = hbm_stats_fragmentation(st);
 }
 
-/* For each free event, the index of the alloc it frees (SIZE_MAX when none: a block from
- * before the trace). Computed once per trace and shared by every configuration. */
-hbm_status hbmi_replay_prepare(const hbm_trace *t, hbmi_replay_plan *p) {
-    memset(p, 0, sizeof *p);
-    p->t = t;
-    size_t *pair = hbmi_malloc(t->count * sizeof *pair + 1);
-    if (!pair) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
+/* The most bytes live at once, as hbm_timeline_peak counts them on hbm_trace_to_timeline's
+ * buffers, without building them: a buffer is an alloc that a free pairs with or that is
+ * still live at the end (an address allocated again without a free loses its first
+ * alloc, there as here); its bytes count from its alloc to its free, and at equal times
+ * frees come first, which in event order they always do. The allocs' slots mark the
+ * buffers (the replays overwrite them). *nbuf: the buffers of non-zero size (the
+ * timeline's count). */
+static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live, uint64_t *peak_out, size_t *nbuf_out) {
+    for (size_t i = 0; i < t->count; i++)
+        if (t->events[i].kind == HBM_EV_FREE && slot[i]) slot[slot[i] - 1] = 1;
+    for (size_t k = 0; k < live->cap; k++)
+        if (live->keys[k]) slot[live->vals[k]] = 1;
+    uint64_t cur = 0, peak = 0;
+    size_t nbuf = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_ALLOC && slot[i]) {
+            uint64_t size = e->requested ? e->requested : e->size;
+            nbuf += size != 0;
+            cur += size;
+            if (cur > peak) peak = cur;
+        } else if (e->kind == HBM_EV_FREE && slot[i]) {
+            const hbm_trace_event *a = &t->events[slot[i] - 1];
+            cur -= a->requested ? a->requested : a->size;
+        }
+    }
+    *peak_out = peak;
+    *nbuf_out = nbuf;
+}
+
+/* One slot per event: a free's holds the index + 1 of the alloc it frees (0 when none: a
+ * block from before the trace); an alloc's is the replays' scratch. And the lower bound. */
+static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *bound, size_t *nbuf) {
+    uint64_t *slot = hbmi_malloc(t->count * sizeof *slot + 1);
+    if (!slot) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
     hbmi_map live;
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j;
-        pair[i] = SIZE_MAX;
+        slot[i] = 0;
         if (e->kind == HBM_EV_ALLOC) {
-            s = hbmi_map_put(&live, key, i); /* an address reused without a free: the first block stays live */
+            s = hbmi_map_put(&live, key, i); /* an address reused without a free: the new block replaces the first */
         } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
-            pair[i] = (size_t)j;
+            slot[i] = j + 1;
         }
     }
+    if (!s) lower_bound(t, slot, &live, bound, nbuf);
     hbmi_map_destroy(&live);
-    if (!s && !(p->raddr = hbmi_malloc(t->count * sizeof *p->raddr + 1)))
-        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (s) {
-        hbmi_free(pair);
+        hbmi_free(slot);
         return s;
     }
-    p->pair = pair;
+    *out = slot;
     return HBM_OK;
 }
 
-void hbmi_replay_plan_free(hbmi_replay_plan *p) {
-    hbmi_free(p->pair);
-    hbmi_free(p->raddr);
-    p->pair = NULL;
-    p->raddr = NULL;
+/* The pairing and the bound, computed once per trace and shared by every configuration. */
+hbm_status hbmi_replay_prepare(const hbm_trace *t, hbmi_replay_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    return pair_events(t, &p->slot, &p->lower_bound, &p->nbuffers);
 }
 
+void hbmi_replay_plan_free(hbmi_replay_plan *p) {
+    hbmi_free(p->slot);
+    p->slot = NULL;
+}
 hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
                            const hbmi_replay_hooks *h, hbm_replay_result *r) {
     const hbm_trace *t = p->t;
-    const size_t *pair = p->pair;
-    uint64_t *raddr = p->raddr;
+    uint64_t *slot = p->slot;
     memset(r, 0, sizeof *r);
     hbmi_strlcpy_cut(r->config, sizeof r->config, cfg->text);
     r->first_oom_event = r->last_oom_event = -1;
@@ -107,7 +137,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
             uint64_t size = e->requested ? e->requested : e->size, addr;
-            raddr[i] = 0; /* 0: not allocated here (failed or empty) */
+            slot[i] = 0; /* 0: not allocated here (failed or empty) */
             if (!size) continue;
             uint32_t tg = e->tag <= ntags ? tagid[e->tag] : 0;
             const hbm_tag *tag = hbm_trace_tag(t, e->tag);
@@ -140,9 +170,9 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
                 r->frees++;
                 continue;
             }
-            raddr[i] = addr + 1; /* +1 so that address 0 is told apart from "none" */
-        } else if (e->kind == HBM_EV_FREE && pair[i] != SIZE_MAX) {
-            uint64_t addr = raddr[pair[i]];
+            slot[i] = addr + 1; /* +1 so that address 0 is told apart from "none" */
+        } else if (e->kind == HBM_EV_FREE && slot[i]) {
+            uint64_t addr = slot[slot[i] - 1];
             if (!addr) continue; /* its allocation failed here */
             if ((s = ops->free_stream ? ops->free_stream(self, addr - 1, e->stream) : ops->free(self, addr - 1))) break;
             r->frees++;
@@ -209,25 +239,39 @@ hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, 
     return HBM_OK;
 }
 
-hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out) {
-    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_bounds_get: NULL argument");
-    memset(out, 0, sizeof *out);
+/* The packing of t's buffers when there are at most max_buffers, the bound given. */
+static hbm_status bounds_pack(const hbm_trace *t, double timeout_s, size_t max_buffers, size_t nbuf, hbm_replay_bounds *out) {
+    if (!nbuf || nbuf > max_buffers) return HBM_OK;
     hbm_timeline *tl;
     hbm_status s = hbm_trace_to_timeline(t, &tl);
     if (s) return s;
-    s = hbm_timeline_peak(tl, &out->lower_bound, NULL);
-    if (!s && tl->count && tl->count <= max_buffers) {
-        hbm_pack_options o;
-        hbm_pack_result r;
-        hbm_pack_options_default(&o);
-        o.algo = HBM_PACK_BEST;
-        o.timeout_s = timeout_s;
-        s = hbm_pack(tl, &o, &r);
-        if (!s) {
-            out->packed = r.extent;
-            out->proven = r.extent == out->lower_bound;
-        }
+    hbm_pack_options o;
+    hbm_pack_result r;
+    hbm_pack_options_default(&o);
+    o.algo = HBM_PACK_BEST;
+    o.timeout_s = timeout_s;
+    s = hbm_pack(tl, &o, &r);
+    if (!s) {
+        out->packed = r.extent;
+        out->proven = r.extent == out->lower_bound;
     }
     hbm_timeline_free(tl);
     return s;
+}
+
+hbm_status hbmi_replay_bounds(const hbmi_replay_plan *p, double timeout_s, size_t max_buffers, hbm_replay_bounds *out) {
+    memset(out, 0, sizeof *out);
+    out->lower_bound = p->lower_bound;
+    return bounds_pack(p->t, timeout_s, max_buffers, p->nbuffers, out);
+}
+
+hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t max_buffers, hbm_replay_bounds *out) {
+    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_bounds_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    uint64_t *slot;
+    size_t nbuf;
+    hbm_status s = pair_events(t, &slot, &out->lower_bound, &nbuf);
+    if (s) return s;
+    hbmi_free(slot);
+    return bounds_pack(t, timeout_s, max_buffers, nbuf, out);
 }

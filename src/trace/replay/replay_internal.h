@@ -15,12 +15,16 @@
 /* What every configuration's replay of one trace shares. */
 typedef struct hbmi_replay_plan {
     const hbm_trace *t;
-    size_t *pair;    /* for each free, the index of the alloc it frees; SIZE_MAX: none */
-    uint64_t *raddr; /* scratch: each alloc's address in the current replay, + 1 (0: none) */
+    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none); an alloc's address in
+                             the current replay + 1 (0: none) */
+    uint64_t lower_bound; /* the most bytes live at once (hbm_replay_bounds_get's) */
+    size_t nbuffers;      /* the buffers of hbm_trace_to_timeline (non-zero sizes) */
 } hbmi_replay_plan;
 
 hbm_status hbmi_replay_prepare(const hbm_trace *t, hbmi_replay_plan *p);
 void hbmi_replay_plan_free(hbmi_replay_plan *p);
+/* hbm_replay_bounds_get of the plan's trace, its pairing and bound reused. */
+hbm_status hbmi_replay_bounds(const hbmi_replay_plan *p, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
 
 typedef struct hbmi_replay_hooks {
     /* at the first OOM (the allocator's OOM record taken): r->first_oom_* are set */
