@@ -39,9 +39,7 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
  * buffers (the replays overwrite them). *nbuf: the buffers of non-zero size (the
  * timeline's count). */
 static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live, uint64_t *peak_out, size_t *nbuf_out) {
-    for (size_t i = 0; i < t->count; i++)
-        if (t->events[i].kind == HBM_EV_FREE && slot[i]) slot[slot[i] - 1] = 1;
-    for (size_t k = 0; k < live->cap; k++)
+    for (size_t k = 0; k < live->cap; k++) /* the paired allocs are marked already */
         if (live->keys[k]) slot[live->vals[k]] = 1;
     uint64_t cur = 0, peak = 0;
     size_t nbuf = 0;
@@ -77,6 +75,7 @@ static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *boun
             s = hbmi_map_put(&live, key, i); /* an address reused without a free: the new block replaces the first */
         } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
             slot[i] = j + 1;
+            slot[j] = 1; /* a buffer (for lower_bound) */
         }
     }
     if (!s) lower_bound(t, slot, &live, bound, nbuf);

@@ -462,7 +462,11 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     if (!s) s = find_empty_cache_runs(t, &empty_run);
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
+    if (!s) { /* the twin counts its OOMs and reads no message of theirs */
+        int quiet = hbmi_oom_quiet_set(1);
+        s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
+        hbmi_oom_quiet_set(quiet);
+    }
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
