@@ -156,6 +156,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbm_stats st;
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
+    int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
@@ -213,6 +214,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
         }
     }
+    hbmi_oom_quiet_set(quiet);
     if (!s) compare(c, pending, npend); /* decisions after the last alloc */
     hbmi_torch_set_event_fn(self, NULL, NULL);
     hbmi_torch_set_addr_fn(self, NULL, NULL);
@@ -462,11 +464,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     if (!s) s = find_empty_cache_runs(t, &empty_run);
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    if (!s) { /* the twin counts its OOMs and reads no message of theirs */
-        int quiet = hbmi_oom_quiet_set(1);
-        s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
-        hbmi_oom_quiet_set(quiet);
-    }
+    if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
