@@ -55,6 +55,8 @@ typedef struct hbm_replay_request {
 typedef struct hbm_replay_report {
     const hbm_trace *trace;
     char device[160];                 /* the spec replayed on */
+    int device_is_default;            /* 1: it is hbm_replay_default_device's, */
+    const char *device_why;           /* ... which says why (a static string) */
     hbm_replay_result *rows;          /* one per configuration, in the request's order */
     size_t n;
     hbm_replay_bounds bounds;

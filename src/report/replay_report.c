@@ -219,9 +219,12 @@ hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     if (q->n > REPLAY_MAX_CONFIGS)
         return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", q->n, REPLAY_MAX_CONFIGS);
     const hbm_trace *t = q->trace;
-    hbm_status s = q->device ? hbm_replay_device_spec(q->device, out->device, sizeof out->device)
-                             : hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
+    char dflt[sizeof out->device];
+    hbm_status s = hbm_replay_default_device(t, dflt, sizeof dflt, &out->device_why);
+    if (!s && q->device) s = hbm_replay_device_spec(q->device, out->device, sizeof out->device);
+    else if (!s) snprintf(out->device, sizeof out->device, "%s", dflt);
     if (s) return s;
+    out->device_is_default = !strcmp(dflt, out->device);
     if (!(out->rows = hbmi_calloc(q->n + 1, sizeof *out->rows))) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     out->n = q->n;
     replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers); /* failures are in rows */
@@ -400,11 +403,8 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
             t->device[0] ? ", " : "", t->count - t->history_start);
     if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
-    char dflt[96];
-    const char *why = NULL;
-    hbm_replay_default_device(t, dflt, sizeof dflt, &why);
     fprintf(f, ")\n  on %s", device_words(rep->device, w, sizeof w));
-    if (!strcmp(dflt, rep->device)) fprintf(f, " (%s; --device sets another)", why);
+    if (rep->device_is_default) fprintf(f, " (%s; --device sets another)", rep->device_why);
     fputc('\n', f);
     if (tw >= 0) {
         hbmi_fit(w, sizeof w, rec[0] ? rec : "PyTorch's defaults", 60, 0);
@@ -467,6 +467,8 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     rep.trace = t;
     snprintf(rep.device, sizeof rep.device, "%s", device_spec);
     rep.rows = (hbm_replay_result *)r; /* read only */
+    char dflt[sizeof rep.device];
+    if (!hbm_replay_default_device(t, dflt, sizeof dflt, &rep.device_why)) rep.device_is_default = !strcmp(dflt, device_spec);
     rep.n = n;
     if (bounds) rep.bounds = *bounds;
     hbm_status s = twin_part(&rep, twin_row(t, r, n));

@@ -357,11 +357,14 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
 
 hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap) {
     if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_settings: NULL argument");
+    if (t->torch_settings[0]) { /* what the snapshot says; else what its events show */
+        snprintf(buf, cap, "%s", t->torch_settings);
+        return HBM_OK;
+    }
     int has_map = 0;
     for (size_t i = 0; i < t->count && !has_map; i++)
         has_map = t->events[i].kind == HBM_EV_SEGMENT_MAP || t->events[i].kind == HBM_EV_SEGMENT_UNMAP;
-    if (t->torch_settings[0]) snprintf(buf, cap, "%s", t->torch_settings);
-    else snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
+    snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
     return HBM_OK;
 }
 
@@ -536,26 +539,24 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
     out->peak_event = out->oom_event = out->peak_in_use_event = -1;
-    hbmi_map live, held; /* address -> requested bytes, bytes held */
+    hbmi_map live; /* address -> requested bytes (what a block holds, as memory_viz counts it) */
     hbmi_map_init(&live);
-    hbmi_map_init(&held);
     uint64_t reserved = 0, requested = 0, in_use = 0, segments = 0, v;
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         switch (e->kind) {
         case HBM_EV_ALLOC: {
-            uint64_t req = e->requested ? e->requested : e->size, h = req; /* as memory_viz counts them */
-            if (!(s = hbmi_map_put(&live, e->addr, req)) && !(s = hbmi_map_put(&held, e->addr, h))) {
+            uint64_t req = e->requested ? e->requested : e->size; /* as memory_viz counts them */
+            if (!(s = hbmi_map_put(&live, e->addr, req))) {
                 requested += req;
-                in_use += h;
+                in_use += req;
                 if (in_use > out->peak_in_use) out->peak_in_use = in_use, out->peak_in_use_event = (int64_t)i;
             }
             break;
         }
         case HBM_EV_FREE:
-            if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
-            if (hbmi_map_del(&held, e->addr, &v)) in_use -= v;
+            if (hbmi_map_del(&live, e->addr, &v)) requested -= v, in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
         case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
@@ -577,7 +578,6 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
         }
     }
     hbmi_map_destroy(&live);
-    hbmi_map_destroy(&held);
     out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
     return s;
 }
