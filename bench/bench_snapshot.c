@@ -702,10 +702,10 @@ static void replays(const char *pk) {
             hbm_status s = hbm_replay(big, dev, configs[c], &res);
             double cpu = cpu_s() - c0;
             if (s) {
-                printf("  replay %-38s skipped: %s\n", what, res.error);
+                printf("  replay %-40s skipped: %s\n", what, res.error);
             } else {
                 if (res.peak_in_use > peak) peak = res.peak_in_use;
-                printf("  replay %-38s %7.2f M events/s (target >= 10)", what, (double)res.events / cpu / 1e6);
+                printf("  replay %-40s %7.2f M events/s (target >= 10)", what, (double)res.events / cpu / 1e6);
                 if (res.ooms) printf(", %" PRIu64 " OOMs", res.ooms);
                 printf("\n");
             }
@@ -715,17 +715,17 @@ static void replays(const char *pk) {
         snprintf(what, sizeof what, "--allocators bfc,torch%s", on);
         double c0 = cpu_s();
         if (hbm_replay_run_write(big, dev, configs, 2, null, 0, NULL))
-            printf("  replay %-38s failed: %s\n", what, hbm_last_error());
+            printf("  replay %-40s failed: %s\n", what, hbm_last_error());
         else
-            printf("  replay %-38s %7.2f M events/s per configuration (target >= 10)\n", what,
+            printf("  replay %-40s %7.2f M events/s per configuration (target >= 10)\n", what,
                    2.0 * (double)big->count / (cpu_s() - c0) / 1e6);
         hbm_torch_suggestion sg;
         snprintf(what, sizeof what, "--suggest%s", on);
         c0 = cpu_s();
         if (hbm_torch_suggest(big, dev, &sg))
-            printf("  replay %-38s failed: %s\n", what, hbm_last_error());
+            printf("  replay %-40s failed: %s\n", what, hbm_last_error());
         else
-            printf("  replay %-38s %7.2f M events/s per configuration (%zu of them; target >= 10)\n", what,
+            printf("  replay %-40s %7.2f M events/s per configuration (%zu of them; target >= 10)\n", what,
                    (double)sg.n * (double)big->count / (cpu_s() - c0) / 1e6, sg.n);
     }
     fclose(null);
