@@ -785,7 +785,7 @@ static void release_block(torch *t, uint32_t i) {
  * memory fraction) says no; *out is in no set. */
 static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size, uint64_t alloc_size, uint32_t *out) {
     if (t->set_fraction && t->total_allocated + alloc_size > t->allowed)
-        return hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
+        return hbmi_oom_quiet() ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
     if (t->expandable) return alloc_expandable(t, p, stream, size, out);
     hbm_status s = reserve(t, 1);
     uint64_t addr, at;

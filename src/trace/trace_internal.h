@@ -130,10 +130,6 @@ hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const ch
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 
-/* A device spec in words, as the device reads it: "H100-80GB (79.65GiB)", "a simulated
- * device of 80.00GiB"; the spec itself when it does not open. Returns buf or spec. */
-const char *hbmi_device_words(const char *spec, char *buf, size_t cap);
-
 /* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
 void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
 
