@@ -162,13 +162,7 @@ int cmd_plan(int argc, char **argv) {
     }
     /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
      * share the framework lets XLA use (as configured, the program would run out of memory) */
-    int verdict = 0;
-    hbm_plan_stats st;
-    if (!s && target.capacity && hbm_plan_get_stats(p, &st) == HBM_OK) {
-        double f = target.fraction;
-        uint64_t limit = f > 0 && f < 1 ? (uint64_t)((double)target.capacity * f) : target.capacity;
-        verdict = st.peak_bytes > limit;
-    }
+    int verdict = hbm_plan_verdict_get(p, target.capacity, target.fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     if (s) return cli_fail("plan", s);
