@@ -196,6 +196,12 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+/* A buffer in a table, as hbm plan's explanation and hbm fit list them: at indent, its size
+ * in 10 columns, its share of the peak (pct >= 0) as " 12.5%", its category in 9 columns,
+ * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"
+ * and "op NAME" (NULL: no such line) at indent, each cut in the middle to width columns. */
+void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what);
+void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op);
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
 void hbmi_fputs_visible(const char *s, FILE *f);

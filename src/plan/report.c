@@ -166,16 +166,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         char full[512], what[256]; /* "label shape", cut to fit 100 columns */
         snprintf(full, sizeof full, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
         hbmi_fit(what, sizeof what, full, 63, 0);
-        fprintf(f, "    %10s %5.1f%%  %-9s %s", hbm_size_xla((int64_t)bf->size, a), pct,
-                t ? cat_name(t->category) : "", what);
-        fprintf(f, "\n");
+        hbmi_buffer_row(f, 4, hbm_size_xla((int64_t)bf->size, a), pct, t ? cat_name(t->category) : "", what);
         /* cut in the middle so that both ends survive (file:line, the op's last component) */
-        char loc[512], cut[1100];
-        if (t && t->source_file) {
-            snprintf(loc, sizeof loc, "%s:%d", t->source_file, t->source_line);
-            fprintf(f, "               at %s\n", hbmi_fit(cut, sizeof cut, loc, 100 - 18, 1));
-        }
-        if (t && t->op_name) fprintf(f, "               op %s\n", hbmi_fit(cut, sizeof cut, t->op_name, 100 - 18, 1));
+        if (t) hbmi_buffer_where(f, 15, 100 - 18, t->source_file, t->source_line, t->op_name);
     }
     if (n > show) fprintf(f, "    ... and %zu smaller buffers\n", n - show);
     /* a buffer that dwarfs the inputs is the usual culprit (e.g. an SVD's full U) */
