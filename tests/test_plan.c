@@ -2,7 +2,7 @@
  * heap packing, the svd examples (the seed bug), reports, devices. */
 #include "core/internal.h"
 #include "hbm/json_api.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 #include "test.h"
 
 /* The modules here are written to XLA:GPU's rules; the file name says so (their unfused
