@@ -121,6 +121,12 @@ HBM_API const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
  * is the heap the algorithm needs; compare with the heap_bytes XLA's simulator needed.
  * HBM_OK with r->extent = 0 when the plan has no temp heap. */
 HBM_API hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_pack_result *r, uint64_t *heap_bytes);
+/* That what-if as `hbm plan --pack ALGO` prints it: text (a blank line, then lines of at
+ * most 100 columns: the repacked heap, XLA's, the bound, the waste saved) or the JSON
+ * object's members after "pack": {"algorithm", "xla_heap_bytes", "heap_bytes",
+ * "lower_bound_bytes", "proven", "seconds"}. */
+HBM_API hbm_status hbm_plan_pack_text(const hbm_pack_result *r, hbm_pack_algo algo, uint64_t heap_bytes, FILE *f);
+HBM_API hbm_status hbm_plan_pack_json(const hbm_pack_result *r, hbm_pack_algo algo, uint64_t heap_bytes, FILE *f);
 
 /* Name of the instruction at schedule step t ("" if out of range). */
 HBM_API const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
