@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hbm/status.h"
 #include "hbm/tag.h"
@@ -82,6 +83,52 @@ static inline uint64_t hbmi_hash64(uint64_t x) {
     return x;
 }
 
+/* --- a pool of records: one growing array, given-back slots reused first ---------------- */
+/* The array stays the owner's (typed: p->b[i]); the pool counts its slots and chains the
+ * given-back ones through a uint32_t field of the record at offset link (index + 1, 0 =
+ * end), which the owner may use for other things while the record is in use. */
+typedef struct hbmi_pool {
+    size_t n;           /* slots [0, n) have been handed out at least once */
+    size_t cap;         /* slots allocated */
+    size_t used;        /* handed out and not given back */
+    uint32_t free_head; /* index + 1 of a given-back slot, 0 = none */
+} hbmi_pool;
+
+/* Room for `extra` more takes, so that none of them can fail. */
+hbm_status hbmi_pool_reserve(hbmi_pool *p, void **v, size_t size, size_t extra);
+/* Free the array and forget every slot. */
+void hbmi_pool_destroy(hbmi_pool *p, void **v);
+/* The pool's invariants (in the manner of tlsf_check): n <= cap, the given-back list within
+ * [0, n), without a cycle, as long as n - used, and (is_free given) exactly the records that
+ * is_free says are unused. HBM_ERR_CORRUPT naming `who` and the slot when one fails. */
+hbm_status hbmi_pool_check(const hbmi_pool *p, const void *v, size_t size, size_t link, int (*is_free)(const void *rec),
+                           const char *who);
+
+static inline uint32_t hbmi_pool_link_(const void *v, size_t size, size_t link, uint32_t i) {
+    uint32_t next;
+    memcpy(&next, (const char *)v + (size_t)i * size + link, sizeof next);
+    return next;
+}
+/* A slot (reserved first): a given-back one if any, else the next new one. Its contents
+ * are what they were: the caller sets every field. */
+static inline uint32_t hbmi_pool_take(hbmi_pool *p, void *v, size_t size, size_t link) {
+    uint32_t i;
+    if (p->free_head) {
+        i = p->free_head - 1;
+        p->free_head = hbmi_pool_link_(v, size, link, i);
+    } else {
+        i = (uint32_t)p->n++;
+    }
+    p->used++;
+    return i;
+}
+/* Give slot i back (the caller marks the record unused). */
+static inline void hbmi_pool_give(hbmi_pool *p, void *v, size_t size, size_t link, uint32_t i) {
+    memcpy((char *)v + (size_t)i * size + link, &p->free_head, sizeof p->free_head);
+    p->free_head = i + 1;
+    p->used--;
+}
+
 /* --- tag table: interned hbm_tag copies, ids 1..n ------------------------------------- */
 typedef struct hbmi_tagtab hbmi_tagtab;
 hbm_status hbmi_tagtab_new(hbmi_tagtab **out);
@@ -149,6 +196,12 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+/* A buffer in a table, as hbm plan's explanation and hbm fit list them: at indent, its size
+ * in 10 columns, its share of the peak (pct >= 0) as " 12.5%", its category in 9 columns,
+ * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"
+ * and "op NAME" (NULL: no such line) at indent, each cut in the middle to width columns. */
+void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what);
+void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op);
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
 void hbmi_fputs_visible(const char *s, FILE *f);

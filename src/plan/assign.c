@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "plan/plan_internal.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 
 typedef struct ctx {
     hbm_plan *p;
