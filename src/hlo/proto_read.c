@@ -828,6 +828,79 @@ static uint64_t replay(hbmi_xla *x, const Hbmpb__HeapSimulatorTrace *t, size_t u
     return peak;
 }
 
+/* The alignment XLA's build used, as its assignment shows it (0: it does not say). XLA:GPU
+ * aligns every buffer it places to kXlaAllocatedBufferAlignBytes
+ * (xla/service/gpu/gpu_constants.h): 128 bytes until mid-2025, 256 since (openxla/xla pull
+ * request 27784, for cuBLAS 12.9.1.4; the constant is the same for CUDA and ROCm). The heap
+ * simulator puts a buffer at the start of a free gap rounded up to that alignment, so:
+ * an offset that is an odd multiple of 128 means 128 (a 256 build never makes one); a buffer
+ * at an offset o whose gap starts at e (the highest end below it among the buffers whose
+ * lifetimes, in the heap trace, overlap its own) with e <= o - 128 < o <= e + 255 means 256
+ * (a 128 build would have put it at e rounded up to 128, below o). */
+typedef struct span {
+    uint64_t off, end;
+    size_t from, to; /* heap trace events: first (ALLOC, SHARE_WITH) and FREE */
+    size_t trace;
+} span;
+
+static int cmp_span_end(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    return a->end < b->end ? -1 : a->end > b->end;
+}
+
+static uint64_t seen_alignment(hbmi_xla *x, const Hbmpb__BufferAssignmentProto *ba) {
+    for (uint32_t i = 0; i < x->n_lbufs; i++)
+        if (x->lbufs[i].alloc >= 0 && x->lbufs[i].cat && x->lbufs[i].offset % 256 == 128) return 128;
+    size_t n = 0;
+    for (size_t t = 0; t < ba->n_heap_simulator_traces; t++) n += ba->heap_simulator_traces[t]->n_events;
+    span *sp = hbmi_malloc(sizeof *sp * (n ? n : 1));
+    uint32_t *at = hbmi_malloc(sizeof *at * (x->n_lbufs ? x->n_lbufs : 1));
+    uint64_t found = 0;
+    if (!sp || !at) goto out;
+    size_t k = 0;
+    for (size_t t = 0; t < ba->n_heap_simulator_traces; t++) {
+        const Hbmpb__HeapSimulatorTrace *tr = ba->heap_simulator_traces[t];
+        size_t k0 = k;
+        for (uint32_t i = 0; i < x->n_lbufs; i++) at[i] = UINT32_MAX;
+        for (size_t e = 0; e < tr->n_events; e++) {
+            const Hbmpb__HeapSimulatorTrace__Event *ev = tr->events[e];
+            hbmi_xla_lbuf *b = find_lbuf(x, ev->buffer_id);
+            if (!b || b->alloc < 0 || !b->cat || b->offset < 0) continue;
+            uint32_t bi = (uint32_t)(b - x->lbufs);
+            if ((ev->kind == 0 || ev->kind == 2) && at[bi] == UINT32_MAX) {
+                at[bi] = (uint32_t)k;
+                sp[k++] = (span){(uint64_t)b->offset, (uint64_t)b->offset + b->size, e, tr->n_events, t};
+            } else if (ev->kind == 1 && at[bi] != UINT32_MAX && at[bi] >= k0) {
+                sp[at[bi]].to = e;
+            }
+        }
+    }
+    hbmi_qsort(sp, k, sizeof *sp, cmp_span_end);
+    for (size_t i = 0; i < k && !found; i++) {
+        uint64_t o = sp[i].off;
+        if (!o || o % 256) continue;
+        /* the spans ending in (o - 256, o]: the first with end > o - 256 */
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sp[mid].end + 256 > o) hi = mid;
+            else lo = mid + 1;
+        }
+        uint64_t e = 0;
+        int any = 0;
+        for (size_t j = lo, seen = 0; j < k && sp[j].end <= o && seen < 256; j++, seen++) {
+            const span *c = &sp[j];
+            if (c->trace != sp[i].trace || c->off >= o || c->from > sp[i].to || sp[i].from > c->to) continue;
+            if (!any || c->end > e) e = c->end, any = 1;
+        }
+        if (any && e + 128 <= o) found = 256;
+    }
+out:
+    hbmi_free(sp);
+    hbmi_free(at);
+    return found;
+}
+
 static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbm_hlo_module *m = c->m;
     hbmi_xla *x = cv_alloc(c, sizeof *x);
@@ -917,6 +990,7 @@ static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbmi_free(ref);
     hbmi_free(canon);
     if (!x->peak && best && !c->err) return 0;
+    x->alignment = seen_alignment(x, ba);
     m->xla = x;
     return 1;
 }
