@@ -53,8 +53,9 @@ static char *arena_strdup(hbmi_arena *a, const char *s, size_t n) {
 /* protobuf-c has no nesting limit: a ShapeProto nested a million deep would exhaust the
  * stack. This walks the wire format once, guided by protobuf-c's own descriptors, and
  * rejects nesting deeper than any XLA shape (64 tuple levels, as the text parser allows). */
+#define WIRE_DEPTH 80
 static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
-    if (depth > 80) return 0;
+    if (depth > WIRE_DEPTH) return 0;
     size_t i = 0;
     while (i < n) {
         uint64_t tag = 0, v = 0;
@@ -81,6 +82,12 @@ static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor 
                 if (!(c & 0x80)) break;
             }
             if (v > n - i) return 0;
+            /* each level of nesting takes two bytes at least (tag, length): v bytes nest at most
+             * v / 2 deep, and a field that cannot pass the limit need not be walked */
+            if ((uint64_t)depth + 1 + v / 2 <= WIRE_DEPTH) {
+                i += (size_t)v;
+                break;
+            }
             const ProtobufCFieldDescriptor *fd =
                 d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
             if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE && !wire_ok(p + i, (size_t)v, fd->descriptor, depth + 1))
@@ -404,6 +411,50 @@ static const idref *find_id(const idref *t, size_t n, int64_t id, uint32_t comp)
     return NULL;
 }
 
+/* A direct index of one computation's instruction ids, when they are compact (XLA numbers a
+ * computation's instructions in sequence): slot[id - lo] = position + 1, 0 for none. on = 0
+ * when the ids are too spread out: the caller searches the sorted table instead. */
+typedef struct dense {
+    uint32_t *slot;
+    size_t cap;
+    int64_t lo;
+    uint64_t span;
+    int on;
+} dense;
+
+/* ids[pos[j]] for j < n (pos NULL: ids[j]) at position j. 0: out of host memory. */
+static int dense_build(dense *d, const Hbmpb__HloInstructionProto *const *ins, const uint32_t *pos, size_t n) {
+    d->on = 0;
+    if (!n) return 1;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t j = 0; j < n; j++) {
+        int64_t id = ins[pos ? pos[j] : j]->id;
+        if (id < lo) lo = id;
+        if (id > hi) hi = id;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+    if (span > 4 * (uint64_t)n + 64 || n >= UINT32_MAX) return 1;
+    if (span > d->cap) {
+        uint32_t *s = hbmi_realloc(d->slot, sizeof *s * (size_t)span);
+        if (!s) return 0;
+        d->slot = s;
+        d->cap = (size_t)span;
+    }
+    memset(d->slot, 0, sizeof *d->slot * (size_t)span);
+    for (size_t j = n; j-- > 0;) /* the first of equal ids wins */
+        d->slot[(uint64_t)ins[pos ? pos[j] : j]->id - (uint64_t)lo] = (uint32_t)j + 1;
+    d->lo = lo;
+    d->span = span;
+    d->on = 1;
+    return 1;
+}
+
+/* position of id, -1 when not there */
+static int64_t dense_get(const dense *d, int64_t id) {
+    uint64_t k = (uint64_t)id - (uint64_t)d->lo;
+    return id >= d->lo && k < d->span && d->slot[k] ? (int64_t)d->slot[k] - 1 : -1;
+}
+
 typedef struct conv {
     hbm_hlo_module *m;
     const char *file;
@@ -411,6 +462,8 @@ typedef struct conv {
     idref *comps, *ins;  /* by id */
     size_t n_comps, n_ins;
     const Hbmpb__StackFrameIndexProto *frames;
+    hbmi_str *frame_files; /* per file name of frames, escaped once (p NULL: not yet) */
+    dense dn;
     uint8_t *tiled;      /* per global instruction: a tiled layout somewhere in its shape */
     const Hbmpb__HloInstructionProto **src; /* per global instruction (comp_base + index) */
     size_t *comp_base;
@@ -525,9 +578,10 @@ static uint8_t called_role(const hbmi_instr *in, size_t k) {
 
 /* s as the HLO text writes it (C escapes), which the planner's reports undo */
 static hbmi_str S_esc(conv *c, const char *s) {
-    size_t n = 0, extra = 0;
+    size_t n = strcspn(s, "\\\"\n\t"), extra = 0;
+    if (!s[n]) return S(s); /* nothing to escape: the common case */
     for (; s[n]; n++) extra += s[n] == '\\' || s[n] == '"' || s[n] == '\n' || s[n] == '\t';
-    if (!extra || n + extra >= UINT32_MAX) return S(s);
+    if (n + extra >= UINT32_MAX) return S(s);
     char *r = cv_alloc(c, n + extra + 1);
     if (!r) return S(s);
     size_t k = 0;
@@ -553,7 +607,9 @@ static void meta(conv *c, hbmi_instr *in, const Hbmpb__OpMetadata *md) {
         if (loc > 0 && (size_t)loc <= fr->n_file_locations) {
             const Hbmpb__StackFrameIndexProto__FileLocation *fl = fr->file_locations[loc - 1];
             if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= fr->n_file_names) {
-                in->meta_source_file = S_esc(c, fr->file_names[fl->file_name_id - 1]);
+                hbmi_str *ff = c->frame_files ? &c->frame_files[fl->file_name_id - 1] : NULL;
+                if (ff && !ff->p) *ff = S_esc(c, fr->file_names[fl->file_name_id - 1]);
+                in->meta_source_file = ff ? *ff : S_esc(c, fr->file_names[fl->file_name_id - 1]);
                 line = fl->line;
             }
         }
@@ -608,19 +664,28 @@ static int comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb
         for (size_t j = 0; j < n; j++) order[j] = (uint32_t)j;
         return 1;
     }
-    idref *t = hbmi_malloc(sizeof *t * n);
+    idref *t = NULL;
     uint8_t *used = hbmi_calloc(n ? n : 1, 1);
-    if (!t || !used) {
-        hbmi_free(t);
+    if (!used || !dense_build(&c->dn, (const Hbmpb__HloInstructionProto *const *)cp->instructions, NULL, n) ||
+        (!c->dn.on && !(t = hbmi_malloc(sizeof *t * n)))) {
         hbmi_free(used);
         return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     }
-    for (size_t j = 0; j < n; j++) t[j] = (idref){cp->instructions[j]->id, 0, (uint32_t)j};
-    hbmi_qsort(t, n, sizeof *t, cmp_idref);
+    if (t) {
+        for (size_t j = 0; j < n; j++) t[j] = (idref){cp->instructions[j]->id, 0, (uint32_t)j};
+        hbmi_qsort(t, n, sizeof *t, cmp_idref);
+    }
     size_t k = 0;
     int ok = 1;
     for (size_t q = 0; q < seq->n_instruction_ids && ok; q++) {
-        const idref *r = find_id(t, n, seq->instruction_ids[q], UINT32_MAX);
+        idref d1;
+        const idref *r = NULL;
+        if (t) {
+            r = find_id(t, n, seq->instruction_ids[q], UINT32_MAX);
+        } else {
+            int64_t at = dense_get(&c->dn, seq->instruction_ids[q]);
+            if (at >= 0) d1 = (idref){seq->instruction_ids[q], 0, (uint32_t)at}, r = &d1;
+        }
         if (!r || used[r->idx]) {
             ok = fail(c, HBM_ERR_PARSE, "the schedule of '%s' names instruction id %lld twice or not in it", cp->name,
                       seq->instruction_ids[q]);
@@ -643,6 +708,8 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     if (!nc) return fail(c, HBM_ERR_PARSE, "%sno computations", "", 0);
     if (nc > UINT32_MAX / 4) return fail(c, HBM_ERR_PARSE, "%stoo many computations", "", 0);
     c->frames = mp->stack_frame_index;
+    if (c->frames && c->frames->n_file_names && !(c->frame_files = hbmi_calloc(c->frames->n_file_names, sizeof *c->frame_files)))
+        return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     m->comps = cv_alloc(c, sizeof *m->comps * nc);
     c->comps = hbmi_malloc(sizeof *c->comps * nc);
     const Hbmpb__HloScheduleProto__InstructionSequence **seq = hbmi_calloc(nc, sizeof *seq);
@@ -710,8 +777,11 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     for (size_t ci = 0; ci < nc && ok; ci++) {
         const Hbmpb__HloComputationProto *cp = mp->computations[ci];
         hbmi_comp *cc = &m->comps[ci];
-        const idref *root = find_id(c->ins, g, cp->root_id, (uint32_t)ci);
-        cc->root = root ? root->idx : cc->n - 1; /* as the text parser: else the last */
+        if (!dense_build(&c->dn, c->src + c->comp_base[ci], NULL, cc->n))
+            return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
+        int64_t at = c->dn.on ? dense_get(&c->dn, cp->root_id) : -1;
+        const idref *root = c->dn.on ? NULL : find_id(c->ins, g, cp->root_id, (uint32_t)ci);
+        cc->root = at >= 0 ? (uint32_t)at : root ? root->idx : cc->n - 1; /* as the text parser: else the last */
         cc->ins[cc->root].is_root = 1;
         for (uint32_t j = 0; j < cc->n && ok; j++) {
             hbmi_instr *in = &cc->ins[j];
@@ -721,11 +791,17 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
                 in->ops = cv_alloc(c, sizeof *in->ops * in->n_ops);
                 if (!in->ops) return 0;
                 for (uint32_t k = 0; k < in->n_ops; k++) {
-                    const idref *r = find_id(c->ins, g, ip->operand_ids[k], (uint32_t)ci);
-                    if (!r) return fail(c, HBM_ERR_PARSE, "operand of '%s' (id %lld) is not in its computation", ip->name,
-                                        ip->operand_ids[k]);
-                    if (r->idx == j) return fail(c, HBM_ERR_PARSE, "instruction '%s' uses itself", ip->name, 0);
-                    in->ops[k] = r->idx;
+                    int64_t op = -1;
+                    if (c->dn.on) {
+                        op = dense_get(&c->dn, ip->operand_ids[k]);
+                    } else {
+                        const idref *r = find_id(c->ins, g, ip->operand_ids[k], (uint32_t)ci);
+                        if (r) op = r->idx;
+                    }
+                    if (op < 0) return fail(c, HBM_ERR_PARSE, "operand of '%s' (id %lld) is not in its computation", ip->name,
+                                            ip->operand_ids[k]);
+                    if (op == j) return fail(c, HBM_ERR_PARSE, "instruction '%s' uses itself", ip->name, 0);
+                    in->ops[k] = (uint32_t)op;
                 }
             }
             size_t ncall = ip->n_called_computation_ids;
@@ -995,6 +1071,11 @@ static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     return 1;
 }
 
+static size_t put(char *t, size_t k, const char *s, size_t n) {
+    memcpy(t + k, s, n);
+    return k + n;
+}
+
 /* The module's text for the few questions the planner asks of the text itself (which
  * compiler: custom-call targets, backend configs, tiled layouts, %parallel_ computations;
  * an instruction's attributes): one line per instruction with those, at in->off. */
@@ -1013,22 +1094,30 @@ static int synth_text(conv *c) {
     size_t k = 0;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
         const hbmi_comp *cc = &m->comps[ci];
-        k += (size_t)snprintf(t + k, len - k, "%%%s\n", cc->name.p);
+        t[k++] = '%';
+        k = put(t, k, cc->name.p, cc->name.n);
+        t[k++] = '\n';
         for (uint32_t j = 0; j < cc->n; j++) {
             size_t g = c->comp_base[ci] + j;
             const Hbmpb__HloInstructionProto *ip = c->src[g];
             cc->ins[j].off = k;
-            k += (size_t)snprintf(t + k, len - k, "%%%s = %s", ip->name, ip->opcode);
-            if (ip->custom_call_target[0])
-                k += (size_t)snprintf(t + k, len - k, ", custom_call_target=\"%s\"", ip->custom_call_target);
+            t[k++] = '%';
+            k = put(t, k, cc->ins[j].name.p, cc->ins[j].name.n);
+            k = put(t, k, " = ", 3);
+            k = put(t, k, cc->ins[j].opcode.p, cc->ins[j].opcode.n);
+            if (ip->custom_call_target[0]) {
+                k = put(t, k, ", custom_call_target=\"", 22);
+                k = put(t, k, cc->ins[j].target.p, cc->ins[j].target.n);
+                t[k++] = '"';
+            }
             if (ip->backend_config.len) {
-                k += (size_t)snprintf(t + k, len - k, ", backend_config=");
+                k = put(t, k, ", backend_config=", 17);
                 for (size_t q = 0; q < ip->backend_config.len; q++) {
                     char ch = (char)ip->backend_config.data[q];
                     t[k++] = ch == '\n' || ch == '\r' || ch == 0 ? ' ' : ch;
                 }
             }
-            if (c->tiled[g]) k += (size_t)snprintf(t + k, len - k, " :T(");
+            if (c->tiled[g]) k = put(t, k, " :T(", 4);
             t[k++] = '\n';
         }
     }
@@ -1071,6 +1160,8 @@ hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **ou
     if (ok) ok = synth_text(&c);
     hbmi_free(c.comps);
     hbmi_free(c.ins);
+    hbmi_free(c.dn.slot);
+    hbmi_free(c.frame_files);
     hbmi_free(c.tiled);
     hbmi_free(c.src);
     hbmi_free(c.comp_base);
