@@ -195,10 +195,7 @@ typedef struct pbuf {
 } pbuf;
 
 static void pb_varint(pbuf *w, uint64_t v) {
-    do {
-        if (w->n < sizeof w->b) w->b[w->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
+    if (w->n + 10 <= sizeof w->b) w->n = (size_t)(hbmi_varint_put(w->b + w->n, v) - w->b);
 }
 static void pb_int(pbuf *w, unsigned field, uint64_t v) {
     pb_varint(w, (uint64_t)field << 3);
@@ -386,13 +383,8 @@ static void test_bad_bytes(void) {
     uint64_t inner = 0;
     for (size_t k = 0; k < depth; k++) { /* ShapeProto.tuple_shapes (4) around the previous */
         uint8_t hdr[12];
-        size_t h = 0;
-        hdr[h++] = 0x22;
-        uint64_t v = inner;
-        do {
-            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-            v >>= 7;
-        } while (v);
+        hdr[0] = 0x22;
+        size_t h = (size_t)(hbmi_varint_put(hdr + 1, inner) - hdr);
         at -= h;
         memcpy(deep + at, hdr, h);
         inner += h;
@@ -402,13 +394,8 @@ static void test_bad_bytes(void) {
     const uint8_t tags[] = {0x1a, 0x12, 0x1a};
     for (int w = 0; w < 3; w++) {
         uint8_t hdr[12];
-        size_t h = 0;
-        hdr[h++] = tags[w];
-        uint64_t v = inner;
-        do {
-            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-            v >>= 7;
-        } while (v);
+        hdr[0] = tags[w];
+        size_t h = (size_t)(hbmi_varint_put(hdr + 1, inner) - hdr);
         at -= h;
         memcpy(deep + at, hdr, h);
         inner += h;

@@ -50,94 +50,49 @@ static char *arena_strdup(hbmi_arena *a, const char *s, size_t n) {
     return r;
 }
 
-/* protobuf-c has no nesting limit: a ShapeProto nested a million deep would exhaust the
- * stack. This walks the wire format once, guided by protobuf-c's own descriptors, and
- * rejects nesting deeper than any XLA shape (64 tuple levels, as the text parser allows). */
-#define WIRE_DEPTH 80
-static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
-    if (depth > WIRE_DEPTH) return 0;
-    size_t i = 0;
-    while (i < n) {
-        uint64_t tag = 0, v = 0;
-        size_t j = i;
-        for (unsigned s = 0;; s += 7) { /* varint */
-            if (j >= n || s >= 64) return 0;
-            uint8_t c = p[j++];
-            tag |= (uint64_t)(c & 0x7f) << s;
-            if (!(c & 0x80)) break;
-        }
-        i = j;
-        switch (tag & 7) {
-        case 0:
-            while (i < n && (p[i] & 0x80)) i++;
-            if (i++ >= n) return 0;
-            break;
-        case 1: if (n - i < 8) return 0; i += 8; break;
-        case 5: if (n - i < 4) return 0; i += 4; break;
-        case 2: {
-            for (unsigned s = 0;; s += 7) {
-                if (i >= n || s >= 64) return 0;
-                uint8_t c = p[i++];
-                v |= (uint64_t)(c & 0x7f) << s;
-                if (!(c & 0x80)) break;
-            }
-            if (v > n - i) return 0;
-            /* each level of nesting takes two bytes at least (tag, length): v bytes nest at most
-             * v / 2 deep, and a field that cannot pass the limit need not be walked */
-            if ((uint64_t)depth + 1 + v / 2 <= WIRE_DEPTH) {
-                i += (size_t)v;
-                break;
-            }
-            const ProtobufCFieldDescriptor *fd =
-                d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
-            if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE && !wire_ok(p + i, (size_t)v, fd->descriptor, depth + 1))
-                return 0;
-            i += (size_t)v;
-            break;
-        }
-        default: return 0;
-        }
-    }
-    return 1;
-}
-
-/* The framing only (tag, length) of one field at *i of a message: its number, and for a
- * length-delimited field its bytes. Lets the listing hand protobuf-c just the submessages it
- * needs (the metadata plane, each allocation) instead of copying a profile's whole trace
- * into unknown fields. 1: a field, 0: the end, -1: malformed. */
+/* The framing only (tag, length) of one field at *i of a message: its number (0 past 2^32),
+ * and for a length-delimited field its bytes. Lets the listing hand protobuf-c just the
+ * submessages it needs (the metadata plane, each allocation) instead of copying a profile's
+ * whole trace into unknown fields. 1: a field, 0: the end, -1: malformed. */
 static int frame_next(const uint8_t *p, size_t n, size_t *i, uint32_t *field, const uint8_t **body, size_t *blen) {
     if (*i >= n) return 0;
-    uint64_t tag = 0, v = 0;
-    for (unsigned s = 0;; s += 7) {
-        if (*i >= n || s >= 64) return -1;
-        uint8_t c = p[(*i)++];
-        tag |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80)) break;
-    }
-    *field = (uint32_t)(tag >> 3);
+    uint64_t tag, v;
+    if (hbmi_varint_get(p, n, i, &tag) <= 0) return -1;
+    *field = tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0;
     *body = NULL;
     *blen = 0;
     switch (tag & 7) {
-    case 0:
-        while (*i < n && (p[*i] & 0x80)) (*i)++;
-        if ((*i)++ >= n) return -1;
-        return 1;
+    case 0: return hbmi_varint_get(p, n, i, &v) > 0 ? 1 : -1;
     case 1: if (n - *i < 8) return -1; *i += 8; return 1;
     case 5: if (n - *i < 4) return -1; *i += 4; return 1;
     case 2:
-        for (unsigned s = 0;; s += 7) {
-            if (*i >= n || s >= 64) return -1;
-            uint8_t c = p[(*i)++];
-            v |= (uint64_t)(c & 0x7f) << s;
-            if (!(c & 0x80)) break;
-        }
-        if (v > n - *i) return -1;
+        if (hbmi_varint_get(p, n, i, &v) <= 0 || v > n - *i) return -1;
         *body = p + *i;
         *blen = (size_t)v;
         *i += (size_t)v;
         return 1;
     default: return -1;
     }
+}
+
+/* protobuf-c has no nesting limit: a ShapeProto nested a million deep would exhaust the
+ * stack. This walks the wire format once, guided by protobuf-c's own descriptors, and
+ * rejects nesting deeper than any XLA shape (64 tuple levels, as the text parser allows). */
+#define WIRE_DEPTH 80
+static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
+    if (depth > WIRE_DEPTH) return 0;
+    size_t i = 0, bl;
+    uint32_t fld;
+    const uint8_t *b;
+    int r;
+    while ((r = frame_next(p, n, &i, &fld, &b, &bl)) > 0) {
+        /* each level of nesting takes two bytes at least (tag, length): bl bytes nest at most
+         * bl / 2 deep, and a field that cannot pass the limit need not be walked */
+        if (!b || (uint64_t)depth + 1 + bl / 2 <= WIRE_DEPTH) continue;
+        const ProtobufCFieldDescriptor *fd = d && fld ? protobuf_c_message_descriptor_get_field(d, fld) : NULL;
+        if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE && !wire_ok(b, bl, fd->descriptor, depth + 1)) return 0;
+    }
+    return r == 0;
 }
 
 /* the string field `want` of a message (its first), copied into a; "" if none; NULL if malformed */
