@@ -1109,7 +1109,8 @@ hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **ou
             if (!mp) fail(&c, HBM_ERR_PARSE, "%sthe xla.HloProto holds no module (hlo_module)", "", 0);
         }
     }
-    if (!c.err && !mp) fail(&c, HBM_ERR_PARSE, "%snot a valid xla.HloProto (truncated or corrupt)", "", 0);
+    if (!c.err && !mp)
+        fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
     int ok = !c.err && conv_module(&c, mp);
     if (ok && ba) ok = attach_xla(&c, ba);
     if (ok) ok = synth_text(&c);
