@@ -150,6 +150,34 @@ static inline void hbmi_qsort(void *base, size_t n, size_t size, int (*cmp)(cons
 }
 /* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
+/* Read path whole (as hbmi_read_file) and parse its bytes: parse(data, len, path, out), the
+ * bytes freed after; the read's or the parser's status. */
+typedef hbm_status (*hbmi_parse_fn)(const char *data, size_t len, const char *name, void *out);
+hbm_status hbmi_parse_file(const char *path, hbmi_parse_fn parse, void *out);
+/* A protobuf (LEB128) varint at p[*i], p holding n bytes: 1 with *v and *i past it; 0 when
+ * the data ends inside it; -1 when it does not fit 64 bits (an eleventh byte, or a tenth
+ * above 1). Protobuf, hbm's trace format and the file sniffing read their varints here. */
+static inline int hbmi_varint_get(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    uint64_t r = 0;
+    for (unsigned s = 0;; s += 7) {
+        if (*i >= n) return 0;
+        uint8_t c = p[(*i)++];
+        if (s == 63 && c > 1) return -1;
+        r |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80)) break;
+    }
+    *v = r;
+    return 1;
+}
+/* v as a varint at p (at most ten bytes); returns the byte after it. */
+static inline unsigned char *hbmi_varint_put(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
 /* A whole input read once from start to end: a regular file of HBMI_MAP_MIN bytes or more
  * is mapped (not NUL-terminated), others read as hbmi_read_file does. A reader at byte
  * upto calls hbmi_mapped_progress(m, upto) whenever upto >= m->next: the pages before it go

@@ -106,8 +106,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     char a[32], b[32], c[32];
     fprintf(f, "\nhbm: explanation\n");
     static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
-    fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
+    fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
+            p->alignment_from == 'x' ? " (XLA's build, as its assignment shows)" : "",
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
