@@ -157,30 +157,3 @@ size_t hbm_hlo_xla_peak_buffers(const hbm_hlo_module *m, hbm_xla_buffer *out, si
     }
     return n;
 }
-
-
-/* --- HLO text or protobuf, by content -------------------------------------------------------- */
-static hbm_status parse_cb(const char *data, size_t len, const char *name, void *out) {
-    return hbm_hlo_parse(data, len, name, out);
-}
-
-hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **out) {
-    if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
-    *out = NULL;
-    if (hbm_proto_path_kind(path) != HBM_PROTO_NONE) {
-        hbm_proto_file *f;
-        hbm_status s = hbm_proto_open(path, &f);
-        if (s) return s;
-        size_t pick = 0; /* the largest */
-        if (module) s = hbm_proto_find(f, module, &pick);
-        if (!s) s = hbm_proto_load(f, pick, out);
-        hbm_proto_close(f);
-        return s;
-    }
-    if (module && *module)
-        return hbmi_error(HBM_ERR_INVALID, "%s: HLO text holds one module: no module to choose ('%s')", path, module);
-    if (is_dir(path))
-        return hbmi_error(HBM_ERR_INVALID, "%s is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, "
-                          "no *.xplane.pb in it)", path);
-    return hbmi_parse_file(path, parse_cb, out);
-}
