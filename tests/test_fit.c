@@ -87,6 +87,176 @@ static hbm_status fit(const char *text, uint64_t target, int no_offload, hbm_fit
     return s;
 }
 
+#define V1M "f32[1048576]{0}"
+/* remat_hlo with a read through a bitcast: a's last reader takes it as a bitcast made right
+ * after a; XLA's GetUsers looks through bitcasts (IsSupportedIndirectUser): the clone a.remat
+ * gets its own bitcast ab.remat, g reads that, the original bitcast (no reader left) goes */
+static const char bitcast_hlo[] =
+    "HloModule fit_bitcast, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1048576]{0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1048576] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %a = " MB4 " exponential(%p0)\n"
+    "  %ab = " V1M " bitcast(%a)\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %fb = " V1M " bitcast(%f)\n"
+    "  %g = " V1M " add(%fb, %ab)\n"
+    "  ROOT %h = " V1M " negate(%g)\n"
+    "}\n";
+
+/* a multi-output fusion: element 0 is read at the start and at the end, element 1 only at the
+ * start; the fusion is cloned whole (XLA clones the instruction and reads the element with a
+ * get-tuple-element of the clone) */
+static const char mof_hlo[] =
+    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"
+    "  %fp = " MB4 " parameter(0)\n"
+    "  %fe = " MB4 " exponential(%fp)\n"
+    "  %fn = " MB4 " negate(%fp)\n"
+    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %t = (" MB4 ", " MB4 ") fusion(%p0), kind=kLoop, calls=%fused\n"
+    "  %a = " MB4 " get-tuple-element(%t), index=0\n"
+    "  %a2 = " MB4 " get-tuple-element(%t), index=1\n"
+    "  %b = " MB4 " add(%a, %a2)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g = " MB4 " add(%f, %a)\n"
+    "  ROOT %h = " MB4 " negate(%g)\n"
+    "}\n";
+
+/* a while loop: k rides in the loop's tuple untouched (loop-carried: read through a tuple and
+ * a while, XLA's has_indirect_uses, never a candidate); inside the body a is read at the start
+ * and at the end (x too, so a cannot take x's buffer): a recompute in the body, under the
+ * limit of the caller's context */
+#define T3 "(s32[], " MB4 ", " MB4 ")"
+static const char while_hlo[] =
+    "HloModule fit_while, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0}, s32[])->"
+    "f32[1024,1024]{1,0}}\n"
+    "\n"
+    "%cond (cp: (s32[], f32[1024,1024], f32[1024,1024])) -> pred[] {\n"
+    "  %cp = " T3 " parameter(0)\n"
+    "  %ci = s32[] get-tuple-element(%cp), index=0\n"
+    "  %lim = s32[] constant(4)\n"
+    "  ROOT %lt = pred[] compare(%ci, %lim), direction=LT\n"
+    "}\n"
+    "\n"
+    "%body (bp: (s32[], f32[1024,1024], f32[1024,1024])) -> (s32[], f32[1024,1024], f32[1024,1024]) {\n"
+    "  %bp = " T3 " parameter(0)\n"
+    "  %i = s32[] get-tuple-element(%bp), index=0\n"
+    "  %x = " MB4 " get-tuple-element(%bp), index=1\n"
+    "  %keep = " MB4 " get-tuple-element(%bp), index=2\n"
+    "  %a = " MB4 " exponential(%x)\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g0 = " MB4 " add(%f, %a)\n"
+    "  %g = " MB4 " add(%g0, %x)\n"
+    "  %one = s32[] constant(1)\n"
+    "  %i1 = s32[] add(%i, %one)\n"
+    "  ROOT %bt = " T3 " tuple(%i1, %g, %keep)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024], p1: s32[]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %p1 = s32[] parameter(1)\n"
+    "  %k = " MB4 " exponential(%p0)\n"
+    "  %x0 = " MB4 " negate(%p0)\n"
+    "  %init = " T3 " tuple(%p1, %x0, %k)\n"
+    "  %w = " T3 " while(%init), condition=%cond, body=%body\n"
+    "  %wx = " MB4 " get-tuple-element(%w), index=1\n"
+    "  %wk = " MB4 " get-tuple-element(%w), index=2\n"
+    "  ROOT %r = " MB4 " add(%wx, %wk)\n"
+    "}\n";
+
+/* fit text to the peak less 4 MiB with recompute only; checks the clone named `clone` is
+ * chosen, the emitted module contains each of want[] and plans to the figure reported */
+static void fit_rule(const char *text, const char *clone, const char *const *want, uint64_t less) {
+    uint64_t before = peak_of(text, strlen(text));
+    CHECK(before > 0);
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    uint64_t target = before - less;
+    CHECK_OK(fit(text, target, 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    printf("  %s: %" PRIu64 " -> hbm %" PRIu64 " (%s), XLA %" PRIu64 " (%s), target %" PRIu64 "\n", clone, before,
+           s.hbm.peak_bytes, s.hbm.fits ? "fits" : "misses", s.xla.peak_bytes, s.xla.fits ? "fits" : "misses",
+           target);
+    CHECK(s.hbm.fits && s.hbm.peak_bytes <= target);
+    int seen = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (c->kind == HBM_FIT_REMATERIALIZE && c->chosen && !strcmp(c->instruction, clone)) seen++;
+    }
+    CHECK(seen == 1);
+    for (size_t k = 0; want[k]; k++) CHECK_CONTAINS(out, want[k]);
+    CHECK_EQ_U64(peak_of(out, len), s.hbm.peak_bytes);
+    /* XLA's algorithm has the same rule: where it fits, at no less recompute */
+    if (s.xla.fits) CHECK(s.hbm.recompute_flops <= s.xla.recompute_flops);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_bitcast_alias(void) {
+    static const char *const want[] = {"%a.remat = " MB4 " exponential(%p0)", "%ab.remat = " V1M " bitcast(%a.remat)",
+                                       "%g = " V1M " add(%fb, %ab.remat)", NULL};
+    fit_rule(bitcast_hlo, "a", want, 4u << 20);
+    /* the original bitcast, read by nothing now, is gone */
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    uint64_t before = peak_of(bitcast_hlo, strlen(bitcast_hlo));
+    CHECK_OK(fit(bitcast_hlo, before - (4u << 20), 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    CHECK(strstr(out, "%ab = ") == NULL);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_multi_output(void) {
+    static const char *const want[] = {"%t.remat = (" MB4 ", " MB4 ") fusion(%p0), kind=kLoop, calls=%fused",
+                                       "%a.remat = " MB4 " get-tuple-element(%t.remat), index=0",
+                                       "%g = " MB4 " add(%f, %a.remat)", NULL};
+    fit_rule(mof_hlo, "t", want, (4u << 20) - 1024); /* the clone has its own tuple index table */
+}
+
+static void test_while_body(void) {
+    static const char *const want[] = {"%a.remat = " MB4 " exponential(%x)", "%g0 = " MB4 " add(%f, %a.remat)",
+                                       "%k = " MB4 " exponential(%p0)", NULL};
+    fit_rule(while_hlo, "a", want, 4u << 20);
+    /* the loop-carried k is no candidate */
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    uint64_t before = peak_of(while_hlo, strlen(while_hlo));
+    CHECK_OK(fit(while_hlo, before - (4u << 20), 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        CHECK(!(c->kind != HBM_FIT_SETTING && (!strcmp(c->instruction, "k") || !strcmp(c->instruction, "keep"))));
+    }
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 static void test_remat(void) {
     uint64_t before = peak_of(remat_hlo, strlen(remat_hlo));
     CHECK(before > 0);
@@ -334,6 +504,9 @@ int main(void) {
     RUN(test_remat);
     RUN(test_noclone_offload);
     RUN(test_donate);
+    RUN(test_bitcast_alias);
+    RUN(test_multi_output);
+    RUN(test_while_body);
     RUN(test_baseline);
     RUN(test_fits_already);
     RUN(test_speed_2mb);

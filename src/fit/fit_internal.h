@@ -40,6 +40,7 @@ typedef struct hbmi_fit_cand {
     uint32_t lo, hi;     /* steps freed, inclusive */
     uint64_t bytes;
     uint32_t group;      /* the value: at most one candidate of a group is chosen */
+    uint8_t depth;       /* its computation's depth below the entry (0: the entry) */
     uint32_t n_pen;
     hbmi_fit_pen pen[4]; /* operand extensions (remat; more operands: not a candidate) */
     uint64_t flops, bytes_read;
@@ -57,6 +58,7 @@ typedef struct hbmi_fit_model {
     int64_t max_live;
     uint64_t fixed;      /* peak - temp: arguments + outputs - aliased + constants */
     uint64_t args, outputs_all;
+    uint8_t *depth;      /* per computation: calls below the entry (0 entry and unreached) */
     uint32_t n_cand, cap_cand;
     hbmi_fit_cand *cand;
 } hbmi_fit_model;
