@@ -29,6 +29,8 @@ static const char remat_hlo[] =
     "  ROOT %h = " MB4 " negate(%g)\n"
     "}\n";
 
+/* a custom call's result read at the start and the end (the parameter is read at both ends
+ * too: keeping it in host memory frees nothing) */
 static const char noclone_hlo[] =
     "HloModule fit_noclone, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
     "\n"
@@ -41,7 +43,7 @@ static const char noclone_hlo[] =
     "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
     "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
     "  %g = " MB4 " add(%f, %a)\n"
-    "  ROOT %h = " MB4 " negate(%g)\n"
+    "  ROOT %h = " MB4 " add(%g, %p0)\n"
     "}\n";
 
 /* the parameter is read once, by the instruction that writes the output of its shape */
@@ -252,6 +254,66 @@ static void test_while_body(void) {
         const hbm_fit_change *c = hbm_fit_change_at(r, i);
         CHECK(!(c->kind != HBM_FIT_SETTING && (!strcmp(c->instruction, "k") || !strcmp(c->instruction, "keep"))));
     }
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+/* two parameters read once, at the start, by a dot; then a chain of dots: an argument held in
+ * host memory (S(5), memory_kind="pinned_host") and copied in before its reader frees its
+ * 4 MiB over the rest of the run; recompute cannot touch a parameter */
+static const char param_hlo[] =
+    "HloModule fit_param, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0}, f32[1024,1024]{1,0})->"
+    "f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024], p1: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %p1 = " MB4 " parameter(1), metadata={op_name=\"weights\"}\n"
+    "  %a = " MB4 " dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "}\n";
+
+static void test_param_host(void) {
+    uint64_t before = peak_of(param_hlo, strlen(param_hlo));
+    uint64_t target = before - (4u << 20) + 1024; /* the copy's u32[] context */
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    /* recompute only: the peak is parameters and values read there: nothing to do */
+    CHECK_OK(fit(param_hlo, target, 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK(!s.hbm.fits);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    CHECK_OK(fit(param_hlo, target, 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    printf("  param in host memory: %" PRIu64 " -> %" PRIu64 " (target %" PRIu64 ")\n", before, s.hbm.peak_bytes,
+           target);
+    CHECK(s.fits && s.hbm.fits && s.hbm.recompute_flops == 0);
+    CHECK_EQ_U64(s.hbm.offload_bytes, 4u << 20);
+    int seen = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (c->kind != HBM_FIT_OFFLOAD || !c->chosen) continue;
+        seen++;
+        CHECK(c->param_number == 0 || c->param_number == 1);
+        CHECK_CONTAINS(c->jax, "pinned_host");
+    }
+    CHECK(seen == 1);
+    /* the parameter's line and the header say S(5); a copy to the device before the dot */
+    CHECK(strstr(out, "{1,0:S(5)} parameter(") != NULL);
+    CHECK(strstr(out, "f32[1024,1024]{1,0:S(5)}") < strstr(out, "ENTRY"));
+    CHECK(strstr(out, ".reload-start = (" MB4 ", f32[1024,1024]{1,0:S(5)}, u32[]) copy-start(%p") != NULL);
+    CHECK(strstr(out, ".reload = " MB4 " copy-done(") < strstr(out, "%a = "));
+    CHECK_EQ_U64(peak_of(out, len), s.hbm.peak_bytes);
+    CHECK(s.hbm.peak_bytes <= target);
     free(out);
     hbm_fit_free(r);
     hbm_hlo_module_free(m);
@@ -507,6 +569,7 @@ int main(void) {
     RUN(test_bitcast_alias);
     RUN(test_multi_output);
     RUN(test_while_body);
+    RUN(test_param_host);
     RUN(test_baseline);
     RUN(test_fits_already);
     RUN(test_speed_2mb);

@@ -208,7 +208,12 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
     const hbmi_instr *in = &r->m->comps[cd->edit.comp].ins[cd->edit.ins];
     int batch = 0, dot = has_dot(r->m, in, &batch);
     char j[320];
-    if (cd->edit.kind == HBM_FIT_OFFLOAD)
+    if (cd->edit.kind == HBM_FIT_OFFLOAD && cd->edit.from == UINT32_MAX)
+        snprintf(j, sizeof j,
+                 "keep argument %lld in host memory: jit(f, in_shardings=...memory_kind='pinned_host'), "
+                 "jax.device_put(x, memory_kind='device') where it is read",
+                 (long long)cd->edit.param);
+    else if (cd->edit.kind == HBM_FIT_OFFLOAD)
         snprintf(j, sizeof j, "%s",
                  dot && !batch ? "policy=jax.checkpoint_policies.offload_dot_with_no_batch_dims('device', 'pinned_host')"
                                : "checkpoint_name(x, 'v'); policy=save_and_offload_only_these_names("
@@ -358,6 +363,7 @@ static hbm_status add_cand_change(hbm_fit_result *r, hbmi_fit_cand *c, hbmi_fit_
     memset(&ch, 0, sizeof ch);
     ch.kind = (hbm_fit_kind)c->edit.kind;
     describe(r, &ch, c->edit.comp, c->edit.ins);
+    if (c->edit.kind == HBM_FIT_OFFLOAD && c->edit.from == UINT32_MAX) ch.param_number = (int)c->edit.param;
     ch.bytes = c->bytes;
     uint64_t pen = 0;
     for (uint32_t j = 0; j < c->n_pen; j++) pen += c->pen[j].bytes;
@@ -531,7 +537,20 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
             hbm_hlo_module_free(md);
         }
     }
-    s = hbmi_fit_model_build(p, rates, !o.no_remat, !o.no_offload, &mo);
+    {
+        const hbmi_comp *ec = &m->comps[m->entry];
+        uint8_t *donated = hbmi_calloc(ec->n_params + 1, 1);
+        if (!donated) {
+            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < r->n_ch; k++)
+            if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen && r->ed[k].param >= 0 &&
+                (uint64_t)r->ed[k].param < ec->n_params)
+                donated[r->ed[k].param] = 1;
+        s = hbmi_fit_model_build(p, rates, !o.no_remat, !o.no_offload, donated, &mo);
+        hbmi_free(donated);
+    }
     if (s) goto fail;
     ed = hbmi_malloc(sizeof *ed * ((size_t)mo.n_cand + r->n_ch + 2));
     if (!ed) {

@@ -230,9 +230,102 @@ static void write_offload_back(emitter *em, size_t k) {
     fprintf(em->f, "  %%%s = %s copy-done(%%%s-start)\n", em->name1[k], dev, em->name1[k]);
 }
 
-/* The header with the donations added to input_output_alias. */
+/* A parameter kept in host memory: its line with the S(5) layout. */
+static void write_param_host(emitter *em, uint32_t i) {
+    const hbmi_instr *in = &em->e->ins[i];
+    char dev[1024], host[1040];
+    shapes(em, in, dev, host, sizeof dev);
+    const char *s = em->m->text + in->off, *q = s, *e = ins_end(em, i);
+    while (*q != '=') q++;
+    q++;
+    while (*q == ' ') q++;
+    fputs("  ", em->f);
+    fwrite(s, 1, (size_t)(q - s), em->f);
+    fprintf(em->f, "%s ", host);
+    fwrite(in->opcode.p, 1, (size_t)(e - in->opcode.p), em->f);
+    fputc('\n', em->f);
+}
+
+/* The entry_computation_layout text [a, b) of parameter pn in the header, or 0. */
+static int header_param(const char *t, const char *hend, int64_t pn, const char **a, const char **b) {
+    static const char key[] = "entry_computation_layout={(";
+    const char *q = NULL;
+    for (const char *x = t; x + sizeof key - 1 <= hend && !q; x++)
+        if (!memcmp(x, key, sizeof key - 1)) q = x + sizeof key - 1;
+    if (!q) return 0;
+    int64_t k = 0;
+    int depth = 0;
+    const char *start = q;
+    for (; q < hend; q++) {
+        if (*q == '(' || *q == '{' || *q == '[') depth++;
+        else if ((*q == ')' || *q == '}' || *q == ']') && depth > 0) depth--;
+        else if ((*q == ',' || *q == ')') && depth == 0) {
+            if (k == pn) {
+                *a = start;
+                *b = q;
+                return 1;
+            }
+            if (*q == ')') return 0;
+            k++;
+            start = q + 1;
+            while (start < hend && *start == ' ') start++;
+        }
+        if (*q == ')' && depth == 0) break;
+    }
+    return 0;
+}
+
+/* The header with the donations added to input_output_alias and the parameters kept in host
+ * memory written with S(5) in entry_computation_layout (when it names them as their lines do). */
+static void write_header_alias(emitter *em, const char *t, const char *hend, const char *name_end);
 static void write_header(emitter *em, const char *hend) {
-    const char *t = em->m->text, *ia = NULL;
+    const hbm_hlo_module *m = em->m;
+    const char *t = m->text, *name_end = m->name.p + m->name.n;
+    size_t hl = (size_t)(hend - t), cap = hl + 1;
+    char *h = NULL;
+    size_t n = 0;
+    const char *cur = t;
+    for (int64_t pn = 0;; pn++) {
+        const char *a, *b;
+        if (!header_param(t, hend, pn, &a, &b)) break;
+        for (size_t j = 0; j < em->n_ed; j++) {
+            const hbmi_fit_edit *d = &em->ed[j];
+            if (d->kind != HBM_FIT_OFFLOAD || d->from != UINT32_MAX || d->param != pn) continue;
+            char dev[1024], host[1040];
+            em->e = &m->comps[d->comp];
+            shapes(em, &m->comps[d->comp].ins[d->ins], dev, host, sizeof dev);
+            if ((size_t)(b - a) != strlen(dev) || memcmp(a, dev, (size_t)(b - a))) continue;
+            size_t need = n + (size_t)(a - cur) + strlen(host) + hl + 1;
+            if (need > cap || !h) {
+                char *g = realloc(h, need > cap ? need : cap);
+                if (!g) { /* out of memory: the header as it was */
+                    free(h);
+                    write_header_alias(em, t, hend, name_end);
+                    return;
+                }
+                h = g;
+                cap = need > cap ? need : cap;
+            }
+            memcpy(h + n, cur, (size_t)(a - cur));
+            n += (size_t)(a - cur);
+            memcpy(h + n, host, strlen(host));
+            n += strlen(host);
+            cur = b;
+        }
+    }
+    if (!h) {
+        write_header_alias(em, t, hend, name_end);
+        return;
+    }
+    memcpy(h + n, cur, (size_t)(hend - cur));
+    n += (size_t)(hend - cur);
+    /* the module's name comes before entry_computation_layout: its end is where it was */
+    write_header_alias(em, h, h + n, h + (name_end - t));
+    free(h);
+}
+
+static void write_header_alias(emitter *em, const char *t, const char *hend, const char *name_end) {
+    const char *ia = NULL;
     const char *key = "input_output_alias={";
     size_t kl = strlen(key);
     for (const char *q = t; q + kl <= hend; q++)
@@ -273,7 +366,7 @@ static void write_header(emitter *em, const char *hend) {
         fwrite(q, 1, (size_t)(hend - q), em->f);
         return;
     }
-    const char *nm = em->m->name.p + em->m->name.n;
+    const char *nm = name_end;
     fwrite(t, 1, (size_t)(nm - t), em->f);
     fprintf(em->f, ", input_output_alias={ %s }", add);
     fwrite(nm, 1, (size_t)(hend - nm), em->f);
@@ -311,7 +404,8 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
             }
         }
         int32_t k = em->by_ins[em->base + i];
-        if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i])
+        if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
+        else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i])
             write_line(em, i, i, NULL, -1);
         for (size_t j = 0; j < n_ed; j++)
             if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) write_offload_out(em, j);
@@ -358,7 +452,16 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
             em.name1[k] = fresh_name(m, nm, ".remat");
         } else {
             em.name1[k] = fresh_name(m, nm, ".reload");
-            em.name2[k] = fresh_name(m, nm, ".offload");
+            /* a parameter in host memory is its own host copy */
+            if (d->from == UINT32_MAX) {
+                em.name2[k] = hbmi_malloc(nm.n + 1);
+                if (em.name2[k]) {
+                    memcpy(em.name2[k], nm.p, nm.n);
+                    em.name2[k][nm.n] = 0;
+                }
+            } else {
+                em.name2[k] = fresh_name(m, nm, ".offload");
+            }
             if (!em.name2[k]) em.name1[k] = NULL;
         }
         if (!em.name1[k]) {

@@ -400,8 +400,79 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
     return HBM_OK;
 }
 
+/* An entry parameter held in host memory (memory_kind="pinned_host"): its S(5) layout and one
+ * copy to the device before its first reader, live to its last. It frees its bytes before the
+ * first read and after the last; the transfer costs its bytes once at the host link. Only
+ * arrays read directly, not donated, not an output, not in host memory already. Its bytes
+ * join live[] (a parameter is otherwise outside the model). */
+static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const uint8_t *donated,
+                              uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbm_hlo_module *m = p->m;
+    const hbmi_comp *c = &m->comps[m->entry];
+    for (uint32_t pn = 0; pn < c->n_params; pn++) {
+        uint32_t i = c->params[pn];
+        const hbmi_instr *in = &c->ins[i];
+        if ((donated && donated[pn]) || in->is_root || !in->n_users || in->shape->prim == HBMI_PRIM_TUPLE ||
+            in->shape->memory_space || hbmi_param_node_aliased(m, (int64_t)pn, 0, in->shape))
+            continue;
+        uint32_t gid = df->comp_base[m->entry] + i;
+        const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+        if (vs->n != 1) continue;
+        uint32_t v = hbmi_vset_at(vs, 0);
+        if (df->values[v].gid != gid || !df->values[v].has_range || df->buffers[df->values[v].buffer].live_out)
+            continue;
+        uint64_t size = df->values[v].size;
+        if (size < min_bytes || !size) continue;
+        int64_t first = INT64_MAX, last = -1;
+        uint32_t at = UINT32_MAX;
+        int ok = 1;
+        for (uint32_t k = 0; k < in->n_users && ok; k++) {
+            const hbmi_instr *u = &c->ins[in->users[k]];
+            if (u->is_root || u->time < 0 || u->op == HOP_TUPLE || u->op == HOP_WHILE || u->op == HOP_BITCAST ||
+                u->op == HOP_GTE)
+                ok = 0;
+            else {
+                if (u->time < first) first = u->time, at = in->users[k];
+                if (u->time > last) last = u->time;
+                /* read inside a called computation: the device copy lives to its end */
+                for (uint32_t q = 0; q < u->n_called; q++)
+                    if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
+                        last = m->comps[u->called[q]].span_end;
+            }
+        }
+        if (!ok || at == UINT32_MAX || first < 1) continue;
+        hbmi_fit_cand cd;
+        memset(&cd, 0, sizeof cd);
+        cd.edit.kind = HBM_FIT_OFFLOAD;
+        cd.edit.comp = m->entry;
+        cd.edit.ins = i;
+        cd.edit.at = at;
+        cd.edit.from = UINT32_MAX; /* nothing to copy out: the argument arrives in host memory */
+        cd.edit.param = pn;
+        cd.lo = 0;
+        cd.hi = mo->n - 1;
+        cd.bytes = size;
+        cd.group = gid;
+        cd.verified_peak = -1;
+        cd.n_pen = 1;
+        cd.pen[0].lo = (uint32_t)(first - 1);
+        cd.pen[0].hi = (uint32_t)(last < (int64_t)mo->n ? last : mo->n - 1);
+        cd.pen[0].bytes = size;
+        cd.bytes_read = size;
+        cd.cost_s = (double)size / r->host_bw;
+        hbm_status s = add_cand(mo, &cd);
+        if (s) return s;
+        /* the parameter's bytes in the model, over the whole run */
+        for (uint32_t t = 0; t < mo->n; t++) mo->live[t] += (int64_t)size;
+        mo->params_in_live += size;
+    }
+    return HBM_OK;
+}
+
 hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int remat, int offload,
-                                hbmi_fit_model *mo) {
+                                const uint8_t *donated, hbmi_fit_model *mo) {
     memset(mo, 0, sizeof *mo);
     mo->p = p;
     mo->m = p->m;
@@ -439,9 +510,7 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
         mo->live[t] += mo->live[t - 1];
         mo->live_xla[t] += mo->live_xla[t - 1];
     }
-    mo->max_live = 0;
-    for (uint32_t t = 0; t < n; t++)
-        if (mo->live[t] > mo->max_live) mo->max_live = mo->live[t];
+
     hbm_plan_stats st = p->stats;
     mo->fixed = st.peak_bytes - st.temp_size_in_bytes;
     mo->args = st.argument_size_in_bytes;
@@ -478,6 +547,16 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
             }
         }
     }
+    if (offload) {
+        hbm_status s = param_cands(mo, r, donated, min_bytes);
+        if (s) {
+            hbmi_fit_model_free(mo);
+            return s;
+        }
+    }
+    mo->max_live = 0;
+    for (uint32_t t = 0; t < n; t++)
+        if (mo->live[t] > mo->max_live) mo->max_live = mo->live[t];
     return HBM_OK;
 }
 
