@@ -319,6 +319,51 @@ static void test_param_host(void) {
     hbm_hlo_module_free(m);
 }
 
+/* a custom call's tuple result whose element 0 is read (through its get-tuple-element, scheduled
+ * late) only after four dots: the element goes to host memory right after the call (the
+ * get-tuple-element moves next to it) and comes back before its reader */
+static const char gte_hlo[] =
+    "HloModule fit_gte, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %cc = (" MB4 ", s8[1024]{0}) custom-call(%p0), custom_call_target=\"my_gemm\"\n"
+    "  %b = " MB4 " negate(%p0)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %a = " MB4 " get-tuple-element(%cc), index=0\n"
+    "  %g = " MB4 " add(%f, %a)\n"
+    "  ROOT %h = " MB4 " add(%g, %p0)\n"
+    "}\n";
+
+static void test_gte_offload(void) {
+    uint64_t before = peak_of(gte_hlo, strlen(gte_hlo));
+    uint64_t target = before - (4u << 20) + 1024;
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(gte_hlo, target, 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    printf("  element through get-tuple-element: %" PRIu64 " -> %" PRIu64 " (target %" PRIu64 ")\n", before,
+           s.hbm.peak_bytes, target);
+    CHECK(s.fits && s.hbm.fits);
+    CHECK_EQ_U64(s.hbm.offload_bytes, 4u << 20);
+    CHECK_CONTAINS(out, "%a.offload-start = (f32[1024,1024]{1,0:S(5)}, " MB4 ", u32[]) copy-start(%a)");
+    CHECK_CONTAINS(out, "%g = " MB4 " add(%f, %a.reload)");
+    CHECK(strstr(out, "%cc = ") < strstr(out, "%a = "));
+    CHECK(strstr(out, "%a = ") < strstr(out, "%b = ")); /* moved next to the call */
+    CHECK(strstr(out, "%a.reload =") < strstr(out, "%g = "));
+    CHECK_EQ_U64(peak_of(out, len), s.hbm.peak_bytes);
+    CHECK(s.hbm.peak_bytes <= target);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 static void test_remat(void) {
     uint64_t before = peak_of(remat_hlo, strlen(remat_hlo));
     CHECK(before > 0);
@@ -570,6 +615,7 @@ int main(void) {
     RUN(test_multi_output);
     RUN(test_while_body);
     RUN(test_param_host);
+    RUN(test_gte_offload);
     RUN(test_baseline);
     RUN(test_fits_already);
     RUN(test_speed_2mb);

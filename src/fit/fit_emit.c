@@ -408,7 +408,11 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
         else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i])
             write_line(em, i, i, NULL, -1);
         for (size_t j = 0; j < n_ed; j++)
-            if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) write_offload_out(em, j);
+            if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) {
+                /* a get-tuple-element scheduled later moves here, next to its tuple */
+                if (ed[j].ins > i) write_line(em, ed[j].ins, i, NULL, -1);
+                write_offload_out(em, j);
+            }
     }
 }
 
@@ -468,6 +472,8 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
             s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
             goto out;
         }
+        if (d->kind == HBM_FIT_OFFLOAD && d->from != UINT32_MAX && d->from < d->ins)
+            em.alias_drop[base[d->comp] + d->ins] = 1; /* written after `from` instead */
         if (d->kind == HBM_FIT_REMATERIALIZE) {
             int early = 0, late = 0;
             em.e = &m->comps[d->comp];
