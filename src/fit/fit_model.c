@@ -400,79 +400,98 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
     return HBM_OK;
 }
 
-/* Host offload of one element of a tuple-shaped value (a cuBLAS call's result, a multi-output
- * fusion's element) read through its get-tuple-element G: G (moved next to the definition
- * when the span starts there) is copied to host memory and back before G's next reader. XLA's
- * own offload takes single-buffer values only; the pair is the same as for an array. */
-static hbm_status gte_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i,
-                                    uint64_t min_bytes) {
+/* Host offload of a value read under another instruction's name g: one element of a
+ * tuple-shaped value read through its get-tuple-element (a cuBLAS call's result, a
+ * multi-output fusion's element), or an asynchronous op's result under its -done (a
+ * collective-permute's, an all-gather's, while it waits for its next reader). g's value v is
+ * copied to host memory after g (or its reader before the span) and back before g's next
+ * reader; g moves next to the definition when the span starts there (a get-tuple-element
+ * scheduled late). XLA's own offload takes single-buffer values it defines itself only; the
+ * pair is the same as for an array. */
+static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t g, uint32_t v,
+                                int64_t def_time, uint32_t def_ins, uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbmi_comp *c = &p->m->comps[ci];
+    const hbmi_instr *gi = &c->ins[g];
+    if (gi->is_root || gi->time < 0 || gi->shape->prim == HBMI_PRIM_TUPLE || gi->shape->memory_space ||
+        gi->shape->n < 1 || gi->n_users > 64 || !temp_device(p, v) || !df->values[v].has_range)
+        return HBM_OK;
+    uint64_t size = df->values[v].size;
+    if (size < min_bytes || !size) return HBM_OK;
+    use_t us[64];
+    uint32_t nu = 0;
+    for (uint32_t u = 0; u < gi->n_users; u++) {
+        const hbmi_instr *ui = &c->ins[gi->users[u]];
+        if (ui->is_root || ui->time < 0 || ui->op == HOP_TUPLE || ui->op == HOP_WHILE || ui->op == HOP_BITCAST ||
+            ui->op == HOP_GTE)
+            return HBM_OK;
+        us[nu++] = (use_t){ui->time, gi->users[u], 0};
+    }
+    if (!nu) return HBM_OK;
+    hbmi_qsort(us, nu, sizeof *us, cmp_use);
+    if (df->values[v].end > us[nu - 1].t) return HBM_OK; /* read by something else after */
+    int64_t prev = def_time;
+    uint32_t prev_ins = def_ins;
+    for (uint32_t u = 0; u < nu; u++) {
+        int64_t t = us[u].t;
+        if (t - prev >= 3) {
+            hbmi_fit_cand oc;
+            memset(&oc, 0, sizeof oc);
+            oc.lo = (uint32_t)(prev + 1);
+            oc.hi = (uint32_t)(t - 1);
+            oc.bytes = size;
+            oc.group = df->comp_base[ci] + g;
+            oc.verified_peak = -1;
+            oc.depth = mo->depth ? mo->depth[ci] : 0;
+            oc.edit.kind = HBM_FIT_OFFLOAD;
+            oc.edit.comp = ci;
+            oc.edit.ins = g;
+            oc.edit.from = prev_ins; /* before g: g moves next to it */
+            oc.edit.at = us[u].ins;
+            oc.edit.param = -1;
+            oc.bytes_read = size;
+            oc.cost_s = 2.0 * (double)size / r->host_bw;
+            hbm_status s = add_cand(mo, &oc);
+            if (s) return s;
+        }
+        prev = t;
+        prev_ins = us[u].ins;
+    }
+    return HBM_OK;
+}
+
+static hbm_status alias_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i,
+                                      uint64_t min_bytes) {
     const hbm_plan *p = mo->p;
     const hbmi_df *df = p->df;
     const hbmi_comp *c = &p->m->comps[ci];
     const hbmi_instr *in = &c->ins[i];
-    if (in->is_root || in->time < 0 || in->shape->prim != HBMI_PRIM_TUPLE || in->shape->memory_space) return HBM_OK;
+    if (in->is_root || in->time < 0 || in->shape->memory_space) return HBM_OK;
     uint32_t gid = df->comp_base[ci] + i;
+    if (in->op == HOP_ASYNC_DONE && in->shape->prim != HBMI_PRIM_TUPLE) {
+        /* the done's result: a value the start defined, read under the done's name */
+        const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+        if (vs->n != 1) return HBM_OK;
+        uint32_t v = hbmi_vset_at(vs, 0);
+        if (df->values[v].gid == gid) return HBM_OK; /* its own value: value_cands has it */
+        return offload_spans(mo, r, ci, i, v, in->time, i, min_bytes);
+    }
+    if (in->shape->prim != HBMI_PRIM_TUPLE) return HBM_OK;
     for (uint32_t k = 0; k < in->n_users; k++) {
         uint32_t g = in->users[k];
         const hbmi_instr *gi = &c->ins[g];
-        if (gi->op != HOP_GTE || gi->is_root || gi->time < 0 || gi->shape->prim == HBMI_PRIM_TUPLE ||
-            gi->shape->memory_space || gi->shape->n < 1 || gi->gte_index < 0 ||
-            (uint64_t)gi->gte_index >= in->shape->n)
-            continue;
+        if (gi->op != HOP_GTE || gi->gte_index < 0 || (uint64_t)gi->gte_index >= in->shape->n) continue;
         int dup = 0;
         for (uint32_t j = 0; j < in->n_users; j++) {
             const hbmi_instr *o = &c->ins[in->users[j]];
             if (in->users[j] != g && (o->op != HOP_GTE || o->gte_index == gi->gte_index)) dup = 1;
         }
         if (dup) continue;
-        /* the element's value: a device temp, not an output */
-        uint32_t node = hbmi_shape_child(in->shape, (uint32_t)gi->gte_index);
-        const hbmi_vset *vs = hbmi_df_set(df, gid, node);
-        if (vs->n != 1) continue;
-        uint32_t v = hbmi_vset_at(vs, 0);
-        if (df->values[v].gid != gid || !temp_device(p, v) || !df->values[v].has_range) continue;
-        uint64_t size = df->values[v].size;
-        if (size < min_bytes || !size || gi->n_users > 64) continue;
-        use_t us[64];
-        uint32_t nu = 0;
-        int bad = 0;
-        for (uint32_t u = 0; u < gi->n_users; u++) {
-            const hbmi_instr *ui = &c->ins[gi->users[u]];
-            if (ui->is_root || ui->time < 0 || ui->op == HOP_TUPLE || ui->op == HOP_WHILE || ui->op == HOP_BITCAST ||
-                ui->op == HOP_GTE)
-                bad = 1;
-            else
-                us[nu++] = (use_t){ui->time, gi->users[u], 0};
-        }
-        if (bad || !nu || df->values[v].end > us[nu - 1].t) continue;
-        hbmi_qsort(us, nu, sizeof *us, cmp_use);
-        int64_t prev = in->time;
-        uint32_t prev_ins = i;
-        for (uint32_t u = 0; u < nu; u++) {
-            int64_t t = us[u].t;
-            if (t - prev >= 3) {
-                hbmi_fit_cand oc;
-                memset(&oc, 0, sizeof oc);
-                oc.lo = (uint32_t)(prev + 1);
-                oc.hi = (uint32_t)(t - 1);
-                oc.bytes = size;
-                oc.group = df->comp_base[ci] + g;
-                oc.verified_peak = -1;
-                oc.depth = mo->depth ? mo->depth[ci] : 0;
-                oc.edit.kind = HBM_FIT_OFFLOAD;
-                oc.edit.comp = ci;
-                oc.edit.ins = g;
-                oc.edit.from = prev_ins; /* the definition: G moves next to it */
-                oc.edit.at = us[u].ins;
-                oc.edit.param = -1;
-                oc.bytes_read = size;
-                oc.cost_s = 2.0 * (double)size / r->host_bw;
-                hbm_status s = add_cand(mo, &oc);
-                if (s) return s;
-            }
-            prev = t;
-            prev_ins = us[u].ins;
-        }
+        const hbmi_vset *vs = hbmi_df_set(df, gid, hbmi_shape_child(in->shape, (uint32_t)gi->gte_index));
+        if (vs->n != 1 || df->values[hbmi_vset_at(vs, 0)].gid != gid) continue;
+        hbm_status s = offload_spans(mo, r, ci, g, hbmi_vset_at(vs, 0), in->time, i, min_bytes);
+        if (s) return s;
     }
     return HBM_OK;
 }
@@ -618,7 +637,7 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
         if (m->comps[ci].kind != 'S') continue;
         for (uint32_t i = 0; i < m->comps[ci].n; i++) {
             hbm_status s = value_cands(mo, r, ci, i, remat, offload, min_bytes);
-            if (!s && offload) s = gte_offload_cands(mo, r, ci, i, min_bytes);
+            if (!s && offload) s = alias_offload_cands(mo, r, ci, i, min_bytes);
             if (s) {
                 hbmi_fit_model_free(mo);
                 return s;
