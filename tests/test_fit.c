@@ -364,6 +364,47 @@ static void test_gte_offload(void) {
     hbm_hlo_module_free(m);
 }
 
+/* the same with the argument read through a bitcast (and p0 read at both ends): the copy to
+ * the device goes before the bitcast, which reads it */
+static const char param_bitcast_hlo[] =
+    "HloModule fit_param_bitcast, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0}, "
+    "f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024], p1: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %p1 = " MB4 " parameter(1)\n"
+    "  %p1b = f32[1024,1024]{0,1} bitcast(%p1)\n"
+    "  %a = " MB4 " dot(%p0, %p1b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %b = " MB4 " negate(%a)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT %r = " MB4 " add(%f, %p0)\n"
+    "}\n";
+
+static void test_param_bitcast(void) {
+    uint64_t before = peak_of(param_bitcast_hlo, strlen(param_bitcast_hlo));
+    uint64_t target = before - (4u << 20) + 1024;
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(param_bitcast_hlo, target, 0, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    printf("  argument read through a bitcast: %" PRIu64 " -> %" PRIu64 " (target %" PRIu64 ")\n", before,
+           s.hbm.peak_bytes, target);
+    CHECK(s.fits && s.hbm.fits);
+    CHECK_CONTAINS(out, "%p1 = f32[1024,1024]{1,0:S(5)} parameter(1)");
+    CHECK_CONTAINS(out, "%p1b = f32[1024,1024]{0,1} bitcast(%p1.reload)");
+    CHECK(strstr(out, "%p1.reload =") < strstr(out, "%p1b = "));
+    CHECK_EQ_U64(peak_of(out, len), s.hbm.peak_bytes);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 static void test_remat(void) {
     uint64_t before = peak_of(remat_hlo, strlen(remat_hlo));
     CHECK(before > 0);
@@ -616,6 +657,7 @@ int main(void) {
     RUN(test_while_body);
     RUN(test_param_host);
     RUN(test_gte_offload);
+    RUN(test_param_bitcast);
     RUN(test_baseline);
     RUN(test_fits_already);
     RUN(test_speed_2mb);

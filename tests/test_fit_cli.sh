@@ -63,7 +63,7 @@ agree() { # file, fit options...
 import json,sys; d=json.load(open(sys.argv[1])); b,a,who=int(sys.argv[2]),int(sys.argv[3]),sys.argv[4]
 assert d["bytes_before"]==b, (d["bytes_before"],b)
 assert d["bytes_after"]==a, (d["bytes_after"],a)
-assert d[who]["peak_bytes"]==a or (who=="hbm" and d["chosen"]=="hbm" and d[who]["peak_bytes"]==a), (d[who]["peak_bytes"],a)
+assert d[who]["peak_bytes"]==a, (d[who]["peak_bytes"],a)
 ' "$tmp/agree.json" "$before" "$after" $who
         check "$(basename "$f") $who: text before = hbm plan" grep -q "^  needs .* ($before bytes)" "$tmp/agree.txt"
         if [ -z "${HBM_SANITIZE:-}" ] && [ -e "$BUILD/libhbm.so" ]; then
@@ -73,8 +73,10 @@ import sys, hbm
 f=sys.argv[1]; who=sys.argv[2]; b,a=int(sys.argv[3]),int(sys.argv[4]); opts=eval(sys.argv[5])
 r=hbm.fit(f, remat=who, **opts)
 d=r.as_dict()
-assert d["bytes_before"]==b and d["bytes_after"]==a, (d["bytes_before"],d["bytes_after"],b,a)
-assert hbm.plan(r.hlo()).peak_bytes==a  # its module, planned from Python
+assert d["bytes_before"]==b, (d["bytes_before"],b)
+# its own module planned from Python (a run of its own: the search has a wall-clock budget)
+assert hbm.plan(r.hlo()).peak_bytes==d["bytes_after"], (hbm.plan(r.hlo()).peak_bytes,d["bytes_after"])
+assert d[who]["peak_bytes"]==d["bytes_after"], (d[who]["peak_bytes"],d["bytes_after"])
 ' "$f" $who "$before" "$after" "$PYOPTS"
         fi
     done

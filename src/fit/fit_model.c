@@ -499,7 +499,8 @@ static hbm_status alias_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *
 /* An entry parameter held in host memory (memory_kind="pinned_host"): its S(5) layout and one
  * copy to the device before its first reader, live to its last. It frees its bytes before the
  * first read and after the last; the transfer costs its bytes once at the host link. Only
- * arrays read directly, not donated, not an output, not in host memory already. Its bytes
+ * arrays read directly or through bitcasts, not donated, not an output, not in host memory
+ * already. Its bytes
  * join live[] (a parameter is otherwise outside the model). */
 static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const uint8_t *donated,
                               uint64_t min_bytes) {
@@ -526,17 +527,26 @@ static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const
         int ok = 1;
         for (uint32_t k = 0; k < in->n_users && ok; k++) {
             const hbmi_instr *u = &c->ins[in->users[k]];
-            if (u->is_root || u->time < 0 || u->op == HOP_TUPLE || u->op == HOP_WHILE || u->op == HOP_BITCAST ||
-                u->op == HOP_GTE)
+            if (u->is_root || u->time < 0 || u->op == HOP_TUPLE || u->op == HOP_WHILE || u->op == HOP_GTE) {
                 ok = 0;
-            else {
-                if (u->time < first) first = u->time, at = in->users[k];
-                if (u->time > last) last = u->time;
-                /* read inside a called computation: the device copy lives to its end */
-                for (uint32_t q = 0; q < u->n_called; q++)
-                    if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
-                        last = m->comps[u->called[q]].span_end;
+                continue;
             }
+            /* the copy goes before the first reader (a bitcast reads the copy too) */
+            if (u->time < first) first = u->time, at = in->users[k];
+            if (u->op == HOP_BITCAST) { /* the readers through it keep the copy live */
+                use_t us[64];
+                uint32_t nu = 0;
+                int aliased = 0;
+                if (collect_uses(c, in->users[k], 0, 1, us, &nu, 64, &aliased) < 0) ok = 0;
+                for (uint32_t q = 0; q < nu; q++)
+                    if (us[q].t > last) last = us[q].t;
+                continue;
+            }
+            if (u->time > last) last = u->time;
+            /* read inside a called computation: the device copy lives to its end */
+            for (uint32_t q = 0; q < u->n_called; q++)
+                if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
+                    last = m->comps[u->called[q]].span_end;
         }
         if (!ok || at == UINT32_MAX || first < 1) continue;
         hbmi_fit_cand cd;
