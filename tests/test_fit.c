@@ -215,6 +215,53 @@ static void fit_rule(const char *text, const char *clone, const char *const *wan
     hbm_hlo_module_free(m);
 }
 
+/* remat_hlo with a an all-reduce: a synchronous collective may be cloned (XLA's rule for an
+ * HloCollectiveInstruction: unless its layout is constrained) */
+#define AR_HLO(ATTR)                                                                                        \
+    "HloModule fit_ar, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n" \
+    "\n"                                                                                                    \
+    "%sum (x: f32[], y: f32[]) -> f32[] {\n"                                                                \
+    "  %x = f32[] parameter(0)\n"                                                                           \
+    "  %y = f32[] parameter(1)\n"                                                                           \
+    "  ROOT %s = f32[] add(%x, %y)\n"                                                                       \
+    "}\n"                                                                                                   \
+    "\n"                                                                                                    \
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"                                                \
+    "  %p0 = " MB4 " parameter(0)\n"                                                                        \
+    "  %a = " MB4 " all-reduce(%p0), replica_groups={}" ATTR ", to_apply=%sum\n"                             \
+    "  %b = " MB4 " negate(%a)\n"                                                                           \
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                      \
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                      \
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                      \
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                      \
+    "  %g = " MB4 " add(%f, %a)\n"                                                                          \
+    "  ROOT %h = " MB4 " negate(%g)\n"                                                                      \
+    "}\n"
+static const char ar_hlo[] = AR_HLO("");
+static const char ar_constrained_hlo[] = AR_HLO(", constrain_layout=true");
+
+static void test_collective(void) {
+    static const char *const want[] = {"%a.remat = " MB4 " all-reduce(%p0), replica_groups={}, to_apply=%sum",
+                                       "%g = " MB4 " add(%f, %a.remat)", NULL};
+    fit_rule(ar_hlo, "a", want, 4u << 20);
+    /* constrain_layout=true: not cloned */
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    uint64_t before = peak_of(ar_constrained_hlo, strlen(ar_constrained_hlo));
+    CHECK(before > 0);
+    CHECK_OK(fit(ar_constrained_hlo, before - (4u << 20), 1, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        CHECK(!(c->kind == HBM_FIT_REMATERIALIZE && !strcmp(c->instruction, "a")));
+    }
+    CHECK(strstr(out, "a.remat") == NULL);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 static void test_bitcast_alias(void) {
     static const char *const want[] = {"%a.remat = " MB4 " exponential(%p0)", "%ab.remat = " V1M " bitcast(%a.remat)",
                                        "%g = " V1M " add(%fb, %ab.remat)", NULL};
@@ -658,6 +705,7 @@ int main(void) {
     RUN(test_param_host);
     RUN(test_gte_offload);
     RUN(test_param_bitcast);
+    RUN(test_collective);
     RUN(test_baseline);
     RUN(test_fits_already);
     RUN(test_speed_2mb);

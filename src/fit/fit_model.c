@@ -253,8 +253,12 @@ static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth
         uint32_t ui = in->users[k];
         const hbmi_instr *us = &c->ins[ui];
         if (us->is_root || us->time < 0 || us->op == HOP_TUPLE || us->op == HOP_WHILE) return -1;
+        /* an alias's own place in the schedule holds the buffer too (XLA: IsInUse while it is
+         * placed): it ends a span like a reader */
         if (us->op == HOP_BITCAST) {
             *aliased = 1;
+            if (*nu == cap) return -1;
+            u[(*nu)++] = (use_t){us->time, ui, elem};
             if (collect_uses(c, ui, elem, depth + 1, u, nu, cap, aliased) < 0) return -1;
             continue;
         }
@@ -264,6 +268,8 @@ static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth
                 (uint64_t)us->gte_index >= in->shape->n || us->shape->prim == HBMI_PRIM_TUPLE)
                 return -1;
             *aliased = 1;
+            if (*nu == cap) return -1;
+            u[(*nu)++] = (use_t){us->time, ui, (uint32_t)us->gte_index + 1};
             if (collect_uses(c, ui, (uint32_t)us->gte_index + 1, depth + 1, u, nu, cap, aliased) < 0) return -1;
             continue;
         }
