@@ -243,7 +243,27 @@ typedef struct use_t {
     int64_t t;
     uint32_t ins;  /* the user */
     uint32_t elem; /* the element of a tuple-shaped value (node index), 0 for an array */
+    int64_t t_end; /* the read ends here: an asynchronous start reads until its done */
+    uint32_t ins_end;
 } use_t;
+
+static int is_async_start(const hbmi_instr *in) {
+    return in->op == HOP_ASYNC_START || in->op == HOP_LEGACY_START || in->op == HOP_ALL_REDUCE_START ||
+           in->op == HOP_COPY_START;
+}
+
+/* A use by instruction ui of computation c at its time; an asynchronous start keeps reading
+ * its operands until its done (the latest of its readers). */
+static use_t use_at(const hbmi_comp *c, uint32_t ui, uint32_t elem) {
+    const hbmi_instr *us = &c->ins[ui];
+    use_t r = {us->time, ui, elem, us->time, ui};
+    if (is_async_start(us))
+        for (uint32_t k = 0; k < us->n_users; k++) {
+            const hbmi_instr *d = &c->ins[us->users[k]];
+            if (d->time > r.t_end) r.t_end = d->time, r.ins_end = us->users[k];
+        }
+    return r;
+}
 
 static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth, use_t *u, uint32_t *nu,
                         uint32_t cap, int *aliased) {
@@ -258,7 +278,7 @@ static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth
         if (us->op == HOP_BITCAST) {
             *aliased = 1;
             if (*nu == cap) return -1;
-            u[(*nu)++] = (use_t){us->time, ui, elem};
+            u[(*nu)++] = use_at(c, ui, elem);
             if (collect_uses(c, ui, elem, depth + 1, u, nu, cap, aliased) < 0) return -1;
             continue;
         }
@@ -269,13 +289,13 @@ static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth
                 return -1;
             *aliased = 1;
             if (*nu == cap) return -1;
-            u[(*nu)++] = (use_t){us->time, ui, (uint32_t)us->gte_index + 1};
+            u[(*nu)++] = use_at(c, ui, (uint32_t)us->gte_index + 1);
             if (collect_uses(c, ui, (uint32_t)us->gte_index + 1, depth + 1, u, nu, cap, aliased) < 0) return -1;
             continue;
         }
         if (in->shape->prim == HBMI_PRIM_TUPLE && depth == 0) return -1; /* the whole tuple read */
         if (*nu == cap) return -1;
-        u[(*nu)++] = (use_t){us->time, ui, elem};
+        u[(*nu)++] = use_at(c, ui, elem);
     }
     return 0;
 }
@@ -319,15 +339,18 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
     if (collect_uses(c, i, 0, 0, us, &nu, 64, &aliased) < 0 || !nu) return HBM_OK;
     hbmi_qsort(us, nu, sizeof *us, cmp_use);
     for (uint32_t k = 0; k < nu; k++)
-        if (us[k].t > elast[us[k].elem]) elast[us[k].elem] = us[k].t;
+        if (us[k].t_end > elast[us[k].elem]) elast[us[k].elem] = us[k].t_end;
     if (nodes == 1) {
         /* used past its last user (through a call's parameter): keep it */
         uint32_t v = UINT32_MAX;
         const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
         for (uint32_t k = 0; k < vs->n; k++)
             if (df->values[hbmi_vset_at(vs, k)].gid == gid) v = hbmi_vset_at(vs, k);
-        const hbmi_instr *last = &c->ins[us[nu - 1].ins];
-        if (df->values[v].end > us[nu - 1].t && last->op != HOP_CALL && last->op != HOP_CONDITIONAL) return HBM_OK;
+        uint32_t lk = 0;
+        for (uint32_t k = 1; k < nu; k++)
+            if (us[k].t_end > us[lk].t_end) lk = k;
+        const hbmi_instr *last = &c->ins[us[lk].ins];
+        if (df->values[v].end > us[lk].t_end && last->op != HOP_CALL && last->op != HOP_CONDITIONAL) return HBM_OK;
     }
     int clone = remat && hbmi_fit_can_clone(m, c, in) && in->n_ops <= 4;
     uint64_t fl = clone ? flops_of(m, c, in, 0) : 0, rd = 0;
@@ -400,8 +423,10 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
                 if (s) return s;
             }
         }
-        prev = t;
-        prev_ins = us[u].ins;
+        if (us[u].t_end > prev) {
+            prev = us[u].t_end;
+            prev_ins = us[u].ins_end;
+        }
     }
     return HBM_OK;
 }
@@ -432,11 +457,14 @@ static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uin
         if (ui->is_root || ui->time < 0 || ui->op == HOP_TUPLE || ui->op == HOP_WHILE || ui->op == HOP_BITCAST ||
             ui->op == HOP_GTE)
             return HBM_OK;
-        us[nu++] = (use_t){ui->time, gi->users[u], 0};
+        us[nu++] = use_at(c, gi->users[u], 0);
     }
     if (!nu) return HBM_OK;
     hbmi_qsort(us, nu, sizeof *us, cmp_use);
-    if (df->values[v].end > us[nu - 1].t) return HBM_OK; /* read by something else after */
+    int64_t maxend = -1;
+    for (uint32_t k = 0; k < nu; k++)
+        if (us[k].t_end > maxend) maxend = us[k].t_end;
+    if (df->values[v].end > maxend) return HBM_OK; /* read by something else after */
     int64_t prev = def_time;
     uint32_t prev_ins = def_ins;
     for (uint32_t u = 0; u < nu; u++) {
@@ -461,8 +489,10 @@ static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uin
             hbm_status s = add_cand(mo, &oc);
             if (s) return s;
         }
-        prev = t;
-        prev_ins = us[u].ins;
+        if (us[u].t_end > prev) {
+            prev = us[u].t_end;
+            prev_ins = us[u].ins_end;
+        }
     }
     return HBM_OK;
 }
@@ -545,10 +575,10 @@ static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const
                 int aliased = 0;
                 if (collect_uses(c, in->users[k], 0, 1, us, &nu, 64, &aliased) < 0) ok = 0;
                 for (uint32_t q = 0; q < nu; q++)
-                    if (us[q].t > last) last = us[q].t;
+                    if (us[q].t_end > last) last = us[q].t_end;
                 continue;
             }
-            if (u->time > last) last = u->time;
+            if (use_at(c, in->users[k], 0).t_end > last) last = use_at(c, in->users[k], 0).t_end;
             /* read inside a called computation: the device copy lives to its end */
             for (uint32_t q = 0; q < u->n_called; q++)
                 if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
