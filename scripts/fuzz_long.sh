@@ -41,8 +41,10 @@ for name in "${fuzzers[@]}"; do
   mkdir -p "$out/$name/corpus" "$scratch/$name"
   seeds "$name" "$scratch/$name"
   log=$out/$name/log.txt
+  dirs=("$out/$name/corpus" "$scratch/$name")
+  [ -d "fuzz/corpus/$name" ] && dirs+=("fuzz/corpus/$name")
   "$bin" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/$name/" -dict=fuzz/hbm.dict \
-    "$out/$name/corpus" "fuzz/corpus/$name" "$scratch/$name" >"$log" 2>&1
+    "${dirs[@]}" >"$log" 2>&1
   rc=$?
   runs=$(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$log" | grep -Eo '[0-9]+$')
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
