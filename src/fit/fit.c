@@ -231,8 +231,21 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
 
 /* --- the sets ----------------------------------------------------------------------------------- */
 /* edits: the donations chosen, then the candidates flagged (hbm's or XLA's) */
-static size_t gather(hbm_fit_result *r, const hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don) {
+static size_t gather(hbm_fit_result *r, hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don) {
     size_t n = 0;
+    /* a clone of a tuple-shaped value and copies of one of its elements (through the same
+     * get-tuple-element) cannot both be written: the clone is kept (the model counted both;
+     * the plan of what is written is what is reported) */
+    for (uint32_t k = 0; !xla && k < mo->n_cand; k++) {
+        hbmi_fit_cand *c = &mo->cand[k];
+        if (!c->chosen || c->edit.kind != HBM_FIT_OFFLOAD || c->edit.from == UINT32_MAX) continue;
+        const hbmi_instr *g = &mo->m->comps[c->edit.comp].ins[c->edit.ins];
+        if (g->op != HOP_GTE || !g->n_ops) continue;
+        for (uint32_t j = 0; j < mo->n_cand; j++)
+            if (mo->cand[j].chosen && mo->cand[j].edit.kind == HBM_FIT_REMATERIALIZE &&
+                mo->cand[j].edit.comp == c->edit.comp && mo->cand[j].edit.ins == g->ops[0])
+                c->chosen = 0;
+    }
     for (size_t k = 0; with_don && k < r->n_ch; k++)
         if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen) out[n++] = r->ed[k];
     for (uint32_t k = 0; k < mo->n_cand; k++)
@@ -265,7 +278,11 @@ typedef struct best_set {
 
 static hbm_status try_set(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, best_set *b, int proven,
                           uint64_t *peak) {
+    uint32_t before = 0, after = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++) before += mo->cand[k].chosen != 0;
     size_t n = gather(r, mo, 0, ed, 1);
+    for (uint32_t k = 0; k < mo->n_cand; k++) after += mo->cand[k].chosen != 0;
+    if (after != before) proven = 0; /* not the set the search proved */
     hbm_status s = verify(r, ed, n, peak, NULL, NULL, NULL, NULL);
     if (s) return s;
     int fits = *peak <= r->sum.target_bytes;
