@@ -46,10 +46,7 @@ int cli_load_trace(const char *cmd, const char *path, const char *module, int de
     if (rc) return rc;
     hbm_plan *p;
     hbm_status s = hbm_plan_run(m, NULL, &p);
-    if (!s) {
-        const hbm_timeline *tl = hbm_plan_timeline(p);
-        s = tl ? hbm_trace_from_timeline(tl, out) : HBM_ERR_NOMEM;
-    }
+    if (!s) s = hbm_plan_trace(p, out);
     if (!s && xla_plan && hbm_plan_xla_same(p) >= 0) {
         *xla_plan = p;
         *xla_module = m;

@@ -83,6 +83,9 @@ typedef struct hbm_plan_stats {
                                         the figures are hbm's estimate over XLA's post order */
     uint64_t thread_local_size_in_bytes; /* reducer/comparator scalars: in XLA's "Total bytes
                                             used" (total_allocation_bytes), not in memory_analysis() */
+    uint64_t other_space_size_in_bytes; /* allocations in memory spaces other than device memory
+                                           S(0) and host S(5) (TPU S(1) ...): not HBM, left out of
+                                           every device figure above but total_allocation_bytes */
 } hbm_plan_stats;
 
 HBM_API hbm_status hbm_plan_get_stats(const hbm_plan *p, hbm_plan_stats *out);
@@ -111,8 +114,8 @@ HBM_API size_t hbm_plan_peak_buffers(const hbm_plan *p, hbm_plan_buffer *out, si
  * buffer at their largest size, named by the largest. Offsets are pinned (HBM_TL_PINNED):
  * the device allocations laid end to end in XLA's allocation order, each aligned, so
  * hbm_timeline_verify() holds and hbm_timeline_peak() is stats.peak_live_bytes at
- * stats.peak_step, never above stats.peak_bytes. Host-memory (S(5)) and thread-local
- * allocations are not in it. Owned by p; built on the first call (not thread-safe until then); NULL if
+ * stats.peak_step, never above stats.peak_bytes. Only device memory (S(0)) is in it:
+ * host-memory (S(5)), other spaces' (TPU S(1) ...) and thread-local allocations are not. Owned by p; built on the first call (not thread-safe until then); NULL if
  * host memory runs out. */
 HBM_API const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
 

@@ -90,6 +90,13 @@ typedef struct hbm_trace {
      * allocator=torch ("expandable_segments=true,max_split_size_mb=128"), "" when none. */
     char torch_settings[160];
     struct hbmi_tagtab *tags_;
+    /* A trace made from an HLO module's plan (hbm_plan_trace): steps_ is 1 and event i is at
+     * schedule step time_ns / 1000 + step0_, whose instruction is step_names_[step] (n_steps_
+     * of them): positions read "step N (name)", as hbm plan counts, not "event N". */
+    int steps_;
+    int64_t step0_;
+    char **step_names_;
+    size_t n_steps_;
     uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
     size_t bt_nframes_, bt_cap_;
     uint64_t *bt_index_;     /* backtrace id i (1-based): frames at bt_index_[2i-2], count bt_index_[2i-1] */
@@ -118,6 +125,16 @@ HBM_API hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out)
 /* The reverse, for plans: each buffer becomes an alloc at start and a free at end (frees
  * first at equal times), time_ns = (time - first start) x 1000, unique synthetic addresses. */
 HBM_API hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out);
+
+/* The trace of a plan (hbm/plan.h) that hbm view, replay, diff, export and hbm.load read:
+ * hbm_trace_from_timeline of hbm_plan_timeline(p), each event at its schedule step and each
+ * step named by its instruction, so every position reads "step N (instruction)" as hbm plan
+ * says it. Named after the module; independent of p once made. */
+struct hbm_plan;
+HBM_API hbm_status hbm_plan_trace(const struct hbm_plan *p, hbm_trace **out);
+/* The schedule step of event i of a plan's trace and its instruction (into *name, "" when
+ * unnamed); -1 for a trace that is not a plan's or an i past its end. */
+HBM_API int64_t hbm_trace_event_step(const hbm_trace *t, size_t i, const char **name);
 
 /* --- files ------------------------------------------------------------------------------ */
 

@@ -955,8 +955,8 @@ static int build_spans(ctx *c) {
     return 1;
 }
 
-/* The step where the most device bytes are live (the spans of build_spans, host memory
- * left out), and the peak of the device temp allocations alone. */
+/* The step where the most device bytes are live (the spans of build_spans in S(0); host
+ * memory and the other spaces left out), and the peak of the device temp allocations alone. */
 static int peak_step(ctx *c) {
     hbm_plan *p = c->p;
     if (!build_spans(c)) return 0;
@@ -969,7 +969,7 @@ static int peak_step(ctx *c) {
     }
     for (size_t i = 0; i < p->n_spans; i++) {
         const hbmi_span *sp = &p->spans[i];
-        if (sp->color == HBMI_HOST_SPACE) continue;
+        if (sp->color != 0) continue; /* device memory only */
         delta[sp->s] += (int64_t)sp->size;
         delta[sp->e] -= (int64_t)sp->size;
         if (!sp->indefinite) {
@@ -1010,14 +1010,14 @@ static hbm_status build_timeline(hbm_plan *p) {
     }
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) { /* device allocations end to end, aligned */
         const hbmi_alloc *a = &p->allocs[ai];
-        if (a->color == HBMI_HOST_SPACE || a->thread_local) continue;
+        if (a->color != 0 || a->thread_local) continue;
         at = hbmi_align_up(at, p->opt.alignment ? p->opt.alignment : 1);
         bases[ai] = at;
         at += a->size;
     }
     for (size_t i = 0; i < p->n_spans; i++) {
         const hbmi_span *sp = &p->spans[i];
-        if (sp->color == HBMI_HOST_SPACE) continue; /* not device memory */
+        if (sp->color != 0) continue; /* not device memory (host S(5), TPU S(1) ...) */
         const hbmi_alloc *a = &p->allocs[sp->alloc];
         hbm_category cat = alloc_category(a);
         hbm_tag tag = {.category = cat};
@@ -1240,7 +1240,7 @@ static int run(ctx *c) {
         h->heap = 1;
         h->color = color;
         h->size = hs;
-        if (color != HBMI_HOST_SPACE) {
+        if (color == 0) { /* device memory's heap */
             p->temp_heap_size += hs;
             p->temp_heap_live += nofrag_peak(df, &s);
         }
@@ -1258,6 +1258,11 @@ static int run(ctx *c) {
             if (a->param_no >= 0 && a->param_aliased) st->host_alias_size_in_bytes += a->size;
             if (a->live_out) st->host_output_size_in_bytes += a->size;
             if (hbmi_alloc_is_temp(a)) st->host_temp_size_in_bytes += a->size;
+            st->total_allocation_bytes += a->size;
+            continue;
+        }
+        if (a->color != 0) { /* another memory space (TPU S(1) ...): not device (HBM) memory */
+            st->other_space_size_in_bytes += a->size;
             st->total_allocation_bytes += a->size;
             continue;
         }

@@ -103,12 +103,31 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
     fprintf(f, ".\n");
     if (s->total_allocation_bytes != s->peak_bytes) {
-        fprintf(f, "  XLA's \"Total bytes used\" is %s (%" PRIu64 " bytes):", hbm_size_human(s->total_allocation_bytes, a),
-                s->total_allocation_bytes);
-        if (s->thread_local_size_in_bytes)
-            fprintf(f, " + %s of reducer scalars", hbm_size_human(s->thread_local_size_in_bytes, a));
-        if (s->alias_size_in_bytes) fprintf(f, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
-        fprintf(f, ".\n");
+        /* what XLA's total counts beside the device need, wrapped at 100 columns */
+        char line[200], part[120];
+        snprintf(line, sizeof line, "  XLA's \"Total bytes used\" is %s (%" PRIu64 " bytes):",
+                 hbm_size_human(s->total_allocation_bytes, a), s->total_allocation_bytes);
+        uint64_t host = s->host_argument_size_in_bytes + s->host_output_size_in_bytes - s->host_alias_size_in_bytes +
+                        s->host_temp_size_in_bytes;
+        for (int k = 0; k < 4; k++) {
+            part[0] = 0;
+            if (k == 0 && s->thread_local_size_in_bytes)
+                snprintf(part, sizeof part, " + %s of reducer scalars", hbm_size_human(s->thread_local_size_in_bytes, a));
+            if (k == 1 && s->alias_size_in_bytes)
+                snprintf(part, sizeof part, " + the donated %s again", hbm_size_human(s->alias_size_in_bytes, a));
+            if (k == 2 && host) snprintf(part, sizeof part, " + %s of host memory S(5)", hbm_size_human(host, a));
+            if (k == 3 && s->other_space_size_in_bytes)
+                snprintf(part, sizeof part, " + %s in memory spaces other than device memory (S(1) ...: not HBM)",
+                         hbm_size_human(s->other_space_size_in_bytes, a));
+            if (!part[0]) continue;
+            if (strlen(line) + strlen(part) > 98) {
+                fprintf(f, "%s\n", line);
+                snprintf(line, sizeof line, "   %s", part);
+            } else {
+                strncat(line, part, sizeof line - strlen(line) - 1);
+            }
+        }
+        fprintf(f, "%s.\n", line);
     }
     if (s->temp_size_in_bytes) {
         /* the spans' peak (values sharing one offset counted once) never exceeds the heap */
@@ -239,6 +258,7 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
             ",\n  \"host_alias_size_in_bytes\": %" PRIu64 ",\n  \"host_temp_size_in_bytes\": %" PRIu64,
             s->host_argument_size_in_bytes, s->host_output_size_in_bytes, s->host_alias_size_in_bytes,
             s->host_temp_size_in_bytes);
+    fprintf(f, ",\n  \"other_space_size_in_bytes\": %" PRIu64, s->other_space_size_in_bytes);
     fprintf(f, ",\n  \"padding_bytes\": %" PRIu64, s->padding_bytes);
     fprintf(f, ",\n  \"peak_instruction\": ");
     jstr(f, hbm_plan_step_name(p, s->peak_step));

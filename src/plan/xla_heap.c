@@ -37,8 +37,8 @@ typedef struct heap {
     uint32_t *first;  /* group -> first member */
     group *groups;
     uint32_t n_groups;
-    struct chunk { uint64_t offset, size; } *found;
-    size_t n_found, cap_found;
+    struct chunk { uint64_t offset, size; } *found, *tmp;
+    size_t n_found, cap_found, cap_tmp;
     uint32_t *stack;
     uint64_t heap_size;
     int temporal;
@@ -132,11 +132,6 @@ static int tree_query(heap *h, int64_t s, int64_t e) {
 
 static _Thread_local heap *sort_ctx;
 
-static int cmp_chunk(const void *a, const void *b) {
-    const struct chunk *x = a, *y = b;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
 static int cmp_group(const void *a, const void *b) {
     const heap *h = sort_ctx;
     const group *x = &h->groups[*(const uint32_t *)a], *y = &h->groups[*(const uint32_t *)b];
@@ -153,6 +148,39 @@ static int cmp_group(const void *a, const void *b) {
     return x->head < y->head ? -1 : x->head > y->head;
 }
 
+/* The chunks found, by offset (the order among equal offsets does not matter to place):
+ * insertion sort when few, else a least-significant-digit radix sort over the bytes in which
+ * the offsets differ (no comparison calls: placing sorts once per buffer). */
+static int sort_chunks(heap *h) {
+    struct chunk *a = h->found;
+    size_t n = h->n_found;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            struct chunk x = a[i];
+            size_t j = i;
+            for (; j > 0 && a[j - 1].offset > x.offset; j--) a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return 1;
+    }
+    if (h->cap_tmp < n && hbmi_grow((void **)&h->tmp, &h->cap_tmp, n, sizeof *h->tmp) != HBM_OK) return 0;
+    uint64_t differ = 0;
+    for (size_t i = 1; i < n; i++) differ |= a[i].offset ^ a[0].offset;
+    struct chunk *src = a, *dst = h->tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff)) continue;
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++) count[((src[i].offset >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++) count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++) dst[count[(src[i].offset >> shift) & 0xff]++] = src[i];
+        struct chunk *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, n * sizeof *a);
+    return 1;
+}
+
 static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 ? (x + a - 1) / a * a : x; }
 
 static int place(heap *h, uint32_t g) {
@@ -166,7 +194,7 @@ static int place(heap *h, uint32_t g) {
     if (gr->pinned) {
         offset = gr->offset;
     } else {
-        hbmi_qsort(h->found, h->n_found, sizeof *h->found, cmp_chunk);
+        if (!sort_chunks(h)) return 0;
         uint64_t best_off = UINT64_MAX, best_size = UINT64_MAX, at = 0;
         for (size_t i = 0; i < h->n_found; i++) {
             const struct chunk *c = &h->found[i];
@@ -275,6 +303,7 @@ out:
     hbmi_free(h.groups);
     hbmi_free(h.stack);
     hbmi_free(h.found);
+    hbmi_free(h.tmp);
     hbmi_free(order);
     hbmi_free(last);
     return s;

@@ -87,12 +87,17 @@ static hbm_status contributors(const hbmi_view v[2], contrib **out, size_t *nout
 }
 
 static void side_text(FILE *f, const char *which, const hbm_trace *t, const hbmi_view *v) {
-    char a[32], b[32], name[80], w[64];
+    char a[32], b[32], name[80], w[64], l1[160], l2[96];
     hbmi_fit(name, sizeof name, t->name, 44, 1);
-    fprintf(f, "%s  %s (%s%s%s)\n   peak in use %s at %s", which, name, t->source[0] ? t->source : "hbm",
-            t->device[0] ? ", device " : "", t->device, hbm_size_xla((int64_t)v->peak_use, a),
-            hbmi_event_when(t, (int64_t)v->peak_i, v->peak_i < t->count ? t->events[v->peak_i].time_ns : 0, w, sizeof w));
-    fprintf(f, ", peak reserved %s, %zu buffers live at the peak\n", hbm_size_xla((int64_t)v->peak_res, b), v->n_at_peak);
+    fprintf(f, "%s  %s (%s%s%s)\n", which, name, t->source[0] ? t->source : "hbm", t->device[0] ? ", device " : "",
+            t->device);
+    snprintf(l1, sizeof l1, "   peak in use %s at %s", hbm_size_xla((int64_t)v->peak_use, a),
+             hbmi_event_when(t, (int64_t)v->peak_i, v->peak_i < t->count ? t->events[v->peak_i].time_ns : 0, w, sizeof w));
+    snprintf(l2, sizeof l2, "peak reserved %s, %zu buffers live at the peak", hbm_size_xla((int64_t)v->peak_res, b),
+             v->n_at_peak);
+    /* one line when it fits 100 columns (a step's instruction name makes it longer) */
+    if (strlen(l1) + 2 + strlen(l2) <= 100) fprintf(f, "%s, %s\n", l1, l2);
+    else fprintf(f, "%s,\n   %s\n", l1, l2);
 }
 
 /* "+1.00GiB", "-512B", "0B" */
@@ -116,9 +121,11 @@ static void side_json(FILE *f, const hbm_trace *t, const hbmi_view *v) {
     hbmi_json_trace_id(f, t);
     fprintf(f,
             ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
-            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64 "}",
+            ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64,
             v->peak_use, hbmi_event_number(t, (int64_t)v->peak_i), v->peak_res,
             v->n_at_peak, v->at_peak_bytes);
+    if (v->peak_use) hbmi_json_step(f, t, (int64_t)v->peak_i, "peak");
+    fputc('}', f);
 }
 
 hbm_status hbm_diff_write(const hbm_trace *a, const hbm_trace *b, int top, int json, FILE *f) {

@@ -418,6 +418,16 @@ static hbm_status write_device(FILE *f, const hbm_trace *t, const caps *cp) {
             ", \"reserved\": %" PRIu64 "}, \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64
             ", \"first_oom\": %" PRId64 ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64,
             v.peak_res, v.allocs, v.frees, v.ooms, v.first_oom, v.n_at_peak, v.at_peak_bytes);
+    if (t->steps_) { /* a plan's trace: each event's schedule step and each step's instruction */
+        fputs(",\n\"steps\": [", f);
+        for (size_t i = 0; i < t->count; i++) fprintf(f, "%s%" PRId64, i ? "," : "", hbmi_event_pos(t, (int64_t)i));
+        fputs("], \"step_names\": [", f);
+        for (size_t k = 0; k < t->n_steps_; k++) {
+            if (k) fputc(',', f);
+            hstr(f, t->step_names_[k]);
+        }
+        fputc(']', f);
+    }
     s = write_cols(f, t, &v, cp->cols);
     if (!s) s = write_blocks(f, t, &v, cp->blocks, cp->tags);
     if (!s) {
@@ -527,13 +537,14 @@ static const char page_script[] =
     "return d._p={d,C,nb,from:C.from,n:C.n,N0:C.from,N1:C.from+C.n,hs:d.history_start,B,m,S,E,Z:B.z,A:B.a,G:B.g,K:B.k,ST:B.st,STK:B.stacks,band,ymax};\n"
     "}\n"
     "/* what an event is called: numbers count from the history's first event */\n"
-    "function evl(i){return i<V.hs?'before the history':'event '+(i-V.hs);}\n"
+    "function evl(i){if(V.d.steps){const s=V.d.steps[Math.max(0,Math.min(i,V.d.steps.length-1))],nm=V.d.step_names[s];return 'step '+s+(nm?' ('+nm+')':'');}\n"
+    "return i<V.hs?'before the history':'event '+(i-V.hs);}\n"
     "function bucketOf(e){const n=V.n,nb=V.nb;if(!nb)return -1;let c=Math.ceil((e-V.from+1)*nb/n)-1;return Math.max(0,Math.min(nb-1,c));}\n"
     "/* the time of event i, only when the trace has times and i is a column's event */\n"
     "function timeOf(i){if(!V.d.has_time||!V.C.t||i<V.hs)return null;const c=bucketOf(i);return c>=0&&V.C.e[c]===i?V.C.t[c]:null;}\n"
     "function evt(i){const t=timeOf(i);return evl(i)+(t!==null&&t!==undefined?' ('+t.toFixed(6)+'s)':'');}\n"
     "function tagOf(j){return V.d.tags[V.G[j]]||['','','','',''];}\n"
-    "function life(j){const a=V.S[j],b=V.E[j],q=V.band[j];let s=(a<V.hs?'before the history':'event '+(a-V.hs))+' .. '+(b>=V.N1?'the end (never freed)':'event '+(b-V.hs));\n"
+    "function life(j){const a=V.S[j],b=V.E[j],q=V.band[j];let s=evl(a)+' .. '+(b>=V.N1?'the end (never freed)':evl(b));\n"
     "if(V.d.has_time&&q>=0&&V.B.ts){const ta=V.B.ts[q],tb=V.B.te[q];if(ta!==null||tb!==null)s+='\\n          ('+(ta!==null?ta.toFixed(6)+'s':'start')+' .. '+(tb!==null?tb.toFixed(6)+'s':'end')+')';}\n"
     "return s;}\n"
     "function oomText(ev){const o=V.d.oom_events.find(o=>o[0]===ev);return o?'\\nOOM: tried to allocate '+sz(o[1])+(o[2]?'; the device had '+sz(o[2])+' free':''):'';}\n"
@@ -589,7 +600,8 @@ static const char page_script[] =
     "const labels=[];let last=-1;\n"
     "if(V.nb)for(let i=0;i<=6;i++){const v=x0+(x1-x0)*i/6,e=Math.min(V.N1-1,Math.max(V.N0,Math.floor(v))),c=bucketOf(e),te=V.C.e[c];if(te===last)continue;last=te;\n"
     "const xx=Math.min(w-PAD.r,Math.max(PAD.l,X(te+0.5)));cx.textAlign=i?(i<6?'center':'right'):'left';\n"
-    "const l1=te<V.hs?'before the history':'event '+(te-V.hs),tt=timeOf(te),l2=tt!==null&&tt!==undefined?tt.toFixed(4)+'s':'';\n"
+    "const l1=V.d.steps?'step '+V.d.steps[te]:te<V.hs?'before the history':'event '+(te-V.hs),tt=timeOf(te),l2=tt!==null&&tt!==undefined?tt.toFixed(4)+'s':'';\n"
+    "if(V.d.steps&&labels.indexOf(l1)>=0)continue; /* several events of one step: one label */\n"
     "cx.fillText(l1,xx,h-20);if(l2)cx.fillText(l2,xx,h-7);labels.push(l1+(l2?' '+l2:''));}\n"
     "cx.textAlign='left';document.body.dataset.axis=labels.join('|');\n"
     "cx.save();cx.beginPath();cx.rect(PAD.l,0,w-PAD.l-PAD.r,h);cx.clip();\n"
@@ -687,9 +699,9 @@ static const char page_script[] =
     " * [i,size,start,op,shape,source,label,category,end,share,lifetime] ---- */\n"
     "const bl=$('blocks'),tb=document.querySelector('#buffers tbody'),PAGE=500,STRIP=400;let B=[];\n"
     "$('more').onclick=()=>{shownRows+=PAGE;rows(sorted);};\n"
-    "function ev2(i){return i<V.hs?'before':String(i-V.hs);}\n"
+    "function ev2(i){if(V.d.steps)return String(V.d.steps[Math.max(0,Math.min(i,V.d.steps.length-1))]);return i<V.hs?'before':String(i-V.hs);}\n"
     "function detail(r){return sz(r[1])+'  ('+r[9].toFixed(1)+'% of live at peak)\\nop:       '+r[3]+(r[6]&&r[6]!==r[3]?'\\nlabel:    '+r[6]:'')+\n"
-    "'\\nshape:    '+(r[4]||'-')+'\\nsource:   '+(r[5]||'-')+'\\ncategory: '+(r[7]||'-')+'\\nlifetime: '+(r[2]<V.hs?'before the history':'event '+(r[2]-V.hs))+' .. '+(r[8]>=V.N1?'the end':'event '+(r[8]-V.hs))+' ('+r[10]+' events)';}\n"
+    "'\\nshape:    '+(r[4]||'-')+'\\nsource:   '+(r[5]||'-')+'\\ncategory: '+(r[7]||'-')+'\\nlifetime: '+evl(r[2])+' .. '+(r[8]>=V.N1?'the end':evl(r[8]))+' ('+(V.d.steps?(r[8]>=V.N1?V.d.step_names.length:V.d.steps[r[8]])-V.d.steps[r[2]]+' steps':r[10]+' events')+')';}\n"
     "function bandOf(r){for(let j=0;j<V.m;j++)if(V.S[j]===r[2]&&V.E[j]===r[8]&&V.Z[j]===r[1])return j;return -1;}\n"
     "function select(i){document.querySelectorAll('.sel').forEach(e=>e.classList.remove('sel'));if(i===null){hi=null;render();return;}\n"
     "const r=B[i];hi=[r[2],r[8]];selBand=bandOf(r);const d=bl.querySelector('[data-i=\"'+i+'\"]');if(d)d.classList.add('sel');\n"
@@ -704,7 +716,7 @@ static const char page_script[] =
     "function rows(list){sorted=list;const more=$('more'),left=list.length-shownRows;more.style.display=left>0?'':'none';more.textContent='show '+Math.min(PAGE,left)+' more rows ('+left+' not shown)';\n"
     "tb.innerHTML=list.slice(0,shownRows).map(r=>'<tr class=\"buf-row\" data-i=\"'+r[0]+'\"><td class=\"num\">'+r[0]+'</td><td class=\"num\">'+sz(r[1])+\n"
     "'</td><td class=\"num\">'+r[9].toFixed(1)+'%</td><td>'+esc(r[3])+'</td><td>'+esc(r[4]||'')+'</td><td>'+esc(r[5]||'')+\n"
-    "'</td><td>'+esc(r[7]||'')+'</td><td class=\"num\">'+ev2(r[2])+'</td><td class=\"num\">'+(r[8]>=V.N1?'end':ev2(r[8]))+'</td><td class=\"num\">'+r[10]+'</td></tr>').join('');}\n"
+    "'</td><td>'+esc(r[7]||'')+'</td><td class=\"num\">'+ev2(r[2])+'</td><td class=\"num\">'+(r[8]>=V.N1?'end':ev2(r[8]))+'</td><td class=\"num\">'+(V.d.steps?(r[8]>=V.N1?V.d.step_names.length:V.d.steps[r[8]])-V.d.steps[r[2]]:r[10])+'</td></tr>').join('');}\n"
     "let sortK=1,sortDir=-1;\n"
     "function sortBy(k,num){if(sortK===k)sortDir=-sortDir;else{sortK=k;sortDir=num?-1:1;}\n"
     "const s=B.slice().sort((a,b)=>{const x=a[k],y=b[k];return (x<y?-1:x>y?1:a[0]-b[0])*sortDir;});rows(s);\n"
@@ -717,7 +729,7 @@ static const char page_script[] =
     "/* ---- a device on the page ---- */\n"
     "function setDevice(i){const d=D.devices[i];V=prep(d);dsel.value=String(i);hi=null;selBand=-1;hovBand=-1;\n"
     "const live=d.events-d.history_start;\n"
-    "$('subtitle').textContent=D.source+' trace \\u00b7 '+live+' events'+(d.device?' \\u00b7 device '+d.device:'')+(D.devices.length>1?' \\u00b7 device '+(i+1)+' of '+D.devices.length:'')+(d.has_time?'':' \\u00b7 no times in the trace: events are numbered');\n"
+    "$('subtitle').textContent=D.source+' trace \\u00b7 '+live+' events'+(d.device?' \\u00b7 device '+d.device:'')+(D.devices.length>1?' \\u00b7 device '+(i+1)+' of '+D.devices.length:'')+(d.steps?' \\u00b7 an HLO module\\u2019s plan: positions are schedule steps':d.has_time?'':' \\u00b7 no times in the trace: events are numbered');\n"
     "const cards=[['peak in use',sz(d.peak.bytes)],['at',d.events?evt(d.peak.event):'-'],\n"
     "['peak reserved',sz(d.peak.reserved)],['live at peak',d.live_at_peak+' buffers'],['allocs / frees',d.allocs+' / '+d.frees],\n"
     "['OOMs',d.ooms+(d.first_oom>=0?' (first at '+evl(d.first_oom)+')':'')]];\n"

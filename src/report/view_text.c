@@ -82,8 +82,8 @@ static void buffer_row(FILE *f, const hbmi_view *v, size_t k, size_t idx, uint64
     hbmi_fit(shape, sizeof shape, tg && tg->shape ? tg->shape : "-", 16, 0);
     hbmi_fit(src, sizeof src, *hbmi_view_source(tg, raw, sizeof raw) ? raw : "-", with_shape ? 24 : 30, 1);
     int64_t h = (int64_t)v->t->history_start;
-    if (bf->start < h) snprintf(life, sizeof life, "[before, %" PRId64 ")", bf->end - h);
-    else snprintf(life, sizeof life, "[%" PRId64 ", %" PRId64 ")", bf->start - h, bf->end - h);
+    if (bf->start < h) snprintf(life, sizeof life, "[before, %" PRId64 ")", hbmi_event_pos(v->t, bf->end));
+    else snprintf(life, sizeof life, "[%" PRId64 ", %" PRId64 ")", hbmi_event_pos(v->t, bf->start), hbmi_event_pos(v->t, bf->end));
     fprintf(f, "  %3zu %10s %5.1f%%  ", k, hbm_size_xla((int64_t)bf->size, a), total ? 100.0 * (double)bf->size / (double)total : 0.0);
     if (with_shape) fprintf(f, "%-18s %-16s %-24s %s\n", op, shape, src, life);
     else fprintf(f, "%-28s %-30s %s\n", op, src, life);
@@ -151,7 +151,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     fprintf(f, "allocs %" PRIu64 ", frees %" PRIu64 ", OOMs %" PRIu64, v.allocs, v.frees, v.ooms);
     if (v.first_oom >= 0) {
         const hbm_trace_event *e = &t->events[v.first_oom];
-        fprintf(f, " (first at event %" PRId64 ": %s)", hbmi_event_number(t, v.first_oom),
+        fprintf(f, " (first at %s %" PRId64 ": %s)", hbmi_event_unit(t), hbmi_event_pos(t, v.first_oom),
                 hbm_size_xla((int64_t)e->requested, c));
     }
     if (t->truncated_at) fprintf(f, "\ntruncated at byte %" PRIu64 ": the events up to there are shown", t->truncated_at);
@@ -164,8 +164,13 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     size_t from = t->history_start ? t->history_start - 1 : 0;
     sparkline(f, "in use", v.use + from, t->count - from, scale, o.width, o.ascii);
     sparkline(f, v.has_segments ? "reserved" : "reserved*", v.res + from, t->count - from, scale, o.width, o.ascii);
-    fprintf(f, "  %-10s %s .. event %zu%s\n\n", "", t->history_start ? "before the history" : "event 0",
-            t->count > t->history_start ? t->count - t->history_start - 1 : 0, v.has_segments ? "" : "   (*no segment events: reserved = in use)");
+    if (t->steps_) /* a plan's trace: the schedule's steps */
+        fprintf(f, "  %-10s step %" PRId64 " .. step %" PRId64 "   (allocs and frees in schedule order; reserved = in use)\n\n", "",
+                hbmi_event_pos(t, 0), t->count ? hbmi_event_pos(t, (int64_t)t->count - 1) : 0);
+    else
+        fprintf(f, "  %-10s %s .. event %zu%s\n\n", "", t->history_start ? "before the history" : "event 0",
+                t->count > t->history_start ? t->count - t->history_start - 1 : 0,
+                v.has_segments ? "" : "   (*no segment events: reserved = in use)");
     size_t top = v.n_at_peak < (size_t)o.top ? v.n_at_peak : (size_t)o.top;
     fprintf(f, "Top %zu of %zu buffers live at the peak (%s requested):\n", top, v.n_at_peak,
             hbm_size_xla((int64_t)v.at_peak_bytes, a));
@@ -193,7 +198,8 @@ static void json_buf(FILE *f, const hbmi_view *v, size_t k) {
     const hbm_tag *tg = hbm_timeline_tag_at(v->tl, bf->tag);
     char src[300];
     fprintf(f, "{\"size\": %" PRIu64 ", \"start\": %" PRId64 ", \"end\": %" PRId64 ", \"op\": ", bf->size,
-            hbmi_event_number(v->t, bf->start), bf->end - (int64_t)v->t->history_start);
+            v->t->steps_ ? hbmi_event_pos(v->t, bf->start) : hbmi_event_number(v->t, bf->start),
+            v->t->steps_ ? hbmi_event_pos(v->t, bf->end) : bf->end - (int64_t)v->t->history_start);
     hbmi_json_str(f, tg && tg->op_name ? tg->op_name : "");
     fputs(", \"shape\": ", f);
     hbmi_json_str(f, tg && tg->shape ? tg->shape : "");
@@ -215,10 +221,13 @@ static void json_device(FILE *f, const hbm_trace *t, const hbmi_view *v) {
             ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64 ", \"peak_bytes_reserved\": %" PRIu64
             ", \"first_oom_event\": %" PRId64 ", \"history_start\": %zu, \"live_before_history_bytes\": %" PRIu64
             ", \"live_before_history_blocks\": %" PRIu64 ", \"reserved_before_history_bytes\": %" PRIu64
-            ", \"has_time\": %s}",
+            ", \"has_time\": %s",
             t->device_index, t->count - t->history_start, v->allocs, v->frees, v->ooms, v->peak_use,
             hbmi_event_number(t, (int64_t)v->peak_i), v->peak_res, hbmi_event_number(t, v->first_oom), t->history_start, t->live_before_bytes, t->live_before_blocks,
             t->reserved_before_bytes, t->has_time ? "true" : "false");
+    if (v->peak_use) hbmi_json_step(f, t, (int64_t)v->peak_i, "peak");
+    hbmi_json_step(f, t, v->first_oom, "first_oom");
+    fputc('}', f);
 }
 
 static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_view_options *o_in, FILE *f) {
@@ -237,6 +246,8 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
             t->count - t->history_start, v.peak_use, hbmi_event_number(t, (int64_t)v.peak_i), v.peak_res, v.allocs, v.frees, v.ooms,
             hbmi_event_number(t, v.first_oom), v.n_at_peak, v.at_peak_bytes,
             t->truncated_at);
+    if (v.peak_use) hbmi_json_step(f, t, (int64_t)v.peak_i, "peak");
+    hbmi_json_step(f, t, v.first_oom, "first_oom");
     if (v.inconsistent[0]) {
         fputs(", \"warning\": ", f);
         hbmi_json_str(f, v.inconsistent);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "hbm/plan.h"
 #include "hbm/trace.h"
 #include "timeline/timeline_internal.h"
 
@@ -39,6 +40,7 @@ void hbm_trace_free(hbm_trace *t) {
     hbmi_big_free(t->events, t->cap_, sizeof *t->events);
     hbmi_free(t->bt_frames_);
     hbmi_free(t->bt_index_);
+    hbmi_free(t->step_names_);
     hbmi_free(t);
 }
 
@@ -180,6 +182,8 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     s = hbmi_timeline_events(tl, &p);
     if (!s) s = hbmi_big_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
     int64_t t0 = tl->count && p ? p[0].t : 0; /* the earliest start */
+    t->steps_ = !strcmp(tl->clock, "step");
+    t->step0_ = t0;
     for (size_t i = 0; !s && i < 2 * tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[p[i].buf];
         /* plan offsets are relative to different allocations: use a unique address per buffer */
@@ -197,6 +201,46 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     }
     *out = t;
     return HBM_OK;
+}
+
+/* (hbm/trace.h) The names live in one block: n pointers, then the strings. */
+hbm_status hbm_plan_trace(const hbm_plan *p, hbm_trace **out) {
+    if (!p || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_trace: NULL argument");
+    *out = NULL;
+    const hbm_timeline *tl = hbm_plan_timeline(p);
+    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for the plan's timeline");
+    hbm_plan_stats st;
+    hbm_status s = hbm_plan_get_stats(p, &st);
+    hbm_trace *t = NULL;
+    if (!s) s = hbm_trace_from_timeline(tl, &t);
+    if (s) return s;
+    size_t n = st.n_steps, bytes = n * sizeof(char *);
+    for (size_t i = 0; i < n; i++) bytes += strlen(hbm_plan_step_name(p, (int64_t)i)) + 1;
+    char **names = n ? hbmi_malloc(bytes) : NULL;
+    if (n && !names) {
+        hbm_trace_free(t);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory naming the schedule's steps");
+    }
+    char *at = (char *)(names + n);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = hbm_plan_step_name(p, (int64_t)i);
+        size_t k = strlen(nm) + 1;
+        memcpy(at, nm, k);
+        names[i] = at;
+        at += k;
+    }
+    t->step_names_ = names;
+    t->n_steps_ = n;
+    *out = t;
+    return HBM_OK;
+}
+
+int64_t hbm_trace_event_step(const hbm_trace *t, size_t i, const char **name) {
+    if (name) *name = "";
+    if (!t || !t->steps_ || i >= t->count) return -1;
+    int64_t step = (int64_t)(t->events[i].time_ns / 1000u) + t->step0_;
+    if (name && step >= 0 && (size_t)step < t->n_steps_) *name = t->step_names_[step];
+    return step;
 }
 
 /* (trace_internal.h) */

@@ -142,9 +142,33 @@ void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
 static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
     return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
 }
-/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", or "the start
- * (before the history)": it reads after "at". Returns buf. */
+/* An event's position as the user counts it: its schedule step in a plan's trace
+ * (hbm_plan_trace; i == count: the step after the last), else hbmi_event_number. */
+static inline int64_t hbmi_event_pos(const hbm_trace *t, int64_t i) {
+    if (t->steps_ && i >= 0) {
+        if ((size_t)i >= t->count) return t->count ? (int64_t)(t->events[t->count - 1].time_ns / 1000u) + t->step0_ : 0;
+        return (int64_t)(t->events[i].time_ns / 1000u) + t->step0_;
+    }
+    return hbmi_event_number(t, i);
+}
+/* "step N" or "event N": the unit hbmi_event_pos counts in. */
+static inline const char *hbmi_event_unit(const hbm_trace *t) { return t->steps_ ? "step" : "event"; }
+/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", "step N
+ * (instruction)" in a plan's trace (hbm_plan_trace), or "the start (before the history)": it
+ * reads after "at". Returns buf. */
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
+/* The same without the instruction's name ("step N"), for narrow columns. */
+const char *hbmi_event_when_short(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
+
+/* In a plan's trace, `, "KEY_step": N, "KEY_instruction": "name"` for event i (JSON
+ * members after others); nothing for another trace. */
+void hbmi_json_step(FILE *f, const hbm_trace *t, int64_t i, const char *key);
+
+/* A plan's trace (hbm_plan_trace): its peak of live bytes and where, as JSON members
+ * (`, "peak_live_bytes": N, "peak_step": S, "peak_instruction": "..."`) or as a line of
+ * replay's table; nothing for another trace. */
+void hbmi_json_plan_peak(FILE *f, const hbm_trace *t);
+void hbmi_text_plan_peak(FILE *f, const hbm_trace *t);
 
 /* The tracking adaptor (recorder.c): a policy that records every call of the
  * inner one into path. On failure the inner policy is untouched (the caller destroys it).

@@ -26,10 +26,30 @@ void hbmi_buf_free(hbmi_buf *b) {
 
 const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
     int64_t n = hbmi_event_number(t, i);
-    if (n < 0) snprintf(buf, cap, "the start (before the history)");
+    const char *name;
+    int64_t step = i >= 0 ? hbm_trace_event_step(t, (size_t)i, &name) : -1;
+    char nm[48];
+    if (step >= 0 && name[0]) snprintf(buf, cap, "step %" PRId64 " (%s)", step, hbmi_fit(nm, sizeof nm, name, 40, 1));
+    else if (step >= 0) snprintf(buf, cap, "step %" PRId64, step);
+    else if (n < 0) snprintf(buf, cap, "the start (before the history)");
     else if (t->has_time) snprintf(buf, cap, "event %" PRId64 " (%.6fs)", n, (double)time_ns / 1e9);
     else snprintf(buf, cap, "event %" PRId64, n);
     return buf;
+}
+
+const char *hbmi_event_when_short(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap) {
+    int64_t step = i >= 0 ? hbm_trace_event_step(t, (size_t)i, NULL) : -1;
+    if (step < 0) return hbmi_event_when(t, i, time_ns, buf, cap);
+    snprintf(buf, cap, "step %" PRId64, step);
+    return buf;
+}
+
+void hbmi_json_step(FILE *f, const hbm_trace *t, int64_t i, const char *key) {
+    const char *name;
+    int64_t step = i >= 0 ? hbm_trace_event_step(t, (size_t)i, &name) : -1;
+    if (step < 0) return;
+    fprintf(f, ", \"%s_step\": %" PRId64 ", \"%s_instruction\": ", key, step, key);
+    hbmi_json_str(f, name);
 }
 
 void hbmi_json_trace_id(FILE *f, const hbm_trace *t) {
@@ -58,7 +78,7 @@ static void inconsistent(const hbm_trace *t, size_t i, char *why, size_t cap, co
  * of in use. A sum past 2^63 - 1 is an error naming the event (a size no device holds);
  * with why, the first inconsistent event is described there ("" when none). */
 static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserved, int *has_segments, uint64_t *peak,
-                         char *why, size_t cap) {
+                         size_t *peak_i, char *why, size_t cap) {
     hbmi_map live;
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
@@ -109,7 +129,10 @@ static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserve
             char a[32], b[32];
             inconsistent(t, i, why, cap, "has %s in use, above the %s reserved", hbm_size_human(use, a), hbm_size_human(res, b));
         }
-        if (use > top) top = use;
+        if (use > top) {
+            top = use;
+            if (peak_i) *peak_i = i;
+        }
         if (in_use) in_use[i] = use;
         if (reserved) reserved[i] = segs ? res : use;
     }
@@ -124,7 +147,7 @@ hbm_status hbmi_trace_curves_why(const hbm_trace *t, uint64_t **in_use, uint64_t
     *in_use = hbmi_malloc(t->count * sizeof **in_use + 1);
     *reserved = hbmi_malloc(t->count * sizeof **reserved + 1);
     hbm_status s = *in_use && *reserved ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = curves(t, *in_use, *reserved, has_segments, NULL, why, cap);
+    if (!s) s = curves(t, *in_use, *reserved, has_segments, NULL, NULL, why, cap);
     if (s) {
         hbmi_free(*in_use);
         hbmi_free(*reserved);
@@ -137,4 +160,21 @@ hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **r
     return hbmi_trace_curves_why(t, in_use, reserved, has_segments, NULL, 0);
 }
 
-hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curves(t, NULL, NULL, NULL, peak, NULL, 0); }
+hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curves(t, NULL, NULL, NULL, peak, NULL, NULL, 0); }
+
+void hbmi_json_plan_peak(FILE *f, const hbm_trace *t) {
+    uint64_t peak = 0;
+    size_t at = 0;
+    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    fprintf(f, ", \"peak_live_bytes\": %" PRIu64, peak);
+    hbmi_json_step(f, t, (int64_t)at, "peak");
+}
+
+void hbmi_text_plan_peak(FILE *f, const hbm_trace *t) {
+    uint64_t peak = 0;
+    size_t at = 0;
+    char a[32], w[80];
+    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    fprintf(f, "%-28s %11s  (at %s, as hbm plan counts)\n", "peak of live bytes", hbm_size_xla((int64_t)peak, a),
+            hbmi_event_when(t, (int64_t)at, 0, w, sizeof w));
+}

@@ -3,7 +3,8 @@
  * times in microseconds. A counter is written only when its value changes. A trace without
  * times (a snapshot recorded without time_us) is laid out by event number instead, one
  * microsecond per event, and says so in otherData.clock; the state before a snapshot's
- * history sits at 0 and events count from the history's first. Each device of a snapshot is
+ * history sits at 0 and events count from the history's first. An HLO module's plan is laid
+ * out by schedule step (1 us = 1 step), with an instant at the step hbm plan names its peak. Each device of a snapshot is
  * a process of its own ("hbm cuda:0", "hbm cuda:1"), with its own tracks. */
 #include <inttypes.h>
 
@@ -20,11 +21,14 @@ static hbm_status write_device(const hbm_trace *t, int pid, FILE *f) {
     hbmi_json_str(f, dev);
     fputs("}}", f);
     uint64_t last_use = UINT64_MAX, last_res = UINT64_MAX;
+    size_t peak_i = 0; /* the first event at the most bytes in use */
+    for (size_t i = 0; i < t->count; i++)
+        if (use[i] > use[peak_i]) peak_i = i;
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
         int64_t ev = hbmi_event_number(t, (int64_t)i);
         if (ev < 0) ev = 0; /* the rebuilt state sits at 0 */
-        double us = t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
+        double us = t->steps_ ? (double)hbmi_event_pos(t, (int64_t)i) : t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
         if (use[i] != last_use || i + 1 == t->count) {
             fprintf(f, ",\n{\"name\": \"in use\", \"ph\": \"C\", \"ts\": %.3f, \"pid\": %d, \"args\": {\"bytes\": %" PRIu64 "}}",
                     us, pid, use[i]);
@@ -34,6 +38,12 @@ static hbm_status write_device(const hbm_trace *t, int pid, FILE *f) {
             fprintf(f, ",\n{\"name\": \"reserved\", \"ph\": \"C\", \"ts\": %.3f, \"pid\": %d, \"args\": {\"bytes\": %" PRIu64 "}}",
                     us, pid, res[i]);
             last_res = res[i];
+        }
+        if (t->steps_ && i == peak_i && use[i]) { /* a plan's: where hbm plan puts its peak */
+            fprintf(f, ",\n{\"name\": \"peak of live bytes\", \"ph\": \"i\", \"s\": \"p\", \"ts\": %.3f, \"pid\": %d, "
+                       "\"args\": {\"bytes\": %" PRIu64, us, pid, use[i]);
+            hbmi_json_step(f, t, (int64_t)i, "peak");
+            fputs("}}", f);
         }
         if (e->kind == HBM_EV_OOM) {
             const hbm_tag *tg = hbm_trace_tag(t, e->tag);
@@ -57,7 +67,10 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
     if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_perfetto: NULL argument");
     fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": ", f);
     hbmi_json_str(f, t->name);
-    fputs(t->has_time ? ", \"clock\": \"time\"" : ", \"clock\": \"event number (the trace has no times): 1 us = 1 event\"", f);
+    fputs(t->steps_     ? ", \"clock\": \"schedule step (an HLO module's plan): 1 us = 1 step\""
+          : t->has_time ? ", \"clock\": \"time\""
+                        : ", \"clock\": \"event number (the trace has no times): 1 us = 1 event\"",
+          f);
     fputs("}, \"traceEvents\": [\n", f);
     /* every device of the file (hbm_trace_load attaches the others), one process each */
     hbm_status s = write_device(t, 1, f);

@@ -15,8 +15,7 @@ static hbm_status load_hlo(const void *data, size_t len, const char *name, hbm_t
     hbm_plan *p;
     s = hbm_plan_run(m, NULL, &p);
     if (!s) {
-        const hbm_timeline *tl = hbm_plan_timeline(p);
-        s = tl ? hbm_trace_from_timeline(tl, out) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", name);
+        s = hbm_plan_trace(p, out);
         /* named where it came from, as every trace (two modules of one function differ by
          * file, not by module name) */
         if (!s && name) snprintf((*out)->name, sizeof (*out)->name, "%s", name);
@@ -113,10 +112,7 @@ static hbm_status load_proto(const char *path, hbm_trace ***out, size_t *n) {
     hbm_plan *p = NULL;
     if (!arr) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     if (!s) s = hbm_plan_run(m, NULL, &p);
-    if (!s) {
-        const hbm_timeline *tl = hbm_plan_timeline(p);
-        s = tl ? hbm_trace_from_timeline(tl, &arr[0]) : hbmi_error(HBM_ERR_NOMEM, "out of host memory planning %s", path);
-    }
+    if (!s) s = hbm_plan_trace(p, &arr[0]);
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     if (s) {

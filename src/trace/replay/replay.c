@@ -448,8 +448,10 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         hbmi_json_str(f, t->name);
         fputs(", \"device\": ", f);
         hbmi_json_str(f, device_spec);
-        fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"packed_bytes\": %" PRIu64 ", \"results\": [",
-                t->count, bound, packed);
+        fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"packed_bytes\": %" PRIu64, t->count, bound,
+                packed);
+        hbmi_json_plan_peak(f, t);
+        fputs(", \"results\": [", f);
         for (size_t i = 0; i < n; i++) {
             const hbm_replay_result *x = &r[i];
             fputs(i ? ", {\"config\": " : "{\"config\": ", f);
@@ -471,9 +473,11 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
                     x->seconds > 0 ? (double)x->events / x->seconds : 0.0);
             if (x->first_oom_event >= 0) {
                 fprintf(f, ", \"first_oom\": {\"event\": %" PRId64 ", \"before_history\": %s, \"time_ns\": %" PRIu64
-                           ", \"bytes\": %" PRIu64 ", \"report\": ",
+                           ", \"bytes\": %" PRIu64,
                         hbmi_event_number(t, x->first_oom_event), hbmi_event_number(t, x->first_oom_event) < 0 ? "true" : "false",
                         t->has_time ? x->first_oom_time_ns : 0, x->first_oom_bytes);
+                hbmi_json_step(f, t, x->first_oom_event, "oom");
+                fputs(", \"report\": ", f);
                 hbmi_json_str(f, x->first_oom_report);
                 fprintf(f, "}, \"last_oom\": {\"event\": %" PRId64 ", \"time_ns\": %" PRIu64 "}, \"largest_oom_bytes\": %" PRIu64,
                         hbmi_event_number(t, x->last_oom_event), t->has_time ? x->last_oom_time_ns : 0,
@@ -521,7 +525,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         col_size(b, sizeof b, x->peak_reserved);
         fprintf(f, "%-28s %11s %11s %5.1f%% %7" PRIu64 "  ", cfg, a, b, 100.0 * x->frag_at_peak, x->device_calls);
         if (x->first_oom_event >= 0)
-            fprintf(f, "%s: %s (%" PRIu64 " OOM%s)\n", hbmi_event_when(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
+            fprintf(f, "%s: %s (%" PRIu64 " OOM%s)\n", hbmi_event_when_short(t, x->first_oom_event, x->first_oom_time_ns, w, sizeof w),
                     hbm_size_xla((int64_t)x->first_oom_bytes, c), x->ooms, x->ooms == 1 ? "" : "s");
         else
             fprintf(f, "none\n");
@@ -536,6 +540,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
         if (packed)
             fprintf(f, "%-28s %11s  (a static placement of every buffer, knowing the future%s)\n", "best packing found",
                     hbm_size_xla((int64_t)packed, a), packed == bound ? ": optimal" : "");
+        hbmi_text_plan_peak(f, t);
     }
     if (tw >= 0) {
         hbm_status ts = twin_text(t, device_spec, &r[tw], f);
