@@ -215,7 +215,8 @@ static int device_value(const hbm_plan *p, uint32_t v, int movable) {
     uint32_t a = p->value_alloc[v];
     if (a == UINT32_MAX) return 0;
     const hbmi_alloc *al = &p->allocs[a];
-    if (al->color == HBMI_HOST_SPACE || al->param_no >= 0 || al->constant || al->thread_local) return 0;
+    /* device memory only: host memory S(5) and other spaces (TPU S(1)) are out of the device figures */
+    if (al->color != 0 || al->param_no >= 0 || al->constant || al->thread_local) return 0;
     const hbmi_value *val = &p->df->values[v];
     if (val->entry_param || val->constant) return 0;
     return !movable || !p->df->buffers[val->buffer].live_out;
