@@ -43,16 +43,8 @@ static int next_field(const unsigned char *p, size_t len, size_t *i, size_t *sta
                       const unsigned char **body, size_t *blen) {
     if (*i >= len) return 0;
     *start = *i;
-    uint64_t tag = 0, l = 0;
-    for (unsigned s = 0; *i < len; s += 7) {
-        tag |= (uint64_t)(p[*i] & 0x7f) << s;
-        if (!(p[(*i)++] & 0x80)) break;
-    }
-    if ((tag & 7) != 2) return 0;
-    for (unsigned s = 0; *i < len; s += 7) {
-        l |= (uint64_t)(p[*i] & 0x7f) << s;
-        if (!(p[(*i)++] & 0x80)) break;
-    }
+    uint64_t tag, l;
+    if (hbmi_varint_get(p, len, i, &tag) <= 0 || (tag & 7) != 2 || hbmi_varint_get(p, len, i, &l) <= 0) return 0;
     *body = p + *i;
     *blen = (size_t)l;
     *i += (size_t)l;

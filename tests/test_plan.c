@@ -2,7 +2,7 @@
  * heap packing, the svd examples (the seed bug), reports, devices. */
 #include "core/internal.h"
 #include "hbm/json_api.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 #include "test.h"
 
 /* The modules here are written to XLA:GPU's rules; the file name says so (their unfused
@@ -48,6 +48,36 @@ static void test_elementwise_chain_reuses_buffers(void) {
     CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
     CHECK_EQ_U64(st.output_size_in_bytes, 4096);
     CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+}
+
+/* The verdict at its edges: the peak against the framework's share, then the device. */
+static void test_verdict_edges(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_text("HloModule m, is_scheduled=true\n"
+                            "ENTRY e {\n"
+                            "  p = f32[1024]{0} parameter(0)\n"
+                            "  ROOT c = f32[1024]{0} sqrt(p)\n"
+                            "}\n",
+                            &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_stats st;
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    uint64_t peak = st.peak_bytes, limit = 1;
+    CHECK(peak > 0);
+    CHECK(hbm_plan_verdict_get(p, 0, 0.75, &limit) == HBM_VERDICT_NONE);
+    CHECK(hbm_plan_verdict_get(p, peak, 0, &limit) == HBM_VERDICT_FITS && limit == peak);
+    CHECK(hbm_plan_verdict_get(p, peak, 1, &limit) == HBM_VERDICT_FITS && limit == peak);
+    CHECK(hbm_plan_verdict_get(p, peak - 1, 0, NULL) == HBM_VERDICT_DOES_NOT_FIT);
+    CHECK(hbm_plan_verdict_get(p, peak, 0.5, &limit) == HBM_VERDICT_FITS_PHYSICALLY_ONLY && limit == peak / 2);
+    CHECK(hbm_plan_verdict_get(p, 2 * peak, 0.5, &limit) == HBM_VERDICT_FITS && limit == peak);
+    CHECK(hbm_plan_verdict_get(p, 2 * peak + 2, 0.5, NULL) == HBM_VERDICT_FITS);
+    CHECK(hbm_plan_verdict_get(p, 2 * peak - 2, 0.5, NULL) == HBM_VERDICT_FITS_PHYSICALLY_ONLY);
+    CHECK(!strcmp(hbm_plan_verdict_str(HBM_VERDICT_FITS_PHYSICALLY_ONLY), "fits_physically_only"));
+    CHECK(!strcmp(hbm_plan_verdict_str(HBM_VERDICT_DOES_NOT_FIT), "does_not_fit"));
+    CHECK(!strcmp(hbm_plan_verdict_str(HBM_VERDICT_NONE), ""));
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
 }
 
 /* A non-elementwise op cannot write over its operand: a temp is needed. */
@@ -826,6 +856,7 @@ static void test_plan_fault_injection(void) {
 
 int main(void) {
     RUN(test_elementwise_chain_reuses_buffers);
+    RUN(test_verdict_edges);
     RUN(test_non_elementwise_needs_temp);
     RUN(test_heap_alignment_and_tuple_tables);
     RUN(test_donated_parameter);

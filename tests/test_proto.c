@@ -188,6 +188,156 @@ static void test_small_module(void) {
     unlink(path);
 }
 
+/* --- XLA's alignment, as its assignment shows it --------------------------------------------- */
+typedef struct pbuf {
+    uint8_t b[4096];
+    size_t n;
+} pbuf;
+
+static void pb_varint(pbuf *w, uint64_t v) {
+    if (w->n + 10 <= sizeof w->b) w->n = (size_t)(hbmi_varint_put(w->b + w->n, v) - w->b);
+}
+static void pb_int(pbuf *w, unsigned field, uint64_t v) {
+    pb_varint(w, (uint64_t)field << 3);
+    pb_varint(w, v);
+}
+static void pb_bytes(pbuf *w, unsigned field, const void *data, size_t len) {
+    pb_varint(w, (uint64_t)field << 3 | 2);
+    pb_varint(w, len);
+    if (w->n + len <= sizeof w->b) memcpy(w->b + w->n, data, len), w->n += len;
+}
+
+static const char *align_text =
+    "HloModule jit_al, is_scheduled=true\n"
+    "ENTRY %main (p: f32[64]) -> f32[2,32] {\n"
+    "  %p = f32[64]{0} parameter(0)\n"
+    "  %a = f32[1]{0} slice(%p), slice={[0:1]}\n"
+    "  %b = f32[1]{0} slice(%p), slice={[1:2]}\n"
+    "  %c = f32[2]{0} concatenate(%a, %b), dimensions={0}\n"
+    "  ROOT %r = f32[2,32]{1,0} broadcast(%c), dimensions={0}\n"
+    "}\n";
+
+/* xla.HloProto of align_text with a hand-made BufferAssignmentProto: temps a (4 bytes at 0),
+ * b (4 bytes at b_off, live with a), a third (256 bytes at 512); the heap trace allocates a
+ * and b, frees them, then allocates the third. */
+static hbm_hlo_module *align_module(uint64_t b_off) {
+    hbm_hlo_module *m = NULL, *out = NULL;
+    uint8_t *mod = NULL;
+    size_t mod_len = 0;
+    if (hbm_hlo_parse(align_text, strlen(align_text), "al", &m) || hbmi_proto_write_module(m, 1, &mod, &mod_len))
+        goto done;
+    pbuf ba = {.n = 0}, x, y;
+    const uint64_t size[3] = {4, 4, 256}, off[3] = {0, b_off, 512};
+    for (int k = 0; k < 3; k++) { /* logical_buffers (1): id, size */
+        x.n = 0;
+        pb_int(&x, 1, (uint64_t)k + 1);
+        pb_int(&x, 2, size[k]);
+        pb_bytes(&ba, 1, x.b, x.n);
+    }
+    x.n = 0; /* buffer_allocations (3): index 0, size 768, assigned (9) {id, offset, size} */
+    pb_int(&x, 1, 0);
+    pb_int(&x, 2, 768);
+    for (int k = 0; k < 3; k++) {
+        y.n = 0;
+        pb_int(&y, 1, (uint64_t)k + 1);
+        if (off[k]) pb_int(&y, 2, off[k]);
+        pb_int(&y, 3, size[k]);
+        pb_bytes(&x, 9, y.b, y.n);
+    }
+    pb_bytes(&ba, 3, x.b, x.n);
+    x.n = 0; /* heap_simulator_traces (4): events (1) {kind, buffer_id} */
+    const int ev[5][2] = {{0, 1}, {0, 2}, {1, 1}, {1, 2}, {0, 3}};
+    for (int k = 0; k < 5; k++) {
+        y.n = 0;
+        if (ev[k][0]) pb_int(&y, 1, (uint64_t)ev[k][0]);
+        pb_int(&y, 2, (uint64_t)ev[k][1]);
+        pb_bytes(&x, 1, y.b, y.n);
+    }
+    pb_bytes(&ba, 4, x.b, x.n);
+    size_t cap = mod_len + ba.n + 32, n = 0;
+    uint8_t *hp = hbmi_malloc(cap);
+    if (!hp) goto done;
+    pbuf *h = hbmi_malloc(sizeof *h);
+    if (h) {
+        h->n = 0;
+        pb_varint(h, 1 << 3 | 2);
+        pb_varint(h, mod_len);
+        memcpy(hp, h->b, h->n);
+        n = h->n;
+        memcpy(hp + n, mod, mod_len);
+        n += mod_len;
+        h->n = 0;
+        pb_bytes(h, 3, ba.b, ba.n);
+        memcpy(hp + n, h->b, h->n);
+        n += h->n;
+        hbmi_free(h);
+        hbm_proto_file *f;
+        if (!hbm_proto_open_mem(hp, n, "al.hlo_proto.pb", &f)) {
+            if (hbm_proto_load(f, 0, &out)) out = NULL;
+            hbm_proto_close(f);
+        }
+    }
+    hbmi_free(hp);
+done:
+    hbmi_free(mod);
+    hbm_hlo_module_free(m);
+    return out;
+}
+
+static uint64_t align_temp(hbm_hlo_module *m, uint64_t alignment, int *from_xla) {
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.alignment = alignment;
+    o.backend = HBM_BACKEND_GPU; /* (its unfused ops would read as XLA:CPU's) */
+    hbm_plan *p;
+    if (hbm_plan_run(m, &o, &p)) return UINT64_MAX;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        hbm_plan_explain(p, f, 0, 0, NULL, 3);
+        fclose(f);
+    }
+    if (from_xla) *from_xla = text && strstr(text, "alignment (XLA's build, as its assignment shows)");
+    free(text);
+    hbm_plan_free(p);
+    return st.temp_size_in_bytes;
+}
+
+static void test_xla_alignment(void) {
+    int from = -1;
+    /* b at 256 above a, live together, ending at 4: only a 256-byte build leaves that gap */
+    hbm_hlo_module *m = align_module(256);
+    CHECK(m);
+    if (!m) return;
+    uint64_t t128 = align_temp(m, 128, NULL), t256 = align_temp(m, 256, NULL);
+    CHECK(t128 != t256); /* the module tells the two apart */
+    CHECK_EQ_U64(align_temp(m, 0, &from), t256);
+    CHECK(from == 1);
+    hbm_hlo_module_free(m);
+    /* b at 128: an odd multiple of 128, which only a 128-byte build makes */
+    m = align_module(128);
+    CHECK(m);
+    if (m) {
+        CHECK_EQ_U64(align_temp(m, 0, &from), t128);
+        CHECK(from == 1); /* said to be XLA's too */
+        hbm_hlo_module_free(m);
+    }
+    /* b at 512, far above a: no evidence either way, XLA:GPU's long-standing 128 */
+    m = align_module(512);
+    CHECK(m);
+    if (m) {
+        CHECK_EQ_U64(align_temp(m, 0, &from), t128);
+        CHECK(from == 0);
+        /* an explicit --alignment wins over the file */
+        CHECK_EQ_U64(align_temp(m, 256, &from), t256);
+        CHECK(from == 0);
+        hbm_hlo_module_free(m);
+    }
+}
+
 /* truncations and byte flips of a real module: an error or a module, never a crash */
 static void test_bad_bytes(void) {
     uint8_t *b;
@@ -233,13 +383,8 @@ static void test_bad_bytes(void) {
     uint64_t inner = 0;
     for (size_t k = 0; k < depth; k++) { /* ShapeProto.tuple_shapes (4) around the previous */
         uint8_t hdr[12];
-        size_t h = 0;
-        hdr[h++] = 0x22;
-        uint64_t v = inner;
-        do {
-            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-            v >>= 7;
-        } while (v);
+        hdr[0] = 0x22;
+        size_t h = (size_t)(hbmi_varint_put(hdr + 1, inner) - hdr);
         at -= h;
         memcpy(deep + at, hdr, h);
         inner += h;
@@ -249,13 +394,8 @@ static void test_bad_bytes(void) {
     const uint8_t tags[] = {0x1a, 0x12, 0x1a};
     for (int w = 0; w < 3; w++) {
         uint8_t hdr[12];
-        size_t h = 0;
-        hdr[h++] = tags[w];
-        uint64_t v = inner;
-        do {
-            hdr[h++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-            v >>= 7;
-        } while (v);
+        hdr[0] = tags[w];
+        size_t h = (size_t)(hbmi_varint_put(hdr + 1, inner) - hdr);
         at -= h;
         memcpy(deep + at, hdr, h);
         inner += h;
@@ -366,6 +506,7 @@ int main(void) {
     if (!mkdtemp(tmpdir)) TEST_SKIP("cannot make a temporary directory");
     RUN(test_sniff);
     RUN(test_small_module);
+    RUN(test_xla_alignment);
     RUN(test_bad_bytes);
     RUN(test_trace_only_profile);
     RUN(test_shared_profile_dir);

@@ -31,11 +31,20 @@ check "plan XLA's figures" grep -q "arguments 96.00MiB, outputs 96.00MiB, alias 
 check "plan comparison line" grep -q "^hbm's own plan: " <<<"$out"
 check "plan lines fit 100 columns" test "$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$out")" -le 100
 
-out=$("$HBM" plan "$X" --module jit__normal --alignment 256); rc=$?
+out=$("$HBM" plan "$X" --module jit__normal); rc=$?
 check "plan --module: exit 0" test $rc -eq 0
 check "plan --module shows it" grep -q "^Showing jit__normal(13)" <<<"$out"
 check "plan --module figures" grep -q "arguments 8B, outputs 24.00MiB, alias 0B, temp 16.8KiB" <<<"$out"
+check "plan: XLA's build aligns to 256, read from its assignment" \
+  grep -q "Rules: XLA:GPU buffer assignment, 256-byte alignment (XLA's build, as its assignment shows)" <<<"$out"
 check "plan 256-byte alignment: the same" grep -q "^hbm's own plan: the same figures and the same buffers" <<<"$out"
+for m in 'jit_loss_fn(17)' 'jit__normal(5)' 'jit__threefry_fold_in(11)' 'jit_convert_element_type(15)' \
+         'jit__threefry_seed(3)' 'jit_broadcast_in_dim(7)' 'jit_convert_element_type(1)' 'jit_convert_element_type(9)'; do
+  check "plan $m: hbm's own plan is XLA's" grep -q "^hbm's own plan: the same figures and the same buffers" \
+    <<<"$("$HBM" plan "$X" --module "$m" 2>/dev/null)"
+done
+out=$("$HBM" plan "$X" --module jit__normal --alignment 128)
+check "plan --alignment 128 overrides the file's" grep -q "^hbm's own plan: temp 384B less than XLA's" <<<"$out"
 
 "$HBM" plan "$X" --module jit_loss_fn --json >"$tmp/p.json" 2>"$tmp/p.err"; rc=$?
 check "plan --json: exit 0" test $rc -eq 0
@@ -86,4 +95,34 @@ check "no such module: exit 2" test $rc -eq 2
 check "no such module: names the choices" grep -q "no module 'nope' (it holds jit_loss_fn(17)" <<<"$out"
 out=$("$HBM" view "$HBM_SOURCE_DIR/examples/svd_oom.hlo" --module x 2>&1); rc=$?
 check "--module on HLO text: exit 2" test $rc -eq 2
+
+# a module without XLA's assignment: an xla.HloModuleProto alone (as --xla_dump_hlo_as_proto
+# writes it), of: ENTRY %main (p: f32[256]) -> f32[256] { %p = parameter(0); ROOT %n = negate(%p) }
+{
+printf '\x0a\x05\x6a\x69\x74\x5f\x74\x12\x04\x6d\x61\x69\x6e\x1a\x84\x01\x0a\x04\x6d\x61\x69\x6e\x12\x39'
+printf '\x0a\x01\x70\x12\x09\x70\x61\x72\x61\x6d\x65\x74\x65\x72\x1a\x06\x10\x0b\x1a\x02\x80\x02\x98\x02'
+printf '\x01\xda\x02\x1d\x25\x70\x20\x3d\x20\x66\x33\x32\x5b\x32\x35\x36\x5d\x7b\x30\x7d\x20\x70\x61\x72'
+printf '\x61\x6d\x65\x74\x65\x72\x28\x30\x29\x12\x3d\x0a\x01\x6e\x12\x06\x6e\x65\x67\x61\x74\x65\x1a\x06'
+printf '\x10\x0b\x1a\x02\x80\x02\x98\x02\x02\xa2\x02\x01\x01\xda\x02\x20\x52\x4f\x4f\x54\x20\x25\x6e\x20'
+printf '\x3d\x20\x66\x33\x32\x5b\x32\x35\x36\x5d\x7b\x30\x7d\x20\x6e\x65\x67\x61\x74\x65\x28\x25\x70\x29'
+printf '\x28\x01\x30\x02\x30\x01\x3a\x0a\x0a\x08\x08\x01\x12\x04\x0a\x02\x01\x02'
+} >"$tmp/t.hlo.pb"
+out=$("$HBM" plan "$tmp/t.hlo.pb" 2>&1); rc=$?
+check "module without assignment: exit 0" test $rc -eq 0
+check "module without assignment: a note says so" \
+  grep -q "^note: no XLA buffer assignment for this module in .*t.hlo.pb: hbm's own plan only" <<<"$out"
+check "module without assignment: which file kind" grep -q "an xla.HloModuleProto alone" <<<"$out"
+check "module without assignment: hbm's plan" grep -q "maybe_live_out allocation:  *1.0KiB" <<<"$out"
+check "module without assignment: no XLA block" test "$(grep -c "XLA's own buffer assignment" <<<"$out")" -eq 0
+"$HBM" plan "$tmp/t.hlo.pb" --json >"$tmp/t.json" 2>"$tmp/t.err"; rc=$?
+check "module without assignment --json: exit 0" test $rc -eq 0
+check "module without assignment --json: the note on stderr" grep -q "no XLA buffer assignment" "$tmp/t.err"
+head -c 100 "$tmp/t.hlo.pb" >"$tmp/tcut.hlo.pb"
+out=$("$HBM" plan "$tmp/tcut.hlo.pb" 2>&1); rc=$?
+check "truncated HloModuleProto: exit 2" test $rc -eq 2
+check "truncated HloModuleProto: says which" grep -q "not a valid xla.HloModuleProto (truncated" <<<"$out"
+{ head -c 40 "$tmp/t.hlo.pb"; printf '\xff\xff\xff'; tail -c +44 "$tmp/t.hlo.pb"; } >"$tmp/tbad.hlo.pb"
+out=$("$HBM" view "$tmp/tbad.hlo.pb" 2>&1); rc=$?
+check "corrupt HloModuleProto: exit 2" test $rc -eq 2
+check "corrupt HloModuleProto: says so" grep -q "not a valid xla.HloModuleProto" <<<"$out"
 exit $fail

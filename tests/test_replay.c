@@ -245,6 +245,63 @@ static void test_all_policies(void) {
     hbm_trace_free(t);
 }
 
+/* The replay's lower bound (from its alloc/free pairing) is the timeline's peak, on a trace
+ * with every case the pairing meets: an address allocated again without a free, a free
+ * of a block from before the trace, a free never matched, zero-byte allocations, an
+ * OOM event, blocks never freed. */
+static uint64_t timeline_peak(const hbm_trace *t) {
+    hbm_timeline *tl;
+    uint64_t peak = 0;
+    if (hbm_trace_to_timeline(t, &tl)) return UINT64_MAX; /* never a bound: the check fails */
+    if (hbm_timeline_peak(tl, &peak, NULL)) peak = UINT64_MAX;
+    hbm_timeline_free(tl);
+    return peak;
+}
+
+static void test_bound_is_timeline_peak(void) {
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        hbm_trace *t;
+        CHECK_OK(hbm_trace_new(&t));
+        uint64_t rng = seed * 0x9e3779b97f4a7c15ULL, live[16] = {0};
+        for (int i = 0; i < 400; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t k = rng % 16;
+            hbm_trace_event e = {.time_ns = (uint64_t)i};
+            int what = (int)((rng >> 8) % 10);
+            if (what == 0) { /* an address allocated again without a free, or freed from before */
+                e.kind = (rng >> 12) & 1 ? HBM_EV_ALLOC : HBM_EV_FREE;
+                e.addr = 0x1000 * (1 + (rng >> 16) % 64);
+                e.size = e.requested = (rng >> 24) % 3 ? 512 * (1 + (rng >> 30) % 8) : 0;
+            } else if (what == 1) {
+                e.kind = HBM_EV_OOM;
+                e.size = e.requested = 1 << 20;
+            } else if (live[k]) {
+                e.kind = HBM_EV_FREE;
+                e.addr = live[k];
+                live[k] = 0;
+            } else {
+                e.kind = HBM_EV_ALLOC;
+                e.addr = live[k] = 0x1000 * (1 + (rng >> 16) % 64);
+                e.size = 512 * (1 + (rng >> 30) % 8);
+                e.requested = (rng >> 40) % 4 ? e.size - (rng >> 44) % 100 : 0;
+            }
+            CHECK_OK(hbm_trace_add(t, &e));
+        }
+        hbm_replay_bounds b;
+        CHECK_OK(hbm_replay_bounds_get(t, 0, 0, &b));
+        uint64_t want = timeline_peak(t);
+        CHECK(want > 0);
+        CHECK(b.lower_bound == want);
+        hbm_trace_free(t);
+    }
+    hbm_trace *w = window_trace(50, 7); /* a plain one: 8 blocks of 1 MiB at once (before each free) */
+    CHECK(w);
+    hbm_replay_bounds b;
+    CHECK_OK(hbm_replay_bounds_get(w, 0, 0, &b));
+    CHECK(b.lower_bound == 8u << 20 && b.lower_bound == timeline_peak(w));
+    hbm_trace_free(w);
+}
+
 int main(void) {
     RUN(test_platform_fits);
     RUN(test_platform_oom);
@@ -253,5 +310,6 @@ int main(void) {
     RUN(test_bad_inputs);
     RUN(test_streams);
     RUN(test_all_policies);
+    RUN(test_bound_is_timeline_peak);
     return test_done();
 }

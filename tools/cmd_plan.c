@@ -132,11 +132,12 @@ int cmd_plan(int argc, char **argv) {
             s = hbm_plan_xla_json(p, stdout, (size_t)top);
             if (!pack_text) printf("}\n");
         }
-        if (pack_text)
-            printf(", \"pack\": {\"algorithm\": \"%s\", \"xla_heap_bytes\": %llu, \"heap_bytes\": %llu, "
-                   "\"lower_bound_bytes\": %llu, \"proven\": %s, \"seconds\": %.3f}}\n",
-                   hbm_pack_algo_str(po.algo), (unsigned long long)heap, (unsigned long long)pr.extent,
-                   (unsigned long long)pr.lower_bound, pr.proven ? "true" : "false", pr.seconds);
+        if (pack_text) {
+            printf(", \"pack\": ");
+            hbm_status ps = hbm_plan_pack_json(&pr, po.algo, heap, stdout);
+            printf("}\n");
+            if (!s) s = ps;
+        }
     } else { /* text: lines fitted to --width */
         char *text = NULL;
         size_t len = 0;
@@ -147,28 +148,14 @@ int cmd_plan(int argc, char **argv) {
             fputc('\n', f);
             s = hbm_plan_xla_text(p, f, (size_t)top);
         }
-        if (!s && pack_text) {
-            char a[32], b[32], c[32];
-            fprintf(f, "\nRepacking the temp heap with '%s': %s, %.3f s\n  (XLA's heap simulator: %s; lower bound %s%s)\n",
-                    hbm_pack_algo_str(po.algo), hbm_size_human(pr.extent, a), pr.seconds, hbm_size_human(heap, b),
-                    hbm_size_human(pr.lower_bound, c), pr.proven ? ", optimal" : "");
-            if (heap > pr.extent)
-                fprintf(f, "  %s of XLA's temp heap is packing waste that a better placement would save.\n",
-                        hbm_size_human(heap - pr.extent, a));
-        }
+        if (!s && pack_text) s = hbm_plan_pack_text(&pr, po.algo, heap, f);
         if (f && fclose(f) && !s) s = HBM_ERR_NOMEM;
         if (!s) cli_write_fitted(stdout, text, len, width);
         free(text);
     }
     /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
      * share the framework lets XLA use (as configured, the program would run out of memory) */
-    int verdict = 0;
-    hbm_plan_stats st;
-    if (!s && target.capacity && hbm_plan_get_stats(p, &st) == HBM_OK) {
-        double f = target.fraction;
-        uint64_t limit = f > 0 && f < 1 ? (uint64_t)((double)target.capacity * f) : target.capacity;
-        verdict = st.peak_bytes > limit;
-    }
+    int verdict = hbm_plan_verdict_get(p, target.capacity, target.fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     if (s) return cli_fail("plan", s);

@@ -25,6 +25,14 @@ int cli_open_module(const char *cmd, const char *path, const char *module, FILE 
     size_t hosts = hbm_proto_file_hosts(f);
     if (!s && hosts > 1 && notes)
         fprintf(notes, "note: the profile run has %zu hosts' files; reading %s\n", hosts, hbm_proto_file_path(f));
+    hbm_proto_module_info mi;
+    if (!s) s = hbm_proto_module(f, pick, &mi);
+    if (!s && !mi.has_assignment && notes &&
+        fprintf(notes, "note: no XLA buffer assignment for this module in %s: hbm's own plan only\n  (%s)\n\n",
+                path, hbm_proto_file_kind(f) == HBM_PROTO_HLO_MODULE ? "an xla.HloModuleProto alone, as "
+                                                                "--xla_dump_hlo_as_proto writes it"
+                                                              : "the xla.HloProto holds the module only") < 0)
+        s = HBM_ERR_IO;
     if (!s) s = hbm_proto_load(f, pick, out);
     hbm_proto_close(f);
     return s ? cli_fail(cmd, s) : 0;

@@ -31,6 +31,7 @@
 #include "hbm/workload.h"
 #include "hbm/trace.h"
 #include "hbm/replay_torch.h"
+#include "hbm/replay.h"
 #include "hbm/view.h"
 
 #ifdef __cplusplus

@@ -124,6 +124,12 @@ HBM_API const hbm_timeline *hbm_plan_timeline(const hbm_plan *p);
  * is the heap the algorithm needs; compare with the heap_bytes XLA's simulator needed.
  * HBM_OK with r->extent = 0 when the plan has no temp heap. */
 HBM_API hbm_status hbm_plan_pack_temp(const hbm_plan *p, const hbm_pack_options *o, hbm_pack_result *r, uint64_t *heap_bytes);
+/* That what-if as `hbm plan --pack ALGO` prints it: text (a blank line, then lines of at
+ * most 100 columns: the repacked heap, XLA's, the bound, the waste saved) or the JSON
+ * object's members after "pack": {"algorithm", "xla_heap_bytes", "heap_bytes",
+ * "lower_bound_bytes", "proven", "seconds"}. */
+HBM_API hbm_status hbm_plan_pack_text(const hbm_pack_result *r, hbm_pack_algo algo, uint64_t heap_bytes, FILE *f);
+HBM_API hbm_status hbm_plan_pack_json(const hbm_pack_result *r, hbm_pack_algo algo, uint64_t heap_bytes, FILE *f);
 
 /* Name of the instruction at schedule step t ("" if out of range). */
 HBM_API const char *hbm_plan_step_name(const hbm_plan *p, int64_t t);
@@ -171,6 +177,19 @@ HBM_API hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
  * being memory space 0 only; the runtime's reserved and the compiler's scoped bytes are not
  * in the module and are printed as unknown. Up to top largest program allocations. */
 HBM_API hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, size_t top);
+/* Whether a plan fits a device of capacity bytes whose framework lets XLA use fraction of
+ * it (0 or 1: all of it): the verdict that hbm plan's text, its JSON and its exit status
+ * give. *limit (may be NULL): the bytes XLA may use. capacity 0: HBM_VERDICT_NONE. */
+typedef enum hbm_plan_verdict {
+    HBM_VERDICT_NONE = 0,             /* no device */
+    HBM_VERDICT_FITS,                 /* peak <= limit */
+    HBM_VERDICT_FITS_PHYSICALLY_ONLY, /* limit < peak <= capacity: out of memory as configured */
+    HBM_VERDICT_DOES_NOT_FIT,         /* capacity < peak */
+} hbm_plan_verdict;
+HBM_API hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit);
+/* The JSON's words: "fits", "fits_physically_only", "does_not_fit"; "" for none. */
+HBM_API const char *hbm_plan_verdict_str(hbm_plan_verdict v);
+
 /* hbm's explanation: where the peak is in the schedule, which instructions and source
  * lines own it, and with capacity > 0 a verdict for a device of that many bytes whose
  * framework limits usable memory to fraction (0 = no framework limit, e.g. JAX's 0.75). */

@@ -129,7 +129,9 @@ HBM_API hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded
 
 /* For `hbm replay` of a PyTorch snapshot: the twin's match under the recorded settings as a
  * text line (hbm_replay_write puts what PyTorch recorded in the table's first row), or the
- * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "). */
+ * JSON members "recorded": {...}, "match": {...} (no braces around them, a leading ", "),
+ * written by the same code as `hbm replay --json`'s (the same keys, events numbered from
+ * the history's first). */
 HBM_API hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json);
 
 /* --- hbm replay --suggest: the smallest PyTorch setting that avoids the OOM ---------------

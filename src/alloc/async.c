@@ -47,9 +47,8 @@ typedef struct aseg {
 
 typedef struct apool {
     hbm_device *dev;
-    ablk *b;
-    size_t nb, capb;
-    uint32_t unused_head; /* recycled block slots, linked through next */
+    ablk *b;             /* slots of blocks; unused ones chained through next */
+    hbmi_pool blocks;
     aseg *segs;
     size_t nsegs, capsegs;
     uint32_t *freev; /* indices of free blocks */
@@ -66,7 +65,7 @@ static uint64_t async_rounded(void *self, uint64_t size) {
 /* Room for one more block, free entry and segment, so that nothing below can fail. */
 static hbm_status reserve_meta(apool *p) {
     hbm_status s = HBM_OK;
-    s = hbmi_grow((void **)&p->b, &p->capb, p->nb + 2, sizeof *p->b); /* grow + split: two blocks */
+    s = hbmi_pool_reserve(&p->blocks, (void **)&p->b, sizeof *p->b, 2); /* grow + split: two blocks */
     if (!s) s = hbmi_grow((void **)&p->freev, &p->capfree, p->nfree + 2, sizeof *p->freev);
     if (!s) s = hbmi_grow((void **)&p->segs, &p->capsegs, p->nsegs + 1, sizeof *p->segs);
     if (!s) s = hbmi_map_reserve(&p->live, p->live.count + 1);
@@ -74,21 +73,14 @@ static hbm_status reserve_meta(apool *p) {
 }
 
 static uint32_t new_block(apool *p) {
-    uint32_t i;
-    if (p->unused_head) {
-        i = p->unused_head - 1;
-        p->unused_head = p->b[i].next;
-    } else {
-        i = (uint32_t)p->nb++;
-    }
+    uint32_t i = hbmi_pool_take(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next));
     memset(&p->b[i], 0, sizeof p->b[i]);
     return i;
 }
 
 static void drop_block(apool *p, uint32_t i) {
     p->b[i].state = B_UNUSED;
-    p->b[i].next = p->unused_head;
-    p->unused_head = i + 1;
+    hbmi_pool_give(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next), i);
 }
 
 static void free_add(apool *p, uint32_t i) {
@@ -327,9 +319,13 @@ static hbm_status async_trim(void *self) {
 static void async_stats(void *self, hbm_stats *out) { *out = ((apool *)self)->st; }
 static void async_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((apool *)self)->st); }
 
+static int ablk_unused(const void *rec) { return ((const ablk *)rec)->state == B_UNUSED; }
+
 static hbm_status async_check(void *self) {
     apool *p = self;
     uint64_t live = 0, reserved = 0, nlive = 0, nfree = 0, largest = 0;
+    hbm_status s = hbmi_pool_check(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next), ablk_unused, "cuda_async");
+    if (s) return s;
     for (size_t si = 0; si < p->nsegs; si++) {
         aseg *g = &p->segs[si];
         if (!g->first) continue;
@@ -407,7 +403,7 @@ static void async_destroy(void *self) {
     for (size_t si = 0; si < p->nsegs; si++)
         if (p->segs[si].first) hbm_device_free(p->dev, p->segs[si].addr);
     hbmi_map_destroy(&p->live);
-    hbmi_free(p->b);
+    hbmi_pool_destroy(&p->blocks, (void **)&p->b);
     hbmi_free(p->segs);
     hbmi_free(p->freev);
     hbmi_free(p);

@@ -13,24 +13,18 @@ void hbmi_blocktab_init(hbmi_blocktab *t) {
 
 void hbmi_blocktab_destroy(hbmi_blocktab *t) {
     hbmi_map_destroy(&t->index);
-    hbmi_free(t->blocks);
+    hbmi_pool_destroy(&t->slots, (void **)&t->blocks);
     hbmi_blocktab_init(t);
 }
 
 hbm_status hbmi_blocktab_reserve(hbmi_blocktab *t) {
     hbm_status s = hbmi_map_reserve(&t->index, t->index.count + 1);
-    if (!s && !t->free_head) s = hbmi_grow((void **)&t->blocks, &t->cap, t->n + 1, sizeof *t->blocks);
+    if (!s) s = hbmi_pool_reserve(&t->slots, (void **)&t->blocks, sizeof *t->blocks, 1);
     return s;
 }
 
 void hbmi_blocktab_insert(hbmi_blocktab *t, const hbmi_blk *b) {
-    uint32_t i;
-    if (t->free_head) {
-        i = t->free_head - 1;
-        t->free_head = t->blocks[i].next_free;
-    } else {
-        i = (uint32_t)t->n++;
-    }
+    uint32_t i = hbmi_pool_take(&t->slots, t->blocks, sizeof *t->blocks, offsetof(hbmi_blk, next_free));
     t->blocks[i] = *b;
     t->blocks[i].next_free = 0;
     hbmi_map_put(&t->index, b->addr, i); /* cannot fail after hbmi_blocktab_reserve */
@@ -47,15 +41,17 @@ uint64_t hbmi_blocktab_remove(hbmi_blocktab *t, hbmi_blk *b) {
     hbmi_map_del(&t->index, b->addr, NULL);
     t->bytes -= size;
     b->size = 0;
-    b->next_free = t->free_head;
-    t->free_head = (uint32_t)(b - t->blocks) + 1;
+    hbmi_pool_give(&t->slots, t->blocks, sizeof *t->blocks, offsetof(hbmi_blk, next_free), (uint32_t)(b - t->blocks));
     return size;
 }
 
+static int blk_unused(const void *rec) { return ((const hbmi_blk *)rec)->size == 0; }
+
 hbm_status hbmi_blocktab_check(const hbmi_blocktab *t, const char *who) {
     uint64_t sum = 0, n = 0;
+    if (hbmi_pool_check(&t->slots, t->blocks, sizeof *t->blocks, offsetof(hbmi_blk, next_free), blk_unused, who)) return HBM_ERR_CORRUPT;
     if (hbmi_map_check(&t->index)) return hbmi_error(HBM_ERR_CORRUPT, "%s: the address index: %s", who, hbm_last_error());
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < t->slots.n; i++) {
         if (!t->blocks[i].size) continue;
         uint64_t j;
         if (!hbmi_map_get(&t->index, t->blocks[i].addr, &j) || j != i)
@@ -84,7 +80,7 @@ hbm_status hbmi_blocktab_walk(const hbmi_blocktab *t, int (*fn)(void *, const hb
     blk_ref *order = hbmi_malloc((live ? live : 1) * sizeof *order);
     if (!order) return hbmi_error(HBM_ERR_NOMEM, "out of host memory listing %zu blocks", live);
     size_t n = 0;
-    for (size_t i = 0; i < t->n && n < live; i++)
+    for (size_t i = 0; i < t->slots.n && n < live; i++)
         if (t->blocks[i].size) order[n++] = (blk_ref){t->blocks[i].addr, (uint32_t)i};
     hbmi_qsort(order, n, sizeof *order, blk_ref_cmp); /* slots are in reuse order */
     for (size_t k = 0; k < n; k++) {

@@ -13,10 +13,9 @@ typedef struct hbmi_blk {
 } hbmi_blk;
 
 typedef struct hbmi_blocktab {
-    hbmi_map index; /* addr -> slot */
-    hbmi_blk *blocks;
-    size_t n, cap;
-    uint32_t free_head; /* index + 1 of an unused slot, 0 = none */
+    hbmi_map index;   /* addr -> slot */
+    hbmi_blk *blocks; /* slots of `slots` */
+    hbmi_pool slots;
     uint64_t bytes;     /* sum of the live sizes */
 } hbmi_blocktab;
 
@@ -30,13 +29,13 @@ void hbmi_blocktab_insert(hbmi_blocktab *t, const hbmi_blk *b);
 hbmi_blk *hbmi_blocktab_find(const hbmi_blocktab *t, uint64_t addr);
 /* Forget the live block b (from find); returns its size. */
 uint64_t hbmi_blocktab_remove(hbmi_blocktab *t, hbmi_blk *b);
-/* Index and byte count consistent with the records; who names the policy in messages. */
+/* Pool, index and byte count consistent with the records; who names the policy in messages. */
 hbm_status hbmi_blocktab_check(const hbmi_blocktab *t, const char *who);
 /* Each live block as a region holding one live block, in address order. */
 hbm_status hbmi_blocktab_walk(const hbmi_blocktab *t, int (*fn)(void *, const hbm_block *, uint32_t), void *user);
 
 #define HBMI_BLOCKTAB_FOREACH(t, b) \
-    for (hbmi_blk *b = (t)->blocks, *b##_end_ = (t)->n ? (t)->blocks + (t)->n : (t)->blocks; b != b##_end_; b++) \
+    for (hbmi_blk *b = (t)->blocks, *b##_end_ = (t)->slots.n ? (t)->blocks + (t)->slots.n : (t)->blocks; b != b##_end_; b++) \
         if (b->size) /* (no arithmetic on a NULL table: UB even with 0) */
 
 #endif

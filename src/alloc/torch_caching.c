@@ -109,19 +109,6 @@ typedef struct tpool {
                   expandable segment): else it would find nothing to do, and an OOM need not list the pool */
 } tpool;
 
-/* The live blocks by address: open addressing with linear probing and backward-shift
- * deletion, an address and its block in one 16-byte slot (one cache line per probe run),
- * at most half full; no host allocation but on growth (reserve). */
-typedef struct tslot {
-    uint64_t key; /* address + 1; 0 = empty */
-    uint64_t blk;
-} tslot;
-
-typedef struct ttab {
-    tslot *s;
-    size_t cap, count; /* cap: a power of two or 0 */
-} ttab;
-
 typedef struct tes {
     uint64_t base, page, npages, stream;
     hbmi_map pages; /* page index -> device address of its physical page */
@@ -138,13 +125,13 @@ typedef struct torch {
     uint64_t allowed, dev_total;
     uint64_t total_allocated; /* reserved: segments + mapped pages */
     tblk *b;
-    tnode *fl;    /* parallel to b, capfl >= capb */
-    size_t nb, capb, capfl, setcap;
+    tnode *fl;    /* parallel to b, capfl >= blocks.cap */
+    hbmi_pool blocks; /* the slots of b; unused ones chained through next */
+    size_t capfl, setcap;
     uint64_t last_stream; /* in both pools' sets when nstreams */
     int nstreams;
-    uint32_t unused_head;
     tpool pool[2]; /* [0] large, [1] small */
-    ttab live;
+    hbmi_map live; /* address -> block */
     tes *es;
     size_t nes, capes;
     uint64_t nsegments;
@@ -196,108 +183,48 @@ static uint64_t torch_rounded(void *self, uint64_t size) {
     return size > K_MAX_REQUEST ? size : round_size(self, size);
 }
 
-/* ---- live blocks by address (ttab) ------------------------------------------------------- */
-
-static hbm_status tt_reserve(ttab *m, size_t n) {
-    if (2 * n <= m->cap) return HBM_OK;
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    tslot *ns = hbmi_calloc(cap, sizeof *ns);
-    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for %zu live torch blocks", n);
-    for (size_t k = 0; k < m->cap; k++) {
-        if (!m->s[k].key) continue;
-        size_t j = hbmi_hash64(m->s[k].key) & (cap - 1);
-        while (ns[j].key) j = (j + 1) & (cap - 1);
-        ns[j] = m->s[k];
-    }
-    hbmi_free(m->s);
-    m->s = ns;
-    m->cap = cap;
-    return HBM_OK;
-}
-
-/* addr is not in the table and there is room (tt_reserve) */
-static void tt_put(ttab *m, uint64_t addr, uint32_t blk) {
-    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
-    while (m->s[j].key) j = (j + 1) & mask;
-    m->s[j] = (tslot){addr + 1, blk};
-    m->count++;
-}
-
-static size_t tt_find(const ttab *m, uint64_t addr) { /* its slot, or SIZE_MAX */
-    if (!m->cap || addr == UINT64_MAX) return SIZE_MAX;
-    size_t mask = m->cap - 1, j = hbmi_hash64(addr + 1) & mask;
-    for (; m->s[j].key; j = (j + 1) & mask)
-        if (m->s[j].key == addr + 1) return j;
-    return SIZE_MAX;
-}
-
-static int tt_get(const ttab *m, uint64_t addr, uint64_t *blk) {
-    size_t j = tt_find(m, addr);
-    if (j == SIZE_MAX) return 0;
-    if (blk) *blk = m->s[j].blk;
-    return 1;
-}
-
-static int tt_del(ttab *m, uint64_t addr, uint64_t *blk) {
-    size_t i = tt_find(m, addr);
-    if (i == SIZE_MAX) return 0;
-    *blk = m->s[i].blk;
-    size_t mask = m->cap - 1;
-    for (size_t j = (i + 1) & mask; m->s[j].key; j = (j + 1) & mask) {
-        size_t home = hbmi_hash64(m->s[j].key) & mask;
-        if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not in (i, j]: j may fill the hole */
-            m->s[i] = m->s[j];
-            i = j;
-        }
-    }
-    m->s[i].key = 0;
-    m->count--;
-    return 1;
-}
-
 /* ---- blocks and ordered sets ------------------------------------------------------------- */
+
+/* Room in the live map for extra more blocks with the map at most half full (a lookup on
+ * the free path then probes one or two slots). */
+static hbm_status live_reserve(torch *t, size_t extra) {
+    size_t n = t->live.count + extra;
+    return hbmi_map_reserve(&t->live, n + n / 3 + 1);
+}
 
 /* Room for extra more blocks everywhere a block can be listed, so no later step fails.
  * setcap: every set holds at least that many (0 after a stream is added). */
 static hbm_status reserve_grow(torch *t, size_t extra);
 
 static inline hbm_status reserve(torch *t, size_t extra) {
-    size_t need = t->nb + extra;
-    if (need <= t->capb && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap) return HBM_OK;
+    size_t need = t->blocks.n + extra;
+    if (t->blocks.used + extra <= t->blocks.cap && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap)
+        return HBM_OK;
     return reserve_grow(t, extra);
 }
 
 static hbm_status reserve_grow(torch *t, size_t extra) {
-    size_t need = t->nb + extra;
-    hbm_status s = hbmi_grow((void **)&t->b, &t->capb, need, sizeof *t->b);
-    if (!s) s = hbmi_grow((void **)&t->fl, &t->capfl, t->capb, sizeof *t->fl);
+    size_t need = t->blocks.n + extra;
+    hbm_status s = hbmi_pool_reserve(&t->blocks, (void **)&t->b, sizeof *t->b, extra);
+    if (!s) s = hbmi_grow((void **)&t->fl, &t->capfl, t->blocks.cap, sizeof *t->fl);
     for (int p = 0; p < 2 && !s; p++) {
         const fset *f = &t->pool[p].blocks;
         for (size_t k = 0; k < f->n && !s; k++)
             s = hbmi_grow((void **)&f->s[k]->big.v, &f->s[k]->big.cap, need, sizeof(uint32_t));
         if (!s) s = hbmi_grow((void **)&t->pool[p].unmapped.v, &t->pool[p].unmapped.cap, need, sizeof(uint32_t));
     }
-    if (!s) s = tt_reserve(&t->live, t->live.count + extra);
+    if (!s) s = live_reserve(t, extra);
     if (!s) t->setcap = need;
     return s;
 }
 
 static uint32_t new_block(torch *t) { /* capacity reserved by the caller, which sets every field */
-    uint32_t i;
-    if (t->unused_head) {
-        i = t->unused_head - 1;
-        t->unused_head = t->b[i].next;
-    } else {
-        i = (uint32_t)t->nb++;
-    }
-    return i;
+    return hbmi_pool_take(&t->blocks, t->b, sizeof *t->b, offsetof(tblk, next));
 }
 
 static void drop_block(torch *t, uint32_t i) {
     t->b[i].state = T_UNUSED;
-    t->b[i].next = t->unused_head;
-    t->unused_head = i + 1;
+    hbmi_pool_give(&t->blocks, t->b, sizeof *t->b, offsetof(tblk, next), i);
 }
 
 /* block i against the key: <0, 0, >0 (by size: stream, size, addr; else stream, addr) */
@@ -785,7 +712,7 @@ static void release_block(torch *t, uint32_t i) {
  * memory fraction) says no; *out is in no set. */
 static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size, uint64_t alloc_size, uint32_t *out) {
     if (t->set_fraction && t->total_allocated + alloc_size > t->allowed)
-        return hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
+        return hbmi_oom_quiet() ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
     if (t->expandable) return alloc_expandable(t, p, stream, size, out);
     hbm_status s = reserve(t, 1);
     uint64_t addr, at;
@@ -1002,7 +929,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     x->requested = orig;
     x->tag_id = tag_id;
     x->seq = ++t->st.num_allocs;
-    tt_put(&t->live, x->addr, i);
+    hbmi_map_put(&t->live, x->addr, i);
     t->st.bytes_in_use += x->size;
     if (x->size > t->st.largest_alloc_size) t->st.largest_alloc_size = x->size;
     hbmi_stats_update_peaks(&t->st);
@@ -1017,7 +944,7 @@ static hbm_status torch_alloc(void *self, uint64_t size, const hbm_tag *tag, uin
 static hbm_status torch_free(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    if (!tt_del(&t->live, addr, &k))
+    if (!hbmi_map_del(&t->live, addr, &k))
         return hbmi_error(HBM_ERR_BAD_FREE, "torch: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     uint32_t i = (uint32_t)k;
     t->st.num_frees++;
@@ -1117,7 +1044,7 @@ static hbm_status check_free_lists(const torch *t, int q, uint8_t *mark, uint64_
 /* Every block: tiling, links, coalescing, and where it must be listed; sums for the stats. */
 static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *live, uint64_t *mapped, uint64_t *nlive,
                                uint64_t *nfree, uint64_t *nun, uint64_t *es_mapped) {
-    for (uint32_t i = 0; i < t->nb; i++) {
+    for (uint32_t i = 0; i < t->blocks.n; i++) {
         const tblk *x = &t->b[i];
         if (x->state == T_UNUSED) continue;
         size_t at;
@@ -1137,7 +1064,7 @@ static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *li
         if (x->es && x->state != T_UNMAPPED) *es_mapped += x->size;
         if (x->state == T_LIVE) {
             uint64_t k;
-            if (!tt_get(&t->live, x->addr, &k) || k != i)
+            if (!hbmi_map_get(&t->live, x->addr, &k) || k != i)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: live block 0x%" PRIx64 " is not indexed", x->addr);
             *live += x->size, *mapped += x->size, ++*nlive;
         } else if (x->state == T_FREE) {
@@ -1153,10 +1080,14 @@ static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *li
     return HBM_OK;
 }
 
+static int tblk_unused(const void *rec) { return ((const tblk *)rec)->state == T_UNUSED; }
+
 static hbm_status torch_check(void *self) {
     torch *t = self;
     uint64_t live = 0, mapped = 0, nlive = 0, nfree = 0, nun = 0, es_mapped = 0, listed = 0;
-    uint8_t *mark = hbmi_calloc(t->nb + 1, 1);
+    if (hbmi_pool_check(&t->blocks, t->b, sizeof *t->b, offsetof(tblk, next), tblk_unused, "torch")) return HBM_ERR_CORRUPT;
+    if (hbmi_map_check(&t->live)) return hbmi_error_prefix(HBM_ERR_CORRUPT, "torch: the live blocks' index: ");
+    uint8_t *mark = hbmi_calloc(t->blocks.n + 1, 1);
     if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory checking a torch pool");
     hbm_status st = check_free_lists(t, 0, mark, &listed);
     if (!st) st = check_free_lists(t, 1, mark, &listed);
@@ -1187,10 +1118,10 @@ static int u64_cmp(const void *a, const void *b) {
 static hbm_status torch_walk(void *self, int (*fn)(void *, const hbm_block *, uint32_t), void *user) {
     torch *t = self;
     /* (address, index) of each region's first block, sorted by address */
-    uint64_t *keys = hbmi_malloc((t->nb ? t->nb : 1) * 2 * sizeof *keys);
+    uint64_t *keys = hbmi_malloc((t->blocks.n ? t->blocks.n : 1) * 2 * sizeof *keys);
     if (!keys) return hbmi_error(HBM_ERR_NOMEM, "out of host memory walking a torch pool");
     size_t n = 0;
-    for (uint32_t i = 0; i < t->nb; i++) {
+    for (uint32_t i = 0; i < t->blocks.n; i++) {
         const tblk *x = &t->b[i];
         if ((x->state == T_LIVE || x->state == T_FREE) && (!x->prev || t->b[x->prev - 1].state == T_UNMAPPED))
             keys[2 * n] = x->addr, keys[2 * n + 1] = i, n++;
@@ -1217,7 +1148,7 @@ static hbm_status torch_walk(void *self, int (*fn)(void *, const hbm_block *, ui
 
 static void torch_destroy(void *self) {
     torch *t = self;
-    for (uint32_t i = 0; i < t->nb; i++) { /* cudaMalloc segments: their first block */
+    for (uint32_t i = 0; i < t->blocks.n; i++) { /* cudaMalloc segments: their first block */
         uint64_t a = t->b[i].addr;
         if (t->b[i].state == T_UNUSED || t->b[i].es || t->b[i].prev) continue;
         hbmi_map_get(&t->segdev, a, &a);
@@ -1234,10 +1165,10 @@ static void torch_destroy(void *self) {
         fs_destroy(&t->pool[q].blocks);
         hbmi_free(t->pool[q].unmapped.v);
     }
-    hbmi_free(t->live.s);
+    hbmi_map_destroy(&t->live);
     hbmi_free(t->es);
     hbmi_free(t->fl);
-    hbmi_free(t->b);
+    hbmi_pool_destroy(&t->blocks, (void **)&t->b);
     hbmi_free(t);
 }
 
@@ -1303,7 +1234,7 @@ void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user) {
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    return tt_get(&t->live, addr, &k) ? t->b[k].seg : 0;
+    return hbmi_map_get(&t->live, addr, &k) ? t->b[k].seg : 0;
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
@@ -1327,7 +1258,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     uint64_t at = addr;
     for (size_t k = 0; k < nlive; k++) {
         if (live[k].addr < at || !live[k].size || live[k].size % K_MIN_BLOCK || live[k].addr + live[k].size > addr + size ||
-            tt_get(&t->live, live[k].addr, NULL))
+            hbmi_map_get(&t->live, live[k].addr, NULL))
             return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside segment "
                               "0x%" PRIx64 " after the previous one", live[k].addr, live[k].size, addr);
         at = live[k].addr + live[k].size;
@@ -1336,7 +1267,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     hbm_status s = add_stream(t, stream);
     if (!s) s = reserve(t, 2 * nlive + 2);
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
-    if (!s) s = tt_reserve(&t->live, t->live.count + nlive);
+    if (!s) s = live_reserve(t, nlive);
     uint64_t dev_addr;
     if (!s) s = hbm_device_alloc(t->dev, size, &dev_addr);
     if (s) return s;
@@ -1352,7 +1283,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        tt_put(&t->live, x->addr, i);
+        hbmi_map_put(&t->live, x->addr, i);
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }
@@ -1388,7 +1319,7 @@ static void seed_es_span(torch *t, uint32_t e, uint64_t base, uint64_t at, uint6
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        tt_put(&t->live, x->addr, i);
+        hbmi_map_put(&t->live, x->addr, i);
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }
@@ -1408,7 +1339,7 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
         for (size_t k = 0; k < g->nlive; k++) {
             const hbmi_torch_seed_block *x = &g->live[k];
             if (x->addr < b || !x->size || x->size % K_MIN_BLOCK || x->addr + x->size > g->addr + g->size ||
-                tt_get(&t->live, x->addr, NULL))
+                hbmi_map_get(&t->live, x->addr, NULL))
                 return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside run "
                                   "0x%" PRIx64 " after the previous one", x->addr, x->size, g->addr);
             b = x->addr + x->size;
@@ -1423,7 +1354,7 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
     hbm_status s = add_stream(t, stream);
     if (!s) s = hbmi_grow((void **)&t->es, &t->capes, t->nes + 1, sizeof *t->es);
     if (!s) s = reserve(t, 2 * (size_t)nlive + 2 * nruns + 2);
-    if (!s) s = tt_reserve(&t->live, t->live.count + nlive);
+    if (!s) s = live_reserve(t, nlive);
     if (s) return s;
     uint32_t e = UINT32_MAX;
     for (size_t k = 0; k < t->nes; k++)

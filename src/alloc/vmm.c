@@ -42,9 +42,9 @@ typedef struct vmm {
     hbm_device *dev;
     hbmi_cuda_dev *cd; /* NULL: sim twin */
     uint64_t page, va, va_size;
-    vblk *b;
-    size_t nb, capb;
-    uint32_t unused_head, first;
+    vblk *b;          /* slots of blocks; unused ones chained through next */
+    hbmi_pool blocks;
+    uint32_t first;   /* the lowest block, index + 1 */
     uint32_t *freev;
     size_t nfree, capfree;
     hbmi_map live;   /* addr -> block */
@@ -189,20 +189,13 @@ static hbm_status map_pages(vmm *v, uint64_t lo, uint64_t hi) {
 /* ---- blocks ---------------------------------------------------------------------------- */
 
 static uint32_t new_block(vmm *v) {
-    uint32_t i;
-    if (v->unused_head) {
-        i = v->unused_head - 1;
-        v->unused_head = v->b[i].next;
-    } else {
-        i = (uint32_t)v->nb++;
-    }
+    uint32_t i = hbmi_pool_take(&v->blocks, v->b, sizeof *v->b, offsetof(vblk, next));
     memset(&v->b[i], 0, sizeof v->b[i]);
     return i;
 }
 static void drop_block(vmm *v, uint32_t i) {
     v->b[i].state = V_UNUSED;
-    v->b[i].next = v->unused_head;
-    v->unused_head = i + 1;
+    hbmi_pool_give(&v->blocks, v->b, sizeof *v->b, offsetof(vblk, next), i);
 }
 static void free_add(vmm *v, uint32_t i) {
     v->b[i].fpos = (uint32_t)v->nfree;
@@ -279,8 +272,8 @@ static hbm_status vmm_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     }
     uint64_t lo, hi;
     page_range(v, best_at, need, &lo, &hi);
-    hbm_status s = hbmi_grow((void **)&v->b, &v->capb, v->nb + 2, sizeof *v->b);
-    if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, v->nb + 2, sizeof *v->freev); /* >= blocks */
+    hbm_status s = hbmi_pool_reserve(&v->blocks, (void **)&v->b, sizeof *v->b, 2);
+    if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, v->blocks.n + 2, sizeof *v->freev); /* >= blocks */
     if (!s) s = hbmi_map_reserve(&v->live, v->live.count + 1);
     if (!s) s = hbmi_map_reserve(&v->refs, v->refs.count + (hi - lo + 1));
     if (s) return s;
@@ -349,9 +342,13 @@ static hbm_status vmm_trim(void *self) {
 static void vmm_stats(void *self, hbm_stats *out) { *out = ((vmm *)self)->st; }
 static void vmm_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((vmm *)self)->st); }
 
+static int vblk_unused(const void *rec) { return ((const vblk *)rec)->state == V_UNUSED; }
+
 static hbm_status vmm_check(vmm *v) {
     uint64_t at = v->va, live = 0, nlive = 0, nfree = 0;
     uint32_t prev = 0;
+    hbm_status s = hbmi_pool_check(&v->blocks, v->b, sizeof *v->b, offsetof(vblk, next), vblk_unused, "vmm");
+    if (s) return s;
     for (uint32_t j = v->first; j; j = v->b[j - 1].next) {
         vblk *x = &v->b[j - 1];
         if (x->addr != at || x->prev != prev || !x->size || x->state == V_UNUSED)
@@ -455,7 +452,7 @@ static void vmm_destroy(void *self) {
     hbmi_map_destroy(&v->live);
     hbmi_map_destroy(&v->mapped);
     hbmi_map_destroy(&v->refs);
-    hbmi_free(v->b);
+    hbmi_pool_destroy(&v->blocks, (void **)&v->b);
     hbmi_free(v->freev);
     hbmi_free(v);
 }
@@ -514,7 +511,7 @@ hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
     } else if (!s) {
         v->va = atomic_fetch_add(&sim_va_next, v->va_size + v->page);
     }
-    if (!s) s = hbmi_grow((void **)&v->b, &v->capb, 4, sizeof *v->b);
+    if (!s) s = hbmi_pool_reserve(&v->blocks, (void **)&v->b, sizeof *v->b, 4);
     if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, 4, sizeof *v->freev);
     if (s) {
         vmm_destroy(v);

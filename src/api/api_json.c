@@ -257,54 +257,32 @@ hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *p
     return to_file(emit_export, &x, path);
 }
 
-#define REPLAY_MAX_CONFIGS 64
-
 hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                 FILE *f, int json, int *failed) {
     if (failed) *failed = 0;
     if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
-    if (n > REPLAY_MAX_CONFIGS) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, REPLAY_MAX_CONFIGS);
-    int torch = !strcmp(t->source, "torch");
+    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
     /* the defaults: PyTorch's allocator for a PyTorch snapshot, JAX's two otherwise */
     static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
     static const char *const torch_default[] = {"allocator=torch"};
-    if (!n && torch) configs = torch_default, n = 1;
+    if (!n && !strcmp(t->source, "torch")) configs = torch_default, n = 1;
     else if (!n) configs = defaults, n = 2;
     for (size_t i = 0; i < n; i++)
         if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
-    char spec[160];
-    hbm_status s;
-    if (device) s = hbm_replay_device_spec(device, spec, sizeof spec);
-    else s = hbm_replay_default_device(t, spec, sizeof spec, NULL);
+    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
+    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
+    /* hbm pack's default budget (counted work) for the packing: the same figure on every run */
+    hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n, .twin = 1, .bound_buffers = 100000};
+    hbm_replay_report rep;
+    if (!s) s = hbm_replay_run(&q, &rep);
+    hbmi_free(v);
     if (s) return s;
-    /* allocator=torch on a PyTorch snapshot: under the settings it was recorded with, the
-     * configuration's own items after them (later items win) */
-    char rec[200], (*full)[320] = hbmi_calloc(n, sizeof *full);
-    const char **run = hbmi_calloc(n, sizeof *run);
-    hbm_replay_result *res = hbmi_calloc(n, sizeof *res);
-    if (!full || !run || !res) {
-        hbmi_free(full), hbmi_free(run), hbmi_free(res);
-        return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    }
-    hbm_torch_recorded_settings(t, rec, sizeof rec);
-    for (size_t i = 0; i < n; i++) {
-        run[i] = configs[i];
-        if (torch && rec[0] && !hbm_torch_config_with_recorded(t, configs[i], full[i], sizeof full[i])) run[i] = full[i];
-    }
-    hbm_replay_many(t, spec, run, n, res); /* failures are in res[i] */
-    hbm_replay_bounds b;
-    /* hbm pack's default budget (counted work): the same figure on every run */
-    if (hbm_replay_bounds_get(t, 0, 100000, &b)) memset(&b, 0, sizeof b); /* the table still prints */
-    s = hbm_replay_write(t, spec, res, n, &b, f, json);
-    for (size_t i = 0; i < n; i++) {
-        /* as documented: a configuration that could not run, or ran out of memory */
-        if (failed && ((res[i].status && res[i].status != HBM_ERR_NOT_AVAILABLE) || res[i].first_oom_event >= 0))
-            *failed = 1;
-        hbm_replay_result_release(&res[i]);
-    }
-    hbmi_free(res);
-    hbmi_free(run);
-    hbmi_free(full);
+    s = hbm_replay_report_write(&rep, f, json);
+    for (size_t i = 0; failed && i < rep.n; i++) /* as documented: a configuration that could not run, or ran out of memory */
+        if ((rep.rows[i].status && rep.rows[i].status != HBM_ERR_NOT_AVAILABLE) || rep.rows[i].first_oom_event >= 0) *failed = 1;
+    hbm_replay_report_release(&rep);
     return s;
 }
 

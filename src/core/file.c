@@ -70,6 +70,16 @@ hbm_status hbmi_read_file(const char *path, char **data, size_t *len) {
     return s ? s : inflate_in_place(path, data, len);
 }
 
+hbm_status hbmi_parse_file(const char *path, hbmi_parse_fn parse, void *out) {
+    char *data;
+    size_t len;
+    hbm_status s = hbmi_read_file(path, &data, &len);
+    if (s) return s;
+    s = parse(data, len, path, out);
+    hbmi_free(data);
+    return s;
+}
+
 hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len) {
     return read_raw(path, max, (char **)data, len);
 }

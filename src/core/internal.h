@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hbm/status.h"
 #include "hbm/tag.h"
@@ -82,6 +83,52 @@ static inline uint64_t hbmi_hash64(uint64_t x) {
     return x;
 }
 
+/* --- a pool of records: one growing array, given-back slots reused first ---------------- */
+/* The array stays the owner's (typed: p->b[i]); the pool counts its slots and chains the
+ * given-back ones through a uint32_t field of the record at offset link (index + 1, 0 =
+ * end), which the owner may use for other things while the record is in use. */
+typedef struct hbmi_pool {
+    size_t n;           /* slots [0, n) have been handed out at least once */
+    size_t cap;         /* slots allocated */
+    size_t used;        /* handed out and not given back */
+    uint32_t free_head; /* index + 1 of a given-back slot, 0 = none */
+} hbmi_pool;
+
+/* Room for `extra` more takes, so that none of them can fail. */
+hbm_status hbmi_pool_reserve(hbmi_pool *p, void **v, size_t size, size_t extra);
+/* Free the array and forget every slot. */
+void hbmi_pool_destroy(hbmi_pool *p, void **v);
+/* The pool's invariants (in the manner of tlsf_check): n <= cap, the given-back list within
+ * [0, n), without a cycle, as long as n - used, and (is_free given) exactly the records that
+ * is_free says are unused. HBM_ERR_CORRUPT naming `who` and the slot when one fails. */
+hbm_status hbmi_pool_check(const hbmi_pool *p, const void *v, size_t size, size_t link, int (*is_free)(const void *rec),
+                           const char *who);
+
+static inline uint32_t hbmi_pool_link_(const void *v, size_t size, size_t link, uint32_t i) {
+    uint32_t next;
+    memcpy(&next, (const char *)v + (size_t)i * size + link, sizeof next);
+    return next;
+}
+/* A slot (reserved first): a given-back one if any, else the next new one. Its contents
+ * are what they were: the caller sets every field. */
+static inline uint32_t hbmi_pool_take(hbmi_pool *p, void *v, size_t size, size_t link) {
+    uint32_t i;
+    if (p->free_head) {
+        i = p->free_head - 1;
+        p->free_head = hbmi_pool_link_(v, size, link, i);
+    } else {
+        i = (uint32_t)p->n++;
+    }
+    p->used++;
+    return i;
+}
+/* Give slot i back (the caller marks the record unused). */
+static inline void hbmi_pool_give(hbmi_pool *p, void *v, size_t size, size_t link, uint32_t i) {
+    memcpy((char *)v + (size_t)i * size + link, &p->free_head, sizeof p->free_head);
+    p->free_head = i + 1;
+    p->used--;
+}
+
 /* --- tag table: interned hbm_tag copies, ids 1..n ------------------------------------- */
 typedef struct hbmi_tagtab hbmi_tagtab;
 hbm_status hbmi_tagtab_new(hbmi_tagtab **out);
@@ -103,6 +150,34 @@ static inline void hbmi_qsort(void *base, size_t n, size_t size, int (*cmp)(cons
 }
 /* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
+/* Read path whole (as hbmi_read_file) and parse its bytes: parse(data, len, path, out), the
+ * bytes freed after; the read's or the parser's status. */
+typedef hbm_status (*hbmi_parse_fn)(const char *data, size_t len, const char *name, void *out);
+hbm_status hbmi_parse_file(const char *path, hbmi_parse_fn parse, void *out);
+/* A protobuf (LEB128) varint at p[*i], p holding n bytes: 1 with *v and *i past it; 0 when
+ * the data ends inside it; -1 when it does not fit 64 bits (an eleventh byte, or a tenth
+ * above 1). Protobuf, hbm's trace format and the file sniffing read their varints here. */
+static inline int hbmi_varint_get(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    uint64_t r = 0;
+    for (unsigned s = 0;; s += 7) {
+        if (*i >= n) return 0;
+        uint8_t c = p[(*i)++];
+        if (s == 63 && c > 1) return -1;
+        r |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80)) break;
+    }
+    *v = r;
+    return 1;
+}
+/* v as a varint at p (at most ten bytes); returns the byte after it. */
+static inline unsigned char *hbmi_varint_put(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
 /* A whole input read once from start to end: a regular file of HBMI_MAP_MIN bytes or more
  * is mapped (not NUL-terminated), others read as hbmi_read_file does. A reader at byte
  * upto calls hbmi_mapped_progress(m, upto) whenever upto >= m->next: the pages before it go
@@ -149,6 +224,12 @@ uint64_t hbmi_now_ns(void);
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
 const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+/* A buffer in a table, as hbm plan's explanation and hbm fit list them: at indent, its size
+ * in 10 columns, its share of the peak (pct >= 0) as " 12.5%", its category in 9 columns,
+ * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"
+ * and "op NAME" (NULL: no such line) at indent, each cut in the middle to width columns. */
+void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what);
+void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op);
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
 void hbmi_fputs_visible(const char *s, FILE *f);

@@ -16,24 +16,13 @@ const char *hbm_file_kind_str(hbm_file_kind kind) {
     return (unsigned)kind < sizeof text / sizeof text[0] ? text[kind] : text[0];
 }
 
-/* A protobuf varint at p[*i]; 0 when it does not end within the data or ten bytes. */
-static int varint(const unsigned char *p, size_t len, size_t *i, uint64_t *v) {
-    *v = 0;
-    for (int sh = 0; *i < len && sh < 64; sh += 7) {
-        unsigned char b = p[(*i)++];
-        *v |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) return 1;
-    }
-    return 0;
-}
-
 /* A length-delimited field 1..3 at p[*i] holding a short printable name (a module's or a
  * computation's): its field number, else 0. */
 static int name_field(const unsigned char *p, size_t len, size_t *i) {
     uint64_t n;
     if (*i >= len || (p[*i] != 0x0a && p[*i] != 0x12 && p[*i] != 0x1a)) return 0;
     int field = p[(*i)++] >> 3;
-    if (!varint(p, len, i, &n) || n == 0 || n > 4096 || n > len - *i) return 0;
+    if (hbmi_varint_get(p, len, i, &n) <= 0 || n == 0 || n > 4096 || n > len - *i) return 0;
     for (uint64_t k = 0; k < n; k++)
         if (p[*i + k] < 0x20 || p[*i + k] >= 0x7f) return 0;
     *i += (size_t)n;
@@ -51,7 +40,7 @@ static int is_hlo_proto(const unsigned char *p, size_t len) {
         uint64_t n;
         if (p[i] != 0x0a) return 0;
         i++;
-        if (!varint(p, len, &i, &n)) return 0;
+        if (hbmi_varint_get(p, len, &i, &n) <= 0) return 0;
     }
     return 0;
 }

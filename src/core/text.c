@@ -67,3 +67,18 @@ hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t c
     free(mem);
     return s;
 }
+
+void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what) {
+    fprintf(f, "%*s%10s", indent, "", size);
+    if (pct >= 0) fprintf(f, " %5.1f%%", pct);
+    fprintf(f, "  %-9s %s\n", category, what);
+}
+
+void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op) {
+    char loc[512], cut[1100];
+    if (file) {
+        snprintf(loc, sizeof loc, "%s:%d", file, line);
+        fprintf(f, "%*sat %s\n", indent, "", hbmi_fit(cut, sizeof cut, loc, width, 1));
+    }
+    if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_fit(cut, sizeof cut, op, width, 1));
+}

@@ -98,12 +98,8 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         else snprintf(what, sizeof what, "%s %s", ch->instruction, ch->shape);
         fprintf(f, "%-7s %-5s %10s %10s %12s  %s\n", hbm_fit_kind_str(ch->kind), set, hbm_size_human(ch->bytes, a),
                 alone, cost, hbmi_fit(w, sizeof w, what, 48, 0));
-        if (ch->source_file[0]) {
-            char loc[300];
-            snprintf(loc, sizeof loc, "%s:%d", ch->source_file, ch->source_line);
-            fprintf(f, "          at %s\n", hbmi_fit(w, sizeof w, loc, 86, 1));
-        }
-        if (ch->op_name[0]) fprintf(f, "          op %s\n", hbmi_fit(w, sizeof w, ch->op_name, 86, 1));
+        hbmi_buffer_where(f, 10, 86, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
+                          ch->op_name[0] ? ch->op_name : NULL);
         if (ch->jax && ch->jax[0]) fprintf(f, "          JAX: %s\n", hbmi_fit(w2, sizeof w2, ch->jax, 85, 0));
     }
     if (!s->fits) {
@@ -117,8 +113,8 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
             const hbm_plan_buffer *bu = &r->left[i];
             char what[200];
             snprintf(what, sizeof what, "%s %s %s", bu->label, bu->instruction, bu->shape);
-            fprintf(f, "  %10s  %-9s %s\n", hbm_size_human(bu->size, a), hbm_category_str(bu->category),
-                    hbmi_fit(w, sizeof w, what, 76, 0));
+            hbmi_buffer_row(f, 2, hbm_size_human(bu->size, a), -1, hbm_category_str(bu->category),
+                            hbmi_fit(w, sizeof w, what, 76, 0));
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;

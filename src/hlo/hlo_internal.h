@@ -171,6 +171,7 @@ typedef struct hbmi_xla {
     hbmi_xla_lbuf *lbufs;
     uint32_t n_peak;
     uint32_t *peak;     /* lbufs live at the heap trace's peak, largest first */
+    uint64_t alignment; /* the alignment XLA's build used, as its offsets show (128, 256); 0 */
 } hbmi_xla;
 
 struct hbm_hlo_module {

@@ -1012,9 +1012,6 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     return HBM_OK;
 }
 
-/* HLO text, or any protobuf input (src/hlo/proto.c): its largest module. */
-hbm_status hbm_hlo_parse_file(const char *path, hbm_hlo_module **out) { return hbm_hlo_open(path, NULL, out); }
-
 void hbm_hlo_module_free(hbm_hlo_module *m) {
     if (!m) return;
     hbmi_arena_free(&m->arena);

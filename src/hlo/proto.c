@@ -14,19 +14,6 @@
 #include "hlo/hlo_internal.h"
 
 /* --- sniffing (always built) ---------------------------------------------------------------- */
-static int rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
-    uint64_t r = 0;
-    for (unsigned s = 0; s < 64 && *i < n; s += 7) {
-        uint8_t c = p[(*i)++];
-        r |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80)) {
-            *v = r;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 const char *hbm_proto_kind_str(hbm_proto_kind k) {
     switch (k) {
     case HBM_PROTO_XSPACE: return "XProf profile (XSpace)";
@@ -50,7 +37,7 @@ hbm_proto_kind hbm_proto_sniff(const void *data, size_t len) {
         if (p[j] < 0x20 && p[j] != '\n' && p[j] != '\r' && p[j] != '\t') text = 0;
     if (text) return HBM_PROTO_NONE;
     uint64_t tag, n;
-    if (!rd_varint(p, len, &i, &tag) || (tag & 7) != 2 || !rd_varint(p, len, &i, &n)) return HBM_PROTO_NONE;
+    if (hbmi_varint_get(p, len, &i, &tag) <= 0 || (tag & 7) != 2 || hbmi_varint_get(p, len, &i, &n) <= 0) return HBM_PROTO_NONE;
     uint64_t field = tag >> 3;
     if (field == 3) return HBM_PROTO_HLO_PROTO;
     if (field == 2 || field == 4) return HBM_PROTO_XSPACE;
@@ -173,6 +160,10 @@ size_t hbm_hlo_xla_peak_buffers(const hbm_hlo_module *m, hbm_xla_buffer *out, si
 
 
 /* --- HLO text or protobuf, by content -------------------------------------------------------- */
+static hbm_status parse_cb(const char *data, size_t len, const char *name, void *out) {
+    return hbm_hlo_parse(data, len, name, out);
+}
+
 hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hlo: NULL argument");
     *out = NULL;
@@ -191,11 +182,5 @@ hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **o
     if (is_dir(path))
         return hbmi_error(HBM_ERR_INVALID, "%s is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, "
                           "no *.xplane.pb in it)", path);
-    char *buf;
-    size_t len;
-    hbm_status s = hbmi_read_file(path, &buf, &len);
-    if (s) return s;
-    s = hbm_hlo_parse(buf, len, path, out);
-    hbmi_free(buf);
-    return s;
+    return hbmi_parse_file(path, parse_cb, out);
 }

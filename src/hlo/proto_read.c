@@ -50,87 +50,49 @@ static char *arena_strdup(hbmi_arena *a, const char *s, size_t n) {
     return r;
 }
 
-/* protobuf-c has no nesting limit: a ShapeProto nested a million deep would exhaust the
- * stack. This walks the wire format once, guided by protobuf-c's own descriptors, and
- * rejects nesting deeper than any XLA shape (64 tuple levels, as the text parser allows). */
-static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
-    if (depth > 80) return 0;
-    size_t i = 0;
-    while (i < n) {
-        uint64_t tag = 0, v = 0;
-        size_t j = i;
-        for (unsigned s = 0;; s += 7) { /* varint */
-            if (j >= n || s >= 64) return 0;
-            uint8_t c = p[j++];
-            tag |= (uint64_t)(c & 0x7f) << s;
-            if (!(c & 0x80)) break;
-        }
-        i = j;
-        switch (tag & 7) {
-        case 0:
-            while (i < n && (p[i] & 0x80)) i++;
-            if (i++ >= n) return 0;
-            break;
-        case 1: if (n - i < 8) return 0; i += 8; break;
-        case 5: if (n - i < 4) return 0; i += 4; break;
-        case 2: {
-            for (unsigned s = 0;; s += 7) {
-                if (i >= n || s >= 64) return 0;
-                uint8_t c = p[i++];
-                v |= (uint64_t)(c & 0x7f) << s;
-                if (!(c & 0x80)) break;
-            }
-            if (v > n - i) return 0;
-            const ProtobufCFieldDescriptor *fd =
-                d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
-            if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE && !wire_ok(p + i, (size_t)v, fd->descriptor, depth + 1))
-                return 0;
-            i += (size_t)v;
-            break;
-        }
-        default: return 0;
-        }
-    }
-    return 1;
-}
-
-/* The framing only (tag, length) of one field at *i of a message: its number, and for a
- * length-delimited field its bytes. Lets the listing hand protobuf-c just the submessages it
- * needs (the metadata plane, each allocation) instead of copying a profile's whole trace
- * into unknown fields. 1: a field, 0: the end, -1: malformed. */
+/* The framing only (tag, length) of one field at *i of a message: its number (0 past 2^32),
+ * and for a length-delimited field its bytes. Lets the listing hand protobuf-c just the
+ * submessages it needs (the metadata plane, each allocation) instead of copying a profile's
+ * whole trace into unknown fields. 1: a field, 0: the end, -1: malformed. */
 static int frame_next(const uint8_t *p, size_t n, size_t *i, uint32_t *field, const uint8_t **body, size_t *blen) {
     if (*i >= n) return 0;
-    uint64_t tag = 0, v = 0;
-    for (unsigned s = 0;; s += 7) {
-        if (*i >= n || s >= 64) return -1;
-        uint8_t c = p[(*i)++];
-        tag |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80)) break;
-    }
-    *field = (uint32_t)(tag >> 3);
+    uint64_t tag, v;
+    if (hbmi_varint_get(p, n, i, &tag) <= 0) return -1;
+    *field = tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0;
     *body = NULL;
     *blen = 0;
     switch (tag & 7) {
-    case 0:
-        while (*i < n && (p[*i] & 0x80)) (*i)++;
-        if ((*i)++ >= n) return -1;
-        return 1;
+    case 0: return hbmi_varint_get(p, n, i, &v) > 0 ? 1 : -1;
     case 1: if (n - *i < 8) return -1; *i += 8; return 1;
     case 5: if (n - *i < 4) return -1; *i += 4; return 1;
     case 2:
-        for (unsigned s = 0;; s += 7) {
-            if (*i >= n || s >= 64) return -1;
-            uint8_t c = p[(*i)++];
-            v |= (uint64_t)(c & 0x7f) << s;
-            if (!(c & 0x80)) break;
-        }
-        if (v > n - *i) return -1;
+        if (hbmi_varint_get(p, n, i, &v) <= 0 || v > n - *i) return -1;
         *body = p + *i;
         *blen = (size_t)v;
         *i += (size_t)v;
         return 1;
     default: return -1;
     }
+}
+
+/* protobuf-c has no nesting limit: a ShapeProto nested a million deep would exhaust the
+ * stack. This walks the wire format once, guided by protobuf-c's own descriptors, and
+ * rejects nesting deeper than any XLA shape (64 tuple levels, as the text parser allows). */
+#define WIRE_DEPTH 80
+static int wire_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
+    if (depth > WIRE_DEPTH) return 0;
+    size_t i = 0, bl;
+    uint32_t fld;
+    const uint8_t *b;
+    int r;
+    while ((r = frame_next(p, n, &i, &fld, &b, &bl)) > 0) {
+        /* each level of nesting takes two bytes at least (tag, length): bl bytes nest at most
+         * bl / 2 deep, and a field that cannot pass the limit need not be walked */
+        if (!b || (uint64_t)depth + 1 + bl / 2 <= WIRE_DEPTH) continue;
+        const ProtobufCFieldDescriptor *fd = d && fld ? protobuf_c_message_descriptor_get_field(d, fld) : NULL;
+        if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE && !wire_ok(b, bl, fd->descriptor, depth + 1)) return 0;
+    }
+    return r == 0;
 }
 
 /* the string field `want` of a message (its first), copied into a; "" if none; NULL if malformed */
@@ -404,6 +366,50 @@ static const idref *find_id(const idref *t, size_t n, int64_t id, uint32_t comp)
     return NULL;
 }
 
+/* A direct index of one computation's instruction ids, when they are compact (XLA numbers a
+ * computation's instructions in sequence): slot[id - lo] = position + 1, 0 for none. on = 0
+ * when the ids are too spread out: the caller searches the sorted table instead. */
+typedef struct dense {
+    uint32_t *slot;
+    size_t cap;
+    int64_t lo;
+    uint64_t span;
+    int on;
+} dense;
+
+/* ids[pos[j]] for j < n (pos NULL: ids[j]) at position j. 0: out of host memory. */
+static int dense_build(dense *d, const Hbmpb__HloInstructionProto *const *ins, const uint32_t *pos, size_t n) {
+    d->on = 0;
+    if (!n) return 1;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t j = 0; j < n; j++) {
+        int64_t id = ins[pos ? pos[j] : j]->id;
+        if (id < lo) lo = id;
+        if (id > hi) hi = id;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+    if (span > 4 * (uint64_t)n + 64 || n >= UINT32_MAX) return 1;
+    if (span > d->cap) {
+        uint32_t *s = hbmi_realloc(d->slot, sizeof *s * (size_t)span);
+        if (!s) return 0;
+        d->slot = s;
+        d->cap = (size_t)span;
+    }
+    memset(d->slot, 0, sizeof *d->slot * (size_t)span);
+    for (size_t j = n; j-- > 0;) /* the first of equal ids wins */
+        d->slot[(uint64_t)ins[pos ? pos[j] : j]->id - (uint64_t)lo] = (uint32_t)j + 1;
+    d->lo = lo;
+    d->span = span;
+    d->on = 1;
+    return 1;
+}
+
+/* position of id, -1 when not there */
+static int64_t dense_get(const dense *d, int64_t id) {
+    uint64_t k = (uint64_t)id - (uint64_t)d->lo;
+    return id >= d->lo && k < d->span && d->slot[k] ? (int64_t)d->slot[k] - 1 : -1;
+}
+
 typedef struct conv {
     hbm_hlo_module *m;
     const char *file;
@@ -411,6 +417,8 @@ typedef struct conv {
     idref *comps, *ins;  /* by id */
     size_t n_comps, n_ins;
     const Hbmpb__StackFrameIndexProto *frames;
+    hbmi_str *frame_files; /* per file name of frames, escaped once (p NULL: not yet) */
+    dense dn;
     uint8_t *tiled;      /* per global instruction: a tiled layout somewhere in its shape */
     const Hbmpb__HloInstructionProto **src; /* per global instruction (comp_base + index) */
     size_t *comp_base;
@@ -525,9 +533,10 @@ static uint8_t called_role(const hbmi_instr *in, size_t k) {
 
 /* s as the HLO text writes it (C escapes), which the planner's reports undo */
 static hbmi_str S_esc(conv *c, const char *s) {
-    size_t n = 0, extra = 0;
+    size_t n = strcspn(s, "\\\"\n\t"), extra = 0;
+    if (!s[n]) return S(s); /* nothing to escape: the common case */
     for (; s[n]; n++) extra += s[n] == '\\' || s[n] == '"' || s[n] == '\n' || s[n] == '\t';
-    if (!extra || n + extra >= UINT32_MAX) return S(s);
+    if (n + extra >= UINT32_MAX) return S(s);
     char *r = cv_alloc(c, n + extra + 1);
     if (!r) return S(s);
     size_t k = 0;
@@ -553,7 +562,9 @@ static void meta(conv *c, hbmi_instr *in, const Hbmpb__OpMetadata *md) {
         if (loc > 0 && (size_t)loc <= fr->n_file_locations) {
             const Hbmpb__StackFrameIndexProto__FileLocation *fl = fr->file_locations[loc - 1];
             if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= fr->n_file_names) {
-                in->meta_source_file = S_esc(c, fr->file_names[fl->file_name_id - 1]);
+                hbmi_str *ff = c->frame_files ? &c->frame_files[fl->file_name_id - 1] : NULL;
+                if (ff && !ff->p) *ff = S_esc(c, fr->file_names[fl->file_name_id - 1]);
+                in->meta_source_file = ff ? *ff : S_esc(c, fr->file_names[fl->file_name_id - 1]);
                 line = fl->line;
             }
         }
@@ -608,19 +619,28 @@ static int comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb
         for (size_t j = 0; j < n; j++) order[j] = (uint32_t)j;
         return 1;
     }
-    idref *t = hbmi_malloc(sizeof *t * n);
+    idref *t = NULL;
     uint8_t *used = hbmi_calloc(n ? n : 1, 1);
-    if (!t || !used) {
-        hbmi_free(t);
+    if (!used || !dense_build(&c->dn, (const Hbmpb__HloInstructionProto *const *)cp->instructions, NULL, n) ||
+        (!c->dn.on && !(t = hbmi_malloc(sizeof *t * n)))) {
         hbmi_free(used);
         return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     }
-    for (size_t j = 0; j < n; j++) t[j] = (idref){cp->instructions[j]->id, 0, (uint32_t)j};
-    hbmi_qsort(t, n, sizeof *t, cmp_idref);
+    if (t) {
+        for (size_t j = 0; j < n; j++) t[j] = (idref){cp->instructions[j]->id, 0, (uint32_t)j};
+        hbmi_qsort(t, n, sizeof *t, cmp_idref);
+    }
     size_t k = 0;
     int ok = 1;
     for (size_t q = 0; q < seq->n_instruction_ids && ok; q++) {
-        const idref *r = find_id(t, n, seq->instruction_ids[q], UINT32_MAX);
+        idref d1;
+        const idref *r = NULL;
+        if (t) {
+            r = find_id(t, n, seq->instruction_ids[q], UINT32_MAX);
+        } else {
+            int64_t at = dense_get(&c->dn, seq->instruction_ids[q]);
+            if (at >= 0) d1 = (idref){seq->instruction_ids[q], 0, (uint32_t)at}, r = &d1;
+        }
         if (!r || used[r->idx]) {
             ok = fail(c, HBM_ERR_PARSE, "the schedule of '%s' names instruction id %lld twice or not in it", cp->name,
                       seq->instruction_ids[q]);
@@ -643,6 +663,8 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     if (!nc) return fail(c, HBM_ERR_PARSE, "%sno computations", "", 0);
     if (nc > UINT32_MAX / 4) return fail(c, HBM_ERR_PARSE, "%stoo many computations", "", 0);
     c->frames = mp->stack_frame_index;
+    if (c->frames && c->frames->n_file_names && !(c->frame_files = hbmi_calloc(c->frames->n_file_names, sizeof *c->frame_files)))
+        return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     m->comps = cv_alloc(c, sizeof *m->comps * nc);
     c->comps = hbmi_malloc(sizeof *c->comps * nc);
     const Hbmpb__HloScheduleProto__InstructionSequence **seq = hbmi_calloc(nc, sizeof *seq);
@@ -710,8 +732,11 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     for (size_t ci = 0; ci < nc && ok; ci++) {
         const Hbmpb__HloComputationProto *cp = mp->computations[ci];
         hbmi_comp *cc = &m->comps[ci];
-        const idref *root = find_id(c->ins, g, cp->root_id, (uint32_t)ci);
-        cc->root = root ? root->idx : cc->n - 1; /* as the text parser: else the last */
+        if (!dense_build(&c->dn, c->src + c->comp_base[ci], NULL, cc->n))
+            return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
+        int64_t at = c->dn.on ? dense_get(&c->dn, cp->root_id) : -1;
+        const idref *root = c->dn.on ? NULL : find_id(c->ins, g, cp->root_id, (uint32_t)ci);
+        cc->root = at >= 0 ? (uint32_t)at : root ? root->idx : cc->n - 1; /* as the text parser: else the last */
         cc->ins[cc->root].is_root = 1;
         for (uint32_t j = 0; j < cc->n && ok; j++) {
             hbmi_instr *in = &cc->ins[j];
@@ -721,11 +746,17 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
                 in->ops = cv_alloc(c, sizeof *in->ops * in->n_ops);
                 if (!in->ops) return 0;
                 for (uint32_t k = 0; k < in->n_ops; k++) {
-                    const idref *r = find_id(c->ins, g, ip->operand_ids[k], (uint32_t)ci);
-                    if (!r) return fail(c, HBM_ERR_PARSE, "operand of '%s' (id %lld) is not in its computation", ip->name,
-                                        ip->operand_ids[k]);
-                    if (r->idx == j) return fail(c, HBM_ERR_PARSE, "instruction '%s' uses itself", ip->name, 0);
-                    in->ops[k] = r->idx;
+                    int64_t op = -1;
+                    if (c->dn.on) {
+                        op = dense_get(&c->dn, ip->operand_ids[k]);
+                    } else {
+                        const idref *r = find_id(c->ins, g, ip->operand_ids[k], (uint32_t)ci);
+                        if (r) op = r->idx;
+                    }
+                    if (op < 0) return fail(c, HBM_ERR_PARSE, "operand of '%s' (id %lld) is not in its computation", ip->name,
+                                            ip->operand_ids[k]);
+                    if (op == j) return fail(c, HBM_ERR_PARSE, "instruction '%s' uses itself", ip->name, 0);
+                    in->ops[k] = (uint32_t)op;
                 }
             }
             size_t ncall = ip->n_called_computation_ids;
@@ -828,6 +859,79 @@ static uint64_t replay(hbmi_xla *x, const Hbmpb__HeapSimulatorTrace *t, size_t u
     return peak;
 }
 
+/* The alignment XLA's build used, as its assignment shows it (0: it does not say). XLA:GPU
+ * aligns every buffer it places to kXlaAllocatedBufferAlignBytes
+ * (xla/service/gpu/gpu_constants.h): 128 bytes until mid-2025, 256 since (openxla/xla pull
+ * request 27784, for cuBLAS 12.9.1.4; the constant is the same for CUDA and ROCm). The heap
+ * simulator puts a buffer at the start of a free gap rounded up to that alignment, so:
+ * an offset that is an odd multiple of 128 means 128 (a 256 build never makes one); a buffer
+ * at an offset o whose gap starts at e (the highest end below it among the buffers whose
+ * lifetimes, in the heap trace, overlap its own) with e <= o - 128 < o <= e + 255 means 256
+ * (a 128 build would have put it at e rounded up to 128, below o). */
+typedef struct span {
+    uint64_t off, end;
+    size_t from, to; /* heap trace events: first (ALLOC, SHARE_WITH) and FREE */
+    size_t trace;
+} span;
+
+static int cmp_span_end(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    return a->end < b->end ? -1 : a->end > b->end;
+}
+
+static uint64_t seen_alignment(hbmi_xla *x, const Hbmpb__BufferAssignmentProto *ba) {
+    for (uint32_t i = 0; i < x->n_lbufs; i++)
+        if (x->lbufs[i].alloc >= 0 && x->lbufs[i].cat && x->lbufs[i].offset % 256 == 128) return 128;
+    size_t n = 0;
+    for (size_t t = 0; t < ba->n_heap_simulator_traces; t++) n += ba->heap_simulator_traces[t]->n_events;
+    span *sp = hbmi_malloc(sizeof *sp * (n ? n : 1));
+    uint32_t *at = hbmi_malloc(sizeof *at * (x->n_lbufs ? x->n_lbufs : 1));
+    uint64_t found = 0;
+    if (!sp || !at) goto out;
+    size_t k = 0;
+    for (size_t t = 0; t < ba->n_heap_simulator_traces; t++) {
+        const Hbmpb__HeapSimulatorTrace *tr = ba->heap_simulator_traces[t];
+        size_t k0 = k;
+        for (uint32_t i = 0; i < x->n_lbufs; i++) at[i] = UINT32_MAX;
+        for (size_t e = 0; e < tr->n_events; e++) {
+            const Hbmpb__HeapSimulatorTrace__Event *ev = tr->events[e];
+            hbmi_xla_lbuf *b = find_lbuf(x, ev->buffer_id);
+            if (!b || b->alloc < 0 || !b->cat || b->offset < 0) continue;
+            uint32_t bi = (uint32_t)(b - x->lbufs);
+            if ((ev->kind == 0 || ev->kind == 2) && at[bi] == UINT32_MAX) {
+                at[bi] = (uint32_t)k;
+                sp[k++] = (span){(uint64_t)b->offset, (uint64_t)b->offset + b->size, e, tr->n_events, t};
+            } else if (ev->kind == 1 && at[bi] != UINT32_MAX && at[bi] >= k0) {
+                sp[at[bi]].to = e;
+            }
+        }
+    }
+    hbmi_qsort(sp, k, sizeof *sp, cmp_span_end);
+    for (size_t i = 0; i < k && !found; i++) {
+        uint64_t o = sp[i].off;
+        if (!o || o % 256) continue;
+        /* the spans ending in (o - 256, o]: the first with end > o - 256 */
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sp[mid].end + 256 > o) hi = mid;
+            else lo = mid + 1;
+        }
+        uint64_t e = 0;
+        int any = 0;
+        for (size_t j = lo, seen = 0; j < k && sp[j].end <= o && seen < 256; j++, seen++) {
+            const span *c = &sp[j];
+            if (c->trace != sp[i].trace || c->off >= o || c->from > sp[i].to || sp[i].from > c->to) continue;
+            if (!any || c->end > e) e = c->end, any = 1;
+        }
+        if (any && e + 128 <= o) found = 256;
+    }
+out:
+    hbmi_free(sp);
+    hbmi_free(at);
+    return found;
+}
+
 static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbm_hlo_module *m = c->m;
     hbmi_xla *x = cv_alloc(c, sizeof *x);
@@ -917,8 +1021,14 @@ static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbmi_free(ref);
     hbmi_free(canon);
     if (!x->peak && best && !c->err) return 0;
+    x->alignment = seen_alignment(x, ba);
     m->xla = x;
     return 1;
+}
+
+static size_t put(char *t, size_t k, const char *s, size_t n) {
+    memcpy(t + k, s, n);
+    return k + n;
 }
 
 /* The module's text for the few questions the planner asks of the text itself (which
@@ -939,22 +1049,30 @@ static int synth_text(conv *c) {
     size_t k = 0;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
         const hbmi_comp *cc = &m->comps[ci];
-        k += (size_t)snprintf(t + k, len - k, "%%%s\n", cc->name.p);
+        t[k++] = '%';
+        k = put(t, k, cc->name.p, cc->name.n);
+        t[k++] = '\n';
         for (uint32_t j = 0; j < cc->n; j++) {
             size_t g = c->comp_base[ci] + j;
             const Hbmpb__HloInstructionProto *ip = c->src[g];
             cc->ins[j].off = k;
-            k += (size_t)snprintf(t + k, len - k, "%%%s = %s", ip->name, ip->opcode);
-            if (ip->custom_call_target[0])
-                k += (size_t)snprintf(t + k, len - k, ", custom_call_target=\"%s\"", ip->custom_call_target);
+            t[k++] = '%';
+            k = put(t, k, cc->ins[j].name.p, cc->ins[j].name.n);
+            k = put(t, k, " = ", 3);
+            k = put(t, k, cc->ins[j].opcode.p, cc->ins[j].opcode.n);
+            if (ip->custom_call_target[0]) {
+                k = put(t, k, ", custom_call_target=\"", 22);
+                k = put(t, k, cc->ins[j].target.p, cc->ins[j].target.n);
+                t[k++] = '"';
+            }
             if (ip->backend_config.len) {
-                k += (size_t)snprintf(t + k, len - k, ", backend_config=");
+                k = put(t, k, ", backend_config=", 17);
                 for (size_t q = 0; q < ip->backend_config.len; q++) {
                     char ch = (char)ip->backend_config.data[q];
                     t[k++] = ch == '\n' || ch == '\r' || ch == 0 ? ' ' : ch;
                 }
             }
-            if (c->tiled[g]) k += (size_t)snprintf(t + k, len - k, " :T(");
+            if (c->tiled[g]) k = put(t, k, " :T(", 4);
             t[k++] = '\n';
         }
     }
@@ -991,12 +1109,15 @@ hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **ou
             if (!mp) fail(&c, HBM_ERR_PARSE, "%sthe xla.HloProto holds no module (hlo_module)", "", 0);
         }
     }
-    if (!c.err && !mp) fail(&c, HBM_ERR_PARSE, "%snot a valid xla.HloProto (truncated or corrupt)", "", 0);
+    if (!c.err && !mp)
+        fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
     int ok = !c.err && conv_module(&c, mp);
     if (ok && ba) ok = attach_xla(&c, ba);
     if (ok) ok = synth_text(&c);
     hbmi_free(c.comps);
     hbmi_free(c.ins);
+    hbmi_free(c.dn.slot);
+    hbmi_free(c.frame_files);
     hbmi_free(c.tiled);
     hbmi_free(c.src);
     hbmi_free(c.comp_base);

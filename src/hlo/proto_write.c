@@ -106,6 +106,7 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint
     mp->n_computations = m->n_comps;
     mp->computations = wa(&w, sizeof *mp->computations * m->n_comps);
     mp->entry_computation_id = m->entry + 1;
+    if (m->n_comps) mp->entry_computation_name = wstr(&w, m->comps[m->entry].name, 0); /* as XLA writes it */
     Hbmpb__HloScheduleProto *sch = NULL;
     if (m->is_scheduled) {
         sch = wa(&w, sizeof *sch);

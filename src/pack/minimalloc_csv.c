@@ -200,15 +200,13 @@ fail:
     return s;
 }
 
+static hbm_status parse_cb(const char *data, size_t len, const char *name, void *out) {
+    return hbm_minimalloc_parse(data, len, name, out);
+}
+
 hbm_status hbm_minimalloc_read(const char *path, hbm_timeline **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "minimalloc: NULL argument");
-    char *buf;
-    size_t len;
-    hbm_status s = hbmi_read_file(path, &buf, &len);
-    if (s) return s;
-    s = hbm_minimalloc_parse(buf, len, path, out);
-    hbmi_free(buf);
-    return s;
+    return hbmi_parse_file(path, parse_cb, out);
 }
 
 hbm_status hbm_minimalloc_write(const hbm_timeline *tl, FILE *f) { return hbmi_minimalloc_write(tl, f, 1); }

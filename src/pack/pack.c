@@ -9,7 +9,7 @@
 #include "pack/pack_bundle.h"
 #include "pack/pack_exact.h"
 #include "pack/pack_greedy.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 
 /* Input limits that keep every offset computation far from overflow. */
 #define PACK_MAX_TOTAL (UINT64_C(1) << 56)

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "plan/plan_internal.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 
 typedef struct ctx {
     hbm_plan *p;
@@ -1311,15 +1311,18 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     hbm_plan_options_default(&p->opt);
     if (o) {
-        if (o->alignment) p->opt.alignment = o->alignment;
+        if (o->alignment) p->opt.alignment = o->alignment, p->alignment_from = 'o';
         if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
         p->opt.backend = o->backend;
     }
     p->m = m;
     p->backend_evidence = 'o';
     if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m, &p->backend_evidence);
-    /* XLA:GPU aligns buffers to 128 bytes (kXlaAllocatedBufferAlignBytes), XLA:CPU slices its
-     * temp buffer at 64 (cpu_function_runtime::Align) */
+    /* XLA:GPU aligns buffers to kXlaAllocatedBufferAlignBytes: 128 bytes, 256 in builds since
+     * mid-2025, which a file with XLA's own assignment shows (src/hlo/proto_read.c); XLA:CPU
+     * slices its temp buffer at 64 (cpu_function_runtime::Align) */
+    if (!p->opt.alignment && p->opt.backend == HBM_BACKEND_GPU && m->xla && m->xla->alignment)
+        p->opt.alignment = m->xla->alignment, p->alignment_from = 'x';
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;
     p->stats.backend = p->opt.backend;
     hbm_status s = hbmi_df_run(m, p->opt.pointer_size, &p->df);

@@ -80,6 +80,23 @@ static int cmp_live(const void *x, const void *y) {
 
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
+hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit) {
+    uint64_t use = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
+    if (limit) *limit = use;
+    if (!p || !capacity) return HBM_VERDICT_NONE;
+    uint64_t need = p->stats.peak_bytes;
+    return need > capacity ? HBM_VERDICT_DOES_NOT_FIT : need > use ? HBM_VERDICT_FITS_PHYSICALLY_ONLY : HBM_VERDICT_FITS;
+}
+
+const char *hbm_plan_verdict_str(hbm_plan_verdict v) {
+    switch (v) {
+    case HBM_VERDICT_FITS: return "fits";
+    case HBM_VERDICT_FITS_PHYSICALLY_ONLY: return "fits_physically_only";
+    case HBM_VERDICT_DOES_NOT_FIT: return "does_not_fit";
+    default: return "";
+    }
+}
+
 hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, double fraction, const char *device,
                             size_t top) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan explain: NULL argument");
@@ -89,8 +106,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     char a[32], b[32], c[32];
     fprintf(f, "\nhbm: explanation\n");
     static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
-    fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s.\n",
+    fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
+            p->alignment_from == 'x' ? " (XLA's build, as its assignment shows)" : "",
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
@@ -168,16 +186,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         char full[512], what[256]; /* "label shape", cut to fit 100 columns */
         snprintf(full, sizeof full, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
         hbmi_fit(what, sizeof what, full, 63, 0);
-        fprintf(f, "    %10s %5.1f%%  %-9s %s", hbm_size_xla((int64_t)bf->size, a), pct,
-                t ? cat_name(t->category) : "", what);
-        fprintf(f, "\n");
+        hbmi_buffer_row(f, 4, hbm_size_xla((int64_t)bf->size, a), pct, t ? cat_name(t->category) : "", what);
         /* cut in the middle so that both ends survive (file:line, the op's last component) */
-        char loc[512], cut[1100];
-        if (t && t->source_file) {
-            snprintf(loc, sizeof loc, "%s:%d", t->source_file, t->source_line);
-            fprintf(f, "               at %s\n", hbmi_fit(cut, sizeof cut, loc, 100 - 18, 1));
-        }
-        if (t && t->op_name) fprintf(f, "               op %s\n", hbmi_fit(cut, sizeof cut, t->op_name, 100 - 18, 1));
+        if (t) hbmi_buffer_where(f, 15, 100 - 18, t->source_file, t->source_line, t->op_name);
     }
     if (n > show) fprintf(f, "    ... and %zu smaller buffers\n", n - show);
     /* a buffer that dwarfs the inputs is the usual culprit (e.g. an SVD's full U) */
@@ -191,15 +202,16 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         fprintf(f, ".\n");
     }
     hbmi_free(items);
-    if (capacity) {
+    uint64_t limit;
+    hbm_plan_verdict v = hbm_plan_verdict_get(p, capacity, fraction, &limit);
+    if (v != HBM_VERDICT_NONE) {
         const char *dev = device && *device ? device : "the device";
         uint64_t need = s->peak_bytes;
-        uint64_t limit = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
         fprintf(f, "\nVerdict for %s (%s):\n", dev, hbm_size_human(capacity, a));
-        if (need > capacity) {
+        if (v == HBM_VERDICT_DOES_NOT_FIT) {
             fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
                     hbm_size_human(capacity, b), hbm_size_human(need - capacity, c));
-        } else if (need > limit) {
+        } else if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY) {
             double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
             if (want > 1.0) want = 1.0;
             fprintf(f,
@@ -265,12 +277,11 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     fprintf(f, ",\n  \"peak_computation\": ");
     jstr(f, hbm_plan_step_where(p, s->peak_step));
     fprintf(f, ",\n  \"peak_live_bytes\": %" PRIu64 ",\n  \"schedule_steps\": %zu", s->peak_live_bytes, s->n_steps);
-    if (capacity) {
-        uint64_t limit = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
-        const char *v = s->peak_bytes > capacity ? "does_not_fit" : s->peak_bytes > limit ? "fits_physically_only" : "fits";
+    uint64_t limit;
+    hbm_plan_verdict v = hbm_plan_verdict_get(p, capacity, fraction, &limit);
+    if (v != HBM_VERDICT_NONE)
         fprintf(f, ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"framework_limit_bytes\": %" PRIu64 ",\n  \"verdict\": \"%s\"",
-                capacity, limit, v);
-    }
+                capacity, limit, hbm_plan_verdict_str(v));
     fprintf(f, ",\n  \"peak_buffers\": [");
     size_t n = p->n_peak < top ? p->n_peak : top;
     for (size_t i = 0; i < n; i++) {

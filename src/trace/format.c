@@ -347,24 +347,9 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
             size_t q = off + 1;
             int torn = 0, toolong = 0;
             for (int k = 0; k < 8; k++) {
-                uint64_t x = 0;
-                int shift = 0;
-                for (;;) {
-                    if (q >= len) {
-                        torn = 1;
-                        break;
-                    }
-                    unsigned char c = p[q++];
-                    if (shift == 63 && c > 1) toolong = 1;
-                    if (shift < 64) x |= (uint64_t)(c & 0x7f) << shift;
-                    if (!(c & 0x80)) break;
-                    if ((shift += 7) > 63) {
-                        toolong = 1;
-                        break;
-                    }
-                }
-                if (torn || toolong) break;
-                v[k] = x;
+                int got = hbmi_varint_get(p, len, &q, &v[k]);
+                torn = got == 0, toolong = got < 0;
+                if (got <= 0) break;
             }
             if (torn) {
                 r.t->truncated_at = off;
@@ -432,13 +417,11 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     return HBM_OK;
 }
 
+static hbm_status parse_cb(const char *data, size_t len, const char *name, void *out) {
+    return hbm_trace_parse(data, len, name, out);
+}
+
 hbm_status hbm_trace_read(const char *path, hbm_trace **out) {
     if (!path || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_read: NULL argument");
-    char *data;
-    size_t len;
-    hbm_status s = hbmi_read_file(path, &data, &len);
-    if (s) return s;
-    s = hbm_trace_parse(data, len, path, out);
-    hbmi_free(data);
-    return s;
+    return hbmi_parse_file(path, parse_cb, out);
 }

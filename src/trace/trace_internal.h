@@ -60,14 +60,6 @@ typedef struct hbmi_ev_state {
     uint64_t time, addr;
 } hbmi_ev_state;
 
-static inline unsigned char *hbmi_varint(unsigned char *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (unsigned char)v;
-    return p;
-}
 static inline uint64_t hbmi_zigzag(uint64_t d) { return (d << 1) ^ (uint64_t)((int64_t)d >> 63); }
 static inline uint64_t hbmi_unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1); }
 
@@ -75,14 +67,14 @@ static inline uint64_t hbmi_unzigzag(uint64_t z) { return (z >> 1) ^ (uint64_t)-
 static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *e, hbmi_ev_state *st) {
     unsigned char *q = p;
     *q++ = e->kind;
-    q = hbmi_varint(q, e->time_ns - st->time);
-    q = hbmi_varint(q, hbmi_zigzag(e->addr - st->addr));
-    q = hbmi_varint(q, e->size);
-    q = hbmi_varint(q, hbmi_zigzag(e->size - e->requested));
-    q = hbmi_varint(q, e->stream);
-    q = hbmi_varint(q, e->thread);
-    q = hbmi_varint(q, e->tag);
-    q = hbmi_varint(q, e->backtrace);
+    q = hbmi_varint_put(q, e->time_ns - st->time);
+    q = hbmi_varint_put(q, hbmi_zigzag(e->addr - st->addr));
+    q = hbmi_varint_put(q, e->size);
+    q = hbmi_varint_put(q, hbmi_zigzag(e->size - e->requested));
+    q = hbmi_varint_put(q, e->stream);
+    q = hbmi_varint_put(q, e->thread);
+    q = hbmi_varint_put(q, e->tag);
+    q = hbmi_varint_put(q, e->backtrace);
     st->time = e->time_ns;
     st->addr = e->addr;
     return (size_t)(q - p);
@@ -129,10 +121,6 @@ hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const ch
 
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
-
-/* A device spec in words, as the device reads it: "H100-80GB (79.65GiB)", "a simulated
- * device of 80.00GiB"; the spec itself when it does not open. Returns buf or spec. */
-const char *hbmi_device_words(const char *spec, char *buf, size_t cap);
 
 /* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
 void hbmi_json_trace_id(FILE *f, const hbm_trace *t);

@@ -11,7 +11,7 @@
 
 static void pb_varint(hbmi_buf *b, uint64_t v) {
     unsigned char t[10];
-    hbmi_buf_put(b, t, (size_t)(hbmi_varint(t, v) - t));
+    hbmi_buf_put(b, t, (size_t)(hbmi_varint_put(t, v) - t));
 }
 static void pb_key(hbmi_buf *b, unsigned field, unsigned wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
 static void pb_uint(hbmi_buf *b, unsigned field, uint64_t v) {

@@ -156,6 +156,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbm_stats st;
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
+    int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
@@ -213,6 +214,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
         }
     }
+    hbmi_oom_quiet_set(quiet);
     if (!s) compare(c, pending, npend); /* decisions after the last alloc */
     hbmi_torch_set_event_fn(self, NULL, NULL);
     hbmi_torch_set_addr_fn(self, NULL, NULL);
@@ -355,11 +357,14 @@ static hbm_status prelude_state(const hbm_trace *t, hbm_torch_segment_state **se
 
 hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap) {
     if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_settings: NULL argument");
+    if (t->torch_settings[0]) { /* what the snapshot says; else what its events show */
+        snprintf(buf, cap, "%s", t->torch_settings);
+        return HBM_OK;
+    }
     int has_map = 0;
     for (size_t i = 0; i < t->count && !has_map; i++)
         has_map = t->events[i].kind == HBM_EV_SEGMENT_MAP || t->events[i].kind == HBM_EV_SEGMENT_UNMAP;
-    if (t->torch_settings[0]) snprintf(buf, cap, "%s", t->torch_settings);
-    else snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
+    snprintf(buf, cap, "%s", has_map ? "expandable_segments=true" : "");
     return HBM_OK;
 }
 
@@ -534,26 +539,24 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
     out->peak_event = out->oom_event = out->peak_in_use_event = -1;
-    hbmi_map live, held; /* address -> requested bytes, bytes held */
+    hbmi_map live; /* address -> requested bytes (what a block holds, as memory_viz counts it) */
     hbmi_map_init(&live);
-    hbmi_map_init(&held);
     uint64_t reserved = 0, requested = 0, in_use = 0, segments = 0, v;
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         switch (e->kind) {
         case HBM_EV_ALLOC: {
-            uint64_t req = e->requested ? e->requested : e->size, h = req; /* as memory_viz counts them */
-            if (!(s = hbmi_map_put(&live, e->addr, req)) && !(s = hbmi_map_put(&held, e->addr, h))) {
+            uint64_t req = e->requested ? e->requested : e->size; /* as memory_viz counts them */
+            if (!(s = hbmi_map_put(&live, e->addr, req))) {
                 requested += req;
-                in_use += h;
+                in_use += req;
                 if (in_use > out->peak_in_use) out->peak_in_use = in_use, out->peak_in_use_event = (int64_t)i;
             }
             break;
         }
         case HBM_EV_FREE:
-            if (hbmi_map_del(&live, e->addr, &v)) requested -= v;
-            if (hbmi_map_del(&held, e->addr, &v)) in_use -= v;
+            if (hbmi_map_del(&live, e->addr, &v)) requested -= v, in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
         case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
@@ -575,192 +578,6 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
         }
     }
     hbmi_map_destroy(&live);
-    hbmi_map_destroy(&held);
     out->unallocated_at_peak = out->peak_reserved > out->requested_at_peak ? out->peak_reserved - out->requested_at_peak : 0;
     return s;
-}
-
-hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json) {
-    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_replay_write: NULL argument");
-    hbm_torch_recorded r;
-    hbm_torch_match m;
-    hbm_status s = hbm_torch_recorded_get(t, &r);
-    if (!s) s = hbm_replay_torch_match(t, NULL, NULL, &m);
-    if (s) return s;
-    if (json) {
-        fprintf(f, ", \"recorded\": {\"peak_bytes_reserved\": %" PRIu64 ", \"peak_event\": %" PRId64
-                   ", \"requested_bytes_at_peak\": %" PRIu64 ", \"reserved_unallocated_at_peak\": %" PRIu64
-                   ", \"segments_at_peak\": %" PRIu64 ", \"oom\": ",
-                r.peak_reserved, r.peak_event, r.requested_at_peak, r.unallocated_at_peak, r.segments_at_peak);
-        if (r.oom_event >= 0) fprintf(f, "{\"event\": %" PRId64 ", \"bytes\": %" PRIu64 "}}", r.oom_event, r.oom_bytes);
-        else fputs("null}", f);
-        fputs(", \"match\": {\"config\": ", f);
-        hbmi_json_str(f, m.config);
-        fputs(", \"device\": ", f);
-        hbmi_json_str(f, m.device);
-        fputs(", \"result\": ", f);
-        hbm_torch_match_write(&m, f, 1);
-        fputc('}', f);
-        return HBM_OK;
-    }
-    /* the recorded row is the table's first (hbm_replay_write) */
-    fputc('\n', f);
-    fprintf(f, "twin %s on %s: ", m.config, m.device);
-    hbm_torch_match_write(&m, f, 0);
-    if (m.allocs_before_history) fprintf(f, " (%" PRIu64 " in segments from before the history)", m.allocs_before_history);
-    fputc('\n', f);
-    return HBM_OK;
-}
-
-/* ---- --suggest ------------------------------------------------------------------------------ */
-
-static void add_candidate(hbm_torch_suggestion *s, const char *base, const char *item, const char *env) {
-    if (s->n >= HBM_TORCH_SUGGEST_MAX) return;
-    hbm_torch_candidate *c = &s->c[s->n++];
-    if (snprintf(c->config, sizeof c->config, "%s%s%s", base, *item ? "," : "", item) >= (int)sizeof c->config ||
-        snprintf(c->env, sizeof c->env, "%s", env) >= (int)sizeof c->env)
-        s->n--; /* too long to say whole: not a candidate */
-}
-
-hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
-    if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
-    memset(out, 0, sizeof *out);
-    out->best = -1;
-    if (strcmp(t->source, "torch"))
-        return hbmi_error(HBM_ERR_INVALID, "%s is not a PyTorch snapshot: --suggest changes PYTORCH_CUDA_ALLOC_CONF "
-                          "(for an HLO module, 'hbm fit' finds the settings that fit; for a JAX trace, compare "
-                          "settings with --config)", t->name);
-    int has_map;
-    (void)recorded_peak(t, 0, &has_map);
-    if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
-    else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
-    char base[sizeof out->c[0].config], rec[sizeof t->torch_settings + 32];
-    twin_config(t, NULL, base, sizeof base);
-    hbm_torch_recorded_settings(t, rec, sizeof rec);
-    has_map = strstr(rec, "expandable_segments=true") != NULL;
-    char env0[sizeof out->c[0].env];
-    if (t->torch_settings[0]) {
-        if (snprintf(env0, sizeof env0, "(recorded: %s)", t->torch_settings) >= (int)sizeof env0) env0[sizeof env0 - 1] = 0;
-    } else snprintf(env0, sizeof env0, "%s", has_map ? "expandable_segments:True (recorded)" : "(recorded: PyTorch's defaults)");
-    add_candidate(out, base, "", env0);
-    if (has_map) add_candidate(out, base, "expandable_segments=false", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False");
-    else add_candidate(out, base, "expandable_segments=true", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-    static const unsigned splits[] = {20, 32, 64, 128, 256, 512, 1024};
-    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
-        char item[64], env[96];
-        snprintf(item, sizeof item, "max_split_size_mb=%u", splits[k]);
-        snprintf(env, sizeof env, "PYTORCH_CUDA_ALLOC_CONF=%smax_split_size_mb:%u", has_map ? "expandable_segments:True," : "",
-                 splits[k]);
-        add_candidate(out, base, item, env);
-    }
-    /* PyTorch puts no limit on its cudaMallocAsync pool: the whole device */
-    add_candidate(out, "allocator=cuda_async,fraction=1", "", "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync");
-    hbm_device *dev;
-    hbm_status s = hbm_device_open(out->device, &dev);
-    if (s) return s;
-    uint64_t dfree = 0;
-    s = hbm_device_mem_info(dev, &dfree, &out->capacity);
-    hbm_device_close(dev);
-    if (s) return s;
-    const char *cfg[HBM_TORCH_SUGGEST_MAX];
-    hbm_replay_result res[HBM_TORCH_SUGGEST_MAX];
-    for (size_t k = 0; k < out->n; k++) cfg[k] = out->c[k].config;
-    hbm_replay_many(t, out->device, cfg, out->n, res); /* each result says whether it ran */
-    for (size_t k = 0; k < out->n; k++) {
-        hbm_torch_candidate *c = &out->c[k];
-        c->status = res[k].status;
-        c->ooms = res[k].ooms;
-        c->peak_reserved = res[k].peak_reserved;
-        c->peak_in_use = res[k].peak_in_use;
-        c->frag_at_peak = res[k].frag_at_peak;
-        hbm_replay_result_release(&res[k]);
-        if (k && !c->status && !c->ooms &&
-            (out->best < 0 || c->peak_reserved < out->c[out->best].peak_reserved))
-            out->best = (int)k;
-    }
-    if (!out->c[0].status && !out->c[0].ooms) out->best = 0; /* nothing to avoid */
-    hbm_replay_bounds b;
-    if (!hbm_replay_bounds_get(t, 0.0, 0, &b)) out->lower_bound = b.lower_bound;
-    /* a request that failed needed its bytes on top of what was live then */
-    hbmi_map live;
-    hbmi_map_init(&live);
-    uint64_t now = 0, v;
-    for (size_t i = 0; i < t->count && !s; i++) {
-        const hbm_trace_event *e = &t->events[i];
-        uint64_t size = e->requested ? e->requested : e->size;
-        if (e->kind == HBM_EV_ALLOC) {
-            if (!(s = hbmi_map_put(&live, e->addr, size))) now += size;
-        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, e->addr, &v)) {
-            now -= v;
-        } else if (e->kind == HBM_EV_OOM && now + size > out->lower_bound) {
-            out->lower_bound = now + size;
-        }
-    }
-    hbmi_map_destroy(&live);
-    if (s) return s;
-    if (out->best < 0 && out->lower_bound > out->capacity) out->over_by = out->lower_bound - out->capacity;
-    return HBM_OK;
-}
-
-hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int json) {
-    if (!s || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest_write: NULL argument");
-    char a[32], b[32];
-    if (json) {
-        fputs("{\"device\": ", f);
-        hbmi_json_str(f, s->device);
-        fprintf(f, ", \"capacity\": %" PRIu64 ", \"max_live_bytes\": %" PRIu64 ", \"suggestion\": ", s->capacity, s->lower_bound);
-        if (s->best >= 0) {
-            fputs("{\"env\": ", f);
-            hbmi_json_str(f, s->c[s->best].env);
-            fputs(", \"config\": ", f);
-            hbmi_json_str(f, s->c[s->best].config);
-            fprintf(f, ", \"peak_bytes_reserved\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}", s->c[s->best].peak_reserved,
-                    s->c[s->best].frag_at_peak);
-        } else {
-            fputs("null", f);
-        }
-        fprintf(f, ", \"over_by_bytes\": %" PRIu64 ", \"candidates\": [", s->over_by);
-        for (size_t k = 0; k < s->n; k++) {
-            const hbm_torch_candidate *c = &s->c[k];
-            fputs(k ? ", {\"config\": " : "{\"config\": ", f);
-            hbmi_json_str(f, c->config);
-            fputs(", \"env\": ", f);
-            hbmi_json_str(f, c->env);
-            fprintf(f, ", \"status\": \"%s\", \"ooms\": %" PRIu64 ", \"peak_bytes_reserved\": %" PRIu64
-                       ", \"peak_bytes_in_use\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f}",
-                    hbm_status_name(c->status), c->ooms, c->peak_reserved, c->peak_in_use, c->frag_at_peak);
-        }
-        fputs("]}\n", f);
-        return HBM_OK;
-    }
-    char w[160];
-    fprintf(f, "on %s:\n", hbmi_device_words(s->device, w, sizeof w));
-    if (s->best == 0) {
-        fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
-    } else if (s->best > 0) {
-        const hbm_torch_candidate *c = &s->c[s->best];
-        fprintf(f, "%s\n  avoids the OOM: peak reserved %s, fragmentation at the peak %.1f%%\n", c->env,
-                hbm_size_xla((int64_t)c->peak_reserved, a), 100.0 * c->frag_at_peak);
-    } else if (s->over_by) {
-        fprintf(f, "no setting avoids the OOM: the program needs %s at once, %s more than the device holds\n",
-                hbm_size_xla((int64_t)s->lower_bound, a), hbm_size_xla((int64_t)s->over_by, b));
-    } else {
-        fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
-                hbm_size_xla((int64_t)s->lower_bound, a));
-    }
-    int ew = 56; /* the settings' column fits the longest (within 100 columns) */
-    for (size_t k = 0; k < s->n; k++)
-        if ((int)strlen(s->c[k].env) > ew) ew = (int)strlen(s->c[k].env);
-    if (ew > 66) ew = 66;
-    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, "setting", "OOMs", "peak reserved", "frag@peak");
-    for (size_t k = 0; k < s->n; k++) {
-        const hbm_torch_candidate *c = &s->c[k];
-        if (c->status) {
-            fprintf(f, "%-*s %s\n", ew, c->env, hbm_status_str(c->status));
-            continue;
-        }
-        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
-                100.0 * c->frag_at_peak);
-    }
-    return HBM_OK;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "plan/xla_heap.h"
+#include "pack/xla_heap.h"
 
 typedef struct tnode {
     int64_t start, end, subtree_end; /* [start, end) */

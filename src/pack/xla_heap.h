@@ -1,6 +1,6 @@
-/* src/plan/xla_heap.h - XLA's heap simulator packing (GlobalDecreasingSizeBestFitHeap). */
-#ifndef HBM_PLAN_XLA_HEAP_H
-#define HBM_PLAN_XLA_HEAP_H
+/* src/pack/xla_heap.h - XLA's heap simulator packing (GlobalDecreasingSizeBestFitHeap). */
+#ifndef HBM_PACK_XLA_HEAP_H
+#define HBM_PACK_XLA_HEAP_H
 
 #include <stdint.h>
 

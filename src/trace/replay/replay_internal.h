@@ -1,0 +1,51 @@
+/* replay_internal.h - the replay engine (replay.c) as the floor above it composes it: a
+ * trace prepared once (its alloc/free pairing), each configuration replayed once against
+ * it. The engine formats nothing: what happens at an OOM beyond counting it (the report,
+ * its diagnosis) is the caller's hook, called once, at the first one, with the allocator
+ * in its state then. */
+#ifndef HBM_TRACE_REPLAY_INTERNAL_H
+#define HBM_TRACE_REPLAY_INTERNAL_H
+
+#include <string.h>
+
+#include "hbm/alloc.h"
+#include "hbm/replay.h"
+#include "trace/trace_internal.h"
+
+/* What every configuration's replay of one trace shares. */
+typedef struct hbmi_replay_plan {
+    const hbm_trace *t;
+    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none); an alloc's address in
+                             the current replay + 1 (0: none) */
+    uint64_t lower_bound; /* the most bytes live at once (hbm_replay_bounds_get's) */
+    size_t nbuffers;      /* the buffers of hbm_trace_to_timeline (non-zero sizes) */
+} hbmi_replay_plan;
+
+hbm_status hbmi_replay_prepare(const hbm_trace *t, hbmi_replay_plan *p);
+void hbmi_replay_plan_free(hbmi_replay_plan *p);
+/* hbm_replay_bounds_get of the plan's trace, its pairing and bound reused. */
+hbm_status hbmi_replay_bounds(const hbmi_replay_plan *p, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
+
+typedef struct hbmi_replay_hooks {
+    /* at the first OOM (the allocator's OOM record taken): r->first_oom_* are set */
+    void (*on_first_oom)(void *user, hbm_allocator *a, hbm_replay_result *r);
+    void *user;
+    int stop_at_first_oom; /* 1: end the replay there (r says where; peaks so far) */
+} hbmi_replay_hooks;
+
+/* Replay p's trace against cfg on a fresh device opened from device_spec; r->config gets
+ * cfg->text. h may be NULL. Returns r->status. */
+hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
+                           const hbmi_replay_hooks *h, hbm_replay_result *r);
+
+/* s into buf[cap], cut at cap - 1 bytes (a configuration into a result's config). */
+static inline void hbmi_strlcpy_cut(char *buf, size_t cap, const char *s) {
+    size_t k = strnlen(s, cap - 1);
+    memcpy(buf, s, k);
+    buf[k] = 0;
+}
+
+/* r failed with s: its status and the last error's message. Returns s. */
+hbm_status hbmi_replay_result_fail(hbm_replay_result *r, hbm_status s);
+
+#endif
