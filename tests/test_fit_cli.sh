@@ -49,4 +49,45 @@ check "missing file: exit 2" test $rc -eq 2
 out=$("$HBM" fit "$EX" --capacity 1GiB --remat greedy 2>&1); rc=$?
 check "bad --remat: exit 2" test $rc -eq 2
 check "bad --remat message" grep -q "hbm fit: --remat: remat 'greedy': expected hbm, xla or none" <<<"$out"
+# every figure is hbm plan's: the peak before is `hbm plan`'s of the module, the peak after is
+# `hbm plan`'s of the emitted module, in the text, --json, --remat xla and Python's hbm.fit
+agree() { # file, fit options...
+    local f=$1; shift
+    local before after
+    before=$("$HBM" plan "$f" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_bytes"])')
+    for who in hbm xla; do
+        "$HBM" fit "$f" "$@" --remat $who --json --emit "$tmp/agree.hlo" >"$tmp/agree.json"
+        "$HBM" fit "$f" "$@" --remat $who >"$tmp/agree.txt"
+        after=$("$HBM" plan "$tmp/agree.hlo" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_bytes"])')
+        check "$(basename "$f") $who: --json before = hbm plan" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); b,a,who=int(sys.argv[2]),int(sys.argv[3]),sys.argv[4]
+assert d["bytes_before"]==b, (d["bytes_before"],b)
+assert d["bytes_after"]==a, (d["bytes_after"],a)
+assert d[who]["peak_bytes"]==a, (d[who]["peak_bytes"],a)
+' "$tmp/agree.json" "$before" "$after" $who
+        check "$(basename "$f") $who: text before = hbm plan" grep -q "^  needs .* ($before bytes)" "$tmp/agree.txt"
+        if [ -z "${HBM_SANITIZE:-}" ] && [ -e "$BUILD/libhbm.so" ]; then
+            check "$(basename "$f") $who: hbm.fit = hbm plan" env HBM_LIBRARY="$BUILD/libhbm.so" \
+                PYTHONPATH="$SRC/python" python3 -c '
+import sys, hbm
+f=sys.argv[1]; who=sys.argv[2]; b,a=int(sys.argv[3]),int(sys.argv[4]); opts=eval(sys.argv[5])
+r=hbm.fit(f, remat=who, **opts)
+d=r.as_dict()
+assert d["bytes_before"]==b, (d["bytes_before"],b)
+# its own module planned from Python (a run of its own: the search has a wall-clock budget)
+assert hbm.plan(r.hlo()).peak_bytes==d["bytes_after"], (hbm.plan(r.hlo()).peak_bytes,d["bytes_after"])
+assert d[who]["peak_bytes"]==d["bytes_after"], (d[who]["peak_bytes"],d["bytes_after"])
+' "$f" $who "$before" "$after" "$PYOPTS"
+        fi
+    done
+}
+if command -v python3 >/dev/null; then
+    PYOPTS='{"capacity": "16MiB", "framework_limit": 1}'
+    agree "$EX" --capacity 16MiB --framework-limit 1
+    if [ -n "$DATA" ] && [ -e "$DATA/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo" ]; then
+        PYOPTS='{"capacity": "26GB", "framework_limit": 1, "timeout": 0.5}'
+        agree "$DATA/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo" --capacity 26GB --framework-limit 1 \
+            --timeout 0.5
+    fi
+fi
 exit $fail

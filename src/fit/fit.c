@@ -208,7 +208,12 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
     const hbmi_instr *in = &r->m->comps[cd->edit.comp].ins[cd->edit.ins];
     int batch = 0, dot = has_dot(r->m, in, &batch);
     char j[320];
-    if (cd->edit.kind == HBM_FIT_OFFLOAD)
+    if (cd->edit.kind == HBM_FIT_OFFLOAD && cd->edit.from == UINT32_MAX)
+        snprintf(j, sizeof j,
+                 "keep argument %lld in host memory: jit(f, in_shardings=...memory_kind='pinned_host'), "
+                 "jax.device_put(x, memory_kind='device') where it is read",
+                 (long long)cd->edit.param);
+    else if (cd->edit.kind == HBM_FIT_OFFLOAD)
         snprintf(j, sizeof j, "%s",
                  dot && !batch ? "policy=jax.checkpoint_policies.offload_dot_with_no_batch_dims('device', 'pinned_host')"
                                : "checkpoint_name(x, 'v'); policy=save_and_offload_only_these_names("
@@ -226,8 +231,21 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
 
 /* --- the sets ----------------------------------------------------------------------------------- */
 /* edits: the donations chosen, then the candidates flagged (hbm's or XLA's) */
-static size_t gather(hbm_fit_result *r, const hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don) {
+static size_t gather(hbm_fit_result *r, hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don) {
     size_t n = 0;
+    /* a clone of a tuple-shaped value and copies of one of its elements (through the same
+     * get-tuple-element) cannot both be written: the clone is kept (the model counted both;
+     * the plan of what is written is what is reported) */
+    for (uint32_t k = 0; !xla && k < mo->n_cand; k++) {
+        hbmi_fit_cand *c = &mo->cand[k];
+        if (!c->chosen || c->edit.kind != HBM_FIT_OFFLOAD || c->edit.from == UINT32_MAX) continue;
+        const hbmi_instr *g = &mo->m->comps[c->edit.comp].ins[c->edit.ins];
+        if (g->op != HOP_GTE || !g->n_ops) continue;
+        for (uint32_t j = 0; j < mo->n_cand; j++)
+            if (mo->cand[j].chosen && mo->cand[j].edit.kind == HBM_FIT_REMATERIALIZE &&
+                mo->cand[j].edit.comp == c->edit.comp && mo->cand[j].edit.ins == g->ops[0])
+                c->chosen = 0;
+    }
     for (size_t k = 0; with_don && k < r->n_ch; k++)
         if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen) out[n++] = r->ed[k];
     for (uint32_t k = 0; k < mo->n_cand; k++)
@@ -260,7 +278,11 @@ typedef struct best_set {
 
 static hbm_status try_set(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, best_set *b, int proven,
                           uint64_t *peak) {
+    uint32_t before = 0, after = 0;
+    for (uint32_t k = 0; k < mo->n_cand; k++) before += mo->cand[k].chosen != 0;
     size_t n = gather(r, mo, 0, ed, 1);
+    for (uint32_t k = 0; k < mo->n_cand; k++) after += mo->cand[k].chosen != 0;
+    if (after != before) proven = 0; /* not the set the search proved */
     hbm_status s = verify(r, ed, n, peak, NULL, NULL, NULL, NULL);
     if (s) return s;
     int fits = *peak <= r->sum.target_bytes;
@@ -358,6 +380,7 @@ static hbm_status add_cand_change(hbm_fit_result *r, hbmi_fit_cand *c, hbmi_fit_
     memset(&ch, 0, sizeof ch);
     ch.kind = (hbm_fit_kind)c->edit.kind;
     describe(r, &ch, c->edit.comp, c->edit.ins);
+    if (c->edit.kind == HBM_FIT_OFFLOAD && c->edit.from == UINT32_MAX) ch.param_number = (int)c->edit.param;
     ch.bytes = c->bytes;
     uint64_t pen = 0;
     for (uint32_t j = 0; j < c->n_pen; j++) pen += c->pen[j].bytes;
@@ -531,7 +554,20 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
             hbm_hlo_module_free(md);
         }
     }
-    s = hbmi_fit_model_build(p, rates, !o.no_remat, !o.no_offload, &mo);
+    {
+        const hbmi_comp *ec = &m->comps[m->entry];
+        uint8_t *donated = hbmi_calloc(ec->n_params + 1, 1);
+        if (!donated) {
+            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < r->n_ch; k++)
+            if (r->ch[k].kind == HBM_FIT_DONATE && r->ch[k].chosen && r->ed[k].param >= 0 &&
+                (uint64_t)r->ed[k].param < ec->n_params)
+                donated[r->ed[k].param] = 1;
+        s = hbmi_fit_model_build(p, rates, !o.no_remat, !o.no_offload, donated, &mo);
+        hbmi_free(donated);
+    }
     if (s) goto fail;
     ed = hbmi_malloc(sizeof *ed * ((size_t)mo.n_cand + r->n_ch + 2));
     if (!ed) {

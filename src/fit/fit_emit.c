@@ -27,6 +27,9 @@ typedef struct emitter {
     int32_t *by_ins;  /* per entry instruction: the edit of its value, -1 */
     char **name1;     /* per edit: the clone, or the value back on the device */
     char **name2;     /* offload: the host copy (copy-done to host) */
+    int32_t *alias_k;   /* per instruction: the remat edit whose value it aliases (bitcast, gte), -1 */
+    char **alias_name;  /* per instruction: its clone's name, read by the users from the edit's at */
+    uint8_t *alias_drop; /* per instruction: an alias left without users (not written) */
     FILE *f;
 } emitter;
 
@@ -96,12 +99,48 @@ static void operand_span(const hbmi_instr *in, const char *lim, const char **a, 
  * lines: `self` is the value cloned or reloaded, clones at one place go in instruction order). */
 static const char *renamed(const emitter *em, uint32_t o, uint32_t pos, int64_t self) {
     int32_t k = em->by_ins[em->base + o];
+    const char *nm = k >= 0 ? em->name1[k] : NULL;
+    if (k < 0 && em->alias_k[em->base + o] >= 0 && em->alias_name[em->base + o]) {
+        k = em->alias_k[em->base + o];
+        nm = em->alias_name[em->base + o];
+    }
     if (k < 0) return NULL;
     const hbmi_fit_edit *d = &em->ed[k];
     if (d->kind != HBM_FIT_REMATERIALIZE && d->kind != HBM_FIT_OFFLOAD) return NULL;
     if (self == (int64_t)o) return NULL;
-    if (d->at < pos || (d->at == pos && (self < 0 || (int64_t)o < self))) return em->name1[k];
+    if (d->at < pos || (d->at == pos && (self < 0 || (int64_t)o < self))) return nm;
     return NULL;
+}
+
+static int is_alias(const hbmi_instr *in) { return (in->op == HOP_BITCAST || in->op == HOP_GTE) && !in->is_root; }
+
+/* The aliases of the value edit k clones (bitcasts and get-tuple-elements of it, of them):
+ * those read at or after the edit's `at` get a clone (NAME.remat) placed after the value's
+ * clone; those read only there are dropped. Sets *early when a real use is before at. */
+static hbm_status mark_aliases(emitter *em, const hbmi_comp *c, uint32_t base, uint32_t a, int32_t k, int depth,
+                               int *early, int *late) {
+    const hbmi_instr *in = &c->ins[a];
+    for (uint32_t u = 0; u < in->n_users; u++) {
+        uint32_t ui = in->users[u];
+        if (is_alias(&c->ins[ui]) && depth < 8) {
+            int e2 = 0, l2 = 0;
+            hbm_status s = mark_aliases(em, c, base, ui, k, depth + 1, &e2, &l2);
+            if (s) return s;
+            if (l2 && !em->alias_name[base + ui]) {
+                em->alias_k[base + ui] = k;
+                em->alias_name[base + ui] = fresh_name(em->m, c->ins[ui].name, ".remat");
+                if (!em->alias_name[base + ui]) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            }
+            if (!e2) em->alias_drop[base + ui] = 1;
+            *early |= e2;
+            *late |= l2;
+        } else if (ui >= em->ed[k].at) {
+            *late = 1;
+        } else {
+            *early = 1;
+        }
+    }
+    return HBM_OK;
 }
 
 /* Write instruction i's line, placed before original instruction pos, named nm (NULL: its own). */
@@ -191,9 +230,102 @@ static void write_offload_back(emitter *em, size_t k) {
     fprintf(em->f, "  %%%s = %s copy-done(%%%s-start)\n", em->name1[k], dev, em->name1[k]);
 }
 
-/* The header with the donations added to input_output_alias. */
+/* A parameter kept in host memory: its line with the S(5) layout. */
+static void write_param_host(emitter *em, uint32_t i) {
+    const hbmi_instr *in = &em->e->ins[i];
+    char dev[1024], host[1040];
+    shapes(em, in, dev, host, sizeof dev);
+    const char *s = em->m->text + in->off, *q = s, *e = ins_end(em, i);
+    while (*q != '=') q++;
+    q++;
+    while (*q == ' ') q++;
+    fputs("  ", em->f);
+    fwrite(s, 1, (size_t)(q - s), em->f);
+    fprintf(em->f, "%s ", host);
+    fwrite(in->opcode.p, 1, (size_t)(e - in->opcode.p), em->f);
+    fputc('\n', em->f);
+}
+
+/* The entry_computation_layout text [a, b) of parameter pn in the header, or 0. */
+static int header_param(const char *t, const char *hend, int64_t pn, const char **a, const char **b) {
+    static const char key[] = "entry_computation_layout={(";
+    const char *q = NULL;
+    for (const char *x = t; x + sizeof key - 1 <= hend && !q; x++)
+        if (!memcmp(x, key, sizeof key - 1)) q = x + sizeof key - 1;
+    if (!q) return 0;
+    int64_t k = 0;
+    int depth = 0;
+    const char *start = q;
+    for (; q < hend; q++) {
+        if (*q == '(' || *q == '{' || *q == '[') depth++;
+        else if ((*q == ')' || *q == '}' || *q == ']') && depth > 0) depth--;
+        else if ((*q == ',' || *q == ')') && depth == 0) {
+            if (k == pn) {
+                *a = start;
+                *b = q;
+                return 1;
+            }
+            if (*q == ')') return 0;
+            k++;
+            start = q + 1;
+            while (start < hend && *start == ' ') start++;
+        }
+        if (*q == ')' && depth == 0) break;
+    }
+    return 0;
+}
+
+/* The header with the donations added to input_output_alias and the parameters kept in host
+ * memory written with S(5) in entry_computation_layout (when it names them as their lines do). */
+static void write_header_alias(emitter *em, const char *t, const char *hend, const char *name_end);
 static void write_header(emitter *em, const char *hend) {
-    const char *t = em->m->text, *ia = NULL;
+    const hbm_hlo_module *m = em->m;
+    const char *t = m->text, *name_end = m->name.p + m->name.n;
+    size_t hl = (size_t)(hend - t), cap = hl + 1;
+    char *h = NULL;
+    size_t n = 0;
+    const char *cur = t;
+    for (int64_t pn = 0;; pn++) {
+        const char *a, *b;
+        if (!header_param(t, hend, pn, &a, &b)) break;
+        for (size_t j = 0; j < em->n_ed; j++) {
+            const hbmi_fit_edit *d = &em->ed[j];
+            if (d->kind != HBM_FIT_OFFLOAD || d->from != UINT32_MAX || d->param != pn) continue;
+            char dev[1024], host[1040];
+            em->e = &m->comps[d->comp];
+            shapes(em, &m->comps[d->comp].ins[d->ins], dev, host, sizeof dev);
+            if ((size_t)(b - a) != strlen(dev) || memcmp(a, dev, (size_t)(b - a))) continue;
+            size_t need = n + (size_t)(a - cur) + strlen(host) + hl + 1;
+            if (need > cap || !h) {
+                char *g = realloc(h, need > cap ? need : cap);
+                if (!g) { /* out of memory: the header as it was */
+                    free(h);
+                    write_header_alias(em, t, hend, name_end);
+                    return;
+                }
+                h = g;
+                cap = need > cap ? need : cap;
+            }
+            memcpy(h + n, cur, (size_t)(a - cur));
+            n += (size_t)(a - cur);
+            memcpy(h + n, host, strlen(host));
+            n += strlen(host);
+            cur = b;
+        }
+    }
+    if (!h) {
+        write_header_alias(em, t, hend, name_end);
+        return;
+    }
+    memcpy(h + n, cur, (size_t)(hend - cur));
+    n += (size_t)(hend - cur);
+    /* the module's name comes before entry_computation_layout: its end is where it was */
+    write_header_alias(em, h, h + n, h + (name_end - t));
+    free(h);
+}
+
+static void write_header_alias(emitter *em, const char *t, const char *hend, const char *name_end) {
+    const char *ia = NULL;
     const char *key = "input_output_alias={";
     size_t kl = strlen(key);
     for (const char *q = t; q + kl <= hend; q++)
@@ -234,7 +366,7 @@ static void write_header(emitter *em, const char *hend) {
         fwrite(q, 1, (size_t)(hend - q), em->f);
         return;
     }
-    const char *nm = em->m->name.p + em->m->name.n;
+    const char *nm = name_end;
     fwrite(t, 1, (size_t)(nm - t), em->f);
     fprintf(em->f, ", input_output_alias={ %s }", add);
     fwrite(nm, 1, (size_t)(hend - nm), em->f);
@@ -262,13 +394,25 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
         hbmi_qsort(order, no, sizeof *order, cmp_u32);
         for (size_t j = 0; j < no; j++) {
             int32_t k = em->by_ins[em->base + order[j]];
-            if (ed[k].kind == HBM_FIT_REMATERIALIZE) write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
-            else write_offload_back(em, (size_t)k);
+            if (ed[k].kind == HBM_FIT_REMATERIALIZE) {
+                write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
+                for (uint32_t a = 0; a < n; a++) /* its aliases' clones, in order */
+                    if (em->alias_k[em->base + a] == k && em->alias_name[em->base + a])
+                        write_line(em, a, i, em->alias_name[em->base + a], a);
+            } else {
+                write_offload_back(em, (size_t)k);
+            }
         }
         int32_t k = em->by_ins[em->base + i];
-        if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop)) write_line(em, i, i, NULL, -1);
+        if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
+        else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i])
+            write_line(em, i, i, NULL, -1);
         for (size_t j = 0; j < n_ed; j++)
-            if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) write_offload_out(em, j);
+            if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) {
+                /* a get-tuple-element scheduled later moves here, next to its tuple */
+                if (ed[j].ins > i) write_line(em, ed[j].ins, i, NULL, -1);
+                write_offload_out(em, j);
+            }
     }
 }
 
@@ -288,11 +432,15 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
     em.name1 = hbmi_calloc(n_ed + 1, sizeof *em.name1);
     em.name2 = hbmi_calloc(n_ed + 1, sizeof *em.name2);
     uint32_t *order = hbmi_malloc(sizeof *order * (n_ed + 1));
-    if (!base || !edited || !em.by_ins || !em.name1 || !em.name2 || !order) {
+    em.alias_k = hbmi_malloc(sizeof *em.alias_k * (total + 1));
+    em.alias_name = hbmi_calloc(total + 1, sizeof *em.alias_name);
+    em.alias_drop = hbmi_calloc(total + 1, 1);
+    if (!base || !edited || !em.by_ins || !em.name1 || !em.name2 || !order || !em.alias_k || !em.alias_name ||
+        !em.alias_drop) {
         s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
         goto out;
     }
-    for (uint32_t i = 0; i < total; i++) em.by_ins[i] = -1;
+    for (uint32_t i = 0; i < total; i++) em.by_ins[i] = em.alias_k[i] = -1;
     for (size_t k = 0; k < n_ed; k++) {
         const hbmi_fit_edit *d = &ed[k];
         if (d->kind == HBM_FIT_DONATE || d->kind == HBM_FIT_SETTING) continue;
@@ -308,12 +456,29 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
             em.name1[k] = fresh_name(m, nm, ".remat");
         } else {
             em.name1[k] = fresh_name(m, nm, ".reload");
-            em.name2[k] = fresh_name(m, nm, ".offload");
+            /* a parameter in host memory is its own host copy */
+            if (d->from == UINT32_MAX) {
+                em.name2[k] = hbmi_malloc(nm.n + 1);
+                if (em.name2[k]) {
+                    memcpy(em.name2[k], nm.p, nm.n);
+                    em.name2[k][nm.n] = 0;
+                }
+            } else {
+                em.name2[k] = fresh_name(m, nm, ".offload");
+            }
             if (!em.name2[k]) em.name1[k] = NULL;
         }
         if (!em.name1[k]) {
             s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
             goto out;
+        }
+        if (d->kind == HBM_FIT_OFFLOAD && d->from != UINT32_MAX && d->from < d->ins)
+            em.alias_drop[base[d->comp] + d->ins] = 1; /* written after `from` instead */
+        if (d->kind == HBM_FIT_REMATERIALIZE) {
+            int early = 0, late = 0;
+            em.e = &m->comps[d->comp];
+            if ((s = mark_aliases(&em, &m->comps[d->comp], base[d->comp], d->ins, (int32_t)k, 0, &early, &late)))
+                goto out;
         }
     }
     /* the header: the first line */
@@ -344,6 +509,10 @@ out:
         hbmi_free(em.name1[k]);
         hbmi_free(em.name2[k]);
     }
+    for (uint32_t i = 0; em.alias_name && i < total; i++) hbmi_free(em.alias_name[i]);
+    hbmi_free(em.alias_name);
+    hbmi_free(em.alias_k);
+    hbmi_free(em.alias_drop);
     hbmi_free(em.name1);
     hbmi_free(em.name2);
     hbmi_free(em.by_ins);

@@ -40,6 +40,7 @@ typedef struct hbmi_fit_cand {
     uint32_t lo, hi;     /* steps freed, inclusive */
     uint64_t bytes;
     uint32_t group;      /* the value: at most one candidate of a group is chosen */
+    uint8_t depth;       /* its computation's depth below the entry (0: the entry) */
     uint32_t n_pen;
     hbmi_fit_pen pen[4]; /* operand extensions (remat; more operands: not a candidate) */
     uint64_t flops, bytes_read;
@@ -57,6 +58,8 @@ typedef struct hbmi_fit_model {
     int64_t max_live;
     uint64_t fixed;      /* peak - temp: arguments + outputs - aliased + constants */
     uint64_t args, outputs_all;
+    uint64_t params_in_live; /* bytes of the parameters that may go to host memory, in live[] */
+    uint8_t *depth;      /* per computation: calls below the entry (0 entry and unreached) */
     uint32_t n_cand, cap_cand;
     hbmi_fit_cand *cand;
 } hbmi_fit_model;
@@ -70,8 +73,9 @@ typedef struct hbmi_fit_rates {
 } hbmi_fit_rates;
 const hbmi_fit_rates *hbmi_fit_rates_for(const char *device, hbm_backend b);
 
+/* donated: per entry parameter, chosen for a donation (not offloaded); may be NULL */
 hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int remat, int offload,
-                                hbmi_fit_model *out);
+                                const uint8_t *donated, hbmi_fit_model *out);
 void hbmi_fit_model_free(hbmi_fit_model *mo);
 
 /* XLA's HloRematerialization on the model: marks cand[].xla_chosen; limit in bytes as XLA's

@@ -180,6 +180,20 @@ int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_i
     default:
         break;
     }
+    /* a synchronous collective may be cloned unless its layout is constrained (XLA: for an
+     * HloCollectiveInstruction IsRematerializable is !constrain_layout(); every device runs the
+     * same program, so each clones it); the asynchronous pairs above stay where they are */
+    static const char *const collectives[] = {"all-reduce", "all-gather", "all-to-all", "reduce-scatter",
+                                              "collective-permute", "collective-broadcast", "ragged-all-to-all",
+                                              NULL};
+    for (const char *const *w = collectives; *w; w++)
+        if (is_opc(in, *w)) {
+            const char *s = m->text + in->off, *e = s;
+            while (*e && *e != '\n') e++;
+            for (const char *q = s; q + 22 <= e; q++)
+                if (!memcmp(q, "constrain_layout=true", 21)) return 0;
+            return 1;
+        }
     if (side_effecting(in)) return 0;
     if (in->op == HOP_COPY && in->n_ops == 1) { /* copies copy-insertion added: same layout */
         hbmi_str a = layout_of(m, in), b = layout_of(m, &c->ins[in->ops[0]]);
@@ -201,22 +215,13 @@ static int device_value(const hbm_plan *p, uint32_t v, int movable) {
     uint32_t a = p->value_alloc[v];
     if (a == UINT32_MAX) return 0;
     const hbmi_alloc *al = &p->allocs[a];
-    if (al->color == HBMI_HOST_SPACE || al->param_no >= 0 || al->constant || al->thread_local) return 0;
+    /* device memory only: host memory S(5) and other spaces (TPU S(1)) are out of the device figures */
+    if (al->color != 0 || al->param_no >= 0 || al->constant || al->thread_local) return 0;
     const hbmi_value *val = &p->df->values[v];
     if (val->entry_param || val->constant) return 0;
     return !movable || !p->df->buffers[val->buffer].live_out;
 }
 #define temp_device(p, v) device_value(p, v, 1)
-
-/* the value instruction gid defines at its top level, or UINT32_MAX */
-static uint32_t value_of(const hbmi_df *df, uint32_t gid) {
-    const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
-    for (uint32_t k = 0; k < vs->n; k++) {
-        uint32_t v = hbmi_vset_at(vs, k);
-        if (df->values[v].gid == gid && df->values[v].node == 0) return v;
-    }
-    return UINT32_MAX;
-}
 
 static hbm_status add_cand(hbmi_fit_model *mo, const hbmi_fit_cand *c) {
     if (mo->n_cand == mo->cap_cand) {
@@ -229,9 +234,76 @@ static hbm_status add_cand(hbmi_fit_model *mo, const hbmi_fit_cand *c) {
     return HBM_OK;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
+
+/* The uses of instruction i's buffers as XLA's GetUsers sees them: the users of i and of its
+ * aliases that are bitcasts and get-tuple-elements (IsSupportedIndirectUser); for a tuple-shaped
+ * i (a multi-output fusion) the get-tuple-element says which element. Any other alias (a
+ * tuple, a while's operand) or a user that is the root makes the buffer an indirect use or
+ * live out: returns -1 (not a candidate). *aliased: some use is through an alias. */
+typedef struct use_t {
+    int64_t t;
+    uint32_t ins;  /* the user */
+    uint32_t elem; /* the element of a tuple-shaped value (node index), 0 for an array */
+    int64_t t_end; /* the read ends here: an asynchronous start reads until its done */
+    uint32_t ins_end;
+} use_t;
+
+static int is_async_start(const hbmi_instr *in) {
+    return in->op == HOP_ASYNC_START || in->op == HOP_LEGACY_START || in->op == HOP_ALL_REDUCE_START ||
+           in->op == HOP_COPY_START;
+}
+
+/* A use by instruction ui of computation c at its time; an asynchronous start keeps reading
+ * its operands until its done (the latest of its readers). */
+static use_t use_at(const hbmi_comp *c, uint32_t ui, uint32_t elem) {
+    const hbmi_instr *us = &c->ins[ui];
+    use_t r = {us->time, ui, elem, us->time, ui};
+    if (is_async_start(us))
+        for (uint32_t k = 0; k < us->n_users; k++) {
+            const hbmi_instr *d = &c->ins[us->users[k]];
+            if (d->time > r.t_end) r.t_end = d->time, r.ins_end = us->users[k];
+        }
+    return r;
+}
+
+static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth, use_t *u, uint32_t *nu,
+                        uint32_t cap, int *aliased) {
+    const hbmi_instr *in = &c->ins[i];
+    if (depth > 8) return -1;
+    for (uint32_t k = 0; k < in->n_users; k++) {
+        uint32_t ui = in->users[k];
+        const hbmi_instr *us = &c->ins[ui];
+        if (us->is_root || us->time < 0 || us->op == HOP_TUPLE || us->op == HOP_WHILE) return -1;
+        /* an alias's own place in the schedule holds the buffer too (XLA: IsInUse while it is
+         * placed): it ends a span like a reader */
+        if (us->op == HOP_BITCAST) {
+            *aliased = 1;
+            if (*nu == cap) return -1;
+            u[(*nu)++] = use_at(c, ui, elem);
+            if (collect_uses(c, ui, elem, depth + 1, u, nu, cap, aliased) < 0) return -1;
+            continue;
+        }
+        if (us->op == HOP_GTE) {
+            /* a flat tuple's element: nested tuples are not candidates (XLA: index size > 1) */
+            if (depth > 0 || in->shape->prim != HBMI_PRIM_TUPLE || us->gte_index < 0 ||
+                (uint64_t)us->gte_index >= in->shape->n || us->shape->prim == HBMI_PRIM_TUPLE)
+                return -1;
+            *aliased = 1;
+            if (*nu == cap) return -1;
+            u[(*nu)++] = use_at(c, ui, (uint32_t)us->gte_index + 1);
+            if (collect_uses(c, ui, (uint32_t)us->gte_index + 1, depth + 1, u, nu, cap, aliased) < 0) return -1;
+            continue;
+        }
+        if (in->shape->prim == HBMI_PRIM_TUPLE && depth == 0) return -1; /* the whole tuple read */
+        if (*nu == cap) return -1;
+        u[(*nu)++] = use_at(c, ui, elem);
+    }
+    return 0;
+}
+
+static int cmp_use(const void *a, const void *b) {
+    const use_t *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
 }
 
 /* The candidates of instruction i of computation ci. */
@@ -242,93 +314,108 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
     const hbm_hlo_module *m = p->m;
     const hbmi_comp *c = &m->comps[ci];
     const hbmi_instr *in = &c->ins[i];
-    if (in->is_root || in->time < 0 || !in->n_users || in->shape->prim == HBMI_PRIM_TUPLE || in->shape->memory_space)
-        return HBM_OK;
+    if (in->is_root || in->time < 0 || !in->n_users || in->shape->memory_space) return HBM_OK;
     uint32_t gid = df->comp_base[ci] + i;
-    uint32_t v = value_of(df, gid);
-    if (v == UINT32_MAX || !temp_device(p, v) || !df->values[v].has_range) return HBM_OK;
-    uint64_t size = df->values[v].size;
-    if (size < min_bytes || size == 0) return HBM_OK;
-    int64_t ut[64];
-    uint32_t nu = 0;
-    for (uint32_t u = 0; u < in->n_users; u++) {
-        const hbmi_instr *ui = &c->ins[in->users[u]];
-        /* indirect users (a bitcast, a tuple) keep the buffer alive under another name */
-        if (ui->op == HOP_BITCAST || ui->op == HOP_TUPLE || ui->op == HOP_GTE || ui->is_root || ui->time < 0 ||
-            nu == 64)
-            return HBM_OK;
-        ut[nu++] = ui->time;
+    /* every buffer i defines (a tuple: its index table and each element) is a device temp */
+    uint32_t nodes = in->shape->prim == HBMI_PRIM_TUPLE ? in->shape->nodes : 1;
+    if (nodes > 64) return HBM_OK;
+    uint64_t esize[64];
+    int64_t elast[64];
+    uint64_t size = 0;
+    for (uint32_t nd = 0; nd < nodes; nd++) {
+        if (nd && hbmi_shape_node(in->shape, nd)->prim == HBMI_PRIM_TUPLE) return HBM_OK;
+        const hbmi_vset *vs = hbmi_df_set(df, gid, nd);
+        uint32_t v = UINT32_MAX;
+        for (uint32_t k = 0; k < vs->n; k++)
+            if (df->values[hbmi_vset_at(vs, k)].gid == gid) v = hbmi_vset_at(vs, k);
+        if (v == UINT32_MAX || !temp_device(p, v) || !df->values[v].has_range) return HBM_OK;
+        esize[nd] = df->values[v].size;
+        elast[nd] = -1;
+        size += esize[nd];
     }
-    hbmi_qsort(ut, nu, sizeof *ut, cmp_i64);
-    if (df->values[v].end > ut[nu - 1] + 0 && df->values[v].end != ut[nu - 1]) {
-        /* used past its last direct user (through a call's parameter, a while's body): keep it */
-        const hbmi_instr *last = NULL;
-        for (uint32_t u = 0; u < in->n_users; u++)
-            if (c->ins[in->users[u]].time == ut[nu - 1]) last = &c->ins[in->users[u]];
-        if (!last || (last->op != HOP_WHILE && last->op != HOP_CALL && last->op != HOP_CONDITIONAL)) return HBM_OK;
+    if (size < min_bytes || size == 0) return HBM_OK;
+    use_t us[64];
+    uint32_t nu = 0;
+    int aliased = 0;
+    if (collect_uses(c, i, 0, 0, us, &nu, 64, &aliased) < 0 || !nu) return HBM_OK;
+    hbmi_qsort(us, nu, sizeof *us, cmp_use);
+    for (uint32_t k = 0; k < nu; k++)
+        if (us[k].t_end > elast[us[k].elem]) elast[us[k].elem] = us[k].t_end;
+    if (nodes == 1) {
+        /* used past its last user (through a call's parameter): keep it */
+        uint32_t v = UINT32_MAX;
+        const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+        for (uint32_t k = 0; k < vs->n; k++)
+            if (df->values[hbmi_vset_at(vs, k)].gid == gid) v = hbmi_vset_at(vs, k);
+        uint32_t lk = 0;
+        for (uint32_t k = 1; k < nu; k++)
+            if (us[k].t_end > us[lk].t_end) lk = k;
+        const hbmi_instr *last = &c->ins[us[lk].ins];
+        if (df->values[v].end > us[lk].t_end && last->op != HOP_CALL && last->op != HOP_CONDITIONAL) return HBM_OK;
     }
     int clone = remat && hbmi_fit_can_clone(m, c, in) && in->n_ops <= 4;
     uint64_t fl = clone ? flops_of(m, c, in, 0) : 0, rd = 0;
     for (uint32_t k = 0; k < in->n_ops; k++) rd += hbmi_shape_bytes(c->ins[in->ops[k]].shape, 8);
     int64_t prev = in->time;
+    uint32_t prev_ins = i;
     for (uint32_t u = 0; u < nu; u++) {
-        int64_t t = ut[u];
+        int64_t t = us[u].t;
         if (t - prev >= 2) {
-            /* the first user after the span (the instruction at time t) */
-            uint32_t at = UINT32_MAX;
-            for (uint32_t k = 0; k < in->n_users && at == UINT32_MAX; k++)
-                if (c->ins[in->users[k]].time == t) at = in->users[k];
-            uint32_t from = i;
-            for (uint32_t k = 0; k < in->n_users; k++)
-                if (c->ins[in->users[k]].time == prev) from = in->users[k];
+            /* the bytes live across the span: the elements read again at or after t */
+            uint64_t bytes = nodes == 1 ? size : esize[0];
+            for (uint32_t nd = 1; nd < nodes; nd++)
+                if (elast[nd] >= t) bytes += esize[nd];
             hbmi_fit_cand cd;
             memset(&cd, 0, sizeof cd);
             cd.lo = (uint32_t)(prev + 1);
             cd.hi = (uint32_t)(t - 1);
-            cd.bytes = size;
+            cd.bytes = bytes;
             cd.group = gid;
             cd.verified_peak = -1;
+            cd.depth = mo->depth ? mo->depth[ci] : 0;
             cd.edit.comp = ci;
             cd.edit.ins = i;
-            cd.edit.at = at;
-            cd.edit.from = from;
+            cd.edit.at = us[u].ins;
+            cd.edit.from = prev_ins;
             cd.edit.param = -1;
             if (clone) {
                 hbmi_fit_cand rc = cd;
-                int ok = 1;
                 rc.edit.kind = HBM_FIT_REMATERIALIZE;
                 rc.edit.drop = prev == in->time; /* nothing uses the original: a move */
-                for (uint32_t k = 0; k < in->n_ops && ok; k++) {
+                for (uint32_t k = 0; k < in->n_ops; k++) {
                     uint32_t og = df->comp_base[ci] + in->ops[k];
                     const hbmi_vset *vs = hbmi_df_set(df, og, 0);
                     int dup = 0;
                     for (uint32_t j = 0; j < k; j++) dup |= in->ops[j] == in->ops[k];
                     if (dup) continue;
+                    /* the operand's buffer is live to its last value's end (the model counts a
+                     * buffer over the union of its values: a loop's slot stays live) */
                     int64_t end = -1;
-                    uint64_t bytes = 0;
+                    uint64_t ob = 0;
                     for (uint32_t j = 0; j < vs->n; j++) {
                         uint32_t ov = hbmi_vset_at(vs, j);
                         if (!temp_device(p, ov) || !df->values[ov].has_range) continue;
-                        if (df->values[ov].end > end) end = df->values[ov].end;
-                        bytes += df->values[ov].size;
+                        const hbmi_buffer *bu = &df->buffers[df->values[ov].buffer];
+                        for (uint32_t q = 0; q < bu->n_values; q++)
+                            if (df->values[bu->values[q]].has_range && df->values[bu->values[q]].end > end)
+                                end = df->values[bu->values[q]].end;
+                        ob += bu->size;
                     }
-                    if (end >= 0 && end < t - 1 && bytes) {
+                    if (end >= 0 && end < t - 1 && ob) {
                         hbmi_fit_pen *pe = &rc.pen[rc.n_pen++];
                         pe->lo = (uint32_t)(end + 1);
                         pe->hi = (uint32_t)(t - 1);
-                        pe->bytes = bytes;
+                        pe->bytes = ob;
                     }
                 }
-                if (ok) {
-                    rc.flops = rc.edit.drop ? 0 : fl;
-                    rc.bytes_read = rc.edit.drop ? 0 : rd;
-                    rc.cost_s = (double)rc.flops / r->flops + (double)(rc.bytes_read + size) / r->hbm_bw;
-                    if (rc.edit.drop) rc.cost_s = 0;
-                    hbm_status s = add_cand(mo, &rc);
-                    if (s) return s;
-                }
+                rc.flops = rc.edit.drop ? 0 : fl;
+                rc.bytes_read = rc.edit.drop ? 0 : rd;
+                rc.cost_s = rc.edit.drop ? 0 : (double)rc.flops / r->flops + (double)(rc.bytes_read + size) / r->hbm_bw;
+                hbm_status s = add_cand(mo, &rc);
+                if (s) return s;
             }
-            if (offload && t - prev >= 3 && in->shape->n >= 1) {
+            /* host offload: an array read directly (XLA's offload skips bitcast and tuple users) */
+            if (offload && !aliased && nodes == 1 && t - prev >= 3 && in->shape->n >= 1) {
                 hbmi_fit_cand oc = cd;
                 oc.edit.kind = HBM_FIT_OFFLOAD;
                 oc.bytes_read = size;
@@ -337,13 +424,198 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
                 if (s) return s;
             }
         }
-        prev = t;
+        if (us[u].t_end > prev) {
+            prev = us[u].t_end;
+            prev_ins = us[u].ins_end;
+        }
+    }
+    return HBM_OK;
+}
+
+/* Host offload of a value read under another instruction's name g: one element of a
+ * tuple-shaped value read through its get-tuple-element (a cuBLAS call's result, a
+ * multi-output fusion's element), or an asynchronous op's result under its -done (a
+ * collective-permute's, an all-gather's, while it waits for its next reader). g's value v is
+ * copied to host memory after g (or its reader before the span) and back before g's next
+ * reader; g moves next to the definition when the span starts there (a get-tuple-element
+ * scheduled late). XLA's own offload takes single-buffer values it defines itself only; the
+ * pair is the same as for an array. */
+static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t g, uint32_t v,
+                                int64_t def_time, uint32_t def_ins, uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbmi_comp *c = &p->m->comps[ci];
+    const hbmi_instr *gi = &c->ins[g];
+    if (gi->is_root || gi->time < 0 || gi->shape->prim == HBMI_PRIM_TUPLE || gi->shape->memory_space ||
+        gi->shape->n < 1 || gi->n_users > 64 || !temp_device(p, v) || !df->values[v].has_range)
+        return HBM_OK;
+    uint64_t size = df->values[v].size;
+    if (size < min_bytes || !size) return HBM_OK;
+    use_t us[64];
+    uint32_t nu = 0;
+    for (uint32_t u = 0; u < gi->n_users; u++) {
+        const hbmi_instr *ui = &c->ins[gi->users[u]];
+        if (ui->is_root || ui->time < 0 || ui->op == HOP_TUPLE || ui->op == HOP_WHILE || ui->op == HOP_BITCAST ||
+            ui->op == HOP_GTE)
+            return HBM_OK;
+        us[nu++] = use_at(c, gi->users[u], 0);
+    }
+    if (!nu) return HBM_OK;
+    hbmi_qsort(us, nu, sizeof *us, cmp_use);
+    int64_t maxend = -1;
+    for (uint32_t k = 0; k < nu; k++)
+        if (us[k].t_end > maxend) maxend = us[k].t_end;
+    if (df->values[v].end > maxend) return HBM_OK; /* read by something else after */
+    int64_t prev = def_time;
+    uint32_t prev_ins = def_ins;
+    for (uint32_t u = 0; u < nu; u++) {
+        int64_t t = us[u].t;
+        if (t - prev >= 3) {
+            hbmi_fit_cand oc;
+            memset(&oc, 0, sizeof oc);
+            oc.lo = (uint32_t)(prev + 1);
+            oc.hi = (uint32_t)(t - 1);
+            oc.bytes = size;
+            oc.group = df->comp_base[ci] + g;
+            oc.verified_peak = -1;
+            oc.depth = mo->depth ? mo->depth[ci] : 0;
+            oc.edit.kind = HBM_FIT_OFFLOAD;
+            oc.edit.comp = ci;
+            oc.edit.ins = g;
+            oc.edit.from = prev_ins; /* before g: g moves next to it */
+            oc.edit.at = us[u].ins;
+            oc.edit.param = -1;
+            oc.bytes_read = size;
+            oc.cost_s = 2.0 * (double)size / r->host_bw;
+            hbm_status s = add_cand(mo, &oc);
+            if (s) return s;
+        }
+        if (us[u].t_end > prev) {
+            prev = us[u].t_end;
+            prev_ins = us[u].ins_end;
+        }
+    }
+    return HBM_OK;
+}
+
+static hbm_status alias_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i,
+                                      uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbmi_comp *c = &p->m->comps[ci];
+    const hbmi_instr *in = &c->ins[i];
+    if (in->is_root || in->time < 0 || in->shape->memory_space) return HBM_OK;
+    uint32_t gid = df->comp_base[ci] + i;
+    if (in->op == HOP_ASYNC_DONE && in->shape->prim != HBMI_PRIM_TUPLE) {
+        /* the done's result: a value the start defined, read under the done's name */
+        const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+        if (vs->n != 1) return HBM_OK;
+        uint32_t v = hbmi_vset_at(vs, 0);
+        if (df->values[v].gid == gid) return HBM_OK; /* its own value: value_cands has it */
+        return offload_spans(mo, r, ci, i, v, in->time, i, min_bytes);
+    }
+    if (in->shape->prim != HBMI_PRIM_TUPLE) return HBM_OK;
+    for (uint32_t k = 0; k < in->n_users; k++) {
+        uint32_t g = in->users[k];
+        const hbmi_instr *gi = &c->ins[g];
+        if (gi->op != HOP_GTE || gi->gte_index < 0 || (uint64_t)gi->gte_index >= in->shape->n) continue;
+        int dup = 0;
+        for (uint32_t j = 0; j < in->n_users; j++) {
+            const hbmi_instr *o = &c->ins[in->users[j]];
+            if (in->users[j] != g && (o->op != HOP_GTE || o->gte_index == gi->gte_index)) dup = 1;
+        }
+        if (dup) continue;
+        const hbmi_vset *vs = hbmi_df_set(df, gid, hbmi_shape_child(in->shape, (uint32_t)gi->gte_index));
+        if (vs->n != 1 || df->values[hbmi_vset_at(vs, 0)].gid != gid) continue;
+        hbm_status s = offload_spans(mo, r, ci, g, hbmi_vset_at(vs, 0), in->time, i, min_bytes);
+        if (s) return s;
+    }
+    return HBM_OK;
+}
+
+/* An entry parameter held in host memory (memory_kind="pinned_host"): its S(5) layout and one
+ * copy to the device before its first reader, live to its last. It frees its bytes before the
+ * first read and after the last; the transfer costs its bytes once at the host link. Only
+ * arrays read directly or through bitcasts, not donated, not an output, not in host memory
+ * already. Its bytes
+ * join live[] (a parameter is otherwise outside the model). */
+static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const uint8_t *donated,
+                              uint64_t min_bytes) {
+    const hbm_plan *p = mo->p;
+    const hbmi_df *df = p->df;
+    const hbm_hlo_module *m = p->m;
+    const hbmi_comp *c = &m->comps[m->entry];
+    for (uint32_t pn = 0; pn < c->n_params; pn++) {
+        uint32_t i = c->params[pn];
+        const hbmi_instr *in = &c->ins[i];
+        if ((donated && donated[pn]) || in->is_root || !in->n_users || in->shape->prim == HBMI_PRIM_TUPLE ||
+            in->shape->memory_space || hbmi_param_node_aliased(m, (int64_t)pn, 0, in->shape))
+            continue;
+        uint32_t gid = df->comp_base[m->entry] + i;
+        const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
+        if (vs->n != 1) continue;
+        uint32_t v = hbmi_vset_at(vs, 0);
+        if (df->values[v].gid != gid || !df->values[v].has_range || df->buffers[df->values[v].buffer].live_out)
+            continue;
+        uint64_t size = df->values[v].size;
+        if (size < min_bytes || !size) continue;
+        int64_t first = INT64_MAX, last = -1;
+        uint32_t at = UINT32_MAX;
+        int ok = 1;
+        for (uint32_t k = 0; k < in->n_users && ok; k++) {
+            const hbmi_instr *u = &c->ins[in->users[k]];
+            if (u->is_root || u->time < 0 || u->op == HOP_TUPLE || u->op == HOP_WHILE || u->op == HOP_GTE) {
+                ok = 0;
+                continue;
+            }
+            /* the copy goes before the first reader (a bitcast reads the copy too) */
+            if (u->time < first) first = u->time, at = in->users[k];
+            if (u->op == HOP_BITCAST) { /* the readers through it keep the copy live */
+                use_t us[64];
+                uint32_t nu = 0;
+                int aliased = 0;
+                if (collect_uses(c, in->users[k], 0, 1, us, &nu, 64, &aliased) < 0) ok = 0;
+                for (uint32_t q = 0; q < nu; q++)
+                    if (us[q].t_end > last) last = us[q].t_end;
+                continue;
+            }
+            if (use_at(c, in->users[k], 0).t_end > last) last = use_at(c, in->users[k], 0).t_end;
+            /* read inside a called computation: the device copy lives to its end */
+            for (uint32_t q = 0; q < u->n_called; q++)
+                if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
+                    last = m->comps[u->called[q]].span_end;
+        }
+        if (!ok || at == UINT32_MAX || first < 1) continue;
+        hbmi_fit_cand cd;
+        memset(&cd, 0, sizeof cd);
+        cd.edit.kind = HBM_FIT_OFFLOAD;
+        cd.edit.comp = m->entry;
+        cd.edit.ins = i;
+        cd.edit.at = at;
+        cd.edit.from = UINT32_MAX; /* nothing to copy out: the argument arrives in host memory */
+        cd.edit.param = pn;
+        cd.lo = 0;
+        cd.hi = mo->n - 1;
+        cd.bytes = size;
+        cd.group = gid;
+        cd.verified_peak = -1;
+        cd.n_pen = 1;
+        cd.pen[0].lo = (uint32_t)(first - 1);
+        cd.pen[0].hi = (uint32_t)(last < (int64_t)mo->n ? last : mo->n - 1);
+        cd.pen[0].bytes = size;
+        cd.bytes_read = size;
+        cd.cost_s = (double)size / r->host_bw;
+        hbm_status s = add_cand(mo, &cd);
+        if (s) return s;
+        /* the parameter's bytes in the model, over the whole run */
+        for (uint32_t t = 0; t < mo->n; t++) mo->live[t] += (int64_t)size;
+        mo->params_in_live += size;
     }
     return HBM_OK;
 }
 
 hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int remat, int offload,
-                                hbmi_fit_model *mo) {
+                                const uint8_t *donated, hbmi_fit_model *mo) {
     memset(mo, 0, sizeof *mo);
     mo->p = p;
     mo->m = p->m;
@@ -381,32 +653,61 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
         mo->live[t] += mo->live[t - 1];
         mo->live_xla[t] += mo->live_xla[t - 1];
     }
-    mo->max_live = 0;
-    for (uint32_t t = 0; t < n; t++)
-        if (mo->live[t] > mo->max_live) mo->max_live = mo->live[t];
+
     hbm_plan_stats st = p->stats;
     mo->fixed = st.peak_bytes - st.temp_size_in_bytes;
     mo->args = st.argument_size_in_bytes;
     const hbmi_shape *rs = m->comps[m->entry].ins[m->comps[m->entry].root].shape;
     for (uint32_t k = 0; k < rs->nodes; k++) mo->outputs_all += hbmi_shape_bytes(hbmi_shape_node(rs, k), 8);
+    /* each sequential computation's depth below the entry (XLA handles a caller before the
+     * computations it calls: its baseline prefers the outer candidates) */
+    mo->depth = hbmi_calloc((size_t)m->n_comps + 1, 1);
+    if (!mo->depth) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    for (int changed = 1, round = 0; changed && round < 16; round++) {
+        changed = 0;
+        for (uint32_t ci = 0; ci < m->n_comps; ci++) {
+            if (m->comps[ci].kind != 'S' || (ci != m->entry && !mo->depth[ci])) continue;
+            for (uint32_t i = 0; i < m->comps[ci].n; i++) {
+                const hbmi_instr *in = &m->comps[ci].ins[i];
+                for (uint32_t k = 0; k < in->n_called; k++) {
+                    uint32_t cc = in->called[k];
+                    if (cc == ci || m->comps[cc].kind != 'S' || mo->depth[cc]) continue;
+                    mo->depth[cc] = (uint8_t)(mo->depth[ci] + 1 > 250 ? 250 : mo->depth[ci] + 1);
+                    changed = 1;
+                }
+            }
+        }
+    }
     /* values below 1/4096 of the temp peak cannot matter much; they only slow the search */
     uint64_t min_bytes = st.temp_size_in_bytes / 4096;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
         if (m->comps[ci].kind != 'S') continue;
         for (uint32_t i = 0; i < m->comps[ci].n; i++) {
             hbm_status s = value_cands(mo, r, ci, i, remat, offload, min_bytes);
+            if (!s && offload) s = alias_offload_cands(mo, r, ci, i, min_bytes);
             if (s) {
                 hbmi_fit_model_free(mo);
                 return s;
             }
         }
     }
+    if (offload) {
+        hbm_status s = param_cands(mo, r, donated, min_bytes);
+        if (s) {
+            hbmi_fit_model_free(mo);
+            return s;
+        }
+    }
+    mo->max_live = 0;
+    for (uint32_t t = 0; t < n; t++)
+        if (mo->live[t] > mo->max_live) mo->max_live = mo->live[t];
     return HBM_OK;
 }
 
 void hbmi_fit_model_free(hbmi_fit_model *mo) {
     hbmi_free(mo->live);
     hbmi_free(mo->live_xla);
+    hbmi_free(mo->depth);
     hbmi_free(mo->cand);
     memset(mo, 0, sizeof *mo);
 }

@@ -9,7 +9,13 @@
  * operands the clone brings back to life. It repeats until the point is under the limit or no
  * candidate is left, then goes on. Its limit is GetSchedulerMemoryLimit's (device memory less
  * parameters and outputs plus aliased, times xla_gpu_memory_limit_slop_factor 95 %) less the
- * module's output size, as HloRematerialization::Run subtracts it. When the walk ends above
+ * module's output size, as HloRematerialization::Run subtracts it. The walk is over the
+ * flattened schedule: inside a while body or a called computation the caller's values idle
+ * across the call are taken first (XLA rematerializes the caller at the call site, with the
+ * callee's peak added, and recurses into the callee with the limit less the caller's usage
+ * only when that is not enough). Candidates are values read directly or through bitcasts and
+ * get-tuple-elements (XLA's supported indirect users; a multi-output fusion is cloned whole);
+ * values read through a tuple or a while (loop-carried) and outputs are not. When the walk ends above
  * the limit XLA warns "Can't reduce memory use below ...", written here the same way. */
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +76,10 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap) {
                     if (c->pen[j].lo <= t && t <= c->pen[j].hi) freed -= (int64_t)c->pen[j].bytes;
                 if (freed <= 0) continue;
                 double cost = c->edit.drop ? 0 : (double)limit / (double)freed;
-                if (pick == UINT32_MAX || cost < best) {
+                /* the caller first: XLA rematerializes in a computation at its call site and
+                 * descends into the callee only when the caller has nothing left */
+                if (pick == UINT32_MAX || c->depth < mo->cand[pick].depth ||
+                    (c->depth == mo->cand[pick].depth && cost < best)) {
                     best = cost;
                     pick = k;
                 }
