@@ -125,4 +125,17 @@ check "truncated HloModuleProto: says which" grep -q "not a valid xla.HloModuleP
 out=$("$HBM" view "$tmp/tbad.hlo.pb" 2>&1); rc=$?
 check "corrupt HloModuleProto: exit 2" test $rc -eq 2
 check "corrupt HloModuleProto: says so" grep -q "not a valid xla.HloModuleProto" <<<"$out"
+# hbm fit reads the same inputs, --module included; a change it cannot write (no HLO text in
+# a protobuf) is refused with the reason, exit 2, never a crash
+out=$("$HBM" fit "$X" --module 'jit__normal(5)' --capacity 8GiB --framework-limit 1 2>&1); rc=$?
+check "fit --module: exit 0" test $rc -eq 0
+check "fit --module: says which it shows" grep -q "^Showing jit__normal(5)" <<<"$out"
+check "fit --module: that module's need" grep -q "needs 48.02MiB (50349580 bytes)" <<<"$out"
+check "fit --module: it fits" grep -q "it fits as it is" <<<"$out"
+out=$("$HBM" fit "$X" --module 'jit__normal(5)' --capacity 8MiB --framework-limit 1 2>&1); rc=$?
+check "fit of a protobuf module that needs a change: exit 2" test $rc -eq 2
+check "fit of a protobuf module: says why" grep -q "read from XLA's protobuf, which holds no HLO text" <<<"$out"
+out=$("$HBM" fit "$X" --module nope --capacity 8MiB 2>&1); rc=$?
+check "fit --module nope: exit 2" test $rc -eq 2
+check "fit --module nope: lists the modules" grep -q "no module 'nope' (it holds jit_loss_fn(17)" <<<"$out"
 exit $fail

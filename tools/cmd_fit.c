@@ -8,7 +8,7 @@ static hbm_status parse_backend(const char *value, void *backend) { return hbm_b
 static hbm_status parse_remat(const char *value, void *remat) { return hbm_fit_remat_parse(value, remat); }
 
 int cmd_fit(int argc, char **argv) {
-    const char *device = NULL, *cap_text = NULL, *emit = NULL;
+    const char *device = NULL, *cap_text = NULL, *emit = NULL, *module = NULL;
     double fraction = 0, timeout = 0;
     int json = 0, top = 12, no_offload = 0, no_donate = 0;
     size_t width = CLI_WIDTH;
@@ -43,6 +43,9 @@ int cmd_fit(int argc, char **argv) {
          .help = "changes to list (default 12)"},
         {.name = "--json", .kind = CLI_FLAG, .dest = &json,
          .help = "every candidate, both sets, bytes before and after as JSON"},
+        {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
+         .help = "the module of a profile or protobuf with several (default: the\n"
+                 "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
         CLI_OPT_WIDTH(&width),
     };
     const cli_command cmd = {
@@ -76,8 +79,8 @@ int cmd_fit(int argc, char **argv) {
         return cli_bad_value("fit", device ? "--device" : "--capacity", NULL, why);
     }
     hbm_hlo_module *m;
-    hbm_status s = hbm_hlo_parse_file(args.pos[0], &m);
-    if (s) return cli_fail("fit", s);
+    if ((rc = cli_open_module("fit", args.pos[0], module, json || (emit && !strcmp(emit, "-")) ? stderr : stdout, &m))) return rc;
+    hbm_status s;
     hbm_fit_options o;
     hbm_fit_options_default(&o);
     o.plan.backend = backend;

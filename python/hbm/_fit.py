@@ -4,7 +4,7 @@ import json
 import weakref
 
 from . import _lib
-from ._plan import _source
+from ._plan import _source, open_module
 
 
 def _free(lib, result, module):
@@ -53,8 +53,9 @@ class Fit:
 
 
 def fit(x, *, device=None, capacity=None, framework_limit=None, backend=None, remat="hbm", offload=True,
-        donate=True, timeout=2.0):
-    """What makes x (HLO text, a path, or an object with .as_text()) fit a device (a name
+        donate=True, timeout=2.0, module=None):
+    """What makes x (HLO text, a path, or an object with .as_text(); XLA's protobuf as
+    hbm.plan reads it, `module` naming one of a profile's, default the largest) fit a device (a name
     `hbm devices` lists) or capacity (bytes or "80GiB") under framework_limit (default: the
     device's, 0.75 for a capacity; 1 = none). remat: "hbm" (the least-cost search), "xla"
     (XLA's HloRematerialization, the baseline) or "none". Returns a Fit."""
@@ -75,11 +76,7 @@ def fit(x, *, device=None, capacity=None, framework_limit=None, backend=None, re
     opts.capacity, opts.fraction, opts.device = target.capacity, target.fraction, device_b
     opts.remat, opts.no_offload, opts.no_donate = who.value, int(not offload), int(not donate)
     opts.timeout_s = float(timeout)
-    module = ctypes.c_void_p()
-    if text is not None:
-        check(lib.hbm_hlo_parse(text, len(text), name.encode(), ctypes.byref(module)))
-    else:
-        check(lib.hbm_hlo_parse_file(_lib.cstr(path), ctypes.byref(module)))
+    module = open_module(text, path, name, module)
     r = ctypes.c_void_p()
     status = lib.hbm_fit_run(module, ctypes.byref(opts), ctypes.byref(r))
     if status:

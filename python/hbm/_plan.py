@@ -120,6 +120,29 @@ class Plan:
             self.module, self.peak_bytes, self.temp_size_in_bytes, self.fits)
 
 
+def open_module(text, path, name, which):
+    """The module of HLO text or of XLA's protobuf (bytes or a path, found by content):
+    the one `which` names, default the largest. The caller frees it."""
+    lib = _lib.get()
+    check = _lib.check
+    module = ctypes.c_void_p()
+    if text is not None and lib.hbm_proto_sniff(text, len(text)):
+        f = ctypes.c_void_p()
+        check(lib.hbm_proto_open_mem(text, len(text), name.encode(), ctypes.byref(f)))
+        try:
+            i = ctypes.c_size_t(0)
+            if which is not None:
+                check(lib.hbm_proto_find(f, _lib.cstr(which), ctypes.byref(i)))
+            check(lib.hbm_proto_load(f, i, ctypes.byref(module)))
+        finally:
+            lib.hbm_proto_close(f)
+    elif text is not None:
+        check(lib.hbm_hlo_parse(text, len(text), name.encode(), ctypes.byref(module)))
+    else:
+        check(lib.hbm_hlo_open(_lib.cstr(path), _lib.cstr(which), ctypes.byref(module)))
+    return module
+
+
 def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, top=15, module=None):
     """Plan x (HLO text, a path, or an object with .as_text(): a JAX Compiled; a Lowered
     is compiled first; or XLA's protobuf, found by content: an XProf profile LOGDIR or
@@ -135,21 +158,7 @@ def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, t
     target = _lib.PlanTarget()
     check(lib.hbm_plan_target_resolve(_lib.cstr(device), _lib.cstr(capacity),
                                       float(framework_limit or 0), ctypes.byref(target)))
-    which, module = module, ctypes.c_void_p()
-    if text is not None and lib.hbm_proto_sniff(text, len(text)):
-        f = ctypes.c_void_p()
-        check(lib.hbm_proto_open_mem(text, len(text), name.encode(), ctypes.byref(f)))
-        try:
-            i = ctypes.c_size_t(0)
-            if which is not None:
-                check(lib.hbm_proto_find(f, _lib.cstr(which), ctypes.byref(i)))
-            check(lib.hbm_proto_load(f, i, ctypes.byref(module)))
-        finally:
-            lib.hbm_proto_close(f)
-    elif text is not None:
-        check(lib.hbm_hlo_parse(text, len(text), name.encode(), ctypes.byref(module)))
-    else:
-        check(lib.hbm_hlo_open(_lib.cstr(path), _lib.cstr(which), ctypes.byref(module)))
+    module = open_module(text, path, name, module)
     p = ctypes.c_void_p()
     status = lib.hbm_plan_run(module, ctypes.byref(opts), ctypes.byref(p))
     if status:

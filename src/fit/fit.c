@@ -74,6 +74,18 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     return s;
 }
 
+/* Whether the module has HLO text behind its instructions (a module read from protobuf has
+ * only the planner's one-line summaries, src/hlo/proto_read.c): every change fit makes is
+ * written into that text. */
+static int has_text(const hbm_hlo_module *m) {
+    for (uint32_t ci = 0; ci < m->n_comps; ci++)
+        for (uint32_t j = 0; j < m->comps[ci].n; j++) {
+            const char *p = m->comps[ci].ins[j].opcode.p;
+            if (p < m->text || p >= m->text + m->len) return 0;
+        }
+    return 1;
+}
+
 /* --- donation ----------------------------------------------------------------------------------- */
 static uint32_t top_value(const hbmi_df *df, uint32_t gid) {
     const hbmi_vset *vs = hbmi_df_set(df, gid, 0);
@@ -525,6 +537,13 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     if (!m->is_scheduled) {
         s = hbmi_error(HBM_ERR_UNSUPPORTED,
                        "fit: the module is not scheduled (no is_scheduled=true): XLA's order is unknown");
+        goto fail;
+    }
+    if (!has_text(m)) {
+        s = hbmi_error(HBM_ERR_UNSUPPORTED,
+                       "fit: the module was read from XLA's protobuf, which holds no HLO text, and fit "
+                       "writes its changes into that text: give the module's HLO text (XLA_FLAGS="
+                       "--xla_dump_to=DIR writes *.after_optimizations.txt)");
         goto fail;
     }
     const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);

@@ -58,3 +58,13 @@ def test_profile_bytes_and_default_module():
 def test_text_module_has_no_xla():
     p = hbm.plan(os.path.join(SRC, "examples", "svd_oom.hlo"))
     assert p.xla is None
+
+
+def test_fit_reads_a_profile_module():
+    needs_profile()
+    f = hbm.fit(PROFILE, module="jit__normal(5)", capacity="8GiB", framework_limit=1)
+    p = hbm.plan(PROFILE, module="jit__normal(5)")
+    assert f.fits and f.bytes_before == p.peak_bytes
+    # a change would be written into HLO text, which a protobuf does not hold: refused
+    with pytest.raises(hbm.Error, match="holds no HLO text"):
+        hbm.fit(PROFILE, module="jit__normal(5)", capacity="8MiB", framework_limit=1)
