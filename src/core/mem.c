@@ -28,19 +28,38 @@ static int hbmi_should_fail(void) {
     return 0;
 }
 
+/* A block of 4 MiB or more is asked to be backed by huge pages (where the kernel's
+ * transparent huge pages are in "madvise" mode, as on Debian): the plan of a 20 MB module
+ * first-touches about 50 MB of fresh mappings, and on a virtual machine each 4 KiB page
+ * fault cost more than the parsing (bench_plan, docs/benchmarks.md). Advice only: where it
+ * is refused nothing changes. Its whole 2 MiB pages inside the block, not the head. */
+static void *advise(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p && n >= 2 * huge) {
+        uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+        if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+    }
+#else
+    (void)n;
+#endif
+    return p;
+}
+
 void *hbmi_malloc(size_t n) {
     if (hbmi_should_fail()) return NULL;
-    return malloc(n ? n : 1);
+    return advise(malloc(n ? n : 1), n);
 }
 
 void *hbmi_calloc(size_t count, size_t size) {
     if (hbmi_should_fail()) return NULL;
-    return calloc(count ? count : 1, size ? size : 1);
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    return count && size <= SIZE_MAX / count ? advise(p, count * size) : p;
 }
 
 void *hbmi_realloc(void *p, size_t n) {
     if (hbmi_should_fail()) return NULL;
-    return realloc(p, n ? n : 1);
+    return advise(realloc(p, n ? n : 1), n);
 }
 
 void hbmi_free(void *p) { free(p); }
