@@ -266,6 +266,35 @@ static use_t use_at(const hbmi_comp *c, uint32_t ui, uint32_t elem) {
     return r;
 }
 
+/* A candidate over the span between the read that ended at prev (instruction prev_ins, or
+ * the definition) and the next read `use`: bytes of instruction ins of computation ci, its
+ * kind still to be set. */
+static hbmi_fit_cand span_cand(const hbmi_fit_model *mo, uint32_t ci, uint32_t ins, uint32_t group, int64_t prev,
+                               uint32_t prev_ins, const use_t *use, uint64_t bytes) {
+    hbmi_fit_cand cd;
+    memset(&cd, 0, sizeof cd);
+    cd.lo = (uint32_t)(prev + 1);
+    cd.hi = (uint32_t)(use->t - 1);
+    cd.bytes = bytes;
+    cd.group = group;
+    cd.verified_peak = -1;
+    cd.depth = mo->depth ? mo->depth[ci] : 0;
+    cd.edit.comp = ci;
+    cd.edit.ins = ins;
+    cd.edit.at = use->ins;
+    cd.edit.from = prev_ins;
+    cd.edit.param = -1;
+    return cd;
+}
+
+/* The span as a host offload: size bytes copied out and back at the host bandwidth. */
+static hbm_status add_offload(hbmi_fit_model *mo, const hbmi_fit_rates *r, hbmi_fit_cand oc, uint64_t size) {
+    oc.edit.kind = HBM_FIT_OFFLOAD;
+    oc.bytes_read = size;
+    oc.cost_s = 2.0 * (double)size / r->host_bw;
+    return add_cand(mo, &oc);
+}
+
 static int collect_uses(const hbmi_comp *c, uint32_t i, uint32_t elem, int depth, use_t *u, uint32_t *nu,
                         uint32_t cap, int *aliased) {
     const hbmi_instr *in = &c->ins[i];
@@ -365,19 +394,7 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
             uint64_t bytes = nodes == 1 ? size : esize[0];
             for (uint32_t nd = 1; nd < nodes; nd++)
                 if (elast[nd] >= t) bytes += esize[nd];
-            hbmi_fit_cand cd;
-            memset(&cd, 0, sizeof cd);
-            cd.lo = (uint32_t)(prev + 1);
-            cd.hi = (uint32_t)(t - 1);
-            cd.bytes = bytes;
-            cd.group = gid;
-            cd.verified_peak = -1;
-            cd.depth = mo->depth ? mo->depth[ci] : 0;
-            cd.edit.comp = ci;
-            cd.edit.ins = i;
-            cd.edit.at = us[u].ins;
-            cd.edit.from = prev_ins;
-            cd.edit.param = -1;
+            hbmi_fit_cand cd = span_cand(mo, ci, i, gid, prev, prev_ins, &us[u], bytes);
             if (clone) {
                 hbmi_fit_cand rc = cd;
                 rc.edit.kind = HBM_FIT_REMATERIALIZE;
@@ -416,11 +433,7 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
             }
             /* host offload: an array read directly (XLA's offload skips bitcast and tuple users) */
             if (offload && !aliased && nodes == 1 && t - prev >= 3 && in->shape->n >= 1) {
-                hbmi_fit_cand oc = cd;
-                oc.edit.kind = HBM_FIT_OFFLOAD;
-                oc.bytes_read = size;
-                oc.cost_s = 2.0 * (double)size / r->host_bw;
-                hbm_status s = add_cand(mo, &oc);
+                hbm_status s = add_offload(mo, r, cd, size);
                 if (s) return s;
             }
         }
@@ -470,24 +483,9 @@ static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uin
     uint32_t prev_ins = def_ins;
     for (uint32_t u = 0; u < nu; u++) {
         int64_t t = us[u].t;
-        if (t - prev >= 3) {
-            hbmi_fit_cand oc;
-            memset(&oc, 0, sizeof oc);
-            oc.lo = (uint32_t)(prev + 1);
-            oc.hi = (uint32_t)(t - 1);
-            oc.bytes = size;
-            oc.group = df->comp_base[ci] + g;
-            oc.verified_peak = -1;
-            oc.depth = mo->depth ? mo->depth[ci] : 0;
-            oc.edit.kind = HBM_FIT_OFFLOAD;
-            oc.edit.comp = ci;
-            oc.edit.ins = g;
-            oc.edit.from = prev_ins; /* before g: g moves next to it */
-            oc.edit.at = us[u].ins;
-            oc.edit.param = -1;
-            oc.bytes_read = size;
-            oc.cost_s = 2.0 * (double)size / r->host_bw;
-            hbm_status s = add_cand(mo, &oc);
+        if (t - prev >= 3) { /* from: before g, which moves next to it */
+            hbm_status s = add_offload(mo, r, span_cand(mo, ci, g, df->comp_base[ci] + g, prev, prev_ins, &us[u], size),
+                                       size);
             if (s) return s;
         }
         if (us[u].t_end > prev) {
