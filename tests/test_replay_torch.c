@@ -189,9 +189,10 @@ static void no_hex(const char *s, char *out, size_t cap) {
     out[n] = 0;
 }
 
-/* One walk for the torch row and its twin (hbm_replay_run steps the twin inside the row's
- * walk): each row the same as in a request without the twin, and the twin the same as
- * hbm_replay_torch_match's, which walks it alone. */
+/* A request's torch row and its twin keep apart: each row the same as in a request without
+ * the twin, and the request's twin the same as hbm_replay_torch_match's alone (the twin's
+ * own expandable ranges take no addresses from the process's counter, so neither moves the
+ * other's; the OOM reports, whose addresses the counter gives, compared without them). */
 static void check_one_walk(const hbm_trace *t, const char *device) {
     static const char *const texts[] = {"allocator=bfc", "allocator=torch", "allocator=torch,expandable_segments=true",
                                         "allocator=torch,max_split_size_mb=64"};

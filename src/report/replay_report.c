@@ -10,7 +10,6 @@
 #include "hbm/replay.h"
 #include "hbm/size.h"
 #include "trace/replay/replay_internal.h"
-#include "trace/replay/twin_internal.h"
 
 #define REPLAY_MAX_CONFIGS 64
 
@@ -44,9 +43,6 @@ typedef struct rows_ctx {
     const char *device;
     int report;             /* the first OOM's report and its checked advice */
     hbm_oom_diagnosis diag; /* of the current row's first OOM */
-    hbm_replay_report *twin; /* a request's twin, walked beside the first torch row; NULL: none */
-    int twin_walked;        /* that row (-1: not yet) */
-    char twin_error[1024];  /* the twin's message when it failed */
 } rows_ctx;
 
 /* The OOM report of the allocator's last failure; the allocator's message if the report
@@ -116,33 +112,13 @@ static void check_advice(rows_ctx *c, const hbm_replay_config *cfg, hbm_replay_r
     hbm_oom_report_set_advice(rep, cap, verdict);
 }
 
-static void twin_beside(void *tw, size_t upto) { hbmi_twin_step(tw, upto); }
-
-/* The twin of the first row that opens the torch policy itself (no recorder around it),
- * begun before that row and walked beside it: each event of the snapshot is read once for
- * both, the row from an empty device, the twin from the prelude at its recorded addresses.
- * The row's own figures are those of the row alone (twin_internal.h). */
-static hbmi_twin *twin_beside_row(rows_ctx *c, const hbm_replay_config *cfg, const hbm_replay_result *r, size_t i) {
-    hbmi_twin *tw = NULL;
-    if (!c->twin || c->twin_walked >= 0 || strcmp(c->plan->t->source, "torch") || cfg->status ||
-        cfg->cfg.allocator != HBM_ALLOCATOR_TORCH || cfg->cfg.trace[0])
-        return NULL;
-    if (hbmi_twin_begin(c->plan->t, NULL, 0, r->config, c->device, &c->twin->twin, &tw)) return NULL; /* left to twin_part */
-    c->twin_walked = (int)i;
-    return tw;
-}
-
 /* Every configuration once, on the plan's trace. Returns the first failure. */
 static hbm_status run_rows(rows_ctx *c, const hbm_replay_config *cfgs, size_t n, hbm_replay_result *res) {
     hbm_status first = HBM_OK;
     for (size_t i = 0; i < n; i++) {
         memset(&c->diag, 0, sizeof c->diag);
         hbmi_replay_hooks h = {.on_first_oom = c->report ? on_first_oom : NULL, .user = c};
-        hbmi_twin *tw = twin_beside_row(c, &cfgs[i], &res[i], i);
-        if (tw) h.beside = twin_beside, h.beside_user = tw;
         hbm_status rs = hbmi_replay_one(c->plan, c->device, &cfgs[i], &h, &res[i]);
-        if (tw && (c->twin->twin_status = hbmi_twin_end(tw))) /* the events the row left, if it stopped */
-            snprintf(c->twin_error, sizeof c->twin_error, "%s", hbm_last_error());
         if (!rs && c->report && c->diag.config[0]) check_advice(c, &cfgs[i], &res[i]);
         if (rs && !first) first = rs;
     }
@@ -152,8 +128,7 @@ static hbm_status run_rows(rows_ctx *c, const hbm_replay_config *cfgs, size_t n,
 /* configs[0..n) replayed on t (the pairing once for all); reports: the first OOM's. With
  * bounds, also hbm_replay_bounds_get's (packing up to max_buffers). */
 static hbm_status replay_values(const hbm_trace *t, const char *device_spec, const hbm_replay_config *cfgs, size_t n,
-                                hbm_replay_result *results, int reports, hbm_replay_bounds *bounds, size_t max_buffers,
-                                rows_ctx *ctx) {
+                                hbm_replay_result *results, int reports, hbm_replay_bounds *bounds, size_t max_buffers) {
     for (size_t c = 0; c < n; c++) {
         memset(&results[c], 0, sizeof results[c]);
         results[c].first_oom_event = results[c].last_oom_event = -1;
@@ -168,10 +143,8 @@ static hbm_status replay_values(const hbm_trace *t, const char *device_spec, con
     }
     /* hbm pack's default budget of counted work for the packing: the same figure on every run */
     if (bounds && hbmi_replay_bounds(&plan, 0, max_buffers, bounds)) memset(bounds, 0, sizeof *bounds);
-    ctx->plan = &plan;
-    ctx->device = device_spec;
-    ctx->report = reports;
-    s = run_rows(ctx, cfgs, n, results);
+    rows_ctx ctx = {.plan = &plan, .device = device_spec, .report = reports};
+    s = run_rows(&ctx, cfgs, n, results);
     hbmi_replay_plan_free(&plan);
     return s;
 }
@@ -192,8 +165,7 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
     if (s) {
         for (size_t c = 0; c < n; c++) hbmi_replay_result_fail(&results[c], s);
     } else {
-        rows_ctx ctx = {.twin_walked = -1};
-        s = replay_values(t, device_spec, v, n, results, 1, NULL, 0, &ctx);
+        s = replay_values(t, device_spec, v, n, results, 1, NULL, 0);
     }
     hbmi_free(v);
     return s;
@@ -214,9 +186,8 @@ static int twin_row(const hbm_trace *t, const hbm_replay_result *r, size_t n) {
     return -1;
 }
 
-/* What PyTorch did and how closely the twin of row tw follows it (walked already when
- * walked is tw: its status and message then are walked_status and error). */
-static hbm_status twin_part(hbm_replay_report *rep, int tw, int walked, const char *error) {
+/* What PyTorch did and how closely the twin of row tw follows it. */
+static hbm_status twin_part(hbm_replay_report *rep, int tw) {
     const hbm_trace *t = rep->trace;
     rep->twin_row = tw;
     if (tw < 0) return HBM_OK;
@@ -228,8 +199,7 @@ static hbm_status twin_part(hbm_replay_report *rep, int tw, int walked, const ch
         rep->recorded_calls += k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP ||
                                k == HBM_EV_SEGMENT_UNMAP;
     }
-    if (walked != tw) rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
-    else if (rep->twin_status) hbmi_error(rep->twin_status, "%s", error); /* its message, not a later row's */
+    rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
     return HBM_OK;
 }
 
@@ -257,17 +227,8 @@ hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     out->device_is_default = !strcmp(dflt, out->device);
     if (!(out->rows = hbmi_calloc(q->n + 1, sizeof *out->rows))) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     out->n = q->n;
-    rows_ctx *ctx = hbmi_calloc(1, sizeof *ctx);
-    if (!ctx) {
-        hbm_replay_report_release(out);
-        return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    }
-    ctx->twin = q->twin ? out : NULL;
-    ctx->twin_walked = -1;
-    replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers, ctx); /* failures are in rows */
-    if (q->twin && (s = twin_part(out, twin_row(t, out->rows, out->n), ctx->twin_walked, ctx->twin_error)))
-        hbm_replay_report_release(out);
-    hbmi_free(ctx);
+    replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers); /* failures are in rows */
+    if (q->twin && (s = twin_part(out, twin_row(t, out->rows, out->n)))) hbm_replay_report_release(out);
     return s;
 }
 
@@ -515,7 +476,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     if (!hbm_replay_default_device(t, dflt, sizeof dflt, &rep.device_why)) rep.device_is_default = !strcmp(dflt, device_spec);
     rep.n = n;
     if (bounds) rep.bounds = *bounds;
-    hbm_status s = twin_part(&rep, twin_row(t, r, n), -1, NULL);
+    hbm_status s = twin_part(&rep, twin_row(t, r, n));
     return s ? s : hbm_replay_report_write(&rep, f, json);
 }
 
@@ -596,8 +557,7 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
     hbm_replay_bounds b = {0};
     /* each candidate once, without OOM reports (only whether it runs out of memory counts);
      * each result says whether it ran */
-    rows_ctx ctx = {.twin_walked = -1};
-    if (!s) replay_values(t, out->device, cfg, out->n, res, 0, &b, 0, &ctx);
+    if (!s) replay_values(t, out->device, cfg, out->n, res, 0, &b, 0);
     out->lower_bound = b.lower_bound;
     hbmi_free(cfg);
     if (s) return s;

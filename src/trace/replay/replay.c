@@ -131,11 +131,9 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     void *self = a->self;
     hbm_stats st;
     int quiet = 0, stop = h && h->stop_at_first_oom;
-    void (*beside)(void *, size_t) = h ? h->beside : NULL;
     uint64_t t0 = hbmi_now_ns();
     for (size_t i = 0; !s && i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (beside && !(i % HBMI_REPLAY_BESIDE)) beside(h->beside_user, i + HBMI_REPLAY_BESIDE);
         if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
             uint64_t size = e->requested ? e->requested : e->size, addr;
             slot[i] = 0; /* 0: not allocated here (failed or empty) */

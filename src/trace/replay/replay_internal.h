@@ -26,18 +26,11 @@ void hbmi_replay_plan_free(hbmi_replay_plan *p);
 /* hbm_replay_bounds_get of the plan's trace, its pairing and bound reused. */
 hbm_status hbmi_replay_bounds(const hbmi_replay_plan *p, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);
 
-#define HBMI_REPLAY_BESIDE 256
-
 typedef struct hbmi_replay_hooks {
     /* at the first OOM (the allocator's OOM record taken): r->first_oom_* are set */
     void (*on_first_oom)(void *user, hbm_allocator *a, hbm_replay_result *r);
     void *user;
     int stop_at_first_oom; /* 1: end the replay there (r says where; peaks so far) */
-    /* another walk of the same trace taken beside this one (the PyTorch twin), called
-     * before events 0, B, 2B, ... (B = HBMI_REPLAY_BESIDE) with i + B: the events before
-     * that are its to replay, while they are in the cache */
-    void (*beside)(void *beside_user, size_t upto);
-    void *beside_user;
 } hbmi_replay_hooks;
 
 /* Replay p's trace against cfg on a fresh device opened from device_spec; r->config gets

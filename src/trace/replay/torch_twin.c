@@ -8,7 +8,6 @@
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
-#include "trace/replay/twin_internal.h"
 #include "trace/trace_internal.h"
 
 typedef struct twin_ev {
@@ -27,13 +26,13 @@ typedef struct match_ctx {
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
     uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
     size_t nrec, caprec;
-    uint64_t *recs;     /* the same by base (then size), for rec_has */
+    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
+    size_t nheld, capheld;
+    uint64_t *recs;     /* rec by base (then size), for rec_has */
     size_t caprecs;
     uint64_t *recend;   /* recend[k]: the largest end of recs[0..k] (valid unless rec_dirty) */
     size_t caprecend;
     int rec_dirty;
-    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
-    size_t nheld, capheld;
     uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
 } match_ctx;
 
@@ -125,7 +124,8 @@ static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uin
     if (!r || held_overlaps(c, r->addr, span)) {
         if (kind != HBM_EV_SEGMENT_MAP) return 0; /* a cudaMalloc segment: where the device puts it */
         /* an expandable range of the twin's own: from the twin's own virtual addresses, as
-         * the policy takes them (below any device's), so that no other replay's ranges move */
+         * the policy takes them (below any device's), not from the process's counter, so
+         * that the twin moves no other replay's ranges (an OOM report prints them) */
         *addr = hbmi_align_up(c->va_next, 20u << 20);
         c->va_next = *addr + span + (40u << 20);
         return 1;
@@ -207,171 +207,85 @@ static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t t
 }
 
 static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live);
-static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map);
 
-/* The twin as a walk that can go beside another replay: begun (device, allocator, the
- * prelude seeded), stepped event by event, ended (the last comparison, everything closed).
- * hbm_replay_torch_match_from walks it alone; hbm_replay_run beside the torch row. */
-struct hbmi_twin {
-    hbm_trace view;  /* the history: t from its history_start */
-    size_t hs;       /* t's history_start: event i of t is the view's i - hs */
-    match_ctx c;
-    hbm_torch_match *m;
-    hbm_device *dev;
-    hbm_allocator *a;
-    uint8_t *empty_run;
-    size_t *pending, npend;
-    hbmi_map live;   /* recorded address -> twin address + 1 */
-    int has_map, live_init, hooked;
-    size_t next;     /* the view's next event */
-    hbm_status s;
-    hbm_torch_segment_state *built; /* the prelude's state, when rebuilt here */
-    hbm_torch_block_state *blk;
-    char error[1024]; /* the last-error message when s or c.err was set */
-};
-
-static void twin_failed(hbmi_twin *w) {
-    if (!w->error[0]) snprintf(w->error, sizeof w->error, "%s", hbm_last_error());
-}
-
-/* The view's event i (an empty_cache() run: all of it); the next one to replay. */
-static size_t twin_event(hbmi_twin *w, size_t i) {
-    match_ctx *c = &w->c;
+static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
+                      const hbm_torch_segment_state *segs, size_t nsegs) {
+    c->pend = pending;
     const hbm_trace *t = c->t;
-    hbm_torch_match *m = w->m;
-    void *self = w->a->self;
-    const hbm_allocator_ops *ops = w->a->ops;
-    size_t *pending = w->pending;
-    hbm_status s = HBM_OK;
-    const hbm_trace_event *e = &t->events[i];
-    if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
-    else if (e->kind == HBM_EV_SEGMENT_FREE) rec_del(c, e->addr);
-    if (is_segment_event(e->kind)) {
-        m->segments_recorded++;
-        if (!w->empty_run[i]) {
-            pending[w->npend++] = i;
-            return i + 1;
-        }
-        compare(c, pending, w->npend); /* decisions not followed by an alloc */
-        w->npend = 0;
-        size_t j = i;
-        while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP))
-            pending[w->npend++] = j++;
-        m->segments_recorded += j - i - 1;
-        m->empty_cache_calls++;
-        c->npend = w->npend;
-        c->ocur = 0;
-        if (!(w->s = hbmi_torch_empty_cache(self))) {
-            compare(c, pending, w->npend);
-            w->npend = 0;
-        }
-        return j;
-    } else if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
-        uint64_t size = e->requested ? e->requested : e->size, addr = 0;
-        if (!size) return i + 1;
-        if (e->kind == HBM_EV_ALLOC) m->allocs++;
-        else m->ooms_recorded++;
-        c->ntw = c->ocur = 0;
-        c->npend = w->npend;
-        hbm_status as = ops->alloc_stream(self, size, NULL, 0, e->stream, &addr);
-        compare(c, pending, w->npend);
-        w->npend = 0;
-        if (as == HBM_ERR_OOM) {
-            m->ooms_twin++;
-            if (e->kind == HBM_EV_ALLOC && m->first_alloc_diff < 0) m->first_alloc_diff = (int64_t)i;
-            return i + 1;
-        }
-        if (as) {
-            w->s = as;
-            return i + 1;
-        }
-        if (e->kind == HBM_EV_OOM) { /* the program died here; the twin did not: give it back */
-            w->s = ops->free_stream(self, addr, e->stream);
-            return i + 1;
-        }
-        if (!w->has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
-        alloc_placed(c, self, e->addr, addr, i);
-        if (!(s = hbmi_map_put(&w->live, e->addr, addr + 1))) {
-            hbm_stats st;
-            ops->stats(self, &st);
-            if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
-        }
-        w->s = s;
-    } else if (e->kind == HBM_EV_FREE) {
-        uint64_t addr;
-        if (hbmi_map_del(&w->live, e->addr, &addr)) w->s = ops->free_stream(self, addr - 1, e->stream);
-    }
-    return i + 1;
-}
-
-void hbmi_twin_step(hbmi_twin *w, size_t upto) {
-    if (w->s || w->c.err || upto <= w->hs) return;
-    size_t end = upto - w->hs < w->view.count ? upto - w->hs : w->view.count;
-    if (w->next >= end) return;
+    hbm_torch_match *m = c->m;
+    void *self = a->self;
+    const hbm_allocator_ops *ops = a->ops;
+    size_t npend = 0;
+    hbmi_map live; /* recorded address -> twin address + 1 */
+    hbmi_map_init(&live);
+    hbm_status s = seed(c, a, segs, nsegs, &live);
+    hbm_stats st;
+    hbmi_torch_set_event_fn(self, on_twin_event, c);
+    hbmi_torch_set_addr_fn(self, place_segment, c);
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
-    while (w->next < end && !w->s && !w->c.err) w->next = twin_event(w, w->next);
-    hbmi_oom_quiet_set(quiet);
-    if (w->s || w->c.err) twin_failed(w);
-}
-
-static hbm_status twin_open(hbmi_twin *w, const hbm_torch_segment_state *segs, size_t nsegs, const char *config,
-                            const char *device_spec) {
-    const hbm_trace *t = &w->view;
-    hbm_torch_match *out = w->m;
-    memset(out, 0, sizeof *out);
-    out->first_segment_diff = out->first_alloc_diff = -1;
-    uint64_t start = 0;
-    for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
-    out->peak_reserved_recorded = recorded_peak(t, start, &w->has_map);
-    snprintf(out->device, sizeof out->device, "%.*s", (int)sizeof out->device - 1, device_spec); /* cut as it was */
-    snprintf(out->config, sizeof out->config, "%.*s", (int)sizeof out->config - 1, config);
-    w->c = (match_ctx){.t = t, .m = out, .va_next = 0x300000000000ull};
-    hbmi_map_init(&w->c.segbase);
-    hbm_status s = hbm_device_open(out->device, &w->dev);
-    if (!s) s = hbm_allocator_open(w->dev, out->config, &w->a);
-    if (!s && !hbmi_torch_is(w->a))
-        s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
-    if (!s) s = find_empty_cache_runs(t, &w->empty_run);
-    if (!s && !(w->pending = hbmi_malloc((t->count + 1) * sizeof *w->pending)))
-        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    if (s) return s;
-    w->c.pend = w->pending;
-    hbmi_map_init(&w->live);
-    w->live_init = 1;
-    s = seed(&w->c, w->a, segs, nsegs, &w->live);
-    hbmi_torch_set_event_fn(w->a->self, on_twin_event, &w->c);
-    hbmi_torch_set_addr_fn(w->a->self, place_segment, &w->c);
-    w->hooked = 1;
-    return s;
-}
-
-hbm_status hbmi_twin_end(hbmi_twin *w) {
-    if (!w) return HBM_OK;
-    hbmi_twin_step(w, w->hs + w->view.count);
-    hbm_status s = w->s;
-    if (w->hooked) {
-        if (!s) compare(&w->c, w->pending, w->npend); /* decisions after the last alloc */
-        hbmi_torch_set_event_fn(w->a->self, NULL, NULL);
-        hbmi_torch_set_addr_fn(w->a->self, NULL, NULL);
+    for (size_t i = 0; i < t->count && !s && !c->err; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) rec_del(c, e->addr);
+        if (is_segment_event(e->kind)) {
+            m->segments_recorded++;
+            if (!empty_run[i]) {
+                pending[npend++] = i;
+                continue;
+            }
+            compare(c, pending, npend); /* decisions not followed by an alloc */
+            npend = 0;
+            size_t j = i;
+            while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP))
+                pending[npend++] = j++;
+            m->segments_recorded += j - i - 1;
+            m->empty_cache_calls++;
+            c->npend = npend;
+            c->ocur = 0;
+            if ((s = hbmi_torch_empty_cache(self))) break;
+            compare(c, pending, npend);
+            npend = 0;
+            i = j - 1;
+        } else if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
+            uint64_t size = e->requested ? e->requested : e->size, addr = 0;
+            if (!size) continue;
+            if (e->kind == HBM_EV_ALLOC) m->allocs++;
+            else m->ooms_recorded++;
+            c->ntw = c->ocur = 0;
+            c->npend = npend;
+            hbm_status as = ops->alloc_stream(self, size, NULL, 0, e->stream, &addr);
+            compare(c, pending, npend);
+            npend = 0;
+            if (as == HBM_ERR_OOM) {
+                m->ooms_twin++;
+                if (e->kind == HBM_EV_ALLOC && m->first_alloc_diff < 0) m->first_alloc_diff = (int64_t)i;
+                continue;
+            }
+            if (as) {
+                s = as;
+                break;
+            }
+            if (e->kind == HBM_EV_OOM) { /* the program died here; the twin did not: give it back */
+                s = ops->free_stream(self, addr, e->stream);
+                continue;
+            }
+            if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
+            alloc_placed(c, self, e->addr, addr, i);
+            if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
+                ops->stats(self, &st);
+                if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
+            }
+        } else if (e->kind == HBM_EV_FREE) {
+            uint64_t addr;
+            if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
+        }
     }
-    if (!s) s = w->c.err;
-    if (s) twin_failed(w);
-    if (w->live_init) hbmi_map_destroy(&w->live);
-    hbmi_free(w->pending);
-    hbmi_free(w->empty_run);
-    hbmi_free(w->c.tw);
-    hbmi_free(w->c.held);
-    hbmi_free(w->c.rec);
-    hbmi_free(w->c.recs);
-    hbmi_free(w->c.recend);
-    hbmi_map_destroy(&w->c.segbase);
-    hbm_allocator_close(w->a);
-    hbm_device_close(w->dev);
-    hbmi_free(w->built);
-    hbmi_free(w->blk);
-    if (s) hbmi_error(s, "%s", w->error); /* its message, whatever ran beside it since */
-    hbmi_free(w);
-    return s;
+    hbmi_oom_quiet_set(quiet);
+    if (!s) compare(c, pending, npend); /* decisions after the last alloc */
+    hbmi_torch_set_event_fn(self, NULL, NULL);
+    hbmi_torch_set_addr_fn(self, NULL, NULL);
+    hbmi_map_destroy(&live);
+    return s ? s : c->err;
 }
 
 static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map) {
@@ -448,6 +362,9 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
     hbmi_free(bl);
     return s ? s : c->err;
 }
+
+static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                const char *config, const char *device_spec, hbm_torch_match *out);
 
 static int u64pair_cmp(const void *a, const void *b) {
     const uint64_t *x = a, *y = b;
@@ -564,41 +481,70 @@ static void twin_config(const hbm_trace *t, const char *config, char *buf, size_
     if (hbm_torch_config_with_recorded(t, config, buf, cap) && snprintf(buf, cap, "%s", config) >= (int)cap) buf[cap - 1] = 0;
 }
 
-hbm_status hbmi_twin_begin(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs, const char *config,
-                           const char *device_spec, hbm_torch_match *out, hbmi_twin **tw) {
-    *tw = NULL;
+hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                       const char *config, const char *device_spec, hbm_torch_match *out) {
     if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
-    hbmi_twin *w = hbmi_calloc(1, sizeof *w);
-    if (!w) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
     char full[256], dev[96];
     twin_config(t, config, full, sizeof full);
     if (device_spec) snprintf(dev, sizeof dev, "%s", device_spec);
     else hbm_replay_default_device(t, dev, sizeof dev, NULL);
+    config = full;
+    device_spec = dev;
+    if (!t->history_start) return match_history(t, segs, nsegs, config, device_spec, out);
     /* a history that starts mid-run: the twin starts from the state the loader rebuilt (or
      * the one given) and is compared on the history's own events */
-    w->m = out;
-    w->view = *t;
-    w->hs = t->history_start;
-    w->view.events += w->hs;
-    w->view.count -= w->hs;
-    w->view.history_start = 0;
-    w->view.others = NULL;
-    w->view.n_others = 0;
-    if (w->hs && !segs && !nsegs) {
-        w->s = prelude_state(t, &w->built, &nsegs, &w->blk);
-        segs = w->built;
-    }
-    if (!w->s) w->s = twin_open(w, segs, nsegs, full, dev);
-    if (w->s) twin_failed(w);
-    *tw = w;
-    return HBM_OK;
+    hbm_trace view = *t;
+    view.events += t->history_start;
+    view.count -= t->history_start;
+    view.history_start = 0;
+    view.others = NULL;
+    view.n_others = 0;
+    if (segs || nsegs) return match_history(&view, segs, nsegs, config, device_spec, out);
+    hbm_torch_segment_state *built = NULL;
+    hbm_torch_block_state *blk = NULL;
+    size_t nb = 0;
+    hbm_status s = prelude_state(t, &built, &nb, &blk);
+    if (!s) s = match_history(&view, built, nb, config, device_spec, out);
+    hbmi_free(built);
+    hbmi_free(blk);
+    return s;
 }
 
-hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
-                                       const char *config, const char *device_spec, hbm_torch_match *out) {
-    hbmi_twin *w;
-    hbm_status s = hbmi_twin_begin(t, segs, nsegs, config, device_spec, out, &w);
-    return s ? s : hbmi_twin_end(w);
+static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
+                                const char *config, const char *device_spec, hbm_torch_match *out) {
+    memset(out, 0, sizeof *out);
+    out->first_segment_diff = out->first_alloc_diff = -1;
+    int has_map;
+    uint64_t start = 0;
+    for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
+    out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
+    snprintf(out->device, sizeof out->device, "%s", device_spec);
+    snprintf(out->config, sizeof out->config, "%s", config);
+    hbm_device *dev = NULL;
+    hbm_allocator *a = NULL;
+    uint8_t *empty_run = NULL;
+    size_t *pending = NULL;
+    match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
+    hbmi_map_init(&c.segbase);
+    hbm_status s = hbm_device_open(out->device, &dev);
+    if (!s) s = hbm_allocator_open(dev, out->config, &a);
+    if (!s && !hbmi_torch_is(a))
+        s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
+    if (!s) s = find_empty_cache_runs(t, &empty_run);
+    if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
+    if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
+    hbmi_free(pending);
+    hbmi_free(empty_run);
+    hbmi_free(c.tw);
+    hbmi_free(c.held);
+    hbmi_free(c.rec);
+    hbmi_free(c.recs);
+    hbmi_free(c.recend);
+    hbmi_map_destroy(&c.segbase);
+    hbm_allocator_close(a);
+    hbm_device_close(dev);
+    return s;
 }
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
