@@ -164,6 +164,19 @@ static void test_trace_outputs(void) {
     CHECK_CONTAINS(r, "\"config\": \"allocator=bfc\"");
     CHECK_CONTAINS(r, "\"config\": \"allocator=platform\"");
     CHECK_CONTAINS(r, "\"device\": \"sim:80GiB\"");
+    /* the rows alone: the same configurations, no packing (hbm.replay returns only rows) */
+    char *rows = malloc(len + 1);
+    CHECK(rows);
+    size_t rlen = 0;
+    CHECK_OK(hbm_replay_rows_format(t, NULL, NULL, 0, rows, len + 1, &rlen));
+    CHECK(rlen <= len);
+    CHECK_CONTAINS(rows, "\"config\": \"allocator=bfc\"");
+    CHECK_CONTAINS(rows, "\"config\": \"allocator=platform\"");
+    CHECK_CONTAINS(rows, "\"packed_bytes\": 0,");
+    CHECK(strstr(r, "\"packed_bytes\": 0,") == NULL); /* the full replay packs the svd's buffers */
+    CHECK(!strncmp(strstr(rows, "\"optimal_bound_bytes\""), strstr(r, "\"optimal_bound_bytes\""), 40));
+    CHECK_STATUS(hbm_replay_rows_format(t, "no-such-gpu", NULL, 0, NULL, 0, &rlen), HBM_ERR_INVALID);
+    free(rows);
     free(r);
     const char *cfg[] = {"allocator=vmm"};
     int failed = 1;

@@ -99,6 +99,13 @@ HBM_API hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, 
                                         FILE *f, int json, int *failed);
 HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
                                      char *buf, size_t cap, size_t *len);
+/* hbm_replay_format's JSON object (json = 1) with the same "results" rows, for a caller
+ * that reads only those (hbm.replay): without what PyTorch recorded and the twin's match
+ * (no "recorded" or "match", so no second replay of the torch row, and no error when the
+ * twin alone cannot run) and without the packing ("packed_bytes" 0, as for a trace too
+ * big to pack); "optimal_bound_bytes" stays. */
+HBM_API hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                          char *buf, size_t cap, size_t *len);
 
 /* --- errors ----------------------------------------------------------------------------- */
 

@@ -99,6 +99,9 @@ _OPTIONAL = {
     "hbm_replay_suggest_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
     # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
     "hbm_plan_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_size_t, P(c_size_t)]),
+    # hbm.replay's rows without the twin and the packing it does not return (issue 27)
+    "hbm_replay_rows_format": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_char_p, c_size_t,
+                                       P(c_size_t)]),
 }
 
 
@@ -185,9 +188,9 @@ def check(status):
     raise _errors.from_status(status, name, lib.hbm_status_str(status).decode(), message, where)
 
 
-def text(fn, *args):
-    """Call a *_format function (snprintf rules) and return its whole output as str."""
-    cap = 1 << 16
+def text(fn, *args, cap=1 << 16):
+    """Call a *_format function (snprintf rules) and return its whole output as str. An
+    output longer than cap calls fn again: give a cap that holds what costly calls write."""
     n = c_size_t(0)
     while True:
         buf = ctypes.create_string_buffer(cap)

@@ -43,9 +43,9 @@ class Trace:
                              "peak_bytes_reserved": self.peak_bytes_reserved,
                              "allocs": self.allocs, "frees": self.frees, "ooms": self.ooms}]
 
-    def _call(self, fn, *args):
+    def _call(self, fn, *args, cap=1 << 16):
         with self._lock:
-            return _lib.text(fn, self._t, *args)
+            return _lib.text(fn, self._t, *args, cap=cap)
 
     def to_json(self, top=15):
         """`hbm view --json`."""
@@ -67,7 +67,13 @@ class Trace:
         bfc and platform) on device (a name or sim:SIZE; default the trace's capacity, else
         sim:80GiB). Returns the result rows of `hbm replay --json`."""
         arr = (ctypes.c_char_p * max(len(configs), 1))(*[_lib.cstr(c) for c in configs])
-        out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1)
+        # the rows alone: no twin of the torch row, no packing (neither is returned); a
+        # buffer that holds the rows' OOM reports, so that the replay runs once
+        rows = _lib.optional("hbm_replay_rows_format")
+        if rows is not None:
+            out = self._call(rows, _lib.cstr(device), arr, len(configs), cap=1 << 20)
+        else:  # an older libhbm
+            out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1, cap=1 << 20)
         return json.loads(out)["results"]
 
     def suggest(self, device=None):

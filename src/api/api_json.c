@@ -257,8 +257,9 @@ hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *p
     return to_file(emit_export, &x, path);
 }
 
-hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                FILE *f, int json, int *failed) {
+/* hbm_replay_run_write's replay; twin and bound_buffers as in hbm_replay_request. */
+static hbm_status run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n, FILE *f,
+                            int json, int *failed, int twin, size_t bound_buffers) {
     if (failed) *failed = 0;
     if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
     if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
@@ -274,7 +275,7 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     hbm_status s = HBM_OK;
     for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
     /* hbm pack's default budget (counted work) for the packing: the same figure on every run */
-    hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n, .twin = 1, .bound_buffers = 100000};
+    hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n, .twin = twin, .bound_buffers = bound_buffers};
     hbm_replay_report rep;
     if (!s) s = hbm_replay_run(&q, &rep);
     hbmi_free(v);
@@ -286,22 +287,35 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     return s;
 }
 
+hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                FILE *f, int json, int *failed) {
+    return run_write(t, device, configs, n, f, json, failed, 1, 100000);
+}
+
 typedef struct replay_ctx {
     const hbm_trace *t;
     const char *device;
     const char *const *configs;
     size_t n;
     int json;
+    int full; /* 1: the twin and the packing, as hbm replay; 0: the rows alone */
 } replay_ctx;
 
 static hbm_status emit_replay(const void *c, FILE *f) {
     const replay_ctx *x = c;
-    return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
+    if (x->full) return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
+    return run_write(x->t, x->device, x->configs, x->n, f, 1, NULL, 0, 0);
 }
 
 hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
                              char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, json};
+    replay_ctx x = {t, device, configs, n, json, 1};
+    return to_buffer(emit_replay, &x, buf, cap, len);
+}
+
+hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                  char *buf, size_t cap, size_t *len) {
+    replay_ctx x = {t, device, configs, n, 1, 0};
     return to_buffer(emit_replay, &x, buf, cap, len);
 }
 
