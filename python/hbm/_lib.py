@@ -196,7 +196,7 @@ def text(fn, *args, cap=1 << 16):
         buf = ctypes.create_string_buffer(cap)
         check(fn(*args, buf, cap, ctypes.byref(n)))
         if n.value < cap:
-            return buf.raw[:n.value].decode("utf-8", "replace")
+            return ctypes.string_at(buf, n.value).decode("utf-8", "replace")  # not .raw: all of cap
         cap = n.value + 1
 
 

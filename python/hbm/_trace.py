@@ -71,9 +71,9 @@ class Trace:
         # buffer that holds the rows' OOM reports, so that the replay runs once
         rows = _lib.optional("hbm_replay_rows_format")
         if rows is not None:
-            out = self._call(rows, _lib.cstr(device), arr, len(configs), cap=1 << 20)
+            out = self._call(rows, _lib.cstr(device), arr, len(configs), cap=1 << 18)
         else:  # an older libhbm
-            out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1, cap=1 << 20)
+            out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1, cap=1 << 18)
         return json.loads(out)["results"]
 
     def suggest(self, device=None):
