@@ -129,8 +129,13 @@ static void describe(hbm_fit_result *r, hbm_fit_change *c, uint32_t ci, uint32_t
     hbmi_shape_print(in->shape, sh, sizeof sh);
     c->instruction = hbmi_fit_str(r, in->name.p, in->name.n);
     c->shape = hbmi_fit_str(r, sh, strlen(sh));
-    c->op_name = hbmi_fit_str(r, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-    c->source_file = hbmi_fit_str(r, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+    /* the metadata's C escapes undone, as the plan's buffers give them (a module read from text
+     * and from protobuf say the same) */
+    char t[1024];
+    hbmi_plan_unescape(t, sizeof t, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+    c->op_name = hbmi_fit_str(r, t, strlen(t));
+    hbmi_plan_unescape(t, sizeof t, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+    c->source_file = hbmi_fit_str(r, t, strlen(t));
     c->source_line = in->meta_source_line;
     c->param_number = -1;
 }

@@ -321,8 +321,13 @@ static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__
     }
     p += in->opcode.n;
     if (p >= e || *p != '(') return;
-    p = skip_val(p + 1, e); /* the operands */
-    if (p < e) p++;
+    for (p++; p < e;) { /* past the operands */
+        p = skip_val(p, e);
+        if (p >= e || *p != ',') break;
+        p++;
+    }
+    if (p >= e || *p != ')') return;
+    p++;
     Hbmpb__DotDimensionNumbers *dd = NULL;
     while (p < e && *p == ',') {
         p++;
@@ -381,6 +386,9 @@ static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__
             else if (key_is(k, kl, "rhs_batch_dims")) dd->rhs_batch_dimensions = wints(w, v, ve, &dd->n_rhs_batch_dimensions);
         } else if (key_is(k, kl, "dim_labels")) {
             ip->convolution_dimension_numbers = wconv(w, v, ve);
+        } else if (key_is(k, kl, "kind") && in->op == HOP_FUSION) {
+            char *d = wa(w, (size_t)(ve - v) + 1);
+            if (d) memcpy(d, v, (size_t)(ve - v)), ip->fusion_kind = d;
         } else if (key_is(k, kl, "direction")) {
             char *d = wa(w, (size_t)(ve - v) + 1);
             if (d) memcpy(d, v, (size_t)(ve - v)), ip->comparison_direction = d;
