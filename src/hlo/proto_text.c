@@ -214,6 +214,39 @@ static void put_dim_labels(tb *b, const Hbmpb__ConvolutionDimensionNumbers *d) {
 
 static int is(hbmi_str s, const char *w) { return s.n == strlen(w) && !memcmp(s.p, w, s.n); }
 
+static void *arena_cb(void *d, size_t n) { return hbmi_arena_alloc(d, n); }
+static void arena_nofree(void *d, void *p) { (void)d, (void)p; }
+
+/* The fields of ip that only the text prints (HloInstructionAttrs): protobuf-c kept them among
+ * the instruction's unknown fields (the tag apart, each field's bytes as on the wire); they are
+ * framed again and read, into the arena a. An empty message when there are none or they do
+ * not read (the instruction is then printed without them). */
+static const Hbmpb__HloInstructionAttrs *attrs_of(const Hbmpb__HloInstructionProto *ip, hbmi_arena *a,
+                                                  Hbmpb__HloInstructionAttrs *none) {
+    static const uint32_t want[] = {14, 16, 17, 20, 26, 30, 32, 56, 63};
+    size_t n = 0;
+    for (unsigned i = 0; i < ip->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &ip->base.unknown_fields[i];
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            if (u->tag == want[k]) n += 10 + u->len;
+    }
+    if (!n) return none;
+    uint8_t *buf = hbmi_arena_alloc(a, n), *q = buf;
+    if (!buf) return none;
+    for (unsigned i = 0; i < ip->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &ip->base.unknown_fields[i];
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            if (u->tag == want[k]) {
+                q = hbmi_varint_put(q, (uint64_t)u->tag << 3 | (uint64_t)u->wire_type);
+                if (u->len) memcpy(q, u->data, u->len);
+                q += u->len;
+            }
+    }
+    ProtobufCAllocator al = {arena_cb, arena_nofree, a};
+    const Hbmpb__HloInstructionAttrs *x = hbmpb__hlo_instruction_attrs__unpack(&al, (size_t)(q - buf), buf);
+    return x ? x : none;
+}
+
 /* the computations in called of role `role`: key=%a or key={%a, %b} */
 static void put_called(tb *b, const hbm_hlo_module *m, const hbmi_instr *in, char role, const char *key, int braces) {
     size_t n = 0;
@@ -234,7 +267,7 @@ static void put_called(tb *b, const hbm_hlo_module *m, const hbmi_instr *in, cha
 
 /* instruction in of cc from ip; at[0], at[1]: where its name and opcode are written */
 static void put_instr(tb *b, hbm_hlo_module *m, hbmi_comp *cc, hbmi_instr *in, const Hbmpb__HloInstructionProto *ip,
-                      size_t at[2]) {
+                      const Hbmpb__HloInstructionAttrs *xa, size_t at[2]) {
     PUT(b, "  ");
     size_t off = b->n;
     if (in->is_root) PUT(b, "ROOT ");
@@ -261,12 +294,12 @@ static void put_instr(tb *b, hbm_hlo_module *m, hbmi_comp *cc, hbmi_instr *in, c
     put_c(b, ')');
     /* the opcode's own attributes (ExtraAttributesToStringImpl) */
     if (in->op == HOP_FUSION && ip->fusion_kind[0]) PUT(b, ", kind="), put_s(b, ip->fusion_kind);
-    if (ip->n_dimensions || is(in->opcode, "broadcast"))
-        PUT(b, ", dimensions="), put_brace_ints(b, ip->dimensions, ip->n_dimensions);
-    if (ip->n_slice_dimensions) {
+    if (xa->n_dimensions || is(in->opcode, "broadcast"))
+        PUT(b, ", dimensions="), put_brace_ints(b, xa->dimensions, xa->n_dimensions);
+    if (xa->n_slice_dimensions) {
         PUT(b, ", slice={");
-        for (size_t k = 0; k < ip->n_slice_dimensions; k++) {
-            const Hbmpb__HloInstructionProto__SliceDimensions *sd = ip->slice_dimensions[k];
+        for (size_t k = 0; k < xa->n_slice_dimensions; k++) {
+            const Hbmpb__HloInstructionAttrs__SliceDimensions *sd = xa->slice_dimensions[k];
             if (k) PUT(b, ", ");
             put_c(b, '[');
             put_int(b, sd->start);
@@ -277,11 +310,11 @@ static void put_instr(tb *b, hbm_hlo_module *m, hbmi_comp *cc, hbmi_instr *in, c
         }
         put_c(b, '}');
     }
-    if (ip->n_dynamic_slice_sizes)
-        PUT(b, ", dynamic_slice_sizes="), put_brace_ints(b, ip->dynamic_slice_sizes, ip->n_dynamic_slice_sizes);
+    if (xa->n_dynamic_slice_sizes)
+        PUT(b, ", dynamic_slice_sizes="), put_brace_ints(b, xa->dynamic_slice_sizes, xa->n_dynamic_slice_sizes);
     if (in->op == HOP_GTE) PUT(b, ", index="), put_int(b, in->gte_index);
-    if (ip->comparison_direction[0]) PUT(b, ", direction="), put_s(b, ip->comparison_direction);
-    const Hbmpb__DotDimensionNumbers *dd = ip->dot_dimension_numbers;
+    if (xa->comparison_direction[0]) PUT(b, ", direction="), put_s(b, xa->comparison_direction);
+    const Hbmpb__DotDimensionNumbers *dd = xa->dot_dimension_numbers;
     if (dd) {
         if (dd->n_lhs_batch_dimensions)
             PUT(b, ", lhs_batch_dims="), put_brace_ints(b, dd->lhs_batch_dimensions, dd->n_lhs_batch_dimensions);
@@ -292,10 +325,10 @@ static void put_instr(tb *b, hbm_hlo_module *m, hbmi_comp *cc, hbmi_instr *in, c
         PUT(b, ", rhs_contracting_dims=");
         put_brace_ints(b, dd->rhs_contracting_dimensions, dd->n_rhs_contracting_dimensions);
     }
-    if (ip->convolution_dimension_numbers) put_dim_labels(b, ip->convolution_dimension_numbers);
-    if (ip->n_fft_length) PUT(b, ", fft_length="), put_brace_ints(b, ip->fft_length, ip->n_fft_length);
-    if (ip->channel_id > 0) PUT(b, ", channel_id="), put_int(b, ip->channel_id);
-    if (ip->constrain_layout) PUT(b, ", constrain_layout=true");
+    if (xa->convolution_dimension_numbers) put_dim_labels(b, xa->convolution_dimension_numbers);
+    if (xa->n_fft_length) PUT(b, ", fft_length="), put_brace_ints(b, xa->fft_length, xa->n_fft_length);
+    if (xa->channel_id > 0) PUT(b, ", channel_id="), put_int(b, xa->channel_id);
+    if (xa->constrain_layout) PUT(b, ", constrain_layout=true");
     if (ip->custom_call_target[0])
         PUT(b, ", custom_call_target="), put_quoted(b, ip->custom_call_target, strlen(ip->custom_call_target));
     if (in->n_alias) {
@@ -442,7 +475,13 @@ hbm_status hbmi_proto_text(hbm_hlo_module *m) {
         put_c(&b, ' ');
         put_signature(&b, m, ci, src + base[ci], 0);
         PUT(&b, " {\n");
-        for (uint32_t j = 0; j < cc->n; j++) put_instr(&b, m, cc, &cc->ins[j], src[base[ci] + j], at[base[ci] + j]);
+        for (uint32_t j = 0; j < cc->n; j++) {
+            hbmi_arena scratch = {0};
+            Hbmpb__HloInstructionAttrs none = HBMPB__HLO_INSTRUCTION_ATTRS__INIT;
+            const Hbmpb__HloInstructionProto *ip = src[base[ci] + j];
+            put_instr(&b, m, cc, &cc->ins[j], ip, attrs_of(ip, &scratch, &none), at[base[ci] + j]);
+            hbmi_arena_free(&scratch);
+        }
         put_c(&b, '}');
         if (cc->exec_thread.n && !is(cc->exec_thread, "main"))
             PUT(&b, ", execution_thread="), put_quoted(&b, cc->exec_thread.p, cc->exec_thread.n);

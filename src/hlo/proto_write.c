@@ -307,8 +307,41 @@ static Hbmpb__ConvolutionDimensionNumbers *wconv(wr *w, const char *p, const cha
 
 static int key_is(const char *k, size_t n, const char *w) { return n == strlen(w) && !memcmp(k, w, n); }
 
-/* the attributes of instruction in (its text line) into ip */
+/* xa as the instruction's unknown fields, as protobuf-c keeps a field it does not know: its
+ * number and wire type, then its bytes as on the wire (a length prefix included) */
+static void wunknown(wr *w, Hbmpb__HloInstructionProto *ip, const Hbmpb__HloInstructionAttrs *xa) {
+    size_t n = hbmpb__hlo_instruction_attrs__get_packed_size(xa), k = 0, i = 0;
+    if (!n) return;
+    uint8_t *b = wa(w, n);
+    ProtobufCMessageUnknownField *u = wa(w, sizeof *u * n); /* at most one field a byte */
+    if (!b || !u) return;
+    hbmpb__hlo_instruction_attrs__pack(xa, b);
+    while (i < n) {
+        uint64_t tag, v;
+        if (hbmi_varint_get(b, n, &i, &tag) <= 0) return;
+        size_t at = i;
+        switch (tag & 7) {
+        case 0: if (hbmi_varint_get(b, n, &i, &v) <= 0) return; break;
+        case 1: i += 8; break;
+        case 5: i += 4; break;
+        case 2: if (hbmi_varint_get(b, n, &i, &v) <= 0 || v > n - i) return; i += (size_t)v; break;
+        default: return;
+        }
+        if (i > n) return;
+        u[k].tag = (uint32_t)(tag >> 3);
+        u[k].wire_type = (ProtobufCWireType)(tag & 7);
+        u[k].len = i - at;
+        u[k].data = b + at;
+        k++;
+    }
+    ip->base.n_unknown_fields = (unsigned)k;
+    ip->base.unknown_fields = u;
+}
+
+/* the attributes of instruction in (its text line) into ip, those only the text prints as its
+ * unknown fields (HloInstructionAttrs) */
 static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__HloInstructionProto *ip) {
+    Hbmpb__HloInstructionAttrs xa_ = HBMPB__HLO_INSTRUCTION_ATTRS__INIT, *xa = &xa_;
     const char *s = m->text + in->off, *end = m->text + m->len, *e = s;
     while (e < end && *e != '\n') e++;
     const char *p = in->opcode.p;
@@ -350,13 +383,13 @@ static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__
         } else if (key_is(k, kl, "frontend_attributes")) {
             ip->frontend_attributes = wfront(w, v, ve);
         } else if (key_is(k, kl, "dimensions")) {
-            ip->dimensions = wints(w, v, ve, &ip->n_dimensions);
+            xa->dimensions = wints(w, v, ve, &xa->n_dimensions);
         } else if (key_is(k, kl, "dynamic_slice_sizes")) {
-            ip->dynamic_slice_sizes = wints(w, v, ve, &ip->n_dynamic_slice_sizes);
+            xa->dynamic_slice_sizes = wints(w, v, ve, &xa->n_dynamic_slice_sizes);
         } else if (key_is(k, kl, "fft_length")) {
-            ip->fft_length = wints(w, v, ve, &ip->n_fft_length);
+            xa->fft_length = wints(w, v, ve, &xa->n_fft_length);
         } else if (key_is(k, kl, "slice")) {
-            Hbmpb__HloInstructionProto__SliceDimensions *sd[64];
+            Hbmpb__HloInstructionAttrs__SliceDimensions *sd[64];
             size_t ns = 0;
             for (const char *x = v; x < ve && ns < 64; x++) {
                 if (*x != '[') continue;
@@ -369,36 +402,37 @@ static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__
                     if (x < ve && *x == ':') x++;
                 }
                 if (c == 3 && x < ve && *x != ']') continue; /* not a slice */
-                Hbmpb__HloInstructionProto__SliceDimensions *d = wa(w, sizeof *d);
+                Hbmpb__HloInstructionAttrs__SliceDimensions *d = wa(w, sizeof *d);
                 if (!d) break;
-                hbmpb__hlo_instruction_proto__slice_dimensions__init(d);
+                hbmpb__hlo_instruction_attrs__slice_dimensions__init(d);
                 d->start = t[0], d->limit = t[1], d->stride = t[2];
                 sd[ns++] = d;
             }
-            if ((ip->slice_dimensions = wa(w, sizeof *sd * (ns + 1))) != NULL)
-                memcpy(ip->slice_dimensions, sd, sizeof *sd * ns), ip->n_slice_dimensions = ns;
+            if ((xa->slice_dimensions = wa(w, sizeof *sd * (ns + 1))) != NULL)
+                memcpy(xa->slice_dimensions, sd, sizeof *sd * ns), xa->n_slice_dimensions = ns;
         } else if (kl > 5 && !memcmp(k + kl - 5, "_dims", 5) && (!memcmp(k, "lhs_", 4) || !memcmp(k, "rhs_", 4))) {
-            if (!dd && (dd = wa(w, sizeof *dd)) != NULL) hbmpb__dot_dimension_numbers__init(dd), ip->dot_dimension_numbers = dd;
+            if (!dd && (dd = wa(w, sizeof *dd)) != NULL) hbmpb__dot_dimension_numbers__init(dd), xa->dot_dimension_numbers = dd;
             if (!dd) continue;
             if (key_is(k, kl, "lhs_contracting_dims")) dd->lhs_contracting_dimensions = wints(w, v, ve, &dd->n_lhs_contracting_dimensions);
             else if (key_is(k, kl, "rhs_contracting_dims")) dd->rhs_contracting_dimensions = wints(w, v, ve, &dd->n_rhs_contracting_dimensions);
             else if (key_is(k, kl, "lhs_batch_dims")) dd->lhs_batch_dimensions = wints(w, v, ve, &dd->n_lhs_batch_dimensions);
             else if (key_is(k, kl, "rhs_batch_dims")) dd->rhs_batch_dimensions = wints(w, v, ve, &dd->n_rhs_batch_dimensions);
         } else if (key_is(k, kl, "dim_labels")) {
-            ip->convolution_dimension_numbers = wconv(w, v, ve);
+            xa->convolution_dimension_numbers = wconv(w, v, ve);
         } else if (key_is(k, kl, "kind") && in->op == HOP_FUSION) {
             char *d = wa(w, (size_t)(ve - v) + 1);
             if (d) memcpy(d, v, (size_t)(ve - v)), ip->fusion_kind = d;
         } else if (key_is(k, kl, "direction")) {
             char *d = wa(w, (size_t)(ve - v) + 1);
-            if (d) memcpy(d, v, (size_t)(ve - v)), ip->comparison_direction = d;
+            if (d) memcpy(d, v, (size_t)(ve - v)), xa->comparison_direction = d;
         } else if (key_is(k, kl, "channel_id")) {
             const char *x = v;
-            ints(&x, ve, &ip->channel_id, 1);
+            ints(&x, ve, &xa->channel_id, 1);
         } else if (key_is(k, kl, "constrain_layout")) {
-            ip->constrain_layout = ve - v == 4 && !memcmp(v, "true", 4);
+            xa->constrain_layout = ve - v == 4 && !memcmp(v, "true", 4);
         }
     }
+    wunknown(w, ip, xa);
 }
 
 /* the header's frontend_attributes={...} */
