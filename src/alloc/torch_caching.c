@@ -1219,6 +1219,10 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
 
 int hbmi_torch_is(const hbm_allocator *a) { return a && a->ops == &torch_ops; }
 
+const uint64_t *hbmi_torch_in_use(const hbm_allocator *a) {
+    return a->ops == &torch_ops ? &((const torch *)a->self)->st.bytes_in_use : NULL;
+}
+
 void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user) {
     torch *t = self;
     t->ev_fn = fn;
