@@ -15,6 +15,17 @@ typedef struct twin_ev {
     uint64_t addr, size, seg;
 } twin_ev;
 
+/* Ranges as (base, size) pairs, a multiset: an array in the order adds and removes leave
+ * it (a remove takes the first pair of that base and the last pair fills its place), and
+ * the same pairs sorted by (base, size) beside the longest size added, so whether a range
+ * overlaps one is a binary search and a walk back over the bases within that length (one
+ * question per alloc, with thousands of segments held in a long history), not a scan. */
+typedef struct ranges {
+    uint64_t *r, *by; /* pairs: in order; sorted */
+    size_t n, cap, capby;
+    uint64_t longest;
+} ranges;
+
 typedef struct match_ctx {
     const hbm_trace *t;
     hbm_torch_match *m;
@@ -24,36 +35,61 @@ typedef struct match_ctx {
     hbmi_map segbase; /* twin segment base -> recorded segment base */
     const size_t *pend; /* the recorded segment events of the current call */
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
-    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
-    size_t nrec, caprec;
-    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
-    size_t nheld, capheld;
+    ranges rec;         /* the recorded cudaMalloc segments held now */
+    ranges held;        /* the recorded addresses the twin holds */
 } match_ctx;
 
-/* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
-static int range_find(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
-    for (size_t k = 0; k < n; k++)
-        if (addr < r[2 * k] + r[2 * k + 1] && r[2 * k] < addr + size) return 1;
+/* The first sorted pair >= (base, size). */
+static size_t ranges_lower(const ranges *x, uint64_t base, uint64_t size) {
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const uint64_t *p = x->by + 2 * mid;
+        if (p[0] < base || (p[0] == base && p[1] < size)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int range_find(const ranges *x, uint64_t addr, uint64_t size) {
+    for (size_t k = ranges_lower(x, addr + size, 0); k-- > 0;) { /* the bases below the end, down */
+        const uint64_t *p = x->by + 2 * k;
+        if (addr < p[0] + p[1]) return 1;
+        if (p[0] + x->longest >= p[0] && p[0] + x->longest <= addr) break; /* none further down reaches addr */
+    }
     return 0;
 }
 
-static void range_add(match_ctx *c, uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
-    if (c->err || (c->err = hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r))) return;
-    (*r)[2 * *n] = addr, (*r)[2 * *n + 1] = size, ++*n;
+static void range_add(match_ctx *c, ranges *x, uint64_t addr, uint64_t size) {
+    if (c->err || (c->err = hbmi_grow((void **)&x->r, &x->cap, 2 * (x->n + 1), sizeof *x->r)) ||
+        (c->err = hbmi_grow((void **)&x->by, &x->capby, 2 * (x->n + 1), sizeof *x->by)))
+        return;
+    size_t k = ranges_lower(x, addr, size);
+    memmove(x->by + 2 * k + 2, x->by + 2 * k, (x->n - k) * 2 * sizeof *x->by);
+    x->by[2 * k] = addr, x->by[2 * k + 1] = size;
+    x->r[2 * x->n] = addr, x->r[2 * x->n + 1] = size, ++x->n;
+    if (size > x->longest) x->longest = size;
 }
 
-static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
-    for (size_t k = 0; k < *n; k++)
-        if (r[2 * k] == addr) {
-            --*n;
-            r[2 * k] = r[2 * *n], r[2 * k + 1] = r[2 * *n + 1];
+static void range_del(ranges *x, uint64_t addr) {
+    for (size_t k = 0; k < x->n; k++)
+        if (x->r[2 * k] == addr) {
+            size_t j = ranges_lower(x, addr, x->r[2 * k + 1]); /* the same pair, sorted */
+            memmove(x->by + 2 * j, x->by + 2 * j + 2, (x->n - j - 1) * 2 * sizeof *x->by);
+            --x->n;
+            x->r[2 * k] = x->r[2 * x->n], x->r[2 * k + 1] = x->r[2 * x->n + 1];
             return;
         }
 }
 
-static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
-static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
-static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
+static void ranges_free(ranges *x) {
+    hbmi_free(x->r);
+    hbmi_free(x->by);
+}
+
+static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(&c->held, addr, size); }
+static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, addr, size); }
+static void held_del(match_ctx *c, uint64_t addr) { range_del(&c->held, addr); }
 
 /* The twin's segment goes where PyTorch's went when the recorded event at the same
  * position of this call is the same decision, so best fit meets the same address order. */
@@ -159,8 +195,8 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
-        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(c->rec, &c->nrec, e->addr);
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(&c->rec, e->addr);
         if (is_segment_event(e->kind)) {
             m->segments_recorded++;
             if (!empty_run[i]) {
@@ -203,7 +239,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
                 s = ops->free_stream(self, addr, e->stream);
                 continue;
             }
-            if (!has_map && !range_find(c->rec, c->nrec, e->addr, 1)) m->allocs_before_history++;
+            if (!has_map && !range_find(&c->rec, e->addr, 1)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
             if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
                 ops->stats(self, &st);
@@ -287,7 +323,7 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
             if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
             held_add(c, g->addr, g->size);
         }
-        range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
+        range_add(c, &c->rec, g->addr, g->size);
     }
     for (size_t k = 0; k < nsegs && !s; k++)
         for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
@@ -471,8 +507,8 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
-    hbmi_free(c.held);
-    hbmi_free(c.rec);
+    ranges_free(&c.held);
+    ranges_free(&c.rec);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
