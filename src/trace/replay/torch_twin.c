@@ -17,13 +17,23 @@ typedef struct twin_ev {
 
 /* Ranges as (base, size) pairs, a multiset: an array in the order adds and removes leave
  * it (a remove takes the first pair of that base and the last pair fills its place), and
- * the same pairs sorted by (base, size) beside the longest size added, so whether a range
- * overlaps one is a binary search and a walk back over the bases within that length (one
- * question per alloc, with thousands of segments held in a long history), not a scan. */
+ * the same pairs sorted by (base, size) in chunks of at most R_CHUNK, beside the longest
+ * size added, so whether a range overlaps one is a binary search and a walk back over the
+ * bases within that length (one question per alloc, with thousands of segments held in a
+ * long history), and an add or a remove moves at most a chunk, not every pair. */
+#define R_CHUNK 64
+typedef struct rchunk {
+    size_t n;
+    uint64_t p[2 * R_CHUNK];
+} rchunk;
+
 typedef struct ranges {
-    uint64_t *r, *by; /* pairs: in order; sorted */
-    size_t n, cap, capby;
+    uint64_t *r; /* pairs, in order */
+    size_t n, cap;
+    rchunk *ch;  /* sorted, none empty */
+    size_t nch, capch;
     uint64_t longest;
+    size_t wraps; /* pairs whose end passes 2^64 (the walk back cannot stop early) */
 } ranges;
 
 typedef struct match_ctx {
@@ -39,44 +49,84 @@ typedef struct match_ctx {
     ranges held;        /* the recorded addresses the twin holds */
 } match_ctx;
 
-/* The first sorted pair >= (base, size). */
-static size_t ranges_lower(const ranges *x, uint64_t base, uint64_t size) {
-    size_t lo = 0, hi = x->n;
+static int pair_lt(const uint64_t *p, uint64_t base, uint64_t size) { return p[0] < base || (p[0] == base && p[1] < size); }
+
+/* The first chunk whose last pair is >= (base, size); nch when none. */
+static size_t chunk_of(const ranges *x, uint64_t base, uint64_t size) {
+    size_t lo = 0, hi = x->nch;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const uint64_t *p = x->by + 2 * mid;
-        if (p[0] < base || (p[0] == base && p[1] < size)) lo = mid + 1;
+        if (pair_lt(x->ch[mid].p + 2 * (x->ch[mid].n - 1), base, size)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The first pair of chunk c >= (base, size). */
+static size_t in_chunk(const rchunk *c, uint64_t base, uint64_t size) {
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pair_lt(c->p + 2 * mid, base, size)) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
 static int range_find(const ranges *x, uint64_t addr, uint64_t size) {
-    for (size_t k = ranges_lower(x, addr + size, 0); k-- > 0;) { /* the bases below the end, down */
-        const uint64_t *p = x->by + 2 * k;
-        if (addr < p[0] + p[1]) return 1;
-        if (p[0] + x->longest >= p[0] && p[0] + x->longest <= addr) break; /* none further down reaches addr */
+    uint64_t end = addr + size;
+    size_t c = chunk_of(x, end, 0), k = c < x->nch ? in_chunk(&x->ch[c], end, 0) : 0;
+    if (c == x->nch && c) k = x->ch[--c].n;
+    for (;;) { /* the bases below the end, down */
+        while (k-- > 0) {
+            const uint64_t *p = x->ch[c].p + 2 * k;
+            if (addr < p[0] + p[1]) return 1;
+            if (!x->wraps && p[0] + x->longest >= p[0] && p[0] + x->longest <= addr) return 0; /* none further down reaches addr */
+        }
+        if (!c--) return 0;
+        k = x->ch[c].n;
     }
-    return 0;
 }
 
 static void range_add(match_ctx *c, ranges *x, uint64_t addr, uint64_t size) {
     if (c->err || (c->err = hbmi_grow((void **)&x->r, &x->cap, 2 * (x->n + 1), sizeof *x->r)) ||
-        (c->err = hbmi_grow((void **)&x->by, &x->capby, 2 * (x->n + 1), sizeof *x->by)))
+        (c->err = hbmi_grow((void **)&x->ch, &x->capch, x->nch + 2, sizeof *x->ch)))
         return;
-    size_t k = ranges_lower(x, addr, size);
-    memmove(x->by + 2 * k + 2, x->by + 2 * k, (x->n - k) * 2 * sizeof *x->by);
-    x->by[2 * k] = addr, x->by[2 * k + 1] = size;
+    size_t h = chunk_of(x, addr, size);
+    if (h == x->nch && h) h--; /* above every pair: the last chunk */
+    if (h == x->nch || x->ch[h].n == R_CHUNK) { /* a new chunk, or split the full one in halves */
+        memmove(x->ch + h + 1, x->ch + h, (x->nch - h) * sizeof *x->ch);
+        x->nch++;
+        if (h + 1 < x->nch) {
+            rchunk *lo = &x->ch[h], *hi = &x->ch[h + 1];
+            lo->n = R_CHUNK / 2;
+            hi->n = R_CHUNK - R_CHUNK / 2;
+            memmove(hi->p, hi->p + 2 * lo->n, 2 * hi->n * sizeof *hi->p);
+            h += pair_lt(hi->p, addr, size); /* the upper half when above its first pair */
+        } else {
+            x->ch[h].n = 0;
+        }
+    }
+    rchunk *ch = &x->ch[h];
+    size_t k = in_chunk(ch, addr, size);
+    memmove(ch->p + 2 * k + 2, ch->p + 2 * k, 2 * (ch->n - k) * sizeof *ch->p);
+    ch->p[2 * k] = addr, ch->p[2 * k + 1] = size, ch->n++;
     x->r[2 * x->n] = addr, x->r[2 * x->n + 1] = size, ++x->n;
     if (size > x->longest) x->longest = size;
+    x->wraps += addr + size < addr;
 }
 
 static void range_del(ranges *x, uint64_t addr) {
     for (size_t k = 0; k < x->n; k++)
         if (x->r[2 * k] == addr) {
-            size_t j = ranges_lower(x, addr, x->r[2 * k + 1]); /* the same pair, sorted */
-            memmove(x->by + 2 * j, x->by + 2 * j + 2, (x->n - j - 1) * 2 * sizeof *x->by);
+            uint64_t size = x->r[2 * k + 1];
+            size_t h = chunk_of(x, addr, size); /* the same pair, sorted */
+            rchunk *ch = &x->ch[h];
+            size_t j = in_chunk(ch, addr, size);
+            memmove(ch->p + 2 * j, ch->p + 2 * j + 2, 2 * (ch->n - j - 1) * sizeof *ch->p);
+            if (!--ch->n) memmove(x->ch + h, x->ch + h + 1, (--x->nch - h) * sizeof *x->ch);
             --x->n;
+            x->wraps -= addr + size < addr;
             x->r[2 * k] = x->r[2 * x->n], x->r[2 * k + 1] = x->r[2 * x->n + 1];
             return;
         }
@@ -84,7 +134,7 @@ static void range_del(ranges *x, uint64_t addr) {
 
 static void ranges_free(ranges *x) {
     hbmi_free(x->r);
-    hbmi_free(x->by);
+    hbmi_free(x->ch);
 }
 
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(&c->held, addr, size); }
