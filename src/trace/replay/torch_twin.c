@@ -143,13 +143,24 @@ static void held_del(match_ctx *c, uint64_t addr) { range_del(&c->held, addr); }
 
 /* The twin's segment goes where PyTorch's went when the recorded event at the same
  * position of this call is the same decision, so best fit meets the same address order. */
+/* A segment the twin does not place where PyTorch's went keeps the device's address
+ * (*addr), unless one placed at a recorded address is there: then it goes above every
+ * range held (2 MiB-aligned), so no two of the twin's segments overlap. */
+static int place_elsewhere(match_ctx *c, int kind, uint64_t span, uint64_t *addr) {
+    const ranges *h = &c->held;
+    if (kind != HBM_EV_SEGMENT_ALLOC || !h->nch || !held_overlaps(c, *addr, span)) return 0;
+    const rchunk *last = &h->ch[h->nch - 1];
+    *addr = hbmi_align_up(last->p[2 * (last->n - 1)] + h->longest, 2u << 20);
+    return 1;
+}
+
 static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr) {
     match_ctx *c = user;
     size_t q = c->ocur;
     while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
-    if (q == c->npend) return 0;
+    if (q == c->npend) return place_elsewhere(c, kind, span, addr);
     const hbm_trace_event *r = &c->t->events[c->pend[q]];
-    if (held_overlaps(c, r->addr, span)) return 0;
+    if (held_overlaps(c, r->addr, span)) return place_elsewhere(c, kind, span, addr);
     if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
     c->ocur = q + 1;
     *addr = r->addr;
