@@ -36,7 +36,7 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
  * backward-shift deletion. The pairing asks it two questions per event, and a replay's
  * one-configuration call does nothing else as often. Keys are addresses + 1 (0: empty). */
 typedef struct pair_slot {
-    uint64_t key, val;
+    uint64_t key, val, size; /* size: the alloc's bytes (for the bound, without reading its event again) */
 } pair_slot;
 
 typedef struct pair_map {
@@ -65,8 +65,8 @@ static hbm_status pm_grow(pair_map *m) {
     return HBM_OK;
 }
 
-/* key -> val; *old = the value it replaces + 1 (0: none) */
-static inline hbm_status pm_put(pair_map *m, uint64_t key, uint64_t val, uint64_t *old) {
+/* key -> (val, size); *old = the value it replaces + 1 (0: none) */
+static inline hbm_status pm_put(pair_map *m, uint64_t key, uint64_t val, uint64_t size, uint64_t *old) {
     if (2 * (m->count + 1) > m->mask + 1) {
         hbm_status s = pm_grow(m);
         if (s) return s;
@@ -76,20 +76,22 @@ static inline hbm_status pm_put(pair_map *m, uint64_t key, uint64_t val, uint64_
         if (m->s[i].key == key) {
             *old = m->s[i].val + 1;
             m->s[i].val = val;
+            m->s[i].size = size;
             return HBM_OK;
         }
-    m->s[i] = (pair_slot){key, val};
+    m->s[i] = (pair_slot){key, val, size};
     m->count++;
     *old = 0;
     return HBM_OK;
 }
 
-static inline int pm_del(pair_map *m, uint64_t key, uint64_t *val) {
+static inline int pm_del(pair_map *m, uint64_t key, uint64_t *val, uint64_t *size) {
     if (!m->s) return 0;
     size_t i = pm_home(m, ++key);
     for (; m->s[i].key != key; i = (i + 1) & m->mask)
         if (!m->s[i].key) return 0;
     *val = m->s[i].val;
+    *size = m->s[i].size;
     for (size_t j = i;;) { /* backward shift: later entries of the cluster move into the hole */
         j = (j + 1) & m->mask;
         if (!m->s[j].key) break;
@@ -145,20 +147,19 @@ static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *boun
     int replaced = 0;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
-        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j;
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j, size;
         slot[i] = 0;
         if (e->kind == HBM_EV_ALLOC) {
-            s = pm_put(&live, key, i, &old); /* an address reused without a free: the new block replaces the first */
+            size = e->requested ? e->requested : e->size;
+            s = pm_put(&live, key, i, size, &old); /* an address reused without a free: the new block replaces the first */
             replaced |= old != 0;
-            uint64_t size = e->requested ? e->requested : e->size;
             n += size != 0;
             cur += size;
             if (cur > peak) peak = cur;
-        } else if (e->kind == HBM_EV_FREE && pm_del(&live, key, &j)) {
+        } else if (e->kind == HBM_EV_FREE && pm_del(&live, key, &j, &size)) {
             slot[i] = j + 1;
             slot[j] = 1; /* a buffer (for lower_bound) */
-            const hbm_trace_event *a = &t->events[j];
-            cur -= a->requested ? a->requested : a->size;
+            cur -= size;
         }
     }
     if (!s && replaced) lower_bound(t, slot, &live, &peak, &n);
