@@ -810,7 +810,6 @@ static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
     if (!s) s = hbm_device_alloc(t->dev, alloc_size, &addr);
     if (s) return s;
-    at = addr; /* the device's own, which the hook may keep */
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_ALLOC, alloc_size, alloc_size, &at)) {
         hbmi_map_put(&t->segdev, at, addr);
         addr = at;

@@ -15,27 +15,6 @@ typedef struct twin_ev {
     uint64_t addr, size, seg;
 } twin_ev;
 
-/* Ranges as (base, size) pairs, a multiset: an array in the order adds and removes leave
- * it (a remove takes the first pair of that base and the last pair fills its place), and
- * the same pairs sorted by (base, size) in chunks of at most R_CHUNK, beside the longest
- * size added, so whether a range overlaps one is a binary search and a walk back over the
- * bases within that length (one question per alloc, with thousands of segments held in a
- * long history), and an add or a remove moves at most a chunk, not every pair. */
-#define R_CHUNK 64
-typedef struct rchunk {
-    size_t n;
-    uint64_t p[2 * R_CHUNK];
-} rchunk;
-
-typedef struct ranges {
-    uint64_t *r; /* pairs, in order */
-    size_t n, cap;
-    rchunk *ch;  /* sorted, none empty */
-    size_t nch, capch;
-    uint64_t longest;
-    size_t wraps; /* pairs whose end passes 2^64 (the walk back cannot stop early) */
-} ranges;
-
 typedef struct match_ctx {
     const hbm_trace *t;
     hbm_torch_match *m;
@@ -45,122 +24,112 @@ typedef struct match_ctx {
     hbmi_map segbase; /* twin segment base -> recorded segment base */
     const size_t *pend; /* the recorded segment events of the current call */
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
-    ranges rec;         /* the recorded cudaMalloc segments held now */
-    ranges held;        /* the recorded addresses the twin holds */
+    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
+    size_t nrec, caprec;
+    uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
+    size_t nheld, capheld;
+    uint64_t *recs;     /* rec by base (then size), for rec_has */
+    size_t caprecs;
+    uint64_t *recend;   /* recend[k]: the largest end of recs[0..k] (valid unless rec_dirty) */
+    size_t caprecend;
+    int rec_dirty;
+    uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
 } match_ctx;
 
-static int pair_lt(const uint64_t *p, uint64_t base, uint64_t size) { return p[0] < base || (p[0] == base && p[1] < size); }
-
-/* The first chunk whose last pair is >= (base, size); nch when none. */
-static size_t chunk_of(const ranges *x, uint64_t base, uint64_t size) {
-    size_t lo = 0, hi = x->nch;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pair_lt(x->ch[mid].p + 2 * (x->ch[mid].n - 1), base, size)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+/* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
+static int range_find(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
+    for (size_t k = 0; k < n; k++)
+        if (addr < r[2 * k] + r[2 * k + 1] && r[2 * k] < addr + size) return 1;
+    return 0;
 }
 
-/* The first pair of chunk c >= (base, size). */
-static size_t in_chunk(const rchunk *c, uint64_t base, uint64_t size) {
-    size_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pair_lt(c->p + 2 * mid, base, size)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+static void range_add(match_ctx *c, uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
+    if (c->err || (c->err = hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r))) return;
+    (*r)[2 * *n] = addr, (*r)[2 * *n + 1] = size, ++*n;
 }
 
-static int range_find(const ranges *x, uint64_t addr, uint64_t size) {
-    uint64_t end = addr + size;
-    size_t c = chunk_of(x, end, 0), k = c < x->nch ? in_chunk(&x->ch[c], end, 0) : 0;
-    if (c == x->nch && c) k = x->ch[--c].n;
-    for (;;) { /* the bases below the end, down */
-        while (k-- > 0) {
-            const uint64_t *p = x->ch[c].p + 2 * k;
-            if (addr < p[0] + p[1]) return 1;
-            if (!x->wraps && p[0] + x->longest >= p[0] && p[0] + x->longest <= addr) return 0; /* none further down reaches addr */
-        }
-        if (!c--) return 0;
-        k = x->ch[c].n;
-    }
-}
-
-static void range_add(match_ctx *c, ranges *x, uint64_t addr, uint64_t size) {
-    if (c->err || (c->err = hbmi_grow((void **)&x->r, &x->cap, 2 * (x->n + 1), sizeof *x->r)) ||
-        (c->err = hbmi_grow((void **)&x->ch, &x->capch, x->nch + 2, sizeof *x->ch)))
-        return;
-    size_t h = chunk_of(x, addr, size);
-    if (h == x->nch && h) h--; /* above every pair: the last chunk */
-    if (h == x->nch || x->ch[h].n == R_CHUNK) { /* a new chunk, or split the full one in halves */
-        memmove(x->ch + h + 1, x->ch + h, (x->nch - h) * sizeof *x->ch);
-        x->nch++;
-        if (h + 1 < x->nch) {
-            rchunk *lo = &x->ch[h], *hi = &x->ch[h + 1];
-            lo->n = R_CHUNK / 2;
-            hi->n = R_CHUNK - R_CHUNK / 2;
-            memmove(hi->p, hi->p + 2 * lo->n, 2 * hi->n * sizeof *hi->p);
-            h += pair_lt(hi->p, addr, size); /* the upper half when above its first pair */
-        } else {
-            x->ch[h].n = 0;
-        }
-    }
-    rchunk *ch = &x->ch[h];
-    size_t k = in_chunk(ch, addr, size);
-    memmove(ch->p + 2 * k + 2, ch->p + 2 * k, 2 * (ch->n - k) * sizeof *ch->p);
-    ch->p[2 * k] = addr, ch->p[2 * k + 1] = size, ch->n++;
-    x->r[2 * x->n] = addr, x->r[2 * x->n + 1] = size, ++x->n;
-    if (size > x->longest) x->longest = size;
-    x->wraps += addr + size < addr;
-}
-
-static void range_del(ranges *x, uint64_t addr) {
-    for (size_t k = 0; k < x->n; k++)
-        if (x->r[2 * k] == addr) {
-            uint64_t size = x->r[2 * k + 1];
-            size_t h = chunk_of(x, addr, size); /* the same pair, sorted */
-            rchunk *ch = &x->ch[h];
-            size_t j = in_chunk(ch, addr, size);
-            memmove(ch->p + 2 * j, ch->p + 2 * j + 2, 2 * (ch->n - j - 1) * sizeof *ch->p);
-            if (!--ch->n) memmove(x->ch + h, x->ch + h + 1, (--x->nch - h) * sizeof *x->ch);
-            --x->n;
-            x->wraps -= addr + size < addr;
-            x->r[2 * k] = x->r[2 * x->n], x->r[2 * k + 1] = x->r[2 * x->n + 1];
+static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
+    for (size_t k = 0; k < *n; k++)
+        if (r[2 * k] == addr) {
+            --*n;
+            r[2 * k] = r[2 * *n], r[2 * k + 1] = r[2 * *n + 1];
             return;
         }
 }
 
-static void ranges_free(ranges *x) {
-    hbmi_free(x->r);
-    hbmi_free(x->ch);
+/* The recorded segments: rec in the order range_add / range_del keep (which of two at one
+ * base goes first), recs sorted with the largest end so far, so that whether an address is
+ * in one of them takes a binary search per allocation instead of a walk over them all. */
+static size_t recs_lower(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[2 * mid] < addr || (r[2 * mid] == addr && r[2 * mid + 1] < size)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
 }
 
-static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(&c->held, addr, size); }
-static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, addr, size); }
-static void held_del(match_ctx *c, uint64_t addr) { range_del(&c->held, addr); }
+static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
+    size_t n = c->nrec;
+    range_add(c, &c->rec, &c->nrec, &c->caprec, addr, size);
+    if (c->err || (c->err = hbmi_grow((void **)&c->recs, &c->caprecs, 2 * (n + 1), sizeof *c->recs))) return;
+    size_t k = recs_lower(c->recs, n, addr, size);
+    memmove(c->recs + 2 * k + 2, c->recs + 2 * k, 2 * (n - k) * sizeof *c->recs);
+    c->recs[2 * k] = addr, c->recs[2 * k + 1] = size;
+    c->rec_dirty = 1;
+}
+
+static void rec_del(match_ctx *c, uint64_t addr) {
+    size_t j = 0;
+    while (j < c->nrec && c->rec[2 * j] != addr) j++;
+    if (j == c->nrec) return;
+    size_t k = recs_lower(c->recs, c->nrec, addr, c->rec[2 * j + 1]); /* the one range_del takes */
+    memmove(c->recs + 2 * k, c->recs + 2 * k + 2, 2 * (c->nrec - k - 1) * sizeof *c->recs);
+    range_del(c->rec, &c->nrec, addr);
+    c->rec_dirty = 1;
+}
+
+/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)). */
+static int rec_has(match_ctx *c, uint64_t addr) {
+    size_t n = c->nrec;
+    if (c->rec_dirty) {
+        if (c->err || (c->err = hbmi_grow((void **)&c->recend, &c->caprecend, n + 1, sizeof *c->recend))) return 0;
+        for (size_t k = 0; k < n; k++) {
+            uint64_t end = c->recs[2 * k] + c->recs[2 * k + 1];
+            c->recend[k] = k && c->recend[k - 1] > end ? c->recend[k - 1] : end;
+        }
+        c->rec_dirty = 0;
+    }
+    size_t lo = 0, hi = n; /* the segments at or below addr: recs[0..lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->recs[2 * mid] <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo && addr < c->recend[lo - 1];
+}
+
+static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
+static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
+static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
 
 /* The twin's segment goes where PyTorch's went when the recorded event at the same
  * position of this call is the same decision, so best fit meets the same address order. */
-/* A segment the twin does not place where PyTorch's went keeps the device's address
- * (*addr), unless one placed at a recorded address is there: then it goes above every
- * range held (2 MiB-aligned), so no two of the twin's segments overlap. */
-static int place_elsewhere(match_ctx *c, int kind, uint64_t span, uint64_t *addr) {
-    const ranges *h = &c->held;
-    if (kind != HBM_EV_SEGMENT_ALLOC || !h->nch || !held_overlaps(c, *addr, span)) return 0;
-    const rchunk *last = &h->ch[h->nch - 1];
-    *addr = hbmi_align_up(last->p[2 * (last->n - 1)] + h->longest, 2u << 20);
-    return 1;
-}
-
 static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr) {
     match_ctx *c = user;
     size_t q = c->ocur;
     while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
-    if (q == c->npend) return place_elsewhere(c, kind, span, addr);
-    const hbm_trace_event *r = &c->t->events[c->pend[q]];
-    if (held_overlaps(c, r->addr, span)) return place_elsewhere(c, kind, span, addr);
+    const hbm_trace_event *r = q < c->npend ? &c->t->events[c->pend[q]] : NULL;
+    if (!r || held_overlaps(c, r->addr, span)) {
+        if (kind != HBM_EV_SEGMENT_MAP) return 0; /* a cudaMalloc segment: where the device puts it */
+        /* an expandable range of the twin's own: from the twin's own virtual addresses, as
+         * the policy takes them (below any device's), not from the process's counter, so
+         * that the twin moves no other replay's ranges (an OOM report prints them) */
+        *addr = hbmi_align_up(c->va_next, 20u << 20);
+        c->va_next = *addr + span + (40u << 20);
+        return 1;
+    }
     if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
     c->ocur = q + 1;
     *addr = r->addr;
@@ -256,8 +225,8 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, e->addr, e->size);
-        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(&c->rec, e->addr);
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) rec_del(c, e->addr);
         if (is_segment_event(e->kind)) {
             m->segments_recorded++;
             if (!empty_run[i]) {
@@ -300,7 +269,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
                 s = ops->free_stream(self, addr, e->stream);
                 continue;
             }
-            if (!has_map && !range_find(&c->rec, e->addr, 1)) m->allocs_before_history++;
+            if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
             if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
                 ops->stats(self, &st);
@@ -384,7 +353,7 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
             if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
             held_add(c, g->addr, g->size);
         }
-        range_add(c, &c->rec, g->addr, g->size);
+        rec_add(c, g->addr, g->size);
     }
     for (size_t k = 0; k < nsegs && !s; k++)
         for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
@@ -555,7 +524,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbm_allocator *a = NULL;
     uint8_t *empty_run = NULL;
     size_t *pending = NULL;
-    match_ctx c = {.t = t, .m = out};
+    match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
     hbm_status s = hbm_device_open(out->device, &dev);
     if (!s) s = hbm_allocator_open(dev, out->config, &a);
@@ -568,8 +537,10 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
-    ranges_free(&c.held);
-    ranges_free(&c.rec);
+    hbmi_free(c.held);
+    hbmi_free(c.rec);
+    hbmi_free(c.recs);
+    hbmi_free(c.recend);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
