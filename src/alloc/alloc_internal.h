@@ -74,6 +74,14 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
                              const hbm_allocator_ops **ops, void **self);
 hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                            const hbm_allocator_ops **ops, void **self);
+/* The policy's bytes_in_use counter as it keeps it (what its stats would say), for a
+ * replay that checks its peak after every allocation without a stats call; NULL for a
+ * policy that computes it only in its stats. One per policy (bfc, platform, torch) and
+ * hbmi_policy_in_use, which asks each. */
+const uint64_t *hbmi_bfc_in_use(const hbm_allocator *a);
+const uint64_t *hbmi_platform_in_use(const hbm_allocator *a);
+const uint64_t *hbmi_torch_in_use(const hbm_allocator *a);
+const uint64_t *hbmi_policy_in_use(const hbm_allocator *a);
 /* The policy cfg names, over dev, with the byte limit cfg and the device give it: its ops
  * and state, for hbm_allocator_wrap or an adaptor (allocator.c: the policy table). */
 hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self);

@@ -18,6 +18,13 @@ static const struct {
     {HBM_ALLOCATOR_TORCH, hbmi_torch_create},
 };
 
+const uint64_t *hbmi_policy_in_use(const hbm_allocator *a) {
+    const uint64_t *p = hbmi_torch_in_use(a);
+    if (!p) p = hbmi_bfc_in_use(a);
+    if (!p) p = hbmi_platform_in_use(a);
+    return p;
+}
+
 hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self) {
     hbmi_policy_create_fn create = NULL;
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)

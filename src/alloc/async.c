@@ -160,6 +160,7 @@ static hbm_status grow(apool *p, uint64_t need, uint32_t *out) {
     if (seg > room && need <= room) seg = room / ASYNC_ROUND * ASYNC_ROUND; /* the last, partial segment */
     if (seg > room) {
         char a[32], b[32], c[32];
+        if (hbmi_oom_quiet()) return HBM_ERR_OOM; /* a replay's later OOMs: no message is read */
         return hbmi_error(HBM_ERR_OOM, "cuda_async: a %s segment would take the pool past its size %s (%s held)",
                           hbm_size_human(seg, a), hbm_size_human(p->st.bytes_limit, b),
                           hbm_size_human(p->st.bytes_reserved, c));
@@ -223,6 +224,7 @@ static hbm_status async_alloc_stream(void *self, uint64_t size, const hbm_tag *t
     if (need > p->st.bytes_limit || p->st.bytes_in_use > p->st.bytes_limit - need) {
         p->st.num_ooms++;
         char a[32], b[32], c[32];
+        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "cuda_async: %s more would pass the pool size %s (%s in use)",
                           hbm_size_human(need, a), hbm_size_human(p->st.bytes_limit, b),
                           hbm_size_human(p->st.bytes_in_use, c));

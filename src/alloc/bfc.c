@@ -895,6 +895,10 @@ static const hbm_allocator_ops bfc_ops = {
     .name = "bfc", .alloc = bfc_alloc, .free = bfc_free, .stats = bfc_stats, .reset_peaks = bfc_reset_peaks,
     .check = bfc_check, .walk = bfc_walk, .trim = bfc_trim, .rounded_size = bfc_rounded, .destroy = bfc_destroy};
 
+const uint64_t *hbmi_bfc_in_use(const hbm_allocator *a) {
+    return a->ops == &bfc_ops ? &((const bfc *)a->self)->st.bytes_in_use : NULL;
+}
+
 hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit, const hbm_allocator_ops **ops,
                            void **self) {
     hbm_device_info info;

@@ -98,6 +98,10 @@ static const hbm_allocator_ops platform_ops = {
     .reset_peaks = plat_reset_peaks, .check = plat_check, .walk = plat_walk, .trim = NULL,
     .rounded_size = plat_rounded, .destroy = plat_destroy};
 
+const uint64_t *hbmi_platform_in_use(const hbm_allocator *a) {
+    return a->ops == &platform_ops ? &((const platform *)a->self)->st.bytes_in_use : NULL;
+}
+
 hbm_status hbmi_platform_create(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                                 const hbm_allocator_ops **ops, void **self) {
     platform *p = hbmi_calloc(1, sizeof *p);

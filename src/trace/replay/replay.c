@@ -31,16 +31,92 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
     r->frag_at_peak = hbm_stats_fragmentation(st);
 }
 
+/* The allocs live while pairing, by address: open addressing with (key, value) pairs side
+ * by side (one cache line per probe), a multiplicative hash, at most half full, and
+ * backward-shift deletion. The pairing asks it two questions per event, and a replay's
+ * one-configuration call does nothing else as often. Keys are addresses + 1 (0: empty). */
+typedef struct pair_slot {
+    uint64_t key, val, size; /* size: the alloc's bytes (for the bound, without reading its event again) */
+} pair_slot;
+
+typedef struct pair_map {
+    pair_slot *s;
+    size_t mask, count;
+    unsigned shift;
+} pair_map;
+
+static inline size_t pm_home(const pair_map *m, uint64_t key) {
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> m->shift);
+}
+
+static hbm_status pm_grow(pair_map *m) {
+    size_t cap = m->s ? 2 * (m->mask + 1) : 1024;
+    pair_slot *ns = hbmi_calloc(cap, sizeof *ns);
+    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing a trace's events");
+    pair_map n = {ns, cap - 1, m->count, (unsigned)(64 - __builtin_ctzll(cap))};
+    for (size_t i = 0; m->s && i <= m->mask; i++) {
+        if (!m->s[i].key) continue;
+        size_t j = pm_home(&n, m->s[i].key);
+        while (ns[j].key) j = (j + 1) & n.mask;
+        ns[j] = m->s[i];
+    }
+    hbmi_free(m->s);
+    *m = n;
+    return HBM_OK;
+}
+
+/* key -> (val, size); *old = the value it replaces + 1 (0: none) */
+static inline hbm_status pm_put(pair_map *m, uint64_t key, uint64_t val, uint64_t size, uint64_t *old) {
+    if (2 * (m->count + 1) > m->mask + 1) {
+        hbm_status s = pm_grow(m);
+        if (s) return s;
+    }
+    size_t i = pm_home(m, ++key);
+    for (; m->s[i].key; i = (i + 1) & m->mask)
+        if (m->s[i].key == key) {
+            *old = m->s[i].val + 1;
+            m->s[i].val = val;
+            m->s[i].size = size;
+            return HBM_OK;
+        }
+    m->s[i] = (pair_slot){key, val, size};
+    m->count++;
+    *old = 0;
+    return HBM_OK;
+}
+
+static inline int pm_del(pair_map *m, uint64_t key, uint64_t *val, uint64_t *size) {
+    if (!m->s) return 0;
+    size_t i = pm_home(m, ++key);
+    for (; m->s[i].key != key; i = (i + 1) & m->mask)
+        if (!m->s[i].key) return 0;
+    *val = m->s[i].val;
+    *size = m->s[i].size;
+    for (size_t j = i;;) { /* backward shift: later entries of the cluster move into the hole */
+        j = (j + 1) & m->mask;
+        if (!m->s[j].key) break;
+        size_t home = pm_home(m, m->s[j].key);
+        if (((j - home) & m->mask) >= ((j - i) & m->mask)) { /* home not in the cyclic range (i, j] */
+            m->s[i] = m->s[j];
+            i = j;
+        }
+    }
+    m->s[i].key = 0;
+    m->count--;
+    return 1;
+}
+
 /* The most bytes live at once, as hbm_timeline_peak counts them on hbm_trace_to_timeline's
  * buffers, without building them: a buffer is an alloc that a free pairs with or that is
  * still live at the end (an address allocated again without a free loses its first
  * alloc, there as here); its bytes count from its alloc to its free, and at equal times
  * frees come first, which in event order they always do. The allocs' slots mark the
  * buffers (the replays overwrite them). *nbuf: the buffers of non-zero size (the
- * timeline's count). */
-static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live, uint64_t *peak_out, size_t *nbuf_out) {
-    for (size_t k = 0; k < live->cap; k++) /* the paired allocs are marked already */
-        if (live->keys[k]) slot[live->vals[k]] = 1;
+ * timeline's count). Needed only when an address was allocated again without a free:
+ * otherwise every alloc is a buffer and the pairing pass counts the bound itself. */
+static void lower_bound(const hbm_trace *t, uint64_t *slot, const pair_map *live, uint64_t *peak_out, size_t *nbuf_out) {
+    for (size_t k = 0; live->s && k <= live->mask; k++) /* the paired allocs are marked already */
+        if (live->s[k].key) slot[live->s[k].val] = 1;
     uint64_t cur = 0, peak = 0;
     size_t nbuf = 0;
     for (size_t i = 0; i < t->count; i++) {
@@ -64,26 +140,36 @@ static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live
 static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *bound, size_t *nbuf) {
     uint64_t *slot = hbmi_malloc(t->count * sizeof *slot + 1);
     if (!slot) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
-    hbmi_map live;
-    hbmi_map_init(&live);
+    pair_map live = {0};
     hbm_status s = HBM_OK;
+    uint64_t cur = 0, peak = 0, old = 0;
+    size_t n = 0;
+    int replaced = 0;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
-        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j;
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j, size;
         slot[i] = 0;
         if (e->kind == HBM_EV_ALLOC) {
-            s = hbmi_map_put(&live, key, i); /* an address reused without a free: the new block replaces the first */
-        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
+            size = e->requested ? e->requested : e->size;
+            s = pm_put(&live, key, i, size, &old); /* an address reused without a free: the new block replaces the first */
+            replaced |= old != 0;
+            n += size != 0;
+            cur += size;
+            if (cur > peak) peak = cur;
+        } else if (e->kind == HBM_EV_FREE && pm_del(&live, key, &j, &size)) {
             slot[i] = j + 1;
             slot[j] = 1; /* a buffer (for lower_bound) */
+            cur -= size;
         }
     }
-    if (!s) lower_bound(t, slot, &live, bound, nbuf);
-    hbmi_map_destroy(&live);
+    if (!s && replaced) lower_bound(t, slot, &live, &peak, &n);
+    hbmi_free(live.s);
     if (s) {
         hbmi_free(slot);
         return s;
     }
+    *bound = peak;
+    *nbuf = n;
     *out = slot;
     return HBM_OK;
 }
@@ -125,10 +211,17 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     snprintf(r->allocator, sizeof r->allocator, "%s", hbm_allocator_name(a));
     uint32_t ntags = hbm_trace_tag_count(t);
     uint32_t *tagid = hbmi_calloc((size_t)ntags + 1, sizeof *tagid);
-    if (!tagid) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
-    for (uint32_t i = 1; !s && i <= ntags; i++) s = hbmi_tagtab_intern(a->tags, hbm_trace_tag(t, i), &tagid[i]);
+    const hbm_tag **tagp = hbmi_calloc((size_t)ntags + 1, sizeof *tagp);
+    if (!tagid || !tagp) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
+    for (uint32_t i = 1; !s && i <= ntags; i++) {
+        tagp[i] = hbm_trace_tag(t, i);
+        s = hbmi_tagtab_intern(a->tags, tagp[i], &tagid[i]);
+    }
     const hbm_allocator_ops *ops = a->ops;
     void *self = a->self;
+    /* the policy's own bytes-in-use counter where it keeps one: the peak is checked after
+     * every allocation, the whole stats taken only when it rises */
+    const uint64_t *in_use = hbmi_policy_in_use(a);
     hbm_stats st;
     int quiet = 0, stop = h && h->stop_at_first_oom;
     uint64_t t0 = hbmi_now_ns();
@@ -139,7 +232,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
             slot[i] = 0; /* 0: not allocated here (failed or empty) */
             if (!size) continue;
             uint32_t tg = e->tag <= ntags ? tagid[e->tag] : 0;
-            const hbm_tag *tag = hbm_trace_tag(t, e->tag);
+            const hbm_tag *tag = e->tag <= ntags ? tagp[e->tag] : NULL;
             hbm_status as = ops->alloc_stream ? ops->alloc_stream(self, size, tag, tg, e->stream, &addr)
                                               : ops->alloc(self, size, tag, tg, &addr);
             if (as == HBM_ERR_OOM) { /* the first one reported (the allocator's snapshot), the rest counted */
@@ -162,8 +255,10 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
                 break;
             }
             r->allocs++;
-            ops->stats(self, &st);
-            if (st.bytes_in_use > r->peak_in_use) frag_at(r, &st);
+            if (!in_use || *in_use > r->peak_in_use) {
+                ops->stats(self, &st);
+                if (st.bytes_in_use > r->peak_in_use) frag_at(r, &st);
+            }
             if (e->kind == HBM_EV_OOM) { /* it failed in the original run; here it fits: give it back */
                 if ((s = ops->free_stream ? ops->free_stream(self, addr, e->stream) : ops->free(self, addr))) break;
                 r->frees++;
@@ -193,6 +288,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
         hbmi_replay_result_fail(r, s);
     }
     hbmi_free(tagid);
+    hbmi_free(tagp);
     hbm_allocator_close(a);
     hbm_device_close(dev);
     return s;

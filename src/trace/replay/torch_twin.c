@@ -30,9 +30,8 @@ typedef struct match_ctx {
     size_t nheld, capheld;
     uint64_t *recs;     /* rec by base (then size), for rec_has */
     size_t caprecs;
-    uint64_t *recend;   /* recend[k]: the largest end of recs[0..k] (valid unless rec_dirty) */
-    size_t caprecend;
-    int rec_dirty;
+    uint64_t rec_longest; /* the longest recorded segment added (rec_has walks back no further) */
+    size_t rec_wraps;     /* recorded segments whose end passes 2^64 (then it walks back to the first) */
     uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
 } match_ctx;
 
@@ -77,7 +76,8 @@ static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
     size_t k = recs_lower(c->recs, n, addr, size);
     memmove(c->recs + 2 * k + 2, c->recs + 2 * k, 2 * (n - k) * sizeof *c->recs);
     c->recs[2 * k] = addr, c->recs[2 * k + 1] = size;
-    c->rec_dirty = 1;
+    if (size > c->rec_longest) c->rec_longest = size;
+    c->rec_wraps += addr + size < addr;
 }
 
 static void rec_del(match_ctx *c, uint64_t addr) {
@@ -85,29 +85,28 @@ static void rec_del(match_ctx *c, uint64_t addr) {
     while (j < c->nrec && c->rec[2 * j] != addr) j++;
     if (j == c->nrec) return;
     size_t k = recs_lower(c->recs, c->nrec, addr, c->rec[2 * j + 1]); /* the one range_del takes */
+    c->rec_wraps -= addr + c->rec[2 * j + 1] < addr;
     memmove(c->recs + 2 * k, c->recs + 2 * k + 2, 2 * (c->nrec - k - 1) * sizeof *c->recs);
     range_del(c->rec, &c->nrec, addr);
-    c->rec_dirty = 1;
 }
 
-/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)). */
-static int rec_has(match_ctx *c, uint64_t addr) {
-    size_t n = c->nrec;
-    if (c->rec_dirty) {
-        if (c->err || (c->err = hbmi_grow((void **)&c->recend, &c->caprecend, n + 1, sizeof *c->recend))) return 0;
-        for (size_t k = 0; k < n; k++) {
-            uint64_t end = c->recs[2 * k] + c->recs[2 * k + 1];
-            c->recend[k] = k && c->recend[k - 1] > end ? c->recend[k - 1] : end;
-        }
-        c->rec_dirty = 0;
-    }
-    size_t lo = 0, hi = n; /* the segments at or below addr: recs[0..lo) */
+/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)): the
+ * segments at or below addr, from the highest down, until one holds it or none further
+ * down can reach it (its base is more than the longest segment below addr). */
+static int rec_has(const match_ctx *c, uint64_t addr) {
+    if (addr == UINT64_MAX) return 0; /* range_find's addr + 1 wraps: nothing starts below 0 */
+    size_t lo = 0, hi = c->nrec; /* the segments at or below addr: recs[0..lo) */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (c->recs[2 * mid] <= addr) lo = mid + 1;
         else hi = mid;
     }
-    return lo && addr < c->recend[lo - 1];
+    while (lo-- > 0) {
+        const uint64_t *p = c->recs + 2 * lo;
+        if (addr < p[0] + p[1]) return 1;
+        if (!c->rec_wraps && p[0] + c->rec_longest >= p[0] && p[0] + c->rec_longest <= addr) return 0;
+    }
+    return 0;
 }
 
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
@@ -540,7 +539,6 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(c.held);
     hbmi_free(c.rec);
     hbmi_free(c.recs);
-    hbmi_free(c.recend);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
