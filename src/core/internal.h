@@ -249,5 +249,12 @@ static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f
  * whole length) through a memory stream: the library's outputs as strings, for bindings. */
 typedef hbm_status (*hbmi_emit_fn)(const void *ctx, FILE *f);
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len);
+/* Text for a terminal: text's lines longer than width columns (tabs to the next multiple
+ * of 8; 0 = no limit) cut in the middle with "...", so both ends survive (file:line at the
+ * end of a line, its subject at the start). hbm's text is ASCII: the ellipsis is too,
+ * whatever the locale. hbmi_emit_fitted writes what fn(ctx, .) writes to f so, all of it
+ * once fn has returned HBM_OK (nothing otherwise); fn's status, or HBM_ERR_NOMEM. */
+void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width);
+hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t width);
 
 #endif
