@@ -119,6 +119,11 @@ HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top
  * naming them). hbm_export_write writes to f; hbm_export_file to path, whole or not at all. */
 HBM_API hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
 HBM_API hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
+/* Which devices `hbm export` wrote in format from the n traces it loaded (n > 1: one per
+ * device; n = 1: all[0], with its attached devices when perfetto writes them all), as the
+ * end of its "wrote OUT" line: " (device cuda:0)", " (devices cuda:0, cuda:1)", or nothing
+ * for a trace without a device name; then a newline. */
+HBM_API hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f);
 
 /* `hbm replay`: replay t against n configuration strings (n = 0: "allocator=bfc" and
  * "allocator=platform") on device (NULL: a simulated device of the trace's capacity, else

@@ -320,6 +320,19 @@ hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *p
     return to_file(emit_export, &x, path);
 }
 
+hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f) {
+    if (!all || !n || !all[0] || !format || !f) return hbmi_error(HBM_ERR_INVALID, "export devices: NULL argument");
+    const hbm_trace *first = all[0];
+    size_t nd = n > 1 ? n : 1 + (strcmp(format, "perfetto") ? 0 : first->n_others);
+    for (size_t k = 0; k < nd && (nd > 1 || first->device[0]); k++) {
+        const hbm_trace *d = n > 1 ? all[k] : k ? first->others[k - 1] : first;
+        fputs(k ? ", " : nd > 1 ? " (devices " : " (device ", f);
+        hbmi_fputs_visible(d->device[0] ? d->device : "?", f);
+    }
+    fputs(nd > 1 || first->device[0] ? ")\n" : "\n", f);
+    return HBM_OK;
+}
+
 hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                 FILE *f, int json, int *failed) {
     if (failed) *failed = 0;
