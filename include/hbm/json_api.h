@@ -87,6 +87,10 @@ HBM_API hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm
 HBM_API hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                            size_t *len);
 HBM_API hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+/* What `hbm view M.hlo` prints to f: XProf's Memory Viewer of the plan (hbm_plan_view_text,
+ * or hbm_plan_view_json with json), and in text, when XLA's own assignment came with the
+ * module, a blank line and hbm_plan_xla_text with o->top buffers. o NULL: the defaults. */
+HBM_API hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f);
 /* `hbm view M.hlo` (json 0) or `hbm view M.hlo --json` (json 1): XProf's Memory Viewer of
  * the plan; top buffers per table (0 = 15). */
 HBM_API hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len);

@@ -196,6 +196,18 @@ hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf,
     return to_buffer(emit_plan_html, &c, buf, cap, len);
 }
 
+hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_view_write: NULL argument");
+    hbm_plan_view_options d;
+    if (!o) hbm_plan_view_options_default(&d), o = &d;
+    hbm_status s = json ? hbm_plan_view_json(p, o, f) : hbm_plan_view_text(p, o, f);
+    if (!s && !json && hbm_plan_xla_same(p) >= 0) { /* XLA's own figures and hbm's agreement */
+        fputc('\n', f);
+        s = hbm_plan_xla_text(p, f, (size_t)o->top);
+    }
+    return s;
+}
+
 typedef struct plan_view_ctx {
     const hbm_plan *p;
     int json, top;
