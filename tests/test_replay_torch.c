@@ -3,6 +3,8 @@
  * must make the same segment decisions (segment_alloc / segment_free, in order and size)
  * and place every allocation at the recorded offset in its segment; and the expandable-
  * segments snapshot's cuda:0 history (segment_map). Skips without ../shared/data. */
+#include <ctype.h>
+
 #include "test.h"
 
 #define SNAP_DIR HBM_SHARED_DATA "/snapshots/"
@@ -172,7 +174,86 @@ static void test_checked_advice(void) {
     hbm_trace_free(t);
 }
 
+/* s without the digits of its hex numbers: an expandable segment's addresses come from one
+ * counter of the process, so an OOM report's differ from one replay to the next */
+static void no_hex(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (const char *p = s ? s : ""; *p && n + 2 < cap;) {
+        if (p[0] == '0' && p[1] == 'x') {
+            out[n++] = '#';
+            for (p += 2; isxdigit((unsigned char)*p); p++) {}
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = 0;
+}
+
+/* A request's torch row and its twin keep apart: each row the same as in a request without
+ * the twin, and the request's twin the same as hbm_replay_torch_match's alone (the twin's
+ * own expandable ranges take no addresses from the process's counter, so neither moves the
+ * other's; the OOM reports, whose addresses the counter gives, compared without them). */
+static void check_one_walk(const hbm_trace *t, const char *device) {
+    static const char *const texts[] = {"allocator=bfc", "allocator=torch", "allocator=torch,expandable_segments=true",
+                                        "allocator=torch,max_split_size_mb=64"};
+    enum { N = sizeof texts / sizeof texts[0] };
+    hbm_replay_config c[N];
+    for (size_t i = 0; i < N; i++) CHECK_OK(hbm_replay_config_make(t, texts[i], &c[i]));
+    hbm_replay_request q = {.trace = t, .device = device, .configs = c, .n = N, .twin = 1};
+    hbm_replay_report with, without;
+    CHECK_OK(hbm_replay_run(&q, &with));
+    q.twin = 0;
+    CHECK_OK(hbm_replay_run(&q, &without));
+    CHECK(with.twin_row == 1);
+    CHECK(without.twin_row == -1);
+    for (size_t i = 0; i < N; i++) {
+        const hbm_replay_result *a = &with.rows[i], *b = &without.rows[i];
+        CHECK_EQ_U64(a->status, b->status);
+        CHECK_EQ_U64(a->allocs, b->allocs);
+        CHECK_EQ_U64(a->frees, b->frees);
+        CHECK_EQ_U64(a->ooms, b->ooms);
+        CHECK_EQ_U64(a->peak_in_use, b->peak_in_use);
+        CHECK_EQ_U64(a->peak_reserved, b->peak_reserved);
+        CHECK_EQ_U64(a->device_calls, b->device_calls);
+        CHECK_EQ_U64(a->first_oom_event, b->first_oom_event);
+        CHECK(a->frag_at_peak == b->frag_at_peak);
+        static char x[1 << 16], y[1 << 16];
+        no_hex(a->first_oom_report, x, sizeof x);
+        no_hex(b->first_oom_report, y, sizeof y);
+        CHECK_STR(x, y);
+    }
+    hbm_torch_match alone;
+    hbm_status s = hbm_replay_torch_match(t, with.rows[1].config, with.device, &alone);
+    CHECK_EQ_U64(with.twin_status, s);
+    if (!s) CHECK(!memcmp(&with.twin, &alone, sizeof alone));
+    CHECK(with.twin.allocs > 0);
+    hbm_replay_report_release(&with);
+    hbm_replay_report_release(&without);
+}
+
+static void test_one_walk(void) {
+    hbm_trace *t = fragmenting_history();
+    CHECK(t);
+    check_one_walk(t, "sim:100MiB"); /* an OOM: its report and checked advice */
+    check_one_walk(t, "sim:1GiB");
+    hbm_trace_free(t);
+    static const char *const names[] = {"silmont_small", "hugepanda_peso", "constructor_sun", "ftcourse",
+                                        "linyun_xl_ctx512_step_bf16", "bolongcheng_xl_fwd_fp32", "magma27"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char path[512];
+        snprintf(path, sizeof path, SNAP_DIR "%s.pickle", names[k]);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        fclose(f);
+        ran++;
+        CHECK_OK(hbm_trace_load(path, &t));
+        check_one_walk(t, NULL);
+        hbm_trace_free(t);
+    }
+}
+
 int main(void) {
+    RUN(test_one_walk);
     RUN(test_suggest);
     RUN(test_from_state);
     RUN(test_silmont_small);

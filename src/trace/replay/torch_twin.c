@@ -28,6 +28,12 @@ typedef struct match_ctx {
     size_t nrec, caprec;
     uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
     size_t nheld, capheld;
+    uint64_t *recs;     /* rec by base (then size), for rec_has */
+    size_t caprecs;
+    uint64_t *recend;   /* recend[k]: the largest end of recs[0..k] (valid unless rec_dirty) */
+    size_t caprecend;
+    int rec_dirty;
+    uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
 } match_ctx;
 
 /* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
@@ -51,6 +57,59 @@ static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
         }
 }
 
+/* The recorded segments: rec in the order range_add / range_del keep (which of two at one
+ * base goes first), recs sorted with the largest end so far, so that whether an address is
+ * in one of them takes a binary search per allocation instead of a walk over them all. */
+static size_t recs_lower(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[2 * mid] < addr || (r[2 * mid] == addr && r[2 * mid + 1] < size)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
+    size_t n = c->nrec;
+    range_add(c, &c->rec, &c->nrec, &c->caprec, addr, size);
+    if (c->err || (c->err = hbmi_grow((void **)&c->recs, &c->caprecs, 2 * (n + 1), sizeof *c->recs))) return;
+    size_t k = recs_lower(c->recs, n, addr, size);
+    memmove(c->recs + 2 * k + 2, c->recs + 2 * k, 2 * (n - k) * sizeof *c->recs);
+    c->recs[2 * k] = addr, c->recs[2 * k + 1] = size;
+    c->rec_dirty = 1;
+}
+
+static void rec_del(match_ctx *c, uint64_t addr) {
+    size_t j = 0;
+    while (j < c->nrec && c->rec[2 * j] != addr) j++;
+    if (j == c->nrec) return;
+    size_t k = recs_lower(c->recs, c->nrec, addr, c->rec[2 * j + 1]); /* the one range_del takes */
+    memmove(c->recs + 2 * k, c->recs + 2 * k + 2, 2 * (c->nrec - k - 1) * sizeof *c->recs);
+    range_del(c->rec, &c->nrec, addr);
+    c->rec_dirty = 1;
+}
+
+/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)). */
+static int rec_has(match_ctx *c, uint64_t addr) {
+    size_t n = c->nrec;
+    if (c->rec_dirty) {
+        if (c->err || (c->err = hbmi_grow((void **)&c->recend, &c->caprecend, n + 1, sizeof *c->recend))) return 0;
+        for (size_t k = 0; k < n; k++) {
+            uint64_t end = c->recs[2 * k] + c->recs[2 * k + 1];
+            c->recend[k] = k && c->recend[k - 1] > end ? c->recend[k - 1] : end;
+        }
+        c->rec_dirty = 0;
+    }
+    size_t lo = 0, hi = n; /* the segments at or below addr: recs[0..lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->recs[2 * mid] <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo && addr < c->recend[lo - 1];
+}
+
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
 static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
 static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
@@ -61,9 +120,16 @@ static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uin
     match_ctx *c = user;
     size_t q = c->ocur;
     while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
-    if (q == c->npend) return 0;
-    const hbm_trace_event *r = &c->t->events[c->pend[q]];
-    if (held_overlaps(c, r->addr, span)) return 0;
+    const hbm_trace_event *r = q < c->npend ? &c->t->events[c->pend[q]] : NULL;
+    if (!r || held_overlaps(c, r->addr, span)) {
+        if (kind != HBM_EV_SEGMENT_MAP) return 0; /* a cudaMalloc segment: where the device puts it */
+        /* an expandable range of the twin's own: from the twin's own virtual addresses, as
+         * the policy takes them (below any device's), not from the process's counter, so
+         * that the twin moves no other replay's ranges (an OOM report prints them) */
+        *addr = hbmi_align_up(c->va_next, 20u << 20);
+        c->va_next = *addr + span + (40u << 20);
+        return 1;
+    }
     if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
     c->ocur = q + 1;
     *addr = r->addr;
@@ -159,8 +225,8 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC) range_add(c, &c->rec, &c->nrec, &c->caprec, e->addr, e->size);
-        else if (e->kind == HBM_EV_SEGMENT_FREE) range_del(c->rec, &c->nrec, e->addr);
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
+        else if (e->kind == HBM_EV_SEGMENT_FREE) rec_del(c, e->addr);
         if (is_segment_event(e->kind)) {
             m->segments_recorded++;
             if (!empty_run[i]) {
@@ -203,7 +269,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
                 s = ops->free_stream(self, addr, e->stream);
                 continue;
             }
-            if (!has_map && !range_find(c->rec, c->nrec, e->addr, 1)) m->allocs_before_history++;
+            if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
             if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
                 ops->stats(self, &st);
@@ -287,7 +353,7 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
             if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
             held_add(c, g->addr, g->size);
         }
-        range_add(c, &c->rec, &c->nrec, &c->caprec, g->addr, g->size);
+        rec_add(c, g->addr, g->size);
     }
     for (size_t k = 0; k < nsegs && !s; k++)
         for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
@@ -458,7 +524,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbm_allocator *a = NULL;
     uint8_t *empty_run = NULL;
     size_t *pending = NULL;
-    match_ctx c = {.t = t, .m = out};
+    match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
     hbm_status s = hbm_device_open(out->device, &dev);
     if (!s) s = hbm_allocator_open(dev, out->config, &a);
@@ -473,6 +539,8 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(c.tw);
     hbmi_free(c.held);
     hbmi_free(c.rec);
+    hbmi_free(c.recs);
+    hbmi_free(c.recend);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
