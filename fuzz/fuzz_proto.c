@@ -1,11 +1,14 @@
 /* fuzz_proto.c - any bytes into the protobuf reader (XSpace, HloProto, HloModuleProto by
  * content): the module list, every module read into hbm's model with XLA's assignment, and
- * when one reads, through the planner, the comparison with XLA's and the reports. No crash,
- * no leak, no sanitizer report. Seeded from the shared profile (../shared/data/xprof). */
+ * when one reads, through the planner, the comparison with XLA's and the reports; then the
+ * module's whole HLO text written from the proto (what hbm fit edits), read back by the text
+ * parser and planned. No crash, no leak, no sanitizer report. Seeded from the shared profile
+ * (../shared/data/xprof). */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "hbm/hbm.h"
+#include "hlo/hlo_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (4u << 20)) return 0;
@@ -30,6 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
             hbm_plan_free(p);
         }
+        hbm_hlo_module *t = NULL;
+        if (hbmi_proto_text(m) == HBM_OK && hbm_hlo_parse(m->text, m->len, "fuzz", &t) == HBM_OK &&
+            hbm_plan_run(t, NULL, &p) == HBM_OK)
+            hbm_plan_free(p);
+        hbm_hlo_module_free(t);
         hbm_hlo_module_free(m);
     }
     hbm_proto_close(f);

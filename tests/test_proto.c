@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hlo/hlo_internal.h"
+#include "plan/plan_internal.h"
 #include "test.h"
 
 static char tmpdir[] = "/tmp/hbm_test_proto_XXXXXX";
@@ -39,39 +40,65 @@ static void test_sniff(void) {
     CHECK(hbm_proto_path_kind("/nonexistent/file") == HBM_PROTO_NONE);
 }
 
-static int same_plan(const char *name, hbm_hlo_module *a, hbm_hlo_module *b) {
-    hbm_plan *pa = NULL, *pb = NULL;
-    hbm_status sa = hbm_plan_run(a, NULL, &pa), sb = hbm_plan_run(b, NULL, &pb);
-    int ok = sa == sb;
-    if (!sa && !sb) {
-        hbm_plan_stats x, y;
-        hbm_plan_get_stats(pa, &x);
-        hbm_plan_get_stats(pb, &y);
-        ok = x.argument_size_in_bytes == y.argument_size_in_bytes && x.output_size_in_bytes == y.output_size_in_bytes &&
+/* two plans give the same figures and the same peak buffers */
+static int plans_same(const char *name, const hbm_plan *pa, const hbm_plan *pb) {
+    hbm_plan_stats x, y;
+    hbm_plan_get_stats(pa, &x);
+    hbm_plan_get_stats(pb, &y);
+    int ok = x.argument_size_in_bytes == y.argument_size_in_bytes && x.output_size_in_bytes == y.output_size_in_bytes &&
              x.alias_size_in_bytes == y.alias_size_in_bytes && x.temp_size_in_bytes == y.temp_size_in_bytes &&
              x.constant_size_in_bytes == y.constant_size_in_bytes && x.peak_bytes == y.peak_bytes &&
              x.peak_step == y.peak_step && x.n_allocations == y.n_allocations && x.backend == y.backend &&
              x.thread_local_size_in_bytes == y.thread_local_size_in_bytes && x.n_steps == y.n_steps &&
              x.estimate == y.estimate && x.host_temp_size_in_bytes == y.host_temp_size_in_bytes;
-        hbm_plan_buffer ba[15], bb[15];
-        size_t na = hbm_plan_peak_buffers(pa, ba, 15), nb = hbm_plan_peak_buffers(pb, bb, 15);
-        ok = ok && na == nb;
-        for (size_t i = 0; ok && i < na; i++)
-            ok = ba[i].size == bb[i].size && !strcmp(ba[i].label, bb[i].label) && !strcmp(ba[i].shape, bb[i].shape) &&
-                 !strcmp(ba[i].instruction, bb[i].instruction) && !strcmp(ba[i].op_name, bb[i].op_name) &&
-                 !strcmp(ba[i].source_file, bb[i].source_file) && ba[i].source_line == bb[i].source_line;
-        if (!ok)
-            fprintf(stderr, "%s: text temp %llu peak %llu, proto temp %llu peak %llu\n", name,
-                    (unsigned long long)x.temp_size_in_bytes, (unsigned long long)x.peak_bytes,
-                    (unsigned long long)y.temp_size_in_bytes, (unsigned long long)y.peak_bytes);
-    }
+    hbm_plan_buffer ba[15], bb[15];
+    size_t na = hbm_plan_peak_buffers(pa, ba, 15), nb = hbm_plan_peak_buffers(pb, bb, 15);
+    ok = ok && na == nb;
+    for (size_t i = 0; ok && i < na; i++)
+        ok = ba[i].size == bb[i].size && !strcmp(ba[i].label, bb[i].label) && !strcmp(ba[i].shape, bb[i].shape) &&
+             !strcmp(ba[i].instruction, bb[i].instruction) && !strcmp(ba[i].op_name, bb[i].op_name) &&
+             !strcmp(ba[i].source_file, bb[i].source_file) && ba[i].source_line == bb[i].source_line;
+    if (!ok)
+        fprintf(stderr, "%s: temp %llu peak %llu, against temp %llu peak %llu\n", name,
+                (unsigned long long)x.temp_size_in_bytes, (unsigned long long)x.peak_bytes,
+                (unsigned long long)y.temp_size_in_bytes, (unsigned long long)y.peak_bytes);
+    return ok;
+}
+
+static int same_plan(const char *name, hbm_hlo_module *a, hbm_hlo_module *b) {
+    hbm_plan *pa = NULL, *pb = NULL;
+    hbm_status sa = hbm_plan_run(a, NULL, &pa), sb = hbm_plan_run(b, NULL, &pb);
+    int ok = sa == sb && (sa || plans_same(name, pa, pb));
     hbm_plan_free(pa);
     hbm_plan_free(pb);
     return ok;
 }
 
-/* every `step`-th *.hlo of dir: text and its HloModuleProto plan the same */
-static int round_trip_dir(const char *dir, int step, int *n_out) {
+/* Module m, read from protobuf and planned as pm, written as its whole HLO text
+ * (hbmi_proto_text): the text, parsed by the text parser, plans the same under the same rules
+ * (the backend, and the alignment XLA's assignment showed: the text cannot say it). */
+static int text_plans_same(const char *name, hbm_hlo_module *m, const hbm_plan *pm) {
+    hbm_hlo_module *t = NULL;
+    hbm_plan *pt = NULL;
+    if (hbmi_proto_text(m) || hbm_hlo_parse(m->text, m->len, name, &t)) {
+        fprintf(stderr, "%s: its text: %s\n", name, hbm_last_error());
+        return 0;
+    }
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.backend = pm->opt.backend;
+    o.alignment = pm->opt.alignment;
+    int ok = !hbm_plan_run(t, &o, &pt) && plans_same(name, pm, pt) &&
+             hbm_hlo_instruction_count(t) == hbm_hlo_instruction_count(m) &&
+             hbm_hlo_computation_count(t) == hbm_hlo_computation_count(m) && hbm_hlo_is_scheduled(t) == hbm_hlo_is_scheduled(m);
+    hbm_plan_free(pt);
+    hbm_hlo_module_free(t);
+    return ok;
+}
+
+/* every `step`-th *.hlo of dir: text and its HloModuleProto plan the same, and so does the
+ * text written back from the proto (*n_text of them, *bad_text differ) */
+static int round_trip_dir(const char *dir, int step, int *n_out, int *n_text, int *bad_text) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     struct dirent *e;
@@ -106,6 +133,12 @@ static int round_trip_dir(const char *dir, int step, int *n_out) {
             hbm_hlo_is_scheduled(mt) != hbm_hlo_is_scheduled(mp) || !same_plan(e->d_name, mt, mp))
             bad++;
         n++;
+        hbm_plan *pp = NULL;
+        if (!hbm_plan_run(mp, NULL, &pp)) {
+            (*n_text)++;
+            *bad_text += !text_plans_same(e->d_name, mp, pp);
+        }
+        hbm_plan_free(pp);
         hbm_hlo_module_free(mt);
         hbm_hlo_module_free(mp);
     }
@@ -115,14 +148,20 @@ static int round_trip_dir(const char *dir, int step, int *n_out) {
 }
 
 static void test_round_trip(void) {
-    int n1 = 0, n2 = 0;
-    int b1 = round_trip_dir(HBM_SHARED_DATA "/hlo/jaxdecomp", 1, &n1);
-    int b2 = round_trip_dir(HBM_SHARED_DATA "/hlo/xladumps", 7, &n2);
+    int n1 = 0, n2 = 0, nt = 0, bt = 0;
+    int b1 = round_trip_dir(HBM_SHARED_DATA "/hlo/jaxdecomp", 1, &n1, &nt, &bt);
+    int b2 = round_trip_dir(HBM_SHARED_DATA "/hlo/xladumps", 7, &n2, &nt, &bt);
+    int n3 = 0, b3 = round_trip_dir(HBM_SHARED_DATA "/hlo/tpu", 1, &n3, &nt, &bt); /* tiled layouts */
+    n2 += n3;
+    if (b3 > 0) b2 = (b2 > 0 ? b2 : 0) + b3;
     if (b1 < 0 && b2 < 0) TEST_SKIP("%s not found (the shared data set is absent)", HBM_SHARED_DATA "/hlo");
     fprintf(stderr, "round trip text -> HloModuleProto -> hbm: %d + %d modules, %d differ\n", n1, n2,
             (b1 > 0 ? b1 : 0) + (b2 > 0 ? b2 : 0));
+    fprintf(stderr, "HloModuleProto -> its HLO text -> the text parser: %d modules, %d differ\n", nt, bt);
     CHECK(b1 <= 0 && b2 <= 0);
     CHECK(n1 + n2 > 100);
+    CHECK(bt == 0);
+    CHECK(nt == n1 + n2);
 }
 
 static const char *small_text =
@@ -139,6 +178,133 @@ static void small_proto(uint8_t **bytes, size_t *len) {
     if (hbm_hlo_parse(small_text, strlen(small_text), "small", &m)) return;
     if (hbmi_proto_write_module(m, 1, bytes, len)) *bytes = NULL;
     hbm_hlo_module_free(m);
+}
+
+/* --- hbm fit on a module read from protobuf --------------------------------------------------- */
+static const char *fit_text =
+    "HloModule fit_remat, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = f32[1024,1024]{1,0} parameter(0)\n"
+    "  %a = f32[1024,1024]{1,0} exponential(%p0), metadata={op_name=\"jit(f)/exp\" source_file=\"model.py\" source_line=12}\n"
+    "  %b = f32[1024,1024]{1,0} negate(%a)\n"
+    "  %c = f32[1024,1024]{1,0} dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = f32[1024,1024]{1,0} dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = f32[1024,1024]{1,0} dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = f32[1024,1024]{1,0} dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g = f32[1024,1024]{1,0} add(%f, %a)\n"
+    "  ROOT %h = f32[1024,1024]{1,0} negate(%g)\n"
+    "}\n";
+
+static int same_str(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
+
+static int same_set(const hbm_fit_set *a, const hbm_fit_set *b) {
+    return a->found == b->found && a->fits == b->fits && a->proven_optimal == b->proven_optimal &&
+           a->from_baseline == b->from_baseline && a->peak_bytes == b->peak_bytes &&
+           a->recompute_flops == b->recompute_flops && a->offload_bytes == b->offload_bytes &&
+           a->n_changes == b->n_changes && same_str(a->xla_message, b->xla_message);
+}
+
+/* the peak of the module r emits, planned again */
+static uint64_t emitted_peak(const hbm_fit_result *r) {
+    char *t = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&t, &n);
+    uint64_t peak = 0;
+    if (!f) return 0;
+    hbm_status s = hbm_fit_emit(r, f);
+    fclose(f);
+    hbm_hlo_module *m;
+    hbm_plan *p;
+    if (!s && !hbm_hlo_parse(t, n, "emitted", &m)) {
+        if (!hbm_plan_run(m, NULL, &p)) {
+            hbm_plan_stats st;
+            hbm_plan_get_stats(p, &st);
+            peak = st.peak_bytes;
+            hbm_plan_free(p);
+        }
+        hbm_hlo_module_free(m);
+    }
+    free(t);
+    return peak;
+}
+
+/* fit on the module's text and on the same module written as an xla.HloModuleProto and read
+ * back: the same advice (every change, each set) and the same figures; the module fit emits
+ * from the proto (its text written by hbmi_proto_text, then changed) plans to them */
+static int fit_same(const char *what, const char *text, size_t len, const hbm_fit_options *o) {
+    hbm_hlo_module *mt = NULL, *mp = NULL;
+    hbm_proto_file *f = NULL;
+    uint8_t *b = NULL;
+    size_t bl = 0;
+    hbm_fit_result *rt = NULL, *rp = NULL;
+    int ok = 0;
+    if (hbm_hlo_parse(text, len, what, &mt) || hbmi_proto_write_module(mt, 1, &b, &bl) ||
+        hbm_proto_open_mem(b, bl, what, &f) || hbm_proto_load(f, 0, &mp)) {
+        fprintf(stderr, "%s: %s\n", what, hbm_last_error());
+        goto out;
+    }
+    if (hbm_fit_run(mt, o, &rt) || hbm_fit_run(mp, o, &rp)) {
+        fprintf(stderr, "%s: fit: %s\n", what, hbm_last_error());
+        goto out;
+    }
+    hbm_fit_summary a, c;
+    hbm_fit_get_summary(rt, &a);
+    hbm_fit_get_summary(rp, &c);
+    ok = same_str(a.module, c.module) && a.target_bytes == c.target_bytes && a.peak_before == c.peak_before &&
+         a.temp_bytes == c.temp_bytes && a.fits == c.fits && a.n_changes == c.n_changes && same_set(&a.hbm, &c.hbm) &&
+         same_set(&a.xla, &c.xla) && same_str(a.setting, c.setting) && a.n_changes > 0 && !a.fits == !a.hbm.fits;
+    if (!ok)
+        fprintf(stderr, "%s: text: peak %llu hbm %llu/%zu/%d xla %llu/%zu changes %zu; proto: peak %llu hbm %llu/%zu/%d xla %llu/%zu changes %zu\n",
+                what, (unsigned long long)a.peak_before, (unsigned long long)a.hbm.peak_bytes, a.hbm.n_changes,
+                a.hbm.proven_optimal, (unsigned long long)a.xla.peak_bytes, a.xla.n_changes, a.n_changes,
+                (unsigned long long)c.peak_before, (unsigned long long)c.hbm.peak_bytes, c.hbm.n_changes,
+                c.hbm.proven_optimal, (unsigned long long)c.xla.peak_bytes, c.xla.n_changes, c.n_changes);
+    for (size_t i = 0; ok && i < a.n_changes; i++) {
+        const hbm_fit_change *x = hbm_fit_change_at(rt, i), *y = hbm_fit_change_at(rp, i);
+        ok = x && y && x->kind == y->kind && same_str(x->instruction, y->instruction) && same_str(x->shape, y->shape) &&
+             same_str(x->op_name, y->op_name) && same_str(x->source_file, y->source_file) &&
+             x->source_line == y->source_line && x->param_number == y->param_number && x->bytes == y->bytes &&
+             x->model_bytes == y->model_bytes && x->verified_peak == y->verified_peak &&
+             x->recompute_flops == y->recompute_flops && x->bytes_read == y->bytes_read && x->chosen == y->chosen &&
+             x->xla_chosen == y->xla_chosen && same_str(x->jax, y->jax);
+        if (!ok && x && y)
+            fprintf(stderr, "%s: change %zu differs: %s %s '%s' %s:%d '%s' / %s %s '%s' %s:%d '%s'\n", what, i, x->instruction,
+                    x->shape, x->op_name, x->source_file, x->source_line, x->jax, y->instruction, y->shape, y->op_name,
+                    y->source_file, y->source_line, y->jax);
+    }
+    uint64_t et = emitted_peak(rt), ep = emitted_peak(rp);
+    if (ok && (!ep || ep != et || ep != (a.chosen == HBM_FIT_REMAT_XLA ? c.xla.peak_bytes : c.hbm.peak_bytes))) {
+        fprintf(stderr, "%s: the emitted module plans to %llu from the proto, %llu from the text\n", what,
+                (unsigned long long)ep, (unsigned long long)et);
+        ok = 0;
+    }
+    fprintf(stderr, "%s: fit from text and from proto: %s (peak %llu -> %llu, %zu changes listed)\n", what,
+            ok ? "the same" : "DIFFER", (unsigned long long)a.peak_before, (unsigned long long)c.hbm.peak_bytes,
+            c.n_changes);
+out:
+    hbm_fit_free(rt);
+    hbm_fit_free(rp);
+    hbm_hlo_module_free(mt);
+    hbm_hlo_module_free(mp);
+    hbm_proto_close(f);
+    hbmi_free(b);
+    return ok;
+}
+
+static void test_fit_proto(void) {
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = (uint64_t)16 << 20; /* needs 20 MiB */
+    o.timeout_s = 30;
+    CHECK(fit_same("fit_remat", fit_text, strlen(fit_text), &o));
+    const char *tpu = HBM_SHARED_DATA "/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo";
+    FILE *f = fopen(tpu, "rb");
+    if (!f) return; /* the shared set is absent: the module above is the test */
+    static char buf[4 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    o.target_bytes = 26000000000ull; /* needs 25.96 GiB: tiled layouts, while loops, donations */
+    CHECK(fit_same("qwen3_train_step (TPU)", buf, n, &o));
 }
 
 static void test_small_module(void) {
@@ -511,6 +677,7 @@ int main(void) {
     RUN(test_trace_only_profile);
     RUN(test_shared_profile_dir);
     RUN(test_round_trip);
+    RUN(test_fit_proto);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

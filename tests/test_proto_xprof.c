@@ -1,8 +1,11 @@
 /* test_proto_xprof.c - the shared XProf profile (HBM_SHARED_DATA/xprof): every truth.csv row
  * reproduced exactly from XLA's own BufferAssignmentProto in the profile, and hbm's own plan
- * of each module compared with it. Skips when the data or protobuf-c is absent. */
+ * of each module compared with it; every module's HLO text written from the proto
+ * (hbmi_proto_text) plans as the proto does. Skips when the data or protobuf-c is absent. */
 #include <stdlib.h>
 
+#include "hlo/hlo_internal.h"
+#include "plan/plan_internal.h"
 #include "test.h"
 
 static const char *dir = HBM_SHARED_DATA "/xprof";
@@ -83,7 +86,64 @@ static void test_truth(void) {
             rows, rows, same);
 }
 
+/* every module of the profile: its HLO text, parsed by the text parser and planned under the
+ * same rules (the backend, and the alignment XLA's assignment showed, which HLO text cannot
+ * carry), gives the figures and the peak buffers the proto gives */
+static void test_profile_text(void) {
+    skip_unless_ready();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rocm_te_fused_attn.xplane.pb", dir);
+    hbm_proto_file *pf;
+    if (hbm_proto_open(path, &pf)) TEST_SKIP("%s: %s", path, hbm_last_error());
+    size_t n = hbm_proto_module_count(pf), same = 0;
+    for (size_t i = 0; i < n; i++) {
+        hbm_hlo_module *m, *t = NULL;
+        hbm_plan *pm = NULL, *pt = NULL;
+        CHECK_OK(hbm_proto_load(pf, i, &m));
+        CHECK_OK(hbm_plan_run(m, NULL, &pm));
+        size_t light = m->len;
+        CHECK_OK(hbmi_proto_text(m));
+        CHECK(m->len > light && !memcmp(m->text, "HloModule ", 10));
+        CHECK_OK(hbm_hlo_parse(m->text, m->len, "text", &t));
+        hbm_plan_options o;
+        hbm_plan_options_default(&o);
+        o.backend = pm->opt.backend;
+        o.alignment = pm->opt.alignment;
+        if (t && !hbm_plan_run(t, &o, &pt)) {
+            hbm_plan_stats x, y;
+            hbm_plan_get_stats(pm, &x);
+            hbm_plan_get_stats(pt, &y);
+            int eq = x.argument_size_in_bytes == y.argument_size_in_bytes && x.output_size_in_bytes == y.output_size_in_bytes &&
+                     x.alias_size_in_bytes == y.alias_size_in_bytes && x.temp_size_in_bytes == y.temp_size_in_bytes &&
+                     x.constant_size_in_bytes == y.constant_size_in_bytes && x.peak_bytes == y.peak_bytes &&
+                     x.peak_step == y.peak_step && x.n_allocations == y.n_allocations && x.n_steps == y.n_steps &&
+                     hbm_hlo_instruction_count(t) == hbm_hlo_instruction_count(m);
+            hbm_plan_buffer ba[15], bb[15];
+            size_t na = hbm_plan_peak_buffers(pm, ba, 15), nb = hbm_plan_peak_buffers(pt, bb, 15);
+            eq = eq && na == nb;
+            for (size_t k = 0; eq && k < na; k++)
+                eq = ba[k].size == bb[k].size && !strcmp(ba[k].instruction, bb[k].instruction) &&
+                     !strcmp(ba[k].shape, bb[k].shape) && !strcmp(ba[k].op_name, bb[k].op_name) &&
+                     !strcmp(ba[k].source_file, bb[k].source_file) && ba[k].source_line == bb[k].source_line;
+            if (!eq)
+                fprintf(stderr, "%s: proto peak %llu temp %llu, its text peak %llu temp %llu\n", hbm_hlo_module_name(m),
+                        (unsigned long long)x.peak_bytes, (unsigned long long)x.temp_size_in_bytes,
+                        (unsigned long long)y.peak_bytes, (unsigned long long)y.temp_size_in_bytes);
+            same += (size_t)eq;
+        }
+        hbm_plan_free(pm);
+        hbm_plan_free(pt);
+        hbm_hlo_module_free(t);
+        hbm_hlo_module_free(m);
+    }
+    hbm_proto_close(pf);
+    fprintf(stderr, "xprof modules as HLO text: %zu of %zu plan as their proto does\n", same, n);
+    CHECK(n == 9);
+    CHECK(same == n);
+}
+
 int main(void) {
     RUN(test_truth);
+    RUN(test_profile_text);
     return test_done();
 }

@@ -74,9 +74,8 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     return s;
 }
 
-/* Whether the module has HLO text behind its instructions (a module read from protobuf has
- * only the planner's one-line summaries, src/hlo/proto_read.c): every change fit makes is
- * written into that text. */
+/* Whether the module has HLO text behind its instructions: every change fit makes is written
+ * into that text (a module read from protobuf gets its whole text from hbmi_proto_text). */
 static int has_text(const hbm_hlo_module *m) {
     for (uint32_t ci = 0; ci < m->n_comps; ci++)
         for (uint32_t j = 0; j < m->comps[ci].n; j++) {
@@ -130,8 +129,13 @@ static void describe(hbm_fit_result *r, hbm_fit_change *c, uint32_t ci, uint32_t
     hbmi_shape_print(in->shape, sh, sizeof sh);
     c->instruction = hbmi_fit_str(r, in->name.p, in->name.n);
     c->shape = hbmi_fit_str(r, sh, strlen(sh));
-    c->op_name = hbmi_fit_str(r, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-    c->source_file = hbmi_fit_str(r, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+    /* the metadata's C escapes undone, as the plan's buffers give them (a module read from text
+     * and from protobuf say the same) */
+    char t[1024];
+    hbmi_plan_unescape(t, sizeof t, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+    c->op_name = hbmi_fit_str(r, t, strlen(t));
+    hbmi_plan_unescape(t, sizeof t, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
+    c->source_file = hbmi_fit_str(r, t, strlen(t));
     c->source_line = in->meta_source_line;
     c->param_number = -1;
 }
@@ -492,6 +496,10 @@ static void untouchable(hbm_fit_result *r, const hbm_plan *p2) {
 hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_result **out) {
     if (!m || !out) return hbmi_error(HBM_ERR_INVALID, "fit: no module");
     *out = NULL;
+    /* a module read from XLA's protobuf: its HLO text, written from the proto, before the plan
+     * (which then reads its names from that text) */
+    hbm_status ts = hbmi_proto_text(m);
+    if (ts) return ts;
     hbm_fit_options o;
     if (opt) o = *opt;
     else hbm_fit_options_default(&o);
@@ -510,6 +518,7 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     hbm_plan_get_stats(p, &st);
     r->popt = o.plan;
     r->popt.backend = st.backend; /* the changed modules get the same rules */
+    if (p->alignment_from == 'x') r->popt.alignment = p->opt.alignment; /* XLA's, from its assignment */
     r->sum.module = hbm_hlo_module_name(m);
     r->sum.peak_before = st.peak_bytes;
     r->sum.argument_bytes = st.argument_size_in_bytes;
@@ -540,10 +549,7 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         goto fail;
     }
     if (!has_text(m)) {
-        s = hbmi_error(HBM_ERR_UNSUPPORTED,
-                       "fit: the module was read from XLA's protobuf, which holds no HLO text, and fit "
-                       "writes its changes into that text: give the module's HLO text (XLA_FLAGS="
-                       "--xla_dump_to=DIR writes *.after_optimizations.txt)");
+        s = hbmi_error(HBM_ERR_UNSUPPORTED, "fit: the module has no HLO text to write its changes into");
         goto fail;
     }
     const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);

@@ -191,16 +191,30 @@ struct hbm_hlo_module {
     uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
     hbmi_xla *xla;        /* XLA's assignment (protobuf inputs that carry one), in the arena */
     char backend_hint;    /* 'g', 'c', 't': the compiler, known from a profile's devices; 0 */
+    /* a module read from protobuf: its unpacked xla.HloModuleProto (in the arena) and each
+     * instruction's proto in the model's order (computation by computation), from which
+     * hbmi_proto_text writes the module's whole HLO text; NULL for a module read as text */
+    const void *pb_module;
+    const void **pb_ins;
+    int text_full;        /* hbmi_proto_text has written the whole text */
+    char *text_old;       /* the text hbmi_proto_text replaced, freed with the module */
 };
+
+/* A module read from protobuf holds, until this is called, only the planner's one-line
+ * summaries as its text (src/hlo/proto_read.c). This writes its whole HLO text as XLA
+ * prints it (src/hlo/proto_text.c) and points every instruction (off, name, opcode) and the
+ * module's name into it; nothing for a module that has its text. */
+hbm_status hbmi_proto_text(hbm_hlo_module *m);
 
 /* The profile under dir (LOGDIR, plugins/profile, a run): the number of hosts' *.xplane.pb
  * files in its latest run, the first of them by name into first (src/hlo/proto.c). */
 size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
 
 /* m as a serialized xla.HloModuleProto (*out: hbmi_free), for tests and benchmarks
- * (src/hlo/proto_write.c); text_lines: each instruction's text line as its backend_config
- * (the planner then reads the same attributes); HBM_ERR_NOT_AVAILABLE without protobuf-c. */
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len);
+ * (src/hlo/proto_write.c); attrs: what the model keeps no field for (layouts, backend_config,
+ * frontend attributes, dimensions, ...) read from the text into XLA's fields;
+ * HBM_ERR_NOT_AVAILABLE without protobuf-c. */
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len);
 
 /* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,

@@ -1016,6 +1016,7 @@ void hbm_hlo_module_free(hbm_hlo_module *m) {
     if (!m) return;
     hbmi_arena_free(&m->arena);
     hbmi_free(m->text);
+    hbmi_free(m->text_old);
     hbmi_free(m);
 }
 

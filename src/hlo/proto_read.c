@@ -691,7 +691,7 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     int ok = 1;
     c->ins = hbmi_malloc(sizeof *c->ins * (total ? total : 1));
     c->tiled = hbmi_calloc(total ? total : 1, 1);
-    c->src = hbmi_malloc(sizeof *c->src * (total ? total : 1));
+    c->src = cv_alloc(c, sizeof *c->src * (total ? total : 1)); /* kept: the module's whole text is made from it */
     c->comp_base = hbmi_malloc(sizeof *c->comp_base * nc);
     if (!c->ins || !c->tiled || !c->src || !c->comp_base) ok = fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     size_t g = 0;
@@ -1031,22 +1031,55 @@ static size_t put(char *t, size_t k, const char *s, size_t n) {
     return k + n;
 }
 
+/* frontend attributes as the light text carries them: ", frontend_attributes={k="v",...}" */
+static size_t fa_len(const Hbmpb__FrontendAttributes *fa) {
+    size_t n = 0;
+    for (size_t i = 0; fa && i < fa->n_map; i++) n += strlen(fa->map[i]->key) + strlen(fa->map[i]->value) + 4;
+    return fa && fa->n_map ? n + 24 : 0;
+}
+
+static size_t put_flat(char *t, size_t k, const char *s, size_t n) { /* one line: no line breaks */
+    for (size_t q = 0; q < n; q++) t[k++] = s[q] == '\n' || s[q] == '\r' || s[q] == 0 ? ' ' : s[q];
+    return k;
+}
+
+static size_t fa_put(char *t, size_t k, const Hbmpb__FrontendAttributes *fa) {
+    if (!fa || !fa->n_map) return k;
+    k = put(t, k, ", frontend_attributes={", 23);
+    for (size_t i = 0; i < fa->n_map; i++) {
+        if (i) t[k++] = ',';
+        k = put_flat(t, k, fa->map[i]->key, strlen(fa->map[i]->key));
+        k = put(t, k, "=\"", 2);
+        k = put_flat(t, k, fa->map[i]->value, strlen(fa->map[i]->value));
+        t[k++] = '"';
+    }
+    t[k++] = '}';
+    return k;
+}
+
 /* The module's text for the few questions the planner asks of the text itself (which
- * compiler: custom-call targets, backend configs, tiled layouts, %parallel_ computations;
- * an instruction's attributes): one line per instruction with those, at in->off. */
-static int synth_text(conv *c) {
+ * compiler: custom-call targets, backend configs, frontend attributes, tiled layouts,
+ * %parallel_ computations; an instruction's attributes): one line per instruction with
+ * those, at in->off. The whole HLO text, which hbm fit edits, is made when asked
+ * (hbmi_proto_text, src/hlo/proto_text.c): it answers those questions the same. */
+static int synth_text(conv *c, const Hbmpb__HloModuleProto *mp) {
     hbm_hlo_module *m = c->m;
-    size_t len = 1;
+    size_t len = 1 + fa_len(mp->frontend_attributes) + 2;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
         len += m->comps[ci].name.n + 2;
         for (uint32_t j = 0; j < m->comps[ci].n; j++) {
             const Hbmpb__HloInstructionProto *ip = c->src[c->comp_base[ci] + j];
-            len += strlen(ip->name) + strlen(ip->opcode) + strlen(ip->custom_call_target) + ip->backend_config.len + 64;
+            len += strlen(ip->name) + strlen(ip->opcode) + strlen(ip->custom_call_target) + ip->backend_config.len + 64 +
+                   fa_len(ip->frontend_attributes);
         }
     }
     char *t = hbmi_malloc(len);
     if (!t) return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     size_t k = 0;
+    if (mp->frontend_attributes && mp->frontend_attributes->n_map) {
+        k = fa_put(t, k, mp->frontend_attributes);
+        t[k++] = '\n';
+    }
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
         const hbmi_comp *cc = &m->comps[ci];
         t[k++] = '%';
@@ -1065,12 +1098,10 @@ static int synth_text(conv *c) {
                 k = put(t, k, cc->ins[j].target.p, cc->ins[j].target.n);
                 t[k++] = '"';
             }
+            k = fa_put(t, k, ip->frontend_attributes);
             if (ip->backend_config.len) {
                 k = put(t, k, ", backend_config=", 17);
-                for (size_t q = 0; q < ip->backend_config.len; q++) {
-                    char ch = (char)ip->backend_config.data[q];
-                    t[k++] = ch == '\n' || ch == '\r' || ch == 0 ? ' ' : ch;
-                }
+                k = put_flat(t, k, (const char *)ip->backend_config.data, ip->backend_config.len);
             }
             if (c->tiled[g]) k = put(t, k, " :T(", 4);
             t[k++] = '\n';
@@ -1113,13 +1144,16 @@ hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **ou
         fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
     int ok = !c.err && conv_module(&c, mp);
     if (ok && ba) ok = attach_xla(&c, ba);
-    if (ok) ok = synth_text(&c);
+    if (ok) ok = synth_text(&c, mp);
+    if (ok) {
+        m->pb_module = mp;
+        m->pb_ins = (const void **)c.src;
+    }
     hbmi_free(c.comps);
     hbmi_free(c.ins);
     hbmi_free(c.dn.slot);
     hbmi_free(c.frame_files);
     hbmi_free(c.tiled);
-    hbmi_free(c.src);
     hbmi_free(c.comp_base);
     if (!ok) {
         hbm_status s = c.err ? c.err : hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory", f->path);

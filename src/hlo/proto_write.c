@@ -1,9 +1,11 @@
 /* proto_write.c - an hbm_hlo_module as the xla.HloModuleProto XLA would serialize (the fields
  * hbm reads), for tests and benchmarks: the same module through both readers must plan the
- * same, and a profile of any size can be made from text modules. Tiles are not kept by the
- * model and are not written. Each instruction's text line travels as its backend_config, so
- * the planner's questions to the text (which compiler, an instruction's attributes) get the
- * same answers from the module read back. */
+ * same, and a profile of any size can be made from text modules. With attrs, what the model
+ * keeps no field for is read from each instruction's text line into XLA's own fields (the
+ * layouts' dimension order and tiles, backend_config, frontend_attributes, dimensions, slice,
+ * dot and convolution dimension numbers, ...), and the module's frontend attributes from its
+ * header, so that the text written back from the proto (src/hlo/proto_text.c) says what the
+ * original said. */
 #include <stdio.h>
 #include <string.h>
 
@@ -97,12 +99,364 @@ static Hbmpb__OutputOperandAliasing *walias(wr *w, const hbmi_alias *a) {
     return o;
 }
 
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len) {
+
+/* --- the text line's attributes into XLA's fields ---------------------------------------------- */
+static int name_ch(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-' || c == '$';
+}
+
+/* past the value at p (balanced brackets, strings), up to a depth-0 ',' or e */
+static const char *skip_val(const char *p, const char *e) {
+    int d = 0;
+    while (p < e) {
+        char c = *p;
+        if (c == '"') {
+            for (p++; p < e && *p != '"'; p++)
+                if (*p == '\\') p++;
+            p++;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') d++;
+        else if (c == ')' || c == ']' || c == '}') {
+            if (!d) return p;
+            d--;
+        } else if (c == ',' && !d) {
+            return p;
+        }
+        p++;
+    }
+    return p > e ? e : p;
+}
+
+/* the integers at *p ("1,0", "{1,0}" after the brace): into a (n at most), count */
+static size_t ints(const char **pp, const char *e, int64_t *a, size_t n) {
+    const char *p = *pp;
+    size_t k = 0;
+    while (p < e && k < n) {
+        while (p < e && (*p == ' ' || *p == ',')) p++;
+        if (p >= e || !((*p >= '0' && *p <= '9') || *p == '-')) break;
+        int neg = *p == '-';
+        if (neg) p++;
+        uint64_t v = 0; /* wraps on absurd input rather than overflowing */
+        while (p < e && *p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+        a[k++] = (int64_t)(neg ? 0 - v : v);
+    }
+    *pp = p;
+    return k;
+}
+
+static int64_t *wints(wr *w, const char *p, const char *e, size_t *n) {
+    int64_t tmp[64];
+    if (*p == '{') p++;
+    *n = ints(&p, e, tmp, 64);
+    int64_t *r = wa(w, sizeof *r * (*n + 1));
+    if (r) memcpy(r, tmp, sizeof *r * *n);
+    else *n = 0;
+    return r;
+}
+
+/* the layout of each array of shape s from its text at *pp: {1,0:T(8,128)(2,1)...} */
+static void wlayout(wr *w, Hbmpb__ShapeProto *sp, const char **pp, const char *e, int depth) {
+    const char *p = *pp;
+    while (p < e && *p == ' ') p++;
+    if (sp->element_type == 13) {
+        if (p < e && *p == '(') p++;
+        for (size_t i = 0; i < sp->n_tuple_shapes && depth < 64; i++) {
+            wlayout(w, sp->tuple_shapes[i], &p, e, depth + 1);
+            while (p < e && (*p == ',' || *p == ' ')) p++;
+        }
+        if (p < e && *p == ')') p++;
+        *pp = p;
+        return;
+    }
+    while (p < e && *p != '[') p++;
+    while (p < e && *p != ']') p++;
+    if (p < e) p++;
+    if (p < e && *p == '{') {
+        p++;
+        Hbmpb__LayoutProto *l = sp->layout;
+        if (!l && (l = wa(w, sizeof *l)) != NULL) hbmpb__layout_proto__init(l), sp->layout = l;
+        int64_t m2m[64];
+        size_t n = ints(&p, e, m2m, 64);
+        if (l && (l->minor_to_major = wa(w, sizeof *m2m * (n + 1))) != NULL) {
+            memcpy(l->minor_to_major, m2m, sizeof *m2m * n);
+            l->n_minor_to_major = n;
+        }
+        if (p < e && *p == ':') p++;
+        while (p < e && *p != '}') {
+            if (*p == 'T' && p + 1 < e && p[1] == '(' && l) {
+                p++;
+                Hbmpb__TileProto *tl[16];
+                size_t nt = 0;
+                while (p < e && *p == '(' && nt < 16) {
+                    p++;
+                    int64_t td[16];
+                    size_t k = 0;
+                    while (p < e && *p != ')' && k < 16) {
+                        if (*p == '*') td[k++] = INT64_MIN, p++;
+                        else if (!ints(&p, e, &td[k], 1)) break;
+                        else k++;
+                        if (p < e && *p == ',') p++;
+                    }
+                    while (p < e && *p != ')') p++;
+                    if (p < e) p++;
+                    Hbmpb__TileProto *t = wa(w, sizeof *t);
+                    int64_t *d = wa(w, sizeof *d * (k + 1));
+                    if (!t || !d) break;
+                    hbmpb__tile_proto__init(t);
+                    memcpy(d, td, sizeof *d * k);
+                    t->dimensions = d;
+                    t->n_dimensions = k;
+                    tl[nt++] = t;
+                }
+                if ((l->tiles = wa(w, sizeof *l->tiles * (nt + 1))) != NULL) {
+                    memcpy(l->tiles, tl, sizeof *tl * nt);
+                    l->n_tiles = nt;
+                }
+                continue;
+            }
+            if (*p == '(') p = skip_val(p + 1, e) + (p < e); /* E(4), S(1) (kept by the model), others */
+            else p++;
+        }
+        if (p < e) p++;
+    }
+    *pp = p;
+}
+
+/* C escapes undone (\n \t \" \\ \ooo) */
+static char *unesc(wr *w, const char *p, size_t n, size_t *len) {
+    char *r = wa(w, n + 1);
+    size_t k = 0;
+    if (!r) return *len = 0, (char *)"";
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < n) {
+            c = p[++i];
+            if (c >= '0' && c <= '7') {
+                int v = 0;
+                for (int d = 0; d < 3 && i < n && p[i] >= '0' && p[i] <= '7'; d++) v = v * 8 + (p[i++] - '0');
+                i--;
+                c = (char)v;
+            } else {
+                c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+            }
+        }
+        r[k++] = c;
+    }
+    r[k] = 0;
+    *len = k;
+    return r;
+}
+
+/* frontend_attributes={a="1",b="2"} */
+static Hbmpb__FrontendAttributes *wfront(wr *w, const char *p, const char *e) {
+    Hbmpb__FrontendAttributes *fa = wa(w, sizeof *fa);
+    Hbmpb__FrontendAttributes__MapEntry *ent[64];
+    size_t n = 0;
+    if (!fa) return NULL;
+    hbmpb__frontend_attributes__init(fa);
+    if (p < e && *p == '{') p++;
+    while (p < e && *p != '}' && n < 64) {
+        while (p < e && (*p == ',' || *p == ' ')) p++;
+        const char *k = p;
+        while (p < e && name_ch((unsigned char)*p)) p++;
+        if (p == k || p >= e || *p != '=') break;
+        size_t kl = (size_t)(p - k), vl;
+        p++;
+        const char *v = p, *ve = skip_val(p, e);
+        if (ve - v >= 2 && *v == '"') v++, ve--;
+        Hbmpb__FrontendAttributes__MapEntry *me = wa(w, sizeof *me);
+        if (!me) break;
+        hbmpb__frontend_attributes__map_entry__init(me);
+        me->key = unesc(w, k, kl, &vl);
+        me->value = unesc(w, v, (size_t)(ve - v), &vl);
+        ent[n++] = me;
+        p = skip_val(p, e);
+    }
+    if ((fa->map = wa(w, sizeof *fa->map * (n + 1))) != NULL) memcpy(fa->map, ent, sizeof *ent * n), fa->n_map = n;
+    return fa;
+}
+
+/* dim_labels=b01f_01io->b01f */
+static Hbmpb__ConvolutionDimensionNumbers *wconv(wr *w, const char *p, const char *e) {
+    const char *u = memchr(p, '_', (size_t)(e - p)), *a = u ? memchr(u, '-', (size_t)(e - u)) : NULL;
+    if (!u || !a || a + 2 > e || a[1] != '>') return NULL;
+    size_t r = (size_t)(u - p);
+    if (r < 2 || r > 11 || (size_t)(a - u - 1) != r || (size_t)(e - a - 2) != r) return NULL;
+    Hbmpb__ConvolutionDimensionNumbers *d = wa(w, sizeof *d);
+    int64_t *is = wa(w, 8 * r), *ks = wa(w, 8 * r), *os = wa(w, 8 * r);
+    if (!d || !is || !ks || !os) return NULL;
+    hbmpb__convolution_dimension_numbers__init(d);
+    d->input_spatial_dimensions = is, d->kernel_spatial_dimensions = ks, d->output_spatial_dimensions = os;
+    d->n_input_spatial_dimensions = d->n_kernel_spatial_dimensions = d->n_output_spatial_dimensions = r - 2;
+    for (size_t i = 0; i < r; i++) {
+        char ci = p[i], ck = u[1 + i], co = a[2 + i];
+        if (ci == 'b') d->input_batch_dimension = (int64_t)i;
+        else if (ci == 'f') d->input_feature_dimension = (int64_t)i;
+        else if (ci >= '0' && ci <= '9' && (size_t)(ci - '0') < r - 2) is[ci - '0'] = (int64_t)i;
+        if (ck == 'i') d->kernel_input_feature_dimension = (int64_t)i;
+        else if (ck == 'o') d->kernel_output_feature_dimension = (int64_t)i;
+        else if (ck >= '0' && ck <= '9' && (size_t)(ck - '0') < r - 2) ks[ck - '0'] = (int64_t)i;
+        if (co == 'b') d->output_batch_dimension = (int64_t)i;
+        else if (co == 'f') d->output_feature_dimension = (int64_t)i;
+        else if (co >= '0' && co <= '9' && (size_t)(co - '0') < r - 2) os[co - '0'] = (int64_t)i;
+    }
+    return d;
+}
+
+static int key_is(const char *k, size_t n, const char *w) { return n == strlen(w) && !memcmp(k, w, n); }
+
+/* xa as the instruction's unknown fields, as protobuf-c keeps a field it does not know: its
+ * number and wire type, then its bytes as on the wire (a length prefix included) */
+static void wunknown(wr *w, Hbmpb__HloInstructionProto *ip, const Hbmpb__HloInstructionAttrs *xa) {
+    size_t n = hbmpb__hlo_instruction_attrs__get_packed_size(xa), k = 0, i = 0;
+    if (!n) return;
+    uint8_t *b = wa(w, n);
+    ProtobufCMessageUnknownField *u = wa(w, sizeof *u * n); /* at most one field a byte */
+    if (!b || !u) return;
+    hbmpb__hlo_instruction_attrs__pack(xa, b);
+    while (i < n) {
+        uint64_t tag, v;
+        if (hbmi_varint_get(b, n, &i, &tag) <= 0) return;
+        size_t at = i;
+        switch (tag & 7) {
+        case 0: if (hbmi_varint_get(b, n, &i, &v) <= 0) return; break;
+        case 1: i += 8; break;
+        case 5: i += 4; break;
+        case 2: if (hbmi_varint_get(b, n, &i, &v) <= 0 || v > n - i) return; i += (size_t)v; break;
+        default: return;
+        }
+        if (i > n) return;
+        u[k].tag = (uint32_t)(tag >> 3);
+        u[k].wire_type = (ProtobufCWireType)(tag & 7);
+        u[k].len = i - at;
+        u[k].data = b + at;
+        k++;
+    }
+    ip->base.n_unknown_fields = (unsigned)k;
+    ip->base.unknown_fields = u;
+}
+
+/* the attributes of instruction in (its text line) into ip, those only the text prints as its
+ * unknown fields (HloInstructionAttrs) */
+static void wattrs(wr *w, const hbm_hlo_module *m, const hbmi_instr *in, Hbmpb__HloInstructionProto *ip) {
+    Hbmpb__HloInstructionAttrs xa_ = HBMPB__HLO_INSTRUCTION_ATTRS__INIT, *xa = &xa_;
+    const char *s = m->text + in->off, *end = m->text + m->len, *e = s;
+    while (e < end && *e != '\n') e++;
+    const char *p = in->opcode.p;
+    if (p < s || p >= e) return;
+    /* the shape's layouts: after '=' up to the opcode */
+    const char *q = memchr(s, '=', (size_t)(p - s));
+    if (q && ip->shape) {
+        q++;
+        wlayout(w, ip->shape, &q, p, 0);
+    }
+    p += in->opcode.n;
+    if (p >= e || *p != '(') return;
+    for (p++; p < e;) { /* past the operands */
+        p = skip_val(p, e);
+        if (p >= e || *p != ',') break;
+        p++;
+    }
+    if (p >= e || *p != ')') return;
+    p++;
+    Hbmpb__DotDimensionNumbers *dd = NULL;
+    while (p < e && *p == ',') {
+        p++;
+        while (p < e && *p == ' ') p++;
+        const char *k = p;
+        while (p < e && name_ch((unsigned char)*p)) p++;
+        size_t kl = (size_t)(p - k);
+        if (p >= e || *p != '=') break;
+        const char *v = ++p, *ve = skip_val(p, e);
+        p = ve;
+        size_t n;
+        if (key_is(k, kl, "backend_config")) {
+            if (*v == '"' && ve - v >= 2) ip->backend_config.data = (uint8_t *)unesc(w, v + 1, (size_t)(ve - v - 2), &n);
+            else ip->backend_config.data = (uint8_t *)unesc(w, v, 0, &n), n = 0;
+            if (*v == '{') { /* a JSON object, as it is */
+                char *r = wa(w, (size_t)(ve - v) + 1);
+                if (r) memcpy(r, v, (size_t)(ve - v)), ip->backend_config.data = (uint8_t *)r, n = (size_t)(ve - v);
+            }
+            ip->backend_config.len = n;
+        } else if (key_is(k, kl, "frontend_attributes")) {
+            ip->frontend_attributes = wfront(w, v, ve);
+        } else if (key_is(k, kl, "dimensions")) {
+            xa->dimensions = wints(w, v, ve, &xa->n_dimensions);
+        } else if (key_is(k, kl, "dynamic_slice_sizes")) {
+            xa->dynamic_slice_sizes = wints(w, v, ve, &xa->n_dynamic_slice_sizes);
+        } else if (key_is(k, kl, "fft_length")) {
+            xa->fft_length = wints(w, v, ve, &xa->n_fft_length);
+        } else if (key_is(k, kl, "slice")) {
+            Hbmpb__HloInstructionAttrs__SliceDimensions *sd[64];
+            size_t ns = 0;
+            for (const char *x = v; x < ve && ns < 64; x++) {
+                if (*x != '[') continue;
+                int64_t t[3] = {0, 0, 1};
+                x++;
+                size_t c = 0;
+                while (x < ve && *x != ']' && c < 3) {
+                    if (!ints(&x, ve, &t[c], 1)) break;
+                    c++;
+                    if (x < ve && *x == ':') x++;
+                }
+                if (c == 3 && x < ve && *x != ']') continue; /* not a slice */
+                Hbmpb__HloInstructionAttrs__SliceDimensions *d = wa(w, sizeof *d);
+                if (!d) break;
+                hbmpb__hlo_instruction_attrs__slice_dimensions__init(d);
+                d->start = t[0], d->limit = t[1], d->stride = t[2];
+                sd[ns++] = d;
+            }
+            if ((xa->slice_dimensions = wa(w, sizeof *sd * (ns + 1))) != NULL)
+                memcpy(xa->slice_dimensions, sd, sizeof *sd * ns), xa->n_slice_dimensions = ns;
+        } else if (kl > 5 && !memcmp(k + kl - 5, "_dims", 5) && (!memcmp(k, "lhs_", 4) || !memcmp(k, "rhs_", 4))) {
+            if (!dd && (dd = wa(w, sizeof *dd)) != NULL) hbmpb__dot_dimension_numbers__init(dd), xa->dot_dimension_numbers = dd;
+            if (!dd) continue;
+            if (key_is(k, kl, "lhs_contracting_dims")) dd->lhs_contracting_dimensions = wints(w, v, ve, &dd->n_lhs_contracting_dimensions);
+            else if (key_is(k, kl, "rhs_contracting_dims")) dd->rhs_contracting_dimensions = wints(w, v, ve, &dd->n_rhs_contracting_dimensions);
+            else if (key_is(k, kl, "lhs_batch_dims")) dd->lhs_batch_dimensions = wints(w, v, ve, &dd->n_lhs_batch_dimensions);
+            else if (key_is(k, kl, "rhs_batch_dims")) dd->rhs_batch_dimensions = wints(w, v, ve, &dd->n_rhs_batch_dimensions);
+        } else if (key_is(k, kl, "dim_labels")) {
+            xa->convolution_dimension_numbers = wconv(w, v, ve);
+        } else if (key_is(k, kl, "kind") && in->op == HOP_FUSION) {
+            char *d = wa(w, (size_t)(ve - v) + 1);
+            if (d) memcpy(d, v, (size_t)(ve - v)), ip->fusion_kind = d;
+        } else if (key_is(k, kl, "direction")) {
+            char *d = wa(w, (size_t)(ve - v) + 1);
+            if (d) memcpy(d, v, (size_t)(ve - v)), xa->comparison_direction = d;
+        } else if (key_is(k, kl, "channel_id")) {
+            const char *x = v;
+            ints(&x, ve, &xa->channel_id, 1);
+        } else if (key_is(k, kl, "constrain_layout")) {
+            xa->constrain_layout = ve - v == 4 && !memcmp(v, "true", 4);
+        }
+    }
+    wunknown(w, ip, xa);
+}
+
+/* the header's frontend_attributes={...} */
+static Hbmpb__FrontendAttributes *wmodule_front(wr *w, const hbm_hlo_module *m) {
+    const char *s = m->text, *e = memchr(s, '\n', m->len);
+    static const char key[] = "frontend_attributes=";
+    if (!e) e = s + m->len;
+    int d = 0;
+    for (const char *p = s; p + sizeof key - 1 < e; p++) {
+        if (*p == '{' || *p == '(') d++;
+        else if ((*p == '}' || *p == ')') && d) d--;
+        else if (!d && !memcmp(p, key, sizeof key - 1) && (p[-1] == ' ' || p[-1] == ','))
+            return wfront(w, p + sizeof key - 1, skip_val(p + sizeof key - 1, e));
+    }
+    return NULL;
+}
+
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len) {
     wr w = {{0}, 0};
     Hbmpb__HloModuleProto *mp = wa(&w, sizeof *mp);
     if (!mp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     hbmpb__hlo_module_proto__init(mp);
     mp->name = wstr(&w, m->name, 0);
+    if (attrs && m->text) mp->frontend_attributes = wmodule_front(&w, m);
     mp->n_computations = m->n_comps;
     mp->computations = wa(&w, sizeof *mp->computations * m->n_comps);
     mp->entry_computation_id = m->entry + 1;
@@ -177,11 +531,7 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint
             ip->output_operand_aliasing = wa(&w, sizeof *ip->output_operand_aliasing * (in->n_alias + 1u));
             for (uint32_t k = 0; k < in->n_alias && ip->output_operand_aliasing; k++)
                 ip->output_operand_aliasing[k] = walias(&w, &in->alias[k]);
-            if (text_lines && m->text && in->off < m->len) { /* the instruction's text line */
-                const char *p = m->text + in->off, *e = memchr(p, '\n', m->len - in->off);
-                ip->backend_config.data = (uint8_t *)p;
-                ip->backend_config.len = e ? (size_t)(e - p) : m->len - in->off;
-            }
+            if (attrs && m->text && in->off < m->len) wattrs(&w, m, in, ip);
         }
         if (sch && sch->sequences) {
             Hbmpb__HloScheduleProto__SequencesEntry *e = wa(&w, sizeof *e);
@@ -251,8 +601,8 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint
     return s;
 }
 #else
-hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int text_lines, uint8_t **out, size_t *len) {
-    (void)m, (void)text_lines, (void)out, (void)len;
+hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len) {
+    (void)m, (void)attrs, (void)out, (void)len;
     return hbmi_error(HBM_ERR_NOT_AVAILABLE, "hbm was built without protobuf-c");
 }
 #endif
