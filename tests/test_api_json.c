@@ -121,6 +121,123 @@ static int exists(const char *p) {
     return stat(p, &st) == 0;
 }
 
+/* What the CLI prints, written by the library (hbm plan, hbm devices, hbm pack's progress):
+ * the JSON wrapper around a --pack what-if, text lines cut to the width, the verdict. */
+static char *written(FILE *f, char **mem) {
+    fclose(f);
+    return *mem;
+}
+
+static void test_cli_outputs(void) {
+    hbm_hlo_module *m;
+    hbm_plan *p;
+    CHECK_OK(hbm_hlo_parse_file(svd, &m));
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    hbm_plan_target t;
+    CHECK_OK(hbm_plan_target_resolve("v100-16gb", NULL, 0, &t));
+    CHECK(hbm_plan_target_fails(p, &t)); /* 335 GiB on a 16 GiB device */
+    CHECK(!hbm_plan_target_fails(p, NULL));
+    hbm_plan_target big;
+    CHECK_OK(hbm_plan_target_resolve(NULL, "1TiB", 1, &big));
+    CHECK(!hbm_plan_target_fails(p, &big));
+    hbm_pack_options po;
+    hbm_pack_options_default(&po);
+    po.algo = HBM_PACK_GREEDY_SIZE;
+    hbm_pack_result pr;
+    uint64_t heap = 0;
+    CHECK_OK(hbm_plan_pack_temp(p, &po, &pr, &heap));
+    char *mem = NULL;
+    size_t n = 0;
+    /* JSON alone: the plan's object as hbm_plan_json writes it */
+    hbm_plan_output o = {.plan = p, .top = 3, .target = &t, .json = 1};
+    FILE *f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_plan_output_write(&o, f));
+    written(f, &mem);
+    char *alone = NULL;
+    size_t an = 0;
+    f = open_memstream(&alone, &an);
+    CHECK_OK(hbm_plan_json(p, f, 3, t.capacity, t.fraction));
+    written(f, &alone);
+    CHECK_STR(mem, alone);
+    free(mem);
+    /* with the what-if: {"plan": <the same>, "pack": {...}} */
+    o.pack = &pr, o.pack_algo = po.algo, o.pack_heap_bytes = heap;
+    f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_plan_output_write(&o, f));
+    written(f, &mem);
+    CHECK(!strncmp(mem, "{\"plan\": ", 9));
+    CHECK(!strncmp(mem + 9, alone, an));
+    CHECK_CONTAINS(mem + 9 + an, ", \"pack\": {\"algorithm\": \"greedy\"");
+    CHECK_EQ_U64(strlen(mem) > 3 ? (uint64_t)!strcmp(mem + strlen(mem) - 3, "}}\n") : 0, 1);
+    free(mem);
+    free(alone);
+    /* text: no line longer than the width, some cut in the middle; 0: whole */
+    o.json = 0, o.width = 40;
+    f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_plan_output_write(&o, f));
+    written(f, &mem);
+    size_t longest = 0, cuts = 0;
+    for (char *line = mem, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        CHECK(nl);
+        if (!nl) break;
+        if ((size_t)(nl - line) > longest) longest = (size_t)(nl - line);
+        *nl = 0;
+        cuts += strstr(line, "...") != NULL;
+        *nl = '\n';
+    }
+    CHECK(longest <= 40);
+    CHECK(cuts > 0);
+    CHECK_CONTAINS(mem, "Repacking"); /* the what-if's lines follow the plan's */
+    free(mem);
+    o.width = 0;
+    f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_plan_output_write(&o, f));
+    written(f, &mem);
+    CHECK(strlen(mem) > 0);
+    CHECK_CONTAINS(mem, "BufferAssignment OOM Debugging");
+    free(mem);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+
+    /* hbm devices: a JSON array of every model, a table fitted to the width */
+    f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_device_models_write(f, 1, 0));
+    written(f, &mem);
+    CHECK(mem[0] == '[');
+    const hbm_device_model *h100 = hbm_device_model_find("H100-80GB");
+    CHECK(h100);
+    char want[160];
+    snprintf(want, sizeof want, "{\"name\": \"H100-80GB\", \"capacity_bytes\": %llu, \"default_fraction\": 0.75",
+             h100 ? (unsigned long long)h100->capacity_bytes : 0ull);
+    CHECK_CONTAINS(mem, want);
+    size_t objects = 0;
+    for (const char *q = mem; (q = strstr(q, "{\"name\"")); q++) objects++;
+    CHECK_EQ_U64(objects, hbm_device_model_count());
+    free(mem);
+    f = open_memstream(&mem, &n);
+    CHECK_OK(hbm_device_models_write(f, 0, 30));
+    written(f, &mem);
+    CHECK(!strncmp(mem, "NAME", 4));
+    for (char *line = mem, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1) CHECK(nl - line <= 30);
+    free(mem);
+
+    /* hbm pack's progress line on a terminal, then blanked after a long search */
+    hbm_pack_progress pg = {.seconds = 1.5, .nodes = 1234, .best = UINT64_MAX, .lower_bound = 4096};
+    f = open_memstream(&mem, &n);
+    hbm_pack_progress_line(f, &pg);
+    hbm_pack_result quick = {.seconds = 0.1}, slow = {.seconds = 0.6};
+    hbm_pack_progress_end(f, &quick);
+    written(f, &mem);
+    CHECK_STR(mem, "\r      1.5 s          1234 nodes  best -  bound 4096   ");
+    free(mem);
+    f = open_memstream(&mem, &n);
+    hbm_pack_progress_end(f, &slow);
+    written(f, &mem);
+    CHECK_EQ_U64(strlen(mem), 72);
+    free(mem);
+}
+
 static void test_trace_outputs(void) {
     hbm_trace *t;
     CHECK_OK(hbm_trace_load(svd, &t)); /* an HLO module loads as its runtime sequence */
@@ -224,6 +341,7 @@ static void test_error_location(void) {
 int main(void) {
     RUN(test_target);
     RUN(test_plan_outputs);
+    RUN(test_cli_outputs);
     RUN(test_trace_outputs);
     RUN(test_error_location);
     return test_done();

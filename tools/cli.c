@@ -94,35 +94,6 @@ int cli_output_done(const char *cmd, hbm_output *o, hbm_status s) {
     return 2;
 }
 
-/* the column after the first k bytes of a line (tabs to the next multiple of 8) */
-static size_t columns(const char *s, size_t k) {
-    size_t c = 0;
-    for (size_t i = 0; i < k; i++) c = s[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
-    return c;
-}
-
-int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
-    size_t at = 0;
-    while (at < len) {
-        const char *line = text + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) : len - at;
-        at += n + (nl ? 1 : 0);
-        if (!width || columns(line, n) <= width) {
-            fwrite(line, 1, n, f);
-        } else {
-            /* keep a third of the room at the start, the rest at the end */
-            size_t room = width - 3, head = 0, tail = 0;
-            while (head < n && columns(line, head + 1) <= room / 3) head++;
-            while (tail < n - head && columns(line, head) + 3 + (tail + 1) <= width) tail++;
-            fwrite(line, 1, head, f);
-            fputs("...", f);
-            fwrite(line + n - tail, 1, tail, f);
-        }
-        if (nl) fputc('\n', f);
-    }
-    return ferror(f) ? -1 : 0;
-}
-
 int cli_parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
     errno = 0;

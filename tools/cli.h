@@ -120,11 +120,6 @@ int cli_output_done(const char *cmd, hbm_output *o, hbm_status s);
 #define CLI_OPT_WIDTH(where)                                                                 \
     {.name = "--width", .kind = CLI_COLUMNS, .dest = (where), .arg = "COLUMNS", .lo = CLI_WIDTH_MIN, \
      .hi = CLI_WIDTH_MAX, .help = "cut longer lines in the middle with '...' (default 100; 0: no limit)"}
-/* Write text to f with every line longer than width columns (a tab counts up to the next
- * multiple of 8; 0 = no limit) cut in the middle with "...", so both ends survive
- * (file:line at the end of a line, its subject at the start). hbm's text is ASCII: the
- * ellipsis is too, whatever the locale. Returns 0, or -1 on a write error. */
-int cli_write_fitted(FILE *f, const char *text, size_t len, size_t width);
 /* Write help text to f with lines longer than width wrapped at spaces, continued under
  * the line's text ("  key   text", "  values: text"). Returns 0, or -1 on a write error. */
 int cli_write_wrapped(FILE *f, const char *text, size_t len, size_t width);

@@ -60,24 +60,6 @@ static int demo_plan(const char *dir) {
     return 0;
 }
 
-static void describe(const hbm_timeline *tl, const hbm_transformer_spec *s) {
-    uint64_t by_cat[HBM_CAT_COUNT_] = {0}, peak = 0;
-    for (size_t i = 0; i < tl->count; i++) {
-        const hbm_tag *t = hbm_timeline_tag(tl, i);
-        if (t && (unsigned)t->category < HBM_CAT_COUNT_) by_cat[t->category] += tl->buffers[i].size;
-    }
-    hbm_timeline_peak(tl, &peak, NULL);
-    char a[32], b[32], c[32], d[32];
-    uint64_t params = (uint64_t)s->layers * 12 * (uint64_t)s->d_model * (uint64_t)s->d_model +
-                      (uint64_t)s->vocab * (uint64_t)s->d_model;
-    printf("One training step of a %.1fB-parameter transformer (%d layers, d_model %d, batch %d x %d tokens):\n"
-           "  %zu buffers: weights and their gradients %s, Adam state %s, activations %s;\n"
-           "  %s live at the step's peak.\n\n",
-           (double)params / 1e9, s->layers, s->d_model, s->batch, s->seq_len, tl->count,
-           hbm_size_human(by_cat[HBM_CAT_WEIGHT], a), hbm_size_human(by_cat[HBM_CAT_OPTIMIZER], b),
-           hbm_size_human(by_cat[HBM_CAT_ACTIVATION], c), hbm_size_human(peak, d));
-}
-
 /* One run of the step on a fresh device and allocator configured from the environment, as
  * any program using libhbm is. verbose: the run's header, its result and any OOM report.
  * *done: the step completed. On an OOM, *d holds the diagnosis. */
@@ -178,7 +160,7 @@ int cmd_demo(int argc, char **argv) {
     hbm_timeline *tl;
     hbm_status s = hbm_workload_transformer(&ts, &tl);
     if (s) return cli_fail("demo", s);
-    describe(tl, &ts);
+    hbm_transformer_describe(&ts, tl, stdout);
     uint64_t peak = 0, capacity = 0;
     hbm_timeline_peak(tl, &peak, NULL);
 

@@ -55,13 +55,7 @@ int cmd_export(int argc, char **argv) {
         rc = cli_output_done("export", &o, s);
         if (!rc && strcmp(out, "-")) { /* what the file holds: one device, or each */
             fprintf(stderr, "hbm export: wrote %s", out);
-            const hbm_trace *first = all[0];
-            size_t nd = n > 1 ? n : 1 + (strcmp(fmt, "perfetto") ? 0 : first->n_others);
-            for (size_t k = 0; k < nd && (nd > 1 || first->device[0]); k++) {
-                const hbm_trace *d = n > 1 ? all[k] : k ? first->others[k - 1] : first;
-                fprintf(stderr, "%s%s", k ? ", " : nd > 1 ? " (devices " : " (device ", d->device[0] ? d->device : "?");
-            }
-            fputs(nd > 1 || first->device[0] ? ")\n" : "\n", stderr);
+            hbm_export_devices_write((const hbm_trace *const *)all, n, fmt, stderr);
         }
         if (one) hbm_trace_free(one);
         else hbm_trace_free_all(all, n);

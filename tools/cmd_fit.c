@@ -111,20 +111,7 @@ int cmd_fit(int argc, char **argv) {
             return rc;
         }
     }
-    if (!(emit && !strcmp(emit, "-"))) {
-        if (json) {
-            s = hbm_fit_json(r, stdout);
-        } else {
-            char *text = NULL;
-            size_t len = 0;
-            FILE *f = open_memstream(&text, &len);
-            if (!f) s = HBM_ERR_NOMEM;
-            else s = hbm_fit_text(r, f, (size_t)top);
-            if (f && fclose(f) && !s) s = HBM_ERR_NOMEM;
-            if (!s) cli_write_fitted(stdout, text, len, width);
-            free(text);
-        }
-    }
+    if (!(emit && !strcmp(emit, "-"))) s = hbm_fit_write(r, stdout, json, (size_t)top, width);
     hbm_fit_summary sum;
     hbm_fit_get_summary(r, &sum);
     hbm_fit_free(r);

@@ -1,19 +1,9 @@
 /* cmd_pack.c - hbm pack: place buffers with known lifetimes at offsets (MiniMalloc CSV). */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <unistd.h> /* isatty */
 
 #include "cli.h"
-
-static void on_progress(void *user, const hbm_pack_progress *p) {
-    (void)user;
-    char b1[32] = "-", b2[32];
-    if (p->best != UINT64_MAX) snprintf(b1, sizeof b1, "%llu", (unsigned long long)p->best);
-    snprintf(b2, sizeof b2, "%llu", (unsigned long long)p->lower_bound);
-    fprintf(stderr, "\r  %7.1f s  %12llu nodes  best %s  bound %s   ", p->seconds, (unsigned long long)p->nodes, b1, b2);
-    fflush(stderr);
-}
 
 int cmd_pack(int argc, char **argv) {
     const char *output = NULL, *cap_text = NULL, *algo_text = NULL, *window = NULL;
@@ -99,7 +89,7 @@ int cmd_pack(int argc, char **argv) {
     if (!algo_set) o.algo = (o.capacity || o.minimize) ? HBM_PACK_EXACT : HBM_PACK_BEST;
     if (o.minimize && o.algo != HBM_PACK_EXACT)
         return cli_usage_error("pack", "--minimize needs --algorithm exact");
-    if (!json && isatty(2) && o.algo == HBM_PACK_EXACT) o.progress = on_progress;
+    if (!json && isatty(2) && o.algo == HBM_PACK_EXACT) o.progress = hbm_pack_progress_line, o.progress_user = stderr;
 
     if ((rc = cli_input("pack", file)) >= 0) return rc;
     hbm_timeline *tl;
@@ -115,30 +105,19 @@ int cmd_pack(int argc, char **argv) {
     }
     hbm_pack_result r;
     s = hbm_pack(tl, &o, &r);
-    if (o.progress && r.seconds >= 0.5) fprintf(stderr, "\r%70s\r", "");
+    if (o.progress) hbm_pack_progress_end(stderr, &r);
     if (s && s != HBM_ERR_INFEASIBLE) {
         hbm_timeline_free(tl);
         return cli_fail("pack", s);
     }
     /* with --output -, stdout carries the CSV alone: the summary goes to stderr */
-    FILE *sum = output && !strcmp(output, "-") ? stderr : stdout;
     hbm_pack_report rep = {.file = file, .tl = tl, .whole = whole, .window = window, .window_from = w_from,
-                           .window_to = w_to, .above = above, .capacity_text = cap_text, .o = &o, .r = &r};
-    if (json) {
-        hbm_pack_report_write(&rep, sum, 1);
-    } else {
-        /* text: lines fitted to --width */
-        FILE *to = sum;
-        char *text = NULL;
-        size_t tlen = 0;
-        if (!(sum = open_memstream(&text, &tlen))) sum = to;
-        hbm_pack_report_write(&rep, sum, 0);
-        if (sum != to) {
-            fclose(sum);
-            cli_write_fitted(to, text, tlen, width);
-            free(text);
-            sum = to;
-        }
+                           .window_to = w_to, .above = above, .capacity_text = cap_text, .o = &o, .r = &r,
+                           .width = width};
+    s = hbm_pack_report_write(&rep, output && !strcmp(output, "-") ? stderr : stdout, json);
+    if (s && s != HBM_ERR_IO) { /* a write error on stdout: said by hbm.c's check at the end */
+        hbm_timeline_free(tl);
+        return cli_fail("pack", s);
     }
     rc = r.feasible ? 0 : 1;
     if (r.feasible && output) {

@@ -123,39 +123,12 @@ int cmd_plan(int argc, char **argv) {
         hbm_hlo_module_free(m);
         return cli_fail("plan", s);
     }
-    int xla = hbm_plan_xla_same(p) >= 0; /* XLA's own assignment came with the module */
-    if (json) {
-        if (pack_text || xla) printf("{\"plan\": ");
-        s = hbm_plan_json(p, stdout, (size_t)top, target.capacity, target.fraction);
-        if (!s && xla) {
-            printf(", ");
-            s = hbm_plan_xla_json(p, stdout, (size_t)top);
-            if (!pack_text) printf("}\n");
-        }
-        if (pack_text) {
-            printf(", \"pack\": ");
-            hbm_status ps = hbm_plan_pack_json(&pr, po.algo, heap, stdout);
-            printf("}\n");
-            if (!s) s = ps;
-        }
-    } else { /* text: lines fitted to --width */
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        if (!f) s = HBM_ERR_NOMEM;
-        else s = hbm_plan_write_text(p, f, (size_t)top, &target);
-        if (!s && xla) {
-            fputc('\n', f);
-            s = hbm_plan_xla_text(p, f, (size_t)top);
-        }
-        if (!s && pack_text) s = hbm_plan_pack_text(&pr, po.algo, heap, f);
-        if (f && fclose(f) && !s) s = HBM_ERR_NOMEM;
-        if (!s) cli_write_fitted(stdout, text, len, width);
-        free(text);
-    }
+    hbm_plan_output show = {.plan = p, .top = (size_t)top, .target = &target, .pack = pack_text ? &pr : NULL,
+                            .pack_algo = po.algo, .pack_heap_bytes = heap, .json = json, .width = width};
+    s = hbm_plan_output_write(&show, stdout);
     /* exit 1 when the verdict is negative: it does not fit the device, or only beyond the
      * share the framework lets XLA use (as configured, the program would run out of memory) */
-    int verdict = hbm_plan_verdict_get(p, target.capacity, target.fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
+    int verdict = hbm_plan_target_fails(p, &target);
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     if (s) return cli_fail("plan", s);

@@ -32,11 +32,7 @@ static int view_plan(const char *in, const char *module, const char *html, int j
             rc = cli_fail("view", s);
         }
     } else {
-        s = json ? hbm_plan_view_json(p, &o, stdout) : hbm_plan_view_text(p, &o, stdout);
-        if (!s && !json && hbm_plan_xla_same(p) >= 0) { /* XLA's own figures and hbm's agreement */
-            fputc('\n', stdout);
-            s = hbm_plan_xla_text(p, stdout, (size_t)o.top);
-        }
+        s = hbm_plan_view_write(p, &o, json, stdout);
         if (!s && fflush(stdout)) s = HBM_ERR_IO;
         if (s) rc = cli_fail("view", s);
     }

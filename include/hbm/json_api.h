@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hbm/fit.h"
 #include "hbm/plan.h"
 #include "hbm/status.h"
 #include "hbm/trace.h"
@@ -53,6 +54,29 @@ HBM_API hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_option
  * most 8 of them) and, with a target capacity, the verdict. */
 HBM_API hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t);
 
+/* All that `hbm plan` prints, to f. JSON: hbm_plan_json's object alone, or, with XLA's own
+ * assignment (a protobuf input) or a --pack what-if, {"plan": that object, "xla": ...,
+ * "comparison": ... (hbm_plan_xla_json), "pack": {...} (hbm_plan_pack_json)}. Text:
+ * hbm_plan_write_text, then a blank line and hbm_plan_xla_text, then hbm_plan_pack_text,
+ * with lines longer than width columns cut in the middle with "..." (0: whole); nothing
+ * is written when one of them fails. */
+typedef struct hbm_plan_output {
+    const hbm_plan *plan;
+    size_t top;                    /* peak buffers listed (XLA's report: 15) */
+    const hbm_plan_target *target; /* NULL: no device, no verdict */
+    const hbm_pack_result *pack;   /* the --pack what-if (hbm_plan_pack_temp), NULL: none */
+    hbm_pack_algo pack_algo;       /* its algorithm */
+    uint64_t pack_heap_bytes;      /* XLA's heap it is compared with (hbm_plan_pack_temp's) */
+    int json;
+    size_t width;
+} hbm_plan_output;
+HBM_API hbm_status hbm_plan_output_write(const hbm_plan_output *o, FILE *f);
+
+/* 1 when the plan's verdict against t is negative (hbm plan's exit status 1): it does not
+ * fit the device, or only beyond the share the framework lets XLA use, so that as
+ * configured the program runs out of memory; 0 otherwise (t NULL or without capacity: 0). */
+HBM_API int hbm_plan_target_fails(const hbm_plan *p, const hbm_plan_target *t);
+
 /* `hbm plan` text, `hbm plan --json`, hbm's explanation alone (hbm_plan_explain), and the
  * HTML page of XProf's Memory Viewer of the plan (hbm_plan_view_html). t may be NULL
  * (no device); title NULL = the module's name. */
@@ -63,9 +87,20 @@ HBM_API hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm
 HBM_API hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                            size_t *len);
 HBM_API hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+/* What `hbm view M.hlo` prints to f: XProf's Memory Viewer of the plan (hbm_plan_view_text,
+ * or hbm_plan_view_json with json), and in text, when XLA's own assignment came with the
+ * module, a blank line and hbm_plan_xla_text with o->top buffers. o NULL: the defaults. */
+HBM_API hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f);
 /* `hbm view M.hlo` (json 0) or `hbm view M.hlo --json` (json 1): XProf's Memory Viewer of
  * the plan; top buffers per table (0 = 15). */
 HBM_API hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len);
+
+/* --- fit -------------------------------------------------------------------------------- */
+
+/* What `hbm fit` prints: hbm_fit_json (json), or hbm_fit_text with top changes listed and
+ * lines longer than width columns cut in the middle with "..." (0: whole; nothing is
+ * written when it fails). */
+HBM_API hbm_status hbm_fit_write(const hbm_fit_result *r, FILE *f, int json, size_t top, size_t width);
 
 /* --- traces ----------------------------------------------------------------------------- */
 
@@ -88,6 +123,11 @@ HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top
  * naming them). hbm_export_write writes to f; hbm_export_file to path, whole or not at all. */
 HBM_API hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
 HBM_API hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
+/* Which devices `hbm export` wrote in format from the n traces it loaded (n > 1: one per
+ * device; n = 1: all[0], with its attached devices when perfetto writes them all), as the
+ * end of its "wrote OUT" line: " (device cuda:0)", " (devices cuda:0, cuda:1)", or nothing
+ * for a trace without a device name; then a newline. */
+HBM_API hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f);
 
 /* `hbm replay`: replay t against n configuration strings (n = 0: "allocator=bfc" and
  * "allocator=platform") on device (NULL: a simulated device of the trace's capacity, else

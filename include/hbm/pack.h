@@ -111,11 +111,22 @@ typedef struct hbm_pack_report {
     const char *capacity_text;    /* the capacity as written (NULL: none) */
     const hbm_pack_options *o;
     const hbm_pack_result *r;
+    size_t width;                 /* text: lines longer than this many columns cut in the middle
+                                     with "..." (0: whole; hbm pack --width) */
 } hbm_pack_report;
 
 /* The report as text (the input, the lower bound, the packing or why there is none, the
- * time) or as one line of JSON. Checks f for write errors (HBM_ERR_IO). */
+ * time; fitted to rep->width) or as one line of JSON. Checks f for write errors
+ * (HBM_ERR_IO). */
 HBM_API hbm_status hbm_pack_report_write(const hbm_pack_report *rep, FILE *f, int json);
+
+/* The progress line of a long search, as `hbm pack` shows it on a terminal: a function for
+ * hbm_pack_options.progress with progress_user the FILE * it writes to (stderr), each call
+ * redrawing one line ("\r  12.5 s  12345 nodes  best 1048576  bound 1040000"). After
+ * hbm_pack, hbm_pack_progress_end(f, r) blanks that line when the search ran long enough
+ * to draw it (r->seconds >= 0.5). */
+HBM_API void hbm_pack_progress_line(void *file, const hbm_pack_progress *p);
+HBM_API void hbm_pack_progress_end(FILE *f, const hbm_pack_result *r);
 
 #ifdef __cplusplus
 }

@@ -212,6 +212,11 @@ HBM_API size_t hbm_device_model_count(void);
 HBM_API const hbm_device_model *hbm_device_model_at(size_t i);
 /* Case-insensitive lookup by name or alias; NULL (with an error naming close choices) if none. */
 HBM_API const hbm_device_model *hbm_device_model_find(const char *name);
+/* `hbm devices`: every known device as a table (name, capacity in human units and bytes,
+ * default fraction, note; its aliases on the line under it), lines longer than width
+ * columns cut in the middle with "..." (0: whole), or as a JSON array of {"name",
+ * "capacity_bytes", "default_fraction", "aliases"}. */
+HBM_API hbm_status hbm_device_models_write(FILE *f, int json, size_t width);
 
 #ifdef __cplusplus
 }

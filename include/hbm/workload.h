@@ -36,6 +36,10 @@ typedef struct hbm_transformer_spec {
  * peaks just above 60 GiB, JAX's default 75 % of an 80 GiB device. */
 HBM_API void hbm_transformer_spec_default(hbm_transformer_spec *s);
 HBM_API hbm_status hbm_workload_transformer(const hbm_transformer_spec *s, hbm_timeline **out);
+/* What `hbm demo` says of the step: the parameter count, the shape, tl's buffers and bytes
+ * by category (weights and gradients, Adam state, activations) and its peak live bytes,
+ * three lines and a blank one. tl: the step hbm_workload_transformer(s) built. */
+HBM_API hbm_status hbm_transformer_describe(const hbm_transformer_spec *s, const hbm_timeline *tl, FILE *f);
 
 typedef struct hbm_run_result {
     hbm_status status;     /* HBM_OK, or the first failure */

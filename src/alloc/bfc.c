@@ -16,12 +16,14 @@
  * not exact (address high-water 1.006x - 1.010x of exact best fit in bench/bench_alloc.c).
  *
  * Metadata is out of band and proportional to the number of chunks: 32-byte chunk records
- * in a cache-aligned array with a list of unused records (a live block's state, requested
- * size and sequence number live in its record), a parallel array of tag ids that only walks
- * read, and an open-addressing table live address -> chunk with 4-byte slots, probed a
- * 64-byte line (an overflow count and 15 slots) at a time. At N live blocks the hot
- * metadata is about 32 B x chunks + 4 B x 1.4-2.8 N: a free reads one index line, the
- * block's record and its two neighbours' records.
+ * (a live block's state, requested size and sequence number live in its record) in a
+ * cache-aligned array whose slots core/pool.c counts and reuses, as for blocktab,
+ * cuda_async, vmm and torch (the array itself is grown here: a zone, with the tag array
+ * and the address index), a parallel array of tag ids that only walks read, and an
+ * open-addressing table live address -> chunk with 4-byte slots, probed a 64-byte line (an
+ * overflow count and 15 slots) at a time. At N live blocks the hot metadata is about
+ * 32 B x chunks + 4 B x 1.4-2.8 N: a free reads one index line, the block's record and its
+ * two neighbours' records.
  * Device memory is never touched.
  */
 #include <inttypes.h>
@@ -64,7 +66,7 @@ typedef struct bfc_chunk {
     uint32_t prev, next; /* physical neighbours inside the region, NONE at the ends */
     union {
         struct {
-            uint32_t fprev, fnext; /* free: class-list links; unused: fnext = next unused record */
+            uint32_t fprev, fnext; /* free: class-list links; unused: fnext = the pool's link */
         };
         uint64_t seq; /* live: allocation sequence number */
     };
@@ -88,11 +90,11 @@ typedef struct bfc {
     uint64_t curr_region; /* size of the next region (XLA's curr_region_allocation_bytes_) */
     int release_on_oom;
 
-    bfc_chunk *ch;        /* a zone (hbmi_zone_alloc): 64-byte aligned, huge pages when big */
-    uint32_t *tags; /* tag id of live records with F_TAGGED (read only by walks) */
-    size_t nch, chcap, tagcap;
-    uint32_t unused_head; /* list of unused records through fnext */
-    size_t nunused;
+    bfc_chunk *ch;   /* a zone (hbmi_zone_alloc): 64-byte aligned, huge pages when big */
+    uint32_t *tags;  /* tag id of live records with F_TAGGED (read only by walks) */
+    size_t tagcap;
+    hbmi_pool recs;  /* ch's slots (core/pool.c): n handed out, cap allocated, the unused
+                        ones listed through fnext; grown here (rec_grow), not by the pool */
 
     bfc_region *reg;
     size_t nreg, regcap;
@@ -387,10 +389,14 @@ static inline void tab_del(bfc *b, uint64_t addr) {
 
 /* ---- chunk records ----------------------------------------------------------------------- */
 
+/* The records are core/pool.c's slots, but their array is grown here, not by
+ * hbmi_pool_reserve (a realloc): it is a zone, 64-byte aligned so that no 32-byte record
+ * straddles two cache lines (and on huge pages when big), the tag array grows with it, and
+ * the address index is rebuilt first when the new count needs more index bits. */
 static hbm_status rec_grow(bfc *b, size_t k) {
-    size_t need = b->nch + k;
+    size_t need = b->recs.n + k;
     if (need > MAX_RECORDS) return hbmi_error(HBM_ERR_NOMEM, "bfc: more than 2^31 - 1 chunks");
-    size_t cap = b->chcap ? b->chcap : 64;
+    size_t cap = b->recs.cap ? b->recs.cap : 64;
     while (cap < need) cap *= 2;
     if (cap > MAX_RECORDS) cap = MAX_RECORDS;
     /* an index wide enough for the new records first: if it fails, nothing has changed */
@@ -406,38 +412,30 @@ static hbm_status rec_grow(bfc *b, size_t k) {
     /* 64-byte aligned, so that no record straddles two cache lines */
     bfc_chunk *ch = hbmi_zone_alloc(cap * sizeof *ch);
     if (!ch) return hbmi_error(HBM_ERR_NOMEM, "bfc: out of host memory growing the chunk records to %zu", cap);
-    if (b->nch) memcpy(ch, b->ch, b->nch * sizeof *ch);
-    hbmi_zone_free(b->ch, b->chcap * sizeof *b->ch);
+    if (b->recs.n) memcpy(ch, b->ch, b->recs.n * sizeof *ch);
+    hbmi_zone_free(b->ch, b->recs.cap * sizeof *b->ch);
     b->ch = ch;
-    b->chcap = cap;
+    b->recs.cap = cap;
     return HBM_OK;
 }
 
+#define REC_LINK offsetof(bfc_chunk, fnext)
+
 /* Room for k more records (the check inline, the growth out of line). */
 BFC_HOT hbm_status rec_reserve(bfc *b, size_t k) {
-    if (HBMI_LIKELY(b->nunused + (b->chcap - b->nch) >= k)) return HBM_OK;
+    if (HBMI_LIKELY(b->recs.used + k <= b->recs.cap)) return HBM_OK;
     return rec_grow(b, k);
 }
 
 /* Needs rec_reserve first. */
-static uint32_t rec_new(bfc *b) {
-    uint32_t i;
-    if (b->unused_head != NONE) {
-        i = b->unused_head;
-        b->unused_head = b->ch[i].fnext;
-        b->nunused--;
-    } else {
-        i = (uint32_t)b->nch++;
-    }
-    return i;
+BFC_HOT uint32_t rec_new(bfc *b) { return hbmi_pool_take(&b->recs, b->ch, sizeof *b->ch, REC_LINK); }
+
+BFC_HOT void rec_release(bfc *b, uint32_t i) {
+    b->ch[i].size = F_UNUSED;
+    hbmi_pool_give(&b->recs, b->ch, sizeof *b->ch, REC_LINK, i);
 }
 
-static void rec_release(bfc *b, uint32_t i) {
-    b->ch[i].size = F_UNUSED;
-    b->ch[i].fnext = b->unused_head;
-    b->unused_head = i;
-    b->nunused++;
-}
+static int rec_unused(const void *rec) { return ch_state(rec) == CH_UNUSED; }
 
 /* ---- regions ---------------------------------------------------------------------------- */
 
@@ -734,7 +732,7 @@ static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
                 return CORRUPT("bitmap bit of class (%u,%u) disagrees with its list", fl, sl);
             uint32_t prev = NONE;
             for (; h != NONE; prev = h, h = b->ch[h].fnext) {
-                if (h >= b->nch) return CORRUPT("class (%u,%u) lists chunk record %u of %zu", fl, sl, h, b->nch);
+                if (h >= b->recs.n) return CORRUPT("class (%u,%u) lists chunk record %u of %zu", fl, sl, h, b->recs.n);
                 const bfc_chunk *c = &b->ch[h];
                 unsigned f2, s2;
                 bfc_class(c->size, &f2, &s2);
@@ -743,7 +741,7 @@ static hbm_status check_lists(const bfc *b, uint64_t *nfree_out) {
                     return CORRUPT("chunk 0x%" PRIx64 " of %" PRIu64 " bytes is in class (%u,%u), belongs in (%u,%u)",
                                    c->addr, c->size, fl, sl, f2, s2);
                 if (c->fprev != prev) return CORRUPT("chunk 0x%" PRIx64 ": free-list back link broken", c->addr);
-                if (++nfree > b->nch) return CORRUPT("free lists are cyclic");
+                if (++nfree > b->recs.n) return CORRUPT("free lists are cyclic");
             }
         }
     }
@@ -772,15 +770,15 @@ static uint64_t index_passed(const bfc *b, size_t l) {
 /* The address index: its width, every slot naming a live record under its tag, the count
  * of entries, and each line's overflow count equal to the entries that passed it. */
 static hbm_status check_index(const bfc *b) {
-    if (b->tabib >= 32 || b->tabhi != UINT32_MAX << b->tabib || b->tabib < tab_ib(b->chcap))
-        return CORRUPT("address index of %u index bits for %zu records", b->tabib, b->chcap);
+    if (b->tabib >= 32 || b->tabhi != UINT32_MAX << b->tabib || b->tabib < tab_ib(b->recs.cap))
+        return CORRUPT("address index of %u index bits for %zu records", b->tabib, b->recs.cap);
     if (!b->tabcap) return b->tabcount ? CORRUPT("address index without slots holds %zu", b->tabcount) : HBM_OK;
     size_t n = 0;
     for (size_t i = 0; i < b->tabcap; i++) {
         if (i % TAB_LINE == 0 || b->tab[i] == TAB_EMPTY) continue;
         uint32_t k = b->tab[i] & ~b->tabhi;
         n++;
-        if (k >= b->nch || ch_state(&b->ch[k]) != CH_LIVE ||
+        if (k >= b->recs.n || ch_state(&b->ch[k]) != CH_LIVE ||
             tab_tag(b->tabhi, tab_hash(ch_addr(&b->ch[k]))) != (b->tab[i] & b->tabhi))
             return CORRUPT("address index slot %zu (0x%08" PRIx32 ") names record %u, which is not a live chunk "
                            "with that tag", i, b->tab[i], k);
@@ -798,7 +796,7 @@ static hbm_status check_index(const bfc *b) {
 static hbm_status bfc_check(void *self) {
     bfc *b = self;
     uint64_t nfree_lists = 0, nfree = 0, nlive = 0, inuse = 0, pool = 0, maxfree = 0, nchunks = 0;
-    if (b->tagcap < b->nch || b->chcap < b->nch) return CORRUPT("%zu records, arrays of %zu and %zu", b->nch, b->chcap, b->tagcap);
+    if (b->tagcap < b->recs.n || b->recs.cap < b->recs.n) return CORRUPT("%zu records, arrays of %zu and %zu", b->recs.n, b->recs.cap, b->tagcap);
     hbm_status s = check_lists(b, &nfree_lists);
     if (s) return s;
     for (size_t r = 0; r < b->nreg; r++) {
@@ -812,10 +810,10 @@ static hbm_status bfc_check(void *self) {
         uint32_t prev = NONE;
         int prev_free = 0;
         for (uint32_t i = g->first; i != NONE; prev = i, i = b->ch[i].next) {
-            if (i >= b->nch) return CORRUPT("region 0x%" PRIx64 " links chunk record %u of %zu", g->addr, i, b->nch);
+            if (i >= b->recs.n) return CORRUPT("region 0x%" PRIx64 " links chunk record %u of %zu", g->addr, i, b->recs.n);
             const bfc_chunk *c = &b->ch[i];
             uint64_t ca = ch_addr(c), cs = ch_size(c);
-            if (++nchunks > b->nch) return CORRUPT("chunk chain of region 0x%" PRIx64 " is cyclic", g->addr);
+            if (++nchunks > b->recs.n) return CORRUPT("chunk chain of region 0x%" PRIx64 " is cyclic", g->addr);
             if (ca != at) return CORRUPT("chunk at 0x%" PRIx64 ", expected 0x%" PRIx64 " (gap or overlap)", ca, at);
             if (c->prev != prev) return CORRUPT("chunk 0x%" PRIx64 ": back link broken", ca);
             if (!cs) return CORRUPT("chunk 0x%" PRIx64 " has size 0", ca);
@@ -832,7 +830,7 @@ static hbm_status bfc_check(void *self) {
                     bfc_class(cs, &fl, &sl);
                     if (b->heads[fl * BFC_SL + sl] != i)
                         return CORRUPT("free chunk 0x%" PRIx64 " is in no class list", ca);
-                } else if (c->fprev >= b->nch || b->ch[c->fprev].fnext != i) {
+                } else if (c->fprev >= b->recs.n || b->ch[c->fprev].fnext != i) {
                     return CORRUPT("free chunk 0x%" PRIx64 " is in no class list", ca);
                 }
                 nfree++;
@@ -855,14 +853,10 @@ static hbm_status bfc_check(void *self) {
     }
     if (nfree != nfree_lists)
         return CORRUPT("%" PRIu64 " free chunks in regions, %" PRIu64 " in class lists", nfree, nfree_lists);
-    size_t nunused = 0;
-    for (uint32_t i = b->unused_head; i != NONE; i = b->ch[i].fnext) {
-        if (i >= b->nch || ch_state(&b->ch[i]) != CH_UNUSED || ++nunused > b->nunused)
-            return CORRUPT("the list of unused records is broken at record %u", i);
-    }
-    if (nunused != b->nunused) return CORRUPT("%zu unused records listed, %zu counted", nunused, b->nunused);
-    if (nchunks + b->nunused != b->nch)
-        return CORRUPT("%" PRIu64 " chunks + %zu unused records != %zu records", nchunks, b->nunused, b->nch);
+    hbm_status ps = hbmi_pool_check(&b->recs, b->ch, sizeof *b->ch, REC_LINK, rec_unused, "bfc check: the list of unused records");
+    if (ps) return ps;
+    if (nchunks != b->recs.used)
+        return CORRUPT("%" PRIu64 " chunks in regions, %zu records in use", nchunks, b->recs.used);
     if (nlive != b->tabcount) return CORRUPT("%" PRIu64 " live chunks, address index holds %zu", nlive, b->tabcount);
     if ((s = check_index(b))) return s;
     const hbm_stats *t = &b->st;
@@ -884,7 +878,7 @@ static hbm_status bfc_check(void *self) {
 static void bfc_destroy(void *self) {
     bfc *b = self;
     for (size_t r = 0; r < b->nreg; r++) hbm_device_free(b->dev, b->reg[r].addr);
-    hbmi_zone_free(b->ch, b->chcap * sizeof *b->ch);
+    hbmi_zone_free(b->ch, b->recs.cap * sizeof *b->ch);
     hbmi_free(b->tags);
     hbmi_free(b->reg);
     hbmi_zone_free(b->tab, b->tabcap * sizeof *b->tab);
@@ -915,7 +909,6 @@ hbm_status hbmi_bfc_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
     b->dev = dev;
     b->quantum = q;
     b->release_on_oom = cfg->release_on_oom;
-    b->unused_head = NONE;
     b->tabib = tab_ib(0);
     b->tabhi = UINT32_MAX << b->tabib;
     memset(b->heads, 0xff, sizeof b->heads);

@@ -95,6 +95,50 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     return s;
 }
 
+typedef struct plan_out_ctx {
+    const hbm_plan_output *o;
+    int xla; /* XLA's own assignment came with the module */
+} plan_out_ctx;
+
+static hbm_status emit_plan_output_text(const void *c, FILE *f) {
+    const plan_out_ctx *x = c;
+    const hbm_plan_output *o = x->o;
+    hbm_status s = hbm_plan_write_text(o->plan, f, o->top, o->target);
+    if (!s && x->xla) {
+        fputc('\n', f);
+        s = hbm_plan_xla_text(o->plan, f, o->top);
+    }
+    if (!s && o->pack) s = hbm_plan_pack_text(o->pack, o->pack_algo, o->pack_heap_bytes, f);
+    return s;
+}
+
+hbm_status hbm_plan_output_write(const hbm_plan_output *o, FILE *f) {
+    if (!o || !o->plan || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_output_write: NULL argument");
+    plan_out_ctx x = {o, hbm_plan_xla_same(o->plan) >= 0};
+    if (!o->json) return hbmi_emit_fitted(emit_plan_output_text, &x, f, o->width);
+    const hbm_plan_target *t = o->target ? o->target : &no_target;
+    if (o->pack || x.xla) /* {"plan": ..., "xla": ..., "comparison": ..., "pack": ...} */
+        fputs("{\"plan\": ", f);
+    hbm_status s = hbm_plan_json(o->plan, f, o->top, t->capacity, t->fraction);
+    if (!s && x.xla) {
+        fputs(", ", f);
+        s = hbm_plan_xla_json(o->plan, f, o->top);
+        if (!o->pack) fputs("}\n", f);
+    }
+    if (o->pack) {
+        fputs(", \"pack\": ", f);
+        hbm_status ps = hbm_plan_pack_json(o->pack, o->pack_algo, o->pack_heap_bytes, f);
+        fputs("}\n", f);
+        if (!s) s = ps;
+    }
+    return s;
+}
+
+int hbm_plan_target_fails(const hbm_plan *p, const hbm_plan_target *t) {
+    if (!p || !t) return 0;
+    return hbm_plan_verdict_get(p, t->capacity, t->fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
+}
+
 static hbm_status emit_plan_text(const void *c, FILE *f) {
     const plan_ctx *x = c;
     return hbm_plan_write_text(x->p, f, x->top, x->t);
@@ -152,6 +196,18 @@ hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf,
     return to_buffer(emit_plan_html, &c, buf, cap, len);
 }
 
+hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_view_write: NULL argument");
+    hbm_plan_view_options d;
+    if (!o) hbm_plan_view_options_default(&d), o = &d;
+    hbm_status s = json ? hbm_plan_view_json(p, o, f) : hbm_plan_view_text(p, o, f);
+    if (!s && !json && hbm_plan_xla_same(p) >= 0) { /* XLA's own figures and hbm's agreement */
+        fputc('\n', f);
+        s = hbm_plan_xla_text(p, f, (size_t)o->top);
+    }
+    return s;
+}
+
 typedef struct plan_view_ctx {
     const hbm_plan *p;
     int json, top;
@@ -169,6 +225,25 @@ hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf,
     PLAN_CHECK_();
     plan_view_ctx c = {p, json, top};
     return to_buffer(emit_plan_view, &c, buf, cap, len);
+}
+
+/* --- fit -------------------------------------------------------------------------------- */
+
+typedef struct fit_ctx {
+    const hbm_fit_result *r;
+    size_t top;
+} fit_ctx;
+
+static hbm_status emit_fit_text(const void *c, FILE *f) {
+    const fit_ctx *x = c;
+    return hbm_fit_text(x->r, f, x->top);
+}
+
+hbm_status hbm_fit_write(const hbm_fit_result *r, FILE *f, int json, size_t top, size_t width) {
+    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_fit_write: NULL argument");
+    if (json) return hbm_fit_json(r, f);
+    fit_ctx x = {r, top};
+    return hbmi_emit_fitted(emit_fit_text, &x, f, width);
 }
 
 /* --- traces ----------------------------------------------------------------------------- */
@@ -255,6 +330,19 @@ hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *p
         return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected perfetto, pprof, torch or minimalloc", format);
     export_ctx x = {t, format};
     return to_file(emit_export, &x, path);
+}
+
+hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f) {
+    if (!all || !n || !all[0] || !format || !f) return hbmi_error(HBM_ERR_INVALID, "export devices: NULL argument");
+    const hbm_trace *first = all[0];
+    size_t nd = n > 1 ? n : 1 + (strcmp(format, "perfetto") ? 0 : first->n_others);
+    for (size_t k = 0; k < nd && (nd > 1 || first->device[0]); k++) {
+        const hbm_trace *d = n > 1 ? all[k] : k ? first->others[k - 1] : first;
+        fputs(k ? ", " : nd > 1 ? " (devices " : " (device ", f);
+        hbmi_fputs_visible(d->device[0] ? d->device : "?", f);
+    }
+    fputs(nd > 1 || first->device[0] ? ")\n" : "\n", f);
+    return HBM_OK;
 }
 
 /* hbm_replay_run_write's replay; twin and bound_buffers as in hbm_replay_request. */

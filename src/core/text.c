@@ -82,3 +82,43 @@ void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int lin
     }
     if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_fit(cut, sizeof cut, op, width, 1));
 }
+
+/* the column after the first k bytes of a line (tabs to the next multiple of 8) */
+static size_t columns(const char *s, size_t k) {
+    size_t c = 0;
+    for (size_t i = 0; i < k; i++) c = s[i] == '\t' ? (c / 8 + 1) * 8 : c + 1;
+    return c;
+}
+
+void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
+    size_t at = 0;
+    while (at < len) {
+        const char *line = text + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + (nl ? 1 : 0);
+        if (!width || columns(line, n) <= width) {
+            fwrite(line, 1, n, f);
+        } else {
+            /* keep a third of the room at the start, the rest at the end */
+            size_t room = width - 3, head = 0, tail = 0;
+            while (head < n && columns(line, head + 1) <= room / 3) head++;
+            while (tail < n - head && columns(line, head) + 3 + (tail + 1) <= width) tail++;
+            fwrite(line, 1, head, f);
+            fputs("...", f);
+            fwrite(line + n - tail, 1, tail, f);
+        }
+        if (nl) fputc('\n', f);
+    }
+}
+
+hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t width) {
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&mem, &n);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    hbm_status s = fn(ctx, m);
+    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (!s) hbmi_write_fitted(f, mem, n, width);
+    free(mem);
+    return s;
+}

@@ -9,6 +9,7 @@
 
 #include "core/internal.h"
 #include "hbm/plan.h"
+#include "hbm/size.h"
 
 #define MiB(x) ((uint64_t)(x) << 20)
 #define GiB(x) ((uint64_t)(x) << 30)
@@ -77,4 +78,33 @@ const hbm_device_model *hbm_device_model_find(const char *name) {
                "TPU-v5e)",
                name);
     return NULL;
+}
+
+static hbm_status emit_table(const void *ctx, FILE *f) {
+    (void)ctx;
+    fprintf(f, "%-12s %10s %14s %8s  %s\n", "NAME", "CAPACITY", "BYTES", "FRACTION", "NOTE");
+    for (size_t i = 0; i < hbm_device_model_count(); i++) {
+        const hbm_device_model *d = &models[i];
+        char h[32];
+        fprintf(f, "%-12s %10s %14llu %8.2f  %s\n%-12s also: %s\n", d->name, hbm_size_human(d->capacity_bytes, h),
+                (unsigned long long)d->capacity_bytes, d->default_fraction, d->note, "", d->aliases);
+    }
+    return HBM_OK;
+}
+
+hbm_status hbm_device_models_write(FILE *f, int json, size_t width) {
+    if (!f) return hbmi_error(HBM_ERR_INVALID, "hbm_device_models_write: NULL file");
+    if (!json) return hbmi_emit_fitted(emit_table, NULL, f, width);
+    fputc('[', f);
+    for (size_t i = 0; i < hbm_device_model_count(); i++) {
+        const hbm_device_model *d = &models[i];
+        fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+        hbmi_json_write_str(f, d->name, 0);
+        fprintf(f, ", \"capacity_bytes\": %llu, \"default_fraction\": %.2f, \"aliases\": ",
+                (unsigned long long)d->capacity_bytes, d->default_fraction);
+        hbmi_json_write_str(f, d->aliases, 0);
+        fputc('}', f);
+    }
+    fputs("\n]\n", f);
+    return HBM_OK;
 }

@@ -1,5 +1,5 @@
-/* pack_report.c - a packing run as text and as JSON (hbm_pack_report_write): what `hbm
- * pack` prints; the CLI only fits the text to its width. */
+/* pack_report.c - a packing run as text and as JSON (hbm_pack_report_write), and the
+ * progress line of a long search: what `hbm pack` prints; the CLI only parses and calls. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -61,12 +61,37 @@ static void write_text(const hbm_pack_report *rep, FILE *f, double over) {
     }
 }
 
+static double over_bound(const hbm_pack_result *r) {
+    return r->lower_bound ? 100.0 * ((double)r->extent - (double)r->lower_bound) / (double)r->lower_bound : 0;
+}
+
+static hbm_status emit_text(const void *c, FILE *f) {
+    const hbm_pack_report *rep = c;
+    write_text(rep, f, over_bound(rep->r));
+    return HBM_OK;
+}
+
 hbm_status hbm_pack_report_write(const hbm_pack_report *rep, FILE *f, int json) {
     if (!rep || !rep->tl || !rep->o || !rep->r || !f)
         return hbmi_error(HBM_ERR_INVALID, "hbm_pack_report_write: NULL argument");
-    const hbm_pack_result *r = rep->r;
-    double over = r->lower_bound ? 100.0 * ((double)r->extent - (double)r->lower_bound) / (double)r->lower_bound : 0;
-    if (json) write_json(rep, f, over);
-    else write_text(rep, f, over);
+    hbm_status s = HBM_OK;
+    if (json) write_json(rep, f, over_bound(rep->r));
+    else if (rep->width) s = hbmi_emit_fitted(emit_text, rep, f, rep->width); /* lines fitted to --width */
+    else write_text(rep, f, over_bound(rep->r));
+    if (s) return s;
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "pack: write error") : HBM_OK;
+}
+
+void hbm_pack_progress_line(void *file, const hbm_pack_progress *p) {
+    FILE *f = file;
+    if (!f || !p) return;
+    char b1[32] = "-", b2[32];
+    if (p->best != UINT64_MAX) snprintf(b1, sizeof b1, "%llu", (unsigned long long)p->best);
+    snprintf(b2, sizeof b2, "%llu", (unsigned long long)p->lower_bound);
+    fprintf(f, "\r  %7.1f s  %12llu nodes  best %s  bound %s   ", p->seconds, (unsigned long long)p->nodes, b1, b2);
+    fflush(f);
+}
+
+void hbm_pack_progress_end(FILE *f, const hbm_pack_result *r) {
+    if (f && r && r->seconds >= 0.5) fprintf(f, "\r%70s\r", "");
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbm/size.h"
 #include "hbm/workload.h"
 #include "timeline/timeline_internal.h"
 
@@ -181,4 +182,25 @@ hbm_status hbm_timeline_run(const hbm_timeline *tl, hbm_allocator *a, hbm_run_re
     hbmi_free(held);
     if (s) hbmi_error(s, "%s", msg);
     return s;
+}
+
+hbm_status hbm_transformer_describe(const hbm_transformer_spec *s, const hbm_timeline *tl, FILE *f) {
+    if (!s || !tl || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_transformer_describe: NULL argument");
+    uint64_t by_cat[HBM_CAT_COUNT_] = {0}, peak = 0;
+    for (size_t i = 0; i < tl->count; i++) {
+        const hbm_tag *t = hbm_timeline_tag(tl, i);
+        if (t && (unsigned)t->category < HBM_CAT_COUNT_) by_cat[t->category] += tl->buffers[i].size;
+    }
+    hbm_timeline_peak(tl, &peak, NULL);
+    char a[32], b[32], c[32], d[32];
+    uint64_t params = (uint64_t)s->layers * 12 * (uint64_t)s->d_model * (uint64_t)s->d_model +
+                      (uint64_t)s->vocab * (uint64_t)s->d_model;
+    fprintf(f,
+            "One training step of a %.1fB-parameter transformer (%d layers, d_model %d, batch %d x %d tokens):\n"
+            "  %zu buffers: weights and their gradients %s, Adam state %s, activations %s;\n"
+            "  %s live at the step's peak.\n\n",
+            (double)params / 1e9, s->layers, s->d_model, s->batch, s->seq_len, tl->count,
+            hbm_size_human(by_cat[HBM_CAT_WEIGHT], a), hbm_size_human(by_cat[HBM_CAT_OPTIMIZER], b),
+            hbm_size_human(by_cat[HBM_CAT_ACTIVATION], c), hbm_size_human(peak, d));
+    return HBM_OK;
 }
