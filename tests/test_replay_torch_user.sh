@@ -59,6 +59,17 @@ for snap in kkaitlyn_ctx256_fullstep silmont_small ftcourse magma27 hugepanda_pe
   got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recorded"]["peak_bytes_in_use"])' "$T/r.json")
   [ "$got" = "$want" ] || fail "$snap recorded peak in use $got, truth $want"
 done
+# a device smaller than what PyTorch held when the history starts: the rows stand (exit 1,
+# the negative verdict), the twin says why it did not run (it once failed the command, exit 2)
+out=$("$HBM" replay "$f" --device sim:1GiB); rc=$?
+[ $rc = 1 ] || fail "small device exit $rc: $out"
+grep -qE "^allocator=torch +" <<<"$out" || fail "small device torch row: $out"
+grep -q "^twin (the torch row) against PyTorch: not run: the [0-9]* segments (.*) PyTorch held when the history starts do not fit on sim:1GiB$" <<<"$out" \
+  || fail "small device twin: $out"
+"$HBM" replay "$f" --device sim:1GiB --json > "$T/s.json"; rc=$?
+[ $rc = 1 ] || fail "small device json exit $rc"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["match"] is None and "do not fit" in d["match_not_run"], d.get("match_not_run"); assert d["results"][0]["first_oom"]' "$T/s.json" \
+  || fail "small device json"
 # 3. labels: rows that differ in the middle of their settings stay told apart
 out=$("$HBM" replay "$f" --config allocator=torch,expandable_segments=true,max_split_size_mb=128 \
   --config allocator=torch,expandable_segments=false,max_split_size_mb=128 \

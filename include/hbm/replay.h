@@ -66,6 +66,8 @@ typedef struct hbm_replay_report {
     uint64_t recorded_calls;          /* its segment events (cudaMalloc/cudaFree, map/unmap) */
     hbm_status twin_status;           /* HBM_OK, or why the twin could not run */
     hbm_torch_match twin;             /* when twin_status is HBM_OK */
+    char twin_why[256];               /* HBM_ERR_OOM: why the twin could not start (a device smaller
+                                         than the state PyTorch held when the history starts) */
 } hbm_replay_report;
 
 /* Replay each configuration of q once, then the bounds and, when asked, the twin. Returns

@@ -200,6 +200,7 @@ static hbm_status twin_part(hbm_replay_report *rep, int tw) {
                                k == HBM_EV_SEGMENT_UNMAP;
     }
     rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
+    if (rep->twin_status == HBM_ERR_OOM) snprintf(rep->twin_why, sizeof rep->twin_why, "%s", hbm_last_error());
     return HBM_OK;
 }
 
@@ -388,8 +389,12 @@ static hbm_status write_json(const hbm_replay_report *rep, FILE *f) {
     }
     fputc(']', f);
     if (rep->twin_row >= 0 && !rep->twin_status) twin_json(t, &rep->recorded, &rep->twin, f);
+    if (rep->twin_row >= 0 && rep->twin_status == HBM_ERR_OOM) { /* the rows stand; the twin could not start */
+        fputs(", \"match\": null, \"match_not_run\": ", f);
+        hbmi_json_str(f, rep->twin_why);
+    }
     fputs("}\n", f);
-    return rep->twin_row >= 0 ? rep->twin_status : HBM_OK;
+    return rep->twin_row >= 0 && rep->twin_status != HBM_ERR_OOM ? rep->twin_status : HBM_OK;
 }
 
 hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int json) {
@@ -444,11 +449,18 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
         hbmi_text_plan_peak(f, t);
     }
     if (tw >= 0 && !r[tw].status) { /* the twin against what PyTorch did, and where they first part, why */
-        if (rep->twin_status) return rep->twin_status;
-        fprintf(f, "\ntwin (the torch row) against PyTorch: ");
-        hbm_torch_match_write(&rep->twin, f, 0);
-        fputc('\n', f);
-        hbm_torch_match_explain(t, &rep->twin, f);
+        if (rep->twin_status == HBM_ERR_OOM) {
+            fputs("\ntwin (the torch row) against PyTorch: not run: ", f);
+            hbmi_fputs_visible(rep->twin_why, f);
+            fputc('\n', f);
+        } else if (rep->twin_status) {
+            return rep->twin_status;
+        } else {
+            fprintf(f, "\ntwin (the torch row) against PyTorch: ");
+            hbm_torch_match_write(&rep->twin, f, 0);
+            fputc('\n', f);
+            hbm_torch_match_explain(t, &rep->twin, f);
+        }
     }
     for (size_t i = 0; i < n; i++) {
         if (r[i].status || r[i].first_oom_event < 0) continue;

@@ -354,6 +354,13 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
         }
         rec_add(c, g->addr, g->size);
     }
+    if (s == HBM_ERR_OOM) { /* a device smaller than what PyTorch held when the history starts */
+        uint64_t held = 0;
+        char h[32];
+        for (size_t k = 0; k < nsegs; k++) held += segs[k].size;
+        s = hbmi_error(HBM_ERR_OOM, "the %zu segments (%s) PyTorch held when the history starts do not fit on %s", nsegs,
+                       hbm_size_xla((int64_t)held, h), c->m->device);
+    }
     for (size_t k = 0; k < nsegs && !s; k++)
         for (size_t j = 0; j < segs[k].nlive && !s; j++) s = hbmi_map_put(live, segs[k].live[j].addr, segs[k].live[j].addr + 1);
     hbmi_free(done);
@@ -533,6 +540,8 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
+    char why[256] = "";
+    if (s) snprintf(why, sizeof why, "%s", hbm_last_error()); /* the cleanup below may set another */
     hbmi_free(pending);
     hbmi_free(empty_run);
     hbmi_free(c.tw);
@@ -542,7 +551,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
-    return s;
+    return s ? hbmi_error(s, "%s", why) : s;
 }
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
