@@ -76,11 +76,12 @@ hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
                            const hbm_allocator_ops **ops, void **self);
 /* The policy's bytes_in_use counter as it keeps it (what its stats would say), for a
  * replay that checks its peak after every allocation without a stats call; NULL for a
- * policy that computes it only in its stats. One per policy (bfc, platform, torch) and
- * hbmi_policy_in_use, which asks each. */
+ * policy that computes it only in its stats. One per policy (bfc, platform, torch,
+ * cuda_async's model) and hbmi_policy_in_use, which asks each. */
 const uint64_t *hbmi_bfc_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_platform_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_torch_in_use(const hbm_allocator *a);
+const uint64_t *hbmi_async_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_policy_in_use(const hbm_allocator *a);
 /* The policy cfg names, over dev, with the byte limit cfg and the device give it: its ops
  * and state, for hbm_allocator_wrap or an adaptor (allocator.c: the policy table). */

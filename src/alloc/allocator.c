@@ -22,6 +22,7 @@ const uint64_t *hbmi_policy_in_use(const hbm_allocator *a) {
     const uint64_t *p = hbmi_torch_in_use(a);
     if (!p) p = hbmi_bfc_in_use(a);
     if (!p) p = hbmi_platform_in_use(a);
+    if (!p) p = hbmi_async_in_use(a);
     return p;
 }
 

@@ -17,8 +17,11 @@
  *    does, then return wholly free ready segments to the device and retry growing;
  *  - async_prealloc=N (TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC) takes a first segment of N
  *    bytes (-1: the pool size) at open, free and ready.
- * Metadata: one record per block and per segment, never per byte or per page. Finding a
- * block is a scan of the free blocks (O(free blocks)). */
+ * Metadata: one record per block and per segment, never per byte or per page. The free
+ * blocks are in trees by (size, address): the ready ones in one, those pending on each
+ * stream in one per stream, so finding, taking and returning a block is O(log free
+ * blocks); a synchronization touches only the blocks it makes ready, and giving back
+ * segments only the wholly free ones (kept in a list). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,17 +36,32 @@
 enum { B_UNUSED, B_LIVE, B_READY, B_PENDING };
 
 typedef struct ablk {
-    uint64_t addr, size, requested, seq, stream;
+    uint64_t addr, size, stream;
+    union {
+        struct {
+            uint64_t requested, seq;
+        }; /* live */
+        struct {
+            uint32_t tl, tr;
+        }; /* free: children in its tree (index+1; 0 = none) */
+    };
     uint32_t tag_id, seg;
     uint32_t prev, next; /* address neighbours in the segment, index+1; 0 = none */
-    uint32_t fpos;       /* position in the free array (free blocks) */
     uint8_t state;
 } ablk;
 
 typedef struct aseg {
     uint64_t addr, size;
     uint32_t first; /* index+1 of the lowest block; 0 = slot unused */
+    uint32_t wpos;  /* position+1 in the list of wholly free ready segments; 0 = not there */
+    uint32_t link;  /* an unused slot: the next unused one (index+1) */
 } aseg;
+
+/* The free blocks pending on one stream. */
+typedef struct astream {
+    uint64_t stream;
+    uint32_t root; /* tree of the blocks (index+1) */
+} astream;
 
 typedef struct apool {
     hbm_device *dev;
@@ -51,8 +69,15 @@ typedef struct apool {
     hbmi_pool blocks;
     aseg *segs;
     size_t nsegs, capsegs;
-    uint32_t *freev; /* indices of free blocks */
-    size_t nfree, capfree;
+    uint32_t segfree;    /* unused segment slots, chained through link (index+1) */
+    uint32_t ready;      /* tree of the ready free blocks (index+1) */
+    astream *streams;    /* by stream id */
+    size_t nstreams, capstreams, last;
+    uint32_t *whole;     /* segments that are one free ready block (segment indices) */
+    size_t nwhole, capwhole;
+    uint32_t *tmp;       /* scratch: a block per free block */
+    size_t captmp;
+    size_t nfree;
     hbmi_map live; /* addr -> block index */
     hbm_stats st;
 } apool;
@@ -62,12 +87,136 @@ static uint64_t async_rounded(void *self, uint64_t size) {
     return size > UINT64_MAX - ASYNC_ROUND ? size : hbmi_align_up(size, ASYNC_ROUND);
 }
 
+/* ---- the free blocks: trees in (size, address) order ----------------------------------------
+ * Each free block is in one tree: the ready blocks' or its stream's pending blocks'. A tree
+ * is a treap over the block records (children in the record, the priority a hash of the
+ * record's index): the fit is the first block of size >= need in the ready tree or the
+ * allocating stream's, whichever is smaller, in O(log n). */
+
+static inline uint32_t prio(uint32_t i1) {
+    uint32_t x = i1 * 0x9e3779b1u;
+    x ^= x >> 15;
+    x *= 0x85ebca6bu;
+    return x ^ (x >> 13);
+}
+
+static inline int blk_less(const ablk *x, const ablk *y) {
+    return x->size < y->size || (x->size == y->size && x->addr < y->addr);
+}
+
+static void t_insert(ablk *b, uint32_t *root, uint32_t i) {
+    ablk *x = &b[i];
+    uint32_t i1 = i + 1, pr = prio(i1), *link = root;
+    while (*link && prio(*link) > pr) link = blk_less(x, &b[*link - 1]) ? &b[*link - 1].tl : &b[*link - 1].tr;
+    uint32_t t = *link, *l = &x->tl, *r = &x->tr; /* split the subtree at x's key under x */
+    while (t) {
+        ablk *y = &b[t - 1];
+        if (blk_less(y, x)) *l = t, l = &y->tr, t = y->tr;
+        else *r = t, r = &y->tl, t = y->tl;
+    }
+    *l = *r = 0;
+    *link = i1;
+}
+
+static void t_erase(ablk *b, uint32_t *root, uint32_t i) {
+    const ablk *x = &b[i];
+    uint32_t *link = root;
+    while (*link != i + 1) link = blk_less(x, &b[*link - 1]) ? &b[*link - 1].tl : &b[*link - 1].tr;
+    uint32_t l = x->tl, r = x->tr; /* merge x's subtrees in its place */
+    while (l && r) {
+        if (prio(l) > prio(r)) *link = l, link = &b[l - 1].tr, l = *link;
+        else *link = r, link = &b[r - 1].tl, r = *link;
+    }
+    *link = l ? l : r;
+}
+
+/* The smallest block (by size, then address) of at least need bytes; index+1, 0 if none. */
+static uint32_t t_fit(const ablk *b, uint32_t t, uint64_t need) {
+    uint32_t best = 0;
+    while (t) {
+        const ablk *y = &b[t - 1];
+        if (y->size >= need) best = t, t = y->tl;
+        else t = y->tr;
+    }
+    return best;
+}
+
+static uint64_t t_largest(const ablk *b, uint32_t t) {
+    if (!t) return 0;
+    while (b[t - 1].tr) t = b[t - 1].tr;
+    return b[t - 1].size;
+}
+
+static astream *stream_get(apool *p, uint64_t stream) {
+    if (p->last < p->nstreams && p->streams[p->last].stream == stream) return &p->streams[p->last];
+    size_t lo = 0, hi = p->nstreams;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->streams[mid].stream < stream) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == p->nstreams || p->streams[lo].stream != stream) return NULL;
+    p->last = lo;
+    return &p->streams[lo];
+}
+
+/* stream's tree of pending blocks exists (before a free on it changes anything). */
+static hbm_status stream_add(apool *p, uint64_t stream) {
+    if (stream_get(p, stream)) return HBM_OK;
+    hbm_status s = hbmi_grow((void **)&p->streams, &p->capstreams, p->nstreams + 1, sizeof *p->streams);
+    if (s) return s;
+    size_t at = 0;
+    while (at < p->nstreams && p->streams[at].stream < stream) at++;
+    memmove(p->streams + at + 1, p->streams + at, (p->nstreams - at) * sizeof *p->streams);
+    p->streams[at] = (astream){stream, 0};
+    p->nstreams++;
+    p->last = at;
+    return HBM_OK;
+}
+
+static void whole_add(apool *p, uint32_t si) {
+    p->whole[p->nwhole++] = si;
+    p->segs[si].wpos = (uint32_t)p->nwhole;
+}
+
+static void whole_del(apool *p, uint32_t si) {
+    uint32_t pos = p->segs[si].wpos - 1, last = p->whole[--p->nwhole];
+    p->whole[pos] = last;
+    p->segs[last].wpos = pos + 1;
+    p->segs[si].wpos = 0;
+}
+
+/* Free block i (its state, size and stream set) goes into its tree. */
+static void free_add(apool *p, uint32_t i) {
+    ablk *x = &p->b[i];
+    if (x->state == B_READY) {
+        t_insert(p->b, &p->ready, i);
+        if (x->size == p->segs[x->seg].size) whole_add(p, x->seg);
+    } else {
+        t_insert(p->b, &stream_get(p, x->stream)->root, i); /* made by stream_add */
+    }
+    p->nfree++;
+}
+
+/* Free block i leaves its tree (before its state, size or stream changes). */
+static void free_del(apool *p, uint32_t i) {
+    ablk *x = &p->b[i];
+    if (x->state == B_READY) {
+        t_erase(p->b, &p->ready, i);
+        if (p->segs[x->seg].wpos) whole_del(p, x->seg);
+    } else {
+        t_erase(p->b, &stream_get(p, x->stream)->root, i);
+    }
+    p->nfree--;
+}
+
 /* Room for one more block, free entry and segment, so that nothing below can fail. */
 static hbm_status reserve_meta(apool *p) {
     hbm_status s = HBM_OK;
     s = hbmi_pool_reserve(&p->blocks, (void **)&p->b, sizeof *p->b, 2); /* grow + split: two blocks */
-    if (!s) s = hbmi_grow((void **)&p->freev, &p->capfree, p->nfree + 2, sizeof *p->freev);
-    if (!s) s = hbmi_grow((void **)&p->segs, &p->capsegs, p->nsegs + 1, sizeof *p->segs);
+    if (!s) s = hbmi_grow((void **)&p->tmp, &p->captmp, p->blocks.used + 2, sizeof *p->tmp);
+    if (!s && !p->segfree) s = hbmi_grow((void **)&p->segs, &p->capsegs, p->nsegs + 1, sizeof *p->segs);
+    if (!s) s = hbmi_grow((void **)&p->whole, &p->capwhole, p->nsegs + 1, sizeof *p->whole);
     if (!s) s = hbmi_map_reserve(&p->live, p->live.count + 1);
     return s;
 }
@@ -83,74 +232,66 @@ static void drop_block(apool *p, uint32_t i) {
     hbmi_pool_give(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next), i);
 }
 
-static void free_add(apool *p, uint32_t i) {
-    p->b[i].fpos = (uint32_t)p->nfree;
-    p->freev[p->nfree++] = i;
-}
-
-static void free_del(apool *p, uint32_t i) {
-    uint32_t pos = p->b[i].fpos, last = p->freev[--p->nfree];
-    p->freev[pos] = last;
-    p->b[last].fpos = pos;
-}
-
-/* Merge free block j (the right neighbour of i) into i. */
+/* Merge block j (the right neighbour of i) into i; neither is in a tree. */
 static void absorb_right(apool *p, uint32_t i, uint32_t j) {
     ablk *a = &p->b[i], *c = &p->b[j];
     a->size += c->size;
     a->next = c->next;
     if (c->next) p->b[c->next - 1].prev = i + 1;
-    free_del(p, j);
     drop_block(p, j);
 }
 
-/* Coalesce free block i with its neighbours where the rules allow; returns the result. */
+/* Whether free block x may take its neighbour y: a ready block takes ready neighbours, a
+ * block pending on S ready ones and those pending on S. */
+static inline int mergeable(const ablk *x, const ablk *y) {
+    return x->state == B_READY ? y->state == B_READY
+                               : y->state == B_READY || (y->state == B_PENDING && y->stream == x->stream);
+}
+
+/* Coalesce free block i (in no tree) with its neighbours where the rules allow; returns
+ * the result, in no tree. */
 static uint32_t coalesce(apool *p, uint32_t i) {
-    ablk *x = &p->b[i];
     for (;;) { /* left */
-        if (!x->prev) break;
+        ablk *x = &p->b[i];
+        if (!x->prev || !mergeable(x, &p->b[x->prev - 1])) break;
         uint32_t l = x->prev - 1;
         ablk *y = &p->b[l];
-        int ok = x->state == B_READY ? y->state == B_READY
-                                     : (y->state == B_READY || (y->state == B_PENDING && y->stream == x->stream));
-        if (!ok) break;
+        free_del(p, l);
         if (x->state == B_PENDING) y->state = B_PENDING, y->stream = x->stream;
         absorb_right(p, l, i);
         i = l;
-        x = &p->b[i];
     }
     for (;;) { /* right */
-        if (!x->next) break;
+        ablk *x = &p->b[i];
+        if (!x->next || !mergeable(x, &p->b[x->next - 1])) break;
         uint32_t r = x->next - 1;
-        ablk *y = &p->b[r];
-        int ok = x->state == B_READY ? y->state == B_READY
-                                     : (y->state == B_READY || (y->state == B_PENDING && y->stream == x->stream));
-        if (!ok) break;
+        free_del(p, r);
         absorb_right(p, i, r);
-        x = &p->b[i];
     }
     return i;
 }
 
-static void update_largest_free(apool *p) {
-    uint64_t m = 0;
-    for (size_t k = 0; k < p->nfree; k++)
-        if (p->b[p->freev[k]].size > m) m = p->b[p->freev[k]].size;
-    p->st.largest_free_block_bytes = m;
+static uint64_t largest_free(const apool *p) {
+    uint64_t m = t_largest(p->b, p->ready);
+    for (size_t k = 0; k < p->nstreams; k++) {
+        uint64_t v = t_largest(p->b, p->streams[k].root);
+        if (v > m) m = v;
+    }
+    return m;
 }
 
+/* Best fit for stream: the smallest free block (then the lowest address) of at least need
+ * bytes among the ready ones and those pending on stream. */
 static int find_fit(apool *p, uint64_t need, uint64_t stream, uint32_t *out) {
-    int found = 0;
-    uint32_t best = 0;
-    for (size_t k = 0; k < p->nfree; k++) {
-        uint32_t i = p->freev[k];
-        ablk *b = &p->b[i];
-        if (b->size < need || (b->state == B_PENDING && b->stream != stream)) continue;
-        if (!found || b->size < p->b[best].size || (b->size == p->b[best].size && b->addr < p->b[best].addr))
-            best = i, found = 1;
+    uint32_t best = t_fit(p->b, p->ready, need);
+    const astream *s = stream_get(p, stream);
+    if (s) {
+        uint32_t c = t_fit(p->b, s->root, need);
+        if (c && (!best || blk_less(&p->b[c - 1], &p->b[best - 1]))) best = c;
     }
-    *out = best;
-    return found;
+    if (!best) return 0;
+    *out = best - 1;
+    return 1;
 }
 
 /* A new segment of at least need bytes as one free ready block. */
@@ -168,13 +309,13 @@ static hbm_status grow(apool *p, uint64_t need, uint32_t *out) {
     uint64_t addr;
     hbm_status s = hbm_device_alloc(p->dev, seg, &addr);
     if (s) return s;
-    size_t si = 0;
-    while (si < p->nsegs && p->segs[si].first) si++;
-    if (si == p->nsegs) p->nsegs++;
+    size_t si;
+    if (p->segfree) si = p->segfree - 1, p->segfree = p->segs[si].link;
+    else si = p->nsegs++;
     uint32_t i = new_block(p);
+    p->segs[si] = (aseg){addr, seg, i + 1, 0, 0};
     p->b[i] = (ablk){.addr = addr, .size = seg, .seg = (uint32_t)si, .state = B_READY};
     free_add(p, i);
-    p->segs[si] = (aseg){addr, seg, i + 1};
     p->st.device_allocs++;
     p->st.bytes_reserved += seg;
     p->st.pool_bytes += seg;
@@ -184,28 +325,59 @@ static hbm_status grow(apool *p, uint64_t need, uint32_t *out) {
     return HBM_OK;
 }
 
+/* Blocks pending on stream (HBM_STREAM_ALL: on any) become ready and merge with ready
+ * neighbours. p->tmp holds a block per free block (reserve_meta, async_sync). */
 static void sync_streams(apool *p, uint64_t stream) {
-    for (size_t k = 0; k < p->nfree; k++) {
-        ablk *b = &p->b[p->freev[k]];
-        if (b->state == B_PENDING && (stream == HBM_STREAM_ALL || b->stream == stream)) b->state = B_READY;
+    size_t n = 0;
+    for (size_t k = 0; k < p->nstreams; k++) {
+        astream *s = &p->streams[k];
+        if (stream != HBM_STREAM_ALL && s->stream != stream) continue;
+        uint32_t *link = &s->root; /* the tree to a list through tr, in order (right rotations) */
+        while (*link) {
+            ablk *y = &p->b[*link - 1];
+            if (y->tl) {
+                uint32_t l = y->tl;
+                y->tl = p->b[l - 1].tr;
+                p->b[l - 1].tr = *link;
+                *link = l;
+            } else {
+                link = &y->tr;
+            }
+        }
+        for (uint32_t t = s->root; t; t = p->b[t - 1].tr) p->tmp[n++] = t - 1;
+        s->root = 0;
     }
-    for (size_t k = 0; k < p->nfree; k++) { /* merge ready neighbours; coalesce may shrink the array */
-        uint32_t i = p->freev[k];
-        if (p->b[i].state != B_READY) continue;
-        size_t before = p->nfree;
-        coalesce(p, i);
-        if (p->nfree != before) k = (size_t)-1; /* positions moved: rescan (rare, bounded) */
+    p->nfree -= n;
+    for (size_t k = 0; k < n; k++) {
+        p->b[p->tmp[k]].state = B_READY;
+        free_add(p, p->tmp[k]);
+    }
+    for (size_t k = 0; k < n; k++) { /* merge; a block merged into its left neighbour is unused now */
+        uint32_t i = p->tmp[k];
+        const ablk *x = &p->b[i];
+        if (x->state != B_READY || !((x->prev && p->b[x->prev - 1].state == B_READY) ||
+                                     (x->next && p->b[x->next - 1].state == B_READY)))
+            continue;
+        free_del(p, i);
+        free_add(p, coalesce(p, i));
     }
 }
 
-/* Return wholly free ready segments to the device. */
+static int u32_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Return wholly free ready segments to the device (in slot order). */
 static void release_free_segments(apool *p) {
-    for (size_t si = 0; si < p->nsegs; si++) {
+    if (!p->nwhole) return;
+    size_t n = p->nwhole;
+    memcpy(p->tmp, p->whole, n * sizeof *p->tmp); /* fewer segments than blocks */
+    hbmi_qsort(p->tmp, n, sizeof *p->tmp, u32_cmp);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t si = p->tmp[k];
         aseg *g = &p->segs[si];
-        if (!g->first) continue;
         uint32_t i = g->first - 1;
-        ablk *b = &p->b[i];
-        if (b->state != B_READY || b->size != g->size) continue;
         if (hbm_device_free(p->dev, g->addr)) continue;
         free_del(p, i);
         drop_block(p, i);
@@ -214,6 +386,8 @@ static void release_free_segments(apool *p) {
         p->st.pool_bytes -= g->size;
         p->st.num_regions--;
         g->first = 0;
+        g->link = p->segfree;
+        p->segfree = si + 1;
     }
 }
 
@@ -244,7 +418,6 @@ static hbm_status async_alloc_stream(void *self, uint64_t size, const hbm_tag *t
         }
         if (s) {
             if (s == HBM_ERR_OOM) p->st.num_ooms++;
-            update_largest_free(p);
             return s;
         }
     }
@@ -270,7 +443,6 @@ static hbm_status async_alloc_stream(void *self, uint64_t size, const hbm_tag *t
     p->st.bytes_in_use += b->size;
     if (b->size > p->st.largest_alloc_size) p->st.largest_alloc_size = b->size;
     hbmi_stats_update_peaks(&p->st);
-    update_largest_free(p);
     *addr_out = b->addr;
     (void)tag;
     return HBM_OK;
@@ -285,10 +457,8 @@ static hbm_status async_free_stream(void *self, uint64_t addr, uint64_t stream) 
     uint64_t i;
     if (!hbmi_map_get(&p->live, addr, &i))
         return hbmi_error(HBM_ERR_BAD_FREE, "cuda_async: free of 0x%" PRIx64 ", which is not a live allocation", addr);
-    if (p->nfree + 1 > p->capfree) { /* room in the free array (cannot be short: one entry per block) */
-        hbm_status s = hbmi_grow((void **)&p->freev, &p->capfree, p->nfree + 1, sizeof *p->freev);
-        if (s) return s;
-    }
+    hbm_status s = stream_add(p, stream);
+    if (s) return s;
     hbmi_map_del(&p->live, addr, NULL);
     ablk *b = &p->b[i];
     p->st.num_frees++;
@@ -296,9 +466,7 @@ static hbm_status async_free_stream(void *self, uint64_t addr, uint64_t stream) 
     b->state = B_PENDING;
     b->stream = stream;
     b->tag_id = 0;
-    free_add(p, (uint32_t)i);
-    coalesce(p, (uint32_t)i);
-    update_largest_free(p);
+    free_add(p, coalesce(p, (uint32_t)i));
     return HBM_OK;
 }
 
@@ -306,31 +474,76 @@ static hbm_status async_free(void *self, uint64_t addr) { return async_free_stre
 
 static hbm_status async_sync(void *self, uint64_t stream) {
     apool *p = self;
-    sync_streams(p, stream);
-    update_largest_free(p);
-    return HBM_OK;
+    hbm_status s = hbmi_grow((void **)&p->tmp, &p->captmp, p->blocks.used, sizeof *p->tmp);
+    if (!s) sync_streams(p, stream);
+    return s;
 }
 
 static hbm_status async_trim(void *self) {
     apool *p = self;
-    release_free_segments(p);
-    update_largest_free(p);
-    return HBM_OK;
+    hbm_status s = hbmi_grow((void **)&p->tmp, &p->captmp, p->blocks.used, sizeof *p->tmp);
+    if (!s) release_free_segments(p);
+    return s;
 }
 
-static void async_stats(void *self, hbm_stats *out) { *out = ((apool *)self)->st; }
+static void async_stats(void *self, hbm_stats *out) {
+    apool *p = self;
+    *out = p->st;
+    out->largest_free_block_bytes = largest_free(p);
+}
 static void async_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((apool *)self)->st); }
+
+/* The bytes-in-use counter, for a replay's peak check (alloc_internal.h). */
+static const hbm_allocator_ops async_ops;
+const uint64_t *hbmi_async_in_use(const hbm_allocator *a) {
+    return a->ops == &async_ops ? &((const apool *)a->self)->st.bytes_in_use : NULL;
+}
 
 static int ablk_unused(const void *rec) { return ((const ablk *)rec)->state == B_UNUSED; }
 
+/* Tree t: blocks in (lo, hi) in order, of the state (and stream) given, priorities never
+ * above the parent's; counts them into *n (at most max: a longer walk is a cycle). */
+static hbm_status t_check(const apool *p, uint32_t t, const ablk *lo, const ablk *hi, uint32_t up, int state,
+                          uint64_t stream, size_t *n, size_t max) {
+    for (; t; t = p->b[t - 1].tr) {
+        if (t > p->blocks.n || ++*n > max)
+            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: free tree: record %" PRIu32 " out of place", t - 1);
+        const ablk *x = &p->b[t - 1];
+        if (x->state != state || (state == B_PENDING && x->stream != stream) || (lo && !blk_less(lo, x)) ||
+            (hi && !blk_less(x, hi)) || prio(t) > up)
+            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: free block 0x%" PRIx64 " of %" PRIu64
+                              " bytes is out of order in its tree", x->addr, x->size);
+        hbm_status s = t_check(p, x->tl, lo, x, prio(t), state, stream, n, max);
+        if (s) return s;
+        lo = x;
+        up = prio(t);
+    }
+    return HBM_OK;
+}
+
 static hbm_status async_check(void *self) {
     apool *p = self;
-    uint64_t live = 0, reserved = 0, nlive = 0, nfree = 0, largest = 0;
+    uint64_t live = 0, reserved = 0, nlive = 0, nfree = 0, largest = 0, nwhole = 0;
     hbm_status s = hbmi_pool_check(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next), ablk_unused, "cuda_async");
     if (s) return s;
+    size_t intrees = 0;
+    s = t_check(p, p->ready, NULL, NULL, UINT32_MAX, B_READY, 0, &intrees, p->nfree);
+    for (size_t k = 0; k < p->nstreams && !s; k++) {
+        if (k && p->streams[k - 1].stream >= p->streams[k].stream)
+            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: streams out of order");
+        s = t_check(p, p->streams[k].root, NULL, NULL, UINT32_MAX, B_PENDING, p->streams[k].stream, &intrees, p->nfree);
+    }
+    if (s) return s;
+    size_t nunused = 0;
+    for (uint32_t j = p->segfree; j; j = p->segs[j - 1].link)
+        if (j > p->nsegs || p->segs[j - 1].first || ++nunused > p->nsegs)
+            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: the list of unused segment slots is broken");
     for (size_t si = 0; si < p->nsegs; si++) {
         aseg *g = &p->segs[si];
-        if (!g->first) continue;
+        if (!g->first) {
+            nunused--;
+            continue;
+        }
         reserved += g->size;
         uint64_t at = g->addr;
         uint32_t prev = 0;
@@ -345,10 +558,13 @@ static hbm_status async_check(void *self) {
                     return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: live block 0x%" PRIx64 " is not indexed", b->addr);
                 live += b->size, nlive++;
             } else {
-                if (b->fpos >= p->nfree || p->freev[b->fpos] != j - 1)
-                    return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: free block 0x%" PRIx64 " is not listed", b->addr);
                 nfree++;
                 if (b->size > largest) largest = b->size;
+                int whole = b->state == B_READY && b->size == g->size;
+                nwhole += (uint64_t)whole;
+                if (whole != (g->wpos && g->wpos <= p->nwhole && p->whole[g->wpos - 1] == si))
+                    return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: segment 0x%" PRIx64 " is %s the wholly free list",
+                                      g->addr, whole ? "missing from" : "wrongly on");
                 if (prev) {
                     ablk *l = &p->b[prev - 1];
                     if ((l->state == B_READY && b->state == B_READY) ||
@@ -363,12 +579,14 @@ static hbm_status async_check(void *self) {
         if (at != g->addr + g->size)
             return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: segment 0x%" PRIx64 " blocks end at 0x%" PRIx64, g->addr, at);
     }
-    if (live != p->st.bytes_in_use || nlive != p->live.count || nfree != p->nfree || reserved != p->st.bytes_reserved ||
-        reserved != p->st.pool_bytes || reserved > p->st.bytes_limit || largest != p->st.largest_free_block_bytes)
+    if (live != p->st.bytes_in_use || nlive != p->live.count || nfree != p->nfree || intrees != p->nfree ||
+        nunused || nwhole != p->nwhole || reserved != p->st.bytes_reserved || reserved != p->st.pool_bytes ||
+        reserved > p->st.bytes_limit || largest != largest_free(p))
         return hbmi_error(HBM_ERR_CORRUPT,
-                          "cuda_async: counted %" PRIu64 " live bytes in %" PRIu64 " blocks, %" PRIu64 " free, %" PRIu64
-                          " reserved; stats say %" PRIu64 ", %zu, %zu, %" PRIu64,
-                          live, nlive, nfree, reserved, p->st.bytes_in_use, p->live.count, p->nfree, p->st.bytes_reserved);
+                          "cuda_async: counted %" PRIu64 " live bytes in %" PRIu64 " blocks, %" PRIu64 " free (%zu in the"
+                          " trees), %" PRIu64 " reserved; stats say %" PRIu64 ", %zu, %zu, %" PRIu64,
+                          live, nlive, nfree, intrees, reserved, p->st.bytes_in_use, p->live.count, p->nfree,
+                          p->st.bytes_reserved);
     return HBM_OK;
 }
 
@@ -407,7 +625,9 @@ static void async_destroy(void *self) {
     hbmi_map_destroy(&p->live);
     hbmi_pool_destroy(&p->blocks, (void **)&p->b);
     hbmi_free(p->segs);
-    hbmi_free(p->freev);
+    hbmi_free(p->streams);
+    hbmi_free(p->whole);
+    hbmi_free(p->tmp);
     hbmi_free(p);
 }
 
@@ -449,7 +669,6 @@ hbm_status hbmi_async_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
             return hbmi_error_prefix(s, "cuda_async: preallocating (async_prealloc from %s): ",
                                      cfg->source[HBM_OPT_async_prealloc]);
         }
-        update_largest_free(p);
     }
     *ops = &async_ops;
     *self = p;
