@@ -1,6 +1,7 @@
 /* test_async.c - the cuda_async model on sim devices: segments, stream-ordered reuse,
  * preallocation, the pool size, a randomized check against a reference of the stream
- * rules, and fault injection. */
+ * rules, the model against the same rule written as a scan (addresses and stats, operation
+ * by operation), and fault injection. */
 #include "core/internal.h"
 #include "test.h"
 
@@ -216,6 +217,190 @@ static void test_random(void) {
     }
 }
 
+/* The model's rule written again the plain way, as a reference: blocks in one array in
+ * address order, the fit found by scanning every free block. Segments come from a device
+ * of their own (sim: addresses are a bump pointer, so both get the same ones). */
+enum { R_LIVE = 1, R_READY, R_PENDING };
+typedef struct rblk { uint64_t addr, size, stream, seg; int state; } rblk;
+typedef struct rpool {
+    hbm_device *dev;
+    uint64_t limit, in_use, reserved, nseg;
+    rblk b[4096];
+    size_t n;
+} rpool;
+
+static void r_insert(rpool *p, size_t at, rblk x) {
+    memmove(&p->b[at + 1], &p->b[at], (p->n - at) * sizeof x);
+    p->b[at] = x;
+    p->n++;
+}
+
+static void r_remove(rpool *p, size_t at) {
+    memmove(&p->b[at], &p->b[at + 1], (p->n - at - 1) * sizeof p->b[0]);
+    p->n--;
+}
+
+static int r_takes(const rblk *x, const rblk *y) { /* may free block x take its neighbour y */
+    if (x->seg != y->seg) return 0;
+    return x->state == R_READY ? y->state == R_READY
+                               : y->state == R_READY || (y->state == R_PENDING && y->stream == x->stream);
+}
+
+static size_t r_coalesce(rpool *p, size_t k) {
+    while (k && r_takes(&p->b[k], &p->b[k - 1])) {
+        if (p->b[k].state == R_PENDING) p->b[k - 1].state = R_PENDING, p->b[k - 1].stream = p->b[k].stream;
+        p->b[k - 1].size += p->b[k].size;
+        r_remove(p, k--);
+    }
+    while (k + 1 < p->n && r_takes(&p->b[k], &p->b[k + 1])) {
+        p->b[k].size += p->b[k + 1].size;
+        r_remove(p, k + 1);
+    }
+    return k;
+}
+
+static void r_sync(rpool *p, uint64_t stream) {
+    for (size_t k = 0; k < p->n; k++)
+        if (p->b[k].state == R_PENDING && (stream == HBM_STREAM_ALL || p->b[k].stream == stream)) p->b[k].state = R_READY;
+    for (size_t k = 0; k < p->n; k++)
+        if (p->b[k].state == R_READY) k = r_coalesce(p, k);
+}
+
+static int r_whole(const rpool *p, size_t k) {
+    return p->b[k].state == R_READY && (!k || p->b[k - 1].seg != p->b[k].seg) &&
+           (k + 1 == p->n || p->b[k + 1].seg != p->b[k].seg);
+}
+
+static void r_trim(rpool *p) {
+    for (size_t k = 0; k < p->n;)
+        if (r_whole(p, k) && !hbm_device_free(p->dev, p->b[k].addr)) p->reserved -= p->b[k].size, r_remove(p, k);
+        else k++;
+}
+
+static int r_fit(const rpool *p, uint64_t need, uint64_t stream, size_t *out) {
+    int found = 0;
+    for (size_t k = 0; k < p->n; k++) {
+        const rblk *x = &p->b[k];
+        if ((x->state != R_READY && (x->state != R_PENDING || x->stream != stream)) || x->size < need) continue;
+        if (!found || x->size < p->b[*out].size) *out = k, found = 1; /* address order: the first of a size */
+    }
+    return found;
+}
+
+static int r_grow(rpool *p, uint64_t need, size_t *out) {
+    uint64_t seg = hbmi_align_up(need, 2u << 20), room = p->limit - p->reserved, addr;
+    if (seg > room && need <= room) seg = room / 512 * 512;
+    if (seg > room || hbm_device_alloc(p->dev, seg, &addr)) return 0;
+    size_t at = 0;
+    while (at < p->n && p->b[at].addr < addr) at++;
+    r_insert(p, at, (rblk){addr, seg, 0, ++p->nseg, R_READY});
+    p->reserved += seg;
+    *out = at;
+    return 1;
+}
+
+/* 0 and *addr, or 1 for an OOM */
+static int r_alloc(rpool *p, uint64_t size, uint64_t stream, uint64_t *addr) {
+    uint64_t need = hbmi_align_up(size, 512);
+    size_t k;
+    if (need > p->limit || p->in_use > p->limit - need) return 1;
+    if (!r_fit(p, need, stream, &k) && !r_grow(p, need, &k)) {
+        r_sync(p, stream);
+        if (!r_fit(p, need, stream, &k)) {
+            r_trim(p);
+            if (!r_grow(p, need, &k)) return 1;
+        }
+    }
+    rblk *x = &p->b[k];
+    if (x->size - need >= 512) r_insert(p, k + 1, (rblk){x->addr + need, x->size - need, x->stream, x->seg, x->state});
+    x = &p->b[k];
+    x->size = need;
+    x->state = R_LIVE;
+    p->in_use += need;
+    *addr = x->addr;
+    return 0;
+}
+
+static void r_free(rpool *p, uint64_t addr, uint64_t stream) {
+    size_t k = 0;
+    while (p->b[k].addr != addr) k++;
+    p->in_use -= p->b[k].size;
+    p->b[k].state = R_PENDING;
+    p->b[k].stream = stream;
+    r_coalesce(p, k);
+}
+
+static uint64_t r_largest(const rpool *p) {
+    uint64_t m = 0;
+    for (size_t k = 0; k < p->n; k++)
+        if (p->b[k].state != R_LIVE && p->b[k].size > m) m = p->b[k].size;
+    return m;
+}
+
+/* The model against the reference, operation by operation: the same addresses, the same
+ * OOMs, the same bytes reserved and largest free block, under random traffic on 3 streams
+ * with syncs and trims, in a pool that runs out of memory and in one that does not. */
+static void test_against_reference(void) {
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        hbm_device *d;
+        static rpool ref;
+        memset(&ref, 0, sizeof ref);
+        ref.limit = seed % 2 ? 96u << 20 : 2ull << 30;
+        char cfg[96];
+        snprintf(cfg, sizeof cfg, "allocator=cuda_async,limit=%" PRIu64, ref.limit);
+        hbm_allocator *a = open_async(&d, "sim:4GiB", cfg);
+        CHECK(a);
+        CHECK_OK(hbm_device_open("sim:4GiB", &ref.dev));
+        test_rng r = {seed * 104729};
+        uint64_t live[512], lstream[512], ooms = 0;
+        size_t nlive = 0;
+        for (int step = 0; step < 6000; step++) {
+            uint64_t op = test_below(&r, 20), stream = test_below(&r, 3);
+            if (op < 11 && nlive < 512) {
+                uint64_t c = test_below(&r, 8);
+                uint64_t size = c < 5 ? 1 + test_below(&r, 64 << 10) : c < 7 ? 1 + test_below(&r, 4 << 20)
+                                                                               : 1 + test_below(&r, 24 << 20);
+                uint64_t x = 0, y = 0;
+                hbm_status s = hbm_alloc_stream(a, size, NULL, stream, &x);
+                int rs = r_alloc(&ref, size, stream, &y);
+                CHECK(s == HBM_OK || s == HBM_ERR_OOM);
+                CHECK((s == HBM_ERR_OOM) == rs);
+                if (s) {
+                    ooms++;
+                    continue;
+                }
+                CHECK_EQ_U64(x, y);
+                live[nlive] = x, lstream[nlive++] = stream;
+            } else if (op < 18 && nlive) {
+                size_t i = test_below(&r, nlive);
+                if (test_below(&r, 4)) stream = lstream[i]; /* mostly on the stream that allocated it */
+                CHECK_OK(hbm_free_stream(a, live[i], stream));
+                r_free(&ref, live[i], stream);
+                live[i] = live[nlive - 1], lstream[i] = lstream[--nlive];
+            } else if (op < 19) {
+                uint64_t which = test_below(&r, 3) == 0 ? HBM_STREAM_ALL : stream;
+                CHECK_OK(hbm_allocator_sync(a, which));
+                r_sync(&ref, which);
+            } else {
+                CHECK_OK(hbm_allocator_trim(a));
+                r_trim(&ref);
+            }
+            hbm_stats st;
+            CHECK_OK(hbm_stats_get(a, &st));
+            CHECK_EQ_U64(st.bytes_in_use, ref.in_use);
+            CHECK_EQ_U64(st.bytes_reserved, ref.reserved);
+            CHECK_EQ_U64(st.largest_free_block_bytes, r_largest(&ref));
+            if (step % 128 == 0) CHECK_OK(hbm_check(a));
+        }
+        CHECK_OK(hbm_check(a));
+        if (seed % 2) CHECK(ooms > 0); /* the tight pool did run out */
+        else CHECK_EQ_U64(ooms, 0);
+        hbm_allocator_close(a);
+        hbm_device_close(d);
+        hbm_device_close(ref.dev);
+    }
+}
+
 static void test_faults(void) {
     /* device failures: the 2nd raw allocation fails */
     hbm_device *d;
@@ -265,6 +450,7 @@ int main(void) {
     RUN(test_streams);
     RUN(test_prealloc_and_config);
     RUN(test_random);
+    RUN(test_against_reference);
     RUN(test_faults);
     return test_done();
 }
