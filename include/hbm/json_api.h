@@ -123,6 +123,10 @@ HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top
 /* `hbm export`: format "perfetto", "pprof", "torch" or "minimalloc" (else HBM_ERR_INVALID
  * naming them). hbm_export_write writes to f; hbm_export_file to path, whole or not at all. */
 HBM_API hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
+/* HBM_OK when format is one of those; else HBM_ERR_INVALID naming them. */
+HBM_API hbm_status hbm_export_format_check(const char *format);
+/* The formats, as that message names them: "perfetto, pprof, torch or minimalloc". */
+HBM_API const char *hbm_export_formats(void);
 HBM_API hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
 /* Which devices `hbm export` wrote in format from the n traces it loaded (n > 1: one per
  * device; n = 1: all[0], with its attached devices when perfetto writes them all), as the
