@@ -8,6 +8,7 @@
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
+#include "trace/replay/twin_internal.h"
 #include "trace/trace_internal.h"
 
 typedef struct twin_ev {
@@ -24,14 +25,9 @@ typedef struct match_ctx {
     hbmi_map segbase; /* twin segment base -> recorded segment base */
     const size_t *pend; /* the recorded segment events of the current call */
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
-    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
-    size_t nrec, caprec;
+    hbmi_twin_segs rec; /* the recorded cudaMalloc segments held now */
     uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
     size_t nheld, capheld;
-    uint64_t *recs;     /* rec by base (then size), for rec_has */
-    size_t caprecs;
-    uint64_t rec_longest; /* the longest recorded segment added (rec_has walks back no further) */
-    size_t rec_wraps;     /* recorded segments whose end passes 2^64 (then it walks back to the first) */
     uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
 } match_ctx;
 
@@ -56,58 +52,14 @@ static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
         }
 }
 
-/* The recorded segments: rec in the order range_add / range_del keep (which of two at one
- * base goes first), recs sorted with the largest end so far, so that whether an address is
- * in one of them takes a binary search per allocation instead of a walk over them all. */
-static size_t recs_lower(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[2 * mid] < addr || (r[2 * mid] == addr && r[2 * mid + 1] < size)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
+/* The recorded segments held now (twin_internal.h). */
 static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
-    size_t n = c->nrec;
-    range_add(c, &c->rec, &c->nrec, &c->caprec, addr, size);
-    if (c->err || (c->err = hbmi_grow((void **)&c->recs, &c->caprecs, 2 * (n + 1), sizeof *c->recs))) return;
-    size_t k = recs_lower(c->recs, n, addr, size);
-    memmove(c->recs + 2 * k + 2, c->recs + 2 * k, 2 * (n - k) * sizeof *c->recs);
-    c->recs[2 * k] = addr, c->recs[2 * k + 1] = size;
-    if (size > c->rec_longest) c->rec_longest = size;
-    c->rec_wraps += addr + size < addr;
+    if (!c->err) c->err = hbmi_twin_segs_add(&c->rec, addr, size);
 }
 
-static void rec_del(match_ctx *c, uint64_t addr) {
-    size_t j = 0;
-    while (j < c->nrec && c->rec[2 * j] != addr) j++;
-    if (j == c->nrec) return;
-    size_t k = recs_lower(c->recs, c->nrec, addr, c->rec[2 * j + 1]); /* the one range_del takes */
-    c->rec_wraps -= addr + c->rec[2 * j + 1] < addr;
-    memmove(c->recs + 2 * k, c->recs + 2 * k + 2, 2 * (c->nrec - k - 1) * sizeof *c->recs);
-    range_del(c->rec, &c->nrec, addr);
-}
+static void rec_del(match_ctx *c, uint64_t addr) { hbmi_twin_segs_del(&c->rec, addr); }
 
-/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)): the
- * segments at or below addr, from the highest down, until one holds it or none further
- * down can reach it (its base is more than the longest segment below addr). */
-static int rec_has(const match_ctx *c, uint64_t addr) {
-    if (addr == UINT64_MAX) return 0; /* range_find's addr + 1 wraps: nothing starts below 0 */
-    size_t lo = 0, hi = c->nrec; /* the segments at or below addr: recs[0..lo) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->recs[2 * mid] <= addr) lo = mid + 1;
-        else hi = mid;
-    }
-    while (lo-- > 0) {
-        const uint64_t *p = c->recs + 2 * lo;
-        if (addr < p[0] + p[1]) return 1;
-        if (!c->rec_wraps && p[0] + c->rec_longest >= p[0] && p[0] + c->rec_longest <= addr) return 0;
-    }
-    return 0;
-}
+static int rec_has(const match_ctx *c, uint64_t addr) { return hbmi_twin_segs_has(&c->rec, addr); }
 
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
 static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
@@ -532,6 +484,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     size_t *pending = NULL;
     match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
+    hbmi_twin_segs_init(&c.rec);
     hbm_status s = hbm_device_open(out->device, &dev);
     if (!s) s = hbm_allocator_open(dev, out->config, &a);
     if (!s && !hbmi_torch_is(a))
@@ -546,8 +499,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(empty_run);
     hbmi_free(c.tw);
     hbmi_free(c.held);
-    hbmi_free(c.rec);
-    hbmi_free(c.recs);
+    hbmi_twin_segs_destroy(&c.rec);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
