@@ -10,6 +10,7 @@
 #include "hbm/replay.h"
 #include "hbm/size.h"
 #include "trace/replay/replay_internal.h"
+#include "trace/replay/twin_internal.h"
 
 #define REPLAY_MAX_CONFIGS 64
 
@@ -192,13 +193,8 @@ static hbm_status twin_part(hbm_replay_report *rep, int tw) {
     rep->twin_row = tw;
     if (tw < 0) return HBM_OK;
     hbm_torch_recorded_settings(t, rep->recorded_settings, sizeof rep->recorded_settings);
-    hbm_status s = hbm_torch_recorded_get(t, &rep->recorded);
+    hbm_status s = hbmi_torch_recorded_scan(t, &rep->recorded, &rep->recorded_calls); /* one walk for both */
     if (s) return s;
-    for (size_t i = 0; i < t->count; i++) {
-        int k = t->events[i].kind;
-        rep->recorded_calls += k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP ||
-                               k == HBM_EV_SEGMENT_UNMAP;
-    }
     rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
     if (rep->twin_status == HBM_ERR_OOM) snprintf(rep->twin_why, sizeof rep->twin_why, "%s", hbm_last_error());
     return HBM_OK;

@@ -128,25 +128,33 @@ static void compare(match_ctx *c, const size_t *rec, size_t n) {
     c->ocur = 0;
 }
 
-/* For each event, 1 when it starts a run of segment_free / segment_unmap events that no
- * segment_alloc / segment_map / oom follows: the program called empty_cache(). */
-static hbm_status find_empty_cache_runs(const hbm_trace *t, uint8_t **out) {
+/* One walk over the history for what the twin needs before it starts: the recorded peak
+ * of reserved bytes from start (*peak), whether it maps expandable segments (*has_map),
+ * and (returned; NULL when out of host memory) for each event, 1 when it starts a run of
+ * segment_free / segment_unmap events that no segment_alloc / segment_map / oom follows:
+ * the program called empty_cache(). */
+static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak, int *has_map) {
     uint8_t *mark = hbmi_calloc(t->count + 1, 1);
-    if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    for (size_t i = 0; i < t->count;) {
-        int k = t->events[i].kind;
-        if (k != HBM_EV_SEGMENT_FREE && k != HBM_EV_SEGMENT_UNMAP) {
-            i++;
-            continue;
+    uint64_t cur = start, top = start;
+    size_t run = SIZE_MAX; /* where the current run of segment_free / segment_unmap starts */
+    *has_map = 0;
+    for (size_t i = 0; i <= t->count; i++) {
+        int k = i < t->count ? t->events[i].kind : 0;
+        if (k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) {
+            if (run == SIZE_MAX) run = i;
+        } else if (run != SIZE_MAX) {
+            if (mark && k != HBM_EV_SEGMENT_ALLOC && k != HBM_EV_SEGMENT_MAP && k != HBM_EV_OOM) mark[run] = 1;
+            run = SIZE_MAX;
         }
-        size_t j = i;
-        while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP)) j++;
-        int next = j < t->count ? t->events[j].kind : 0;
-        if (next != HBM_EV_SEGMENT_ALLOC && next != HBM_EV_SEGMENT_MAP && next != HBM_EV_OOM) mark[i] = 1;
-        i = j;
+        if (i == t->count) break;
+        uint64_t size = t->events[i].size;
+        if (k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
+        if (k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_MAP) cur += size;
+        else if ((k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) && cur >= size) cur -= size;
+        if (cur > top) top = cur;
     }
-    *out = mark;
-    return HBM_OK;
+    *peak = top;
+    return mark;
 }
 
 static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t twin_addr, size_t i) {
@@ -237,19 +245,6 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbmi_torch_set_addr_fn(self, NULL, NULL);
     hbmi_map_destroy(&live);
     return s ? s : c->err;
-}
-
-static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map) {
-    uint64_t cur = start, peak = start;
-    *has_map = 0;
-    for (size_t i = 0; i < t->count; i++) {
-        const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_MAP || e->kind == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
-        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) cur += e->size;
-        else if ((e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP) && cur >= e->size) cur -= e->size;
-        if (cur > peak) peak = cur;
-    }
-    return peak;
 }
 
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
@@ -475,12 +470,11 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     int has_map;
     uint64_t start = 0;
     for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
-    out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
+    uint8_t *empty_run = scan_history(t, start, &out->peak_reserved_recorded, &has_map);
     snprintf(out->device, sizeof out->device, "%s", device_spec);
     snprintf(out->config, sizeof out->config, "%s", config);
     hbm_device *dev = NULL;
     hbm_allocator *a = NULL;
-    uint8_t *empty_run = NULL;
     size_t *pending = NULL;
     match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
@@ -489,7 +483,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     if (!s) s = hbm_allocator_open(dev, out->config, &a);
     if (!s && !hbmi_torch_is(a))
         s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
-    if (!s) s = find_empty_cache_runs(t, &empty_run);
+    if (!s && !empty_run) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
@@ -563,8 +557,14 @@ hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m,
 }
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
+    uint64_t calls;
+    return hbmi_torch_recorded_scan(t, out, &calls);
+}
+
+hbm_status hbmi_torch_recorded_scan(const hbm_trace *t, hbm_torch_recorded *out, uint64_t *calls) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
+    *calls = 0;
     out->peak_event = out->oom_event = out->peak_in_use_event = -1;
     hbmi_map live; /* address -> requested bytes (what a block holds, as memory_viz counts it) */
     hbmi_map_init(&live);
@@ -586,9 +586,15 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
             if (hbmi_map_del(&live, e->addr, &v)) requested -= v, in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
-        case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
+        case HBM_EV_SEGMENT_MAP:
+            reserved += e->size;
+            ++*calls;
+            break;
         case HBM_EV_SEGMENT_FREE: segments -= segments > 0; /* fall through */
-        case HBM_EV_SEGMENT_UNMAP: reserved -= reserved >= e->size ? e->size : reserved; break;
+        case HBM_EV_SEGMENT_UNMAP:
+            reserved -= reserved >= e->size ? e->size : reserved;
+            ++*calls;
+            break;
         case HBM_EV_OOM:
             if (out->oom_event < 0) out->oom_event = (int64_t)i, out->oom_bytes = e->requested;
             break;

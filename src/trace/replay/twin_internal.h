@@ -1,5 +1,5 @@
 /* twin_internal.h - the PyTorch twin's own structures (torch_twin.c), here so a test can
- * reach them.
+ * reach them, and what the replay's report (src/report/replay_report.c) asks of it.
  *
  * The recorded segments: the (base, size) of the cudaMalloc segments the history holds at
  * the twin's current event. A history repeated or cut by PyTorch's ring buffer can hold two
@@ -16,7 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hbm/replay_torch.h"
 #include "hbm/status.h"
+
+/* hbm_torch_recorded_get, and in the same walk the history's segment events (cudaMalloc /
+ * cudaFree, map / unmap) into *calls. */
+hbm_status hbmi_torch_recorded_scan(const hbm_trace *t, hbm_torch_recorded *out, uint64_t *calls);
 
 #define HBMI_TWIN_SEGS_CHUNK 64
 
