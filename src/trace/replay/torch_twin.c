@@ -29,6 +29,7 @@ typedef struct match_ctx {
     uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
     size_t nheld, capheld;
     uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
+    int grew;           /* a segment allocated or mapped since the reserved bytes were read */
 } match_ctx;
 
 /* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
@@ -94,6 +95,7 @@ static int is_segment_event(int k) {
 static void on_twin_event(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
     match_ctx *c = user;
     (void)stream;
+    c->grew |= kind == HBM_EV_SEGMENT_ALLOC || kind == HBM_EV_SEGMENT_MAP; /* the policy's reserved bytes rise only so */
     if (c->err) return;
     if ((c->err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
     c->tw[c->ntw++] = (twin_ev){kind, addr, size, seg};
@@ -182,6 +184,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
+    c->grew = 1; /* the seeded segments */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
@@ -230,9 +233,10 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             }
             if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
-            if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
+            if (!(s = hbmi_map_put(&live, e->addr, addr + 1)) && c->grew) { /* else no more reserved than at the last look */
                 ops->stats(self, &st);
                 if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
+                c->grew = 0;
             }
         } else if (e->kind == HBM_EV_FREE) {
             uint64_t addr;
