@@ -195,7 +195,7 @@ static hbm_status twin_part(hbm_replay_report *rep, int tw) {
     hbm_torch_recorded_settings(t, rep->recorded_settings, sizeof rep->recorded_settings);
     hbm_status s = hbmi_torch_recorded_scan(t, &rep->recorded, &rep->recorded_calls); /* one walk for both */
     if (s) return s;
-    rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
+    rep->twin_status = hbmi_twin_match(t, rep->recorded_settings, rep->rows[tw].config, rep->device, &rep->twin);
     if (rep->twin_status == HBM_ERR_OOM) snprintf(rep->twin_why, sizeof rep->twin_why, "%s", hbm_last_error());
     return HBM_OK;
 }

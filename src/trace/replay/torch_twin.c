@@ -391,6 +391,8 @@ hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap
     return HBM_OK;
 }
 
+static hbm_status config_with(const char *rec, const char *config, char *buf, size_t cap);
+
 /* The length of the key of the item at p (up to '=' or the item's end). */
 static size_t key_len(const char *p) { return strcspn(p, "=,"); }
 
@@ -411,6 +413,11 @@ hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config
         return hbmi_error(HBM_ERR_INVALID, "'%s' is not allocator=torch", config);
     char rec[sizeof t->torch_settings + 32];
     hbm_torch_recorded_settings(t, rec, sizeof rec);
+    return config_with(rec, config, buf, cap);
+}
+
+/* config (allocator=torch...) under the recorded settings rec. */
+static hbm_status config_with(const char *rec, const char *config, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "allocator=torch");
     for (const char *p = rec; *p && n < cap;) {
         const char *q = p;
@@ -428,21 +435,39 @@ hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config
 /* The twin's configuration: config whole when it names an allocator (allocator=torch under
  * the recorded settings), else allocator=torch under the recorded settings with config's
  * items. */
-static void twin_config(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+static void twin_config(const char *rec, const char *config, char *buf, size_t cap) {
     char c[300];
     if (!config || strncmp(config, "allocator=", 10)) {
         if (snprintf(c, sizeof c, "allocator=torch%s%s", config && *config ? "," : "", config ? config : "") >= (int)sizeof c)
             c[sizeof c - 1] = 0;
         config = c;
     }
-    if (hbm_torch_config_with_recorded(t, config, buf, cap) && snprintf(buf, cap, "%s", config) >= (int)cap) buf[cap - 1] = 0;
+    if ((strncmp(config, "allocator=torch", 15) || (config[15] && config[15] != ',') || config_with(rec, config, buf, cap)) &&
+        snprintf(buf, cap, "%s", config) >= (int)cap)
+        buf[cap - 1] = 0;
 }
+
+static hbm_status twin_match(const hbm_trace *t, const char *recorded, const hbm_torch_segment_state *segs, size_t nsegs,
+                             const char *config, const char *device_spec, hbm_torch_match *out);
 
 hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
                                        const char *config, const char *device_spec, hbm_torch_match *out) {
+    return twin_match(t, NULL, segs, nsegs, config, device_spec, out);
+}
+
+hbm_status hbmi_twin_match(const hbm_trace *t, const char *recorded, const char *config, const char *device_spec,
+                           hbm_torch_match *out) {
+    return twin_match(t, recorded, NULL, 0, config, device_spec, out);
+}
+
+/* recorded: hbm_torch_recorded_settings of t (NULL: found here, a walk of the events when
+ * the snapshot does not say them) */
+static hbm_status twin_match(const hbm_trace *t, const char *recorded, const hbm_torch_segment_state *segs, size_t nsegs,
+                             const char *config, const char *device_spec, hbm_torch_match *out) {
     if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
-    char full[256], dev[96];
-    twin_config(t, config, full, sizeof full);
+    char full[256], dev[96], rec[sizeof t->torch_settings + 32];
+    if (!recorded) hbm_torch_recorded_settings(t, rec, sizeof rec), recorded = rec;
+    twin_config(recorded, config, full, sizeof full);
     if (device_spec) snprintf(dev, sizeof dev, "%s", device_spec);
     else hbm_replay_default_device(t, dev, sizeof dev, NULL);
     config = full;

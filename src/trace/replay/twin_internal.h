@@ -22,6 +22,11 @@
 /* hbm_torch_recorded_get, and in the same walk the history's segment events (cudaMalloc /
  * cudaFree, map / unmap) into *calls. */
 hbm_status hbmi_torch_recorded_scan(const hbm_trace *t, hbm_torch_recorded *out, uint64_t *calls);
+/* hbm_replay_torch_match with t's recorded settings as hbm_torch_recorded_settings wrote
+ * them (known already: not found again, a walk of the events when the snapshot does not
+ * say them). */
+hbm_status hbmi_twin_match(const hbm_trace *t, const char *recorded, const char *config, const char *device_spec,
+                           hbm_torch_match *out);
 
 #define HBMI_TWIN_SEGS_CHUNK 64
 
