@@ -30,9 +30,10 @@ hbm_status hbm_replay_config_make(const hbm_trace *t, const char *config, hbm_re
     if (!t || !config || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_config_make: NULL argument");
     char rec[200], full[320];
     /* allocator=torch on a PyTorch snapshot: under the settings it was recorded with, the
-     * configuration's own items after them (later items win) */
-    if (!strcmp(t->source, "torch") && !hbm_torch_recorded_settings(t, rec, sizeof rec) && rec[0] &&
-        !hbm_torch_config_with_recorded(t, config, full, sizeof full))
+     * configuration's own items after them (later items win); the settings found only for
+     * such a configuration (where the snapshot does not say them, a walk of its events) */
+    if (!strcmp(t->source, "torch") && !strncmp(config, "allocator=torch", 15) && (!config[15] || config[15] == ',') &&
+        !hbm_torch_recorded_settings(t, rec, sizeof rec) && rec[0] && !hbmi_torch_config_with(rec, config, full, sizeof full))
         return config_value(full, 1, out);
     return config_value(config, 0, out);
 }

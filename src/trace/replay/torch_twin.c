@@ -391,8 +391,6 @@ hbm_status hbm_torch_recorded_settings(const hbm_trace *t, char *buf, size_t cap
     return HBM_OK;
 }
 
-static hbm_status config_with(const char *rec, const char *config, char *buf, size_t cap);
-
 /* The length of the key of the item at p (up to '=' or the item's end). */
 static size_t key_len(const char *p) { return strcspn(p, "=,"); }
 
@@ -413,11 +411,10 @@ hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config
         return hbmi_error(HBM_ERR_INVALID, "'%s' is not allocator=torch", config);
     char rec[sizeof t->torch_settings + 32];
     hbm_torch_recorded_settings(t, rec, sizeof rec);
-    return config_with(rec, config, buf, cap);
+    return hbmi_torch_config_with(rec, config, buf, cap);
 }
 
-/* config (allocator=torch...) under the recorded settings rec. */
-static hbm_status config_with(const char *rec, const char *config, char *buf, size_t cap) {
+hbm_status hbmi_torch_config_with(const char *rec, const char *config, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "allocator=torch");
     for (const char *p = rec; *p && n < cap;) {
         const char *q = p;
@@ -442,8 +439,8 @@ static void twin_config(const char *rec, const char *config, char *buf, size_t c
             c[sizeof c - 1] = 0;
         config = c;
     }
-    if ((strncmp(config, "allocator=torch", 15) || (config[15] && config[15] != ',') || config_with(rec, config, buf, cap)) &&
-        snprintf(buf, cap, "%s", config) >= (int)cap)
+    int torch = !strncmp(config, "allocator=torch", 15) && (!config[15] || config[15] == ',');
+    if ((!torch || hbmi_torch_config_with(rec, config, buf, cap)) && snprintf(buf, cap, "%s", config) >= (int)cap)
         buf[cap - 1] = 0;
 }
 

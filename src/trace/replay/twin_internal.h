@@ -22,6 +22,9 @@
 /* hbm_torch_recorded_get, and in the same walk the history's segment events (cudaMalloc /
  * cudaFree, map / unmap) into *calls. */
 hbm_status hbmi_torch_recorded_scan(const hbm_trace *t, hbm_torch_recorded *out, uint64_t *calls);
+/* hbm_torch_config_with_recorded with the recorded settings rec known already (config is
+ * allocator=torch, alone or with items). */
+hbm_status hbmi_torch_config_with(const char *rec, const char *config, char *buf, size_t cap);
 /* hbm_replay_torch_match with t's recorded settings as hbm_torch_recorded_settings wrote
  * them (known already: not found again, a walk of the events when the snapshot does not
  * say them). */
