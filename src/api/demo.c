@@ -2,7 +2,8 @@
  * step on a simulated device runs out of memory under the allocator configuration the
  * environment gives; the OOM report's advice is checked by running the step again (for a
  * fraction: the smallest, in steps of .01, that covers the whole step, not only the request
- * that failed), and the step is run with it; then the seed bug, an SVD whose U is declared
+ * that failed), and the step is run with it (advice to change the allocator that still ends
+ * at the framework's limit gets one more run, with that fraction checked); then the seed bug, an SVD whose U is declared
  * 300000x300000, and its fix are planned as `hbm plan --device V100-16GB` would.
  *
  * The advised setting goes to the allocator as the environment would give it: the step is
@@ -15,22 +16,24 @@
 #include "core/internal.h"
 #include "hbm/hbm.h"
 
-/* The caller's environment with at most one variable set on top. */
+/* The caller's environment with at most two variables set on top: an advised setting and,
+ * when the step still runs out of memory with it, the fraction that run's report advises. */
 typedef struct demo_env {
     hbm_getenv_fn fn; /* NULL: getenv */
     void *user;
-    char name[128], value[128]; /* name "": none */
+    char name[2][128], value[2][128]; /* name "": none */
 } demo_env;
 
 static const char *demo_getenv(void *u, const char *name) {
     const demo_env *e = u;
-    if (e->name[0] && !strcmp(e->name, name)) return e->value;
+    for (int i = 0; i < 2; i++)
+        if (e->name[i][0] && !strcmp(e->name[i], name)) return e->value[i];
     return e->fn ? e->fn(e->user, name) : getenv(name);
 }
 
-static void env_set(demo_env *e, const char *name, size_t name_len, const char *value) {
-    snprintf(e->name, sizeof e->name, "%.*s", (int)name_len, name);
-    snprintf(e->value, sizeof e->value, "%s", value);
+static void env_set(demo_env *e, int slot, const char *name, size_t name_len, const char *value) {
+    snprintf(e->name[slot], sizeof e->name[slot], "%.*s", (int)name_len, name);
+    snprintf(e->value[slot], sizeof e->value[slot], "%s", value);
 }
 
 typedef struct demo {
@@ -102,13 +105,17 @@ static const char *fraction_text(double f, char buf[16]) {
     return buf[0] == '0' ? buf + 1 : buf;
 }
 
-/* After run 1 ran out of memory (diagnosis *dg, its report in report, owned): the report
- * with its advice checked, what follows from it, and run 2 with the advice. */
+/* After run `attempt` ran out of memory (diagnosis *dg, its report in report, owned): the
+ * report with its advice checked, what follows from it, and the next run with the advice
+ * (with prior, the advice an earlier run took, still set). A run with an allocator's advice
+ * that still runs out of memory on a framework limit goes on once more, with the fraction
+ * its report advises checked the same way. */
 static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, uint64_t peak, uint64_t capacity,
-                            int *done) {
+                            int *done, int attempt, const char *prior) {
     FILE *f = d->f;
-    char advice[160] = "", f1[16], p[32], c[32];
+    char advice[320] = "", fa[64], f1[16], p[32], c[32];
     double f0;
+    int from_env = 0; /* the advice is the report's variable, not a checked fraction */
     hbm_status s = HBM_OK;
     if (!strncmp(dg->config, "fraction=", 9) && (f0 = strtod(dg->config + 9, NULL)) > 0) {
         /* the report's suggestion covers the request that failed; find, by running the
@@ -116,11 +123,11 @@ static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, 
         double found = 0;
         for (int k = (int)(f0 * 100 + 0.5); k <= 100 && !s && !found; k++) {
             hbm_oom_diagnosis d2;
-            env_set(&d->env, "HBM_MEM_FRACTION", 16, fraction_text(k / 100.0, f1));
+            env_set(&d->env, 1, "HBM_MEM_FRACTION", 16, fraction_text(k / 100.0, f1));
             s = run_step(d, 0, 0, done, &d2, NULL, NULL);
             if (*done) found = k / 100.0;
         }
-        d->env.name[0] = 0;
+        d->env.name[1][0] = 0;
         char verdict[400] = "";
         if (found > 0 && found - f0 > 0.005)
             snprintf(verdict, sizeof verdict,
@@ -134,22 +141,24 @@ static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, 
         if (report && verdict[0]) hbm_oom_report_set_advice(report, strlen(report) + 512, verdict);
         if (report) fprintf(f, "%s\n", report);
         if (found > 0) {
-            snprintf(advice, sizeof advice, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_text(found, f1));
+            snprintf(fa, sizeof fa, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_text(found, f1));
+            snprintf(advice, sizeof advice, "%s%s%s", prior, prior[0] ? " " : "", fa);
             if (found - f0 > 0.005)
                 fprintf(f, "The report's %s covers the request that failed; running the step shows that the\n"
-                           "whole step needs %s.\n", dg->env, advice);
-            env_set(&d->env, "HBM_MEM_FRACTION", 16, fraction_text(found, f1)); /* wins over any fraction set */
+                           "whole step needs %s.\n", dg->env, fa);
+            env_set(&d->env, 1, "HBM_MEM_FRACTION", 16, fraction_text(found, f1)); /* wins over any fraction set */
         } else if (!s) {
             fprintf(f, "No setting makes this step fit %s: at its peak it holds %s live, and even\n"
                        "XLA_PYTHON_CLIENT_MEM_FRACTION=1 (the whole %s) fails. It needs a device with more\n"
                        "memory, or a smaller step (batch, sequence length, rematerialization).\n",
                     d->shown, hbm_size_human(peak, p), hbm_size_human(capacity, c));
         }
-    } else if (dg->env[0]) {
+    } else if (dg->env[0] && !prior[0]) {
         if (report) fprintf(f, "%s\n", report); /* the run with this advice follows */
         snprintf(advice, sizeof advice, "%s", dg->env);
         const char *eq = strchr(dg->env, '=');
-        if (eq) env_set(&d->env, dg->env, (size_t)(eq - dg->env), eq + 1);
+        if (eq) env_set(&d->env, 0, dg->env, (size_t)(eq - dg->env), eq + 1);
+        from_env = 1;
     } else {
         if (report) fprintf(f, "%s\n", report);
         fprintf(f, "No allocator setting can help here (%s): the step holds %s at its peak on a %s\n"
@@ -159,8 +168,14 @@ static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, 
     hbmi_free(report);
     if (!s && advice[0]) {
         hbm_oom_diagnosis d2;
+        char *report2 = NULL;
+        memset(&d2, 0, sizeof d2);
         fprintf(f, "Running again with %s ...\n\n", advice);
-        s = run_step(d, 1, 2, done, &d2, NULL, NULL);
+        s = run_step(d, 1, attempt + 1, done, &d2, NULL, &report2);
+        if (!s && !*done && from_env && !strncmp(d2.config, "fraction=", 9))
+            return after_oom(d, &d2, report2, peak, capacity, done, attempt + 1, advice);
+        if (report2) fprintf(f, "%s\n", report2);
+        hbmi_free(report2);
         if (!s && !*done) fprintf(f, "The step still runs out of memory with %s.\n", advice);
     }
     return s;
@@ -230,7 +245,7 @@ hbm_status hbm_demo_write(const hbm_demo_options *o, FILE *f, int *completed) {
     memset(&dg, 0, sizeof dg);
     char *report = NULL; /* run 1's OOM report: its advice is checked before it is written */
     s = run_step(&d, 1, 1, &done, &dg, &capacity, &report);
-    if (!s && !done) s = after_oom(&d, &dg, report, peak, capacity, &done);
+    if (!s && !done) s = after_oom(&d, &dg, report, peak, capacity, &done, 1, "");
     else hbmi_free(report);
     hbm_timeline_free(tl);
     if (s) return s;

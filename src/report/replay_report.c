@@ -10,6 +10,7 @@
 #include "hbm/replay.h"
 #include "hbm/size.h"
 #include "trace/replay/replay_internal.h"
+#include "trace/replay/twin_internal.h"
 
 #define REPLAY_MAX_CONFIGS 64
 
@@ -29,9 +30,10 @@ hbm_status hbm_replay_config_make(const hbm_trace *t, const char *config, hbm_re
     if (!t || !config || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_config_make: NULL argument");
     char rec[200], full[320];
     /* allocator=torch on a PyTorch snapshot: under the settings it was recorded with, the
-     * configuration's own items after them (later items win) */
-    if (!strcmp(t->source, "torch") && !hbm_torch_recorded_settings(t, rec, sizeof rec) && rec[0] &&
-        !hbm_torch_config_with_recorded(t, config, full, sizeof full))
+     * configuration's own items after them (later items win); the settings found only for
+     * such a configuration (where the snapshot does not say them, a walk of its events) */
+    if (!strcmp(t->source, "torch") && !strncmp(config, "allocator=torch", 15) && (!config[15] || config[15] == ',') &&
+        !hbm_torch_recorded_settings(t, rec, sizeof rec) && rec[0] && !hbmi_torch_config_with(rec, config, full, sizeof full))
         return config_value(full, 1, out);
     return config_value(config, 0, out);
 }
@@ -192,14 +194,9 @@ static hbm_status twin_part(hbm_replay_report *rep, int tw) {
     rep->twin_row = tw;
     if (tw < 0) return HBM_OK;
     hbm_torch_recorded_settings(t, rep->recorded_settings, sizeof rep->recorded_settings);
-    hbm_status s = hbm_torch_recorded_get(t, &rep->recorded);
+    hbm_status s = hbmi_torch_recorded_scan(t, &rep->recorded, &rep->recorded_calls); /* one walk for both */
     if (s) return s;
-    for (size_t i = 0; i < t->count; i++) {
-        int k = t->events[i].kind;
-        rep->recorded_calls += k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_MAP ||
-                               k == HBM_EV_SEGMENT_UNMAP;
-    }
-    rep->twin_status = hbm_replay_torch_match(t, rep->rows[tw].config, rep->device, &rep->twin);
+    rep->twin_status = hbmi_twin_match(t, rep->recorded_settings, rep->rows[tw].config, rep->device, &rep->twin);
     if (rep->twin_status == HBM_ERR_OOM) snprintf(rep->twin_why, sizeof rep->twin_why, "%s", hbm_last_error());
     return HBM_OK;
 }

@@ -8,6 +8,7 @@
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
+#include "trace/replay/twin_internal.h"
 #include "trace/trace_internal.h"
 
 typedef struct twin_ev {
@@ -24,15 +25,11 @@ typedef struct match_ctx {
     hbmi_map segbase; /* twin segment base -> recorded segment base */
     const size_t *pend; /* the recorded segment events of the current call */
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
-    uint64_t *rec;      /* (base, size) of the recorded cudaMalloc segments held now */
-    size_t nrec, caprec;
+    hbmi_twin_segs rec; /* the recorded cudaMalloc segments held now */
     uint64_t *held;     /* (base, size) of the recorded addresses the twin holds */
     size_t nheld, capheld;
-    uint64_t *recs;     /* rec by base (then size), for rec_has */
-    size_t caprecs;
-    uint64_t rec_longest; /* the longest recorded segment added (rec_has walks back no further) */
-    size_t rec_wraps;     /* recorded segments whose end passes 2^64 (then it walks back to the first) */
     uint64_t va_next;   /* where the twin's next unpaired expandable range goes */
+    int grew;           /* a segment allocated or mapped since the reserved bytes were read */
 } match_ctx;
 
 /* Ranges as (base, size) pairs: few (one per segment), so a plain array. */
@@ -56,58 +53,14 @@ static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
         }
 }
 
-/* The recorded segments: rec in the order range_add / range_del keep (which of two at one
- * base goes first), recs sorted with the largest end so far, so that whether an address is
- * in one of them takes a binary search per allocation instead of a walk over them all. */
-static size_t recs_lower(const uint64_t *r, size_t n, uint64_t addr, uint64_t size) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[2 * mid] < addr || (r[2 * mid] == addr && r[2 * mid + 1] < size)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
+/* The recorded segments held now (twin_internal.h). */
 static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
-    size_t n = c->nrec;
-    range_add(c, &c->rec, &c->nrec, &c->caprec, addr, size);
-    if (c->err || (c->err = hbmi_grow((void **)&c->recs, &c->caprecs, 2 * (n + 1), sizeof *c->recs))) return;
-    size_t k = recs_lower(c->recs, n, addr, size);
-    memmove(c->recs + 2 * k + 2, c->recs + 2 * k, 2 * (n - k) * sizeof *c->recs);
-    c->recs[2 * k] = addr, c->recs[2 * k + 1] = size;
-    if (size > c->rec_longest) c->rec_longest = size;
-    c->rec_wraps += addr + size < addr;
+    if (!c->err) c->err = hbmi_twin_segs_add(&c->rec, addr, size);
 }
 
-static void rec_del(match_ctx *c, uint64_t addr) {
-    size_t j = 0;
-    while (j < c->nrec && c->rec[2 * j] != addr) j++;
-    if (j == c->nrec) return;
-    size_t k = recs_lower(c->recs, c->nrec, addr, c->rec[2 * j + 1]); /* the one range_del takes */
-    c->rec_wraps -= addr + c->rec[2 * j + 1] < addr;
-    memmove(c->recs + 2 * k, c->recs + 2 * k + 2, 2 * (c->nrec - k - 1) * sizeof *c->recs);
-    range_del(c->rec, &c->nrec, addr);
-}
+static void rec_del(match_ctx *c, uint64_t addr) { hbmi_twin_segs_del(&c->rec, addr); }
 
-/* 1 when addr is in a recorded segment (range_find(c->rec, c->nrec, addr, 1)): the
- * segments at or below addr, from the highest down, until one holds it or none further
- * down can reach it (its base is more than the longest segment below addr). */
-static int rec_has(const match_ctx *c, uint64_t addr) {
-    if (addr == UINT64_MAX) return 0; /* range_find's addr + 1 wraps: nothing starts below 0 */
-    size_t lo = 0, hi = c->nrec; /* the segments at or below addr: recs[0..lo) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->recs[2 * mid] <= addr) lo = mid + 1;
-        else hi = mid;
-    }
-    while (lo-- > 0) {
-        const uint64_t *p = c->recs + 2 * lo;
-        if (addr < p[0] + p[1]) return 1;
-        if (!c->rec_wraps && p[0] + c->rec_longest >= p[0] && p[0] + c->rec_longest <= addr) return 0;
-    }
-    return 0;
-}
+static int rec_has(const match_ctx *c, uint64_t addr) { return hbmi_twin_segs_has(&c->rec, addr); }
 
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
 static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
@@ -142,6 +95,7 @@ static int is_segment_event(int k) {
 static void on_twin_event(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
     match_ctx *c = user;
     (void)stream;
+    c->grew |= kind == HBM_EV_SEGMENT_ALLOC || kind == HBM_EV_SEGMENT_MAP; /* the policy's reserved bytes rise only so */
     if (c->err) return;
     if ((c->err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
     c->tw[c->ntw++] = (twin_ev){kind, addr, size, seg};
@@ -176,25 +130,33 @@ static void compare(match_ctx *c, const size_t *rec, size_t n) {
     c->ocur = 0;
 }
 
-/* For each event, 1 when it starts a run of segment_free / segment_unmap events that no
- * segment_alloc / segment_map / oom follows: the program called empty_cache(). */
-static hbm_status find_empty_cache_runs(const hbm_trace *t, uint8_t **out) {
+/* One walk over the history for what the twin needs before it starts: the recorded peak
+ * of reserved bytes from start (*peak), whether it maps expandable segments (*has_map),
+ * and (returned; NULL when out of host memory) for each event, 1 when it starts a run of
+ * segment_free / segment_unmap events that no segment_alloc / segment_map / oom follows:
+ * the program called empty_cache(). */
+static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak, int *has_map) {
     uint8_t *mark = hbmi_calloc(t->count + 1, 1);
-    if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
-    for (size_t i = 0; i < t->count;) {
-        int k = t->events[i].kind;
-        if (k != HBM_EV_SEGMENT_FREE && k != HBM_EV_SEGMENT_UNMAP) {
-            i++;
-            continue;
+    uint64_t cur = start, top = start;
+    size_t run = SIZE_MAX; /* where the current run of segment_free / segment_unmap starts */
+    *has_map = 0;
+    for (size_t i = 0; i <= t->count; i++) {
+        int k = i < t->count ? t->events[i].kind : 0;
+        if (k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) {
+            if (run == SIZE_MAX) run = i;
+        } else if (run != SIZE_MAX) {
+            if (mark && k != HBM_EV_SEGMENT_ALLOC && k != HBM_EV_SEGMENT_MAP && k != HBM_EV_OOM) mark[run] = 1;
+            run = SIZE_MAX;
         }
-        size_t j = i;
-        while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP)) j++;
-        int next = j < t->count ? t->events[j].kind : 0;
-        if (next != HBM_EV_SEGMENT_ALLOC && next != HBM_EV_SEGMENT_MAP && next != HBM_EV_OOM) mark[i] = 1;
-        i = j;
+        if (i == t->count) break;
+        uint64_t size = t->events[i].size;
+        if (k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
+        if (k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_MAP) cur += size;
+        else if ((k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) && cur >= size) cur -= size;
+        if (cur > top) top = cur;
     }
-    *out = mark;
-    return HBM_OK;
+    *peak = top;
+    return mark;
 }
 
 static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t twin_addr, size_t i) {
@@ -222,6 +184,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
     int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
+    c->grew = 1; /* the seeded segments */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
@@ -270,9 +233,10 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             }
             if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
-            if (!(s = hbmi_map_put(&live, e->addr, addr + 1))) {
+            if (!(s = hbmi_map_put(&live, e->addr, addr + 1)) && c->grew) { /* else no more reserved than at the last look */
                 ops->stats(self, &st);
                 if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
+                c->grew = 0;
             }
         } else if (e->kind == HBM_EV_FREE) {
             uint64_t addr;
@@ -285,19 +249,6 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbmi_torch_set_addr_fn(self, NULL, NULL);
     hbmi_map_destroy(&live);
     return s ? s : c->err;
-}
-
-static uint64_t recorded_peak(const hbm_trace *t, uint64_t start, int *has_map) {
-    uint64_t cur = start, peak = start;
-    *has_map = 0;
-    for (size_t i = 0; i < t->count; i++) {
-        const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_MAP || e->kind == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
-        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) cur += e->size;
-        else if ((e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP) && cur >= e->size) cur -= e->size;
-        if (cur > peak) peak = cur;
-    }
-    return peak;
 }
 
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
@@ -460,6 +411,10 @@ hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config
         return hbmi_error(HBM_ERR_INVALID, "'%s' is not allocator=torch", config);
     char rec[sizeof t->torch_settings + 32];
     hbm_torch_recorded_settings(t, rec, sizeof rec);
+    return hbmi_torch_config_with(rec, config, buf, cap);
+}
+
+hbm_status hbmi_torch_config_with(const char *rec, const char *config, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "allocator=torch");
     for (const char *p = rec; *p && n < cap;) {
         const char *q = p;
@@ -477,21 +432,39 @@ hbm_status hbm_torch_config_with_recorded(const hbm_trace *t, const char *config
 /* The twin's configuration: config whole when it names an allocator (allocator=torch under
  * the recorded settings), else allocator=torch under the recorded settings with config's
  * items. */
-static void twin_config(const hbm_trace *t, const char *config, char *buf, size_t cap) {
+static void twin_config(const char *rec, const char *config, char *buf, size_t cap) {
     char c[300];
     if (!config || strncmp(config, "allocator=", 10)) {
         if (snprintf(c, sizeof c, "allocator=torch%s%s", config && *config ? "," : "", config ? config : "") >= (int)sizeof c)
             c[sizeof c - 1] = 0;
         config = c;
     }
-    if (hbm_torch_config_with_recorded(t, config, buf, cap) && snprintf(buf, cap, "%s", config) >= (int)cap) buf[cap - 1] = 0;
+    int torch = !strncmp(config, "allocator=torch", 15) && (!config[15] || config[15] == ',');
+    if ((!torch || hbmi_torch_config_with(rec, config, buf, cap)) && snprintf(buf, cap, "%s", config) >= (int)cap)
+        buf[cap - 1] = 0;
 }
+
+static hbm_status twin_match(const hbm_trace *t, const char *recorded, const hbm_torch_segment_state *segs, size_t nsegs,
+                             const char *config, const char *device_spec, hbm_torch_match *out);
 
 hbm_status hbm_replay_torch_match_from(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
                                        const char *config, const char *device_spec, hbm_torch_match *out) {
+    return twin_match(t, NULL, segs, nsegs, config, device_spec, out);
+}
+
+hbm_status hbmi_twin_match(const hbm_trace *t, const char *recorded, const char *config, const char *device_spec,
+                           hbm_torch_match *out) {
+    return twin_match(t, recorded, NULL, 0, config, device_spec, out);
+}
+
+/* recorded: hbm_torch_recorded_settings of t (NULL: found here, a walk of the events when
+ * the snapshot does not say them) */
+static hbm_status twin_match(const hbm_trace *t, const char *recorded, const hbm_torch_segment_state *segs, size_t nsegs,
+                             const char *config, const char *device_spec, hbm_torch_match *out) {
     if (!t || !out || (nsegs && !segs)) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_torch_match: NULL argument");
-    char full[256], dev[96];
-    twin_config(t, config, full, sizeof full);
+    char full[256], dev[96], rec[sizeof t->torch_settings + 32];
+    if (!recorded) hbm_torch_recorded_settings(t, rec, sizeof rec), recorded = rec;
+    twin_config(recorded, config, full, sizeof full);
     if (device_spec) snprintf(dev, sizeof dev, "%s", device_spec);
     else hbm_replay_default_device(t, dev, sizeof dev, NULL);
     config = full;
@@ -523,20 +496,20 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     int has_map;
     uint64_t start = 0;
     for (size_t k = 0; k < nsegs; k++) start += segs[k].size;
-    out->peak_reserved_recorded = recorded_peak(t, start, &has_map);
+    uint8_t *empty_run = scan_history(t, start, &out->peak_reserved_recorded, &has_map);
     snprintf(out->device, sizeof out->device, "%s", device_spec);
     snprintf(out->config, sizeof out->config, "%s", config);
     hbm_device *dev = NULL;
     hbm_allocator *a = NULL;
-    uint8_t *empty_run = NULL;
     size_t *pending = NULL;
     match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
+    hbmi_twin_segs_init(&c.rec);
     hbm_status s = hbm_device_open(out->device, &dev);
     if (!s) s = hbm_allocator_open(dev, out->config, &a);
     if (!s && !hbmi_torch_is(a))
         s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
-    if (!s) s = find_empty_cache_runs(t, &empty_run);
+    if (!s && !empty_run) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (!s && !(pending = hbmi_malloc((t->count + 1) * sizeof *pending)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
     if (!s) s = run(&c, a, empty_run, pending, has_map, segs, nsegs);
@@ -546,8 +519,7 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbmi_free(empty_run);
     hbmi_free(c.tw);
     hbmi_free(c.held);
-    hbmi_free(c.rec);
-    hbmi_free(c.recs);
+    hbmi_twin_segs_destroy(&c.rec);
     hbmi_map_destroy(&c.segbase);
     hbm_allocator_close(a);
     hbm_device_close(dev);
@@ -611,8 +583,14 @@ hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m,
 }
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
+    uint64_t calls;
+    return hbmi_torch_recorded_scan(t, out, &calls);
+}
+
+hbm_status hbmi_torch_recorded_scan(const hbm_trace *t, hbm_torch_recorded *out, uint64_t *calls) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_recorded_get: NULL argument");
     memset(out, 0, sizeof *out);
+    *calls = 0;
     out->peak_event = out->oom_event = out->peak_in_use_event = -1;
     hbmi_map live; /* address -> requested bytes (what a block holds, as memory_viz counts it) */
     hbmi_map_init(&live);
@@ -634,9 +612,15 @@ hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
             if (hbmi_map_del(&live, e->addr, &v)) requested -= v, in_use -= v;
             break;
         case HBM_EV_SEGMENT_ALLOC: segments++; /* fall through */
-        case HBM_EV_SEGMENT_MAP: reserved += e->size; break;
+        case HBM_EV_SEGMENT_MAP:
+            reserved += e->size;
+            ++*calls;
+            break;
         case HBM_EV_SEGMENT_FREE: segments -= segments > 0; /* fall through */
-        case HBM_EV_SEGMENT_UNMAP: reserved -= reserved >= e->size ? e->size : reserved; break;
+        case HBM_EV_SEGMENT_UNMAP:
+            reserved -= reserved >= e->size ? e->size : reserved;
+            ++*calls;
+            break;
         case HBM_EV_OOM:
             if (out->oom_event < 0) out->oom_event = (int64_t)i, out->oom_bytes = e->requested;
             break;
