@@ -351,13 +351,16 @@ static void test_torch_streaming(void) {
  * back from the memo: the fast paths), with every key and frame written out (the usual
  * path), and as Python pickles a snapshot whose frames are distinct objects (keys and
  * strings read back, each frames list and frame dict new with a memo store never read
- * back; with protocol 4's MEMOIZE, FRAME opcodes inside the lists), load to the same
- * events. */
+ * back; with protocol 4's MEMOIZE, FRAME opcodes inside the lists; and with a frame met
+ * twice in one stack, its second place a memo read of the first, as Python writes one
+ * object met twice), load to the same events. */
 typedef struct pw {
     hbmi_buf b;
     uint32_t memo, key_at[16], frame_at[8], str_at[9];
     int shared; /* memoized form */
-    int anew;   /* 1: frames new, strings memoized (LONG_BINPUT); 2: the same with MEMOIZE and FRAMEs */
+    int anew;   /* 1: frames new, strings memoized (LONG_BINPUT); 2: the same with MEMOIZE and FRAMEs;
+                   3: 2 with frames met twice in a stack */
+    int twice;  /* a frame met twice in some stacks (anew 3; written out again when not anew) */
 } pw;
 
 static void pw_put(pw *w) {
@@ -391,11 +394,13 @@ static void pw_key(pw *w, int k, const char *name) {
     if (w->shared || w->anew) w->key_at[k] = w->memo + 1, pw_put(w);
 }
 
-static void pw_frame(pw *w, int f) {
-    if (w->shared && w->frame_at[f]) return pw_get(w, w->frame_at[f] - 1);
+/* A frame; its memo index when it has one in the anew forms. */
+static uint32_t pw_frame(pw *w, int f) {
+    uint32_t at = w->memo;
+    if (w->shared && w->frame_at[f]) return pw_get(w, w->frame_at[f] - 1), 0;
     char file[32];
     snprintf(file, sizeof file, "/u/m%d.py", f);
-    if (w->anew == 2 && f % 3 == 1) hbmi_buf_put(&w->b, "\x95\x00\x00\x01\x00\x00\x00\x00\x00", 9); /* FRAME */
+    if (w->anew >= 2 && f % 3 == 1) hbmi_buf_put(&w->b, "\x95\x00\x00\x01\x00\x00\x00\x00\x00", 9); /* FRAME */
     hbmi_buf_byte(&w->b, '}');
     if (w->shared) w->frame_at[f] = w->memo + 1, pw_put(w);
     if (w->anew) pw_put(w); /* stored, never read back */
@@ -407,11 +412,12 @@ static void pw_frame(pw *w, int f) {
     pw_key(w, 12, "name");
     pw_str(w, 8, "f");
     hbmi_buf_byte(&w->b, 'u');
+    return at;
 }
 
 static void pw_history(pw *w, uint64_t seed) {
     static const char *acts[] = {"alloc", "free_completed", "segment_alloc", "oom", "snapshot"};
-    hbmi_buf_put(&w->b, w->anew == 2 ? "\x80\x04}(" : "\x80\x02}(", 4);
+    hbmi_buf_put(&w->b, w->anew >= 2 ? "\x80\x04}(" : "\x80\x02}(", 4);
     hbmi_pk_str(&w->b, "device_traces");
     hbmi_buf_put(&w->b, "]]((", 3);
     for (int i = 0; i < 300; i++) {
@@ -436,8 +442,12 @@ static void pw_history(pw *w, uint64_t seed) {
         if (w->shared || w->anew) pw_put(w);
         int nf = (int)((r >> 40) % 4); /* 0-3 frames of 8: stacks repeat */
         if (nf) {
+            uint32_t at[4] = {0};
             hbmi_buf_byte(&w->b, '(');
-            for (int f = 0; f < nf; f++) pw_frame(w, (int)((r >> (44 + 3 * f)) % 8));
+            for (int f = 0; f < nf; f++) at[f] = pw_frame(w, (int)((r >> (44 + 3 * f)) % 8));
+            int again = w->twice ? (int)((r >> 36) % 3) : 0; /* 1, 2: frame 0 or nf - 1 again */
+            if (again && w->anew) pw_get(w, at[again == 1 ? 0 : nf - 1]); /* the same object: read back */
+            else if (again) pw_frame(w, (int)((r >> (44 + 3 * (again == 1 ? 0 : nf - 1))) % 8));
             hbmi_buf_byte(&w->b, 'e');
         }
         hbmi_buf_byte(&w->b, 'u');
@@ -448,7 +458,8 @@ static void pw_history(pw *w, uint64_t seed) {
 
 static void test_torch_fast_paths(void) {
     for (uint64_t seed = 1; seed <= 60 && !test_failures_; seed++) {
-        pw a = {.shared = seed <= 20, .anew = seed > 40 ? 2 : seed > 20}, b = {.shared = 0};
+        pw a = {.shared = seed <= 20, .anew = seed > 50 ? 3 : seed > 40 ? 2 : seed > 20, .twice = seed > 50},
+           b = {.shared = 0, .twice = seed > 50};
         pw_history(&a, seed);
         pw_history(&b, seed);
         CHECK(!a.b.oom && !b.b.oom);
@@ -462,11 +473,17 @@ static void test_torch_fast_paths(void) {
                 const hbm_trace_event *x = &ta->events[i], *y = &tb->events[i];
                 const hbm_tag *gx = hbm_trace_tag(ta, x->tag), *gy = hbm_trace_tag(tb, y->tag);
                 size_t nx = 0, ny = 0;
-                hbm_trace_backtrace(ta, x->backtrace, &nx);
-                hbm_trace_backtrace(tb, y->backtrace, &ny);
+                const uint64_t *fx = hbm_trace_backtrace(ta, x->backtrace, &nx);
+                const uint64_t *fy = hbm_trace_backtrace(tb, y->backtrace, &ny);
                 bad += x->kind != y->kind || x->addr != y->addr || x->size != y->size || x->requested != y->requested ||
                        x->stream != y->stream || x->time_ns != y->time_ns || nx != ny || !gx != !gy ||
                        (gx && gx->source_line != gy->source_line);
+                for (size_t j = 0; j < nx && j < ny; j++) { /* each frame: file and line */
+                    const hbm_tag *a1 = hbm_trace_tag(ta, (uint32_t)fx[j]), *b1 = hbm_trace_tag(tb, (uint32_t)fy[j]);
+                    bad += !a1 != !b1 || (a1 && (a1->source_line != b1->source_line ||
+                                                 strcmp(a1->source_file ? a1->source_file : "",
+                                                        b1->source_file ? b1->source_file : "")));
+                }
             }
             CHECK_EQ_U64(bad, 0);
             CHECK(ta->count > 100);

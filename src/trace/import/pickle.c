@@ -57,6 +57,13 @@ typedef struct pk {
         size_t at, len;
     } *spans; /* the bytes of the list stack_at reads that say what it holds */
     size_t nspans, spans_cap;
+    struct {
+        size_t idx;   /* a memo index the pickle reads back */
+        uint32_t pos; /* the item of the list stack_at reads stored there */
+    } *own; /* frame dicts of that list that are read back (a frame met twice in one stack) */
+    size_t nown, own_cap;
+    uint32_t *rel; /* (item, earlier item it reads back) pairs of that list, its own references */
+    size_t nrel, rel_cap;
 } pk;
 
 static hbm_status perr(pk *k, size_t at, const char *what) {
@@ -350,6 +357,33 @@ static int frame_value(pk *k, size_t *q, size_t *top, size_t *from, hbmi_pv **v)
     }
 }
 
+/* A frame dict of the list stack_at reads, item pos, stored under a memo index read back. */
+static int own_add(pk *k, size_t idx, size_t pos) {
+    if (pos >= UINT32_MAX || (k->nown == k->own_cap && hbmi_grow((void **)&k->own, &k->own_cap, k->nown + 1, sizeof *k->own)))
+        return -1;
+    k->own[k->nown].idx = idx;
+    k->own[k->nown++].pos = (uint32_t)pos;
+    return 0;
+}
+
+/* The item of that list stored under idx (own_add saw it). */
+static size_t own_pos(const pk *k, size_t idx) {
+    size_t i = k->nown;
+    while (i && k->own[i - 1].idx != idx) i--;
+    return i ? k->own[i - 1].pos : SIZE_MAX;
+}
+
+/* Item pos of that list reads back idx, stored in the list itself: 1 when it is one of its
+ * frame dicts (the pair kept in k->rel), 0 when it is not, -1 out of memory. */
+static int own_ref(pk *k, size_t idx, size_t pos) {
+    size_t at = own_pos(k, idx);
+    if (at == SIZE_MAX || pos >= UINT32_MAX) return 0;
+    if (k->nrel + 2 > k->rel_cap && hbmi_grow((void **)&k->rel, &k->rel_cap, k->nrel + 2, sizeof *k->rel)) return -1;
+    k->rel[k->nrel++] = (uint32_t)pos;
+    k->rel[k->nrel++] = (uint32_t)at;
+    return 1;
+}
+
 /* After EMPTY_LIST at q: its memo store and "( items... e" where each item is a memo
  * reference or, with dicts set, a new dict of such values ("} ( key value ... u": a
  * frame as Python pickles one that is its own object), FRAME opcodes anywhere between:
@@ -367,20 +401,31 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
     size_t open = q++, from = open, n = 0, t0 = t;
     int m;
     k->nspans = 0;
+    k->nown = k->nrel = 0;
     while (q < len && p[q] != 'e') {
         if (p[q] == 'h' || p[q] == 'j') {
             size_t w = p[q] == 'h' ? 2 : 5;
             if (len - q < w) return 0;
+            size_t idx = (size_t)le(p + q + 1, (int)w - 1);
+            if (idx >= t0 && idx < t) { /* an item stored in this list: by its place, not its index */
+                if ((m = own_ref(k, idx, n)) <= 0 || span_add(k, from, q)) return m < 0 ? -1 : 0;
+                from = q + w;
+            }
             q += w, n++;
         } else if (p[q] == 0x95) { /* FRAME: where a 64 KiB frame ends, no part of the list */
             if (len - q < 9 || span_add(k, from, q)) return 0;
             from = q += 9;
         } else if (p[q] == '}' && dicts) {
             if (++q >= len) return 0;
-            if (p[q] == 0x94 && !read_back(k, t)) /* MEMOIZE, as protocol 4 writes it */
-                q++, t++;
-            else if ((m = inner_put(k, &q, &t, &from)) <= 0)
-                return m;
+            size_t at = q, idx = put_at(k, &q, t); /* its memo store (MEMOIZE, as protocol 4 writes it) */
+            if (idx != SIZE_MAX) {
+                if (idx + 1 > t) t = idx + 1;
+                if (read_back(k, idx) && own_add(k, idx, n)) return -1; /* read back: a frame met again */
+                if (q - at > 1) {
+                    if (span_add(k, from, at + 1)) return -1;
+                    from = q;
+                }
+            }
             if (q >= len || p[q++] != '(') return 0;
             size_t values = 0;
             while (q < len && p[q] != 'u') {
@@ -411,6 +456,9 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
         h = bytes_hash(h, p + k->spans[i].at, k->spans[i].len);
         blen += k->spans[i].len;
     }
+    size_t rlen = k->nrel * sizeof *k->rel; /* its own references follow its bytes */
+    h = bytes_hash(h, (const unsigned char *)k->rel, rlen);
+    blen += rlen;
     h &= UINT64_MAX >> 1; /* never the map's reserved key */
     *list = NULL;
     if (hbmi_map_get(&k->ref_by_hash, h, &at)) {
@@ -419,7 +467,7 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
             size_t off = 0, i = 0;
             for (; i < k->nspans && !memcmp(r->bytes + off, p + k->spans[i].at, k->spans[i].len); i++)
                 off += k->spans[i].len;
-            if (i == k->nspans) *list = r->list;
+            if (i == k->nspans && (!rlen || !memcmp(r->bytes + off, k->rel, rlen))) *list = r->list;
         }
     }
     if (!*list) { /* first time: the list from its values, kept once per content */
@@ -433,7 +481,9 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
                 hbmi_pv *d = hbmi_pv_new(k->pool, PV_DICT);
                 if (!d || hbmi_pv_push(l, d)) return -1;
                 i++;
-                i += p[i] == 'q' ? 2 : p[i] == 'r' ? 5 : p[i] == 0x94; /* its memo store: not read back */
+                size_t idx = put_at(k, &i, tt); /* its memo store */
+                if (idx != SIZE_MAX && idx + 1 > tt) tt = idx + 1;
+                if (idx != SIZE_MAX && read_back(k, idx)) d->keep = 1; /* in the list twice: never given back */
                 for (i++; p[i] != 'u';) {
                     if (p[i] == 0x95) {
                         i += 9;
@@ -444,7 +494,13 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
                 }
                 i++;
             } else {
-                if ((m = frame_value(k, &i, &tt, NULL, &v)) <= 0) return m; /* 0: an index never stored */
+                size_t w = p[i] == 'h' ? 1 : p[i] == 'j' ? 4 : 0, idx = w ? (size_t)le(p + i + 1, (int)w) : 0;
+                if (w && idx >= t0 && idx < t) { /* an earlier item of this list */
+                    v = l->items[own_pos(k, idx)];
+                    i += 1 + w;
+                } else if ((m = frame_value(k, &i, &tt, NULL, &v)) <= 0) {
+                    return m; /* 0: an index never stored */
+                }
                 l->items[l->n++] = v;
             }
         }
@@ -452,14 +508,24 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
         ref_list r = {.bytes = hbmi_malloc(blen), .len = blen, .gen = k->memo.gen, .list = *list};
         if (!r.bytes || (k->nrefs == k->refs_cap && hbmi_grow((void **)&k->refs, &k->refs_cap, k->nrefs + 1, sizeof *k->refs)))
             return hbmi_free(r.bytes), -1;
-        for (size_t i = 0, off = 0; i < k->nspans; off += k->spans[i++].len)
+        size_t off = 0;
+        for (size_t i = 0; i < k->nspans; off += k->spans[i++].len)
             memcpy(r.bytes + off, p + k->spans[i].at, k->spans[i].len);
+        if (rlen) memcpy(r.bytes + off, k->rel, rlen);
         k->refs[k->nrefs++] = r;
         if (hbmi_map_put(&k->ref_by_hash, h, k->nrefs)) return -1;
     }
     *end = q;
     *top = t;
     return 1;
+}
+
+/* The frame dicts of the list stack_at read that the pickle reads back, stored in the memo
+ * once the caller takes the list (the memo's top must not move before). */
+static hbm_status own_store(pk *k, const hbmi_pv *list) {
+    hbm_status s = HBM_OK;
+    for (size_t i = 0; i < k->nown && !s; i++) s = memo_store(k, k->own[i].idx, list->items[k->own[i].pos]);
+    return s;
 }
 
 /* EMPTY_LIST at k->off - 1 that is a list of memo references (stack_at): pushed as the
@@ -469,7 +535,8 @@ static int ref_list_fast(pk *k, hbm_status *st) {
     size_t end, put, top = k->memo_top;
     int m = stack_at(k, k->off, &top, 0, &list, &end, &put);
     if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
-    if ((*st = push(k, list)) || (put != SIZE_MAX && (*st = memo_store(k, put, list)))) return 1;
+    if ((*st = push(k, list)) || (put != SIZE_MAX && (*st = memo_store(k, put, list))) || (*st = own_store(k, list)))
+        return 1;
     k->off = end;
     return 1;
 }
@@ -521,6 +588,7 @@ static int entry_fast(pk *k, hbm_status *st) {
     const unsigned char *p = k->p;
     size_t q = k->off, len = k->len, top = k->memo_top;
     size_t put = put_at(k, &q, top), fput = SIZE_MAX;
+    int fput_own = 0; /* frames read by stack_at: its k->own to store */
     if (put != SIZE_MAX) {
         if (memo_slot(&k->memo, put) || (put >= k->memo.nbits && hbmi_map_get(&k->memo.far, put, NULL)))
             return 0; /* read back later: the usual path */
@@ -562,6 +630,7 @@ static int entry_fast(pk *k, hbm_status *st) {
                 int m = stack_at(k, q + 1, &top, 1, &frames, &end, &fput);
                 if (m <= 0) return m < 0 ? (*st = nomem(), 1) : 0;
                 q = end;
+                fput_own = 1;
             } else if (!(frames = read_at(k, &q)) || frames->type != PV_LIST) {
                 return 0;
             }
@@ -584,6 +653,7 @@ static int entry_fast(pk *k, hbm_status *st) {
     if ((*st = push(k, e))) return 1;
     if (put != SIZE_MAX && (*st = memo_store(k, put, e))) return 1;
     if (fput != SIZE_MAX && (*st = memo_store(k, fput, frames))) return 1;
+    if (fput_own && (*st = own_store(k, frames))) return 1;
     if (top > k->memo_top) k->memo_top = top; /* past the memo stores inside its frames */
     k->off = q + 1; /* after SETITEMS */
     return 1;
@@ -782,6 +852,8 @@ hbm_status hbmi_pickle_parse(const unsigned char *data, size_t len, const char *
     for (size_t i = 0; i < k.nrefs; i++) hbmi_free(k.refs[i].bytes);
     hbmi_free(k.refs);
     hbmi_free(k.spans);
+    hbmi_free(k.own);
+    hbmi_free(k.rel);
     hbmi_map_destroy(&k.ref_by_hash);
     return s;
 }
