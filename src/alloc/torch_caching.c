@@ -24,7 +24,6 @@
  * expandable page is one too (so capacity and fault injection apply); expandable
  * segments need a sim: device in this build. */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +141,7 @@ typedef struct torch {
     hbmi_torch_addr_fn addr_fn;
     void *addr_user;
     hbmi_map segdev; /* segment address -> device address, where addr_fn placed it */
+    uint64_t va_next; /* where the next expandable segment's virtual range goes */
 } torch;
 
 static const hbm_allocator_ops torch_ops;
@@ -525,7 +525,10 @@ static uint64_t try_merge(torch *t, uint32_t dst, uint32_t src1) {
 
 /* ---- expandable segments ------------------------------------------------------------------ */
 
-static _Atomic uint64_t torch_va_next = 0x300000000000ULL;
+/* Expandable segments' virtual ranges come from the allocator's own counter, from this base
+ * up (below any simulated device's addresses): each allocator starts here, so two replays of
+ * one request in one process print the same addresses (a process-wide counter moved them). */
+#define TORCH_VA_BASE 0x300000000000ULL
 
 static tes *es_of(torch *t, uint32_t i) { return &t->es[t->b[i].es - 1]; }
 
@@ -562,8 +565,10 @@ static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t 
     uint64_t span = npages * page, at;
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_MAP, size < span ? hbmi_align_up(size, page) : span, span, &at))
         x->base = at;
-    else
-        x->base = hbmi_align_up(atomic_fetch_add(&torch_va_next, span + 2 * page), page);
+    else {
+        x->base = hbmi_align_up(t->va_next, page);
+        t->va_next += span + 2 * page;
+    }
     uint32_t c = new_block(t);
     t->b[c] = (tblk){.addr = x->base, .size = span, .stream = stream, .seg = x->base, .es = e + 1,
                      .state = T_UNMAPPED, .small = (uint8_t)p->small};
@@ -1201,6 +1206,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     t->set_fraction = strcmp(cfg->source[HBM_OPT_fraction], "default") || cfg->limit;
     t->allowed = bytes_limit;
     t->dev_total = dtotal;
+    t->va_next = TORCH_VA_BASE;
     t->st.bytes_limit = t->set_fraction ? bytes_limit : dtotal;
     t->pool[1].small = 1;
     hbmi_map_init(&t->segdev);

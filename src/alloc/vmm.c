@@ -18,7 +18,6 @@
  * can back any request), so XLA's fragmentation metric measures memory stranded in
  * partly used pages. Metadata: one record per block and per mapped page. */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,7 +69,9 @@ typedef struct vmm {
 
 /* ---- the physical side: sim twin or CUDA ------------------------------------------------ */
 
-static _Atomic uint64_t sim_va_next = 0x100000000000ULL;
+/* On a sim: device the virtual range is synthetic and starts here for every pool, so a
+ * replay's addresses depend on its request alone (a process-wide counter moved them). */
+#define VMM_SIM_VA 0x100000000000ULL
 
 static hbm_status page_map_cuda(vmm *v, uint64_t idx, uint64_t *handle) {
     const hbmi_cuda_driver *d = v->cd->drv;
@@ -593,7 +594,7 @@ hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
             hbmi_cuda_leave(cd, saved);
         }
     } else if (!s) {
-        v->va = atomic_fetch_add(&sim_va_next, v->va_size + v->page);
+        v->va = VMM_SIM_VA;
     }
     if (!s) s = hbmi_pool_reserve(&v->blocks, (void **)&v->b, sizeof *v->b, 4);
     if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, 4, sizeof *v->freev);
