@@ -61,9 +61,10 @@ static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live
 }
 
 /* One slot per event: a free's holds the index + 1 of the alloc it frees (0 when none: a
- * block from before the trace); an alloc's is the replays' scratch. And the lower bound. */
-static inline uint64_t alloc_bytes(const hbm_trace_event *e) { return e->requested ? e->requested : e->size; }
-
+ * block from before the trace); an alloc's is the replays' scratch. And the lower bound.
+ * While pairing, an alloc's slot holds its bytes (so a free reads them from the slot it
+ * marks, not from the alloc's event: one cache miss, not two), then 1 once a free pairs
+ * with it, 0 when a later alloc at its address replaced it: non-zero marks a buffer. */
 static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *bound, size_t *nbuf) {
     uint64_t *slot = hbmi_malloc(t->count * sizeof *slot + 1);
     if (!slot) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
@@ -78,16 +79,17 @@ static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *boun
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr;
         slot[i] = 0;
         if (e->kind == HBM_EV_ALLOC) {
-            uint64_t size = alloc_bytes(e);
+            uint64_t size = e->requested ? e->requested : e->size;
             s = hbmi_map_swap(&live, key, i, &had, &j); /* an address reused without a free: the new block replaces the first */
-            replaced |= had;
+            if (had && !s) replaced = 1, slot[j] = 0;
+            slot[i] = size;
             n += size != 0;
             cur += size;
             if (cur > peak) peak = cur;
         } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
             slot[i] = j + 1;
+            cur -= slot[j];
             slot[j] = 1; /* a buffer (for lower_bound) */
-            cur -= alloc_bytes(&t->events[j]);
         }
     }
     if (!s && replaced) lower_bound(t, slot, &live, &peak, &n);
