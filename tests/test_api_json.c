@@ -338,11 +338,89 @@ static void test_error_location(void) {
     CHECK(hbm_last_error_location(NULL, 0, &line, &col) == 0); /* "capacity '16:2: ..." has no FILE: */
 }
 
+static char *noted(const char *path, const char *module, hbm_status *st, hbm_hlo_module **m) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    *st = hbm_hlo_open_noted(path, module, f, m);
+    fclose(f);
+    return text;
+}
+
+/* hbm_hlo_open_noted: what plan, view and fit say of the module they show */
+static void test_open_noted(void) {
+    hbm_hlo_module *m = NULL;
+    hbm_status st;
+    char *t = noted(svd, NULL, &st, &m); /* HLO text: one module, nothing to say */
+    CHECK(t);
+    CHECK_OK(st);
+    CHECK(m);
+    CHECK_STR(t, "");
+    free(t);
+    hbm_hlo_module_free(m);
+    m = NULL;
+    t = noted(svd, "other", &st, &m);
+    CHECK(t);
+    CHECK_STATUS(st, HBM_ERR_INVALID);
+    CHECK(!m);
+    CHECK_STR(t, "");
+    free(t);
+    CHECK_STATUS(hbm_hlo_open_noted(NULL, NULL, stdout, &m), HBM_ERR_INVALID);
+    CHECK_OK(hbm_hlo_open_noted(svd, NULL, NULL, &m)); /* no notes: hbm_hlo_open */
+    hbm_hlo_module_free(m);
+    m = NULL;
+    const char *x = HBM_SHARED_DATA "/xprof/rocm_te_fused_attn.xplane.pb";
+    if (access(x, R_OK)) {
+        printf("(%s not found: the profile's notes not checked)\n", x);
+        return;
+    }
+    t = noted(x, NULL, &st, &m); /* nine modules: the list, then the largest's name */
+    CHECK(t);
+    CHECK_OK(st);
+    CHECK(m);
+    CHECK_CONTAINS(t, "jit__normal(13)");
+    CHECK_CONTAINS(t, "\nShowing the largest, jit_loss_fn(17) (--module NAME picks another)\n\n");
+    CHECK(!strstr(t, "note: no XLA buffer assignment")); /* the profile carries XLA's */
+    free(t);
+    hbm_hlo_module_free(m);
+    m = NULL;
+    t = noted(x, "jit__normal", &st, &m);
+    CHECK(t);
+    CHECK_OK(st);
+    CHECK_CONTAINS(t, "\nShowing jit__normal(13)\n\n");
+    free(t);
+    hbm_hlo_module_free(m);
+    m = NULL;
+    t = noted(x, "no_such_module", &st, &m);
+    CHECK(t);
+    CHECK_STATUS(st, HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "no_such_module");
+    CHECK(!m);
+    free(t);
+}
+
+/* one list of export formats for the CLI's check and the writers' */
+static void test_export_formats(void) {
+    const char *ok[] = {"perfetto", "pprof", "torch", "minimalloc"};
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_OK(hbm_export_format_check(ok[i]));
+        CHECK_CONTAINS(hbm_export_formats(), ok[i]);
+    }
+    CHECK_STATUS(hbm_export_format_check("svg"), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "'svg'");
+    CHECK_CONTAINS(hbm_last_error(), hbm_export_formats());
+    CHECK_STATUS(hbm_export_format_check(NULL), HBM_ERR_INVALID);
+    CHECK_STATUS(hbm_export_format_check("Perfetto"), HBM_ERR_INVALID);
+}
+
 int main(void) {
     RUN(test_target);
     RUN(test_plan_outputs);
     RUN(test_cli_outputs);
     RUN(test_trace_outputs);
     RUN(test_error_location);
+    RUN(test_open_noted);
+    RUN(test_export_formats);
     return test_done();
 }

@@ -4,10 +4,7 @@
 # and Perfetto's process per device, an unknown command in one line, diff's sides named by
 # file and a device per side.
 set -u
-HBM=$1
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok   $*"; }

@@ -4,22 +4,21 @@
 # bad inputs (truncated, trace-only, no profile, no such module): exit 2 with a message.
 # usage: bash test_proto_cli.sh <path-to-hbm> <shared-data-dir>
 set -u
-HBM=$1
-X="$2/xprof/rocm_te_fused_attn.xplane.pb"
-[ -r "$X" ] || { echo "SKIP: $X not found (the shared data set is absent)"; exit 77; }
+. "$(dirname "$0")/lib.sh" "$@"
+X="$DATA/xprof/rocm_te_fused_attn.xplane.pb"
+[ -r "$X" ] || skip "$X not found (the shared data set is absent)"
 if "$HBM" plan "$X" 2>&1 | grep -q "without protobuf-c"; then
   out=$("$HBM" plan "$X" 2>&1); rc=$?
   # built without protobuf-c: the input says what is missing, exit 2
   [ $rc -eq 2 ] && grep -q "protobuf-c-compiler libprotobuf-c-dev" <<<"$out" || { echo "FAIL no-protobuf message"; exit 1; }
   echo "SKIP: hbm built without protobuf-c (its message checked)"; exit 77
 fi
-fail=0
+fail=0 # this test counts its failures (check below)
 check() { # name, condition command...
     local name=$1; shift
     if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T
 
 out=$("$HBM" plan "$X"); rc=$?
 check "plan profile: exit 0" test $rc -eq 0
@@ -93,7 +92,7 @@ check "directory without a profile: says so" grep -q "is a directory without a p
 out=$("$HBM" plan "$X" --module nope 2>&1); rc=$?
 check "no such module: exit 2" test $rc -eq 2
 check "no such module: names the choices" grep -q "no module 'nope' (it holds jit_loss_fn(17)" <<<"$out"
-out=$("$HBM" view "$HBM_SOURCE_DIR/examples/svd_oom.hlo" --module x 2>&1); rc=$?
+out=$("$HBM" view "$SRC/examples/svd_oom.hlo" --module x 2>&1); rc=$?
 check "--module on HLO text: exit 2" test $rc -eq 2
 
 # a module without XLA's assignment: an xla.HloModuleProto alone (as --xla_dump_hlo_as_proto

@@ -4,11 +4,8 @@
 # PYTORCH_CUDA_ALLOC_CONF in hbm config, allocator_settings kept by export, advice checked
 # before it is given, and PyTorch's words in a torch OOM report.
 # $1 = hbm binary, $2 = shared data dir (the snapshot checks skip without it).
-HBM="$1"
-DATA="${2:-}/snapshots"
-SRC="${HBM_SOURCE_DIR:-$(dirname "$0")/..}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+DATA="$DATA/snapshots"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 

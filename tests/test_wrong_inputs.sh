@@ -6,11 +6,8 @@
 # control characters in a file's names reach no output form raw; an impossible history is
 # named by its first inconsistent event.
 set -u
-HBM=$1
-SHARED=${2:-}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+SHARED=$DATA
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok   $*"; }

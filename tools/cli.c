@@ -41,6 +41,14 @@ int cli_device_arg(const char *cmd, const char *device, char *spec, size_t cap) 
     return 0;
 }
 
+int cli_plan_target(const char *cmd, const char *device, const char *cap_text, double fraction, hbm_plan_target *t) {
+    if (device && cap_text) return cli_usage_error(cmd, "--device and --capacity exclude each other");
+    if (!hbm_plan_target_resolve(device, cap_text, fraction, t)) return 0;
+    char why[600];
+    snprintf(why, sizeof why, "%s%s", hbm_last_error(), device ? "; or give --capacity SIZE" : "");
+    return cli_bad_value(cmd, device ? "--device" : "--capacity", NULL, why);
+}
+
 /* Which commands read each kind of file (the first is the one suggested), or a hint for
  * the kinds no command reads. */
 static const struct {

@@ -101,6 +101,10 @@ int cli_bad_value(const char *cmd, const char *opt, const char *value, const cha
  * lists) as a device spec in spec, checked by opening it; 0, or 2 after the message
  * "hbm NAME: --device: <why, naming D>". */
 int cli_device_arg(const char *cmd, const char *device, char *spec, size_t cap);
+/* The device a plan is judged against (plan, fit): --device NAME or --capacity SIZE
+ * (cap_text, as given), not both, and --framework-limit (0: the default) into *t; 0, or 2
+ * after the message ("hbm NAME: --device: <why>; or give --capacity SIZE"). */
+int cli_plan_target(const char *cmd, const char *device, const char *cap_text, double fraction, hbm_plan_target *t);
 /* The input file of command cmd, recognised by its content before it is read: a kind of
  * file that another command reads (or none does) is named, with the command to try ("hbm
  * plan: s.pickle is a PyTorch memory snapshot (pickle), not an HLO module: try 'hbm view

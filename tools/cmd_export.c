@@ -40,8 +40,7 @@ int cmd_export(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
-    if (strcmp(fmt, "perfetto") && strcmp(fmt, "pprof") && strcmp(fmt, "torch") && strcmp(fmt, "minimalloc"))
-        return cli_usage_error("export", "--format '%s': expected perfetto, pprof, torch or minimalloc", fmt);
+    if (hbm_export_format_check(fmt)) return cli_usage_error("export", "--format '%s': expected %s", fmt, hbm_export_formats());
     if ((rc = cli_input("export", in)) >= 0) return rc;
     hbm_trace **all = NULL, *one = NULL;
     size_t n = 0;

@@ -70,14 +70,9 @@ int cmd_fit(int argc, char **argv) {
     cli_args args;
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
-    if (device && cap_text) return cli_usage_error("fit", "--device and --capacity exclude each other");
     if (!device && !cap_text) return cli_usage_error("fit", "give --device NAME or --capacity SIZE");
     hbm_plan_target target;
-    if (hbm_plan_target_resolve(device, cap_text, fraction, &target)) {
-        char why[600];
-        snprintf(why, sizeof why, "%s%s", hbm_last_error(), device ? "; or give --capacity SIZE" : "");
-        return cli_bad_value("fit", device ? "--device" : "--capacity", NULL, why);
-    }
+    if ((rc = cli_plan_target("fit", device, cap_text, fraction, &target))) return rc;
     hbm_hlo_module *m;
     if ((rc = cli_open_module("fit", args.pos[0], module, json || (emit && !strcmp(emit, "-")) ? stderr : stdout, &m))) return rc;
     hbm_status s;

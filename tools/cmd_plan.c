@@ -80,12 +80,7 @@ int cmd_plan(int argc, char **argv) {
     if (rc >= 0) return rc;
     const char *file = args.pos[0];
     hbm_plan_target target;
-    if (device && cap_text) return cli_usage_error("plan", "--device and --capacity exclude each other");
-    if (hbm_plan_target_resolve(device, cap_text, fraction, &target)) {
-        char why[600];
-        snprintf(why, sizeof why, "%s%s", hbm_last_error(), device ? "; or give --capacity SIZE" : "");
-        return cli_bad_value("plan", device ? "--device" : "--capacity", NULL, why);
-    }
+    if ((rc = cli_plan_target("plan", device, cap_text, fraction, &target))) return rc;
     po.timeout_s = timeout;
     if ((rc = cli_input("plan", file)) >= 0) return rc;
     hbm_hlo_module *m;

@@ -4,37 +4,7 @@
 #include "cli.h"
 
 int cli_open_module(const char *cmd, const char *path, const char *module, FILE *notes, hbm_hlo_module **out) {
-    *out = NULL;
-    if (hbm_proto_path_kind(path) == HBM_PROTO_NONE) {
-        hbm_status s = hbm_hlo_open(path, module, out);
-        return s ? cli_fail(cmd, s) : 0;
-    }
-    hbm_proto_file *f;
-    hbm_status s = hbm_proto_open(path, &f);
-    if (s) return cli_fail(cmd, s);
-    size_t pick = 0, n = hbm_proto_module_count(f);
-    if (module) s = hbm_proto_find(f, module, &pick);
-    if (!s && n > 1 && notes) { /* as XProf's module selector: the choice, and the others */
-        hbm_proto_module_info mi;
-        s = hbm_proto_list(f, notes, pick);
-        if (!s) s = hbm_proto_module(f, pick, &mi);
-        if (!s && fprintf(notes, "%s %s%s\n\n", module ? "Showing" : "Showing the largest,", mi.name,
-                          module ? "" : " (--module NAME picks another)") < 0)
-            s = HBM_ERR_IO;
-    }
-    size_t hosts = hbm_proto_file_hosts(f);
-    if (!s && hosts > 1 && notes)
-        fprintf(notes, "note: the profile run has %zu hosts' files; reading %s\n", hosts, hbm_proto_file_path(f));
-    hbm_proto_module_info mi;
-    if (!s) s = hbm_proto_module(f, pick, &mi);
-    if (!s && !mi.has_assignment && notes &&
-        fprintf(notes, "note: no XLA buffer assignment for this module in %s: hbm's own plan only\n  (%s)\n\n",
-                path, hbm_proto_file_kind(f) == HBM_PROTO_HLO_MODULE ? "an xla.HloModuleProto alone, as "
-                                                                "--xla_dump_hlo_as_proto writes it"
-                                                              : "the xla.HloProto holds the module only") < 0)
-        s = HBM_ERR_IO;
-    if (!s) s = hbm_proto_load(f, pick, out);
-    hbm_proto_close(f);
+    hbm_status s = hbm_hlo_open_noted(path, module, notes, out);
     return s ? cli_fail(cmd, s) : 0;
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hbm/config.h"
 #include "hbm/fit.h"
 #include "hbm/plan.h"
 #include "hbm/status.h"
@@ -122,6 +123,10 @@ HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top
 /* `hbm export`: format "perfetto", "pprof", "torch" or "minimalloc" (else HBM_ERR_INVALID
  * naming them). hbm_export_write writes to f; hbm_export_file to path, whole or not at all. */
 HBM_API hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f);
+/* HBM_OK when format is one of those; else HBM_ERR_INVALID naming them. */
+HBM_API hbm_status hbm_export_format_check(const char *format);
+/* The formats, as that message names them: "perfetto, pprof, torch or minimalloc". */
+HBM_API const char *hbm_export_formats(void);
 HBM_API hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path);
 /* Which devices `hbm export` wrote in format from the n traces it loaded (n > 1: one per
  * device; n = 1: all[0], with its attached devices when perfetto writes them all), as the
@@ -146,6 +151,33 @@ HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, con
  * big to pack); "optimal_bound_bytes" stays. */
 HBM_API hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                           char *buf, size_t cap, size_t *len);
+
+/* --- the demo --------------------------------------------------------------------------- */
+
+/* What `hbm demo` runs and tells. device: sim:SIZE or a name `hbm devices` lists (as
+ * hbm_replay_device_spec takes it; shown as given). examples: the folder that holds
+ * svd_oom.hlo and svd_fixed.hlo, or NULL (a note says where part two would come from).
+ * getenv_fn: the environment that configures the allocator, as it configures any program
+ * using libhbm (NULL: getenv; the process's environment is never changed). */
+typedef struct hbm_demo_options {
+    const char *device;
+    const char *examples;
+    hbm_getenv_fn getenv_fn;
+    void *getenv_user;
+} hbm_demo_options;
+/* device "sim:80GiB" (an H100-sized GPU), no examples, getenv. */
+HBM_API void hbm_demo_options_default(hbm_demo_options *o);
+/* One training step of a 2.9B-parameter transformer (hbm_transformer_spec_default) against
+ * the allocator the environment configures, on a fresh simulated device each run: run 1
+ * with the environment's settings; when it runs out of memory, the OOM report with its
+ * advice checked by running the step (a fraction: the smallest, in steps of .01, that
+ * covers the whole step), then run 2 with that advice, or why no setting helps. When the
+ * step completed and examples is given, the seed bug and its fix planned against a
+ * V100-16GB as `hbm plan` would. Written to f as it goes; *completed: 1 when the step
+ * completed (at first or with the advice), else 0 (no setting makes it fit: a negative
+ * verdict). A bad device or variable fails before anything is written; HBM_ERR_IO when a
+ * write to f failed. */
+HBM_API hbm_status hbm_demo_write(const hbm_demo_options *o, FILE *f, int *completed);
 
 /* --- errors ----------------------------------------------------------------------------- */
 

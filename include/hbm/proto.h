@@ -148,6 +148,12 @@ HBM_API hbm_status hbm_proto_list(const hbm_proto_file *f, FILE *out, size_t cho
 /* Open path as HLO text or any of the protobuf inputs above: module (NULL: the largest)
  * picks one of several. hbm_hlo_parse_file() is this with module NULL. */
 HBM_API hbm_status hbm_hlo_open(const char *path, const char *module, hbm_hlo_module **out);
+/* hbm_hlo_open, saying on notes (NULL: nowhere, as hbm_hlo_open) what a reader of the
+ * module's figures needs to know of the choice, as `hbm plan`, `view` and `fit` print it: of
+ * several modules, the list (hbm_proto_list) and "Showing NAME"; of a profile run of
+ * several hosts, which host's file is read; a module without XLA's own buffer assignment,
+ * that only hbm's plan follows. HBM_ERR_IO when a line of the list cannot be written. */
+HBM_API hbm_status hbm_hlo_open_noted(const char *path, const char *module, FILE *notes, hbm_hlo_module **out);
 
 #ifdef __cplusplus
 }

@@ -299,6 +299,17 @@ hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const 
     return s ? s : to_file(emit_view, &x, path);
 }
 
+static const char export_formats[] = "perfetto, pprof, torch or minimalloc";
+
+const char *hbm_export_formats(void) { return export_formats; }
+
+hbm_status hbm_export_format_check(const char *format) {
+    if (format && (!strcmp(format, "perfetto") || !strcmp(format, "pprof") || !strcmp(format, "torch") ||
+                   !strcmp(format, "minimalloc")))
+        return HBM_OK;
+    return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected %s", format ? format : "(none)", export_formats);
+}
+
 hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f) {
     if (!t || !format || !f) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
     if (!strcmp(format, "perfetto")) return hbm_export_perfetto(t, f);
@@ -311,7 +322,7 @@ hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f) {
         hbm_timeline_free(tl);
         return s;
     }
-    return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected perfetto, pprof, torch or minimalloc", format);
+    return hbm_export_format_check(format);
 }
 
 typedef struct export_ctx {
@@ -326,8 +337,8 @@ static hbm_status emit_export(const void *c, FILE *f) {
 
 hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path) {
     if (!t || !format) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
-    if (strcmp(format, "perfetto") && strcmp(format, "pprof") && strcmp(format, "torch") && strcmp(format, "minimalloc"))
-        return hbmi_error(HBM_ERR_INVALID, "export format '%s': expected perfetto, pprof, torch or minimalloc", format);
+    hbm_status s = hbm_export_format_check(format);
+    if (s) return s;
     export_ctx x = {t, format};
     return to_file(emit_export, &x, path);
 }

@@ -36,4 +36,12 @@ void hbmi_view_free(hbmi_view *v);
 /* "file:line" or "" for a tag. buf holds 300 bytes. */
 const char *hbmi_view_source(const hbm_tag *tg, char *buf, size_t cap);
 
+/* A page of src/report/html/ (embedded at build time: hbmi_asset_NAME_ext[], _len) to f,
+ * each marker <!--HBM:NAME--> replaced by what fill writes for NAME (n bytes, not
+ * NUL-terminated); fill's error ends the page there. */
+typedef hbm_status (*hbmi_page_fill_fn)(void *ctx, const char *name, size_t n, FILE *f);
+hbm_status hbmi_page_write(const char *page, size_t len, hbmi_page_fill_fn fill, void *ctx, FILE *f);
+/* A marker's name (n bytes) is want. */
+int hbmi_page_marker_is(const char *name, size_t n, const char *want);
+
 #endif
