@@ -1,7 +1,8 @@
 /* test_map.c - the one hash map (core/map.h): swap's report of what it replaced, reserve
  * (no growth, hence no failure, up to the count reserved), the hash on the keys callers
  * use (aligned addresses, consecutive page numbers: short probes), deletion by slot, key
- * UINT64_MAX, and the invariant walker hbmi_map_check shown each kind of broken map. */
+ * UINT64_MAX, insert after a reserve, and the invariant walker hbmi_map_check shown each
+ * kind of broken map (a key held twice included). */
 #include "core/internal.h"
 #include "test.h"
 
@@ -141,11 +142,29 @@ static void test_check_broken(void) {
     hbmi_map_destroy(&m);
 }
 
+/* insert: the hot path's put after a reserve; a key inserted twice is reported. */
+static void test_insert(void) {
+    hbmi_map m;
+    hbmi_map_init(&m);
+    CHECK_OK(hbmi_map_reserve(&m, 100));
+    for (uint64_t k = 0; k < 100; k++) hbmi_map_insert(&m, k << 21, k);
+    CHECK_OK(hbmi_map_check(&m));
+    for (uint64_t k = 0; k < 100; k++) {
+        uint64_t v;
+        CHECK(hbmi_map_get(&m, k << 21, &v) && v == k);
+    }
+    hbmi_map_insert(&m, 5ull << 21, 99); /* twice: what a caller's broken promise leaves */
+    CHECK_STATUS(hbmi_map_check(&m), HBM_ERR_CORRUPT);
+    CHECK_CONTAINS(hbm_last_error(), "held twice");
+    hbmi_map_destroy(&m);
+}
+
 int main(void) {
     RUN(test_swap);
     RUN(test_reserve);
     RUN(test_hash_spread);
     RUN(test_max_key);
     RUN(test_check_broken);
+    RUN(test_insert);
     return test_done();
 }

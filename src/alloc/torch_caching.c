@@ -932,7 +932,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     x->requested = orig;
     x->tag_id = tag_id;
     x->seq = ++t->st.num_allocs;
-    hbmi_map_put(&t->live, x->addr, i); /* reserved */
+    hbmi_map_insert(&t->live, x->addr, i); /* reserved, and a new block's address is not live */
     t->st.bytes_in_use += x->size;
     if (x->size > t->st.largest_alloc_size) t->st.largest_alloc_size = x->size;
     hbmi_stats_update_peaks(&t->st);

@@ -60,6 +60,10 @@ hbm_status hbmi_map_check(const hbmi_map *m) {
         for (size_t j = hbmi_map_home(m, m->s[i].key); j != i; j = (j + 1) & mask)
             if (!m->s[j].key)
                 return hbmi_error(HBM_ERR_CORRUPT, "hash map: key in slot %zu is cut off from its home by empty slot %zu", i, j);
+        const hbmi_map_slot *first = hbmi_map_find(m, m->s[i].key - 1);
+        if (first != &m->s[i])
+            return hbmi_error(HBM_ERR_CORRUPT, "hash map: the key in slot %zu is held twice (slot %zu too)", i,
+                              (size_t)(first - m->s));
     }
     if (used != m->count) return hbmi_error(HBM_ERR_CORRUPT, "hash map: %zu slots used, count %zu", used, m->count);
     if (2 * used > m->cap) return hbmi_error(HBM_ERR_CORRUPT, "hash map: %zu keys in %zu slots, over half", used, m->cap);

@@ -47,8 +47,8 @@ hbm_status hbmi_map_reserve(hbmi_map *m, size_t n);
 /* The map's invariants (in the manner of tlsf_check): a power-of-two capacity of 16 or more
  * (or none) with the shift that goes with it, at most half full, count equal to the used
  * slots, and every key reachable from its home slot with no empty slot between (what
- * lookups and backward-shift deletion rely on). HBM_ERR_CORRUPT, naming the slot, when one
- * fails. */
+ * lookups and backward-shift deletion rely on) and held once. HBM_ERR_CORRUPT, naming the
+ * slot, when one fails. */
 hbm_status hbmi_map_check(const hbmi_map *m);
 
 /* The slow paths of the inline functions below (not for callers). */
@@ -113,6 +113,18 @@ static inline hbm_status hbmi_map_swap(hbmi_map *m, uint64_t key, uint64_t val, 
  * counted this key. */
 static inline hbm_status hbmi_map_put(hbmi_map *m, uint64_t key, uint64_t val) {
     return hbmi_map_swap(m, key, val, NULL, NULL);
+}
+
+/* Insert a key known to be absent into a map with room reserved (hbmi_map_room(m, 1)):
+ * no checks, cannot fail (an allocator's hot path after its reserve). A key put twice so
+ * would be held twice, which hbmi_map_check reports. Not for key UINT64_MAX. */
+static inline void hbmi_map_insert(hbmi_map *m, uint64_t key, uint64_t val) {
+    uint64_t k = key + 1;
+    size_t mask = m->cap - 1, i = hbmi_map_home(m, k);
+    while (m->s[i].key) i = (i + 1) & mask;
+    m->s[i].key = k;
+    m->s[i].val = val;
+    m->count++;
 }
 
 /* Remove the key in slot sl (backward shift). */
