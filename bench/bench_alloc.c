@@ -322,7 +322,7 @@ static uint64_t bf_alloc(bestfit *b, uint64_t req) {
 }
 
 static void bf_free(bestfit *b, uint64_t addr) {
-    uint64_t size, n;
+    uint64_t size = 0, n;
     hbmi_map_del(&b->live, addr, &size);
     if (hbmi_map_get(&b->by_end, addr, &n)) {
         uint64_t pa = b->t[n].addr;

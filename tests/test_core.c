@@ -92,16 +92,16 @@ static void test_map(void) {
     m.count--;
     size_t mask = m.cap - 1, at = 0, far = 0;
     for (; at < m.cap; at++) { /* a key, and an empty slot two before its home */
-        far = ((hbmi_hash64(m.keys[at]) & mask) + m.cap - 2) & mask;
-        if (m.keys[at] && !m.keys[far]) break;
+        far = (hbmi_map_home(&m, m.s[at].key) + m.cap - 2) & mask;
+        if (m.s[at].key && !m.s[far].key) break;
     }
     CHECK(at < m.cap);
     if (at < m.cap) { /* moved there, the key is out of reach: lookups start at its home */
-        m.keys[far] = m.keys[at];
-        m.keys[at] = 0;
+        m.s[far] = m.s[at];
+        m.s[at].key = 0;
         CHECK_STATUS(hbmi_map_check(&m), HBM_ERR_CORRUPT);
-        m.keys[at] = m.keys[far];
-        m.keys[far] = 0;
+        m.s[at] = m.s[far];
+        m.s[far].key = 0;
     }
     CHECK_OK(hbmi_map_check(&m));
     CHECK_STATUS(hbmi_map_put(&m, UINT64_MAX, 1), HBM_ERR_INVALID);

@@ -111,10 +111,10 @@ static int rebuild(const hbm_trace *t, const hbmi_pv *segs, int64_t dev, state *
         uint64_t *in = NULL;
         size_t nin = 0, capin = 0;
         for (size_t k = 0; ok && k < freed_before.cap; k++) {
-            uint64_t a = freed_before.keys[k] - 1;
-            if (!freed_before.keys[k] || a < e->addr || a >= e->addr + e->size) continue;
+            uint64_t a = freed_before.s[k].key - 1;
+            if (!freed_before.s[k].key || a < e->addr || a >= e->addr + e->size) continue;
             ok = grow((void **)&in, &capin, 2 * (nin + 1), sizeof *in);
-            if (ok) in[2 * nin] = a, in[2 * nin + 1] = freed_before.vals[k], nin++;
+            if (ok) in[2 * nin] = a, in[2 * nin + 1] = freed_before.s[k].val, nin++;
         }
         if (ok) hbmi_qsort(in, nin, 2 * sizeof *in, cmp_addr);
         for (size_t k = 0; ok && k < nin; k++) {

@@ -24,7 +24,6 @@
  * expandable page is one too (so capacity and fault injection apply); expandable
  * segments need a sim: device in this build. */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,19 +114,6 @@ typedef struct tes {
     int live, small;
 } tes;
 
-/* The live blocks by address: (address + 1, block) pairs side by side (one cache line per
- * probe), open addressing with a multiplicative hash, kept at most half full (reserve),
- * backward-shift deletion. torch_free finds its block here on every free. */
-typedef struct tslot {
-    uint64_t key, blk;
-} tslot;
-
-typedef struct tlive {
-    tslot *s;
-    size_t cap, count;
-    unsigned shift;
-} tlive;
-
 typedef struct torch {
     hbm_device *dev;
     int expandable;
@@ -144,7 +130,7 @@ typedef struct torch {
     uint64_t last_stream; /* in both pools' sets when nstreams */
     int nstreams;
     tpool pool[2]; /* [0] large, [1] small */
-    tlive live;    /* address -> block */
+    hbmi_map live; /* address -> block: torch_free finds its block here on every free */
     tes *es;
     size_t nes, capes;
     uint64_t nsegments;
@@ -155,6 +141,7 @@ typedef struct torch {
     hbmi_torch_addr_fn addr_fn;
     void *addr_user;
     hbmi_map segdev; /* segment address -> device address, where addr_fn placed it */
+    uint64_t va_next; /* where the next expandable segment's virtual range goes */
 } torch;
 
 static const hbm_allocator_ops torch_ops;
@@ -196,92 +183,11 @@ static uint64_t torch_rounded(void *self, uint64_t size) {
     return size > K_MAX_REQUEST ? size : round_size(self, size);
 }
 
-/* ---- the live blocks by address ------------------------------------------------------------ */
-
-static inline size_t tl_home(const tlive *m, uint64_t key) { return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> m->shift); }
-
-/* Room for n keys with the table at most half full. */
-static hbm_status tl_reserve(tlive *m, size_t n) {
-    if (2 * n <= m->cap) return HBM_OK;
-    size_t cap = m->cap ? m->cap : 16;
-    while (cap < 2 * n) cap *= 2;
-    tslot *ns = hbmi_calloc(cap, sizeof *ns);
-    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing the torch live index to %zu slots", cap);
-    tlive n2 = {ns, cap, m->count, (unsigned)(64 - __builtin_ctzll(cap))};
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->s[i].key) continue;
-        size_t j = tl_home(&n2, m->s[i].key);
-        while (ns[j].key) j = (j + 1) & (cap - 1);
-        ns[j] = m->s[i];
-    }
-    hbmi_free(m->s);
-    *m = n2;
-    return HBM_OK;
-}
-
-static inline void tl_put(tlive *m, uint64_t addr, uint64_t blk) { /* room reserved; addr not in it */
-    uint64_t key = addr + 1;
-    size_t i = tl_home(m, key);
-    while (m->s[i].key) i = (i + 1) & (m->cap - 1);
-    m->s[i] = (tslot){key, blk};
-    m->count++;
-}
-
-static inline size_t tl_find(const tlive *m, uint64_t addr) {
-    if (!m->cap) return SIZE_MAX;
-    uint64_t key = addr + 1;
-    for (size_t i = tl_home(m, key);; i = (i + 1) & (m->cap - 1)) {
-        if (m->s[i].key == key) return i;
-        if (!m->s[i].key) return SIZE_MAX;
-    }
-}
-
-static inline int tl_get(const tlive *m, uint64_t addr, uint64_t *blk) {
-    size_t i = tl_find(m, addr);
-    if (i == SIZE_MAX) return 0;
-    if (blk) *blk = m->s[i].blk;
-    return 1;
-}
-
-static inline int tl_del(tlive *m, uint64_t addr, uint64_t *blk) {
-    size_t i = tl_find(m, addr), mask = m->cap - 1;
-    if (i == SIZE_MAX) return 0;
-    *blk = m->s[i].blk;
-    for (size_t j = i;;) { /* backward shift: later entries of the cluster move into the hole */
-        j = (j + 1) & mask;
-        if (!m->s[j].key) break;
-        size_t home = tl_home(m, m->s[j].key);
-        if (((j - home) & mask) >= ((j - i) & mask)) { /* home not in the cyclic range (i, j] */
-            m->s[i] = m->s[j];
-            i = j;
-        }
-    }
-    m->s[i].key = 0;
-    m->count--;
-    return 1;
-}
-
-/* Every key reachable from its home, the count right, at most half full. */
-static hbm_status tl_check(const tlive *m) {
-    size_t used = 0, mask = m->cap - 1;
-    if (m->cap & mask) return hbmi_error(HBM_ERR_CORRUPT, "torch: the live index has %zu slots, not a power of two", m->cap);
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->s[i].key) continue;
-        used++;
-        for (size_t j = tl_home(m, m->s[i].key); j != i; j = (j + 1) & mask)
-            if (!m->s[j].key)
-                return hbmi_error(HBM_ERR_CORRUPT, "torch: the live index's key in slot %zu is cut off from its home", i);
-    }
-    if (used != m->count || 2 * used > m->cap)
-        return hbmi_error(HBM_ERR_CORRUPT, "torch: the live index holds %zu keys in %zu slots, counts %zu", used, m->cap, m->count);
-    return HBM_OK;
-}
-
 /* ---- blocks and ordered sets ------------------------------------------------------------- */
 
 /* Room in the live map for extra more blocks with the map at most half full (a lookup on
  * the free path then probes one or two slots). */
-static hbm_status live_reserve(torch *t, size_t extra) { return tl_reserve(&t->live, t->live.count + extra); }
+static hbm_status live_reserve(torch *t, size_t extra) { return hbmi_map_reserve(&t->live, t->live.count + extra); }
 
 /* Room for extra more blocks everywhere a block can be listed, so no later step fails.
  * setcap: every set holds at least that many (0 after a stream is added). */
@@ -289,7 +195,7 @@ static hbm_status reserve_grow(torch *t, size_t extra);
 
 static inline hbm_status reserve(torch *t, size_t extra) {
     size_t need = t->blocks.n + extra;
-    if (t->blocks.used + extra <= t->blocks.cap && need <= t->setcap && 2 * (t->live.count + extra) <= t->live.cap)
+    if (t->blocks.used + extra <= t->blocks.cap && need <= t->setcap && hbmi_map_room(&t->live, extra))
         return HBM_OK;
     return reserve_grow(t, extra);
 }
@@ -619,7 +525,10 @@ static uint64_t try_merge(torch *t, uint32_t dst, uint32_t src1) {
 
 /* ---- expandable segments ------------------------------------------------------------------ */
 
-static _Atomic uint64_t torch_va_next = 0x300000000000ULL;
+/* Expandable segments' virtual ranges come from the allocator's own counter, from this base
+ * up (below any simulated device's addresses): each allocator starts here, so two replays of
+ * one request in one process print the same addresses (a process-wide counter moved them). */
+#define TORCH_VA_BASE 0x300000000000ULL
 
 static tes *es_of(torch *t, uint32_t i) { return &t->es[t->b[i].es - 1]; }
 
@@ -656,8 +565,10 @@ static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t 
     uint64_t span = npages * page, at;
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_MAP, size < span ? hbmi_align_up(size, page) : span, span, &at))
         x->base = at;
-    else
-        x->base = hbmi_align_up(atomic_fetch_add(&torch_va_next, span + 2 * page), page);
+    else {
+        x->base = hbmi_align_up(t->va_next, page);
+        t->va_next += span + 2 * page;
+    }
     uint32_t c = new_block(t);
     t->b[c] = (tblk){.addr = x->base, .size = span, .stream = stream, .seg = x->base, .es = e + 1,
                      .state = T_UNMAPPED, .small = (uint8_t)p->small};
@@ -810,6 +721,7 @@ static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size
     if (!s) s = hbmi_map_reserve(&t->segdev, t->segdev.count + 1);
     if (!s) s = hbm_device_alloc(t->dev, alloc_size, &addr);
     if (s) return s;
+    at = addr; /* the device's own, which the hook may keep */
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_ALLOC, alloc_size, alloc_size, &at)) {
         hbmi_map_put(&t->segdev, at, addr);
         addr = at;
@@ -1020,7 +932,7 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
     x->requested = orig;
     x->tag_id = tag_id;
     x->seq = ++t->st.num_allocs;
-    tl_put(&t->live, x->addr, i);
+    hbmi_map_insert(&t->live, x->addr, i); /* reserved, and a new block's address is not live */
     t->st.bytes_in_use += x->size;
     if (x->size > t->st.largest_alloc_size) t->st.largest_alloc_size = x->size;
     hbmi_stats_update_peaks(&t->st);
@@ -1035,7 +947,7 @@ static hbm_status torch_alloc(void *self, uint64_t size, const hbm_tag *tag, uin
 static hbm_status torch_free(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    if (!tl_del(&t->live, addr, &k))
+    if (!hbmi_map_del(&t->live, addr, &k))
         return hbmi_error(HBM_ERR_BAD_FREE, "torch: free of 0x%" PRIx64 ", which is not a live allocation", addr);
     uint32_t i = (uint32_t)k;
     t->st.num_frees++;
@@ -1155,7 +1067,7 @@ static hbm_status check_blocks(const torch *t, const uint8_t *mark, uint64_t *li
         if (x->es && x->state != T_UNMAPPED) *es_mapped += x->size;
         if (x->state == T_LIVE) {
             uint64_t k;
-            if (!tl_get(&t->live, x->addr, &k) || k != i)
+            if (!hbmi_map_get(&t->live, x->addr, &k) || k != i)
                 return hbmi_error(HBM_ERR_CORRUPT, "torch: live block 0x%" PRIx64 " is not indexed", x->addr);
             *live += x->size, *mapped += x->size, ++*nlive;
         } else if (x->state == T_FREE) {
@@ -1177,7 +1089,7 @@ static hbm_status torch_check(void *self) {
     torch *t = self;
     uint64_t live = 0, mapped = 0, nlive = 0, nfree = 0, nun = 0, es_mapped = 0, listed = 0;
     if (hbmi_pool_check(&t->blocks, t->b, sizeof *t->b, offsetof(tblk, next), tblk_unused, "torch")) return HBM_ERR_CORRUPT;
-    if (tl_check(&t->live)) return HBM_ERR_CORRUPT;
+    if (hbmi_map_check(&t->live)) return hbmi_error_prefix(HBM_ERR_CORRUPT, "torch: the live index: ");
     uint8_t *mark = hbmi_calloc(t->blocks.n + 1, 1);
     if (!mark) return hbmi_error(HBM_ERR_NOMEM, "out of host memory checking a torch pool");
     hbm_status st = check_free_lists(t, 0, mark, &listed);
@@ -1249,14 +1161,14 @@ static void torch_destroy(void *self) {
     for (size_t k = 0; k < t->nes; k++) {
         if (!t->es[k].live) continue;
         for (size_t j = 0; j < t->es[k].pages.cap; j++)
-            if (t->es[k].pages.keys[j]) hbm_device_free(t->dev, t->es[k].pages.vals[j]);
+            if (t->es[k].pages.s[j].key) hbm_device_free(t->dev, t->es[k].pages.s[j].val);
         hbmi_map_destroy(&t->es[k].pages);
     }
     for (int q = 0; q < 2; q++) {
         fs_destroy(&t->pool[q].blocks);
         hbmi_free(t->pool[q].unmapped.v);
     }
-    hbmi_free(t->live.s);
+    hbmi_map_destroy(&t->live);
     hbmi_free(t->es);
     hbmi_free(t->fl);
     hbmi_pool_destroy(&t->blocks, (void **)&t->b);
@@ -1294,6 +1206,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
     t->set_fraction = strcmp(cfg->source[HBM_OPT_fraction], "default") || cfg->limit;
     t->allowed = bytes_limit;
     t->dev_total = dtotal;
+    t->va_next = TORCH_VA_BASE;
     t->st.bytes_limit = t->set_fraction ? bytes_limit : dtotal;
     t->pool[1].small = 1;
     hbmi_map_init(&t->segdev);
@@ -1329,7 +1242,7 @@ void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user) {
 uint64_t hbmi_torch_segment_of(void *self, uint64_t addr) {
     torch *t = self;
     uint64_t k;
-    return tl_get(&t->live, addr, &k) ? t->b[k].seg : 0;
+    return hbmi_map_get(&t->live, addr, &k) ? t->b[k].seg : 0;
 }
 
 hbm_status hbmi_torch_empty_cache(void *self) { return release_cached(self); }
@@ -1353,7 +1266,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
     uint64_t at = addr;
     for (size_t k = 0; k < nlive; k++) {
         if (live[k].addr < at || !live[k].size || live[k].size % K_MIN_BLOCK || live[k].addr + live[k].size > addr + size ||
-            tl_get(&t->live, live[k].addr, NULL))
+            hbmi_map_get(&t->live, live[k].addr, NULL))
             return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside segment "
                               "0x%" PRIx64 " after the previous one", live[k].addr, live[k].size, addr);
         at = live[k].addr + live[k].size;
@@ -1378,7 +1291,7 @@ hbm_status hbmi_torch_seed_segment(void *self, uint64_t addr, uint64_t size, uin
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        tl_put(&t->live, x->addr, i);
+        hbmi_map_put(&t->live, x->addr, i); /* reserved */
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }
@@ -1414,7 +1327,7 @@ static void seed_es_span(torch *t, uint32_t e, uint64_t base, uint64_t at, uint6
         x->state = T_LIVE;
         x->requested = live[k].requested;
         x->seq = ++t->st.num_allocs;
-        tl_put(&t->live, x->addr, i);
+        hbmi_map_put(&t->live, x->addr, i); /* reserved */
         t->st.bytes_in_use += x->size;
         at = live[k].addr + live[k].size;
     }
@@ -1434,7 +1347,7 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
         for (size_t k = 0; k < g->nlive; k++) {
             const hbmi_torch_seed_block *x = &g->live[k];
             if (x->addr < b || !x->size || x->size % K_MIN_BLOCK || x->addr + x->size > g->addr + g->size ||
-                tl_get(&t->live, x->addr, NULL))
+                hbmi_map_get(&t->live, x->addr, NULL))
                 return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside run "
                                   "0x%" PRIx64 " after the previous one", x->addr, x->size, g->addr);
             b = x->addr + x->size;

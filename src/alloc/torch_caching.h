@@ -17,7 +17,7 @@ typedef void (*hbmi_torch_event_fn)(void *user, int kind, uint64_t addr, uint64_
  * (a segment of size bytes) or HBM_EV_SEGMENT_MAP (the virtual range of a new expandable
  * segment, span bytes, whose first size bytes are being mapped). Return 1 and *addr to
  * place it there (the device memory is still taken from the device), 0 for the device's
- * own address. */
+ * own address, which *addr holds on the call for HBM_EV_SEGMENT_ALLOC. */
 typedef int (*hbmi_torch_addr_fn)(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr);
 void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user);
 

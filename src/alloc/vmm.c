@@ -18,7 +18,6 @@
  * can back any request), so XLA's fragmentation metric measures memory stranded in
  * partly used pages. Metadata: one record per block and per mapped page. */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +37,19 @@ typedef struct vblk {
     uint8_t state;
 } vblk;
 
+/* The order in which reclaim offers idle pages: the slot order of the hash table that held
+ * the mapped pages before core/map.c became the one map (murmur3's finalizer of index + 1,
+ * its low bits; linear probing; at most 2/3 full, doubling from 16; backward-shift
+ * deletion), kept by this index of the page numbers alone. Which idle pages a partial
+ * reclaim unmaps decides how many a later allocation maps again (the calls column of a
+ * replay), so vmm's replays stay as they were; the map's own slot order (or the pages'
+ * addresses) would change them (bolongcheng_xl_fwd_fp32 on its default device: 15863 ->
+ * 15853 calls). Lookups go to the map; this index is only walked. */
+typedef struct vorder {
+    uint64_t *k; /* page index + 1; 0 = empty */
+    size_t cap, count;
+} vorder;
+
 typedef struct vmm {
     hbm_device *dev;
     hbmi_cuda_dev *cd; /* NULL: sim twin */
@@ -49,6 +61,7 @@ typedef struct vmm {
     size_t nfree, capfree;
     hbmi_map live;   /* addr -> block */
     hbmi_map mapped; /* page index -> handle (sim: the device address of the page) */
+    vorder order;    /* the mapped pages in the order reclaim offers them */
     hbmi_map refs;   /* page index -> live blocks touching it (only pages with refs > 0) */
     uint64_t idle_pages; /* mapped pages with no live block */
     hbm_stats st;
@@ -56,7 +69,9 @@ typedef struct vmm {
 
 /* ---- the physical side: sim twin or CUDA ------------------------------------------------ */
 
-static _Atomic uint64_t sim_va_next = 0x100000000000ULL;
+/* On a sim: device the virtual range is synthetic and starts here for every pool, so a
+ * replay's addresses depend on its request alone (a process-wide counter moved them). */
+#define VMM_SIM_VA 0x100000000000ULL
 
 static hbm_status page_map_cuda(vmm *v, uint64_t idx, uint64_t *handle) {
     const hbmi_cuda_driver *d = v->cd->drv;
@@ -112,6 +127,59 @@ static hbm_status page_unmap(vmm *v, uint64_t idx, uint64_t handle) {
     return s;
 }
 
+/* ---- reclaim's order ------------------------------------------------------------------ */
+
+static size_t vo_home(const vorder *o, uint64_t k) { return (size_t)(hbmi_hash64(k) & (o->cap - 1)); }
+
+static hbm_status vo_rehash(vorder *o, size_t ncap) {
+    uint64_t *nk = hbmi_calloc(ncap, sizeof *nk);
+    if (!nk) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing a vmm page index to %zu slots", ncap);
+    vorder n = {nk, ncap, o->count};
+    for (size_t i = 0; i < o->cap; i++) {
+        if (!o->k[i]) continue;
+        size_t j = vo_home(&n, o->k[i]);
+        while (nk[j]) j = (j + 1) & (ncap - 1);
+        nk[j] = o->k[i];
+    }
+    hbmi_free(o->k);
+    *o = n;
+    return HBM_OK;
+}
+
+static hbm_status vo_reserve(vorder *o, size_t n) {
+    size_t need = n + n / 2 + 1, c = 16;
+    if (need <= o->cap) return HBM_OK;
+    while (c < need) c *= 2;
+    return vo_rehash(o, c);
+}
+
+static void vo_add(vorder *o, uint64_t idx) { /* reserved by the caller; idx not in it */
+    uint64_t k = idx + 1;
+    size_t i = vo_home(o, k);
+    while (o->k[i]) i = (i + 1) & (o->cap - 1);
+    o->k[i] = k;
+    o->count++;
+}
+
+static void vo_del(vorder *o, uint64_t idx) {
+    if (!o->cap) return;
+    uint64_t k = idx + 1;
+    size_t mask = o->cap - 1, i = vo_home(o, k);
+    for (; o->k[i] != k; i = (i + 1) & mask)
+        if (!o->k[i]) return;
+    for (size_t j = i;;) { /* backward shift */
+        j = (j + 1) & mask;
+        if (!o->k[j]) break;
+        size_t home = vo_home(o, o->k[j]);
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* home not in the cyclic range (i, j] */
+            o->k[i] = o->k[j];
+            i = j;
+        }
+    }
+    o->k[i] = 0;
+    o->count--;
+}
+
 /* ---- pages ------------------------------------------------------------------------------- */
 
 static void page_range(const vmm *v, uint64_t addr, uint64_t size, uint64_t *lo, uint64_t *hi) {
@@ -125,6 +193,7 @@ static hbm_status unmap_page(vmm *v, uint64_t idx) {
     hbm_status s = page_unmap(v, idx, h);
     if (s) return s;
     hbmi_map_del(&v->mapped, idx, NULL);
+    vo_del(&v->order, idx);
     v->idle_pages--;
     v->st.device_frees++;
     v->st.bytes_reserved -= v->page;
@@ -136,8 +205,8 @@ static hbm_status unmap_page(vmm *v, uint64_t idx) {
 /* Unmap idle pages outside [keep_lo, keep_hi] until `want` are gone (UINT64_MAX: all). */
 static uint64_t reclaim(vmm *v, uint64_t want, uint64_t keep_lo, uint64_t keep_hi) {
     uint64_t done = 0;
-    for (size_t k = 0; k < v->mapped.cap && done < want;) {
-        uint64_t key = v->mapped.keys[k];
+    for (size_t k = 0; k < v->order.cap && done < want;) {
+        uint64_t key = v->order.k[k];
         if (!key) { k++; continue; }
         uint64_t idx = key - 1;
         if (hbmi_map_get(&v->refs, idx, NULL) || (idx >= keep_lo && idx <= keep_hi) || unmap_page(v, idx)) {
@@ -164,6 +233,7 @@ static hbm_status map_pages(vmm *v, uint64_t lo, uint64_t hi) {
                           hbm_size_human(v->st.bytes_reserved, c));
     }
     hbm_status s = hbmi_map_reserve(&v->mapped, v->mapped.count + missing);
+    if (!s) s = vo_reserve(&v->order, v->order.count + missing);
     if (s) return s;
     for (uint64_t i = lo; i <= hi; i++) {
         if (hbmi_map_get(&v->mapped, i, NULL)) continue;
@@ -176,6 +246,7 @@ static hbm_status map_pages(vmm *v, uint64_t lo, uint64_t hi) {
             return s;
         }
         hbmi_map_put(&v->mapped, i, h);
+        vo_add(&v->order, i);
         v->idle_pages++;
         v->st.device_allocs++;
         v->st.bytes_reserved += v->page;
@@ -378,13 +449,26 @@ static hbm_status vmm_check(vmm *v) {
         return hbmi_error(HBM_ERR_CORRUPT, "vmm: blocks end at 0x%" PRIx64 ", not at the reservation's end", at);
     /* every counted page is mapped and its count is the number of live blocks on it */
     for (size_t k = 0; k < v->refs.cap; k++) {
-        if (!v->refs.keys[k]) continue;
-        if (!hbmi_map_get(&v->mapped, v->refs.keys[k] - 1, NULL))
-            return hbmi_error(HBM_ERR_CORRUPT, "vmm: page %" PRIu64 " is counted but not mapped", v->refs.keys[k] - 1);
+        if (!v->refs.s[k].key) continue;
+        if (!hbmi_map_get(&v->mapped, v->refs.s[k].key - 1, NULL))
+            return hbmi_error(HBM_ERR_CORRUPT, "vmm: page %" PRIu64 " is counted but not mapped", v->refs.s[k].key - 1);
     }
+    /* reclaim's order lists exactly the mapped pages */
+    size_t listed = 0;
+    for (size_t k = 0; k < v->order.cap; k++) {
+        if (!v->order.k[k]) continue;
+        listed++;
+        if (!hbmi_map_get(&v->mapped, v->order.k[k] - 1, NULL))
+            return hbmi_error(HBM_ERR_CORRUPT, "vmm: page %" PRIu64 " is in reclaim's order but not mapped", v->order.k[k] - 1);
+    }
+    if (listed != v->mapped.count || listed != v->order.count)
+        return hbmi_error(HBM_ERR_CORRUPT, "vmm: reclaim's order lists %zu pages (counts %zu), %zu are mapped", listed,
+                          v->order.count, v->mapped.count);
+    if (hbmi_map_check(&v->live) || hbmi_map_check(&v->mapped) || hbmi_map_check(&v->refs))
+        return hbmi_error_prefix(HBM_ERR_CORRUPT, "vmm: ");
     uint64_t refsum = 0, want = 0;
     for (size_t k = 0; k < v->refs.cap; k++)
-        if (v->refs.keys[k]) refsum += v->refs.vals[k];
+        if (v->refs.s[k].key) refsum += v->refs.s[k].val;
     for (uint32_t j = v->first; j; j = v->b[j - 1].next)
         if (v->b[j - 1].state == V_LIVE) {
             uint64_t lo, hi;
@@ -415,7 +499,7 @@ static hbm_status vmm_walk(void *self, int (*fn)(void *, const hbm_block *, uint
     if (!pg) return hbmi_error(HBM_ERR_NOMEM, "out of host memory walking a vmm pool");
     size_t n = 0;
     for (size_t k = 0; k < v->mapped.cap; k++)
-        if (v->mapped.keys[k]) pg[n++] = v->mapped.keys[k] - 1;
+        if (v->mapped.s[k].key) pg[n++] = v->mapped.s[k].key - 1;
     hbmi_qsort(pg, n, sizeof *pg, u64_cmp);
     uint32_t j = v->first;
     int stop = 0;
@@ -443,7 +527,7 @@ static hbm_status vmm_walk(void *self, int (*fn)(void *, const hbm_block *, uint
 static void vmm_destroy(void *self) {
     vmm *v = self;
     for (size_t k = 0; k < v->mapped.cap; k++)
-        if (v->mapped.keys[k]) page_unmap(v, v->mapped.keys[k] - 1, v->mapped.vals[k]);
+        if (v->mapped.s[k].key) page_unmap(v, v->mapped.s[k].key - 1, v->mapped.s[k].val);
     hbmi_CUcontext saved;
     if (v->cd && v->va && !hbmi_cuda_enter(v->cd, &saved)) {
         v->cd->drv->MemAddressFree(v->va, (size_t)v->va_size);
@@ -451,6 +535,7 @@ static void vmm_destroy(void *self) {
     }
     hbmi_map_destroy(&v->live);
     hbmi_map_destroy(&v->mapped);
+    hbmi_free(v->order.k);
     hbmi_map_destroy(&v->refs);
     hbmi_pool_destroy(&v->blocks, (void **)&v->b);
     hbmi_free(v->freev);
@@ -509,7 +594,7 @@ hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
             hbmi_cuda_leave(cd, saved);
         }
     } else if (!s) {
-        v->va = atomic_fetch_add(&sim_va_next, v->va_size + v->page);
+        v->va = VMM_SIM_VA;
     }
     if (!s) s = hbmi_pool_reserve(&v->blocks, (void **)&v->b, sizeof *v->b, 4);
     if (!s) s = hbmi_grow((void **)&v->freev, &v->capfree, 4, sizeof *v->freev);

@@ -51,29 +51,10 @@ hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem);
  * since the last arm call. */
 uint64_t hbm_debug_fail_host_alloc(uint64_t nth);
 
-/* --- u64 -> u64 open-addressing hash map (no tombstones: backward-shift deletion) ----- */
-typedef struct hbmi_map {
-    uint64_t *keys; /* key+1 stored; 0 = empty */
-    uint64_t *vals;
-    size_t cap;     /* power of two or 0 */
-    size_t count;
-} hbmi_map;
+/* --- the u64 -> u64 hash map (core/map.h) -------------------------------------------- */
+#include "core/map.h"
 
-void hbmi_map_init(hbmi_map *m);
-void hbmi_map_destroy(hbmi_map *m);
-hbm_status hbmi_map_reserve(hbmi_map *m, size_t n);
-/* Insert or overwrite. Key UINT64_MAX is not allowed. */
-hbm_status hbmi_map_put(hbmi_map *m, uint64_t key, uint64_t val);
-/* 1 and *val if present, else 0. */
-int hbmi_map_get(const hbmi_map *m, uint64_t key, uint64_t *val);
-/* 1 and *val (may be NULL) if removed, else 0. */
-int hbmi_map_del(hbmi_map *m, uint64_t key, uint64_t *val);
-/* The map's invariants (in the manner of tlsf_check): a power-of-two capacity at most 2/3
- * full, count equal to the used slots, and every key reachable from its home slot with no
- * empty slot between (what lookups and backward-shift deletion rely on). HBM_ERR_CORRUPT,
- * naming the slot, when one fails. */
-hbm_status hbmi_map_check(const hbmi_map *m);
-
+/* A 64-bit mixer (murmur3's finalizer), for hashing strings and frames into keys. */
 static inline uint64_t hbmi_hash64(uint64_t x) {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;

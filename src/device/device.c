@@ -140,7 +140,7 @@ void hbm_device_close(hbm_device *dev) {
     if (!dev) return;
     /* Give back whatever callers leaked so host memory is not lost. */
     for (size_t i = 0; i < dev->live.cap; i++)
-        if (dev->live.keys[i]) dev->ops->free(dev->ctx, dev->live.keys[i] - 1, dev->live.vals[i]);
+        if (dev->live.s[i].key) dev->ops->free(dev->ctx, dev->live.s[i].key - 1, dev->live.s[i].val);
     if (dev->ops->destroy) dev->ops->destroy(dev->ctx);
     hbmi_map_destroy(&dev->live);
     pthread_mutex_destroy(&dev->lock);

@@ -138,7 +138,7 @@ hbm_status hbm_trace_to_timeline(const hbm_trace *t, hbm_timeline **out) {
         size_t n = 0;
         if (!idx) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
         for (size_t k = 0; !s && k < live.cap; k++)
-            if (live.keys[k]) idx[n++] = live.vals[k];
+            if (live.s[k].key) idx[n++] = live.s[k].val;
         if (!s) {
             hbmi_qsort(idx, n, sizeof *idx, u64_cmp);
             s = hbm_timeline_reserve(tl, n);

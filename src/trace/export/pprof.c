@@ -128,8 +128,8 @@ hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f) {
     }
     /* what was live right after the peak event */
     for (size_t k = 0; !s && k < live.cap; k++) {
-        if (!live.keys[k]) continue;
-        const hbm_trace_event *a = &t->events[live.vals[k]];
+        if (!live.s[k].key) continue;
+        const hbm_trace_event *a = &t->events[live.s[k].val];
         uint64_t gi = 0;
         hbmi_map_get(&gidx, (uint64_t)a->tag << 32 | (t->stacks ? 0 : a->backtrace), &gi);
         g[gi].inuse_n++;

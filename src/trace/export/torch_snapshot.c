@@ -325,7 +325,7 @@ static hbm_status put_segments(hbmi_buf *b, memo *m, const hbm_trace *t, int add
     size_t nb = 0;
     if (!s && !bl) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     for (size_t k = 0; !s && k < live.cap; k++)
-        if (live.keys[k]) bl[nb++] = (blk){t->events[live.vals[k]].addr, (size_t)live.vals[k]};
+        if (live.s[k].key) bl[nb++] = (blk){t->events[live.s[k].val].addr, (size_t)live.s[k].val};
     if (!s) {
         hbmi_qsort(bl, nb, sizeof *bl, blk_cmp);
         hbmi_qsort(rs.r, rs.n, sizeof *rs.r, seg_cmp);

@@ -31,81 +31,6 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
     r->frag_at_peak = hbm_stats_fragmentation(st);
 }
 
-/* The allocs live while pairing, by address: open addressing with (key, value) pairs side
- * by side (one cache line per probe), a multiplicative hash, at most half full, and
- * backward-shift deletion. The pairing asks it two questions per event, and a replay's
- * one-configuration call does nothing else as often. Keys are addresses + 1 (0: empty). */
-typedef struct pair_slot {
-    uint64_t key, val, size; /* size: the alloc's bytes (for the bound, without reading its event again) */
-} pair_slot;
-
-typedef struct pair_map {
-    pair_slot *s;
-    size_t mask, count;
-    unsigned shift;
-} pair_map;
-
-static inline size_t pm_home(const pair_map *m, uint64_t key) {
-    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> m->shift);
-}
-
-static hbm_status pm_grow(pair_map *m) {
-    size_t cap = m->s ? 2 * (m->mask + 1) : 1024;
-    pair_slot *ns = hbmi_calloc(cap, sizeof *ns);
-    if (!ns) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing a trace's events");
-    pair_map n = {ns, cap - 1, m->count, (unsigned)(64 - __builtin_ctzll(cap))};
-    for (size_t i = 0; m->s && i <= m->mask; i++) {
-        if (!m->s[i].key) continue;
-        size_t j = pm_home(&n, m->s[i].key);
-        while (ns[j].key) j = (j + 1) & n.mask;
-        ns[j] = m->s[i];
-    }
-    hbmi_free(m->s);
-    *m = n;
-    return HBM_OK;
-}
-
-/* key -> (val, size); *old = the value it replaces + 1 (0: none) */
-static inline hbm_status pm_put(pair_map *m, uint64_t key, uint64_t val, uint64_t size, uint64_t *old) {
-    if (2 * (m->count + 1) > m->mask + 1) {
-        hbm_status s = pm_grow(m);
-        if (s) return s;
-    }
-    size_t i = pm_home(m, ++key);
-    for (; m->s[i].key; i = (i + 1) & m->mask)
-        if (m->s[i].key == key) {
-            *old = m->s[i].val + 1;
-            m->s[i].val = val;
-            m->s[i].size = size;
-            return HBM_OK;
-        }
-    m->s[i] = (pair_slot){key, val, size};
-    m->count++;
-    *old = 0;
-    return HBM_OK;
-}
-
-static inline int pm_del(pair_map *m, uint64_t key, uint64_t *val, uint64_t *size) {
-    if (!m->s) return 0;
-    size_t i = pm_home(m, ++key);
-    for (; m->s[i].key != key; i = (i + 1) & m->mask)
-        if (!m->s[i].key) return 0;
-    *val = m->s[i].val;
-    *size = m->s[i].size;
-    for (size_t j = i;;) { /* backward shift: later entries of the cluster move into the hole */
-        j = (j + 1) & m->mask;
-        if (!m->s[j].key) break;
-        size_t home = pm_home(m, m->s[j].key);
-        if (((j - home) & m->mask) >= ((j - i) & m->mask)) { /* home not in the cyclic range (i, j] */
-            m->s[i] = m->s[j];
-            i = j;
-        }
-    }
-    m->s[i].key = 0;
-    m->count--;
-    return 1;
-}
-
 /* The most bytes live at once, as hbm_timeline_peak counts them on hbm_trace_to_timeline's
  * buffers, without building them: a buffer is an alloc that a free pairs with or that is
  * still live at the end (an address allocated again without a free loses its first
@@ -114,8 +39,8 @@ static inline int pm_del(pair_map *m, uint64_t key, uint64_t *val, uint64_t *siz
  * buffers (the replays overwrite them). *nbuf: the buffers of non-zero size (the
  * timeline's count). Needed only when an address was allocated again without a free:
  * otherwise every alloc is a buffer and the pairing pass counts the bound itself. */
-static void lower_bound(const hbm_trace *t, uint64_t *slot, const pair_map *live, uint64_t *peak_out, size_t *nbuf_out) {
-    for (size_t k = 0; live->s && k <= live->mask; k++) /* the paired allocs are marked already */
+static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live, uint64_t *peak_out, size_t *nbuf_out) {
+    for (size_t k = 0; k < live->cap; k++) /* the paired allocs are marked already */
         if (live->s[k].key) slot[live->s[k].val] = 1;
     uint64_t cur = 0, peak = 0;
     size_t nbuf = 0;
@@ -136,34 +61,39 @@ static void lower_bound(const hbm_trace *t, uint64_t *slot, const pair_map *live
 }
 
 /* One slot per event: a free's holds the index + 1 of the alloc it frees (0 when none: a
- * block from before the trace); an alloc's is the replays' scratch. And the lower bound. */
+ * block from before the trace); an alloc's is the replays' scratch. And the lower bound.
+ * While pairing, an alloc's slot holds its bytes (so a free reads them from the slot it
+ * marks, not from the alloc's event: one cache miss, not two), then 1 once a free pairs
+ * with it, 0 when a later alloc at its address replaced it: non-zero marks a buffer. */
 static hbm_status pair_events(const hbm_trace *t, uint64_t **out, uint64_t *bound, size_t *nbuf) {
     uint64_t *slot = hbmi_malloc(t->count * sizeof *slot + 1);
     if (!slot) return hbmi_error(HBM_ERR_NOMEM, "out of host memory pairing %zu events", t->count);
-    pair_map live = {0};
-    hbm_status s = HBM_OK;
-    uint64_t cur = 0, peak = 0, old = 0;
+    hbmi_map live; /* the allocs live while pairing: address -> event index (core/map.h) */
+    hbmi_map_init(&live);
+    hbm_status s = hbmi_map_reserve(&live, 512);
+    uint64_t cur = 0, peak = 0, j;
     size_t n = 0;
-    int replaced = 0;
+    int replaced = 0, had = 0;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
-        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, j, size;
+        uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr;
         slot[i] = 0;
         if (e->kind == HBM_EV_ALLOC) {
-            size = e->requested ? e->requested : e->size;
-            s = pm_put(&live, key, i, size, &old); /* an address reused without a free: the new block replaces the first */
-            replaced |= old != 0;
+            uint64_t size = e->requested ? e->requested : e->size;
+            s = hbmi_map_swap(&live, key, i, &had, &j); /* an address reused without a free: the new block replaces the first */
+            if (had && !s) replaced = 1, slot[j] = 0;
+            slot[i] = size;
             n += size != 0;
             cur += size;
             if (cur > peak) peak = cur;
-        } else if (e->kind == HBM_EV_FREE && pm_del(&live, key, &j, &size)) {
+        } else if (e->kind == HBM_EV_FREE && hbmi_map_del(&live, key, &j)) {
             slot[i] = j + 1;
+            cur -= slot[j];
             slot[j] = 1; /* a buffer (for lower_bound) */
-            cur -= size;
         }
     }
     if (!s && replaced) lower_bound(t, slot, &live, &peak, &n);
-    hbmi_free(live.s);
+    hbmi_map_destroy(&live);
     if (s) {
         hbmi_free(slot);
         return s;

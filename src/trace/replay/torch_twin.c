@@ -66,6 +66,19 @@ static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { ret
 static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
 static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
 
+/* A cudaMalloc segment the twin does not place where PyTorch's went keeps the device's
+ * address (*addr on the call), unless a segment the twin holds is there (one placed at a
+ * recorded address): then it goes above every range held, 2 MiB-aligned, so that no two
+ * of the twin's blocks share an address. */
+static int place_clear(const match_ctx *c, uint64_t span, uint64_t *addr) {
+    if (!held_overlaps(c, *addr, span)) return 0;
+    uint64_t top = 0;
+    for (size_t k = 0; k < c->nheld; k++)
+        if (c->held[2 * k] + c->held[2 * k + 1] > top) top = c->held[2 * k] + c->held[2 * k + 1];
+    *addr = hbmi_align_up(top, 2u << 20);
+    return 1;
+}
+
 /* The twin's segment goes where PyTorch's went when the recorded event at the same
  * position of this call is the same decision, so best fit meets the same address order. */
 static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr) {
@@ -74,7 +87,7 @@ static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uin
     while (q < c->npend && (c->t->events[c->pend[q]].kind != kind || c->t->events[c->pend[q]].size != size)) q++;
     const hbm_trace_event *r = q < c->npend ? &c->t->events[c->pend[q]] : NULL;
     if (!r || held_overlaps(c, r->addr, span)) {
-        if (kind != HBM_EV_SEGMENT_MAP) return 0; /* a cudaMalloc segment: where the device puts it */
+        if (kind != HBM_EV_SEGMENT_MAP) return place_clear(c, span, addr); /* a cudaMalloc segment: where the device puts it */
         /* an expandable range of the twin's own: from the twin's own virtual addresses, as
          * the policy takes them (below any device's), not from the process's counter, so
          * that the twin moves no other replay's ranges (an OOM report prints them) */
