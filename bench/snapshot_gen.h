@@ -370,7 +370,9 @@ static GEN_UNUSED int write_pickle(const hbm_trace *t, const char *path) {
  * after every str, dict and list, BINGET / LONG_BINGET for an object met again. Strings
  * are shared objects (met again: read back from the memo); each event's frames list and
  * each of its frame dicts are new objects (written out in full every time), as in a
- * snapshot whose history was built or copied in Python. Keys as PyTorch orders them. */
+ * snapshot whose history was built or copied in Python, except that a frame met twice in
+ * one stack (the interpreter's, under several Python frames) is one object there, read
+ * back the second time, as in a real CS336 history copied so. Keys as PyTorch orders them. */
 
 typedef struct pyw {
     hbmi_buf b; /* the current frame */
@@ -436,9 +438,17 @@ static GEN_UNUSED void py_frames(pyw *w, const hbm_trace *t, uint32_t bt) {
     hbmi_buf_byte(&w->b, ']');
     py_memoize(w);
     if (n > 1) hbmi_buf_byte(&w->b, '(');
+    uint32_t at[128]; /* the memo index of each place's dict */
     for (size_t i = 0; i < n; i++) {
         const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[i]);
         py_commit(w, 0);
+        size_t j = 0;
+        while (j < i && j < 128 && fr[j] != fr[i]) j++;
+        if (j < i && j < 128) { /* met before in this stack: the same object */
+            py_get(w, at[j]);
+            continue;
+        }
+        if (i < 128) at[i] = w->memo;
         hbmi_buf_byte(&w->b, '}');
         py_memoize(w);
         hbmi_buf_byte(&w->b, '(');
