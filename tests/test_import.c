@@ -85,6 +85,12 @@ static void test_pickle_errors(void) {
     static const unsigned char cutget[] = {0x80, 2, '}', 'j', 1}; /* a memo get without its index */
     CHECK_STATUS(hbm_trace_parse_torch_pickle(cutget, sizeof cutget, "c", &t), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "the file ends early (truncated at byte 5 of a pickle)");
+    /* a frames list whose first item reads back a frame dict stored after it in the same list
+     * (no pickler writes that): refused as the memo get it is, not resolved to an item the
+     * list does not have yet */
+    static const unsigned char fwd[] = {128, 2, 125, 40, 88, 13, 0, 0, 0, 100, 101, 118, 105, 99, 101, 95, 116, 114, 97, 99, 101, 115, 93, 93, 40, 125, 40, 88, 6, 0, 0, 0, 97, 99, 116, 105, 111, 110, 113, 16, 88, 5, 0, 0, 0, 97, 108, 108, 111, 99, 113, 17, 88, 4, 0, 0, 0, 97, 100, 100, 114, 113, 18, 75, 1, 88, 4, 0, 0, 0, 115, 105, 122, 101, 113, 19, 75, 8, 88, 6, 0, 0, 0, 102, 114, 97, 109, 101, 115, 113, 20, 93, 117, 125, 40, 104, 16, 104, 17, 104, 18, 75, 2, 104, 19, 75, 8, 104, 20, 93, 113, 32, 40, 104, 33, 125, 113, 33, 40, 88, 8, 0, 0, 0, 102, 105, 108, 101, 110, 97, 109, 101, 88, 4, 0, 0, 0, 97, 46, 112, 121, 88, 4, 0, 0, 0, 108, 105, 110, 101, 75, 1, 88, 4, 0, 0, 0, 110, 97, 109, 101, 88, 1, 0, 0, 0, 102, 117, 101, 117, 101, 97, 117, 46};
+    CHECK_STATUS(hbm_trace_parse_torch_pickle(fwd, sizeof fwd, "f.pickle", &t), HBM_ERR_PARSE);
+    CHECK_CONTAINS(hbm_last_error(), "f.pickle: pickle byte offset 113: memo get of an index never stored");
     static const unsigned char notdict[] = {0x80, 2, ']', '.'};
     CHECK_STATUS(hbm_trace_parse_torch_pickle(notdict, sizeof notdict, "p", &t), HBM_ERR_PARSE);
     CHECK_CONTAINS(hbm_last_error(), "expected a dict");

@@ -299,13 +299,24 @@ static int span_add(pk *k, size_t from, size_t to) {
     return 0;
 }
 
+/* A frame dict of the list stack_at reads, item pos, stored under a memo index read back. */
+static int own_add(pk *k, size_t idx, size_t pos) {
+    if (k->nown == k->own_cap && hbmi_grow((void **)&k->own, &k->own_cap, k->nown + 1, sizeof *k->own)) return -1;
+    k->own[k->nown].idx = idx;
+    k->own[k->nown++].pos = (uint32_t)pos;
+    return 0;
+}
+
 /* A memo store at p[*q] inside a list (none is fine): 1 when its index is not read back
- * (*top past it; with from, its index bytes left out of the spans from *from), else 0;
- * -1 no memory. */
-static int inner_put(pk *k, size_t *q, size_t *top, size_t *from) {
+ * (*top past it; with from, its index bytes left out of the spans from *from), or when it
+ * is and pos, the list's item it stores, is given (kept in k->own); else 0; -1 no memory. */
+static int inner_put(pk *k, size_t *q, size_t *top, size_t *from, size_t pos) {
     size_t at = *q, idx = put_at(k, q, *top);
     if (idx == SIZE_MAX) return 1;
-    if (read_back(k, idx)) return 0;
+    if (read_back(k, idx)) {
+        if (pos >= UINT32_MAX) return 0;
+        if (own_add(k, idx, pos)) return -1;
+    }
     if (idx + 1 > *top) *top = idx + 1;
     if (from && *q - at > 1) {
         if (span_add(k, *from, at + 1)) return -1;
@@ -347,7 +358,7 @@ static int frame_value(pk *k, size_t *q, size_t *top, size_t *from, hbmi_pv **v)
             (*v)->len = n;
         }
         *q = at + n;
-        return *q < len ? inner_put(k, q, top, from) : 0;
+        return *q < len ? inner_put(k, q, top, from, SIZE_MAX) : 0;
     }
     default:
         if (!int_at(k, q, &x)) return 0;
@@ -355,15 +366,6 @@ static int frame_value(pk *k, size_t *q, size_t *top, size_t *from, hbmi_pv **v)
         if (v) (*v)->i = x;
         return 1;
     }
-}
-
-/* A frame dict of the list stack_at reads, item pos, stored under a memo index read back. */
-static int own_add(pk *k, size_t idx, size_t pos) {
-    if (pos >= UINT32_MAX || (k->nown == k->own_cap && hbmi_grow((void **)&k->own, &k->own_cap, k->nown + 1, sizeof *k->own)))
-        return -1;
-    k->own[k->nown].idx = idx;
-    k->own[k->nown++].pos = (uint32_t)pos;
-    return 0;
 }
 
 /* The item of that list stored under idx (own_add saw it). */
@@ -417,15 +419,8 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
             from = q += 9;
         } else if (p[q] == '}' && dicts) {
             if (++q >= len) return 0;
-            size_t at = q, idx = put_at(k, &q, t); /* its memo store (MEMOIZE, as protocol 4 writes it) */
-            if (idx != SIZE_MAX) {
-                if (idx + 1 > t) t = idx + 1;
-                if (read_back(k, idx) && own_add(k, idx, n)) return -1; /* read back: a frame met again */
-                if (q - at > 1) {
-                    if (span_add(k, from, at + 1)) return -1;
-                    from = q;
-                }
-            }
+            if ((m = inner_put(k, &q, &t, &from, n)) <= 0) /* its memo store; read back: a frame met again */
+                return m;
             if (q >= len || p[q++] != '(') return 0;
             size_t values = 0;
             while (q < len && p[q] != 'u') {
@@ -494,9 +489,9 @@ static int stack_at(pk *k, size_t q, size_t *top, int dicts, hbmi_pv **list, siz
                 }
                 i++;
             } else {
-                size_t w = p[i] == 'h' ? 1 : p[i] == 'j' ? 4 : 0, idx = w ? (size_t)le(p + i + 1, (int)w) : 0;
-                if (w && idx >= t0 && idx < t) { /* an earlier item of this list */
-                    v = l->items[own_pos(k, idx)];
+                size_t w = p[i] == 'h' ? 1 : p[i] == 'j' ? 4 : 0, idx = w ? (size_t)le(p + i + 1, (int)w) : 0, item;
+                if (w && idx >= t0 && (item = own_pos(k, idx)) < l->n) { /* an earlier item of this list */
+                    v = l->items[item];
                     i += 1 + w;
                 } else if ((m = frame_value(k, &i, &tt, NULL, &v)) <= 0) {
                     return m; /* 0: an index never stored */
