@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
+#include "core/oset.h"
 #include "device/cuda_driver.h"
 #include "hbm/size.h"
 
@@ -41,9 +42,7 @@ typedef struct ablk {
         struct {
             uint64_t requested, seq;
         }; /* live */
-        struct {
-            uint32_t tl, tr;
-        }; /* free: children in its tree (index+1; 0 = none) */
+        hbmi_oset_link tlink; /* free: its place in its tree (core/oset.h) */
     };
     uint32_t tag_id, seg;
     uint32_t prev, next; /* address neighbours in the segment, index+1; 0 = none */
@@ -60,7 +59,7 @@ typedef struct aseg {
 /* The free blocks pending on one stream. */
 typedef struct astream {
     uint64_t stream;
-    uint32_t root; /* tree of the blocks (index+1) */
+    hbmi_oset tree; /* the blocks */
 } astream;
 
 typedef struct apool {
@@ -70,7 +69,7 @@ typedef struct apool {
     aseg *segs;
     size_t nsegs, capsegs;
     uint32_t segfree;    /* unused segment slots, chained through link (index+1) */
-    uint32_t ready;      /* tree of the ready free blocks (index+1) */
+    hbmi_oset ready;     /* tree of the ready free blocks */
     astream *streams;    /* by stream id */
     size_t nstreams, capstreams, last;
     uint32_t *whole;     /* segments that are one free ready block (segment indices) */
@@ -89,62 +88,26 @@ static uint64_t async_rounded(void *self, uint64_t size) {
 
 /* ---- the free blocks: trees in (size, address) order ----------------------------------------
  * Each free block is in one tree: the ready blocks' or its stream's pending blocks'. A tree
- * is a treap over the block records (children in the record, the priority a hash of the
- * record's index): the fit is the first block of size >= need in the ready tree or the
- * allocating stream's, whichever is smaller, in O(log n). */
+ * is the ordered set of core/oset.h over the block records (the links in the record): the
+ * fit is the first block of size >= need in the ready tree or the allocating stream's,
+ * whichever is smaller, in O(log n). */
 
-static inline uint32_t prio(uint32_t i1) {
-    uint32_t x = i1 * 0x9e3779b1u;
-    x ^= x >> 15;
-    x *= 0x85ebca6bu;
-    return x ^ (x >> 13);
+static inline int blk_cmp(const ablk *x, const ablk *y) {
+    if (x->size != y->size) return x->size < y->size ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static inline int blk_less(const ablk *x, const ablk *y) {
-    return x->size < y->size || (x->size == y->size && x->addr < y->addr);
-}
-
-static void t_insert(ablk *b, uint32_t *root, uint32_t i) {
-    ablk *x = &b[i];
-    uint32_t i1 = i + 1, pr = prio(i1), *link = root;
-    while (*link && prio(*link) > pr) link = blk_less(x, &b[*link - 1]) ? &b[*link - 1].tl : &b[*link - 1].tr;
-    uint32_t t = *link, *l = &x->tl, *r = &x->tr; /* split the subtree at x's key under x */
-    while (t) {
-        ablk *y = &b[t - 1];
-        if (blk_less(y, x)) *l = t, l = &y->tr, t = y->tr;
-        else *r = t, r = &y->tl, t = y->tl;
-    }
-    *l = *r = 0;
-    *link = i1;
-}
-
-static void t_erase(ablk *b, uint32_t *root, uint32_t i) {
-    const ablk *x = &b[i];
-    uint32_t *link = root;
-    while (*link != i + 1) link = blk_less(x, &b[*link - 1]) ? &b[*link - 1].tl : &b[*link - 1].tr;
-    uint32_t l = x->tl, r = x->tr; /* merge x's subtrees in its place */
-    while (l && r) {
-        if (prio(l) > prio(r)) *link = l, link = &b[l - 1].tr, l = *link;
-        else *link = r, link = &b[r - 1].tl, r = *link;
-    }
-    *link = l ? l : r;
-}
+HBMI_OSET_DEFINE(ftree, ablk, tlink, blk_cmp)
 
 /* The smallest block (by size, then address) of at least need bytes; index+1, 0 if none. */
-static uint32_t t_fit(const ablk *b, uint32_t t, uint64_t need) {
-    uint32_t best = 0;
-    while (t) {
-        const ablk *y = &b[t - 1];
-        if (y->size >= need) best = t, t = y->tl;
-        else t = y->tr;
-    }
-    return best;
+static inline uint32_t t_fit(const ablk *b, const hbmi_oset *t, uint64_t need) {
+    const ablk key = {.size = need, .addr = 0};
+    return ftree_lower_bound(b, t, &key);
 }
 
-static uint64_t t_largest(const ablk *b, uint32_t t) {
-    if (!t) return 0;
-    while (b[t - 1].tr) t = b[t - 1].tr;
-    return b[t - 1].size;
+static uint64_t t_largest(const ablk *b, const hbmi_oset *t) {
+    uint32_t i1 = ftree_last(b, t);
+    return i1 ? b[i1 - 1].size : 0;
 }
 
 static astream *stream_get(apool *p, uint64_t stream) {
@@ -168,7 +131,7 @@ static hbm_status stream_add(apool *p, uint64_t stream) {
     size_t at = 0;
     while (at < p->nstreams && p->streams[at].stream < stream) at++;
     memmove(p->streams + at + 1, p->streams + at, (p->nstreams - at) * sizeof *p->streams);
-    p->streams[at] = (astream){stream, 0};
+    p->streams[at] = (astream){stream, {0, 0}};
     p->nstreams++;
     p->last = at;
     return HBM_OK;
@@ -190,10 +153,10 @@ static void whole_del(apool *p, uint32_t si) {
 static void free_add(apool *p, uint32_t i) {
     ablk *x = &p->b[i];
     if (x->state == B_READY) {
-        t_insert(p->b, &p->ready, i);
+        ftree_insert(p->b, &p->ready, i);
         if (x->size == p->segs[x->seg].size) whole_add(p, x->seg);
     } else {
-        t_insert(p->b, &stream_get(p, x->stream)->root, i); /* made by stream_add */
+        ftree_insert(p->b, &stream_get(p, x->stream)->tree, i); /* made by stream_add */
     }
     p->nfree++;
 }
@@ -202,10 +165,10 @@ static void free_add(apool *p, uint32_t i) {
 static void free_del(apool *p, uint32_t i) {
     ablk *x = &p->b[i];
     if (x->state == B_READY) {
-        t_erase(p->b, &p->ready, i);
+        ftree_remove(p->b, &p->ready, i);
         if (p->segs[x->seg].wpos) whole_del(p, x->seg);
     } else {
-        t_erase(p->b, &stream_get(p, x->stream)->root, i);
+        ftree_remove(p->b, &stream_get(p, x->stream)->tree, i);
     }
     p->nfree--;
 }
@@ -272,9 +235,9 @@ static uint32_t coalesce(apool *p, uint32_t i) {
 }
 
 static uint64_t largest_free(const apool *p) {
-    uint64_t m = t_largest(p->b, p->ready);
+    uint64_t m = t_largest(p->b, &p->ready);
     for (size_t k = 0; k < p->nstreams; k++) {
-        uint64_t v = t_largest(p->b, p->streams[k].root);
+        uint64_t v = t_largest(p->b, &p->streams[k].tree);
         if (v > m) m = v;
     }
     return m;
@@ -283,11 +246,11 @@ static uint64_t largest_free(const apool *p) {
 /* Best fit for stream: the smallest free block (then the lowest address) of at least need
  * bytes among the ready ones and those pending on stream. */
 static int find_fit(apool *p, uint64_t need, uint64_t stream, uint32_t *out) {
-    uint32_t best = t_fit(p->b, p->ready, need);
+    uint32_t best = t_fit(p->b, &p->ready, need);
     const astream *s = stream_get(p, stream);
     if (s) {
-        uint32_t c = t_fit(p->b, s->root, need);
-        if (c && (!best || blk_less(&p->b[c - 1], &p->b[best - 1]))) best = c;
+        uint32_t c = t_fit(p->b, &s->tree, need);
+        if (c && (!best || blk_cmp(&p->b[c - 1], &p->b[best - 1]) < 0)) best = c;
     }
     if (!best) return 0;
     *out = best - 1;
@@ -332,20 +295,7 @@ static void sync_streams(apool *p, uint64_t stream) {
     for (size_t k = 0; k < p->nstreams; k++) {
         astream *s = &p->streams[k];
         if (stream != HBM_STREAM_ALL && s->stream != stream) continue;
-        uint32_t *link = &s->root; /* the tree to a list through tr, in order (right rotations) */
-        while (*link) {
-            ablk *y = &p->b[*link - 1];
-            if (y->tl) {
-                uint32_t l = y->tl;
-                y->tl = p->b[l - 1].tr;
-                p->b[l - 1].tr = *link;
-                *link = l;
-            } else {
-                link = &y->tr;
-            }
-        }
-        for (uint32_t t = s->root; t; t = p->b[t - 1].tr) p->tmp[n++] = t - 1;
-        s->root = 0;
+        n += ftree_drain(p->b, &s->tree, p->tmp + n); /* in order */
     }
     p->nfree -= n;
     for (size_t k = 0; k < n; k++) {
@@ -501,23 +451,18 @@ const uint64_t *hbmi_async_in_use(const hbm_allocator *a) {
 
 static int ablk_unused(const void *rec) { return ((const ablk *)rec)->state == B_UNUSED; }
 
-/* Tree t: blocks in (lo, hi) in order, of the state (and stream) given, priorities never
- * above the parent's; counts them into *n (at most max: a longer walk is a cycle). */
-static hbm_status t_check(const apool *p, uint32_t t, const ablk *lo, const ablk *hi, uint32_t up, int state,
-                          uint64_t stream, size_t *n, size_t max) {
-    for (; t; t = p->b[t - 1].tr) {
-        if (t > p->blocks.n || ++*n > max)
-            return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: free tree: record %" PRIu32 " out of place", t - 1);
-        const ablk *x = &p->b[t - 1];
-        if (x->state != state || (state == B_PENDING && x->stream != stream) || (lo && !blk_less(lo, x)) ||
-            (hi && !blk_less(x, hi)) || prio(t) > up)
+/* Tree t: the set's invariants (core/oset.h), and every block in it free in the state (and
+ * of the stream) given; counts them into *n. */
+static hbm_status t_check(const apool *p, const hbmi_oset *t, int state, uint64_t stream, size_t *n) {
+    hbm_status s = ftree_check(p->b, p->blocks.n, t, "cuda_async: free tree");
+    if (s) return s;
+    for (uint32_t i1 = ftree_first(p->b, t); i1; i1 = ftree_next(p->b, t, i1)) {
+        const ablk *x = &p->b[i1 - 1];
+        if (x->state != state || (state == B_PENDING && x->stream != stream))
             return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: free block 0x%" PRIx64 " of %" PRIu64
-                              " bytes is out of order in its tree", x->addr, x->size);
-        hbm_status s = t_check(p, x->tl, lo, x, prio(t), state, stream, n, max);
-        if (s) return s;
-        lo = x;
-        up = prio(t);
+                              " bytes is in the wrong tree", x->addr, x->size);
     }
+    *n += t->n;
     return HBM_OK;
 }
 
@@ -527,11 +472,11 @@ static hbm_status async_check(void *self) {
     hbm_status s = hbmi_pool_check(&p->blocks, p->b, sizeof *p->b, offsetof(ablk, next), ablk_unused, "cuda_async");
     if (s) return s;
     size_t intrees = 0;
-    s = t_check(p, p->ready, NULL, NULL, UINT32_MAX, B_READY, 0, &intrees, p->nfree);
+    s = t_check(p, &p->ready, B_READY, 0, &intrees);
     for (size_t k = 0; k < p->nstreams && !s; k++) {
         if (k && p->streams[k - 1].stream >= p->streams[k].stream)
             return hbmi_error(HBM_ERR_CORRUPT, "cuda_async: streams out of order");
-        s = t_check(p, p->streams[k].root, NULL, NULL, UINT32_MAX, B_PENDING, p->streams[k].stream, &intrees, p->nfree);
+        s = t_check(p, &p->streams[k].tree, B_PENDING, p->streams[k].stream, &intrees);
     }
     if (s) return s;
     size_t nunused = 0;
