@@ -1,7 +1,7 @@
 /* test_oset.c - the one ordered set (core/oset.h): random inserts and removes against a
  * reference model (a sorted array of (key, index)), with every query checked after each
- * step (first/last, the walk by next and by prev, lower_bound, upper_bound, floor, count,
- * drain) and a summary kept by fix (the greatest value below each record) recomputed
+ * step (first/last, the walk by next and by prev, lower_bound, upper_bound, floor, has,
+ * count, drain) and a summary kept by fix (the greatest value below each record) recomputed
  * there; duplicates (equal keys, ordered by index); the empty and one-record sets; a
  * degenerate tree deeper than the fix stack; and the walker hbmi_oset_check shown each
  * kind of broken tree (out of order, a priority above its parent's, a cycle, a link out of
@@ -82,6 +82,7 @@ static void agree(rec *b, const hbmi_oset *s, int aug) {
     CHECK_EQ_U64(k, nmodel);
     for (uint32_t t = rs_last(b, s); t; t = rs_prev(b, s, t)) CHECK(k > 0 && t == model[--k] + 1);
     CHECK_EQ_U64(k, 0);
+    for (uint32_t i = 0; i < N; i++) CHECK(rs_has(b, s, i) == b[i].in);
     for (int q = 0; q < 8; q++) {
         rec key = {.key = rnd(40)};
         uint32_t lb = 0, ub = 0, fl = 0;

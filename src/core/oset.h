@@ -71,6 +71,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
  *            whose compared fields are set; 0: none
  *   uint32_t NAME_upper_bound(..., const T *key)   the first record greater (CMP > 0)
  *   uint32_t NAME_floor(..., const T *key)         the last record not greater (CMP <= 0)
+ *   int      NAME_has(const T *b, const hbmi_oset *s, uint32_t i) whether record b[i] is in s
  *   size_t   NAME_drain(T *b, hbmi_oset *s, uint32_t *out)  the indices in order into out
  *            (s->n of them), and s is empty (the links are left as the drain made them)
  *   hbm_status NAME_check(const T *b, size_t nrec, const hbmi_oset *s, const char *who)
@@ -143,6 +144,11 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
             NAME##_fixpath_(b, *at, 0, i1, 3);                                                            \
             if (at != &s->root) NAME##_fixpath_(b, s->root, *at, i1, 0);                          \
         }                                                                                                 \
+    }                                                                                                     \
+    static inline int NAME##_has(const T *b, const hbmi_oset *s, uint32_t i) {                           \
+        uint32_t i1 = i + 1, t = s->root;                                                                 \
+        while (t && t != i1) t = NAME##_before_(b, i1, t) ? b[t - 1].LINK.l : b[t - 1].LINK.r;            \
+        return t != 0;                                                                                    \
     }                                                                                                     \
     static inline uint32_t NAME##_first(const T *b, const hbmi_oset *s) {                                \
         uint32_t t = s->root;                                                                             \
