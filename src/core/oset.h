@@ -13,7 +13,7 @@
  * addresses or on the run. Insert splits the subtree at the new key under the new record,
  * remove merges the record's two subtrees in its place: no recursion, no parent links,
  * O(log n) expected. next/prev walk down from the root (O(log n)); a caller that wants all
- * records in order drains them (hbmi_oset_drain-like NAME_drain) or walks next.
+ * records in order drains them (NAME_drain) or walks next.
  * Summaries: HBMI_OSET_DEFINE_AUG takes fix(b, i1), which recomputes record i1's summary
  * from its children's (xla_heap.c's interval tree: the greatest end below); insert and
  * remove call it on every record whose subtree changed, deepest first.
