@@ -61,6 +61,8 @@ typedef CUresult (*fasync_fn)(CUdeviceptr, CUstream);
 typedef CUresult (*apool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
 typedef CUresult (*ssync_fn)(CUstream);
 typedef CUresult (*csync_fn)(void);
+typedef void *CUcontext;
+typedef CUresult (*csync2_fn)(CUcontext); /* cuCtxSynchronize from CUDA 13 (version 13000) */
 typedef CUresult (*gpa1_fn)(const char *, void **, int, unsigned long long);
 typedef CUresult (*gpa2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -388,16 +390,28 @@ static CUresult do_csync(csync_fn real, const char *api) {
     if (!r) synced(HBM_STREAM_ALL, api);
     return r;
 }
+/* CUDA 13's cuCtxSynchronize takes the context (NULL: the current one); recorded as the
+ * context sync it is, on every stream */
+static CUresult do_csync2(csync2_fn real, CUcontext c, const char *api) {
+    if (!real) return 999;
+    if (depth) return real(c);
+    depth++;
+    CUresult r = real(c);
+    depth--;
+    if (!r) synced(HBM_STREAM_ALL, api);
+    return r;
+}
 
 /* ---- wrappers for pointers handed out by dlsym / cuGetProcAddress --------------------------
  * Each kind has a few slots; a slot remembers one real entry point (e.g. cuMemAllocAsync
  * and cuMemAllocAsync_ptsz take two) and its wrapper calls that one. */
 #define NSLOT 4
-enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_SSYNC, K_CSYNC, K_COUNT };
+enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_SSYNC, K_CSYNC, K_CSYNC2, K_COUNT };
 static void *slot_real[K_COUNT][NSLOT];
 static void *slot_wrap[K_COUNT][NSLOT];
 static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync",
-                                              "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize"};
+                                              "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize",
+                                              "cuCtxSynchronize"};
 
 #define SLOTS(X) X(0) X(1) X(2) X(3)
 #define DEF_WRAPS(i)                                                                                      \
@@ -413,13 +427,14 @@ static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "
         return do_apool((apool_fn)slot_real[K_APOOL][i], p, n, pl, s, kind_api[K_APOOL]);                 \
     }                                                                                                     \
     static CUresult w_ssync_##i(CUstream s) { return do_ssync((ssync_fn)slot_real[K_SSYNC][i], s, kind_api[K_SSYNC]); } \
-    static CUresult w_csync_##i(void) { return do_csync((csync_fn)slot_real[K_CSYNC][i], kind_api[K_CSYNC]); }
+    static CUresult w_csync_##i(void) { return do_csync((csync_fn)slot_real[K_CSYNC][i], kind_api[K_CSYNC]); } \
+    static CUresult w_csync2_##i(CUcontext c) { return do_csync2((csync2_fn)slot_real[K_CSYNC2][i], c, kind_api[K_CSYNC2]); }
 SLOTS(DEF_WRAPS)
 #define INIT_WRAPS(i)                                                                                     \
     slot_wrap[K_ALLOC][i] = (void *)w_alloc_##i, slot_wrap[K_FREE][i] = (void *)w_free_##i,               \
     slot_wrap[K_AASYNC][i] = (void *)w_aasync_##i, slot_wrap[K_FASYNC][i] = (void *)w_fasync_##i,         \
     slot_wrap[K_APOOL][i] = (void *)w_apool_##i, slot_wrap[K_SSYNC][i] = (void *)w_ssync_##i,             \
-    slot_wrap[K_CSYNC][i] = (void *)w_csync_##i;
+    slot_wrap[K_CSYNC][i] = (void *)w_csync_##i, slot_wrap[K_CSYNC2][i] = (void *)w_csync2_##i;
 
 static int is_ours(void *p) {
     Dl_info a, b;
@@ -448,17 +463,35 @@ static gpa1_fn real_gpa1;
 static gpa2_fn real_gpa2;
 static CUresult hook_gpa1(const char *sym, void **pfn, int ver, unsigned long long flags);
 static CUresult hook_gpa2(const char *sym, void **pfn, int ver, unsigned long long flags, int *st);
+static void rewrite_known(const char *sym, void **pfn, int ver);
 
-/* Replace *pfn for the base names the driver resolves (cuGetProcAddress takes base names). */
+/* HBM_RUN_DEBUG=1: each driver entry point the program looks up, by which route, at which
+ * version, and whether hbm watches it, on stderr (to see what a runtime calls). */
+static void debug_lookup(const char *route, const char *sym, int ver, void *got, void *given) {
+    static int on = -1;
+    if (on < 0) on = getenv("HBM_RUN_DEBUG") && *getenv("HBM_RUN_DEBUG") == '1';
+    if (!on || !sym) return;
+    if (ver) fprintf(stderr, "hbm run: %s %s version %d%s\n", route, sym, ver, got && got != given ? " (watched)" : "");
+    else fprintf(stderr, "hbm run: %s %s%s\n", route, sym, got && got != given ? " (watched)" : "");
+}
+
+/* Replace *pfn for the base names the driver resolves (cuGetProcAddress takes base names);
+ * the signature depends on the version asked for (cuCtxSynchronize takes a context from
+ * CUDA 13.0, version 13000: cudaTypedefs.h's PFN_cuCtxSynchronize_v13000). */
 static void rewrite_proc(const char *sym, void **pfn, int ver) {
     if (!sym || !pfn || !*pfn) return;
+    void *got = *pfn;
+    rewrite_known(sym, pfn, ver);
+    debug_lookup("cuGetProcAddress", sym, ver, *pfn, got);
+}
+static void rewrite_known(const char *sym, void **pfn, int ver) {
     if (!strcmp(sym, "cuMemAlloc") && ver >= 3020) *pfn = wrap(K_ALLOC, *pfn);
     else if (!strcmp(sym, "cuMemFree") && ver >= 3020) *pfn = wrap(K_FREE, *pfn);
     else if (!strcmp(sym, "cuMemAllocAsync")) *pfn = wrap(K_AASYNC, *pfn);
     else if (!strcmp(sym, "cuMemFreeAsync")) *pfn = wrap(K_FASYNC, *pfn);
     else if (!strcmp(sym, "cuMemAllocFromPoolAsync")) *pfn = wrap(K_APOOL, *pfn);
     else if (!strcmp(sym, "cuStreamSynchronize")) *pfn = wrap(K_SSYNC, *pfn);
-    else if (!strcmp(sym, "cuCtxSynchronize")) *pfn = wrap(K_CSYNC, *pfn);
+    else if (!strcmp(sym, "cuCtxSynchronize")) *pfn = wrap(ver >= 13000 ? K_CSYNC2 : K_CSYNC, *pfn);
     else if (!strcmp(sym, "cuGetProcAddress") && !is_ours(*pfn)) {
         if (ver >= 12000) real_gpa2 = (gpa2_fn)*pfn, *pfn = (void *)hook_gpa2;
         else real_gpa1 = (gpa1_fn)*pfn, *pfn = (void *)hook_gpa1;
@@ -486,11 +519,17 @@ EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsign
 }
 
 /* ---- dlsym ----------------------------------------------------------------------------------------- */
+static void *dlsym_known(const char *name, void *p);
 EXPORT void *dlsym(void *handle, const char *name) {
     dlsym_fn real = real_dlsym();
     if (!real) return NULL;
     void *p = real(handle, name);
     if (!p || name[0] != 'c' || name[1] != 'u') return p;
+    void *w = dlsym_known(name, p);
+    debug_lookup("dlsym", name, 0, w, p);
+    return w;
+}
+static void *dlsym_known(const char *name, void *p) {
     if (!strcmp(name, "cuMemAlloc_v2")) return wrap(K_ALLOC, p);
     if (!strcmp(name, "cuMemFree_v2")) return wrap(K_FREE, p);
     if (!strcmp(name, "cuMemAllocAsync") || !strcmp(name, "cuMemAllocAsync_ptsz")) return wrap(K_AASYNC, p);
@@ -498,6 +537,7 @@ EXPORT void *dlsym(void *handle, const char *name) {
     if (!strcmp(name, "cuMemAllocFromPoolAsync") || !strcmp(name, "cuMemAllocFromPoolAsync_ptsz")) return wrap(K_APOOL, p);
     if (!strcmp(name, "cuStreamSynchronize") || !strcmp(name, "cuStreamSynchronize_ptsz")) return wrap(K_SSYNC, p);
     if (!strcmp(name, "cuCtxSynchronize")) return wrap(K_CSYNC, p);
+    if (!strcmp(name, "cuCtxSynchronize_v2")) return wrap(K_CSYNC2, p);
     if (!strcmp(name, "cuGetProcAddress") && !is_ours(p)) return real_gpa1 = (gpa1_fn)p, (void *)hook_gpa1;
     if (!strcmp(name, "cuGetProcAddress_v2") && !is_ours(p)) return real_gpa2 = (gpa2_fn)p, (void *)hook_gpa2;
     return p;
@@ -520,6 +560,9 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
     NEXT(ssync_fn, "cuStreamSynchronize") return do_ssync(real_, s, "cuStreamSynchronize");
 }
 EXPORT CUresult cuCtxSynchronize(void) { NEXT(csync_fn, "cuCtxSynchronize") return do_csync(real_, "cuCtxSynchronize"); }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) {
+    NEXT(csync2_fn, "cuCtxSynchronize_v2") return do_csync2(real_, c, "cuCtxSynchronize");
+}
 
 typedef cudaError_t (*rt_malloc_fn)(void **, size_t);
 typedef cudaError_t (*rt_free_fn)(void *);

@@ -3,7 +3,8 @@
  * cuGetProcAddress_v2 with dlsym and most entry points through it, and some with dlsym.
  *   fake_app BIG_BYTES   allocates 1 MiB, 2 MiB, a 3 MiB pool block on stream 0x51, then
  * BIG_BYTES (printing its result code), frees everything (the pool block on its stream,
- * then synchronizes that stream, then the context) and exits 0 if the calls behaved.
+ * then synchronizes that stream, then the context, also through CUDA 13's form that takes
+ * it) and exits 0 if the calls behaved.
  *   fake_app BIG_BYTES threads   then 4 threads each allocate and free 4 KiB 1000 times,
  * from the pool on streams 0x100 + thread index (cuMemAllocFromPoolAsync / cuMemFreeAsync). */
 #define _GNU_SOURCE
@@ -67,6 +68,8 @@ int main(int argc, char **argv) {
     pfree = (hbmi_CUresult(*)(hbmi_CUdeviceptr, hbmi_CUstream))dlsym(h, "cuMemFreeAsync");
     hbmi_CUresult (*ssync)(hbmi_CUstream) = get(gpa, "cuStreamSynchronize");
     hbmi_CUresult (*csync)(void) = (hbmi_CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
+    /* at version 13000 the driver hands out cuCtxSynchronize's CUDA 13 form, which takes the context */
+    hbmi_CUresult (*csync13)(hbmi_CUcontext) = get(gpa, "cuCtxSynchronize");
     if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
     hbmi_CUmemPoolProps props;
     memset(&props, 0, sizeof props);
@@ -88,6 +91,7 @@ int main(int argc, char **argv) {
     if (!rbig) bad |= mfree(d) != 0;
     bad |= mfree(0x1234) == 0; /* unknown pointer: the driver refuses */
     bad |= !csync || csync() != 0;
+    bad |= csync13(ctx) != 0 || csync13(NULL) != 0;
     if (argc > 2 && !strcmp(argv[2], "threads")) {
         pthread_t th[NTHREADS];
         for (uintptr_t i = 0; i < NTHREADS; i++) bad |= pthread_create(&th[i], NULL, worker, (void *)i) != 0;
