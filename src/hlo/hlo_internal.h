@@ -173,6 +173,7 @@ typedef struct hbmi_xla {
     uint32_t n_peak;
     uint32_t *peak;     /* lbufs live at the heap trace's peak, largest first */
     uint64_t alignment; /* the alignment XLA's build used, as its offsets show (128, 256); 0 */
+    int alignment_other; /* shown by another module's offsets in the same file */
 } hbmi_xla;
 
 struct hbm_hlo_module {
