@@ -108,7 +108,11 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
-            p->alignment_from == 'x' ? " (XLA's build, as its assignment shows)" : "",
+            p->alignment_from == 'x'   ? (p->m && p->m->xla && p->m->xla->alignment_other
+                                              ? " (XLA's build, as other modules show)"
+                                              : " (XLA's build, as its assignment shows)")
+            : p->alignment_from == 't' ? " (XLA 2026 print form: operands %x#N)"
+                                       : "",
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
