@@ -76,21 +76,29 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
  *            (s->n of them), and s is empty (the links are left as the drain made them)
  *   hbm_status NAME_check(const T *b, size_t nrec, const hbmi_oset *s, const char *who)
  * HBMI_OSET_DEFINE_AUG(NAME, T, LINK, CMP, FIX) adds void FIX(T *b, uint32_t i1). */
+/* generated functions a caller does not use are no warning (clang warns of unused static
+ * inline functions defined in a .c file, as the macro's are) */
+#if defined(__GNUC__)
+#define HBMI_OSET_FN_ static inline __attribute__((unused))
+#else
+#define HBMI_OSET_FN_ static inline
+#endif
+
 #define HBMI_OSET_DEFINE(NAME, T, LINK, CMP) HBMI_OSET_DEFINE_(NAME, T, LINK, CMP, NAME##_nofix_, 0)
 #define HBMI_OSET_DEFINE_AUG(NAME, T, LINK, CMP, FIX) HBMI_OSET_DEFINE_(NAME, T, LINK, CMP, FIX, 1)
 
 #define HBMI_OSET_DEFINE_(NAME, T, LINK, CMP, FIX, AUG)                                                   \
-    static inline void NAME##_nofix_(T *b, uint32_t i1) {                                                \
+    HBMI_OSET_FN_ void NAME##_nofix_(T *b, uint32_t i1) {                                                \
         (void)b, (void)i1;                                                                                \
     }                                                                                                     \
     /* record x (index + 1) before record y in the set's order */                                        \
-    static inline int NAME##_before_(const T *b, uint32_t x, uint32_t y) {                               \
+    HBMI_OSET_FN_ int NAME##_before_(const T *b, uint32_t x, uint32_t y) {                               \
         int c = CMP(&b[x - 1], &b[y - 1]);                                                                \
         return c < 0 || (c == 0 && x < y);                                                                \
     }                                                                                                     \
     /* the next record on a path from t: 0 toward x (x itself ends it), 1 right, 2 left, 3 the    \
      * zip of a merge around the removed x (a record before x came from the left: go right) */       \
-    static inline uint32_t NAME##_step_(const T *b, uint32_t t, uint32_t x, int mode) {                  \
+    HBMI_OSET_FN_ uint32_t NAME##_step_(const T *b, uint32_t t, uint32_t x, int mode) {                  \
         const hbmi_oset_link *k = &b[t - 1].LINK;                                                         \
         if (mode == 1) return k->r;                                                                       \
         if (mode == 2) return k->l;                                                                       \
@@ -98,7 +106,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
         return NAME##_before_(b, x, t) ? k->l : k->r;                                                     \
     }                                                                                                     \
     /* FIX every record on the path from top until stop (exclusive), deepest first */                   \
-    static inline void NAME##_fixpath_(T *b, uint32_t top, uint32_t stop, uint32_t x, int mode) {        \
+    HBMI_OSET_FN_ void NAME##_fixpath_(T *b, uint32_t top, uint32_t stop, uint32_t x, int mode) {        \
         uint32_t st[HBMI_OSET_FIXSTACK], n = 0, t = top;                                                  \
         while (t && t != stop && n < HBMI_OSET_FIXSTACK) st[n++] = t, t = NAME##_step_(b, t, x, mode);    \
         for (uint32_t end = stop, below = t; below && below != stop;) { /* past the stack */             \
@@ -110,7 +118,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
         }                                                                                                 \
         while (n) FIX(b, st[--n]);                                                                        \
     }                                                                                                     \
-    static inline void NAME##_insert(T *b, hbmi_oset *s, uint32_t i) {                                    \
+    HBMI_OSET_FN_ void NAME##_insert(T *b, hbmi_oset *s, uint32_t i) {                                    \
         T *x = &b[i];                                                                                     \
         uint32_t i1 = i + 1, pr = hbmi_oset_prio(i1), *link = &s->root;                                  \
         while (*link && hbmi_oset_prio(*link) > pr)                                                       \
@@ -130,7 +138,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
             NAME##_fixpath_(b, s->root, 0, i1, 0);                                                        \
         }                                                                                                 \
     }                                                                                                     \
-    static inline void NAME##_remove(T *b, hbmi_oset *s, uint32_t i) {                                    \
+    HBMI_OSET_FN_ void NAME##_remove(T *b, hbmi_oset *s, uint32_t i) {                                    \
         uint32_t i1 = i + 1, *link = &s->root;                                                            \
         while (*link != i1) link = NAME##_before_(b, i1, *link) ? &b[*link - 1].LINK.l : &b[*link - 1].LINK.r; \
         uint32_t *at = link, l = b[i].LINK.l, r = b[i].LINK.r; /* merge x's subtrees in its place */       \
@@ -145,24 +153,24 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
             if (at != &s->root) NAME##_fixpath_(b, s->root, *at, i1, 0);                          \
         }                                                                                                 \
     }                                                                                                     \
-    static inline int NAME##_has(const T *b, const hbmi_oset *s, uint32_t i) {                           \
+    HBMI_OSET_FN_ int NAME##_has(const T *b, const hbmi_oset *s, uint32_t i) {                           \
         uint32_t i1 = i + 1, t = s->root;                                                                 \
         while (t && t != i1) t = NAME##_before_(b, i1, t) ? b[t - 1].LINK.l : b[t - 1].LINK.r;            \
         return t != 0;                                                                                    \
     }                                                                                                     \
-    static inline uint32_t NAME##_first(const T *b, const hbmi_oset *s) {                                \
+    HBMI_OSET_FN_ uint32_t NAME##_first(const T *b, const hbmi_oset *s) {                                \
         uint32_t t = s->root;                                                                             \
         if (t)                                                                                            \
             while (b[t - 1].LINK.l) t = b[t - 1].LINK.l;                                                  \
         return t;                                                                                         \
     }                                                                                                     \
-    static inline uint32_t NAME##_last(const T *b, const hbmi_oset *s) {                                 \
+    HBMI_OSET_FN_ uint32_t NAME##_last(const T *b, const hbmi_oset *s) {                                 \
         uint32_t t = s->root;                                                                             \
         if (t)                                                                                            \
             while (b[t - 1].LINK.r) t = b[t - 1].LINK.r;                                                  \
         return t;                                                                                         \
     }                                                                                                     \
-    static inline uint32_t NAME##_next(const T *b, const hbmi_oset *s, uint32_t i1) {                    \
+    HBMI_OSET_FN_ uint32_t NAME##_next(const T *b, const hbmi_oset *s, uint32_t i1) {                    \
         uint32_t t = b[i1 - 1].LINK.r, best = 0;                                                          \
         if (t) {                                                                                          \
             while (b[t - 1].LINK.l) t = b[t - 1].LINK.l;                                                  \
@@ -173,7 +181,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
             else t = b[t - 1].LINK.r;                                                                     \
         return best;                                                                                      \
     }                                                                                                     \
-    static inline uint32_t NAME##_prev(const T *b, const hbmi_oset *s, uint32_t i1) {                    \
+    HBMI_OSET_FN_ uint32_t NAME##_prev(const T *b, const hbmi_oset *s, uint32_t i1) {                    \
         uint32_t t = b[i1 - 1].LINK.l, best = 0;                                                          \
         if (t) {                                                                                          \
             while (b[t - 1].LINK.r) t = b[t - 1].LINK.r;                                                  \
@@ -184,21 +192,21 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
             else t = b[t - 1].LINK.l;                                                                     \
         return best;                                                                                      \
     }                                                                                                     \
-    static inline uint32_t NAME##_lower_bound(const T *b, const hbmi_oset *s, const T *key) {             \
+    HBMI_OSET_FN_ uint32_t NAME##_lower_bound(const T *b, const hbmi_oset *s, const T *key) {             \
         uint32_t t = s->root, best = 0;                                                                   \
         while (t)                                                                                         \
             if (CMP(&b[t - 1], key) >= 0) best = t, t = b[t - 1].LINK.l;                                  \
             else t = b[t - 1].LINK.r;                                                                     \
         return best;                                                                                      \
     }                                                                                                     \
-    static inline uint32_t NAME##_upper_bound(const T *b, const hbmi_oset *s, const T *key) {             \
+    HBMI_OSET_FN_ uint32_t NAME##_upper_bound(const T *b, const hbmi_oset *s, const T *key) {             \
         uint32_t t = s->root, best = 0;                                                                   \
         while (t)                                                                                         \
             if (CMP(&b[t - 1], key) > 0) best = t, t = b[t - 1].LINK.l;                                   \
             else t = b[t - 1].LINK.r;                                                                     \
         return best;                                                                                      \
     }                                                                                                     \
-    static inline uint32_t NAME##_floor(const T *b, const hbmi_oset *s, const T *key) {                  \
+    HBMI_OSET_FN_ uint32_t NAME##_floor(const T *b, const hbmi_oset *s, const T *key) {                  \
         uint32_t t = s->root, best = 0;                                                                   \
         while (t)                                                                                         \
             if (CMP(&b[t - 1], key) <= 0) best = t, t = b[t - 1].LINK.r;                                  \
@@ -206,7 +214,7 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
         return best;                                                                                      \
     }                                                                                                     \
     /* the tree becomes a list through r by right rotations, then is read off */                         \
-    static inline size_t NAME##_drain(T *b, hbmi_oset *s, uint32_t *out) {                                \
+    HBMI_OSET_FN_ size_t NAME##_drain(T *b, hbmi_oset *s, uint32_t *out) {                                \
         uint32_t *link = &s->root;                                                                        \
         while (*link) {                                                                                   \
             hbmi_oset_link *y = &b[*link - 1].LINK;                                                       \
@@ -224,8 +232,8 @@ hbm_status hbmi_oset_check_(const void *b, size_t size, size_t link, size_t nrec
         s->root = 0, s->n = 0;                                                                            \
         return n;                                                                                         \
     }                                                                                                     \
-    static inline int NAME##_cmpv_(const void *x, const void *y) { return CMP((const T *)x, (const T *)y); } \
-    static inline hbm_status NAME##_check(const T *b, size_t nrec, const hbmi_oset *s, const char *who) { \
+    HBMI_OSET_FN_ int NAME##_cmpv_(const void *x, const void *y) { return CMP((const T *)x, (const T *)y); } \
+    HBMI_OSET_FN_ hbm_status NAME##_check(const T *b, size_t nrec, const hbmi_oset *s, const char *who) { \
         return hbmi_oset_check_(b, sizeof *b, offsetof(T, LINK), nrec, s, NAME##_cmpv_, who);             \
     }
 
