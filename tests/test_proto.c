@@ -513,7 +513,7 @@ static hbm_hlo_module *align_profile_first(const uint64_t *off, int n) {
         gbuf st = {0}, em = {0}, ent = {0};
         g_int(&st, 1, 7);
         g_bytes(&st, 6, hp, len);
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "jit_al%d", k);
         g_int(&em, 1, (uint64_t)k + 1);
         g_bytes(&em, 2, name, strlen(name));
