@@ -113,15 +113,18 @@ static const char bitcast_hlo[] =
 /* a multi-output fusion: element 0 is read at the start and at the end, element 1 only at the
  * start; the fusion is cloned whole (XLA clones the instruction and reads the element with a
  * get-tuple-element of the clone) */
-static const char mof_hlo[] =
-    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
-    "\n"
-    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"
-    "  %fp = " MB4 " parameter(0)\n"
-    "  %fe = " MB4 " exponential(%fp)\n"
-    "  %fn = " MB4 " negate(%fp)\n"
-    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"
+/* the module's header and its fusion, for mof_hlo and mof_new_hlo */
+#define MOF_HEAD                                                                                               \
+    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n" \
+    "\n"                                                                                                       \
+    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"                                    \
+    "  %fp = " MB4 " parameter(0)\n"                                                                          \
+    "  %fe = " MB4 " exponential(%fp)\n"                                                                      \
+    "  %fn = " MB4 " negate(%fp)\n"                                                                           \
+    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"                                                      \
     "}\n"
+static const char mof_hlo[] =
+    MOF_HEAD
     "\n"
     "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
     "  %p0 = " MB4 " parameter(0)\n"
@@ -290,14 +293,7 @@ static void test_multi_output(void) {
  * "%t#0" and "%t#1". The clone's element is read as "%t.remat#0", with no line of its own;
  * the emitted module parses back in that form and plans to the figure reported */
 static const char mof_new_hlo[] =
-    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
-    "\n"
-    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"
-    "  %fp = " MB4 " parameter(0)\n"
-    "  %fe = " MB4 " exponential(%fp)\n"
-    "  %fn = " MB4 " negate(%fp)\n"
-    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"
-    "}\n"
+    MOF_HEAD
     "\n"
     "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
     "  %p0 = " MB4 " parameter(0)\n"

@@ -513,7 +513,7 @@ static hbm_hlo_module *align_profile_first(const uint64_t *off, int n) {
         gbuf st = {0}, em = {0}, ent = {0};
         g_int(&st, 1, 7);
         g_bytes(&st, 6, hp, len);
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "jit_al%d", k);
         g_int(&em, 1, (uint64_t)k + 1);
         g_bytes(&em, 2, name, strlen(name));
@@ -587,26 +587,15 @@ static void test_xla_alignment(void) {
     }
     /* the same module in a profile beside one that shows its build's alignment: one XLA
      * compiled both, so the other's evidence is taken, and said so */
-    static const uint64_t with256[] = {512, 256}, with128[] = {512, 128}, alone[] = {512, 512};
-    m = align_profile_first(with256, 2);
-    CHECK(m);
-    if (m) {
-        CHECK_EQ_U64(align_temp(m, 0, &from), t256);
-        CHECK(from == 2);
-        hbm_hlo_module_free(m);
-    }
-    m = align_profile_first(with128, 2);
-    CHECK(m);
-    if (m) {
-        CHECK_EQ_U64(align_temp(m, 0, &from), t128);
-        CHECK(from == 2);
-        hbm_hlo_module_free(m);
-    }
-    m = align_profile_first(alone, 2);
-    CHECK(m);
-    if (m) {
-        CHECK_EQ_U64(align_temp(m, 0, &from), t128);
-        CHECK(from == 0);
+    static const uint64_t offs[3][2] = {{512, 256}, {512, 128}, {512, 512}};
+    const uint64_t want[3] = {t256, t128, t128};
+    const int said[3] = {2, 2, 0}; /* the third: neither shows it, 128 */
+    for (int k = 0; k < 3; k++) {
+        m = align_profile_first(offs[k], 2);
+        CHECK(m);
+        if (!m) continue;
+        CHECK_EQ_U64(align_temp(m, 0, &from), want[k]);
+        CHECK(from == said[k]);
         hbm_hlo_module_free(m);
     }
 }
