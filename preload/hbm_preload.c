@@ -25,8 +25,11 @@
  * process writes FILE under (hbm run renames it when the program ends), HBM_RUN_LIMIT=bytes
  * (0 or unset: no limit), HBM_RUN_QUIET=1 (no summary), HBM_RUN_SEEN=a file each
  * process that uses CUDA appends a byte to (hbm run says so when none did).
- * Not intercepted: cuMemAllocManaged, cuMemAllocPitch, cuMemCreate/cuMemMap (virtual memory,
- * e.g. PyTorch's expandable_segments) and cudaMallocManaged/cudaMallocPitch. */
+ * Virtual memory (cuMemCreate / cuMemMap / cuMemUnmap / cuMemRelease: PyTorch's expandable
+ * segments, XLA's allocators from 2026 builds) is recorded by its physical memory: an alloc
+ * at cuMemCreate of device memory (the handle stands for the address), a free once the
+ * handle is released and no longer mapped, which is when the driver gives the memory back.
+ * Not intercepted: cuMemAllocManaged, cuMemAllocPitch, cudaMallocManaged/cudaMallocPitch. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,6 +43,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "device/cuda_abi.h"
 #include "hbm/hbm.h"
 #include "trace/trace_internal.h"
 
@@ -61,6 +65,13 @@ typedef CUresult (*fasync_fn)(CUdeviceptr, CUstream);
 typedef CUresult (*apool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
 typedef CUresult (*ssync_fn)(CUstream);
 typedef CUresult (*csync_fn)(void);
+typedef void *CUcontext;
+typedef CUresult (*csync2_fn)(CUcontext); /* cuCtxSynchronize from CUDA 13 (version 13000) */
+typedef unsigned long long CUmemHandle; /* CUmemGenericAllocationHandle */
+typedef CUresult (*create_fn)(CUmemHandle *, size_t, const hbmi_CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*mrelease_fn)(CUmemHandle);
+typedef CUresult (*map_fn)(CUdeviceptr, size_t, size_t, CUmemHandle, unsigned long long);
+typedef CUresult (*unmap_fn)(CUdeviceptr, size_t);
 typedef CUresult (*gpa1_fn)(const char *, void **, int, unsigned long long);
 typedef CUresult (*gpa2_fn)(const char *, void **, int, unsigned long long, int *);
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -79,6 +90,10 @@ static hbm_device *mdev;
 static hbm_allocator *model;
 static hbmi_map addrs; /* real address -> model address */
 static hbmi_map sizes; /* real address -> bytes requested */
+static hbmi_map handles; /* cuMemCreate handle recorded -> its mappings, | RELEASED once released */
+static hbmi_map mapped;  /* address a handle is mapped at -> the handle */
+static hbmi_map mapsize; /* that address -> bytes mapped */
+#define RELEASED (1ull << 63)
 static hbm_trace_writer *tw; /* NULL: no trace */
 static uint64_t t0, n_events;
 static uint64_t limit, cur_bytes, peak_bytes, n_allocs, n_frees, n_ooms, n_refused;
@@ -91,7 +106,8 @@ static dlsym_fn real_dlsym_p;
 static const char *const apis[] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync",
                                    "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize",
                                    "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync",
-                                   "cudaStreamSynchronize", "cudaDeviceSynchronize"};
+                                   "cudaStreamSynchronize", "cudaDeviceSynchronize", "cuMemCreate", "cuMemRelease",
+                                   "cuMemUnmap"};
 #define NAPIS (sizeof apis / sizeof apis[0])
 
 static dlsym_fn real_dlsym(void) {
@@ -195,6 +211,9 @@ static void setup(void) {
     snprintf(cfg, sizeof cfg, "allocator=platform,limit=%" PRIu64 ",report_top=10", limit ? limit : (uint64_t)(1ull << 60));
     hbmi_map_init(&addrs);
     hbmi_map_init(&sizes);
+    hbmi_map_init(&handles);
+    hbmi_map_init(&mapped);
+    hbmi_map_init(&mapsize);
     if (hbm_device_open(spec, &mdev) || hbm_allocator_open(mdev, cfg, &model)) {
         fprintf(stderr, "hbm run: cannot set up the model (%s); not recording\n", hbm_last_error());
         return;
@@ -388,16 +407,112 @@ static CUresult do_csync(csync_fn real, const char *api) {
     if (!r) synced(HBM_STREAM_ALL, api);
     return r;
 }
+/* CUDA 13's cuCtxSynchronize takes the context (NULL: the current one); recorded as the
+ * context sync it is, on every stream */
+static CUresult do_csync2(csync2_fn real, CUcontext c, const char *api) {
+    if (!real) return 999;
+    if (depth) return real(c);
+    depth++;
+    CUresult r = real(c);
+    depth--;
+    if (!r) synced(HBM_STREAM_ALL, api);
+    return r;
+}
+
+/* Physical memory: recorded at its cuMemCreate (device memory only), freed when its handle is
+ * released and unmapped, by whichever call comes last. */
+static CUresult do_create(create_fn real, CUmemHandle *h, size_t n, const hbmi_CUmemAllocationProp *prop,
+                          unsigned long long flags, const char *api) {
+    if (!real) return 999;
+    if (depth || !prop || prop->location.type != HBMI_CU_MEM_LOCATION_TYPE_DEVICE) return real(h, n, prop, flags);
+    uint64_t m;
+    if (!admit(n, api, 0, &m)) return OOM_CU;
+    depth++;
+    CUresult r = real(h, n, prop, flags);
+    depth--;
+    commit(r, r == 0 ? *h : 0, n, m, api, 0);
+    if (r == 0 && m) {
+        pthread_mutex_lock(&mu);
+        if (hbmi_map_get(&addrs, *h, &m)) hbmi_map_put(&handles, *h, 0);
+        pthread_mutex_unlock(&mu);
+    }
+    return r;
+}
+/* the handle's state after a change; frees it when released and unmapped (under mu) */
+static int handle_gone(CUmemHandle h, uint64_t st) {
+    if (st != RELEASED) return hbmi_map_put(&handles, h, st), 0;
+    hbmi_map_del(&handles, h, NULL);
+    return 1;
+}
+static CUresult do_mrelease(mrelease_fn real, CUmemHandle h, const char *api) {
+    if (!real) return 999;
+    if (depth) return real(h);
+    int locked = free_begin(h);
+    depth++;
+    CUresult r = real(h);
+    depth--;
+    uint64_t st;
+    int gone = 0;
+    pthread_mutex_lock(&mu);
+    if (!r && hbmi_map_get(&handles, h, &st)) gone = handle_gone(h, st | RELEASED);
+    pthread_mutex_unlock(&mu);
+    if (gone) release(h, api, 0);
+    free_end(locked);
+    return r;
+}
+static CUresult do_map(map_fn real, CUdeviceptr p, size_t n, size_t off, CUmemHandle h, unsigned long long fl) {
+    if (!real) return 999;
+    if (depth) return real(p, n, off, h, fl);
+    depth++;
+    CUresult r = real(p, n, off, h, fl);
+    depth--;
+    uint64_t st;
+    pthread_mutex_lock(&mu);
+    if (!r && hbmi_map_get(&handles, h, &st) && hbmi_map_reserve(&mapsize, mapsize.count + 1) == HBM_OK &&
+        hbmi_map_put(&mapped, p, h) == HBM_OK) {
+        hbmi_map_put(&mapsize, p, n);
+        hbmi_map_put(&handles, h, st + 1);
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+/* an unmap may cover several mappings side by side: each one's handle loses a mapping */
+static CUresult do_unmap(unmap_fn real, CUdeviceptr p, size_t n, const char *api) {
+    if (!real) return 999;
+    if (depth) return real(p, n);
+    int locked = free_begin(p);
+    depth++;
+    CUresult r = real(p, n);
+    depth--;
+    CUmemHandle gone[8];
+    int ngone = 0;
+    pthread_mutex_lock(&mu);
+    for (uint64_t at = p, h, len, st; !r && at < p + n && hbmi_map_get(&mapped, at, &h); at += len ? len : n) {
+        len = 0;
+        hbmi_map_del(&mapped, at, NULL);
+        hbmi_map_del(&mapsize, at, &len);
+        if (hbmi_map_get(&handles, h, &st) && (st & ~RELEASED) && handle_gone(h, st - 1)) {
+            if (ngone < 8) gone[ngone++] = h;
+            else pthread_mutex_unlock(&mu), release(h, api, 0), pthread_mutex_lock(&mu);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < ngone; i++) release(gone[i], api, 0);
+    free_end(locked);
+    return r;
+}
 
 /* ---- wrappers for pointers handed out by dlsym / cuGetProcAddress --------------------------
  * Each kind has a few slots; a slot remembers one real entry point (e.g. cuMemAllocAsync
  * and cuMemAllocAsync_ptsz take two) and its wrapper calls that one. */
 #define NSLOT 4
-enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_SSYNC, K_CSYNC, K_COUNT };
+enum { K_ALLOC, K_FREE, K_AASYNC, K_FASYNC, K_APOOL, K_SSYNC, K_CSYNC, K_CSYNC2, K_CREATE, K_MRELEASE, K_MAP, K_UNMAP, K_COUNT };
 static void *slot_real[K_COUNT][NSLOT];
 static void *slot_wrap[K_COUNT][NSLOT];
 static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync",
-                                              "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize"};
+                                              "cuMemAllocFromPoolAsync", "cuStreamSynchronize", "cuCtxSynchronize",
+                                              "cuCtxSynchronize", "cuMemCreate", "cuMemRelease", "cuMemMap",
+                                              "cuMemUnmap"};
 
 #define SLOTS(X) X(0) X(1) X(2) X(3)
 #define DEF_WRAPS(i)                                                                                      \
@@ -413,13 +528,24 @@ static const char *const kind_api[K_COUNT] = {"cuMemAlloc_v2", "cuMemFree_v2", "
         return do_apool((apool_fn)slot_real[K_APOOL][i], p, n, pl, s, kind_api[K_APOOL]);                 \
     }                                                                                                     \
     static CUresult w_ssync_##i(CUstream s) { return do_ssync((ssync_fn)slot_real[K_SSYNC][i], s, kind_api[K_SSYNC]); } \
-    static CUresult w_csync_##i(void) { return do_csync((csync_fn)slot_real[K_CSYNC][i], kind_api[K_CSYNC]); }
+    static CUresult w_csync_##i(void) { return do_csync((csync_fn)slot_real[K_CSYNC][i], kind_api[K_CSYNC]); } \
+    static CUresult w_csync2_##i(CUcontext c) { return do_csync2((csync2_fn)slot_real[K_CSYNC2][i], c, kind_api[K_CSYNC2]); } \
+    static CUresult w_create_##i(CUmemHandle *h, size_t n, const hbmi_CUmemAllocationProp *pr, unsigned long long fl) { \
+        return do_create((create_fn)slot_real[K_CREATE][i], h, n, pr, fl, kind_api[K_CREATE]);             \
+    }                                                                                                     \
+    static CUresult w_mrelease_##i(CUmemHandle h) { return do_mrelease((mrelease_fn)slot_real[K_MRELEASE][i], h, kind_api[K_MRELEASE]); } \
+    static CUresult w_map_##i(CUdeviceptr p, size_t n, size_t off, CUmemHandle h, unsigned long long fl) { \
+        return do_map((map_fn)slot_real[K_MAP][i], p, n, off, h, fl);                                     \
+    }                                                                                                     \
+    static CUresult w_unmap_##i(CUdeviceptr p, size_t n) { return do_unmap((unmap_fn)slot_real[K_UNMAP][i], p, n, kind_api[K_UNMAP]); }
 SLOTS(DEF_WRAPS)
 #define INIT_WRAPS(i)                                                                                     \
     slot_wrap[K_ALLOC][i] = (void *)w_alloc_##i, slot_wrap[K_FREE][i] = (void *)w_free_##i,               \
     slot_wrap[K_AASYNC][i] = (void *)w_aasync_##i, slot_wrap[K_FASYNC][i] = (void *)w_fasync_##i,         \
     slot_wrap[K_APOOL][i] = (void *)w_apool_##i, slot_wrap[K_SSYNC][i] = (void *)w_ssync_##i,             \
-    slot_wrap[K_CSYNC][i] = (void *)w_csync_##i;
+    slot_wrap[K_CSYNC][i] = (void *)w_csync_##i, slot_wrap[K_CSYNC2][i] = (void *)w_csync2_##i,           \
+    slot_wrap[K_CREATE][i] = (void *)w_create_##i, slot_wrap[K_MRELEASE][i] = (void *)w_mrelease_##i,     \
+    slot_wrap[K_MAP][i] = (void *)w_map_##i, slot_wrap[K_UNMAP][i] = (void *)w_unmap_##i;
 
 static int is_ours(void *p) {
     Dl_info a, b;
@@ -448,17 +574,39 @@ static gpa1_fn real_gpa1;
 static gpa2_fn real_gpa2;
 static CUresult hook_gpa1(const char *sym, void **pfn, int ver, unsigned long long flags);
 static CUresult hook_gpa2(const char *sym, void **pfn, int ver, unsigned long long flags, int *st);
+static void rewrite_known(const char *sym, void **pfn, int ver);
 
-/* Replace *pfn for the base names the driver resolves (cuGetProcAddress takes base names). */
+/* HBM_RUN_DEBUG=1: each driver entry point the program looks up, by which route, at which
+ * version, and whether hbm watches it, on stderr (to see what a runtime calls). */
+static void debug_lookup(const char *route, const char *sym, int ver, void *got, void *given) {
+    static int on = -1;
+    if (on < 0) on = getenv("HBM_RUN_DEBUG") && *getenv("HBM_RUN_DEBUG") == '1';
+    if (!on || !sym) return;
+    if (ver) fprintf(stderr, "hbm run: %s %s version %d%s\n", route, sym, ver, got && got != given ? " (watched)" : "");
+    else fprintf(stderr, "hbm run: %s %s%s\n", route, sym, got && got != given ? " (watched)" : "");
+}
+
+/* Replace *pfn for the base names the driver resolves (cuGetProcAddress takes base names);
+ * the signature depends on the version asked for (cuCtxSynchronize takes a context from
+ * CUDA 13.0, version 13000: cudaTypedefs.h's PFN_cuCtxSynchronize_v13000). */
 static void rewrite_proc(const char *sym, void **pfn, int ver) {
     if (!sym || !pfn || !*pfn) return;
+    void *got = *pfn;
+    rewrite_known(sym, pfn, ver);
+    debug_lookup("cuGetProcAddress", sym, ver, *pfn, got);
+}
+static void rewrite_known(const char *sym, void **pfn, int ver) {
     if (!strcmp(sym, "cuMemAlloc") && ver >= 3020) *pfn = wrap(K_ALLOC, *pfn);
     else if (!strcmp(sym, "cuMemFree") && ver >= 3020) *pfn = wrap(K_FREE, *pfn);
     else if (!strcmp(sym, "cuMemAllocAsync")) *pfn = wrap(K_AASYNC, *pfn);
     else if (!strcmp(sym, "cuMemFreeAsync")) *pfn = wrap(K_FASYNC, *pfn);
     else if (!strcmp(sym, "cuMemAllocFromPoolAsync")) *pfn = wrap(K_APOOL, *pfn);
     else if (!strcmp(sym, "cuStreamSynchronize")) *pfn = wrap(K_SSYNC, *pfn);
-    else if (!strcmp(sym, "cuCtxSynchronize")) *pfn = wrap(K_CSYNC, *pfn);
+    else if (!strcmp(sym, "cuCtxSynchronize")) *pfn = wrap(ver >= 13000 ? K_CSYNC2 : K_CSYNC, *pfn);
+    else if (!strcmp(sym, "cuMemCreate")) *pfn = wrap(K_CREATE, *pfn);
+    else if (!strcmp(sym, "cuMemRelease")) *pfn = wrap(K_MRELEASE, *pfn);
+    else if (!strcmp(sym, "cuMemMap")) *pfn = wrap(K_MAP, *pfn);
+    else if (!strcmp(sym, "cuMemUnmap")) *pfn = wrap(K_UNMAP, *pfn);
     else if (!strcmp(sym, "cuGetProcAddress") && !is_ours(*pfn)) {
         if (ver >= 12000) real_gpa2 = (gpa2_fn)*pfn, *pfn = (void *)hook_gpa2;
         else real_gpa1 = (gpa1_fn)*pfn, *pfn = (void *)hook_gpa1;
@@ -486,11 +634,17 @@ EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsign
 }
 
 /* ---- dlsym ----------------------------------------------------------------------------------------- */
+static void *dlsym_known(const char *name, void *p);
 EXPORT void *dlsym(void *handle, const char *name) {
     dlsym_fn real = real_dlsym();
     if (!real) return NULL;
     void *p = real(handle, name);
     if (!p || name[0] != 'c' || name[1] != 'u') return p;
+    void *w = dlsym_known(name, p);
+    debug_lookup("dlsym", name, 0, w, p);
+    return w;
+}
+static void *dlsym_known(const char *name, void *p) {
     if (!strcmp(name, "cuMemAlloc_v2")) return wrap(K_ALLOC, p);
     if (!strcmp(name, "cuMemFree_v2")) return wrap(K_FREE, p);
     if (!strcmp(name, "cuMemAllocAsync") || !strcmp(name, "cuMemAllocAsync_ptsz")) return wrap(K_AASYNC, p);
@@ -498,6 +652,11 @@ EXPORT void *dlsym(void *handle, const char *name) {
     if (!strcmp(name, "cuMemAllocFromPoolAsync") || !strcmp(name, "cuMemAllocFromPoolAsync_ptsz")) return wrap(K_APOOL, p);
     if (!strcmp(name, "cuStreamSynchronize") || !strcmp(name, "cuStreamSynchronize_ptsz")) return wrap(K_SSYNC, p);
     if (!strcmp(name, "cuCtxSynchronize")) return wrap(K_CSYNC, p);
+    if (!strcmp(name, "cuCtxSynchronize_v2")) return wrap(K_CSYNC2, p);
+    if (!strcmp(name, "cuMemCreate")) return wrap(K_CREATE, p);
+    if (!strcmp(name, "cuMemRelease")) return wrap(K_MRELEASE, p);
+    if (!strcmp(name, "cuMemMap")) return wrap(K_MAP, p);
+    if (!strcmp(name, "cuMemUnmap")) return wrap(K_UNMAP, p);
     if (!strcmp(name, "cuGetProcAddress") && !is_ours(p)) return real_gpa1 = (gpa1_fn)p, (void *)hook_gpa1;
     if (!strcmp(name, "cuGetProcAddress_v2") && !is_ours(p)) return real_gpa2 = (gpa2_fn)p, (void *)hook_gpa2;
     return p;
@@ -520,6 +679,17 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
     NEXT(ssync_fn, "cuStreamSynchronize") return do_ssync(real_, s, "cuStreamSynchronize");
 }
 EXPORT CUresult cuCtxSynchronize(void) { NEXT(csync_fn, "cuCtxSynchronize") return do_csync(real_, "cuCtxSynchronize"); }
+EXPORT CUresult cuMemCreate(CUmemHandle *h, size_t n, const hbmi_CUmemAllocationProp *prop, unsigned long long fl) {
+    NEXT(create_fn, "cuMemCreate") return do_create(real_, h, n, prop, fl, "cuMemCreate");
+}
+EXPORT CUresult cuMemRelease(CUmemHandle h) { NEXT(mrelease_fn, "cuMemRelease") return do_mrelease(real_, h, "cuMemRelease"); }
+EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemHandle h, unsigned long long fl) {
+    NEXT(map_fn, "cuMemMap") return do_map(real_, p, n, off, h, fl);
+}
+EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n) { NEXT(unmap_fn, "cuMemUnmap") return do_unmap(real_, p, n, "cuMemUnmap"); }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext c) {
+    NEXT(csync2_fn, "cuCtxSynchronize_v2") return do_csync2(real_, c, "cuCtxSynchronize");
+}
 
 typedef cudaError_t (*rt_malloc_fn)(void **, size_t);
 typedef cudaError_t (*rt_free_fn)(void *);

@@ -113,15 +113,18 @@ static const char bitcast_hlo[] =
 /* a multi-output fusion: element 0 is read at the start and at the end, element 1 only at the
  * start; the fusion is cloned whole (XLA clones the instruction and reads the element with a
  * get-tuple-element of the clone) */
-static const char mof_hlo[] =
-    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
-    "\n"
-    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"
-    "  %fp = " MB4 " parameter(0)\n"
-    "  %fe = " MB4 " exponential(%fp)\n"
-    "  %fn = " MB4 " negate(%fp)\n"
-    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"
+/* the module's header and its fusion, for mof_hlo and mof_new_hlo */
+#define MOF_HEAD                                                                                               \
+    "HloModule fit_mof, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n" \
+    "\n"                                                                                                       \
+    "%fused (fp: f32[1024,1024]) -> (f32[1024,1024], f32[1024,1024]) {\n"                                    \
+    "  %fp = " MB4 " parameter(0)\n"                                                                          \
+    "  %fe = " MB4 " exponential(%fp)\n"                                                                      \
+    "  %fn = " MB4 " negate(%fp)\n"                                                                           \
+    "  ROOT %ft = (" MB4 ", " MB4 ") tuple(%fe, %fn)\n"                                                      \
     "}\n"
+static const char mof_hlo[] =
+    MOF_HEAD
     "\n"
     "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
     "  %p0 = " MB4 " parameter(0)\n"
@@ -284,6 +287,41 @@ static void test_multi_output(void) {
                                        "%a.remat = " MB4 " get-tuple-element(%t.remat), index=0",
                                        "%g = " MB4 " add(%f, %a.remat)", NULL};
     fit_rule(mof_hlo, "t", want, (4u << 20) - 1024); /* the clone has its own tuple index table */
+}
+
+/* mof_hlo as XLA's 2026 builds print it: no get-tuple-element lines, the elements read as
+ * "%t#0" and "%t#1". The clone's element is read as "%t.remat#0", with no line of its own;
+ * the emitted module parses back in that form and plans to the figure reported */
+static const char mof_new_hlo[] =
+    MOF_HEAD
+    "\n"
+    "ENTRY %main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+    "  %p0 = " MB4 " parameter(0)\n"
+    "  %t = (" MB4 ", " MB4 ") fusion(%p0), kind=kLoop, calls=%fused\n"
+    "  %b = " MB4 " add(%t#0, %t#1)\n"
+    "  %c = " MB4 " dot(%b, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %d = " MB4 " dot(%c, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %e = " MB4 " dot(%d, %c), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %f = " MB4 " dot(%e, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %g = " MB4 " add(%f, %t#0)\n"
+    "  ROOT %h = " MB4 " negate(%g)\n"
+    "}\n";
+
+static void test_multi_output_new_form(void) {
+    static const char *const want[] = {"%t.remat = (" MB4 ", " MB4 ") fusion(%p0), kind=kLoop, calls=%fused",
+                                       "%g = " MB4 " add(%f, %t.remat#0)", "%b = " MB4 " add(%t#0, %t#1)", NULL};
+    fit_rule(mof_new_hlo, "t", want, (4u << 20) - 1024);
+    char *out = NULL;
+    size_t len = 0;
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    CHECK_OK(fit(mof_new_hlo, peak_of(mof_new_hlo, strlen(mof_new_hlo)) - (4u << 20) + 1024, 1, HBM_FIT_REMAT_HBM, &r,
+                 &m, &out, &len));
+    CHECK(strstr(out, "get-tuple-element") == NULL); /* the form it was read in */
+    CHECK(strstr(out, "#0 =") == NULL);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
 }
 
 static void test_while_body(void) {
@@ -705,6 +743,7 @@ int main(void) {
     RUN(test_donate);
     RUN(test_bitcast_alias);
     RUN(test_multi_output);
+    RUN(test_multi_output_new_form);
     RUN(test_while_body);
     RUN(test_param_host);
     RUN(test_gte_offload);

@@ -110,6 +110,74 @@ static void test_heap_alignment_and_tuple_tables(void) {
     CHECK_EQ_U64(st.output_size_in_bytes, 80);
 }
 
+/* XLA's 2026 builds print no get-tuple-element lines: an operand "%x#N" is element N of
+ * x's tuple. The module means what it means written the old way, and such a text comes from
+ * a build that aligns to 256 (kXlaAllocatedBufferAlignBytes); --alignment still decides. */
+#define TUPLE_MODULE(A0, A1, B0)                                                                  \
+    "HloModule m, is_scheduled=true\n"                                                            \
+    "ENTRY e {\n"                                                                                 \
+    "  p = f32[10]{0} parameter(0)\n"                                                             \
+    "  c = (f32[10]{0}, (f32[30]{0}, s8[4096]{0})) custom-call(p), custom_call_target=\"f\"\n" \
+    "  " A0 "  " A1 "  a = f32[10]{0} sort(" B0 "), dimensions={0}\n"                              \
+    "  b = f32[30]{0} reverse(c1_0), dimensions={0}\n"                                           \
+    "  ROOT d = f32[40]{0} concatenate(a, b), dimensions={0}\n"                                  \
+    "}\n"
+static void test_tuple_element_operands(void) {
+    static const char old_form[] = TUPLE_MODULE("c0 = f32[10]{0} get-tuple-element(c), index=0\n",
+                                                "c1 = (f32[30]{0}, s8[4096]{0}) get-tuple-element(c), index=1\n"
+                                                "  c1_0 = f32[30]{0} get-tuple-element(c1), index=0\n",
+                                                "c0");
+    static const char new_form[] = TUPLE_MODULE("", "c1_0 = f32[30]{0} reverse(c#1#0), dimensions={0}\n", "c#0");
+    for (int align = 128; align <= 256; align += 128) {
+        hbm_plan_options o;
+        hbm_plan_options_default(&o);
+        o.alignment = (uint64_t)align;
+        hbm_plan_stats st[2];
+        for (int k = 0; k < 2; k++) {
+            const char *t = k ? new_form : old_form;
+            hbm_hlo_module *m = NULL;
+            hbm_plan *p = NULL;
+            CHECK_OK(hbm_hlo_parse(t, strlen(t), "t.gpu.hlo", &m));
+            CHECK_OK(hbm_plan_run(m, &o, &p));
+            if (p) hbm_plan_get_stats(p, &st[k]);
+            hbm_plan_free(p);
+            hbm_hlo_module_free(m);
+        }
+        CHECK_EQ_U64(st[1].temp_size_in_bytes, st[0].temp_size_in_bytes);
+        CHECK_EQ_U64(st[1].output_size_in_bytes, st[0].output_size_in_bytes);
+        CHECK_EQ_U64(st[1].peak_bytes, st[0].peak_bytes);
+    }
+    /* default alignment: the old form's 128, the new form's 256 */
+    hbm_plan_stats a = stats_of(old_form), b = stats_of(new_form);
+    CHECK(b.temp_size_in_bytes > a.temp_size_in_bytes);
+    hbm_hlo_module *m = NULL;
+    hbm_plan *p = NULL;
+    CHECK_OK(hbm_hlo_parse(new_form, strlen(new_form), "t.gpu.hlo", &m));
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    CHECK_OK(hbm_plan_explain(p, f, 0, 0, NULL, 0));
+    fclose(f);
+    CHECK_CONTAINS(txt, "256-byte alignment (XLA 2026 print form: operands %x#N)");
+    free(txt);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    /* an element that is not there, of a value that is no tuple, of a name not defined */
+    static const char *const bad[] = {"c#2", "p#0", "q#0", "c#1#2"};
+    static const char *const why[] = {"is not in the tuple shape", "is not in the tuple shape",
+                                      "not defined in this computation", "is not in the tuple shape"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char t[1024];
+        snprintf(t, sizeof t, TUPLE_MODULE("", "c1_0 = f32[30]{0} reverse(c#1#0), dimensions={0}\n", "%s"), bad[k]);
+        hbm_hlo_module *bm = NULL;
+        CHECK(hbm_hlo_parse(t, strlen(t), "t.gpu.hlo", &bm) != HBM_OK);
+        CHECK_CONTAINS(hbm_last_error(), why[k]);
+        CHECK_CONTAINS(hbm_last_error(), "t.gpu.hlo:6:");
+        hbm_hlo_module_free(bm);
+    }
+}
+
 /* input_output_alias: a donated parameter is the output, nothing else to allocate. */
 static void test_donated_parameter(void) {
     hbm_plan_stats st = stats_of("HloModule m, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }\n"
@@ -859,6 +927,7 @@ int main(void) {
     RUN(test_verdict_edges);
     RUN(test_non_elementwise_needs_temp);
     RUN(test_heap_alignment_and_tuple_tables);
+    RUN(test_tuple_element_operands);
     RUN(test_donated_parameter);
     RUN(test_custom_call_in_place);
     RUN(test_while_shares_loop_state);

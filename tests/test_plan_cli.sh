@@ -21,6 +21,12 @@ check "svd_fixed fits: exit 0" test $rc -eq 0
 out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB); rc=$?
 check "svd_fixed beyond 75 % of 600MiB" grep -q "NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT" <<<"$out"
 check "svd_fixed beyond the limit: exit 1" test $rc -eq 1
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB --framework-limit 0.8); rc=$?
+check "a fraction given: the framework's limit, not its default" grep -q "NOT UNDER THE FRAMEWORK'S LIMIT: needs" <<<"$out"
+check "a fraction given: no 75 %" bash -c '! grep -q "JAX preallocates 75" <<<"$1"' _ "$out"
+check "a fraction given: XLA recompiles for it" grep -q "Compiling for this limit, XLA tries to recompute" <<<"$out"
+check "a fraction given: the share" grep -q "the framework lets XLA use 80 % = 480.00MiB." <<<"$out"
+check "a fraction given: exit 1" test $rc -eq 1
 "$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB --framework-limit 1 >/dev/null; rc=$?
 check "svd_fixed without a limit: exit 0" test $rc -eq 0
 out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --json --top 2)

@@ -385,9 +385,11 @@ static const char *align_text =
 
 /* xla.HloProto of align_text with a hand-made BufferAssignmentProto: temps a (4 bytes at 0),
  * b (4 bytes at b_off, live with a), a third (256 bytes at 512); the heap trace allocates a
- * and b, frees them, then allocates the third. */
-static hbm_hlo_module *align_module(uint64_t b_off) {
-    hbm_hlo_module *m = NULL, *out = NULL;
+ * and b, frees them, then allocates the third. Its bytes in *hp (malloc'ed), their count. */
+static size_t align_hloproto(uint64_t b_off, uint8_t **hp_out) {
+    hbm_hlo_module *m = NULL;
+    size_t n = 0;
+    *hp_out = NULL;
     uint8_t *mod = NULL;
     size_t mod_len = 0;
     if (hbm_hlo_parse(align_text, strlen(align_text), "al", &m) || hbmi_proto_write_module(m, 1, &mod, &mod_len))
@@ -420,7 +422,7 @@ static hbm_hlo_module *align_module(uint64_t b_off) {
         pb_bytes(&x, 1, y.b, y.n);
     }
     pb_bytes(&ba, 4, x.b, x.n);
-    size_t cap = mod_len + ba.n + 32, n = 0;
+    size_t cap = mod_len + ba.n + 32;
     uint8_t *hp = hbmi_malloc(cap);
     if (!hp) goto done;
     pbuf *h = hbmi_malloc(sizeof *h);
@@ -437,17 +439,94 @@ static hbm_hlo_module *align_module(uint64_t b_off) {
         memcpy(hp + n, h->b, h->n);
         n += h->n;
         hbmi_free(h);
-        hbm_proto_file *f;
-        if (!hbm_proto_open_mem(hp, n, "al.hlo_proto.pb", &f)) {
-            if (hbm_proto_load(f, 0, &out)) out = NULL;
-            hbm_proto_close(f);
-        }
+        *hp_out = hp;
+    } else {
+        hbmi_free(hp);
+        n = 0;
     }
-    hbmi_free(hp);
 done:
     hbmi_free(mod);
     hbm_hlo_module_free(m);
+    return n;
+}
+
+static hbm_hlo_module *load_first(const uint8_t *data, size_t n, const char *name) {
+    hbm_hlo_module *out = NULL;
+    hbm_proto_file *f;
+    if (n && !hbm_proto_open_mem(data, n, name, &f)) {
+        if (hbm_proto_load(f, 0, &out)) out = NULL;
+        hbm_proto_close(f);
+    }
     return out;
+}
+
+static hbm_hlo_module *align_module(uint64_t b_off) {
+    uint8_t *hp;
+    size_t n = align_hloproto(b_off, &hp);
+    hbm_hlo_module *m = load_first(hp, n, "al.hlo_proto.pb");
+    hbmi_free(hp);
+    return m;
+}
+
+/* growable protobuf writer for the profile below */
+typedef struct gbuf {
+    uint8_t *b;
+    size_t n, cap;
+} gbuf;
+static void g_raw(gbuf *w, const void *d, size_t len) {
+    if (w->n + len > w->cap) {
+        size_t cap = (w->n + len) * 2;
+        uint8_t *nb = hbmi_realloc(w->b, cap);
+        if (!nb) return;
+        w->b = nb, w->cap = cap;
+    }
+    memcpy(w->b + w->n, d, len), w->n += len;
+}
+static void g_varint(gbuf *w, uint64_t v) {
+    uint8_t t[10];
+    g_raw(w, t, (size_t)(hbmi_varint_put(t, v) - t));
+}
+static void g_bytes(gbuf *w, unsigned field, const void *d, size_t len) {
+    g_varint(w, (uint64_t)field << 3 | 2);
+    g_varint(w, len);
+    g_raw(w, d, len);
+}
+static void g_int(gbuf *w, unsigned field, uint64_t v) {
+    g_varint(w, (uint64_t)field << 3);
+    g_varint(w, v);
+}
+
+/* An XProf profile (XSpace) whose '/host:metadata' plane holds the modules of
+ * align_module(off[k]) for k < n, named jit_al<k>. */
+static hbm_hlo_module *align_profile_first(const uint64_t *off, int n) {
+    gbuf plane = {0}, sp = {0};
+    g_bytes(&plane, 2, "/host:metadata", 14);
+    gbuf sm = {0}, e = {0};
+    g_int(&sm, 1, 7);
+    g_bytes(&sm, 2, "Hlo Proto", 9);
+    g_int(&e, 1, 7);
+    g_bytes(&e, 2, sm.b, sm.n);
+    g_bytes(&plane, 5, e.b, e.n); /* stat_metadata {7: "Hlo Proto"} */
+    for (int k = 0; k < n; k++) {
+        uint8_t *hp;
+        size_t len = align_hloproto(off[k], &hp);
+        gbuf st = {0}, em = {0}, ent = {0};
+        g_int(&st, 1, 7);
+        g_bytes(&st, 6, hp, len);
+        char name[32];
+        snprintf(name, sizeof name, "jit_al%d", k);
+        g_int(&em, 1, (uint64_t)k + 1);
+        g_bytes(&em, 2, name, strlen(name));
+        g_bytes(&em, 5, st.b, st.n);
+        g_int(&ent, 1, (uint64_t)k + 1);
+        g_bytes(&ent, 2, em.b, em.n);
+        g_bytes(&plane, 4, ent.b, ent.n); /* event_metadata {k+1: the module} */
+        hbmi_free(hp), hbmi_free(st.b), hbmi_free(em.b), hbmi_free(ent.b);
+    }
+    g_bytes(&sp, 1, plane.b, plane.n);
+    hbm_hlo_module *m = load_first(sp.b, sp.n, "al.xplane.pb");
+    hbmi_free(plane.b), hbmi_free(sp.b), hbmi_free(sm.b), hbmi_free(e.b);
+    return m;
 }
 
 static uint64_t align_temp(hbm_hlo_module *m, uint64_t alignment, int *from_xla) {
@@ -466,7 +545,11 @@ static uint64_t align_temp(hbm_hlo_module *m, uint64_t alignment, int *from_xla)
         hbm_plan_explain(p, f, 0, 0, NULL, 3);
         fclose(f);
     }
-    if (from_xla) *from_xla = text && strstr(text, "alignment (XLA's build, as its assignment shows)");
+    if (from_xla)
+        *from_xla = !text ? 0
+                    : strstr(text, "alignment (XLA's build, as its assignment shows)") ? 1
+                    : strstr(text, "alignment (XLA's build, as other modules show)")   ? 2
+                                                                                        : 0;
     free(text);
     hbm_plan_free(p);
     return st.temp_size_in_bytes;
@@ -500,6 +583,19 @@ static void test_xla_alignment(void) {
         /* an explicit --alignment wins over the file */
         CHECK_EQ_U64(align_temp(m, 256, &from), t256);
         CHECK(from == 0);
+        hbm_hlo_module_free(m);
+    }
+    /* the same module in a profile beside one that shows its build's alignment: one XLA
+     * compiled both, so the other's evidence is taken, and said so */
+    static const uint64_t offs[3][2] = {{512, 256}, {512, 128}, {512, 512}};
+    const uint64_t want[3] = {t256, t128, t128};
+    const int said[3] = {2, 2, 0}; /* the third: neither shows it, 128 */
+    for (int k = 0; k < 3; k++) {
+        m = align_profile_first(offs[k], 2);
+        CHECK(m);
+        if (!m) continue;
+        CHECK_EQ_U64(align_temp(m, 0, &from), want[k]);
+        CHECK(from == said[k]);
         hbm_hlo_module_free(m);
     }
 }

@@ -78,6 +78,8 @@ grep -q "expandable_segments=false,max_split_size_mb=128$" <<<"$out" || fail "th
 f="$DATA/bolongcheng_xl_fwd_fp32.pickle"
 out=$("$HBM" replay "$f") || fail "bolongcheng exit $?"
 grep -q "torch rows: the recorded settings (expandable_segments=true)" <<<"$out" || fail "settings said: $out"
+# the row of the recorded settings alone reads as it does under PyTorch's defaults
+grep -q "^allocator=torch  " <<<"$out" || fail "the torch row's label: $out"
 "$HBM" export "$f" --format torch -o "$T/b.pickle" >/dev/null || fail "export exit $?"
 python3 -c 'import pickle,sys; s=pickle.load(open(sys.argv[1],"rb"))["allocator_settings"]; assert s["expandable_segments"] is True, s' \
   "$T/b.pickle" || fail "export lost allocator_settings"

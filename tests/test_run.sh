@@ -24,7 +24,7 @@ out=$("$hbm" run --trace "$tmp/t.hbmt" --limit 16MiB -- "$HBM_FAKE_APP" 67108864
 grep -q "fake_app: big alloc rc=2" <<<"$out" && ok "limit: refused with CUDA_ERROR_OUT_OF_MEMORY" || bad "limit: rc" "$out"
 grep -q "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 67108864 bytes." <<<"$out" && ok "limit: OOM report" || bad "limit: report" "$out"
 grep -q "op=cuMemAllocFromPoolAsync" <<<"$out" && ok "limit: report lists live buffers by API" || bad "limit: live" "$out"
-grep -q "hbm run: 3 allocations, 3 frees, peak 6.00MiB in use (6291456 bytes).*trace $tmp/t.hbmt (9 events)" <<<"$out" &&
+grep -q "hbm run: 5 allocations, 5 frees, peak 6.00MiB in use (6291456 bytes).*trace $tmp/t.hbmt (15 events)" <<<"$out" &&
   ok "limit: summary" || bad "limit: summary" "$out"
 
 grep -q "hbm run: refused cuMemAlloc_v2(64.00MiB, 67108864 bytes): 6.00MiB in use + 64.00MiB is past --limit 16.00MiB" <<<"$out" &&
@@ -57,8 +57,8 @@ echo old > "$tmp/t2.hbmt"
 
 # the trace is hbm's format: hbm view / replay / export read it
 "$hbm" view "$tmp/t.hbmt" --json > "$tmp/view.json" 2>&1 && ok "trace: hbm view reads it" || bad "trace: view" "$(cat "$tmp/view.json")"
-grep -q '"source": "hbm run", "device": "[^"]*", "events": 9, "peak_bytes_in_use": 6291456' "$tmp/view.json" &&
-  grep -q '"allocs": 3, "frees": 3, "ooms": 1, "first_oom_event": 3' "$tmp/view.json" &&
+grep -q '"source": "hbm run", "device": "[^"]*", "events": 15, "peak_bytes_in_use": 6291456' "$tmp/view.json" &&
+  grep -q '"allocs": 5, "frees": 5, "ooms": 1, "first_oom_event": 3' "$tmp/view.json" &&
   grep -q '"label": "cuMemAllocFromPoolAsync"' "$tmp/view.json" && ok "trace: view figures and API labels" ||
   bad "trace: view figures" "$(cat "$tmp/view.json")"
 out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform,cuda_async --device sim:16MiB 2>&1); rc=$?
@@ -108,7 +108,12 @@ evs = decode(sys.argv[1])
 got = [(k, s, api) for k, s, api, *_ in evs]
 want = [("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x0", "cuMemAlloc_v2"), ("alloc", "0x51", "cuMemAllocFromPoolAsync"),
         ("oom", "0x0", "cuMemAlloc_v2"), ("free", "0x51", "cuMemFreeAsync"), ("sync", "0x51", "cuStreamSynchronize"),
-        ("free", "0x0", "cuMemFree_v2"), ("free", "0x0", "cuMemFree_v2"), ("sync", hex(2**64 - 1), "cuCtxSynchronize")]
+        ("free", "0x0", "cuMemFree_v2"), ("free", "0x0", "cuMemFree_v2"), ("sync", hex(2**64 - 1), "cuCtxSynchronize"),
+        # CUDA 13's cuCtxSynchronize(ctx), given and NULL: recorded, and the call reaches the driver whole
+        ("sync", hex(2**64 - 1), "cuCtxSynchronize"), ("sync", hex(2**64 - 1), "cuCtxSynchronize"),
+        # physical memory: freed at the unmap when released while mapped, else at the release
+        ("alloc", "0x0", "cuMemCreate"), ("free", "0x0", "cuMemUnmap"),
+        ("alloc", "0x0", "cuMemCreate"), ("free", "0x0", "cuMemRelease")]
 assert got == want, got
 assert all(e[3] == 1 for e in evs), evs
 assert [e[4] for e in evs] == sorted(e[4] for e in evs), evs
@@ -123,10 +128,10 @@ fi
 # reuses addresses at once, so a free recorded after another thread's alloc of the same
 # address would break the pairing (and leave "live" bytes at exit)
 out=$("$hbm" run --trace "$tmp/th.hbmt" -- "$HBM_FAKE_APP" 1024 threads 2>&1); rc=$?
-[ "$rc" = 0 ] && grep -q "hbm run: 4004 allocations, 4004 frees, .* 0B live at exit; trace .* (8010 events)" <<<"$out" &&
+[ "$rc" = 0 ] && grep -q "hbm run: 4006 allocations, 4006 frees, .* 0B live at exit; trace .* (8016 events)" <<<"$out" &&
   ok "threads: every alloc and free recorded" || bad "threads: summary" "$out"
 out=$("$hbm" replay "$tmp/th.hbmt" --allocators platform,cuda_async --device sim:1GiB --json 2>&1)
-grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4004, "frees": 4004, "ooms": 0' <<<"$out" &&
+grep -q '"allocator": "cuda_async", "status": "HBM_OK", "allocs": 4006, "frees": 4006, "ooms": 0' <<<"$out" &&
   ok "threads: replay on cuda_async pairs every free" || bad "threads: replay" "$out"
 if command -v python3 >/dev/null; then
   out=$(python3 - "$tmp/th.hbmt" "$tmp" <<'PY' 2>&1

@@ -80,7 +80,7 @@ static int has_text(const hbm_hlo_module *m) {
     for (uint32_t ci = 0; ci < m->n_comps; ci++)
         for (uint32_t j = 0; j < m->comps[ci].n; j++) {
             const char *p = m->comps[ci].ins[j].opcode.p;
-            if (p < m->text || p >= m->text + m->len) return 0;
+            if (!m->comps[ci].ins[j].synthetic && (p < m->text || p >= m->text + m->len)) return 0;
         }
     return 1;
 }

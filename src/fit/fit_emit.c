@@ -51,6 +51,8 @@ static char *fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suff
     snprintf(s, cap, "%.*s%s", (int)base.n, base.p, suffix);
     for (int k = 1; name_taken(m, s) && k < 1000000; k++)
         snprintf(s, cap, "%.*s%s.%d", (int)base.n, base.p, suffix, k);
+    for (char *q = s; *q; q++) /* "x#0" (an element, written as an operand) names nothing by itself */
+        if (*q == '#') *q = '.';
     return s;
 }
 
@@ -163,6 +165,8 @@ static void write_line(emitter *em, uint32_t i, uint32_t pos, const char *nm, in
             if (*t == '%') t++;
             const char *q = t;
             while (q < ob && name_char((unsigned char)*q)) q++;
+            while (q + 1 < ob && *q == '#' && q[1] >= '0' && q[1] <= '9') /* "%x#1": element 1 of x */
+                for (q++; q < ob && *q >= '0' && *q <= '9';) q++;
             const char *to = NULL;
             for (uint32_t k = 0; k < in->n_ops && !to; k++) {
                 hbmi_str on = em->e->ins[in->ops[k]].name;
@@ -183,14 +187,53 @@ static void write_line(emitter *em, uint32_t i, uint32_t pos, const char *nm, in
     fputc('\n', f);
 }
 
+/* The shape text of instruction in, [*s, *e): from its line; for an element read as "%x#N"
+ * (no line of its own), element N of x's tuple shape text, its index comments skipped. */
+static void shape_text(const emitter *em, const hbmi_instr *in, const char **s, const char **e) {
+    if (in->synthetic) {
+        const char *ts, *te;
+        shape_text(em, &em->e->ins[in->ops[0]], &ts, &te);
+        if (ts < te && *ts == '(') ts++;
+        int depth = 0;
+        for (int64_t k = 0; ts < te; ts++) { /* to the start of element gte_index */
+            if (k == in->gte_index) break;
+            if (*ts == '(' || *ts == '{' || *ts == '[') depth++;
+            else if (*ts == ')' || *ts == '}' || *ts == ']') depth--;
+            else if (*ts == ',' && !depth) k++;
+        }
+        while (ts < te && (*ts == ' ' || *ts == '/')) { /* blanks and an index comment */
+            if (*ts == '/' && ts + 1 < te && ts[1] == '*') {
+                const char *c = ts + 2;
+                while (c + 1 < te && !(c[0] == '*' && c[1] == '/')) c++;
+                ts = c + 2;
+            } else {
+                ts++;
+            }
+        }
+        const char *q = ts;
+        for (depth = 0; q < te; q++) {
+            if (*q == '(' || *q == '{' || *q == '[') depth++;
+            else if (*q == ')' || *q == '}' || *q == ']') {
+                if (!depth) break;
+                depth--;
+            } else if (*q == ',' && !depth) break;
+        }
+        *s = ts, *e = q;
+        return;
+    }
+    const char *p = em->m->text + in->off;
+    while (*p != '=') p++;
+    p++;
+    while (*p == ' ') p++;
+    const char *q = in->opcode.p;
+    while (q > p && q[-1] == ' ') q--;
+    *s = p, *e = q;
+}
+
 /* The shape text of instruction in ("f32[4,8]{1,0}") and the same in host memory space. */
 static void shapes(const emitter *em, const hbmi_instr *in, char *dev, char *host, size_t cap) {
-    const char *s = em->m->text + in->off;
-    while (*s != '=') s++;
-    s++;
-    while (*s == ' ') s++;
-    const char *e = in->opcode.p;
-    while (e > s && e[-1] == ' ') e--;
+    const char *s, *e;
+    shape_text(em, in, &s, &e);
     size_t n = (size_t)(e - s);
     if (n >= cap / 2) n = cap / 2 - 1;
     memcpy(dev, s, n);
@@ -396,8 +439,9 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
             int32_t k = em->by_ins[em->base + order[j]];
             if (ed[k].kind == HBM_FIT_REMATERIALIZE) {
                 write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
-                for (uint32_t a = 0; a < n; a++) /* its aliases' clones, in order */
-                    if (em->alias_k[em->base + a] == k && em->alias_name[em->base + a])
+                for (uint32_t a = 0; a < n; a++) /* its aliases' clones, in order (an element read as
+                                                     "%clone#N" needs no line) */
+                    if (em->alias_k[em->base + a] == k && em->alias_name[em->base + a] && !em->e->ins[a].synthetic)
                         write_line(em, a, i, em->alias_name[em->base + a], a);
             } else {
                 write_offload_back(em, (size_t)k);
@@ -405,12 +449,13 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
         }
         int32_t k = em->by_ins[em->base + i];
         if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
-        else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i])
+        else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i] &&
+                 !em->e->ins[i].synthetic)
             write_line(em, i, i, NULL, -1);
         for (size_t j = 0; j < n_ed; j++)
             if (ed[j].kind == HBM_FIT_OFFLOAD && ed[j].comp == c && ed[j].from == i) {
                 /* a get-tuple-element scheduled later moves here, next to its tuple */
-                if (ed[j].ins > i) write_line(em, ed[j].ins, i, NULL, -1);
+                if (ed[j].ins > i && !em->e->ins[ed[j].ins].synthetic) write_line(em, ed[j].ins, i, NULL, -1);
                 write_offload_out(em, j);
             }
     }
@@ -481,6 +526,26 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
                 goto out;
         }
     }
+    /* an element of a clone read as "%x#N" is "%CLONE#N": the name of its tuple's clone (in
+     * instruction order, a tuple's before its elements') and the index */
+    for (uint32_t c = 0; c < m->n_comps; c++)
+        for (uint32_t i = 0; i < m->comps[c].n; i++) {
+            const hbmi_instr *in = &m->comps[c].ins[i];
+            uint32_t g = base[c] + i;
+            if (!in->synthetic || !em.alias_name[g]) continue;
+            uint32_t o = base[c] + in->ops[0];
+            const char *up = em.alias_name[o] ? em.alias_name[o] : em.by_ins[o] >= 0 ? em.name1[em.by_ins[o]] : NULL;
+            if (!up) continue;
+            size_t cap = strlen(up) + 24;
+            char *nm = hbmi_malloc(cap);
+            if (!nm) {
+                s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+                goto out;
+            }
+            snprintf(nm, cap, "%s#%lld", up, (long long)in->gte_index);
+            hbmi_free(em.alias_name[g]);
+            em.alias_name[g] = nm;
+        }
     /* the header: the first line */
     const char *end = m->text + m->len;
     const char *cur = memchr(m->text, '\n', m->len);

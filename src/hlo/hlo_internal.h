@@ -114,6 +114,7 @@ typedef struct hbmi_instr {
     uint8_t is_root;
     char fusion_kind; /* 'L', 'I', 'O', 'C' or 0 */
     uint8_t analyzed; /* in a sequential computation (set by the dataflow) */
+    uint8_t synthetic; /* a get-tuple-element for an operand written "%x#N": no line of its own */
     hbmi_shape *shape;
     uint32_t n_ops;
     uint32_t *ops;    /* operand instruction indices in the same computation */
@@ -172,6 +173,7 @@ typedef struct hbmi_xla {
     uint32_t n_peak;
     uint32_t *peak;     /* lbufs live at the heap trace's peak, largest first */
     uint64_t alignment; /* the alignment XLA's build used, as its offsets show (128, 256); 0 */
+    int alignment_other; /* shown by another module's offsets in the same file */
 } hbmi_xla;
 
 struct hbm_hlo_module {
@@ -191,6 +193,7 @@ struct hbm_hlo_module {
     uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
     hbmi_xla *xla;        /* XLA's assignment (protobuf inputs that carry one), in the arena */
     char backend_hint;    /* 'g', 'c', 't': the compiler, known from a profile's devices; 0 */
+    int tuple_refs;       /* the text writes operands "%x#N": XLA's print form from 2026 builds */
     /* a module read from protobuf: its unpacked xla.HloModuleProto (in the arena) and each
      * instruction's proto in the model's order (computation by computation), from which
      * hbmi_proto_text writes the module's whole HLO text; NULL for a module read as text */

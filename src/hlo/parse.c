@@ -655,6 +655,13 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         }
         hbmi_str nm = name(ps);
         if (!nm.n) return fail(ps, "expected an operand name"), 0;
+        /* "%x#1": element 1 of x's tuple, as newer XLA prints an operand that older ones
+         * printed as a get-tuple-element instruction (expand_tuple_refs); "%x#1#0" nests */
+        while (ps->p + 1 < ps->end && *ps->p == '#' && ps->p[1] >= '0' && ps->p[1] <= '9') {
+            ps->p++;
+            while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
+            nm.n = (uint32_t)(ps->p - nm.p);
+        }
         if (n == cap) {
             hbmi_str *nn = alloc(ps, sizeof *nn * cap * 2);
             if (!nn) return 0;
@@ -748,7 +755,115 @@ static int64_t table_find(const name_table *t, hbmi_str s, hbmi_str (*get)(void 
 static hbmi_str instr_name(void *ctx, uint32_t i) { return ((hbmi_comp *)ctx)->ins[i].name; }
 static hbmi_str comp_name(void *ctx, uint32_t i) { return ((hbm_hlo_module *)ctx)->comps[i].name; }
 
+/* The operands written "%x#N" (element N of tuple-shaped x) become what older XLA printed
+ * for them: an instruction "x#N = get-tuple-element(x), index=N", placed just before its
+ * first user, one per name in a computation. A get-tuple-element defines no buffer (it
+ * aliases the element), so the plan is the same as for the module printed the old way. */
+static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
+    uint32_t extra = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t k = 0; k < c->ins[i].n_ops; k++)
+            for (uint32_t q = 0; q < c->ins[i].op_names[k].n; q++) extra += c->ins[i].op_names[k].p[q] == '#';
+    if (!extra) return 1;
+    if (extra > UINT32_MAX - c->n) return fail(ps, "too many instructions"), 0;
+    hbmi_instr *out = alloc(ps, sizeof *out * (c->n + extra));
+    if (!out) return 0;
+    name_table t; /* the names written, then those made here */
+    uint32_t n = 0;
+    uint32_t cap = 16;
+    while (cap < (c->n + extra) * 2u + 2) cap *= 2;
+    t.slot = hbmi_calloc(cap, sizeof *t.slot);
+    if (!t.slot) return nomem(ps), 0;
+    t.mask = cap - 1;
+    int ok = 1;
+    for (uint32_t i = 0; i < c->n && ok; i++) { /* the written names first: a use may come before its definition */
+        uint32_t h = (uint32_t)hash_str(c->ins[i].name) & t.mask;
+        while (t.slot[h]) h = (h + 1) & t.mask;
+        t.slot[h] = UINT32_MAX - i; /* original index, told apart from output indices */
+    }
+    uint32_t *where = hbmi_malloc(sizeof *where * (c->n ? c->n : 1)); /* original index -> output index */
+    if (!where) {
+        hbmi_free(t.slot);
+        return nomem(ps), 0;
+    }
+    for (uint32_t i = 0; i < c->n; i++) where[i] = UINT32_MAX;
+    for (uint32_t i = 0; i < c->n && ok; i++) {
+        hbmi_instr *in = &c->ins[i];
+        for (uint32_t k = 0; k < in->n_ops && ok; k++) {
+            hbmi_str full = in->op_names[k];
+            uint32_t cut = 0;
+            while (cut < full.n && full.p[cut] != '#') cut++;
+            while (cut < full.n) { /* the prefix up to each '#N' in turn */
+                uint32_t end = cut + 1;
+                while (end < full.n && full.p[end] != '#') end++;
+                hbmi_str base = {full.p, cut}, ref = {full.p, end};
+                /* already made? */
+                uint32_t h = (uint32_t)hash_str(ref) & t.mask, found = 0;
+                for (uint32_t g = h; t.slot[g]; g = (g + 1) & t.mask) {
+                    uint32_t v = t.slot[g];
+                    if (v <= n && out[v - 1].name.n == ref.n && !memcmp(out[v - 1].name.p, ref.p, ref.n)) found = 1;
+                }
+                if (!found) {
+                    const hbmi_shape *sh = NULL;
+                    for (uint32_t g = (uint32_t)hash_str(base) & t.mask; t.slot[g] && !sh; g = (g + 1) & t.mask) {
+                        uint32_t v = t.slot[g];
+                        const hbmi_instr *b = v > n ? &c->ins[UINT32_MAX - v] : &out[v - 1];
+                        if (b->name.n == base.n && !memcmp(b->name.p, base.p, base.n)) sh = b->shape;
+                    }
+                    int64_t idx = 0;
+                    for (uint32_t q = cut + 1; q < end; q++) idx = idx * 10 + (full.p[q] - '0');
+                    if (!sh || sh->prim != HBMI_PRIM_TUPLE || idx >= (int64_t)sh->n || end - cut > 10) {
+                        ps->p = full.p;
+                        fail(ps, !sh ? "operand is not defined in this computation"
+                                     : "operand element (#N) is not in the tuple shape of the instruction it names");
+                        ok = 0;
+                        break;
+                    }
+                    hbmi_instr *g = &out[n];
+                    memset(g, 0, sizeof *g);
+                    g->name = ref;
+                    g->opcode.p = "get-tuple-element";
+                    g->opcode.n = (uint32_t)strlen(g->opcode.p);
+                    g->op = HOP_GTE;
+                    g->synthetic = 1;
+                    g->shape = &sh->elems[idx];
+                    g->n_ops = 1;
+                    g->op_names = alloc(ps, sizeof *g->op_names);
+                    g->ops = alloc(ps, sizeof *g->ops);
+                    if (!g->op_names || !g->ops) {
+                        ok = 0;
+                        break;
+                    }
+                    g->op_names[0] = base;
+                    g->param_no = -1;
+                    g->gte_index = idx;
+                    g->time = -1;
+                    g->off = in->off;
+                    n++;
+                    uint32_t s2 = (uint32_t)hash_str(ref) & t.mask;
+                    while (t.slot[s2]) s2 = (s2 + 1) & t.mask;
+                    t.slot[s2] = n;
+                }
+                cut = end;
+            }
+        }
+        if (!ok) break;
+        where[i] = n;
+        out[n++] = *in;
+    }
+    if (ok) {
+        ps->m->tuple_refs = 1;
+        c->root = where[c->root];
+        c->ins = out;
+        c->n = n;
+    }
+    hbmi_free(where);
+    hbmi_free(t.slot);
+    return ok;
+}
+
 static int resolve_operands(parser *ps, hbmi_comp *c) {
+    if (!expand_tuple_refs(ps, c)) return 0;
     name_table t;
     if (!table_build(ps, &t, c->n, instr_name, c)) return 0;
     int ok = 1;

@@ -1113,7 +1113,37 @@ static int synth_text(conv *c, const Hbmpb__HloModuleProto *mp) {
     return 1;
 }
 
-hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **out) {
+static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_hlo_module **out);
+
+static int cmp_len(const void *x, const void *y) {
+    const pmod *a = *(pmod *const *)x, *b = *(pmod *const *)y;
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* The alignment XLA's build used, as the assignment of another module of the file shows it:
+ * the modules of one profile were compiled by one XLA. The smallest modules first (a small
+ * one often shows it: two buffers live side by side with a gap), at most 64 MB of them. */
+static uint64_t file_alignment(const hbm_proto_file *f, size_t skip) {
+    pmod **by = hbmi_malloc(sizeof *by * (f->n ? f->n : 1));
+    if (!by) return 0;
+    size_t n = 0;
+    for (size_t j = 0; j < f->n; j++)
+        if (j != skip && f->mods[j].has_assignment && !f->mods[j].module_only) by[n++] = &f->mods[j];
+    hbmi_qsort(by, n, sizeof *by, cmp_len);
+    uint64_t found = 0, spent = 0;
+    for (size_t k = 0; k < n && !found && spent + by[k]->len <= (64u << 20); k++) {
+        spent += by[k]->len;
+        hbm_hlo_module *m = NULL;
+        if (load(f, (size_t)(by[k] - f->mods), 0, &m) == HBM_OK && m->xla) found = m->xla->alignment;
+        hbm_hlo_module_free(m);
+    }
+    hbmi_free(by);
+    return found;
+}
+
+hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **out) { return load(f, i, 1, out); }
+
+static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_hlo_module **out) {
     if (!f || !out || i >= f->n) return hbmi_error(HBM_ERR_INVALID, "hbm_proto_load: no module %zu", i);
     *out = NULL;
     const pmod *pm = &f->mods[i];
@@ -1160,6 +1190,8 @@ hbm_status hbm_proto_load(const hbm_proto_file *f, size_t i, hbm_hlo_module **ou
         hbm_hlo_module_free(m);
         return s;
     }
+    if (look_around && m->xla && !m->xla->alignment && (m->xla->alignment = file_alignment(f, i)))
+        m->xla->alignment_other = 1;
     m->host_bytes = m->len + 1 + m->arena.total + sizeof *m;
     *out = m;
     return HBM_OK;

@@ -1323,6 +1323,9 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
      * slices its temp buffer at 64 (cpu_function_runtime::Align) */
     if (!p->opt.alignment && p->opt.backend == HBM_BACKEND_GPU && m->xla && m->xla->alignment)
         p->opt.alignment = m->xla->alignment, p->alignment_from = 'x';
+    /* operands written "%x#N" are the print form of XLA builds from 2026, which align to 256 */
+    if (!p->opt.alignment && p->opt.backend == HBM_BACKEND_GPU && m->tuple_refs)
+        p->opt.alignment = 256, p->alignment_from = 't';
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;
     p->stats.backend = p->opt.backend;
     hbm_status s = hbmi_df_run(m, p->opt.pointer_size, &p->df);

@@ -58,7 +58,8 @@ struct hbm_plan {
                                 colocated values share one) */
     uint64_t heap_tl_size;
     char backend_evidence; /* 'o' option, 'f' file name, 'c' content, 0 none (GPU assumed) */
-    char alignment_from;   /* 'o' option, 'x' XLA's own assignment in the file, 0 the backend's */
+    char alignment_from;   /* 'o' option, 'x' XLA's own assignment in the file, 't' the text's
+                              print form (operands "%x#N"), 0 the backend's */
 };
 
 #define HBMI_HOST_SPACE 5

@@ -108,7 +108,11 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
-            p->alignment_from == 'x' ? " (XLA's build, as its assignment shows)" : "",
+            p->alignment_from == 'x'   ? (p->m && p->m->xla && p->m->xla->alignment_other
+                                              ? " (XLA's build, as other modules show)"
+                                              : " (XLA's build, as its assignment shows)")
+            : p->alignment_from == 't' ? " (XLA 2026 print form: operands %x#N)"
+                                       : "",
             s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
@@ -214,15 +218,24 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         } else if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY) {
             double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
             if (want > 1.0) want = 1.0;
+            /* JAX's own 75 %, or a fraction the user gave (--framework-limit) */
+            int jax_default = fabs(fraction - 0.75) < 1e-9;
             fprintf(f,
-                    "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT: needs %s,\n"
-                    "    the framework lets XLA use %.0f %% = %s (JAX preallocates 75 %%).\n"
+                    "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S %sLIMIT: needs %s,\n"
+                    "    the framework lets XLA use %.*f %% = %s%s.\n"
                     "  Set XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform).\n",
-                    hbm_size_human(need, a), fraction * 100.0, hbm_size_human(limit, b), (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100));
+                    jax_default ? "DEFAULT " : "", hbm_size_human(need, a), fraction * 100.0 < 10.0 ? 1 : 0,
+                    fraction * 100.0, hbm_size_human(limit, b), jax_default ? " (JAX preallocates 75 %)" : "",
+                    (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100));
+            if (!jax_default) /* seen on an H200 with JAX 0.11: it compiles another module, which fits */
+                fprintf(f, "  Compiling for this limit, XLA tries to recompute values to fit under it, at a\n"
+                           "    cost in time ('hbm fit' shows which; docs/fit.md compares with XLA's choice).\n");
         } else {
             fprintf(f, "  FITS: needs %s of %s usable (%.1f %% of the device)%s.\n", hbm_size_human(need, a),
                     hbm_size_human(limit, b), 100.0 * (double)need / (double)capacity,
-                    limit < capacity ? ",\n    under the framework's default limit" : "");
+                    limit < capacity ? (fabs(fraction - 0.75) < 1e-9 ? ",\n    under the framework's default limit"
+                                                                      : ",\n    under the framework's limit")
+                                     : "");
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan explain: write error") : HBM_OK;

@@ -282,11 +282,18 @@ static int row_label(const char *cfg, const char *recorded, char *out, size_t ca
     char it[24][96], rec[24][96], short_[300] = "";
     size_t n = config_items(cfg, it, 24), nr = recorded ? config_items(recorded, rec, 24) : 0, len = 0;
     int torch = n && !strcmp(it[0], "allocator=torch");
-    for (size_t i = 0; i < n && len < sizeof short_; i++) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) { /* the items not among the recorded settings */
         int skip = 0;
         for (size_t k = 0; torch && i && k < nr && !skip; k++) skip = !strcmp(it[i], rec[k]);
-        if (skip) continue;
-        const char *x = strncmp(it[i], "allocator=", 10) ? it[i] : it[i] + 10;
+        if (skip) it[i][0] = 0;
+        else kept++;
+    }
+    for (size_t i = 0; i < n && len < sizeof short_; i++) {
+        if (!it[i][0]) continue;
+        /* "allocator=" goes where other items follow: a row of the recorded settings alone
+         * reads "allocator=torch", as it does when the settings are PyTorch's defaults */
+        const char *x = strncmp(it[i], "allocator=", 10) || kept == 1 ? it[i] : it[i] + 10;
         len += (size_t)snprintf(short_ + len, sizeof short_ - len, "%s%s", len ? "," : "", x);
     }
     hbmi_fit(out, cap, short_, 28, 1);

@@ -3,7 +3,9 @@
  * cuGetProcAddress_v2 with dlsym and most entry points through it, and some with dlsym.
  *   fake_app BIG_BYTES   allocates 1 MiB, 2 MiB, a 3 MiB pool block on stream 0x51, then
  * BIG_BYTES (printing its result code), frees everything (the pool block on its stream,
- * then synchronizes that stream, then the context) and exits 0 if the calls behaved.
+ * then synchronizes that stream, then the context, also through CUDA 13's form that takes
+ * it), then creates, maps, unmaps and releases 2 MiB and 4 MiB of physical memory (virtual
+ * memory management) and exits 0 if the calls behaved.
  *   fake_app BIG_BYTES threads   then 4 threads each allocate and free 4 KiB 1000 times,
  * from the pool on streams 0x100 + thread index (cuMemAllocFromPoolAsync / cuMemFreeAsync). */
 #define _GNU_SOURCE
@@ -67,6 +69,8 @@ int main(int argc, char **argv) {
     pfree = (hbmi_CUresult(*)(hbmi_CUdeviceptr, hbmi_CUstream))dlsym(h, "cuMemFreeAsync");
     hbmi_CUresult (*ssync)(hbmi_CUstream) = get(gpa, "cuStreamSynchronize");
     hbmi_CUresult (*csync)(void) = (hbmi_CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
+    /* at version 13000 the driver hands out cuCtxSynchronize's CUDA 13 form, which takes the context */
+    hbmi_CUresult (*csync13)(hbmi_CUcontext) = get(gpa, "cuCtxSynchronize");
     if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
     hbmi_CUmemPoolProps props;
     memset(&props, 0, sizeof props);
@@ -88,6 +92,28 @@ int main(int argc, char **argv) {
     if (!rbig) bad |= mfree(d) != 0;
     bad |= mfree(0x1234) == 0; /* unknown pointer: the driver refuses */
     bad |= !csync || csync() != 0;
+    bad |= csync13(ctx) != 0 || csync13(NULL) != 0;
+    /* virtual memory, as PyTorch's expandable segments and XLA's 2026 allocators use it: h1 is
+     * released while mapped (its memory goes at the unmap), h2 is released unmapped */
+    hbmi_CUresult (*vcreate)(hbmi_CUmemGenericAllocationHandle *, size_t, const hbmi_CUmemAllocationProp *,
+                             unsigned long long) = get(gpa, "cuMemCreate");
+    hbmi_CUresult (*vrelease)(hbmi_CUmemGenericAllocationHandle) = get(gpa, "cuMemRelease");
+    hbmi_CUresult (*vreserve)(hbmi_CUdeviceptr *, size_t, size_t, hbmi_CUdeviceptr, unsigned long long) =
+        get(gpa, "cuMemAddressReserve");
+    hbmi_CUresult (*vfree)(hbmi_CUdeviceptr, size_t) = get(gpa, "cuMemAddressFree");
+    hbmi_CUresult (*vmap)(hbmi_CUdeviceptr, size_t, size_t, hbmi_CUmemGenericAllocationHandle, unsigned long long) =
+        (hbmi_CUresult(*)(hbmi_CUdeviceptr, size_t, size_t, hbmi_CUmemGenericAllocationHandle, unsigned long long))dlsym(
+            h, "cuMemMap");
+    hbmi_CUresult (*vunmap)(hbmi_CUdeviceptr, size_t) = get(gpa, "cuMemUnmap");
+    hbmi_CUmemAllocationProp vp;
+    memset(&vp, 0, sizeof vp);
+    vp.type = HBMI_CU_MEM_ALLOCATION_TYPE_PINNED;
+    vp.location.type = HBMI_CU_MEM_LOCATION_TYPE_DEVICE;
+    hbmi_CUmemGenericAllocationHandle h1 = 0, h2 = 0;
+    hbmi_CUdeviceptr va = 0;
+    bad |= !vmap || vcreate(&h1, 2 << 20, &vp, 0) != 0 || vreserve(&va, 4 << 20, 0, 0, 0) != 0;
+    bad |= vmap(va, 2 << 20, 0, h1, 0) != 0 || vrelease(h1) != 0 || vunmap(va, 2 << 20) != 0 || vfree(va, 4 << 20) != 0;
+    bad |= vcreate(&h2, 4 << 20, &vp, 0) != 0 || vrelease(h2) != 0;
     if (argc > 2 && !strcmp(argv[2], "threads")) {
         pthread_t th[NTHREADS];
         for (uintptr_t i = 0; i < NTHREADS; i++) bad |= pthread_create(&th[i], NULL, worker, (void *)i) != 0;

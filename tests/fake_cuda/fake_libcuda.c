@@ -231,6 +231,16 @@ EXPORT hbmi_CUresult cuCtxSynchronize(void) {
         if (pools[i].live) pool_release_to(&pools[i], pools[i].threshold);
     LEAVE(0);
 }
+/* CUDA 13's form (cuGetProcAddress version >= 13000): the context to synchronize, NULL for
+ * the current one; any other value is refused, as the driver refuses a destroyed one */
+EXPORT hbmi_CUresult cuCtxSynchronize_v2(hbmi_CUcontext c) {
+    ENTER("cuCtxSynchronize");
+    if (c && c != &the_ctx) LEAVE(HBMI_CUDA_ERROR_INVALID_CONTEXT);
+    if (!c) NEED_CTX();
+    for (int i = 0; i < 64; i++)
+        if (pools[i].live) pool_release_to(&pools[i], pools[i].threshold);
+    LEAVE(0);
+}
 EXPORT hbmi_CUresult cuMemPoolCreate(hbmi_CUmemoryPool *p, const hbmi_CUmemPoolProps *props) {
     ENTER("cuMemPoolCreate");
     if (props->allocType != HBMI_CU_MEM_ALLOCATION_TYPE_PINNED || props->location.type != HBMI_CU_MEM_LOCATION_TYPE_DEVICE ||
@@ -437,6 +447,7 @@ static hbmi_CUresult proc(const char *sym, void **pfn, int ver) {
     snprintf(name, sizeof name, "%s", sym);
     for (size_t i = 0; i < sizeof v2 / sizeof v2[0]; i++)
         if (!strcmp(sym, v2[i]) && ver >= 3020) snprintf(name, sizeof name, "%s_v2", sym);
+    if (!strcmp(sym, "cuCtxSynchronize") && ver >= 13000) snprintf(name, sizeof name, "cuCtxSynchronize_v2");
     Dl_info info;
     void *self = NULL;
     if (dladdr((void *)&proc, &info)) self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
