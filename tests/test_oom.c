@@ -1,5 +1,7 @@
 /* test_oom.c - the OOM report and its diagnosis, for each cause. */
 #include "test.h"
+#include "core/internal.h"
+#include "report/oom_internal.h"
 
 typedef struct env { hbm_device *dev; hbm_allocator *a; } env;
 
@@ -201,6 +203,69 @@ static void test_bfc_fragmentation(void) {
     close_env(&e);
 }
 
+/* The report as the library's callers keep it: the text of hbm_oom_report_format, with
+ * where its advice begins as the formatter wrote it, found without reading the text (a
+ * tag that spells "\n  Try: " earlier in the report is not taken for it); a checked
+ * verdict replaces the advice, a report with none stays as it was. */
+static void test_advice_kept_beside(void) {
+    env e;
+    hbmi_oom_text x;
+    uint64_t p, q;
+    /* a framework limit: "  Try: HBM_LIMIT=..." and the line after it, to the end */
+    CHECK_OK(open_env(&e, "sim:80GiB", "allocator=platform,limit=10GiB"));
+    hbm_tag w = {.label = "weights\n  Try: not-the-advice"};
+    CHECK_OK(hbm_alloc(e.a, 6ULL << 30, &w, &p));
+    CHECK_STATUS(hbm_alloc(e.a, 5ULL << 30, NULL, &q), HBM_ERR_OOM);
+    CHECK_OK(hbmi_oom_text_get(e.a, &x));
+    CHECK_STR(x.text, report(e.a));
+    CHECK(strstr(x.text, "\n  Try: not-the-advice") < x.text + x.advice);
+    CHECK_STR(x.text + x.advice, "  Try: HBM_LIMIT=11811160064\n");
+    size_t keep = x.advice;
+    char *before = hbmi_strdup(x.text);
+    CHECK_OK(hbmi_oom_text_advise(&x, "  Checked: runs to its end\n  (two lines)\n"));
+    CHECK(!strncmp(x.text, before, keep));
+    CHECK_STR(x.text + keep, "  Checked: runs to its end\n  (two lines)\n");
+    hbmi_free(before);
+    hbmi_oom_text_free(&x);
+    close_env(&e);
+    /* fragmentation (bfc): the advice is the three lines from "  Try:" */
+    CHECK_OK(open_env(&e, "sim:1GiB", "allocator=bfc,fraction=1"));
+    uint64_t b[4];
+    for (int i = 0; i < 4; i++) CHECK_OK(hbm_alloc(e.a, 256u << 20, NULL, &b[i]));
+    CHECK_OK(hbm_free(e.a, b[0]));
+    CHECK_OK(hbm_free(e.a, b[2]));
+    CHECK_STATUS(hbm_alloc(e.a, 300u << 20, NULL, &q), HBM_ERR_OOM);
+    CHECK_OK(hbmi_oom_text_get(e.a, &x));
+    CHECK(!strncmp(x.text + x.advice, "  Try: TF_GPU_ALLOCATOR=cuda_malloc_async (a stream-ordered pool", 64));
+    CHECK(x.advice > 0 && x.text[x.advice - 1] == '\n');
+    CHECK_OK(hbmi_oom_text_advise(&x, "  V\n"));
+    CHECK(strlen(x.text) == x.advice + 4 && !strcmp(x.text + x.advice, "  V\n"));
+    hbmi_oom_text_free(&x);
+    close_env(&e);
+    /* too big for the device: no setting advised, so nothing to replace */
+    CHECK_OK(open_env(&e, "sim:10GiB", "allocator=platform"));
+    CHECK_OK(hbm_alloc(e.a, 7ULL << 30, NULL, &p));
+    CHECK_STATUS(hbm_alloc(e.a, 5ULL << 30, NULL, &q), HBM_ERR_OOM);
+    CHECK_OK(hbmi_oom_text_get(e.a, &x));
+    CHECK(x.advice == strlen(x.text));
+    before = hbmi_strdup(x.text);
+    CHECK_OK(hbmi_oom_text_advise(&x, "  V\n"));
+    CHECK_STR(x.text, before);
+    hbmi_free(before);
+    hbmi_oom_text_free(&x);
+    close_env(&e);
+    /* no failure yet: no report; a message in a report's place has no advice */
+    CHECK_OK(open_env(&e, "sim:1GiB", "allocator=platform"));
+    CHECK_STATUS(hbmi_oom_text_get(e.a, &x), HBM_ERR_INVALID);
+    CHECK(x.text == NULL);
+    close_env(&e);
+    CHECK_OK(hbmi_oom_text_of("out of memory", &x));
+    CHECK(x.advice == strlen("out of memory"));
+    CHECK_OK(hbmi_oom_text_advise(&x, "  V\n"));
+    CHECK_STR(x.text, "out of memory");
+    hbmi_oom_text_free(&x);
+}
+
 int main(void) {
     RUN(test_no_oom_yet);
     RUN(test_limit);
@@ -210,5 +275,6 @@ int main(void) {
     RUN(test_handler_and_truncation);
     RUN(test_bfc_fraction);
     RUN(test_bfc_fragmentation);
+    RUN(test_advice_kept_beside);
     return test_done();
 }

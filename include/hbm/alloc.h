@@ -171,11 +171,6 @@ typedef struct hbm_oom_diagnosis {
 
 HBM_API hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out);
 
-/* A report's advice once it has been checked (a setting is advised only when the run with
- * it completes): replaces the report's "  Try: ..." lines, its last, with verdict (a line,
- * or several, each ending in '\n'), in place. report: NUL-terminated, cap bytes of room.
- * HBM_ERR_INVALID when the report gives no advice or the verdict does not fit. */
-HBM_API hbm_status hbm_oom_report_set_advice(char *report, size_t cap, const char *verdict);
 HBM_API const char *hbm_oom_cause_str(hbm_oom_cause c);
 
 /* --- Writing your own policy or adaptor ------------------------------------------------

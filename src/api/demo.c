@@ -15,6 +15,7 @@
 
 #include "core/internal.h"
 #include "hbm/hbm.h"
+#include "report/oom_internal.h"
 
 /* The caller's environment with at most two variables set on top: an advised setting and,
  * when the step still runs out of memory with it, the fraction that run's report advises. */
@@ -49,7 +50,7 @@ typedef struct demo {
  * (into *report when it is given, to be written once its advice is checked). *done: the step
  * completed. On an OOM, *diag holds the diagnosis. */
 static hbm_status run_step(demo *d, int verbose, int attempt, int *done, hbm_oom_diagnosis *diag, uint64_t *capacity,
-                           char **report) {
+                           hbmi_oom_text *report) {
     hbm_device *dev;
     hbm_allocator *a;
     hbm_config cfg;
@@ -84,10 +85,7 @@ static hbm_status run_step(demo *d, int verbose, int attempt, int *done, hbm_oom
     } else if (s == HBM_ERR_OOM) {
         s = HBM_OK;
         if (verbose) fprintf(d->f, "Out of memory at event %zu. hbm's report:\n\n", r.events + 1);
-        size_t len = 0;
-        if (verbose && report && !hbm_oom_report_format(a, NULL, 0, &len) && (*report = hbmi_malloc(len + 512)))
-            hbm_oom_report_format(a, *report, len + 1, NULL); /* written once its advice is checked */
-        else if (verbose) {
+        if (verbose && (!report || hbmi_oom_text_get(a, report))) { /* else written once its advice is checked */
             hbm_oom_report_write(a, d->f);
             fputc('\n', d->f);
         }
@@ -110,9 +108,10 @@ static const char *fraction_text(double f, char buf[16]) {
  * (with prior, the advice an earlier run took, still set). A run with an allocator's advice
  * that still runs out of memory on a framework limit goes on once more, with the fraction
  * its report advises checked the same way. */
-static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, uint64_t peak, uint64_t capacity,
+static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, hbmi_oom_text *rp, uint64_t peak, uint64_t capacity,
                             int *done, int attempt, const char *prior) {
     FILE *f = d->f;
+    const char *report = rp->text; /* NULL: written already */
     char advice[320] = "", fa[64], f1[16], p[32], c[32];
     double f0;
     int from_env = 0; /* the advice is the report's variable, not a checked fraction */
@@ -138,7 +137,7 @@ static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, 
                      "  No fraction fits: even XLA_PYTHON_CLIENT_MEM_FRACTION=1 fails (the step holds %s\n"
                      "  at its peak, %s more than the device).\n", hbm_size_human(peak, p),
                      hbm_size_human(peak > capacity ? peak - capacity : 0, c));
-        if (report && verdict[0]) hbm_oom_report_set_advice(report, strlen(report) + 512, verdict);
+        if (report && verdict[0] && !hbmi_oom_text_advise(rp, verdict)) report = rp->text;
         if (report) fprintf(f, "%s\n", report);
         if (found > 0) {
             snprintf(fa, sizeof fa, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fraction_text(found, f1));
@@ -165,17 +164,17 @@ static hbm_status after_oom(demo *d, const hbm_oom_diagnosis *dg, char *report, 
                    "device. It needs a device with more memory, or a smaller step.\n",
                 hbm_oom_cause_str(dg->cause), hbm_size_human(peak, p), hbm_size_human(capacity, c));
     }
-    hbmi_free(report);
+    hbmi_oom_text_free(rp);
     if (!s && advice[0]) {
         hbm_oom_diagnosis d2;
-        char *report2 = NULL;
+        hbmi_oom_text report2 = {0};
         memset(&d2, 0, sizeof d2);
         fprintf(f, "Running again with %s ...\n\n", advice);
         s = run_step(d, 1, attempt + 1, done, &d2, NULL, &report2);
         if (!s && !*done && from_env && !strncmp(d2.config, "fraction=", 9))
-            return after_oom(d, &d2, report2, peak, capacity, done, attempt + 1, advice);
-        if (report2) fprintf(f, "%s\n", report2);
-        hbmi_free(report2);
+            return after_oom(d, &d2, &report2, peak, capacity, done, attempt + 1, advice);
+        if (report2.text) fprintf(f, "%s\n", report2.text);
+        hbmi_oom_text_free(&report2);
         if (!s && !*done) fprintf(f, "The step still runs out of memory with %s.\n", advice);
     }
     return s;
@@ -243,10 +242,10 @@ hbm_status hbm_demo_write(const hbm_demo_options *o, FILE *f, int *completed) {
     int done = 0;
     hbm_oom_diagnosis dg;
     memset(&dg, 0, sizeof dg);
-    char *report = NULL; /* run 1's OOM report: its advice is checked before it is written */
+    hbmi_oom_text report = {0}; /* run 1's OOM report: its advice is checked before it is written */
     s = run_step(&d, 1, 1, &done, &dg, &capacity, &report);
-    if (!s && !done) s = after_oom(&d, &dg, report, peak, capacity, &done, 1, "");
-    else hbmi_free(report);
+    if (!s && !done) s = after_oom(&d, &dg, &report, peak, capacity, &done, 1, "");
+    else hbmi_oom_text_free(&report);
     hbm_timeline_free(tl);
     if (s) return s;
     *completed = done;

@@ -9,6 +9,7 @@
 #include "alloc/alloc_internal.h"
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
+#include "report/oom_internal.h"
 
 #define MAP_WIDTH HBMI_OOM_MAP_WIDTH
 
@@ -128,8 +129,15 @@ hbm_status hbm_oom_diagnose(hbm_allocator *a, hbm_oom_diagnosis *out) {
     return HBM_OK;
 }
 
+/* The advice starts here: where f is, into *at (the report's text kept with it). */
+static void advice_at(FILE *f, long *at) {
+    if (at) *at = ftell(f);
+}
+
+/* advice: where the diagnosis's advice ("  Try: ..." to the report's end) starts in f, when
+ * it gives one and advice is not NULL (f is then a memory stream). */
 static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_record *r, const live_buf *live,
-                            size_t nlive) {
+                            size_t nlive, long *advice) {
     const hbm_stats *s = &r->stats;
     const hbm_config *cfg = &a->cfg;
     int torch = !strcmp(a->ops->name, "torch");
@@ -185,6 +193,7 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
         else
             fprintf(f, "  The fraction %.2f (from %s) allows %s of %s.\n", cfg->fraction, cfg->source[HBM_OPT_fraction],
                     hbm_size_xla((int64_t)x.limit, b1), hbm_size_xla((int64_t)r->dev_total, b2));
+        advice_at(f, advice);
         fprintf(f, "  Try: %s\n", d.env);
         if (!cfg->limit && (double)x.need / (double)r->dev_total > 0.95)
             fprintf(f, "  (that leaves under 5%% of the device for the CUDA context and other libraries: tight)\n");
@@ -207,12 +216,12 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                 hbm_size_xla((int64_t)(x.limit - x.used), b1), hbm_size_xla((int64_t)x.free_pool, b2),
                 hbm_size_xla((int64_t)x.headroom, b3), hbm_size_xla((int64_t)s->largest_free_block_bytes, b4),
                 hbm_size_xla((int64_t)x.R, b5), 100.0 * hbm_stats_fragmentation(s));
-        if (torch && d.env[0])
+        if (torch && d.env[0] && (advice_at(f, advice), 1))
             fprintf(f, "  Try: %s (pages mapped as needed: a free block\n"
                        "  can grow), or 'hbm replay SNAPSHOT --suggest' to try each setting on the history.\n", d.env);
         else if (torch)
             fprintf(f, "  'hbm replay SNAPSHOT --suggest' tries each PYTORCH_CUDA_ALLOC_CONF setting on the history.\n");
-        else
+        else if ((advice_at(f, advice), 1))
             fprintf(f, "  Try: %s (a stream-ordered pool that does not fragment this way),\n"
                        "  or XLA_PYTHON_CLIENT_ALLOCATOR=platform (exact allocations, slower), or allocate the largest\n"
                        "  long-lived buffers first.\n", d.env);
@@ -220,8 +229,14 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
     }
 }
 
+static hbm_status report_write(hbm_allocator *a, FILE *f, long *advice);
+
 hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     if (!a || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_write: NULL argument");
+    return report_write(a, f, NULL);
+}
+
+static hbm_status report_write(hbm_allocator *a, FILE *f, long *advice) {
     /* copy the record (and its block list, which the next failure replaces) under the lock */
     hbmi_lock_how how = hbmi_lock_acquire(&a->lock);
     hbmi_oom_record r = a->oom;
@@ -316,7 +331,7 @@ hbm_status hbm_oom_report_write(hbm_allocator *a, FILE *f) {
     if (r.map[0])
         fprintf(f, "Occupancy of the %s reserved (%d cells; '#' in use, '+' part, '.' free):\n  [%s]\n",
                 hbm_size_xla((int64_t)r.span, b3), MAP_WIDTH, r.map);
-    print_diagnosis(f, a, &r, live, nlive);
+    print_diagnosis(f, a, &r, live, nlive, advice);
     hbmi_free(live);
     return HBM_OK;
 }
@@ -340,12 +355,43 @@ hbm_status hbm_oom_report_format(hbm_allocator *a, char *buf, size_t cap, size_t
     return s;
 }
 
-hbm_status hbm_oom_report_set_advice(char *report, size_t cap, const char *verdict) {
-    if (!report || !verdict) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: NULL argument");
-    char *at = strstr(report, "\n  Try: ");
-    if (!at) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the report gives no advice");
-    size_t keep = (size_t)(at - report) + 1, n = strlen(verdict);
-    if (keep + n + 1 > cap) return hbmi_error(HBM_ERR_INVALID, "hbm_oom_report_set_advice: the verdict does not fit");
-    memcpy(report + keep, verdict, n + 1);
+hbm_status hbmi_oom_text_get(hbm_allocator *a, hbmi_oom_text *out) {
+    memset(out, 0, sizeof *out);
+    char *mem = NULL;
+    size_t n = 0;
+    long at = -1;
+    FILE *f = open_memstream(&mem, &n);
+    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting the OOM report");
+    hbm_status s = report_write(a, f, &at);
+    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting the OOM report");
+    if (!s && !(out->text = hbmi_malloc(n + 1))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting the OOM report");
+    if (!s) {
+        memcpy(out->text, mem, n + 1);
+        out->advice = at >= 0 && (size_t)at <= n ? (size_t)at : n;
+    }
+    free(mem);
+    return s;
+}
+
+hbm_status hbmi_oom_text_of(const char *text, hbmi_oom_text *out) {
+    memset(out, 0, sizeof *out);
+    if (!(out->text = hbmi_strdup(text))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    out->advice = strlen(text);
     return HBM_OK;
+}
+
+hbm_status hbmi_oom_text_advise(hbmi_oom_text *r, const char *verdict) {
+    size_t len = strlen(r->text), n = strlen(verdict);
+    if (r->advice == len) return HBM_OK; /* no advice to replace */
+    char *t = hbmi_realloc(r->text, r->advice + n + 1);
+    if (!t) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    memcpy(t + r->advice, verdict, n + 1);
+    r->text = t;
+    return HBM_OK;
+}
+
+void hbmi_oom_text_free(hbmi_oom_text *r) {
+    hbmi_free(r->text);
+    r->text = NULL;
+    r->advice = 0;
 }

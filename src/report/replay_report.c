@@ -9,6 +9,7 @@
 
 #include "hbm/replay.h"
 #include "hbm/size.h"
+#include "report/oom_internal.h"
 #include "trace/replay/replay_internal.h"
 #include "trace/replay/twin_internal.h"
 
@@ -45,26 +46,17 @@ typedef struct rows_ctx {
     const char *device;
     int report;             /* the first OOM's report and its checked advice */
     hbm_oom_diagnosis diag; /* of the current row's first OOM */
+    size_t advice;          /* where its report's advice begins (hbmi_oom_text) */
 } rows_ctx;
 
-/* The OOM report of the allocator's last failure; the allocator's message if the report
- * cannot be written (no memory). */
-static char *oom_report(hbm_allocator *a, const char *fallback) {
-    size_t len = 0, cap = 1 << 16;
-    char *buf = hbmi_malloc(cap);
-    if (buf && hbm_oom_report_format(a, buf, cap, &len) == HBM_OK) {
-        if (len < cap) return buf;
-        char *big = hbmi_realloc(buf, len + 1);
-        if (big && hbm_oom_report_format(a, big, len + 1, &len) == HBM_OK) return big;
-        buf = big;
-    }
-    hbmi_free(buf);
-    return hbmi_strdup(fallback);
-}
-
+/* The OOM report of the allocator's last failure, with where its advice begins; the last
+ * message if the report cannot be written (no memory). */
 static void on_first_oom(void *user, hbm_allocator *a, hbm_replay_result *r) {
     rows_ctx *c = user;
-    r->first_oom_report = oom_report(a, hbm_last_error());
+    hbmi_oom_text x;
+    if (hbmi_oom_text_get(a, &x) && hbmi_oom_text_of(hbm_last_error(), &x)) x.text = NULL;
+    r->first_oom_report = x.text; /* the result's, its advice's place kept beside it here */
+    c->advice = x.advice;
     hbm_oom_diagnose(a, &c->diag);
 }
 
@@ -107,11 +99,8 @@ static void check_advice(rows_ctx *c, const hbm_replay_config *cfg, hbm_replay_r
     }
     hbm_replay_result_release(&v);
     hbmi_free(with);
-    size_t len = strlen(r->first_oom_report), cap = len + strlen(verdict) + 1;
-    char *rep = hbmi_realloc(r->first_oom_report, cap);
-    if (!rep) return;
-    r->first_oom_report = rep;
-    hbm_oom_report_set_advice(rep, cap, verdict);
+    hbmi_oom_text x = {r->first_oom_report, c->advice};
+    if (!hbmi_oom_text_advise(&x, verdict)) r->first_oom_report = x.text; /* else left as it was */
 }
 
 /* Every configuration once, on the plan's trace. Returns the first failure. */
