@@ -15,8 +15,8 @@
  * O(log n) expected. next/prev walk down from the root (O(log n)); a caller that wants all
  * records in order drains them (NAME_drain) or walks next.
  * Summaries: HBMI_OSET_DEFINE_AUG takes fix(b, i1), which recomputes record i1's summary
- * from its children's (xla_heap.c's interval tree: the greatest end below); insert and
- * remove call it on every record whose subtree changed, deepest first.
+ * from its children's (an interval tree's greatest end below, say; test_oset checks it);
+ * insert and remove call it on every record whose subtree changed, deepest first.
  * hbmi_oset_check walks the invariants (in the manner of tlsf_check): indices in range,
  * the in-order walk strictly increasing, priorities never above the parent's, as many
  * records as counted (a cycle or a shared child makes the walk longer and is caught). */

@@ -15,6 +15,7 @@ typedef struct parser {
     hbm_status err; /* first error; parsing stops there */
     int depth;      /* shape nesting, bounded against hostile input */
     uint64_t total; /* bytes of every instruction's shape so far, checked against HBMI_MAX_BYTES */
+    uint32_t tuple_refs; /* "#N" of operands "%x#N" read in the current computation */
 } parser;
 
 /* --- errors ---------------------------------------------------------------------------- */
@@ -658,6 +659,8 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         /* "%x#1": element 1 of x's tuple, as newer XLA prints an operand that older ones
          * printed as a get-tuple-element instruction (expand_tuple_refs); "%x#1#0" nests */
         while (ps->p + 1 < ps->end && *ps->p == '#' && ps->p[1] >= '0' && ps->p[1] <= '9') {
+            if (ps->tuple_refs == UINT32_MAX) return fail(ps, "too many tuple element operands"), 0;
+            ps->tuple_refs++;
             ps->p++;
             while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
             nm.n = (uint32_t)(ps->p - nm.p);
@@ -760,10 +763,8 @@ static hbmi_str comp_name(void *ctx, uint32_t i) { return ((hbm_hlo_module *)ctx
  * first user, one per name in a computation. A get-tuple-element defines no buffer (it
  * aliases the element), so the plan is the same as for the module printed the old way. */
 static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
-    uint32_t extra = 0;
-    for (uint32_t i = 0; i < c->n; i++)
-        for (uint32_t k = 0; k < c->ins[i].n_ops; k++)
-            for (uint32_t q = 0; q < c->ins[i].op_names[k].n; q++) extra += c->ins[i].op_names[k].p[q] == '#';
+    uint32_t extra = ps->tuple_refs; /* at most one instruction per "#N" read */
+    ps->tuple_refs = 0;
     if (!extra) return 1;
     if (extra > UINT32_MAX - c->n) return fail(ps, "too many instructions"), 0;
     hbmi_instr *out = alloc(ps, sizeof *out * (c->n + extra));
@@ -934,6 +935,7 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
         }
     }
     if (!expect(ps, '{', "expected '{' opening the computation body")) return 0;
+    ps->tuple_refs = 0;
     hbmi_instr tmp[64], *ins = tmp;
     uint32_t n = 0, cap = 64;
     int has_root = 0;
@@ -1115,7 +1117,7 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     m->text[len] = 0;
     m->len = len;
     snprintf(m->path, sizeof m->path, "%s", nm ? nm : "<hlo>");
-    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0, 0};
+    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0, 0, 0};
     if (len >= 3 && !memcmp(m->text, "\xef\xbb\xbf", 3)) ps.p += 3; /* a UTF-8 byte-order mark (Windows editors) */
     if (!parse_module(&ps)) {
         hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
@@ -1136,7 +1138,7 @@ void hbm_hlo_module_free(hbm_hlo_module *m) {
 }
 
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col) {
-    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0, 0};
+    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0, 0, 0};
     where(&ps, m->text + (off < m->len ? off : m->len), line, col);
 }
 
@@ -1196,7 +1198,7 @@ hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_
     hbm_hlo_module tmpm;
     memset(&tmpm, 0, sizeof tmpm);
     size_t len = strlen(shape);
-    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0, 0};
+    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0, 0, 0};
     hbmi_shape s;
     memset(&s, 0, sizeof s);
     int ok = parse_shape(&ps, &s);

@@ -7,20 +7,17 @@
  * starts from {0, INT64_MAX}, never a smaller fit bounded by the heap's current size;
  * offsets rounded up to the alignment) follow
  * xla/service/heap_simulator/heap_simulator.cc. Chunks are found with an interval tree
- * keyed by start time with the maximum end of each subtree, as XLA's BufferIntervalTree:
- * core/oset.h's ordered set with that maximum as its summary (balanced whatever the
- * insertion order; XLA's plain BST degenerates when buffers arrive sorted by time). */
+ * keyed by start time with the maximum end of each subtree, as XLA's BufferIntervalTree. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
-#include "core/oset.h"
 #include "pack/xla_heap.h"
 
 typedef struct tnode {
     int64_t start, end, subtree_end; /* [start, end) */
     uint64_t offset, size;
-    hbmi_oset_link link;
+    uint32_t left, right; /* index + 1, 0 = none */
 } tnode;
 
 typedef struct group {
@@ -34,8 +31,7 @@ typedef struct group {
 typedef struct heap {
     hbm_timeline *tl;
     tnode *nodes;
-    uint32_t n_nodes;
-    hbmi_oset tree;
+    uint32_t n_nodes, root;
     uint32_t *gid;    /* buffer -> group */
     uint32_t *next;   /* next member of the same group, UINT32_MAX = end */
     uint32_t *first;  /* group -> first member */
@@ -48,33 +44,78 @@ typedef struct heap {
     int temporal;
 } heap;
 
-static inline int node_cmp(const tnode *x, const tnode *y) { return x->start < y->start ? -1 : x->start > y->start; }
+/* A treap keyed by start (random priorities keep it balanced whatever the insertion order;
+ * XLA's plain BST degenerates when buffers arrive sorted by time). */
+static uint64_t prio(uint32_t id) { return (uint64_t)id * 0x9e3779b97f4a7c15ULL ^ 0x5bd1e9955bd1e995ULL; }
 
-/* the greatest end in node i1's subtree, from its children's */
-static inline void fix_end(tnode *nodes, uint32_t i1) {
-    tnode *n = &nodes[i1 - 1];
+static void fix_end(heap *h, uint32_t id) {
+    tnode *n = &h->nodes[id];
     int64_t e = n->end;
-    if (n->link.l && nodes[n->link.l - 1].subtree_end > e) e = nodes[n->link.l - 1].subtree_end;
-    if (n->link.r && nodes[n->link.r - 1].subtree_end > e) e = nodes[n->link.r - 1].subtree_end;
+    if (n->left && h->nodes[n->left - 1].subtree_end > e) e = h->nodes[n->left - 1].subtree_end;
+    if (n->right && h->nodes[n->right - 1].subtree_end > e) e = h->nodes[n->right - 1].subtree_end;
     n->subtree_end = e;
 }
 
-HBMI_OSET_DEFINE_AUG(itree, tnode, link, node_cmp, fix_end)
+/* insert node id into the subtree rooted at root (index + 1); returns the new root + 1 */
+static uint32_t treap_insert(heap *h, uint32_t root, uint32_t id, int depth) {
+    if (!root || depth > 200) {
+        if (root) { /* pathological depth: append without rotations */
+            tnode *r = &h->nodes[root - 1];
+            if (r->subtree_end < h->nodes[id].end) r->subtree_end = h->nodes[id].end;
+            uint32_t *link = r->start > h->nodes[id].start ? &r->left : &r->right;
+            *link = treap_insert(h, *link, id, depth);
+            return root;
+        }
+        return id + 1;
+    }
+    tnode *r = &h->nodes[root - 1];
+    if (r->start > h->nodes[id].start) {
+        r->left = treap_insert(h, r->left, id, depth + 1);
+        if (prio(r->left - 1) > prio(root - 1)) { /* rotate right */
+            uint32_t l = r->left;
+            tnode *ln = &h->nodes[l - 1];
+            r->left = ln->right;
+            ln->right = root;
+            fix_end(h, root - 1);
+            fix_end(h, l - 1);
+            return l;
+        }
+    } else {
+        r->right = treap_insert(h, r->right, id, depth + 1);
+        if (prio(r->right - 1) > prio(root - 1)) { /* rotate left */
+            uint32_t rr = r->right;
+            tnode *rn = &h->nodes[rr - 1];
+            r->right = rn->left;
+            rn->left = root;
+            fix_end(h, root - 1);
+            fix_end(h, rr - 1);
+            return rr;
+        }
+    }
+    fix_end(h, root - 1);
+    return root;
+}
 
 static void tree_add(heap *h, int64_t s, int64_t e, uint64_t off, uint64_t size) {
     uint32_t id = h->n_nodes++;
-    h->nodes[id] = (tnode){.start = s, .end = e, .subtree_end = e, .offset = off, .size = size};
-    itree_insert(h->nodes, &h->tree, id);
+    tnode *n = &h->nodes[id];
+    n->start = s;
+    n->end = e;
+    n->subtree_end = e;
+    n->offset = off;
+    n->size = size;
+    n->left = n->right = 0;
+    h->root = treap_insert(h, h->root, id, 0);
 }
 
 static int tree_query(heap *h, int64_t s, int64_t e) {
-    if (!h->tree.root) return 1;
+    if (!h->root) return 1;
     uint32_t sp = 0;
-    h->stack[sp++] = h->tree.root - 1;
+    h->stack[sp++] = h->root - 1;
     while (sp) {
         tnode *t = &h->nodes[h->stack[--sp]];
         if (t->subtree_end <= s) continue;
-        if (t->link.l) h->stack[sp++] = t->link.l - 1;
+        if (t->left) h->stack[sp++] = t->left - 1;
         if (t->start < e && t->end > s) {
             if (h->n_found == h->cap_found &&
                 hbmi_grow((void **)&h->found, &h->cap_found, h->n_found + 1, sizeof *h->found) != HBM_OK)
@@ -84,7 +125,7 @@ static int tree_query(heap *h, int64_t s, int64_t e) {
             h->n_found++;
         }
         if (t->start >= e) continue;
-        if (t->link.r) h->stack[sp++] = t->link.r - 1;
+        if (t->right) h->stack[sp++] = t->right - 1;
     }
     return 1;
 }
