@@ -164,9 +164,11 @@ static void test_tuple_element_operands(void) {
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
     /* an element that is not there, of a value that is no tuple, of a name not defined */
-    static const char *const bad[] = {"c#2", "p#0", "q#0", "c#1#2"};
+    /* ... and indices past int64 (fuzz_hlo: a signed overflow before the check) */
+    static const char *const bad[] = {"c#2", "p#0", "q#0", "c#1#2", "c#99999999999999999999", "q#9223372036854775807"};
     static const char *const why[] = {"is not in the tuple shape", "is not in the tuple shape",
-                                      "not defined in this computation", "is not in the tuple shape"};
+                                      "not defined in this computation", "is not in the tuple shape",
+                                      "is not in the tuple shape", "not defined in this computation"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         char t[1024];
         snprintf(t, sizeof t, TUPLE_MODULE("", "c1_0 = f32[30]{0} reverse(c#1#0), dimensions={0}\n", "%s"), bad[k]);

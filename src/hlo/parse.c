@@ -811,9 +811,12 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                         const hbmi_instr *b = v > n ? &c->ins[UINT32_MAX - v] : &out[v - 1];
                         if (b->name.n == base.n && !memcmp(b->name.p, base.p, base.n)) sh = b->shape;
                     }
-                    int64_t idx = 0;
-                    for (uint32_t q = cut + 1; q < end; q++) idx = idx * 10 + (full.p[q] - '0');
-                    if (!sh || sh->prim != HBMI_PRIM_TUPLE || idx >= (int64_t)sh->n || end - cut > 10) {
+                    int64_t idx = -1; /* at most 9 digits: no tuple has more elements */
+                    if (end - cut <= 10) {
+                        idx = 0;
+                        for (uint32_t q = cut + 1; q < end; q++) idx = idx * 10 + (full.p[q] - '0');
+                    }
+                    if (!sh || sh->prim != HBMI_PRIM_TUPLE || idx < 0 || idx >= (int64_t)sh->n) {
                         ps->p = full.p;
                         fail(ps, !sh ? "operand is not defined in this computation"
                                      : "operand element (#N) is not in the tuple shape of the instruction it names");
