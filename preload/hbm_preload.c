@@ -299,11 +299,10 @@ static void commit(int rc, uint64_t addr, size_t n, uint64_t maddr, const char *
     pthread_mutex_unlock(&order_mu);
 }
 
-static void release(uint64_t addr, const char *api, uint64_t stream) {
-    if (!atomic_load(&ready) || !addr) return;
-    pthread_mutex_lock(&mu);
+/* The free of a recorded address (mu held). */
+static void release_locked(uint64_t addr, const char *api, uint64_t stream) {
     uint64_t maddr;
-    if (atomic_load(&ready) && hbmi_map_del(&addrs, addr, &maddr)) {
+    if (atomic_load(&ready) && addr && hbmi_map_del(&addrs, addr, &maddr)) {
         uint64_t n = 0;
         hbmi_map_del(&sizes, addr, &n);
         hbm_free(model, maddr);
@@ -311,6 +310,11 @@ static void release(uint64_t addr, const char *api, uint64_t stream) {
         cur_bytes -= n;
         emit(HBM_EV_FREE, addr, n, n, stream, api);
     }
+}
+static void release(uint64_t addr, const char *api, uint64_t stream) {
+    if (!atomic_load(&ready) || !addr) return;
+    pthread_mutex_lock(&mu);
+    release_locked(addr, api, stream);
     pthread_mutex_unlock(&mu);
 }
 
@@ -438,11 +442,14 @@ static CUresult do_create(create_fn real, CUmemHandle *h, size_t n, const hbmi_C
     }
     return r;
 }
-/* the handle's state after a change; frees it when released and unmapped (under mu) */
-static int handle_gone(CUmemHandle h, uint64_t st) {
-    if (st != RELEASED) return hbmi_map_put(&handles, h, st), 0;
+/* the handle's state after a change; its memory freed once released and unmapped (mu held) */
+static void handle_set(CUmemHandle h, uint64_t st, const char *api) {
+    if (st != RELEASED) {
+        hbmi_map_put(&handles, h, st);
+        return;
+    }
     hbmi_map_del(&handles, h, NULL);
-    return 1;
+    release_locked(h, api, 0);
 }
 static CUresult do_mrelease(mrelease_fn real, CUmemHandle h, const char *api) {
     if (!real) return 999;
@@ -452,11 +459,9 @@ static CUresult do_mrelease(mrelease_fn real, CUmemHandle h, const char *api) {
     CUresult r = real(h);
     depth--;
     uint64_t st;
-    int gone = 0;
     pthread_mutex_lock(&mu);
-    if (!r && hbmi_map_get(&handles, h, &st)) gone = handle_gone(h, st | RELEASED);
+    if (!r && hbmi_map_get(&handles, h, &st)) handle_set(h, st | RELEASED, api);
     pthread_mutex_unlock(&mu);
-    if (gone) release(h, api, 0);
     free_end(locked);
     return r;
 }
@@ -484,20 +489,14 @@ static CUresult do_unmap(unmap_fn real, CUdeviceptr p, size_t n, const char *api
     depth++;
     CUresult r = real(p, n);
     depth--;
-    CUmemHandle gone[8];
-    int ngone = 0;
     pthread_mutex_lock(&mu);
     for (uint64_t at = p, h, len, st; !r && at < p + n && hbmi_map_get(&mapped, at, &h); at += len ? len : n) {
         len = 0;
         hbmi_map_del(&mapped, at, NULL);
         hbmi_map_del(&mapsize, at, &len);
-        if (hbmi_map_get(&handles, h, &st) && (st & ~RELEASED) && handle_gone(h, st - 1)) {
-            if (ngone < 8) gone[ngone++] = h;
-            else pthread_mutex_unlock(&mu), release(h, api, 0), pthread_mutex_lock(&mu);
-        }
+        if (hbmi_map_get(&handles, h, &st) && (st & ~RELEASED)) handle_set(h, st - 1, api);
     }
     pthread_mutex_unlock(&mu);
-    for (int i = 0; i < ngone; i++) release(gone[i], api, 0);
     free_end(locked);
     return r;
 }
