@@ -730,18 +730,25 @@ typedef struct name_table {
     uint32_t mask;
 } name_table;
 
-static int table_build(parser *ps, name_table *t, uint32_t n, hbmi_str (*get)(void *, uint32_t), void *ctx) {
+/* An empty table with room for n names. */
+static int table_init(parser *ps, name_table *t, uint32_t n) {
     uint32_t cap = 16;
     while (cap < n * 2u + 2) cap *= 2;
     t->slot = hbmi_calloc(cap, sizeof *t->slot);
     if (!t->slot) return nomem(ps), 0;
     t->mask = cap - 1;
-    for (uint32_t i = 0; i < n; i++) {
-        hbmi_str s = get(ctx, i);
-        uint32_t h = (uint32_t)hash_str(s) & t->mask;
-        while (t->slot[h]) h = (h + 1) & t->mask;
-        t->slot[h] = i + 1;
-    }
+    return 1;
+}
+
+static void table_put(name_table *t, hbmi_str s, uint32_t id) {
+    uint32_t h = (uint32_t)hash_str(s) & t->mask;
+    while (t->slot[h]) h = (h + 1) & t->mask;
+    t->slot[h] = id + 1;
+}
+
+static int table_build(parser *ps, name_table *t, uint32_t n, hbmi_str (*get)(void *, uint32_t), void *ctx) {
+    if (!table_init(ps, t, n)) return 0;
+    for (uint32_t i = 0; i < n; i++) table_put(t, get(ctx, i), i);
     return 1;
 }
 
@@ -758,6 +765,17 @@ static int64_t table_find(const name_table *t, hbmi_str s, hbmi_str (*get)(void 
 static hbmi_str instr_name(void *ctx, uint32_t i) { return ((hbmi_comp *)ctx)->ins[i].name; }
 static hbmi_str comp_name(void *ctx, uint32_t i) { return ((hbm_hlo_module *)ctx)->comps[i].name; }
 
+/* the instructions of a computation being expanded: ids below c->n are the ones written,
+ * c->n + k is out[k] (an instruction made for "%x#N", or a written one copied) */
+typedef struct expanding {
+    const hbmi_comp *c;
+    const hbmi_instr *out;
+} expanding;
+static const hbmi_instr *expanding_at(const expanding *e, uint32_t id) {
+    return id < e->c->n ? &e->c->ins[id] : &e->out[id - e->c->n];
+}
+static hbmi_str expanding_name(void *ctx, uint32_t id) { return expanding_at(ctx, id)->name; }
+
 /* The operands written "%x#N" (element N of tuple-shaped x) become what older XLA printed
  * for them: an instruction "x#N = get-tuple-element(x), index=N", placed just before its
  * first user, one per name in a computation. A get-tuple-element defines no buffer (it
@@ -769,25 +787,12 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
     if (extra > UINT32_MAX - c->n) return fail(ps, "too many instructions"), 0;
     hbmi_instr *out = alloc(ps, sizeof *out * (c->n + extra));
     if (!out) return 0;
-    name_table t; /* the names written, then those made here */
-    uint32_t n = 0;
-    uint32_t cap = 16;
-    while (cap < (c->n + extra) * 2u + 2) cap *= 2;
-    t.slot = hbmi_calloc(cap, sizeof *t.slot);
-    if (!t.slot) return nomem(ps), 0;
-    t.mask = cap - 1;
+    name_table t; /* the names written (a use may come before its definition), then those made here */
+    if (!table_init(ps, &t, c->n + extra)) return 0;
+    expanding e = {c, out};
+    for (uint32_t i = 0; i < c->n; i++) table_put(&t, c->ins[i].name, i);
+    uint32_t n = 0, root = 0;
     int ok = 1;
-    for (uint32_t i = 0; i < c->n && ok; i++) { /* the written names first: a use may come before its definition */
-        uint32_t h = (uint32_t)hash_str(c->ins[i].name) & t.mask;
-        while (t.slot[h]) h = (h + 1) & t.mask;
-        t.slot[h] = UINT32_MAX - i; /* original index, told apart from output indices */
-    }
-    uint32_t *where = hbmi_malloc(sizeof *where * (c->n ? c->n : 1)); /* original index -> output index */
-    if (!where) {
-        hbmi_free(t.slot);
-        return nomem(ps), 0;
-    }
-    for (uint32_t i = 0; i < c->n; i++) where[i] = UINT32_MAX;
     for (uint32_t i = 0; i < c->n && ok; i++) {
         hbmi_instr *in = &c->ins[i];
         for (uint32_t k = 0; k < in->n_ops && ok; k++) {
@@ -798,19 +803,9 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                 uint32_t end = cut + 1;
                 while (end < full.n && full.p[end] != '#') end++;
                 hbmi_str base = {full.p, cut}, ref = {full.p, end};
-                /* already made? */
-                uint32_t h = (uint32_t)hash_str(ref) & t.mask, found = 0;
-                for (uint32_t g = h; t.slot[g]; g = (g + 1) & t.mask) {
-                    uint32_t v = t.slot[g];
-                    if (v <= n && out[v - 1].name.n == ref.n && !memcmp(out[v - 1].name.p, ref.p, ref.n)) found = 1;
-                }
-                if (!found) {
-                    const hbmi_shape *sh = NULL;
-                    for (uint32_t g = (uint32_t)hash_str(base) & t.mask; t.slot[g] && !sh; g = (g + 1) & t.mask) {
-                        uint32_t v = t.slot[g];
-                        const hbmi_instr *b = v > n ? &c->ins[UINT32_MAX - v] : &out[v - 1];
-                        if (b->name.n == base.n && !memcmp(b->name.p, base.p, base.n)) sh = b->shape;
-                    }
+                if (table_find(&t, ref, expanding_name, &e) < 0) { /* not made yet (no written name has a '#') */
+                    int64_t b = table_find(&t, base, expanding_name, &e);
+                    const hbmi_shape *sh = b < 0 ? NULL : expanding_at(&e, (uint32_t)b)->shape;
                     int64_t idx = -1; /* at most 9 digits: no tuple has more elements */
                     if (end - cut <= 10) {
                         idx = 0;
@@ -843,25 +838,21 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                     g->gte_index = idx;
                     g->time = -1;
                     g->off = in->off;
-                    n++;
-                    uint32_t s2 = (uint32_t)hash_str(ref) & t.mask;
-                    while (t.slot[s2]) s2 = (s2 + 1) & t.mask;
-                    t.slot[s2] = n;
+                    table_put(&t, ref, c->n + n++);
                 }
                 cut = end;
             }
         }
         if (!ok) break;
-        where[i] = n;
+        if (i == c->root) root = n;
         out[n++] = *in;
     }
     if (ok) {
         ps->m->tuple_refs = 1;
-        c->root = where[c->root];
+        c->root = root;
         c->ins = out;
         c->n = n;
     }
-    hbmi_free(where);
     hbmi_free(t.slot);
     return ok;
 }
