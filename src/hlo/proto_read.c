@@ -1174,7 +1174,7 @@ static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_h
         fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
     int ok = !c.err && conv_module(&c, mp);
     if (ok && ba) ok = attach_xla(&c, ba);
-    if (ok) ok = synth_text(&c, mp);
+    if (ok && look_around) ok = synth_text(&c, mp); /* a module read for its alignment alone needs no text */
     if (ok) {
         m->pb_module = mp;
         m->pb_ins = (const void **)c.src;

@@ -211,6 +211,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     if (v != HBM_VERDICT_NONE) {
         const char *dev = device && *device ? device : "the device";
         uint64_t need = s->peak_bytes;
+        int jax_default = fabs(fraction - 0.75) < 1e-9; /* JAX's own 75 %, or a fraction given (--framework-limit) */
         fprintf(f, "\nVerdict for %s (%s):\n", dev, hbm_size_human(capacity, a));
         if (v == HBM_VERDICT_DOES_NOT_FIT) {
             fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
@@ -218,8 +219,6 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         } else if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY) {
             double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
             if (want > 1.0) want = 1.0;
-            /* JAX's own 75 %, or a fraction the user gave (--framework-limit) */
-            int jax_default = fabs(fraction - 0.75) < 1e-9;
             fprintf(f,
                     "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S %sLIMIT: needs %s,\n"
                     "    the framework lets XLA use %.*f %% = %s%s.\n"
@@ -233,9 +232,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         } else {
             fprintf(f, "  FITS: needs %s of %s usable (%.1f %% of the device)%s.\n", hbm_size_human(need, a),
                     hbm_size_human(limit, b), 100.0 * (double)need / (double)capacity,
-                    limit < capacity ? (fabs(fraction - 0.75) < 1e-9 ? ",\n    under the framework's default limit"
-                                                                      : ",\n    under the framework's limit")
-                                     : "");
+                    limit >= capacity ? ""
+                    : jax_default     ? ",\n    under the framework's default limit"
+                                      : ",\n    under the framework's limit");
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "plan explain: write error") : HBM_OK;
