@@ -1,0 +1,44 @@
+#!/bin/bash
+# test_papercuts.sh - what a new user tripped over (issue 41, third round), end to end: each
+# check names its item. Checks on the shared data are skipped, said so, when it is absent.
+# usage: bash test_papercuts.sh <path-to-hbm> <shared-data-dir>
+set -u
+. "$(dirname "$0")/lib.sh" "$@"
+fail=0
+check() { # name, condition command...
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+has() { grep -qF -- "$1" <<<"$2"; }
+SNAP=${DATA:+$DATA/snapshots}
+XPROF=${DATA:+$DATA/xprof/rocm_te_fused_attn.xplane.pb}
+
+# 1: --alignment takes powers of two up to 1GiB; past it, exit 2 naming the limit
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --alignment 9223372036854775808 2>&1); rc=$?
+check "1: alignment 2^63: exit 2" test $rc -eq 2
+check "1: alignment 2^63: too large, the limit named" \
+  has "--alignment '9223372036854775808': too large: at most 1073741824 bytes (1.00GiB)" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --alignment 1TiB 2>&1); rc=$?
+check "1: alignment 1TiB: exit 2" test $rc -eq 2
+check "1: alignment 1TiB: too large" has "too large: at most 1073741824 bytes" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --alignment 384 2>&1); rc=$?
+check "1: alignment 384: exit 2" test $rc -eq 2
+check "1: alignment 384: a power of two up to the limit" has "expected a power of two from 1 to 1.00GiB" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --alignment 1GiB 2>&1); rc=$?
+check "1: alignment 1GiB (the limit): accepted" test $rc -eq 0
+
+# 14: too large sizes and timeouts say so, with the limit
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 99999999999999TiB 2>&1); rc=$?
+check "14: capacity past 64 bits: exit 2" test $rc -eq 2
+check "14: capacity past 64 bits: too large, the limit" \
+  has "--capacity '99999999999999TiB': too large: at most 2^64 - 1 bytes (16.00EiB)" "$out"
+check "14: capacity: not 'expected a size > 0'" bash -c '! grep -q "size > 0" <<<"$1"' _ "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack greedy --timeout 1e308 2>&1); rc=$?
+check "14: timeout 1e308: exit 2" test $rc -eq 2
+check "14: timeout 1e308: too large, the limit" has "--timeout '1e308': too large: at most 1000000000" "$out"
+out=$("$HBM" fit "$SRC/examples/svd_oom.hlo" --capacity 16GiB --timeout 1e999 2>&1); rc=$?
+check "14: fit timeout past a double: too large" has "--timeout '1e999': too large: at most 1000000" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack greedy --timeout 0 2>&1); rc=$?
+check "14: timeout 0: still 'seconds > 0'" has "expected seconds > 0" "$out"
+
+exit $fail
