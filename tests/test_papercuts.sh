@@ -41,4 +41,10 @@ check "14: fit timeout past a double: too large" has "--timeout '1e999': too lar
 out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --pack greedy --timeout 0 2>&1); rc=$?
 check "14: timeout 0: still 'seconds > 0'" has "expected seconds > 0" "$out"
 
+# 15: PYTORCH_CUDA_ALLOC_CONF errors name the key and what PyTorch accepts for it
+out=$(PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:3 "$HBM" config 2>&1); rc=$?
+check "15: roundup_power2_divisions:3: exit 2" test $rc -eq 2
+check "15: the key and the value named" has "PYTORCH_CUDA_ALLOC_CONF: roundup_power2_divisions:3 is not valid" "$out"
+check "15: what PyTorch accepts" has "PyTorch accepts a power of 2" "$out"
+
 exit $fail
