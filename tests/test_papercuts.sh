@@ -47,4 +47,16 @@ check "15: roundup_power2_divisions:3: exit 2" test $rc -eq 2
 check "15: the key and the value named" has "PYTORCH_CUDA_ALLOC_CONF: roundup_power2_divisions:3 is not valid" "$out"
 check "15: what PyTorch accepts" has "PyTorch accepts a power of 2" "$out"
 
+if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
+  # 3: a module name that several programs share: exit 2, each listed with its id
+  out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?
+  check "3: two programs named jit__normal: exit 2" test $rc -eq 2
+  check "3: both listed with their program ids" \
+    has "2 modules are called 'jit__normal': 'jit__normal(5)' (program id 5), 'jit__normal(13)' (program id 13)" "$out"
+  out=$("$HBM" plan "$XPROF" --module jit_loss_fn 2>&1); rc=$?
+  check "3: a module name one program has: exit 0" test $rc -eq 0
+else
+  echo "skip 3: no shared profile at ${XPROF:-(no shared data)}"
+fi
+
 exit $fail
