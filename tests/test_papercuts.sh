@@ -59,4 +59,14 @@ else
   echo "skip 3: no shared profile at ${XPROF:-(no shared data)}"
 fi
 
+if [ -n "$DATA" ] && [ -d "$SNAP" ]; then
+  # 11: --suggest on a snapshot without history
+  out=$("$HBM" replay "$SNAP/kkaitlyn_segments_only.pickle" --suggest 2>&1); rc=$?
+  check "11: --suggest without history: exit 2" test $rc -eq 2
+  check "11: nothing to replay" has "has no allocation history (0 events): nothing to replay" "$out"
+  check "11: no candidate table" bash -c '! grep -q "expandable_segments:True" <<<"$1"' _ "$out"
+else
+  echo "skip 11: no shared snapshots at ${SNAP:-(no shared data)}"
+fi
+
 exit $fail

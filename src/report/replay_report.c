@@ -523,6 +523,13 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
         return hbmi_error(HBM_ERR_INVALID, "%s is not a PyTorch snapshot: --suggest changes PYTORCH_CUDA_ALLOC_CONF "
                           "(for an HLO module, 'hbm fit' finds the settings that fit; for a JAX trace, compare "
                           "settings with --config)", t->name);
+    /* what is rebuilt from the segments is the state when the snapshot was taken, in no
+     * order a program made it: a setting tried on it says nothing of the program */
+    if (t->count <= t->history_start)
+        return hbmi_error(HBM_ERR_INVALID, "%s%s%s has no allocation history (0 events): nothing to replay, so no "
+                          "setting to suggest; its %zu blocks are only the state when the snapshot was taken (record "
+                          "the history with torch.cuda.memory._record_memory_history() before the run)",
+                          t->name, t->device[0] ? ", device " : "", t->device, t->history_start);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
     /* the base: allocator=torch under the recorded settings; whether they have
