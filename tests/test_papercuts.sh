@@ -65,6 +65,11 @@ if [ -n "$DATA" ] && [ -d "$SNAP" ]; then
   check "11: --suggest without history: exit 2" test $rc -eq 2
   check "11: nothing to replay" has "has no allocation history (0 events): nothing to replay" "$out"
   check "11: no candidate table" bash -c '! grep -q "expandable_segments:True" <<<"$1"' _ "$out"
+  # 7: PyTorch's words name the snapshot's device; the recorded line says what it counts
+  out=$("$HBM" replay "$SNAP/constructor_sun.pickle" 2>/dev/null)
+  check "7: a snapshot of cuda:1: GPU 1" has "Tried to allocate 4.95 GiB. GPU 1 has a total capacity of 78.51 GiB" "$out"
+  check "7: the recorded line: reserved minus requested" \
+    has "  PyTorch's peak reserved (event 420): 132.94MiB of it not requested, 0 segments" "$out"
 else
   echo "skip 11: no shared snapshots at ${SNAP:-(no shared data)}"
 fi

@@ -244,7 +244,9 @@ static void recorded_row(const hbm_trace *t, const hbm_torch_recorded *rec, uint
         int64_t ev = hbmi_event_number(t, rec->peak_event);
         if (ev < 0) snprintf(w, sizeof w, "before the history");
         else snprintf(w, sizeof w, "event %" PRId64, ev);
-        fprintf(f, "  PyTorch's peak reserved (%s): %s of it unallocated, %" PRIu64 " segment%s\n", w,
+        /* reserved minus the bytes requested (memory_viz's in-use curve), not PyTorch's
+         * "reserved but unallocated", which counts blocks as held (rounded to 512 B) */
+        fprintf(f, "  PyTorch's peak reserved (%s): %s of it not requested, %" PRIu64 " segment%s\n", w,
                 hbm_size_xla((int64_t)rec->unallocated_at_peak, c), rec->segments_at_peak,
                 rec->segments_at_peak == 1 ? "" : "s");
     }
