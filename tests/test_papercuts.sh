@@ -47,6 +47,27 @@ check "15: roundup_power2_divisions:3: exit 2" test $rc -eq 2
 check "15: the key and the value named" has "PYTORCH_CUDA_ALLOC_CONF: roundup_power2_divisions:3 is not valid" "$out"
 check "15: what PyTorch accepts" has "PyTorch accepts a power of 2" "$out"
 
+# 5: a snapshot of older PyTorch keeps its blocks' stacks in history[].frames (and the size
+# asked in history[].real_size)
+cat >"$T/old.json" <<'EOF'
+{"segments": [{"device": 0, "address": 139637976727552, "total_size": 2097152, "stream": 0, "segment_type": "small",
+  "allocated_size": 1536, "active_size": 1536,
+  "blocks": [
+   {"size": 1024, "state": "active_allocated",
+    "history": [{"addr": 139637976727552, "real_size": 1000,
+                 "frames": [{"filename": "/usr/lib/python3/site-packages/torch/nn/modules/linear.py", "line": 114, "name": "forward"},
+                            {"filename": "flexgen/flex_opt.py", "line": 321, "name": "init_weight"}]}]},
+   {"size": 512, "state": "active_allocated",
+    "history": [{"addr": 139637976728576, "real_size": 4, "frames": [{"filename": "flexgen/flex_opt.py", "line": 650, "name": "generate"}]}]},
+   {"size": 2095616, "state": "inactive"}]}]}
+EOF
+out=$("$HBM" view "$T/old.json" 2>&1); rc=$?
+check "5: old snapshot: exit 0" test $rc -eq 0
+check "5: the first block's op and source from history[].frames" \
+  grep -qE "^ +0 +1000B .* init_weight +flexgen/flex_opt.py:321 " <<<"$out"
+check "5: the second block's" grep -qE "^ +1 +4B .* generate +flexgen/flex_opt.py:650 " <<<"$out"
+check "5: nothing untagged" bash -c '! grep -q "(untagged)" <<<"$1"' _ "$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

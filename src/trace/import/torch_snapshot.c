@@ -207,6 +207,19 @@ static hbm_status add_prelude_alloc(hbm_trace *t, stack_cache *c, uint64_t addr,
     return s ? s : hbm_trace_add(t, &ev);
 }
 
+/* The stack of a block of "segments": its "frames"; in snapshots of older PyTorch (1.13,
+ * 2.0: _dump_snapshot before device_traces carried the stacks) the block has none and keeps
+ * them in "history", a list of {addr, real_size, frames} whose last entry is the allocation
+ * that holds the block now. NULL when neither has a stack. */
+static const hbmi_pv *block_frames(const hbmi_pv *bl) {
+    const hbmi_pv *fr = hbmi_pv_get(bl, "frames");
+    if (fr && fr->type == PV_LIST && fr->n) return fr;
+    const hbmi_pv *h = hbmi_pv_get(bl, "history");
+    if (!h || h->type != PV_LIST || !h->n) return fr;
+    const hbmi_pv *last = h->items[h->n - 1], *hf = last ? hbmi_pv_get(last, "frames") : NULL;
+    return hf && hf->type == PV_LIST && hf->n ? hf : fr;
+}
+
 /* The stack of a history entry (a frames list of the snapshot), or NULL. */
 static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
@@ -299,7 +312,12 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             if ((s = get_u64(bl, "size", &size, t->name, "block", b)) ||
                 (s = get_u64(bl, "requested_size", &req, t->name, "block", b)))
                 break;
-            if (!hbmi_pv_get(bl, "requested_size")) req = size;
+            if (!hbmi_pv_get(bl, "requested_size")) { /* older PyTorch: the last history entry's real_size */
+                const hbmi_pv *h = hbmi_pv_get(bl, "history");
+                const hbmi_pv *last = h && h->type == PV_LIST && h->n ? h->items[h->n - 1] : NULL;
+                int64_t rs = last ? hbmi_pv_int(last, "real_size", -1) : -1;
+                req = rs > 0 && (uint64_t)rs <= size ? (uint64_t)rs : size;
+            }
             uint64_t addr = (uint64_t)hbmi_pv_int(bl, "address", (int64_t)cursor);
             cursor = addr + size;
             const char *state = hbmi_pv_str(bl, "state");
@@ -308,7 +326,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, &held) && held == 1) continue;
             t->live_before_bytes += req;
             t->live_before_blocks++;
-            s = add_prelude_alloc(t, &sc, addr, size, req, stream, hbmi_pv_get(bl, "frames"));
+            s = add_prelude_alloc(t, &sc, addr, size, req, stream, block_frames(bl));
         }
     }
     /* The anchor: reserved when the history began = the segments' total at the end minus
