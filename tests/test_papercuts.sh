@@ -68,6 +68,17 @@ check "5: the first block's op and source from history[].frames" \
 check "5: the second block's" grep -qE "^ +1 +4B .* generate +flexgen/flex_opt.py:650 " <<<"$out"
 check "5: nothing untagged" bash -c '! grep -q "(untagged)" <<<"$1"' _ "$out"
 
+# 10: two figures whose rounded forms print the same are printed in bytes
+cat >"$T/over.json" <<'EOF'
+{"segments": [], "device_traces": [[
+ {"action": "segment_alloc", "addr": 1099511627776, "size": 1073741824, "stream": 0, "frames": []},
+ {"action": "alloc", "addr": 1099511627776, "size": 1073741824, "stream": 0, "frames": []},
+ {"action": "alloc", "addr": 1100585369600, "size": 512, "stream": 0, "frames": []}]]}
+EOF
+out=$("$HBM" view "$T/over.json" 2>&1)
+check "10: in use above reserved, both 1.00GiB: the bytes" \
+  has "event 2 has 1073742336 B in use, above the 1073741824 B reserved" "$(tr '\n' ' ' <<<"$out" | tr -s ' ')"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?
