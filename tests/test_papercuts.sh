@@ -79,6 +79,39 @@ out=$("$HBM" view "$T/over.json" 2>&1)
 check "10: in use above reserved, both 1.00GiB: the bytes" \
   has "event 2 has 1073742336 B in use, above the 1073741824 B reserved" "$(tr '\n' ' ' <<<"$out" | tr -s ' ')"
 
+# 4: diff groups sites by the path as the program knows it (two checkouts of one program),
+# and two sites it must cut stay distinct
+if command -v python3 >/dev/null; then
+  python3 - "$T" <<'PY'
+import json, sys
+L = "/experiment_configuration_%s/src/models/layers.py"
+def snap(root, big, layers):
+    tr, a = [], 0x7f0000000000
+    def al(sz, f, line):
+        nonlocal a
+        tr.append({"action": "alloc", "addr": a, "size": sz, "stream": 0,
+                   "frames": [{"filename": f, "line": line, "name": "f"}]})
+        a += sz
+    al(big, root + "/hbm/_backends.py", 291)
+    al(1 << 20, root + "/hbm/model.py", 5)
+    al(2 << 20, root + "/venv/lib/python3.11/site-packages/transformers/llama.py", 40)
+    al(layers, L % "A", 12)
+    al(5 << 20, L % "B", 12)
+    return {"segments": [], "device_traces": [tr]}
+json.dump(snap("/root/code", 6 << 30, 3 << 20), open(sys.argv[1] + "/a.json", "w"))
+json.dump(snap("/root/CS336-assignment2", (6 << 30) - (200 << 20), 4 << 20), open(sys.argv[1] + "/b.json", "w"))
+PY
+  out=$("$HBM" diff "$T/a.json" "$T/b.json" 2>&1); rc=$?
+  check "4: diff: exit 0" test $rc -eq 0
+  check "4: one site for both checkouts, the real change" grep -qE "^ +-200\.00MiB +6\.00GiB +5\.80GiB +f +_backends\.py:291$" <<<"$out"
+  check "4: a package file from its package root" grep -qE " 2\.00MiB +2\.00MiB +f +transformers/llama\.py:40$" <<<"$out"
+  check "4: 5 sites, not 8" has "(top 5 of 5)" "$out"
+  check "4: two cut sites stay distinct" \
+    test "$(grep -c "experiment_configuration_A" <<<"$out") $(grep -c "experiment_configuration_B" <<<"$out")" = "1 1"
+else
+  echo "skip 4: python3 is needed to write the snapshots"
+fi
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?
