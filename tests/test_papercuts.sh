@@ -112,6 +112,34 @@ else
   echo "skip 4: python3 is needed to write the snapshots"
 fi
 
+# 21: the torch export writes back the allocator_settings (PyTorch's defaults too) and the
+# external_annotations it read
+if command -v python3 >/dev/null; then
+  python3 - "$T" <<'PY'
+import json, sys
+st = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
+      "expandable_segments": False, "release_lock_on_cudamalloc": False,
+      "roundup_power2_divisions": {str(1 << i): 0 for i in range(16)}}
+ann = [{"stage": "START", "name": "step 1", "device": 0, "time_us": 10},
+       {"stage": "END", "name": "step 1", "device": 0, "time_us": 20}]
+tr = [{"action": "alloc", "addr": 1 << 40, "size": 4096, "stream": 0, "time_us": 12, "frames": []},
+      {"action": "free_completed", "addr": 1 << 40, "size": 4096, "stream": 0, "time_us": 18, "frames": []}]
+json.dump({"segments": [], "device_traces": [tr], "allocator_settings": st, "external_annotations": ann},
+          open(sys.argv[1] + "/keys.json", "w"))
+PY
+  "$HBM" export "$T/keys.json" --format torch -o "$T/keys.pickle" >/dev/null 2>&1; rc=$?
+  check "21: export: exit 0" test $rc -eq 0
+  check "21: allocator_settings and external_annotations kept as they were" python3 -c '
+import json, pickle, sys
+a, b = json.load(open(sys.argv[1])), pickle.load(open(sys.argv[2], "rb"))
+for k in ("allocator_settings", "external_annotations"):
+    assert b.get(k) == a[k], (k, b.get(k))' "$T/keys.json" "$T/keys.pickle"
+  "$HBM" export "$T/keys.pickle" --format torch -o "$T/keys2.pickle" >/dev/null 2>&1
+  check "21: exported again, the same file" cmp -s "$T/keys.pickle" "$T/keys2.pickle"
+else
+  echo "skip 21: python3 is needed to write the snapshot"
+fi
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?
