@@ -47,6 +47,17 @@ check "15: roundup_power2_divisions:3: exit 2" test $rc -eq 2
 check "15: the key and the value named" has "PYTORCH_CUDA_ALLOC_CONF: roundup_power2_divisions:3 is not valid" "$out"
 check "15: what PyTorch accepts" has "PyTorch accepts a power of 2" "$out"
 
+# 17: PYTORCH_CUDA_ALLOC_CONF alone under another allocator: a note that its keys act only
+# under allocator=torch
+out=$(env -u HBM_ALLOCATOR -u HBM_CONFIG PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$HBM" config 2>&1); rc=$?
+check "17: config: exit 0" test $rc -eq 0
+check "17: the note, with the allocator and fraction in use" \
+  has "note: PYTORCH_CUDA_ALLOC_CONF sets the settings of allocator=torch (PyTorch's caching allocator: expandable_segments, max_split_size_mb, ...), which act only under it; the allocator here is bfc (default), with fraction 0.75 (JAX's default)" "$out"
+out=$(env -u HBM_CONFIG HBM_ALLOCATOR=torch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$HBM" config 2>&1)
+check "17: under allocator=torch: no note" bash -c '! grep -q "^note: PYTORCH" <<<"$1"' _ "$out"
+out=$(env -u HBM_ALLOCATOR -u HBM_CONFIG PYTORCH_CUDA_ALLOC_CONF=backend:native,expandable_segments:True "$HBM" config 2>&1)
+check "17: backend:native: no note" bash -c '! grep -q "^note: PYTORCH" <<<"$1"' _ "$out"
+
 # 5: a snapshot of older PyTorch keeps its blocks' stacks in history[].frames (and the size
 # asked in history[].real_size)
 cat >"$T/old.json" <<'EOF'

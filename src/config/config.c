@@ -584,6 +584,21 @@ int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user) {
             note(f, &n, "TF_GPU_ALLOCATOR='%s' is not a value TensorFlow acts on (it knows cuda_malloc_async, "
                         "cuda_malloc, memory_guard, compared exactly): TensorFlow uses BFC, and so does hbm", v);
     }
+    /* PyTorch's variable sets the torch allocator's settings: under another allocator (a
+     * JAX program beside it, the default) they are shown and do nothing */
+    hbm_config c;
+    if ((v = env_get(fn, user, "PYTORCH_CUDA_ALLOC_CONF")) && !hbm_config_from_env_fn(&c, fn, user) &&
+        c.allocator != HBM_ALLOCATOR_TORCH && strcmp(c.source[HBM_OPT_allocator], "PYTORCH_CUDA_ALLOC_CONF")) {
+        char fraction[96] = "";
+        if (c.allocator == HBM_ALLOCATOR_BFC || c.allocator == HBM_ALLOCATOR_CUDA_ASYNC)
+            snprintf(fraction, sizeof fraction, ", with fraction %g (%s)", c.fraction,
+                     strcmp(c.source[HBM_OPT_fraction], "default") ? c.source[HBM_OPT_fraction] : "JAX's default");
+        note(f, &n, "PYTORCH_CUDA_ALLOC_CONF sets the settings of allocator=torch (PyTorch's caching allocator: "
+                    "expandable_segments, max_split_size_mb, ...), which act only under it; the allocator here is "
+                    "%s (%s)%s, as for a JAX program: HBM_ALLOCATOR=torch, or backend:native in "
+                    "PYTORCH_CUDA_ALLOC_CONF, models PyTorch",
+             hbm_allocator_kind_str(c.allocator), c.source[HBM_OPT_allocator], fraction);
+    }
     return n;
 }
 
