@@ -123,6 +123,31 @@ else
   echo "skip 4: python3 is needed to write the snapshots"
 fi
 
+# 19: --suggest's table keeps its columns with long settings
+if command -v python3 >/dev/null; then
+  python3 - "$T" <<'PY'
+import json, sys
+st = {"max_split_size": 128 << 20, "garbage_collection_threshold": 0.6, "expandable_segments": True}
+tr, a = [], 1 << 40
+for i in range(30):
+    tr.append({"action": "alloc", "addr": a + i * (64 << 20), "size": 32 << 20, "stream": 0, "frames": []})
+for i in range(30):
+    tr.append({"action": "free_completed", "addr": a + i * (64 << 20), "size": 32 << 20, "stream": 0, "frames": []})
+json.dump({"segments": [], "device_traces": [tr], "allocator_settings": st}, open(sys.argv[1] + "/long.json", "w"))
+PY
+  out=$("$HBM" replay "$T/long.json" --suggest --device sim:8GiB 2>&1); rc=$?
+  check "19: --suggest: exit 0" test $rc -eq 0
+  table=$(sed -n '/OOMs  peak reserved  frag@peak$/,/^$/p' <<<"$out" | sed '/^$/d')
+  check "19: the table: 11 lines" test "$(wc -l <<<"$table")" -eq 11
+  check "19: every line of the table as wide as its title" \
+    test "$(awk '{ print length($0) }' <<<"$table" | sort -u | wc -l)" -eq 1
+  check "19: the title names the variable the rows drop" grep -q "^PYTORCH_CUDA_ALLOC_CONF= .*OOMs" <<<"$table"
+  check "19: a cut setting given whole below" \
+    has "  (recorded: expandable_segments=true,max_split_size_mb=128,garbage_collection_threshold=0.6)" "$out"
+else
+  echo "skip 19: python3 is needed to write the snapshot"
+fi
+
 # 21: the torch export writes back the allocator_settings (PyTorch's defaults too) and the
 # external_annotations it read
 if command -v python3 >/dev/null; then

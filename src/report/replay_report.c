@@ -655,19 +655,37 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
                 hbm_size_xla((int64_t)s->lower_bound, a));
     }
-    int ew = 56; /* the settings' column fits the longest (within 100 columns) */
-    for (size_t k = 0; k < s->n; k++)
-        if ((int)strlen(s->c[k].env) > ew) ew = (int)strlen(s->c[k].env);
+    /* the settings' column fits the longest within 100 columns; past that the rows drop the
+     * variable's name, which the column's title then says once, and one still too long is
+     * cut in the middle there and given whole under the table */
+    static const char var[] = "PYTORCH_CUDA_ALLOC_CONF=";
+    int ew = 56, strip = 0;
+    for (size_t k = 0; k < s->n; k++) strip |= strlen(s->c[k].env) > 66;
+    for (size_t k = 0; k < s->n; k++) {
+        const char *e = s->c[k].env;
+        size_t len = strlen(e) - (strip && !strncmp(e, var, sizeof var - 1) ? sizeof var - 1 : 0);
+        if ((int)len > ew) ew = (int)len;
+    }
     if (ew > 66) ew = 66;
-    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, "setting", "OOMs", "peak reserved", "frag@peak");
+    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, strip ? var : "setting", "OOMs", "peak reserved", "frag@peak");
+    int cut = 0;
     for (size_t k = 0; k < s->n; k++) {
         const hbm_torch_candidate *c = &s->c[k];
+        char env[sizeof c->env + 8];
+        hbmi_fit(env, sizeof env, c->env + (strip && !strncmp(c->env, var, sizeof var - 1) ? sizeof var - 1 : 0), ew, 1);
+        cut |= strstr(c->env, env) == NULL;
         if (c->status) {
-            fprintf(f, "%-*s %s\n", ew, c->env, hbm_status_str(c->status));
+            fprintf(f, "%-*s %s\n", ew, env, hbm_status_str(c->status));
             continue;
         }
-        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
                 100.0 * c->frag_at_peak);
+    }
+    if (cut) {
+        fprintf(f, "\nsettings cut above, in full:\n");
+        for (size_t k = 0; k < s->n; k++)
+            if ((int)strlen(s->c[k].env) - (strip && !strncmp(s->c[k].env, var, sizeof var - 1) ? (int)sizeof var - 1 : 0) > ew)
+                fprintf(f, "  %s\n", s->c[k].env);
     }
     return HBM_OK;
 }
