@@ -58,6 +58,21 @@ check "17: under allocator=torch: no note" bash -c '! grep -q "^note: PYTORCH" <
 out=$(env -u HBM_ALLOCATOR -u HBM_CONFIG PYTORCH_CUDA_ALLOC_CONF=backend:native,expandable_segments:True "$HBM" config 2>&1)
 check "17: backend:native: no note" bash -c '! grep -q "^note: PYTORCH" <<<"$1"' _ "$out"
 
+# 20: a directory gets one wording from every command that reads profiles
+mkdir "$T/nodir"
+H=$(cd "$(dirname "$HBM")" && pwd)/$(basename "$HBM") # (run from $T)
+want="nodir is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, no *.xplane.pb in it)"
+for c in plan view replay diff export fit; do
+  case $c in
+    diff) out=$(cd "$T" && "$H" diff nodir nodir 2>&1); rc=$? ;;
+    export) out=$(cd "$T" && "$H" export nodir --format perfetto -o x.json 2>&1); rc=$? ;;
+    fit) out=$(cd "$T" && "$H" fit nodir --capacity 1GiB 2>&1); rc=$? ;;
+    *) out=$(cd "$T" && "$H" $c nodir 2>&1); rc=$? ;;
+  esac
+  check "20: $c DIR: exit 2" test $rc -eq 2
+  check "20: $c DIR: the one wording" has "hbm $c: invalid argument: $want" "$out"
+done
+
 # 5: a snapshot of older PyTorch keeps its blocks' stacks in history[].frames (and the size
 # asked in history[].real_size)
 cat >"$T/old.json" <<'EOF'
