@@ -385,7 +385,7 @@ static void test_open_noted(void) {
     free(t);
     hbm_hlo_module_free(m);
     m = NULL;
-    t = noted(x, "jit__normal", &st, &m);
+    t = noted(x, "jit__normal(13)", &st, &m);
     CHECK(t);
     CHECK_OK(st);
     CHECK_CONTAINS(t, "\nShowing jit__normal(13)\n\n");

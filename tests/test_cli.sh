@@ -94,13 +94,13 @@ only bad-int-export 2 "hbm export: --device-index '1x': expected a whole number 
   "$hbm" export "$hlo" --format perfetto -o - --device-index 1x
 only bad-int-plan 2 "hbm plan: --top '-1': expected a whole number from 0 to 1000000" -- "$hbm" plan "$hlo" --top -1
 only bad-int-eq 2 "hbm view: --top '': expected a whole number from 0 to 100000" -- "$hbm" view "$hlo" --top=
-only bad-real-replay 2 "hbm replay: --fraction '2': expected a number in (0, 1]" -- "$hbm" replay "$hlo" --fraction 2
+only bad-real-replay 2 "hbm replay: --fraction '2': too large: at most 1" -- "$hbm" replay "$hlo" --fraction 2
 only bad-real-plan 2 "hbm plan: --framework-limit 'nan': expected a number in (0, 1]" -- \
   "$hbm" plan "$hlo" --framework-limit nan
 only bad-timeout-pack 2 "hbm pack: --timeout '0': expected seconds > 0" -- "$hbm" pack x.csv --timeout 0
 only bad-width-devices 2 "hbm devices: --width '5': expected columns: 0 (no limit) or 40 to 100000" -- "$hbm" devices --width 5
 only bad-width-plan 2 "hbm plan: --width 'x': expected columns: 0 (no limit) or 40 to 100000" -- "$hbm" plan "$hlo" --width x
-only bad-pow2-plan 2 "hbm plan: --alignment '3': expected a power of two (bytes: 256, 4KiB, ...)" -- \
+only bad-pow2-plan 2 "hbm plan: --alignment '3': expected a power of two from 1 to 1.00GiB (bytes: 256, 4KiB, ...)" -- \
   "$hbm" plan "$hlo" --alignment 3
 # sizes: the size parser of --capacity everywhere
 size_msg="expected a size > 0: bytes, or 80GiB (x 2^30), 40GB (x 10^9)"

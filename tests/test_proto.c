@@ -733,9 +733,17 @@ static void test_shared_profile_dir(void) {
         a = b;
     }
     size_t i;
-    CHECK_OK(hbm_proto_find(f, "jit__normal", &i)); /* two programs: the last compiled */
+    /* two programs of that name: refused, listing both with their program ids */
+    CHECK(hbm_proto_find(f, "jit__normal", &i) == HBM_ERR_INVALID);
+    CHECK(strstr(hbm_last_error(), "2 modules are called 'jit__normal'") != NULL);
+    CHECK(strstr(hbm_last_error(), "'jit__normal(5)' (program id 5)") != NULL);
+    CHECK(strstr(hbm_last_error(), "'jit__normal(13)' (program id 13)") != NULL);
+    CHECK_OK(hbm_proto_find(f, "jit__normal(13)", &i));
     CHECK_OK(hbm_proto_module(f, i, &b));
     CHECK_STR(b.name, "jit__normal(13)");
+    CHECK_OK(hbm_proto_find(f, "jit__threefry_fold_in", &i)); /* one program: its module name is enough */
+    CHECK_OK(hbm_proto_module(f, i, &b));
+    CHECK_STR(b.name, "jit__threefry_fold_in(11)");
     hbm_hlo_module *m;
     CHECK_OK(hbm_proto_load(f, 0, &m));
     hbm_proto_close(f);

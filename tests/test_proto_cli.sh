@@ -30,7 +30,11 @@ check "plan XLA's figures" grep -q "arguments 96.00MiB, outputs 96.00MiB, alias 
 check "plan comparison line" grep -q "^hbm's own plan: " <<<"$out"
 check "plan lines fit 100 columns" test "$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$out")" -le 100
 
-out=$("$HBM" plan "$X" --module jit__normal); rc=$?
+out=$("$HBM" plan "$X" --module jit__normal 2>&1); rc=$?
+check "plan --module naming two programs: exit 2" test $rc -eq 2
+check "plan --module naming two programs: both listed with their ids" \
+  grep -q "2 modules are called 'jit__normal': 'jit__normal(5)' (program id 5), 'jit__normal(13)' (program id 13)" <<<"$out"
+out=$("$HBM" plan "$X" --module 'jit__normal(13)'); rc=$?
 check "plan --module: exit 0" test $rc -eq 0
 check "plan --module shows it" grep -q "^Showing jit__normal(13)" <<<"$out"
 check "plan --module figures" grep -q "arguments 8B, outputs 24.00MiB, alias 0B, temp 16.8KiB" <<<"$out"
@@ -42,7 +46,7 @@ for m in 'jit_loss_fn(17)' 'jit__normal(5)' 'jit__threefry_fold_in(11)' 'jit_con
   check "plan $m: hbm's own plan is XLA's" grep -q "^hbm's own plan: the same figures and the same buffers" \
     <<<"$("$HBM" plan "$X" --module "$m" 2>/dev/null)"
 done
-out=$("$HBM" plan "$X" --module jit__normal --alignment 128)
+out=$("$HBM" plan "$X" --module 'jit__normal(13)' --alignment 128)
 check "plan --alignment 128 overrides the file's" grep -q "^hbm's own plan: temp 384B less than XLA's" <<<"$out"
 
 "$HBM" plan "$X" --module jit_loss_fn --json >"$tmp/p.json" 2>"$tmp/p.err"; rc=$?

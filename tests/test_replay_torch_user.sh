@@ -90,7 +90,7 @@ grep -q "addresses 1704/1704 (100.0%)" <<<"$out" || fail "bolongcheng twin: $out
 out=$("$HBM" replay "$DATA/constructor_sun.pickle" 2>/dev/null); rc=$?
 [ $rc -eq 1 ] || fail "constructor_sun exit $rc"
 oom=$(sed -n '/^--- first OOM with allocator=torch/,$p' <<<"$out")
-sed -n 2p <<<"$oom" | grep -q "^CUDA out of memory. Tried to allocate 4.95 GiB. GPU 0 has a total capacity of 78.51 GiB" ||
+sed -n 2p <<<"$oom" | grep -q "^CUDA out of memory. Tried to allocate 4.95 GiB. GPU 1 has a total capacity of 78.51 GiB" ||
   fail "PyTorch's first line: $oom"
 tr '\n' ' ' <<<"$oom" | grep -q "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" ||
   fail "PyTorch's message: $oom"

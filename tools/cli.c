@@ -2,6 +2,7 @@
  * of options (which also prints --help), one wording for usage errors, output checks. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -151,20 +152,32 @@ static int set_value(const char *cmd, const cli_opt *o, const char *opt, const c
         char *end;
         errno = 0;
         double d = strtod(v, &end);
-        ok = *v && !isspace((unsigned char)*v) && !*end && !errno && isfinite(d) && d > (double)o->lo &&
-             d <= (double)o->hi;
+        int number = *v && !isspace((unsigned char)*v) && !*end;
+        /* past the bound, or past what a double holds (1e999: ERANGE, HUGE_VAL; "inf"):
+         * too large, with the bound */
+        if (number && !isnan(d) && d > (double)o->hi && !(errno && fabs(d) < 1.0))
+            return cli_usage_error(cmd, "%s '%s': too large: at most %ld", opt, v, o->hi);
+        ok = number && !errno && isfinite(d) && d > (double)o->lo && d <= (double)o->hi;
         if (ok) *(double *)o->dest = d;
         snprintf(expect, sizeof expect, "expected a number in (%ld, %ld]", o->lo, o->hi);
         break;
     }
     case CLI_SIZE:
     case CLI_POW2: {
-        uint64_t n = 0;
-        ok = hbm_size_parse(v, &n) == HBM_OK && n > 0 && (o->kind == CLI_SIZE || !(n & (n - 1)));
+        uint64_t n = 0, hi = o->hi > 0 ? (uint64_t)o->hi : UINT64_MAX;
+        char most[32];
+        hbm_size_human(hi, most);
+        hbm_status ps = hbm_size_parse(v, &n);
+        /* a number past what 64 bits hold, or past the option's bound: too large, not "> 0" */
+        if ((ps && strstr(hbm_last_error(), "too large")) || (!ps && n > hi)) {
+            if (hi == UINT64_MAX)
+                return cli_usage_error(cmd, "%s '%s': too large: at most 2^64 - 1 bytes (%s)", opt, v, most);
+            return cli_usage_error(cmd, "%s '%s': too large: at most %" PRIu64 " bytes (%s)", opt, v, hi, most);
+        }
+        ok = ps == HBM_OK && n > 0 && (o->kind == CLI_SIZE || !(n & (n - 1)));
         if (ok) *(uint64_t *)o->dest = n;
-        snprintf(expect, sizeof expect, "%s",
-                 o->kind == CLI_SIZE ? "expected a size > 0: bytes, or 80GiB (x 2^30), 40GB (x 10^9)"
-                                     : "expected a power of two (bytes: 256, 4KiB, ...)");
+        if (o->kind == CLI_SIZE) snprintf(expect, sizeof expect, "expected a size > 0: bytes, or 80GiB (x 2^30), 40GB (x 10^9)");
+        else snprintf(expect, sizeof expect, "expected a power of two from 1 to %s (bytes: 256, 4KiB, ...)", most);
         break;
     }
     case CLI_COLUMNS: {

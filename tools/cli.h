@@ -21,7 +21,7 @@ typedef enum cli_kind {
     CLI_INT,   /* int *: a whole number from lo to hi */
     CLI_REAL,  /* double *: a number greater than lo, at most hi */
     CLI_SIZE,  /* uint64_t *: a size > 0 as hbm_size_parse reads it (80GiB, 40GB, 1048576) */
-    CLI_POW2,  /* uint64_t *: a size that is a power of two */
+    CLI_POW2,  /* uint64_t *: a size that is a power of two, at most hi when hi > 0 */
     CLI_COLUMNS, /* size_t *: terminal columns: 0 (no limit) or lo to hi */
     CLI_PARSE, /* anything: parse(value, dest), a library parser whose message names the value */
 } cli_kind;
@@ -39,7 +39,7 @@ typedef struct cli_opt {
     void *dest;
     const char *arg;  /* the value's name in --help ("N", "SIZE"); NULL for flags */
     const char *help; /* its --help text; lines separated by \n */
-    long lo, hi;      /* CLI_INT, CLI_REAL, CLI_COLUMNS bounds */
+    long lo, hi;      /* CLI_INT, CLI_REAL, CLI_COLUMNS bounds; CLI_SIZE, CLI_POW2: hi > 0 the largest */
     const char *expect;              /* what is accepted, for the message (default: from kind and bounds;
                                       * CLI_PARSE: the parser's last error) */
     hbm_status (*parse)(const char *value, void *dest); /* CLI_PARSE */

@@ -41,9 +41,9 @@ int cmd_plan(int argc, char **argv) {
         {.name = "--backend", .kind = CLI_PARSE, .dest = &backend, .parse = parse_backend, .arg = "NAME",
          .help = "whose rules: gpu, cpu or tpu (default: read from the module:\n"
                  "file name, custom calls, tiled layouts; else gpu)"},
-        {.name = "--alignment", .kind = CLI_POW2, .dest = &alignment, .arg = "BYTES",
-         .help = "buffer alignment, a power of two (default: GPU and TPU 128,\n"
-                 "CPU 64)"},
+        {.name = "--alignment", .kind = CLI_POW2, .dest = &alignment, .hi = (long)HBM_PLAN_ALIGNMENT_MAX, .arg = "BYTES",
+         .help = "buffer alignment, a power of two up to 1GiB (default: GPU and\n"
+                 "TPU 128, CPU 64)"},
         {.name = "--pack", .kind = CLI_PARSE, .dest = &po.algo, .parse = cli_pack_algo, .raw = &pack_text, .arg = "ALGO",
          .help = "what-if: repack the temp heap with greedy, xla, best or exact\n"
                  "and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})"},

@@ -143,8 +143,9 @@ HBM_API hbm_status hbm_config_write(const hbm_config *c, FILE *f, int json);
 /* Every option: key, variables, accepted values and meaning. */
 HBM_API hbm_status hbm_config_write_doc(FILE *f);
 /* One "note: ..." line per JAX/TF variable in the environment whose value means something
- * other than it seems (XLA_PYTHON_CLIENT_PREALLOCATE=no is "on" to JAX); returns how many
- * (NULL fn = getenv). */
+ * other than it seems (XLA_PYTHON_CLIENT_PREALLOCATE=no is "on" to JAX), and one when
+ * PYTORCH_CUDA_ALLOC_CONF is set while the allocator is not torch (its keys act only
+ * there); returns how many (NULL fn = getenv). */
 HBM_API int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user);
 
 #ifdef __cplusplus

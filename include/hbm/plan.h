@@ -41,8 +41,14 @@ HBM_API const char *hbm_backend_str(hbm_backend b); /* "gpu", "cpu", "tpu", "aut
 /* "gpu"/"cpu"/"tpu"/"auto" -> *out; HBM_ERR_INVALID naming the value otherwise */
 HBM_API hbm_status hbm_backend_parse(const char *s, hbm_backend *out);
 
+/* The largest buffer alignment a plan takes: XLA aligns buffers to tens or hundreds of bytes
+ * (GPU 128 or 256, CPU 64, TPU 128); past 1 GiB an "alignment" is no buffer alignment, and
+ * offsets rounded to it leave 64 bits (2^63 rounded every size to 0). */
+#define HBM_PLAN_ALIGNMENT_MAX ((uint64_t)1 << 30)
+
 typedef struct hbm_plan_options {
-    uint64_t alignment;    /* buffer alignment; 0 = the backend's (GPU 128, CPU 64, TPU 128) */
+    uint64_t alignment;    /* buffer alignment, a power of two up to HBM_PLAN_ALIGNMENT_MAX;
+                            * 0 = the backend's (GPU 128, CPU 64, TPU 128) */
     unsigned pointer_size; /* bytes per tuple element; 0 = 8 */
     hbm_backend backend;   /* AUTO: detected */
 } hbm_plan_options;

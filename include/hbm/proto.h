@@ -133,8 +133,8 @@ HBM_API size_t hbm_proto_file_hosts(const hbm_proto_file *f);
 HBM_API size_t hbm_proto_module_count(const hbm_proto_file *f);
 HBM_API hbm_status hbm_proto_module(const hbm_proto_file *f, size_t i, hbm_proto_module_info *out);
 /* Index of the module called name: its listed name ("jit_f(3)") or its module name
- * ("jit_f"; several programs of that name: the one with the highest program id, the last
- * compiled). HBM_ERR_INVALID naming the choices when none. */
+ * ("jit_f", when one program has it). HBM_ERR_INVALID naming the choices when none, and
+ * listing them with their program ids when several programs have that module name. */
 HBM_API hbm_status hbm_proto_find(const hbm_proto_file *f, const char *name, size_t *index);
 /* Read module i into the model the HLO text parser builds (computations, instructions,
  * shapes with layouts, tiles and memory spaces, the schedule, metadata, aliasing), with

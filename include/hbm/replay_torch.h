@@ -142,7 +142,8 @@ HBM_API hbm_status hbm_torch_replay_write(const hbm_trace *t, FILE *f, int json)
  * without an OOM that reserves least at its peak; when none avoids it, how many bytes the
  * program is over: the most bytes needed at once (live, or live plus a recorded request
  * that failed) minus the device's capacity (no allocator can do better), or 0 when it is
- * fragmentation no setting here fixes. */
+ * fragmentation no setting here fixes. A snapshot without history (no event after the
+ * blocks rebuilt from its segments) is HBM_ERR_INVALID: there is nothing to replay. */
 #define HBM_TORCH_SUGGEST_MAX 16
 typedef struct hbm_torch_candidate {
     char config[160];  /* hbm config string */

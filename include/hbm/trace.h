@@ -101,6 +101,13 @@ typedef struct hbm_trace {
     size_t bt_nframes_, bt_cap_;
     uint64_t *bt_index_;     /* backtrace id i (1-based): frames at bt_index_[2i-2], count bt_index_[2i-1] */
     size_t bt_count_, bt_index_cap_;
+    /* A PyTorch snapshot's root keys hbm keeps as they were read, for the torch export to
+     * write back: "allocator_settings" (defaults too, every key PyTorch wrote) and
+     * "external_annotations", as pickle opcodes of key, value pairs (protocol 2, for a
+     * SETITEMS); NULL when the snapshot had neither. settings_kept_: it had the first. */
+    unsigned char *torch_keys_;
+    size_t torch_keys_n_;
+    int torch_settings_kept_;
 } hbm_trace;
 
 HBM_API hbm_status hbm_trace_new(hbm_trace **out);

@@ -56,7 +56,11 @@ struct hbm_allocator {
     hbmi_oom_record oom;
     hbm_oom_fn oom_fn;
     void *oom_user;
+    int ordinal; /* the CUDA device number PyTorch's words name ("GPU 1"): 0 unless told */
 };
+/* The device number a's out-of-memory text names (PyTorch's "GPU N": a replay of a snapshot
+ * of cuda:N says N), for the wrapper's report and the torch policy's own message. */
+void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal);
 
 /* Policy constructors: bytes_limit already resolved from cfg and the device. */
 typedef hbm_status (*hbmi_policy_create_fn)(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,

@@ -116,6 +116,7 @@ typedef struct tes {
 
 typedef struct torch {
     hbm_device *dev;
+    int ordinal; /* "GPU N" in the OOM message */
     int expandable;
     uint64_t max_split, max_nsr;
     uint32_t rp2[HBM_TORCH_ROUNDUP_INTERVALS];
@@ -864,6 +865,8 @@ static int should_split(const torch *t, uint32_t i, uint64_t size) {
     return size < t->max_split && rem > K_SMALL_SIZE;
 }
 
+void hbmi_torch_set_ordinal(void *self, int ordinal) { ((torch *)self)->ordinal = ordinal; }
+
 /* PyTorch's format_size */
 static const char *torch_size(uint64_t n, char buf[32]) {
     if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
@@ -881,11 +884,11 @@ static hbm_status oom(torch *t, uint64_t alloc_size) {
     if (t->set_fraction) snprintf(allowed, sizeof allowed, "%s allowed; ", torch_size(t->allowed, e));
     t->st.num_ooms++;
     return hbmi_error(HBM_ERR_OOM,
-                      "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is "
+                      "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is "
                       "free. %sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
                       "unallocated. If reserved but unallocated memory is large try setting "
                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
-                      torch_size(alloc_size, a), torch_size(dtotal, b), torch_size(dfree, c), allowed,
+                      torch_size(alloc_size, a), t->ordinal, torch_size(dtotal, b), torch_size(dfree, c), allowed,
                       torch_size(t->st.bytes_in_use, d), torch_size(t->total_allocated - t->st.bytes_in_use, e));
 }
 
@@ -1222,6 +1225,12 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
 /* ---- replay hooks (alloc/torch_caching.h) ------------------------------------------------------------ */
 
 int hbmi_torch_is(const hbm_allocator *a) { return a && a->ops == &torch_ops; }
+
+void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal) {
+    if (!a) return;
+    a->ordinal = ordinal < 0 ? 0 : ordinal;
+    if (hbmi_torch_is(a)) hbmi_torch_set_ordinal(a->self, a->ordinal);
+}
 
 const uint64_t *hbmi_torch_in_use(const hbm_allocator *a) {
     return a->ops == &torch_ops ? &((const torch *)a->self)->st.bytes_in_use : NULL;

@@ -21,6 +21,8 @@ typedef void (*hbmi_torch_event_fn)(void *user, int kind, uint64_t addr, uint64_
 typedef int (*hbmi_torch_addr_fn)(void *user, int kind, uint64_t size, uint64_t span, uint64_t *addr);
 void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user);
 
+/* The device number its out-of-memory message names ("GPU N"). */
+void hbmi_torch_set_ordinal(void *self, int ordinal);
 /* 1 if a runs the torch policy (not wrapped by the recorder). */
 int hbmi_torch_is(const hbm_allocator *a);
 void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user);

@@ -168,18 +168,31 @@ static int torch_uint(const char *v, uint64_t *out) {
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 static unsigned log2_floor(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
 
+static hbm_status torch_bad(const char *who, const char *key, const char *val, const char *accepted);
+
+/* A bad roundup_power2_divisions value. torch: it is PYTORCH_CUDA_ALLOC_CONF's (who), whose
+ * messages name the key and what PyTorch accepts for it (AllocatorConfig::
+ * parseRoundUpPower2Divisions, c10/core/AllocatorConfig.cpp) */
+static hbm_status roundup_bad(const char *who, const char *v, int torch) {
+    if (torch)
+        return torch_bad(who, "roundup_power2_divisions", v,
+                         "a power of 2 (1, 2, 4, 8, ...: the divisions of every size interval), or a list "
+                         "[MB:N,...,>:N] with MB a power of 2 (MiB) and N a power of 2 or 0");
+    return bad_value(HBM_OPT_roundup_power2_divisions, who, v,
+                     "a power of 2, or [MB:N,...,>:N] with MB a power of 2 (MiB) and N a power of 2 or 0 "
+                     "(PyTorch's roundup_power2_divisions)");
+}
+
 /* roundup_power2_divisions: "N" (every interval) or "[MB:N,MB:N,...,>:N]": MB a power of two
  * in MiB naming the interval [MB, 2 MB) (clamped to the 16 intervals from 1 MiB); the first
  * entry also covers every interval below it, ">" every interval after the last one named;
  * N a power of two, or 0 (no rounding beyond 512 bytes). */
-static hbm_status parse_roundup(hbm_config *c, const char *who, const char *v) {
-    static const char acc[] = "a power of 2, or [MB:N,...,>:N] with MB a power of 2 (MiB) and N a power of 2 or 0 "
-                              "(PyTorch's roundup_power2_divisions)";
+static hbm_status parse_roundup(hbm_config *c, const char *who, const char *v, int torch) {
     uint32_t t[HBM_TORCH_ROUNDUP_INTERVALS] = {0};
     uint64_t n;
     while (*v == ' ') v++;
     if (*v != '[') {
-        if (!torch_uint(v, &n) || !is_pow2(n) || n > UINT32_MAX) return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+        if (!torch_uint(v, &n) || !is_pow2(n) || n > UINT32_MAX) return roundup_bad(who, v, torch);
         for (int i = 0; i < HBM_TORCH_ROUNDUP_INTERVALS; i++) t[i] = (uint32_t)n;
         memcpy(c->roundup_power2_divisions, t, sizeof t);
         return HBM_OK;
@@ -194,7 +207,7 @@ static hbm_status parse_roundup(hbm_config *c, const char *who, const char *v) {
         if (*p == ']' && first) break; /* "[]" */
         while (*p && *p != ':' && *p != ',' && *p != ']' && kl + 1 < sizeof k) if (*p != ' ') k[kl++] = *p++; else p++;
         k[kl] = 0;
-        if (*p != ':') return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+        if (*p != ':') return roundup_bad(who, v, torch);
         p++;
         while (*p && *p != ',' && *p != ']' && dl + 1 < sizeof d) if (*p != ' ') d[dl++] = *p++; else p++;
         d[dl] = 0;
@@ -218,11 +231,11 @@ static hbm_status parse_roundup(hbm_config *c, const char *who, const char *v) {
         }
         if (*p == ',') { p++; continue; }
         if (*p == ']') break;
-        return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+        return roundup_bad(who, v, torch);
     }
     p++;
     while (*p == ' ') p++;
-    if (*p) return bad_value(HBM_OPT_roundup_power2_divisions, who, v, acc);
+    if (*p) return roundup_bad(who, v, torch);
     memcpy(c->roundup_power2_divisions, t, sizeof t);
     return HBM_OK;
 }
@@ -284,7 +297,7 @@ static hbm_status parse_value(hbm_config *c, hbm_config_option o, const char *wh
         *(o == HBM_OPT_max_split_size_mb ? &c->max_split_size : &c->max_non_split_rounding) = bytes;
         return HBM_OK;
     }
-    case HBM_OPT_roundup_power2_divisions: return parse_roundup(c, who, v);
+    case HBM_OPT_roundup_power2_divisions: return parse_roundup(c, who, v, 0);
     case HBM_OPT_garbage_collection_threshold: {
         errno = 0;
         double f = strtod(v, &end);
@@ -370,7 +383,7 @@ hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const char *w
             t.garbage_collection_threshold = f;
             set_torch_source(&t, HBM_OPT_garbage_collection_threshold, who);
         } else if (!strcmp(key, "roundup_power2_divisions")) {
-            if ((s = parse_roundup(&t, who, val))) return s;
+            if ((s = parse_roundup(&t, who, val, 1))) return s;
             set_torch_source(&t, HBM_OPT_roundup_power2_divisions, who);
         } else if (!strcmp(key, "backend")) {
             if (!strcmp(val, "native")) t.allocator = HBM_ALLOCATOR_TORCH;
@@ -570,6 +583,21 @@ int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user) {
         else if (strcmp(v, "cuda_malloc_async"))
             note(f, &n, "TF_GPU_ALLOCATOR='%s' is not a value TensorFlow acts on (it knows cuda_malloc_async, "
                         "cuda_malloc, memory_guard, compared exactly): TensorFlow uses BFC, and so does hbm", v);
+    }
+    /* PyTorch's variable sets the torch allocator's settings: under another allocator (a
+     * JAX program beside it, the default) they are shown and do nothing */
+    hbm_config c;
+    if ((v = env_get(fn, user, "PYTORCH_CUDA_ALLOC_CONF")) && !hbm_config_from_env_fn(&c, fn, user) &&
+        c.allocator != HBM_ALLOCATOR_TORCH && strcmp(c.source[HBM_OPT_allocator], "PYTORCH_CUDA_ALLOC_CONF")) {
+        char fraction[96] = "";
+        if (c.allocator == HBM_ALLOCATOR_BFC || c.allocator == HBM_ALLOCATOR_CUDA_ASYNC)
+            snprintf(fraction, sizeof fraction, ", with fraction %g (%s)", c.fraction,
+                     strcmp(c.source[HBM_OPT_fraction], "default") ? c.source[HBM_OPT_fraction] : "JAX's default");
+        note(f, &n, "PYTORCH_CUDA_ALLOC_CONF sets the settings of allocator=torch (PyTorch's caching allocator: "
+                    "expandable_segments, max_split_size_mb, ...), which act only under it; the allocator here is "
+                    "%s (%s)%s, as for a JAX program: HBM_ALLOCATOR=torch, or backend:native in "
+                    "PYTORCH_CUDA_ALLOC_CONF, models PyTorch",
+             hbm_allocator_kind_str(c.allocator), c.source[HBM_OPT_allocator], fraction);
     }
     return n;
 }

@@ -2,6 +2,7 @@
  * sniffing): the profile's module list, each module into the text parser's model, XLA's
  * buffer assignment summed and its heap trace replayed. Every allocation protobuf-c makes
  * goes to an arena (the module's own for a module), so nothing is freed piecemeal. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,17 +328,25 @@ hbm_status hbm_proto_module(const hbm_proto_file *f, size_t i, hbm_proto_module_
 
 hbm_status hbm_proto_find(const hbm_proto_file *f, const char *name, size_t *index) {
     if (!f || !name || !index) return hbmi_error(HBM_ERR_INVALID, "hbm_proto_find: NULL argument");
-    size_t pick = f->n;
+    size_t pick = f->n, same = 0;
     for (size_t i = 0; i < f->n && pick == f->n; i++)
         if (!strcmp(f->mods[i].name, name)) pick = i;
-    for (size_t i = 0; i < f->n && pick == f->n; i++) /* the module name: the last compiled */
-        if (!strcmp(f->mods[i].module_name, name))
-            for (size_t j = 0; j < f->n; j++)
-                if (!strcmp(f->mods[j].module_name, name) && (pick == f->n || f->mods[j].program_id > f->mods[pick].program_id))
-                    pick = j;
-    if (pick < f->n) return *index = pick, HBM_OK;
+    for (size_t i = 0; i < f->n && pick == f->n; i++) /* the module name, when one program has it */
+        if (!strcmp(f->mods[i].module_name, name)) {
+            for (size_t j = 0; j < f->n; j++) same += !strcmp(f->mods[j].module_name, name);
+            pick = i;
+        }
     char have[512] = "";
     size_t k = 0;
+    if (same > 1) { /* several programs of that name: which one is not for hbm to guess */
+        for (size_t j = 0; j < f->n && k + 80 < sizeof have; j++)
+            if (!strcmp(f->mods[j].module_name, name))
+                k += (size_t)snprintf(have + k, sizeof have - k, "%s'%.60s' (program id %" PRId64 ")", k ? ", " : "",
+                                      f->mods[j].name, f->mods[j].program_id);
+        return hbmi_error(HBM_ERR_INVALID, "%s: %zu modules are called '%s': %s%s; name one as listed", f->path, same,
+                          name, have, k + 80 >= sizeof have ? ", ..." : "");
+    }
+    if (pick < f->n) return *index = pick, HBM_OK;
     for (size_t i = 0; i < f->n && k + 80 < sizeof have; i++)
         k += (size_t)snprintf(have + k, sizeof have - k, "%s%.60s", i ? ", " : "", f->mods[i].name);
     return hbmi_error(HBM_ERR_INVALID, "%s: no module '%s' (it holds %s%s)", f->path, name, have,

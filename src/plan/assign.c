@@ -3,6 +3,7 @@
  * allocations, the heap simulation of the temp buffers (HeapSimulator::RunComputation with
  * operand-buffer sharing, then GlobalDecreasingSizeBestFitHeap spatial and temporal, the
  * smaller wins), CombineTempAllocations, the summary stats and the peak buffers. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1307,6 +1308,9 @@ static int run(ctx *c) {
 hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out) {
     if (!m || !out) return hbmi_error(HBM_ERR_INVALID, "plan: NULL argument");
     *out = NULL;
+    if (o && o->alignment && ((o->alignment & (o->alignment - 1)) || o->alignment > HBM_PLAN_ALIGNMENT_MAX))
+        return hbmi_error(HBM_ERR_INVALID, "plan: alignment %" PRIu64 " is not a power of two up to %" PRIu64 " (1GiB)",
+                          o->alignment, HBM_PLAN_ALIGNMENT_MAX);
     hbm_plan *p = hbmi_calloc(1, sizeof *p);
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     hbm_plan_options_default(&p->opt);

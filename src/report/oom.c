@@ -259,11 +259,11 @@ static hbm_status report_write(hbm_allocator *a, FILE *f, long *advice) {
         if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", torch_size(st->bytes_limit, t5));
         char msg[640];
         snprintf(msg, sizeof msg,
-                 "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is free. "
+                 "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                  "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
                  "unallocated. If reserved but unallocated memory is large try setting "
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
-                 torch_size(hbmi_torch_allocation_size(r.rounded), t1), torch_size(r.dev_total, t2),
+                 torch_size(hbmi_torch_allocation_size(r.rounded), t1), a->ordinal, torch_size(r.dev_total, t2),
                  torch_size(r.dev_free, t3), t6, torch_size(st->bytes_in_use, t4), torch_size(unalloc, t5));
         for (const char *p = msg; *p;) { /* PyTorch's one line, wrapped at spaces to 100 columns */
             size_t n = strlen(p), cut = n;

@@ -244,7 +244,9 @@ static void recorded_row(const hbm_trace *t, const hbm_torch_recorded *rec, uint
         int64_t ev = hbmi_event_number(t, rec->peak_event);
         if (ev < 0) snprintf(w, sizeof w, "before the history");
         else snprintf(w, sizeof w, "event %" PRId64, ev);
-        fprintf(f, "  PyTorch's peak reserved (%s): %s of it unallocated, %" PRIu64 " segment%s\n", w,
+        /* reserved minus the bytes requested (memory_viz's in-use curve), not PyTorch's
+         * "reserved but unallocated", which counts blocks as held (rounded to 512 B) */
+        fprintf(f, "  PyTorch's peak reserved (%s): %s of it not requested, %" PRIu64 " segment%s\n", w,
                 hbm_size_xla((int64_t)rec->unallocated_at_peak, c), rec->segments_at_peak,
                 rec->segments_at_peak == 1 ? "" : "s");
     }
@@ -523,6 +525,13 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
         return hbmi_error(HBM_ERR_INVALID, "%s is not a PyTorch snapshot: --suggest changes PYTORCH_CUDA_ALLOC_CONF "
                           "(for an HLO module, 'hbm fit' finds the settings that fit; for a JAX trace, compare "
                           "settings with --config)", t->name);
+    /* what is rebuilt from the segments is the state when the snapshot was taken, in no
+     * order a program made it: a setting tried on it says nothing of the program */
+    if (t->count <= t->history_start)
+        return hbmi_error(HBM_ERR_INVALID, "%s%s%s has no allocation history (0 events): nothing to replay, so no "
+                          "setting to suggest; its %zu blocks are only the state when the snapshot was taken (record "
+                          "the history with torch.cuda.memory._record_memory_history() before the run)",
+                          t->name, t->device[0] ? ", device " : "", t->device, t->history_start);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
     /* the base: allocator=torch under the recorded settings; whether they have
@@ -646,19 +655,37 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fprintf(f, "no PyTorch setting avoids the OOM, though the most bytes needed at once (%s) fit: fragmentation\n",
                 hbm_size_xla((int64_t)s->lower_bound, a));
     }
-    int ew = 56; /* the settings' column fits the longest (within 100 columns) */
-    for (size_t k = 0; k < s->n; k++)
-        if ((int)strlen(s->c[k].env) > ew) ew = (int)strlen(s->c[k].env);
+    /* the settings' column fits the longest within 100 columns; past that the rows drop the
+     * variable's name, which the column's title then says once, and one still too long is
+     * cut in the middle there and given whole under the table */
+    static const char var[] = "PYTORCH_CUDA_ALLOC_CONF=";
+    int ew = 56, strip = 0;
+    for (size_t k = 0; k < s->n; k++) strip |= strlen(s->c[k].env) > 66;
+    for (size_t k = 0; k < s->n; k++) {
+        const char *e = s->c[k].env;
+        size_t len = strlen(e) - (strip && !strncmp(e, var, sizeof var - 1) ? sizeof var - 1 : 0);
+        if ((int)len > ew) ew = (int)len;
+    }
     if (ew > 66) ew = 66;
-    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, "setting", "OOMs", "peak reserved", "frag@peak");
+    fprintf(f, "\n%-*s %6s %14s %10s\n", ew, strip ? var : "setting", "OOMs", "peak reserved", "frag@peak");
+    int cut = 0;
     for (size_t k = 0; k < s->n; k++) {
         const hbm_torch_candidate *c = &s->c[k];
+        char env[sizeof c->env + 8];
+        hbmi_fit(env, sizeof env, c->env + (strip && !strncmp(c->env, var, sizeof var - 1) ? sizeof var - 1 : 0), ew, 1);
+        cut |= strstr(c->env, env) == NULL;
         if (c->status) {
-            fprintf(f, "%-*s %s\n", ew, c->env, hbm_status_str(c->status));
+            fprintf(f, "%-*s %s\n", ew, env, hbm_status_str(c->status));
             continue;
         }
-        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, c->env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
+        fprintf(f, "%-*s %6" PRIu64 " %14s %9.1f%%\n", ew, env, c->ooms, hbm_size_xla((int64_t)c->peak_reserved, a),
                 100.0 * c->frag_at_peak);
+    }
+    if (cut) {
+        fprintf(f, "\nsettings cut above, in full:\n");
+        for (size_t k = 0; k < s->n; k++)
+            if ((int)strlen(s->c[k].env) - (strip && !strncmp(s->c[k].env, var, sizeof var - 1) ? (int)sizeof var - 1 : 0) > ew)
+                fprintf(f, "  %s\n", s->c[k].env);
     }
     return HBM_OK;
 }

@@ -41,6 +41,7 @@ void hbm_trace_free(hbm_trace *t) {
     hbmi_free(t->bt_frames_);
     hbmi_free(t->bt_index_);
     hbmi_free(t->step_names_);
+    hbmi_free(t->torch_keys_);
     hbmi_free(t);
 }
 

@@ -127,7 +127,11 @@ static hbm_status curves(const hbm_trace *t, uint64_t *in_use, uint64_t *reserve
         }
         if (segs && use > res && why && !why[0]) {
             char a[32], b[32];
-            inconsistent(t, i, why, cap, "has %s in use, above the %s reserved", hbm_size_human(use, a), hbm_size_human(res, b));
+            hbm_size_human(use, a);
+            hbm_size_human(res, b);
+            if (!strcmp(a, b)) /* "3.95GiB in use, above the 3.95GiB reserved": the bytes say it */
+                snprintf(a, sizeof a, "%" PRIu64 " B", use), snprintf(b, sizeof b, "%" PRIu64 " B", res);
+            inconsistent(t, i, why, cap, "has %s in use, above the %s reserved", a, b);
         }
         if (use > top) {
             top = use;

@@ -437,7 +437,9 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         s = put_segments(&b, &m, t, addressed);
     }
     hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
-    if (!s && traces[0]->torch_settings[0]) s = put_settings(&b, traces[0]);
+    /* the keys the snapshot had, as it had them; else the settings hbm knows */
+    if (!s && traces[0]->torch_keys_) hbmi_buf_put(&b, traces[0]->torch_keys_, traces[0]->torch_keys_n_);
+    if (!s && traces[0]->torch_settings[0] && !traces[0]->torch_settings_kept_) s = put_settings(&b, traces[0]);
     hbmi_buf_put(&b, "u.", 2); /* root SETITEMS, STOP */
     if (!s && (b.oom || m.oom)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");

@@ -1,5 +1,6 @@
 /* load.c - open any supported trace by its content. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hbm/file.h"
 #include "hbm/plan.h"
@@ -126,7 +127,11 @@ static hbm_status load_proto(const char *path, hbm_trace ***out, size_t *n) {
 
 hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n) {
     if (!path || !out || !n) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_load_all: NULL argument");
-    if (hbm_proto_path_kind(path) != HBM_PROTO_NONE) return load_proto(path, out, n);
+    /* a directory is a profile's LOGDIR or nothing: the HLO reader says which, in the words
+     * plan and fit use ("... is a directory without a profile (...)") */
+    struct stat st;
+    if (hbm_proto_path_kind(path) != HBM_PROTO_NONE || (!stat(path, &st) && S_ISDIR(st.st_mode)))
+        return load_proto(path, out, n);
     /* snapshots (which can be gigabytes) are read from a mapping whose pages go once read */
     hbmi_mapped in;
     hbm_status s = hbmi_map_file(path, &in);

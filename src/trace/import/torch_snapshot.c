@@ -207,6 +207,19 @@ static hbm_status add_prelude_alloc(hbm_trace *t, stack_cache *c, uint64_t addr,
     return s ? s : hbm_trace_add(t, &ev);
 }
 
+/* The stack of a block of "segments": its "frames"; in snapshots of older PyTorch (1.13,
+ * 2.0: _dump_snapshot before device_traces carried the stacks) the block has none and keeps
+ * them in "history", a list of {addr, real_size, frames} whose last entry is the allocation
+ * that holds the block now. NULL when neither has a stack. */
+static const hbmi_pv *block_frames(const hbmi_pv *bl) {
+    const hbmi_pv *fr = hbmi_pv_get(bl, "frames");
+    if (fr && fr->type == PV_LIST && fr->n) return fr;
+    const hbmi_pv *h = hbmi_pv_get(bl, "history");
+    if (!h || h->type != PV_LIST || !h->n) return fr;
+    const hbmi_pv *last = h->items[h->n - 1], *hf = last ? hbmi_pv_get(last, "frames") : NULL;
+    return hf && hf->type == PV_LIST && hf->n ? hf : fr;
+}
+
 /* The stack of a history entry (a frames list of the snapshot), or NULL. */
 static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
@@ -299,7 +312,12 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             if ((s = get_u64(bl, "size", &size, t->name, "block", b)) ||
                 (s = get_u64(bl, "requested_size", &req, t->name, "block", b)))
                 break;
-            if (!hbmi_pv_get(bl, "requested_size")) req = size;
+            if (!hbmi_pv_get(bl, "requested_size")) { /* older PyTorch: the last history entry's real_size */
+                const hbmi_pv *h = hbmi_pv_get(bl, "history");
+                const hbmi_pv *last = h && h->type == PV_LIST && h->n ? h->items[h->n - 1] : NULL;
+                int64_t rs = last ? hbmi_pv_int(last, "real_size", -1) : -1;
+                req = rs > 0 && (uint64_t)rs <= size ? (uint64_t)rs : size;
+            }
             uint64_t addr = (uint64_t)hbmi_pv_int(bl, "address", (int64_t)cursor);
             cursor = addr + size;
             const char *state = hbmi_pv_str(bl, "state");
@@ -308,7 +326,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             if (hbmi_map_get(&live, addr == UINT64_MAX ? 0 : addr, &held) && held == 1) continue;
             t->live_before_bytes += req;
             t->live_before_blocks++;
-            s = add_prelude_alloc(t, &sc, addr, size, req, stream, hbmi_pv_get(bl, "frames"));
+            s = add_prelude_alloc(t, &sc, addr, size, req, stream, block_frames(bl));
         }
     }
     /* The anchor: reserved when the history began = the segments' total at the end minus
@@ -422,6 +440,70 @@ static int rank_cmp(const void *a, const void *b) {
     return x->t->device_index - y->t->device_index;
 }
 
+/* A value of the snapshot as pickle opcodes (protocol 2, and BINBYTES for bytes), written
+ * back by the torch export as it was read. 0, or -1 for a value nested past 64 levels. */
+static int pk_value(hbmi_buf *b, const hbmi_pv *v, int depth) {
+    if (depth > 64) return -1;
+    switch (v ? v->type : PV_NONE) {
+    case PV_BOOL: hbmi_buf_byte(b, v->i ? 0x88 : 0x89); return 0; /* NEWTRUE / NEWFALSE */
+    case PV_INT: hbmi_pk_int(b, v->i); return 0;
+    case PV_FLOAT: {
+        unsigned char g[9] = {'G'}; /* BINFLOAT: big-endian IEEE 754 double */
+        uint64_t bits;
+        memcpy(&bits, &v->f, sizeof bits);
+        for (int i = 0; i < 8; i++) g[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
+        hbmi_buf_put(b, g, 9);
+        return 0;
+    }
+    case PV_STR:
+    case PV_BYTES: {
+        unsigned char h[5] = {v->type == PV_STR ? 'X' : 'B'}; /* BINUNICODE / BINBYTES */
+        if (v->len > UINT32_MAX) return -1;
+        hbmi_put32(h + 1, (uint32_t)v->len);
+        hbmi_buf_put(b, h, 5);
+        hbmi_buf_put(b, v->s, v->len);
+        return 0;
+    }
+    case PV_LIST:
+    case PV_TUPLE:
+    case PV_DICT: {
+        int list = v->type == PV_LIST, dict = v->type == PV_DICT;
+        hbmi_buf_put(b, list ? "](" : dict ? "}(" : "(", list || dict ? 2 : 1);
+        for (size_t i = 0; i < v->n; i++)
+            if (pk_value(b, v->items[i], depth + 1)) return -1;
+        hbmi_buf_byte(b, list ? 'e' : dict ? 'u' : 't'); /* APPENDS / SETITEMS / TUPLE */
+        return 0;
+    }
+    default: hbmi_buf_byte(b, 'N'); return 0;
+    }
+}
+
+/* The root keys kept as read (hbm_trace.torch_keys_) into t; a value hbm cannot write back
+ * is left out (the export then writes what it knows of it). */
+static hbm_status keep_root_keys(const hbmi_pv *root, hbm_trace *t) {
+    static const char *keys[] = {"allocator_settings", "external_annotations"};
+    hbmi_buf b = {0};
+    for (size_t k = 0; k < 2; k++) {
+        const hbmi_pv *v = hbmi_pv_get(root, keys[k]);
+        if (!v) continue;
+        size_t at = b.n;
+        hbmi_pk_str(&b, keys[k]);
+        if (pk_value(&b, v, 0)) {
+            b.n = at;
+            continue;
+        }
+        if (!k) t->torch_settings_kept_ = 1;
+    }
+    if (b.oom) {
+        hbmi_buf_free(&b);
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    }
+    if (!b.n) hbmi_buf_free(&b);
+    t->torch_keys_ = b.n ? b.p : NULL;
+    t->torch_keys_n_ = b.n;
+    return HBM_OK;
+}
+
 /* A snapshot's "allocator_settings" as config items of the torch policy. */
 static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
     const hbmi_pv *st = hbmi_pv_get(root, "allocator_settings");
@@ -494,7 +576,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
         snprintf(t->device, sizeof t->device, "cuda:%d", dv);
         t->device_index = dv;
         torch_settings(root, t->torch_settings, sizeof t->torch_settings);
-        if ((s = one_device(t, &d, segs, 0))) {
+        if ((s = keep_root_keys(root, t)) || (s = one_device(t, &d, segs, 0))) {
             hbm_trace_free(t);
             break;
         }

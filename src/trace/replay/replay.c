@@ -139,6 +139,9 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
         return s;
     }
     snprintf(r->allocator, sizeof r->allocator, "%s", hbm_allocator_name(a));
+    /* a snapshot of cuda:N: PyTorch's words for an OOM say "GPU N" */
+    if (!strncmp(t->device, "cuda:", 5) && t->device[5] >= '0' && t->device[5] <= '9')
+        hbmi_allocator_set_ordinal(a, (int)strtol(t->device + 5, NULL, 10));
     uint32_t ntags = hbm_trace_tag_count(t);
     uint32_t *tagid = hbmi_calloc((size_t)ntags + 1, sizeof *tagid);
     const hbm_tag **tagp = hbmi_calloc((size_t)ntags + 1, sizeof *tagp);
