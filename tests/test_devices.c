@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "hbm/hbm.h"
 #include "hbm/plan.h"
 #include "test.h"
 
@@ -52,9 +53,34 @@ static void test_fraction_checked(void) {
     CHECK_STR(hbm_fraction_text(1.0, fs, sizeof fs), "1");
 }
 
+/* The OOM report of hbm's BFC under JAX's default: the fraction it names holds the need under
+ * XLA's rule; past .99 it names the platform allocator instead of a fraction that fails. */
+static void test_oom_fraction_checked(void) {
+    hbm_device *d;
+    hbm_allocator *a;
+    uint64_t p[3];
+    hbm_oom_diagnosis g;
+    CHECK_OK(hbm_device_open("sim:80GiB", &d));
+    CHECK_OK(hbm_allocator_open(d, "allocator=bfc", &a));
+    CHECK_OK(hbm_alloc(a, 40ULL << 30, NULL, &p[0]));
+    CHECK_OK(hbm_alloc(a, 15ULL << 30, NULL, &p[1]));
+    CHECK_STATUS(hbm_alloc(a, 8ULL << 30, NULL, &p[2]), HBM_ERR_OOM);
+    CHECK_OK(hbm_oom_diagnose(a, &g));
+    CHECK_STR(g.env, "XLA_PYTHON_CLIENT_MEM_FRACTION=.79"); /* 63 GiB: .79 x 80 GiB = 63.2 GiB */
+    CHECK(hbm_xla_gpu_limit(80ULL << 30, 0.79) >= 63ULL << 30 && hbm_xla_gpu_limit(80ULL << 30, 0.78) < 63ULL << 30);
+    /* 79.5 GiB of 80: .99 gives 79.2 GiB, the device has the room */
+    CHECK_STATUS(hbm_alloc(a, (49ULL << 29), NULL, &p[2]), HBM_ERR_OOM);
+    CHECK_OK(hbm_oom_diagnose(a, &g));
+    CHECK_STR(g.env, "XLA_PYTHON_CLIENT_ALLOCATOR=platform");
+    CHECK_STR(g.config, "allocator=platform");
+    hbm_allocator_close(a);
+    hbm_device_close(d);
+}
+
 int main(void) {
     RUN(test_driver_totals);
     RUN(test_xla_rule_h200);
     RUN(test_fraction_checked);
+    RUN(test_oom_fraction_checked);
     return test_done();
 }
