@@ -1,6 +1,8 @@
 /* test_devices.c - GPUs as the driver reports them, and the memory XLA's GPU client lets its
  * BFC allocator use under a fraction (xla/pjrt/gpu/gpu_helpers.cc: total x fraction as a
  * size_t, rounded up to 2 MiB), with the fraction advice checked against that rule. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -73,6 +75,15 @@ static void test_oom_fraction_checked(void) {
     CHECK_OK(hbm_oom_diagnose(a, &g));
     CHECK_STR(g.env, "XLA_PYTHON_CLIENT_ALLOCATOR=platform");
     CHECK_STR(g.config, "allocator=platform");
+    char *r = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&r, &n);
+    CHECK(m && hbm_oom_report_write(a, m) == HBM_OK);
+    if (m) fclose(m);
+    CHECK_CONTAINS(r, "  Try: XLA_PYTHON_CLIENT_ALLOCATOR=platform\n"
+                      "  (no fraction fits: XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives 79.20GiB under XLA's rule, "
+                      "short by 306.00MiB)\n"); /* 81,408 - 81,102 MiB */
+    free(r);
     hbm_allocator_close(a);
     hbm_device_close(d);
 }
