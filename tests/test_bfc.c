@@ -1,5 +1,6 @@
 /* test_bfc.c - the bfc allocator: preallocation, growth, back-off, release on OOM,
  * splitting, coalescing, stats, bad frees, walk, rounding. */
+#include "hbm/plan.h"
 #include "test.h"
 
 #define MiB (1ull << 20)
@@ -78,7 +79,8 @@ static void test_preallocate_backs_off(void) {
     CHECK_OK(hbm_device_open("sim:1GiB,free=600MiB", &d));
     CHECK_OK(hbm_allocator_open(d, "allocator=bfc,fraction=0.9", &a));
     hbm_stats s = stats(a);
-    uint64_t want = (uint64_t)(0.9 * (double)GiB) / 512 * 512; /* limit rounded to the quantum */
+    /* XLA's limit (0.9 GiB rounded up to 2 MiB, gpu_helpers.cc), rounded to the quantum */
+    uint64_t want = hbm_xla_gpu_limit(GiB, 0.9) / 512 * 512;
     int tries = 1;
     while (want > 600 * MiB) { /* the same back-off as the allocator: x0.9, up to 512 */
         want = ((uint64_t)((double)want * 0.9) + 511) / 512 * 512;

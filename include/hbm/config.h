@@ -133,7 +133,10 @@ HBM_API hbm_status hbm_config_apply_torch(hbm_config *c, const char *text, const
 /* NULL: from the environment; else defaults + text. */
 HBM_API hbm_status hbm_config_resolve(const char *text, hbm_config *out);
 
-/* The byte limit this configuration gives on a device with total and free memory. */
+/* The byte limit this configuration gives on a device with total and free memory: limit=
+ * when set (at most total); allocator=bfc under policy=jax with a fraction below 1, XLA's
+ * (total x fraction rounded up to 2 MiB, hbm_xla_gpu_limit); else total (jax_legacy: free)
+ * x fraction. */
 HBM_API uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now);
 
 HBM_API const char *hbm_allocator_kind_str(hbm_allocator_kind k);

@@ -224,6 +224,21 @@ HBM_API const hbm_device_model *hbm_device_model_find(const char *name);
  * "capacity_bytes", "default_fraction", "aliases"}. */
 HBM_API hbm_status hbm_device_models_write(FILE *f, int json, size_t width);
 
+/* The bytes XLA's GPU client lets its BFC allocator use on a device whose driver reports
+ * total bytes, under memory fraction (XLA_PYTHON_CLIENT_MEM_FRACTION): CreateBFCAllocator
+ * (xla/pjrt/gpu/gpu_helpers.cc) takes total x fraction as a size_t and rounds it up to 2 MiB
+ * (RoundGpuMemoryLimit); that is BFC's bytes_limit and, preallocating, its pool. Capped at
+ * total (what the device has); fraction >= 1 or <= 0: total. docs/gpu.md has the source and
+ * what it leaves unexplained of the H200 measurement. */
+HBM_API uint64_t hbm_xla_gpu_limit(uint64_t total, double fraction);
+/* The smallest XLA_PYTHON_CLIENT_MEM_FRACTION, in hundredths up to HBM_XLA_MAX_FRACTION (a
+ * preallocated pool of the whole device leaves the CUDA context no room), whose
+ * hbm_xla_gpu_limit holds need bytes; 0 when none does. */
+#define HBM_XLA_MAX_FRACTION 0.99
+HBM_API double hbm_xla_gpu_fraction_for(uint64_t need, uint64_t total);
+/* A fraction as the environment variable takes it: ".84", ".05"; "1" from 1 up. */
+HBM_API const char *hbm_fraction_text(double fraction, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

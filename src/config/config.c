@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "hbm/plan.h"
 #include "hbm/config.h"
 #include "hbm/size.h"
 
@@ -604,6 +605,10 @@ int hbm_config_write_notes(FILE *f, hbm_getenv_fn fn, void *user) {
 
 uint64_t hbm_config_bytes_limit(const hbm_config *c, uint64_t total, uint64_t free_now) {
     if (c->limit) return c->limit < total ? c->limit : total;
+    /* XLA's BFC under JAX's policy: total x fraction rounded up to 2 MiB (hbm_xla_gpu_limit,
+     * xla/pjrt/gpu/gpu_helpers.cc); cuda_async and the others take total x fraction as it is */
+    if (c->allocator == HBM_ALLOCATOR_BFC && c->policy == HBM_POLICY_JAX && c->fraction > 0 && c->fraction < 1)
+        return hbm_xla_gpu_limit(total, c->fraction);
     uint64_t base = c->policy == HBM_POLICY_JAX_LEGACY ? free_now : total;
     double b = (double)base * c->fraction; /* a JAX fraction may exceed 1 */
     return b >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)b;

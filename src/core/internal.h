@@ -214,6 +214,11 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
  * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"
  * and "op NAME" (NULL: no such line) at indent, each cut in the middle to width columns. */
 void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what);
+/* XLA_PYTHON_CLIENT_MEM_FRACTION advice for need bytes on a device of total bytes, checked
+ * under XLA's rule (src/device/models.c): as one setting string (1: a fraction fits, 0: none
+ * does and the string says by how much), or as lines of plan's verdict. */
+int hbmi_fraction_setting(char *buf, size_t n, uint64_t need, uint64_t total);
+void hbmi_fraction_advice(FILE *f, uint64_t need, uint64_t total, const char *indent);
 void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op);
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
@@ -240,6 +245,12 @@ hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t c
  * whatever the locale. hbmi_emit_fitted writes what fn(ctx, .) writes to f so, all of it
  * once fn has returned HBM_OK (nothing otherwise); fn's status, or HBM_ERR_NOMEM. */
 void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width);
+/* Advice is never cut: a line that starts with HBMI_WHOLE is written whole (the mark
+ * dropped) whatever the width. hbmi_mark_whole(f) starts such a line, and writes the mark
+ * only while hbmi_emit_fitted runs its writer, so text written straight to a file never
+ * holds it. */
+#define HBMI_WHOLE '\x01'
+void hbmi_mark_whole(FILE *f);
 hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t width);
 
 #endif

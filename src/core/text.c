@@ -48,13 +48,19 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
     return out;
 }
 
+/* set while hbmi_emit_fitted runs its writer: only then is a whole line marked */
+static _Thread_local int fitting;
+
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
     char *mem = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&mem, &n);
     if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    int was = fitting;
+    fitting = 0; /* text for a buffer: no marks */
     hbm_status s = fn(ctx, f);
+    fitting = was;
     if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     if (!s) {
         if (cap) {
@@ -90,13 +96,19 @@ static size_t columns(const char *s, size_t k) {
     return c;
 }
 
+void hbmi_mark_whole(FILE *f) {
+    if (fitting) fputc(HBMI_WHOLE, f);
+}
+
 void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
     size_t at = 0;
     while (at < len) {
         const char *line = text + at, *nl = memchr(line, '\n', len - at);
         size_t n = nl ? (size_t)(nl - line) : len - at;
         at += n + (nl ? 1 : 0);
-        if (!width || columns(line, n) <= width) {
+        int whole = n && line[0] == HBMI_WHOLE; /* advice: never cut */
+        if (whole) line++, n--;
+        if (whole || !width || columns(line, n) <= width) {
             fwrite(line, 1, n, f);
         } else {
             /* keep a third of the room at the start, the rest at the end */
@@ -116,7 +128,10 @@ hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t wi
     size_t n = 0;
     FILE *m = open_memstream(&mem, &n);
     if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    int was = fitting;
+    fitting = 1;
     hbm_status s = fn(ctx, m);
+    fitting = was;
     if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     if (!s) hbmi_write_fitted(f, mem, n, width);
     free(mem);

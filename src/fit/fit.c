@@ -454,12 +454,10 @@ static hbm_status list_changes(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_e
 static void settings(hbm_fit_result *r, const hbm_fit_options *o) {
     uint64_t need = r->sum.peak_before;
     if (!o->capacity || !(o->fraction > 0 && o->fraction < 1)) return;
-    uint64_t limit = (uint64_t)((double)o->capacity * o->fraction);
+    uint64_t limit = hbm_xla_gpu_limit(o->capacity, o->fraction);
     if (need <= limit || need > o->capacity) return;
-    double want = ceil((double)need / (double)o->capacity * 100.0) / 100.0;
-    int pct = (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100);
-    snprintf(r->setting, sizeof r->setting,
-             "XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform)", pct);
+    /* checked under XLA's rule: a fraction whose limit holds the need, or none and by how much */
+    hbmi_fraction_setting(r->setting, sizeof r->setting, need, o->capacity);
     hbm_fit_change c;
     memset(&c, 0, sizeof c);
     c.kind = HBM_FIT_SETTING;
@@ -527,10 +525,10 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     r->sum.temp_bytes = st.temp_size_in_bytes;
     r->sum.setting = "";
     r->sum.chosen = o.remat;
-    uint64_t target = o.target_bytes;
-    if (!target && o.capacity)
-        target = o.fraction > 0 && o.fraction < 1 ? (uint64_t)((double)o.capacity * o.fraction) : o.capacity;
-    if (!target) target = st.peak_bytes;
+    /* a capacity of one byte is a target of one byte (or none under a fraction): not "no target" */
+    uint64_t target = o.target_bytes ? o.target_bytes
+                      : o.capacity   ? hbm_xla_gpu_limit(o.capacity, o.fraction)
+                                     : st.peak_bytes;
     r->sum.target_bytes = target;
     settings(r, &o);
     r->sum.setting = r->setting;

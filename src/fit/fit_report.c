@@ -59,8 +59,11 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;
     }
     fprintf(f, ", %s to take off the peak\n", hbm_size_human(s->peak_before - s->target_bytes, a));
-    if (s->setting && s->setting[0])
-        fprintf(f, "  The device has the room; the framework's limit is what is exceeded:\n    %s\n", s->setting);
+    if (s->setting && s->setting[0]) { /* the setting is advice: never cut */
+        fprintf(f, "  The device has the room; the framework's limit is what is exceeded:\n");
+        hbmi_mark_whole(f);
+        fprintf(f, "    %s\n", s->setting);
+    }
     fprintf(f, "\nVerified by planning the changed module (%u candidate%s, %u plans, %.2f s):\n", r->n_candidates,
             r->n_candidates == 1 ? "" : "s", r->n_plans, r->seconds);
     set_line(f, "hbm", &s->hbm, s->target_bytes);

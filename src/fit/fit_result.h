@@ -13,7 +13,7 @@ struct hbm_fit_result {
     hbmi_fit_edit *ed;         /* the edit of each */
     size_t n_ch, cap_ch, cap_ed;
     hbmi_arena strings;
-    char setting[160];
+    char setting[320]; /* the checked fraction advice, or why none fits */
     char *text;                /* the chosen module, as planned */
     size_t text_len;
     uint64_t final_peak;

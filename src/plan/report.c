@@ -81,7 +81,7 @@ static int cmp_live(const void *x, const void *y) {
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
 hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit) {
-    uint64_t use = fraction > 0 && fraction < 1 ? (uint64_t)((double)capacity * fraction) : capacity;
+    uint64_t use = hbm_xla_gpu_limit(capacity, fraction); /* XLA's BFC limit under the fraction */
     if (limit) *limit = use;
     if (!p || !capacity) return HBM_VERDICT_NONE;
     uint64_t need = p->stats.peak_bytes;
@@ -217,15 +217,12 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
             fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
                     hbm_size_human(capacity, b), hbm_size_human(need - capacity, c));
         } else if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY) {
-            double want = ceil((double)need / (double)capacity * 100.0) / 100.0;
-            if (want > 1.0) want = 1.0;
             fprintf(f,
                     "  FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S %sLIMIT: needs %s,\n"
-                    "    the framework lets XLA use %.*f %% = %s%s.\n"
-                    "  Set XLA_PYTHON_CLIENT_MEM_FRACTION=.%02d (or XLA_PYTHON_CLIENT_ALLOCATOR=platform).\n",
+                    "    the framework lets XLA use %.*f %% = %s%s.\n",
                     jax_default ? "DEFAULT " : "", hbm_size_human(need, a), fraction * 100.0 < 10.0 ? 1 : 0,
-                    fraction * 100.0, hbm_size_human(limit, b), jax_default ? " (JAX preallocates 75 %)" : "",
-                    (int)lround(want * 100) >= 100 ? 99 : (int)lround(want * 100));
+                    fraction * 100.0, hbm_size_human(limit, b), jax_default ? " (JAX preallocates 75 %)" : "");
+            hbmi_fraction_advice(f, need, capacity, "  ");
             if (!jax_default) /* seen on an H200 with JAX 0.11: it compiles another module, which fits */
                 fprintf(f, "  Compiling for this limit, XLA tries to recompute values to fit under it, at a\n"
                            "    cost in time ('hbm fit' shows which; docs/fit.md compares with XLA's choice).\n");

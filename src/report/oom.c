@@ -8,6 +8,7 @@
 
 #include "alloc/alloc_internal.h"
 #include "alloc/torch_caching.h"
+#include "hbm/plan.h"
 #include "hbm/size.h"
 #include "report/oom_internal.h"
 
@@ -34,10 +35,22 @@ static void print_tag(FILE *f, const live_buf *l) {
 }
 
 /* ".85" as JAX users write it; "1.0" for the whole device. */
-static void fraction_str(double f, char *buf, size_t n) {
-    int pct = (int)ceil(f * 100.0 - 1e-9);
-    if (pct >= 100) snprintf(buf, n, "1.0");
-    else snprintf(buf, n, ".%02d", pct < 1 ? 1 : pct);
+/* The smallest fraction in hundredths whose limit holds need bytes of total, checked under
+ * the rule the framework applies: PyTorch's set_per_process_memory_fraction allows total x f;
+ * XLA's BFC total x f rounded up to 2 MiB, up to .99 (hbm_xla_gpu_fraction_for). 0: none. */
+static int fraction_str(uint64_t need, uint64_t total, int torch, char *buf, size_t n) {
+    if (!torch) {
+        double fr = hbm_xla_gpu_fraction_for(need, total);
+        if (fr > 0) hbm_fraction_text(fr, buf, n);
+        return fr > 0;
+    }
+    for (int k = 1; k <= 100; k++)
+        if ((uint64_t)((double)total * (k / 100.0)) >= need) {
+            if (k == 100) snprintf(buf, n, "1.0");
+            else snprintf(buf, n, ".%02d", k);
+            return 1;
+        }
+    return 0;
 }
 
 const char *hbm_oom_cause_str(hbm_oom_cause c) {
@@ -101,10 +114,14 @@ static void diagnose_record(const hbm_allocator *a, const hbmi_oom_record *r, hb
             snprintf(d->env, sizeof d->env, "HBM_LIMIT=%" PRIu64, x.need);
             snprintf(d->config, sizeof d->config, "limit=%" PRIu64, x.need);
         } else {
-            fraction_str((double)x.need / (double)r->dev_total, fs, sizeof fs);
-            if (torch) snprintf(d->env, sizeof d->env, "torch.cuda.set_per_process_memory_fraction(%s)", fs);
-            else snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fs);
-            snprintf(d->config, sizeof d->config, "fraction=%s", fs);
+            if (!fraction_str(x.need, r->dev_total, torch, fs, sizeof fs)) { /* no fraction holds it */
+                snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_ALLOCATOR=platform");
+                snprintf(d->config, sizeof d->config, "allocator=platform");
+            } else {
+                if (torch) snprintf(d->env, sizeof d->env, "torch.cuda.set_per_process_memory_fraction(%s)", fs);
+                else snprintf(d->env, sizeof d->env, "XLA_PYTHON_CLIENT_MEM_FRACTION=%s", fs);
+                snprintf(d->config, sizeof d->config, "fraction=%s", fs);
+            }
         }
     } else if (x.headroom >= x.R && r->dev_free < x.R) {
         d->cause = HBM_OOM_CAUSE_DEVICE_SHARED;
@@ -195,6 +212,11 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
                     hbm_size_xla((int64_t)x.limit, b1), hbm_size_xla((int64_t)r->dev_total, b2));
         advice_at(f, advice);
         fprintf(f, "  Try: %s\n", d.env);
+        if (!torch && !cfg->limit && !strcmp(d.config, "allocator=platform")) { /* no fraction holds it */
+            uint64_t top = hbm_xla_gpu_limit(r->dev_total, HBM_XLA_MAX_FRACTION);
+            fprintf(f, "  (no fraction fits: XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives %s under XLA's rule, short by %s)\n",
+                    hbm_size_xla((int64_t)top, b1), hbm_size_xla((int64_t)(x.need > top ? x.need - top : 0), b2));
+        }
         if (!cfg->limit && (double)x.need / (double)r->dev_total > 0.95)
             fprintf(f, "  (that leaves under 5%% of the device for the CUDA context and other libraries: tight)\n");
         break;

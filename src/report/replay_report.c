@@ -71,18 +71,19 @@ static void check_advice(rows_ctx *c, const hbm_replay_config *cfg, hbm_replay_r
     if (!with) return;
     *with = *cfg; /* and the advised item after its own (its text is not shown) */
     int n = 0;
-    if (!r->first_oom_report || strlen(cfg->text) + 1 + strlen(item) >= 400 || hbm_config_apply(&with->cfg, item)) {
+    if (!r->first_oom_report) {
         hbmi_free(with);
-        return; /* the advice is left as it was */
+        return;
     }
     hbm_replay_result v;
+    memset(&v, 0, sizeof v);
     hbmi_replay_hooks stop = {.stop_at_first_oom = 1}; /* where it fails first is all the verdict needs */
-    if (hbmi_replay_one(c->plan, c->device, with, &stop, &v)) {
-        hbm_replay_result_release(&v);
-        hbmi_free(with);
-        return; /* could not run: the advice is left as it was */
-    }
-    if (v.first_oom_event < 0) {
+    if (strlen(cfg->text) + 1 + strlen(item) >= 400 || hbm_config_apply(&with->cfg, item) ||
+        hbmi_replay_one(c->plan, c->device, with, &stop, &v)) {
+        /* only advice that completes its replay is printed: this one could not be tried */
+        snprintf(verdict, sizeof verdict, "  No setting advised: %s could not be tried on this replay (%s).\n", env,
+                 hbm_last_error());
+    } else if (v.first_oom_event < 0) {
         snprintf(verdict, sizeof verdict, "  Try: %s (checked: the replay with %s runs to its end, peak reserved %s)\n",
                  env, item, hbm_size_xla((int64_t)v.peak_reserved, a));
     } else {
