@@ -193,7 +193,7 @@ static void stat_line(FILE *f, const char *what, hbmi_stat s, int kind) {
 }
 
 #define NAME_W 26
-#define SITE_W 22
+#define SITE_W 24
 
 /* The folder every rank's name starts with ("dir/"), shown once above the table; 0 when none. */
 static size_t common_dir(const hbm_fleet *fl) {
