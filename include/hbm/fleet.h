@@ -68,6 +68,20 @@ HBM_API hbm_status hbm_fleet_summary_format(const char *input, char *buf, size_t
 /* Whether the first bytes of a file are a summary document. */
 HBM_API int hbm_fleet_is_summary(const void *head, size_t n);
 
+/* --- the modules of an XLA dump folder (hbm plan DUMPDIR) ----------------------------------
+ * Every HLO module of the folder (XLA's --xla_dump_to: its *after_optimizations.txt when it
+ * has them, else every file of HLO text) planned on jobs threads: each module's need (what
+ * hbm plan FILE says the executable needs), with a target its verdict, and the largest. */
+struct hbm_plan_target;
+typedef struct hbm_plan_dir hbm_plan_dir;
+/* target: NULL or capacity 0 for no verdict. HBM_ERR_INVALID naming dir when it holds no module. */
+HBM_API hbm_status hbm_plan_dir_run(const char *dir, int jobs, const struct hbm_plan_target *target, hbm_plan_dir **out);
+/* Text (the largest top modules, the rest summarised; 100 columns) or JSON (every module). */
+HBM_API hbm_status hbm_plan_dir_write(const hbm_plan_dir *d, int json, size_t top, FILE *f);
+/* Modules, those that could not be planned, those that do not fit the target. */
+HBM_API void hbm_plan_dir_counts(const hbm_plan_dir *d, size_t *modules, size_t *failed, size_t *not_fitting);
+HBM_API void hbm_plan_dir_free(hbm_plan_dir *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,8 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,10 +95,10 @@ typedef struct pool {
     size_t n;
     input_result *res;
     char **errors;
-    atomic_size_t next;
 } pool;
 
-static void one(pool *p, size_t i) {
+static void one(void *ctx, size_t i) {
+    pool *p = ctx;
     hbm_status s = p->docs ? hbmi_summary_read(p->docs[i], p->lens[i], p->paths[i], &p->res[i].r, &p->res[i].n)
                            : read_input(p->o, p->paths[i], i, &p->res[i]);
     if (s) {
@@ -112,28 +110,6 @@ static void one(pool *p, size_t i) {
         p->errors[i] = hbmi_strdup(msg && *msg ? msg : hbm_status_str(s));
         if (!p->errors[i]) p->errors[i] = (char *)""; /* out of memory for the message itself */
     }
-}
-
-static void *worker(void *arg) {
-    pool *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) one(p, i);
-    return NULL;
-}
-
-static int cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
-}
-
-static void run_pool(pool *p, int jobs) {
-    pthread_t *th = jobs > 1 ? hbmi_calloc((size_t)jobs, sizeof *th) : NULL;
-    int started = 0;
-    for (int k = 1; th && k < jobs; k++) /* the caller is the first worker */
-        if (!pthread_create(&th[k], NULL, worker, p)) started = k;
-        else break;
-    worker(p);
-    for (int k = 1; k <= started; k++) pthread_join(th[k], NULL);
-    hbmi_free(th);
 }
 
 /* --- inputs: files and folders -------------------------------------------------------- */
@@ -366,11 +342,7 @@ static hbm_status fleet_make(const char *const *paths, const char *const *docs, 
     else hbm_fleet_options_default(&f->o);
     p.o = &f->o;
     f->inputs = n;
-    int jobs = f->o.jobs > 0 ? f->o.jobs : cores();
-    if ((size_t)jobs > n) jobs = (int)n;
-    f->jobs = jobs;
-    atomic_init(&p.next, 0);
-    run_pool(&p, jobs);
+    f->jobs = hbmi_parallel_for(n, f->o.jobs, one, &p);
     hbm_status s = gather(f, &p);
     for (size_t i = 0; i < n; i++) {
         for (size_t d = 0; p.res[i].r && d < p.res[i].n; d++) hbmi_rank_free(&p.res[i].r[d]);
