@@ -25,7 +25,7 @@ assert d["largest"] == max(d["modules"], key=lambda m: m["need_bytes"])["file"]
 PY
 "$HBM" plan "$T/d" --device v100-16gb >"$T/v.txt"; rc=$?
 [ $rc -eq 1 ] || fail "svd_oom does not fit a V100-16GB: exit $rc"
-grep -q "1 of 2 do not fit" "$T/v.txt" || fail "verdict: $(cat "$T/v.txt")"
+grep -q "1 of 2 modules do not fit V100-16GB" "$T/v.txt" || fail "verdict: $(cat "$T/v.txt")"
 printf 'HloModule broken\n\nENTRY e {\n  p = f32[4 parameter(0)\n}\n' >"$T/d/module_0003.jit_bad.after_optimizations.txt"
 "$HBM" plan "$T/d" >"$T/b.txt" 2>"$T/b.err"; rc=$?
 [ $rc -eq 2 ] || fail "a broken module: exit $rc"

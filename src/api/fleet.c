@@ -159,7 +159,7 @@ static hbm_status expand_dir(const char *dir, names *out) {
     }
     for (size_t i = 0; i < l.n; i++) hbmi_free(l.v[i]);
     hbmi_free(l.v);
-    if (!s && !out->n) s = hbmi_error(HBM_ERR_INVALID, "%s: the folder holds no files", dir);
+    if (!s && !out->n) s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without files to read", dir);
     return s;
 }
 

@@ -88,7 +88,9 @@ static hbm_status list(hbm_plan_dir *d) {
         if (!m->path || !m->file) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     }
     closedir(dp);
-    if (!s && !d->n) s = hbmi_error(HBM_ERR_INVALID, "%s: no HLO module in the folder (no file of HLO text)", d->dir);
+    if (!s && !d->n)
+        s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without an HLO module (no file of HLO text) or a profile "
+                                        "(no *.xplane.pb)", d->dir);
     if (!s) hbmi_qsort(d->m, d->n, sizeof *d->m, by_file);
     return s;
 }
@@ -222,7 +224,7 @@ hbm_status hbm_plan_dir_write(const hbm_plan_dir *d, int json, size_t top, FILE 
             hbmi_fit(name, sizeof name, L->file, 70, 1);
             fprintf(f, "largest: %s needs %s (module %s)\n", name, hbm_size_xla((int64_t)L->st.peak_bytes, a), L->name);
             if (d->has_target)
-                fprintf(f, "%zu of %zu do not fit %s\n", d->not_fitting, ok,
+                fprintf(f, "%zu of %zu modules do not fit %s\n", d->not_fitting, ok,
                         d->target.device_name[0] ? d->target.device_name : "the target");
             fprintf(f, "\n  %10s %10s %10s %10s %s %s\n", "need", "arguments", "outputs", "temp", d->has_target ? "fits" : "",
                     "file");
