@@ -82,8 +82,8 @@ static int view_fleet(char **in, int n, const char *html, int json, const hbm_vi
         if (s) rc = cli_fail("view", s);
     }
     if (!rc && hbm_fleet_failed(fl)) {
-        fprintf(stderr, "hbm view: %zu of %zu inputs could not be read (named above)\n", hbm_fleet_failed(fl),
-                hbm_fleet_ranks(fl));
+        fprintf(stderr, "hbm view: %zu of %zu inputs could not be read (named %s)\n", hbm_fleet_failed(fl),
+                hbm_fleet_ranks(fl), html ? "in the page" : json ? "in the JSON" : "above");
         rc = 2;
     }
     hbm_fleet_free(fl);
