@@ -75,6 +75,28 @@ static void test_threads_equal_one(void) {
     free(one);
 }
 
+/* each rank's own page written by the thread that holds its file */
+static void test_pages(void) {
+    const char *in[RANKS];
+    for (int i = 0; i < RANKS; i++) in[i] = paths[i];
+    char pages[128], page[200];
+    snprintf(pages, sizeof pages, "%s/pages", dir);
+    hbm_fleet_options o;
+    hbm_fleet_options_default(&o);
+    o.jobs = 4;
+    o.pages = pages;
+    hbm_fleet *f;
+    CHECK_OK(hbm_fleet_run(in, RANKS, &o, &f));
+    CHECK_EQ_U64(hbm_fleet_failed(f), 0);
+    for (int i = 0; i < RANKS; i++) {
+        snprintf(page, sizeof page, "%s/rank-%d-0.html", pages, i);
+        CHECK(access(page, R_OK) == 0);
+        unlink(page);
+    }
+    rmdir(pages);
+    hbm_fleet_free(f);
+}
+
 static void test_summaries_in_memory(void) {
     const char *in[RANKS];
     char *docs[RANKS];
@@ -121,6 +143,7 @@ int main(void) {
     if (f) fputs("HBMTRACE but torn", f), fclose(f);
     RUN(test_threads_equal_one);
     RUN(test_summaries_in_memory);
+    RUN(test_pages);
     for (int r = 0; r <= RANKS; r++) unlink(paths[r]);
     rmdir(dir);
     return test_done();
