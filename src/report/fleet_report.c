@@ -167,8 +167,10 @@ static void fleet_json(const hbm_fleet *fl, FILE *f, unsigned how) {
 
 /* --- text ----------------------------------------------------------------------------- */
 
+/* "+12.3%"; from +1000% on, the ratio to the median ("698x"), which fits the column */
 static const char *pct(double x, char *buf, size_t cap) {
-    snprintf(buf, cap, "%+.1f%%", 100.0 * x);
+    if (x >= 10) snprintf(buf, cap, "%.0fx", x + 1);
+    else snprintf(buf, cap, "%+.1f%%", 100.0 * x);
     return buf;
 }
 
@@ -270,7 +272,7 @@ static void text_ranks(const hbm_fleet *fl, FILE *f) {
         fprintf(f, "   ... %zu more rank%s, in use %s - %s", rest, rest == 1 ? "" : "s", hbm_size_xla((int64_t)lo, a),
                 hbm_size_xla((int64_t)hi, b));
         if (out_rest) fprintf(f, " (%zu of them outliers: --top shows more)\n", out_rest);
-        else fprintf(f, " (within %.1f%% of the median)\n", 100 * fl->o.margin);
+        else fprintf(f, " (none more than %.1f%% over the median)\n", 100 * fl->o.margin);
     }
     fputs("   (W the worst rank, M the median rank, ! an outlier; vs med: peak in use over the median)\n", f);
     hbmi_free(listed);
