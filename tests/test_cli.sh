@@ -118,7 +118,7 @@ only plan-baddev 2 "hbm plan: --device: device 'nope' is not known; 'hbm devices
 # flags take no value; positional arguments
 only flag-value 2 "hbm config: --json takes no value (got '--json=1')" -- "$hbm" config --json=1
 only extra-arg 2 "hbm config: unexpected argument 'foo': hbm config takes none" -- "$hbm" config foo
-only two-files 2 "hbm view: unexpected argument 'b': hbm view takes FILE" -- "$hbm" view a b
+only two-files 2 "hbm plan: unexpected argument 'b': hbm plan takes FILE|DUMPDIR" -- "$hbm" plan a b
 only missing-b 2 "hbm diff: missing B" -- "$hbm" diff "$hlo"
 only missing-ab 2 "hbm diff: missing A and B" -- "$hbm" diff
 only missing-trace 2 "hbm replay: missing TRACE" -- "$hbm" replay --json

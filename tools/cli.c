@@ -261,6 +261,12 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *out) {
             out->first = i;
             break;
         }
+        if (c->many && out->nall < c->max_args) { /* (written at or before i: argv[i] is read already) */
+            argv[1 + out->nall++] = (char *)a;
+            out->all = argv + 1;
+            if (out->n < (int)CLI_N(out->pos)) out->pos[out->n++] = a;
+            continue;
+        }
         if (out->n >= c->max_args || out->n >= (int)CLI_N(out->pos)) {
             if (!c->max_args) return cli_usage_error(c->name, "unexpected argument '%s': hbm %s takes none", a, c->name);
             return cli_usage_error(c->name, "unexpected argument '%s': hbm %s takes %s", a, c->name, c->args);

@@ -52,6 +52,7 @@ typedef struct cli_command {
     const char *args;  /* positional arguments as --help shows them: "TRACE", "A B" ("[X]": optional) */
     int max_args;      /* at most this many positional arguments */
     int rest;          /* the first positional argument and all after it are left (hbm run's command) */
+    int many;          /* up to max_args positional arguments, all in cli_args.all (hbm view's inputs) */
     const char *usage; /* more usage lines (other forms), or NULL */
     const char *about; /* what the command does (paragraphs), printed before the options */
     const cli_opt *opts;
@@ -68,6 +69,8 @@ typedef struct cli_args {
     const char *pos[4];
     int n;
     int first; /* rest: the index in argv of the first positional argument (argc when none) */
+    char **all; /* many: every positional argument (nall), moved to the front of argv */
+    int nall;
 } cli_args;
 
 /* Parse argv[1..] against c's table (argv[0] is the command's name). "--name value",

@@ -1,15 +1,33 @@
 /* cmd_plan.c - hbm plan: predict XLA's device memory for an HLO module. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
+
+/* hbm plan DUMPDIR: every module of an XLA dump folder with its need, the largest named.
+ * Exit 1 when a target is given and a module does not fit it; 2 when a module could not
+ * be planned (the others still listed). */
+static int plan_dir(const char *dir, int jobs, const hbm_plan_target *t, int json, int top) {
+    hbm_plan_dir *d;
+    hbm_status s = hbm_plan_dir_run(dir, jobs, t, &d);
+    if (s) return cli_fail("plan", s);
+    s = hbm_plan_dir_write(d, json, (size_t)top, stdout);
+    if (!s && fflush(stdout)) s = HBM_ERR_IO;
+    size_t n, failed, not_fitting;
+    hbm_plan_dir_counts(d, &n, &failed, &not_fitting);
+    hbm_plan_dir_free(d);
+    if (s) return cli_fail("plan", s);
+    if (failed) fprintf(stderr, "hbm plan: %zu of %zu modules could not be planned (named above)\n", failed, n);
+    return failed ? 2 : not_fitting ? 1 : 0;
+}
 
 static hbm_status parse_backend(const char *value, void *backend) { return hbm_backend_parse(value, backend); }
 
 int cmd_plan(int argc, char **argv) {
     const char *device = NULL, *cap_text = NULL, *pack_text = NULL, *html = NULL, *module = NULL;
     double timeout = 0, fraction = 0; /* hbm pack's budgets, the device's limit unless told */
-    int top = 15, json = 0;
+    int top = 15, json = 0, jobs = 0;
     size_t width = CLI_WIDTH;
     uint64_t alignment = 0, capacity = 0;
     hbm_backend backend = HBM_BACKEND_AUTO;
@@ -47,6 +65,8 @@ int cmd_plan(int argc, char **argv) {
         {.name = "--pack", .kind = CLI_PARSE, .dest = &po.algo, .parse = cli_pack_algo, .raw = &pack_text, .arg = "ALGO",
          .help = "what-if: repack the temp heap with greedy, xla, best or exact\n"
                  "and compare with XLA's heap simulator (JSON: {\"plan\", \"pack\"})"},
+        {.name = "--jobs", .alias = "-j", .kind = CLI_INT, .dest = &jobs, .lo = 0, .hi = 4096, .arg = "N",
+         .help = "a dump folder: plan its modules on N threads (default 0: the cores)"},
         {.name = "--timeout", .kind = CLI_REAL, .dest = &timeout, .lo = 0, .hi = 1000000000, .arg = "S",
          .expect = "expected seconds > 0",
          .help = "wall-clock limit for --pack (time-dependent). Default as\n"
@@ -55,7 +75,7 @@ int cmd_plan(int argc, char **argv) {
     };
     const cli_command cmd = {
         .name = "plan",
-        .args = "FILE",
+        .args = "FILE|DUMPDIR",
         .max_args = 1,
         .about = "Read an HLO module as XLA prints it (jax.jit(f).lower(x).compile().as_text(),\n"
                  "--xla_dump_to=DIR *after_optimizations.txt, torch_xla dumps) or as XLA's protobuf\n"
@@ -66,7 +86,10 @@ int cmd_plan(int argc, char **argv) {
                  "(which computation: while body, command buffer), who owns it and whether it fits.\n"
                  "A module XLA has not scheduled (no is_scheduled=true) gives an estimate, said so.\n"
                  "A protobuf that carries XLA's own buffer assignment adds XLA's figures, said to be\n"
-                 "XLA's, and whether hbm's own plan reaches the same.",
+                 "XLA's, and whether hbm's own plan reaches the same.\n"
+                 "A dump folder (XLA's --xla_dump_to=DIR: its *after_optimizations.txt, else every file of\n"
+                 "HLO text): every module with its need, largest first, and the largest named, planned\n"
+                 "on --jobs threads (exit 2 when one could not be planned, 1 when one does not fit).",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = "Exit status: 0 it fits (or no device given), 1 it does not fit the device or only\n"
@@ -82,6 +105,13 @@ int cmd_plan(int argc, char **argv) {
     hbm_plan_target target;
     if ((rc = cli_plan_target("plan", device, cap_text, fraction, &target))) return rc;
     po.timeout_s = timeout;
+    struct stat st;
+    if (!stat(file, &st) && S_ISDIR(st.st_mode) && hbm_proto_path_kind(file) == HBM_PROTO_NONE) {
+        if (module || html || pack_text || backend != HBM_BACKEND_AUTO || alignment)
+            return cli_usage_error("plan", "--module, --html, --pack, --backend and --alignment are for one module, "
+                                           "not a dump folder");
+        return plan_dir(file, jobs, &target, json, top);
+    }
     if ((rc = cli_input("plan", file)) >= 0) return rc;
     hbm_hlo_module *m;
     if ((rc = cli_open_module("plan", file, module, json ? stderr : stdout, &m))) return rc;

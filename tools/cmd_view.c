@@ -1,5 +1,6 @@
 /* cmd_view.c - hbm view: where the memory of a trace went, in the terminal or a page. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -41,9 +42,72 @@ static int view_plan(const char *in, const char *module, const char *html, int j
     return rc;
 }
 
+/* Several inputs, a folder or a summary: the fleet view (docs/fleet.md). Exit 2 when an
+ * input could not be read (the table of the others still printed). */
+static int view_fleet(char **in, int n, const char *html, int json, const hbm_view_options *vo, int jobs, double margin,
+                      double tolerance) {
+    hbm_fleet_options o;
+    hbm_fleet_options_default(&o);
+    o.jobs = jobs;
+    o.margin = margin / 100;
+    o.group_tolerance = tolerance / 100;
+    if (vo->top) o.top = vo->top;
+    o.title = vo->title;
+    char pages[4200];
+    if (html && strcmp(html, "-")) { /* each rank's own page beside the fleet's */
+        snprintf(pages, sizeof pages, "%s.ranks", html);
+        o.pages = pages;
+    }
+    hbm_fleet *fl;
+    hbm_status s = hbm_fleet_run((const char *const *)in, (size_t)n, &o, &fl);
+    if (s) return cli_fail("view", s);
+    if (hbm_fleet_failed(fl) == hbm_fleet_ranks(fl)) { /* nothing read: the errors, no table */
+        hbm_fleet_write(fl, HBM_FLEET_TEXT, stderr);
+        hbm_fleet_free(fl);
+        fprintf(stderr, "hbm view: none of the inputs could be read\n");
+        return 2;
+    }
+    int rc = 0;
+    if (html) {
+        hbm_output out;
+        if (!(s = hbm_output_open(&out, html))) {
+            rc = cli_output_done("view", &out, hbm_fleet_write(fl, HBM_FLEET_HTML, out.f));
+            if (!rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (and each rank's page in %s/)\n", html, pages);
+        } else {
+            rc = cli_fail("view", s);
+        }
+    } else {
+        s = hbm_fleet_write(fl, json ? HBM_FLEET_JSON : HBM_FLEET_TEXT, stdout);
+        if (!s && fflush(stdout)) s = HBM_ERR_IO;
+        if (s) rc = cli_fail("view", s);
+    }
+    if (!rc && hbm_fleet_failed(fl)) {
+        fprintf(stderr, "hbm view: %zu of %zu inputs could not be read (named %s)\n", hbm_fleet_failed(fl),
+                hbm_fleet_ranks(fl), html ? "in the page" : json ? "in the JSON" : "above");
+        rc = 2;
+    }
+    hbm_fleet_free(fl);
+    return rc;
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+static int is_summary(const char *p) {
+    FILE *f = fopen(p, "rb");
+    if (!f) return 0;
+    char head[64];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return hbm_fleet_is_summary(head, n);
+}
+
 int cmd_view(int argc, char **argv) {
-    const char *html = NULL, *module = NULL;
-    int json = 0, device = -1, space = -1;
+    const char *html = NULL, *module = NULL, *summary = NULL;
+    int json = 0, device = -1, space = -1, jobs = 0;
+    double margin = 10, tolerance = 2;
     hbm_view_options o;
     hbm_view_options_default(&o);
     const cli_opt opts[] = {
@@ -67,14 +131,26 @@ int cmd_view(int argc, char **argv) {
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
          .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
                  "HTML: one page, a selector switches between them)"},
+        {.name = "--jobs", .alias = "-j", .kind = CLI_INT, .dest = &jobs, .lo = 0, .hi = 4096, .arg = "N",
+         .help = "several inputs: read on N threads (default 0: the cores)"},
+        {.name = "--margin", .kind = CLI_REAL, .dest = &margin, .lo = -1, .hi = 100000, .arg = "PCT",
+         .help = "several inputs: an outlier is more than PCT % over the median peak\n"
+                 "in use or reserved (default 10)"},
+        {.name = "--group-tolerance", .kind = CLI_REAL, .dest = &tolerance, .lo = -1, .hi = 100000, .arg = "PCT",
+         .help = "several inputs: ranks whose peaks in use lie within PCT % of their\n"
+                 "group's smallest are one group (default 2)"},
+        {.name = "--summary", .kind = CLI_STR, .dest = &summary, .arg = "OUT",
+         .help = "write FILE's summary (the fleet view's input, docs/fleet.md) to OUT\n"
+                 "('-': standard output) instead of a view"},
         {.name = "--memory-space", .kind = CLI_INT, .dest = &space, .lo = 0, .hi = 1 << 20, .arg = "N",
          .help = "HLO module: only memory space S(N) (0 device memory, 5 host);\n"
                  "default every space that holds an allocation"},
     };
     const cli_command cmd = {
         .name = "view",
-        .args = "FILE",
-        .max_args = 1,
+        .args = "FILE...",
+        .max_args = 1 << 20,
+        .many = 1,
         .about = "An HLO module (text, or XLA's protobuf: an XProf profile LOGDIR or *.xplane.pb,\n"
                  "*.hlo_proto.pb, *.hlo.pb, with XLA's own figures beside): XProf's Memory Viewer of\n"
                  "hbm plan's buffer assignment, offline: the\n"
@@ -89,19 +165,36 @@ int cmd_view(int argc, char **argv) {
                  "A snapshot shows each device that has data (the one with an OOM, else the largest\n"
                  "peak, first), and counts what was live before its history began (rebuilt from its\n"
                  "segments, as pytorch.org/memory_viz does). \"In use\" is the bytes the program asked\n"
-                 "for (PyTorch's allocated memory); \"reserved\" the allocator's segments.",
+                 "for (PyTorch's allocated memory); \"reserved\" the allocator's segments.\n"
+                 "Several inputs (files, folders, summaries; each device of a file a rank): the fleet\n"
+                 "view (docs/fleet.md): per rank its peaks, fragmentation at the peak, OOMs and what\n"
+                 "was largest at its peak; across ranks the median and spread, outliers, groups of\n"
+                 "ranks alike, and the worst rank against the median one (hbm diff).",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = CLI_EXITS_DONE,
         .examples = "Example:\n"
                     "  hbm view snapshot.pickle\n"
                     "  hbm view module.hlo --html m.html     # XProf's Memory Viewer of the plan\n"
-                    "  hbm view run.hbmt --html run.html && xdg-open run.html",
+                    "  hbm view run.hbmt --html run.html && xdg-open run.html\n"
+                    "  hbm view snapshots/rank*.pickle --jobs 8     # the fleet: one row per rank\n"
+                    "  hbm view snapshots/ --html fleet.html        # a bar per rank, each its own page",
     };
     cli_args args;
     int rc = cli_parse(&cmd, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
+    if (summary) {
+        if (args.nall != 1) return cli_usage_error("view", "--summary: one input at a time (got %d)", args.nall);
+        hbm_status s = hbm_fleet_summary_file(in, summary);
+        if (!s && strcmp(summary, "-")) fprintf(stderr, "hbm view: wrote %s\n", summary);
+        return s ? cli_fail("view", s) : 0;
+    }
+    if (args.nall > 1 || is_dir(in) || is_summary(in)) {
+        if (module || device >= 0 || space >= 0)
+            return cli_usage_error("view", "--module, --device-index and --memory-space are for one input");
+        return view_fleet(args.all, args.nall, html, json, &o, jobs, margin, tolerance);
+    }
     if ((rc = cli_input("view", in)) >= 0) return rc;
     if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
     if (hbm_hlo_file_is_text(in) || hbm_proto_path_kind(in) != HBM_PROTO_NONE)

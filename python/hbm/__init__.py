@@ -17,9 +17,10 @@ from ._errors import ConfigError, Error, LibraryNotFound, OutOfMemory, ParseErro
 from ._fit import Fit, fit
 from ._plan import Plan, plan
 from ._trace import Trace, diff, load
+from ._fleet import Fleet, fleet, summarize
 from . import jax, torch  # noqa: E402  (neither imports its framework until called)
 
-__all__ = ["plan", "Plan", "fit", "Fit", "load", "Trace", "diff", "Error", "ParseError", "ConfigError", "OutOfMemory",
+__all__ = ["plan", "Plan", "fit", "Fit", "load", "Trace", "diff", "fleet", "Fleet", "summarize", "Error", "ParseError", "ConfigError", "OutOfMemory",
            "LibraryNotFound", "library_path", "jax", "torch"]
 
 

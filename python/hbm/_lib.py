@@ -102,6 +102,13 @@ _OPTIONAL = {
     # hbm.replay's rows without the twin and the packing it does not return (issue 27)
     "hbm_replay_rows_format": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_char_p, c_size_t,
                                        P(c_size_t)]),
+    # the fleet view of many ranks (issue 39); hbm_fleet_options is a struct (python/hbm/_fleet.py)
+    "hbm_fleet_options_default": (None, [c_void_p]),
+    "hbm_fleet_run": (c_int, [P(c_char_p), c_size_t, c_void_p, P(c_void_p)]),
+    "hbm_fleet_from_summaries": (c_int, [P(c_char_p), P(c_size_t), P(c_char_p), c_size_t, c_void_p, P(c_void_p)]),
+    "hbm_fleet_free": (None, [c_void_p]),
+    "hbm_fleet_format": (c_int, [c_void_p, c_int, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_fleet_summary_format": (c_int, [c_char_p, c_char_p, c_size_t, P(c_size_t)]),
 }
 
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -150,9 +151,9 @@ hbm_status hbm_output_open(hbm_output *o, const char *path) {
         if (!o->f) return hbmi_error(HBM_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         return HBM_OK;
     }
-    static unsigned counter;
+    static atomic_uint counter; /* (threads write their files at once: the fleet's rank pages) */
     for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
         int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno == EEXIST) continue;
         if (fd < 0) {

@@ -133,6 +133,10 @@ static inline uint64_t hbmi_align_up(uint64_t x, uint64_t a) {
 static inline void hbmi_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
     if (n > 1) qsort(base, n, size, cmp);
 }
+/* fn(ctx, i) for i in [0, n) on jobs threads (0: the cores online, at most n), the caller
+ * one of them; each thread takes the next i until none is left. Returns the threads used. */
+int hbmi_parallel_for(size_t n, int jobs, void (*fn)(void *ctx, size_t i), void *ctx);
+int hbmi_cores(void); /* the cores online (1 to 1024) */
 /* Read a whole file into memory (NUL-terminated for text parsers; free with hbmi_free). */
 hbm_status hbmi_read_file(const char *path, char **data, size_t *len);
 /* Read path whole (as hbmi_read_file) and parse its bytes: parse(data, len, path, out), the

@@ -9,13 +9,7 @@
 #include "report/view_internal.h"
 #include "trace/trace_internal.h"
 
-typedef struct contrib {
-    const hbm_tag *tag; /* a representative tag (from A or B) */
-    char *key;          /* op \x1f site \x1f category */
-    char *site;         /* "file:line", the file as the program knows it (program_path) */
-    uint64_t bytes[2];
-    uint64_t count[2];
-} contrib;
+typedef hbmi_contrib contrib;
 
 static int contrib_key_cmp(const void *x, const void *y) {
     return strcmp(((const contrib *)x)->key, ((const contrib *)y)->key);
@@ -36,6 +30,27 @@ static int contrib_delta_cmp(const void *x, const void *y) {
 static const char *tag_op(const hbm_tag *tg) {
     return tg && tg->op_name && *tg->op_name ? tg->op_name : tg && tg->label && *tg->label ? tg->label : "(untagged)";
 }
+
+size_t hbmi_contrib_merge(hbmi_contrib *c, size_t m) {
+    hbmi_qsort(c, m, sizeof *c, contrib_key_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k && !strcmp(c[k - 1].key, c[i].key)) {
+            for (int side = 0; side < 2; side++) {
+                c[k - 1].bytes[side] += c[i].bytes[side];
+                c[k - 1].count[side] += c[i].count[side];
+            }
+            hbmi_free(c[i].key);
+            hbmi_free(c[i].site);
+        } else {
+            c[k++] = c[i];
+        }
+    }
+    hbmi_qsort(c, k, sizeof *c, contrib_delta_cmp);
+    return k;
+}
+
+const char *hbmi_contrib_op(const hbm_tag *tg) { return tag_op(tg); }
 
 /* ---- source files as the program knows them -------------------------------------------
  * The same program run from two checkouts (/root/code/proj/m.py, /home/u/proj/m.py) must
@@ -153,24 +168,7 @@ static hbm_status contributors(const hbmi_view v[2], const file_set fs[2], contr
             m++;
         }
     }
-    if (!s) {
-        hbmi_qsort(c, m, sizeof *c, contrib_key_cmp);
-        size_t k = 0;
-        for (size_t i = 0; i < m; i++) {
-            if (k && !strcmp(c[k - 1].key, c[i].key)) {
-                for (int side = 0; side < 2; side++) {
-                    c[k - 1].bytes[side] += c[i].bytes[side];
-                    c[k - 1].count[side] += c[i].count[side];
-                }
-                hbmi_free(c[i].key);
-                hbmi_free(c[i].site);
-            } else {
-                c[k++] = c[i];
-            }
-        }
-        m = k;
-        hbmi_qsort(c, m, sizeof *c, contrib_delta_cmp);
-    }
+    if (!s) m = hbmi_contrib_merge(c, m);
     if (s) {
         for (size_t i = 0; i < m; i++) hbmi_free(c[i].key), hbmi_free(c[i].site);
         hbmi_free(c);

@@ -36,6 +36,22 @@ void hbmi_view_free(hbmi_view *v);
 /* "file:line" or "" for a tag. buf holds 300 bytes. */
 const char *hbmi_view_source(const hbm_tag *tg, char *buf, size_t cap);
 
+/* hbm diff's contributors: the buffers live at a peak grouped by key (op \x1f source \x1f
+ * category), bytes and buffers on each side (0: A, 1: B). */
+typedef struct hbmi_contrib {
+    const hbm_tag *tag; /* a representative tag (from A or B), or NULL (keys from summaries) */
+    char *key;          /* op \x1f source \x1f category, owned */
+    char *site;         /* hbm diff: "file:line", the file as the program knows it, owned;
+                         * NULL elsewhere */
+    uint64_t bytes[2];
+    uint64_t count[2];
+} hbmi_contrib;
+/* Entries of equal key merged (keys freed) and the rest sorted by change, largest first
+ * (then by bytes on both sides, then key); returns their count. */
+size_t hbmi_contrib_merge(hbmi_contrib *c, size_t m);
+/* The op a contributor is named by: op name, else label, else "(untagged)". */
+const char *hbmi_contrib_op(const hbm_tag *tg);
+
 /* A page of src/report/html/ (embedded at build time: hbmi_asset_NAME_ext[], _len) to f,
  * each marker <!--HBM:NAME--> replaced by what fill writes for NAME (n bytes, not
  * NUL-terminated); fill's error ends the page there. */

@@ -225,6 +225,11 @@ static void json_device(FILE *f, const hbm_trace *t, const hbmi_view *v) {
             t->device_index, t->count - t->history_start, v->allocs, v->frees, v->ooms, v->peak_use,
             hbmi_event_number(t, (int64_t)v->peak_i), v->peak_res, hbmi_event_number(t, v->first_oom), t->history_start, t->live_before_bytes, t->live_before_blocks,
             t->reserved_before_bytes, t->has_time ? "true" : "false");
+    /* reserved at the peak of bytes in use, and the share of it not in use (the fleet view's
+     * fragmentation at the peak: docs/fleet.md) */
+    uint64_t rp = t->count ? v->res[v->peak_i] : 0;
+    fprintf(f, ", \"reserved_at_peak_bytes\": %" PRIu64 ", \"fragmentation_at_peak\": %.6f", rp,
+            rp > v->peak_use ? (double)(rp - v->peak_use) / (double)rp : 0.0);
     if (v->peak_use) hbmi_json_step(f, t, (int64_t)v->peak_i, "peak");
     hbmi_json_step(f, t, v->first_oom, "first_oom");
     fputc('}', f);
