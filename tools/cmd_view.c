@@ -190,7 +190,8 @@ int cmd_view(int argc, char **argv) {
         if (!s && strcmp(summary, "-")) fprintf(stderr, "hbm view: wrote %s\n", summary);
         return s ? cli_fail("view", s) : 0;
     }
-    if (args.nall > 1 || is_dir(in) || is_summary(in)) {
+    /* a folder is a fleet of ranks, unless it is a profile's logdir (plugins/profile/RUN) */
+    if (args.nall > 1 || (is_dir(in) && hbm_proto_path_kind(in) == HBM_PROTO_NONE) || is_summary(in)) {
         if (module || device >= 0 || space >= 0)
             return cli_usage_error("view", "--module, --device-index and --memory-space are for one input");
         return view_fleet(args.all, args.nall, html, json, &o, jobs, margin, tolerance);

@@ -159,7 +159,8 @@ static hbm_status expand_dir(const char *dir, names *out) {
     }
     for (size_t i = 0; i < l.n; i++) hbmi_free(l.v[i]);
     hbmi_free(l.v);
-    if (!s && !out->n) s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without files to read", dir);
+    if (!s && !out->n) s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, no *.xplane.pb "
+                                         "in it), and without files to read as ranks", dir);
     return s;
 }
 

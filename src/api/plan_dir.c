@@ -89,8 +89,8 @@ static hbm_status list(hbm_plan_dir *d) {
     }
     closedir(dp);
     if (!s && !d->n)
-        s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without an HLO module (no file of HLO text) or a profile "
-                                        "(no *.xplane.pb)", d->dir);
+        s = hbmi_error(HBM_ERR_INVALID, "%s is a directory without a profile (no plugins/profile/RUN/*.xplane.pb, "
+                                        "no *.xplane.pb in it), and without HLO text to plan", d->dir);
     if (!s) hbmi_qsort(d->m, d->n, sizeof *d->m, by_file);
     return s;
 }
