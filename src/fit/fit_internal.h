@@ -87,6 +87,19 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap);
  * set is the greedy deepest cut); *proven when the search finished within the time. */
 int hbmi_fit_search(hbmi_fit_model *mo, int64_t target, double timeout_s, int *proven);
 
+/* The pass of JAX's autodiff an op_name names (fit_jax.c). */
+enum { HBMI_JAX_OTHER = 0, HBMI_JAX_FWD, HBMI_JAX_BWD, HBMI_JAX_REMAT };
+int hbmi_jax_pass(const char *op, size_t n);
+/* Some op_name is under transpose(...) or rematted_computation: the module has a backward pass. */
+int hbmi_jax_has_backward(const hbm_hlo_module *m);
+/* The user's file and line of an instruction: its metadata, else its stack frame, wrappers
+ * (contextlib.py, functools.py, JAX's and Flax's internals) skipped; 0 when unknown. */
+int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line);
+/* MaxText's checkpoint name of a value from its op_name ("mlpwi_0"), or NULL; the remat_policy
+ * values that recompute it and that offload it (NULL when none). */
+const char *hbmi_jax_maxtext_name(const char *op);
+void hbmi_jax_maxtext_policies(const char *name, const char **recompute, const char **offload);
+
 /* XLA's HumanReadableNumBytes: "1.50GiB" */
 void hbmi_fit_xla_bytes(int64_t b, char *buf, size_t cap);
 

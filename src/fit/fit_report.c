@@ -45,10 +45,62 @@ static void set_line(FILE *f, const char *who, const hbm_fit_set *s, uint64_t ta
             s->from_baseline ? " (XLA's set: the cheaper)" : s->proven_optimal ? " (least cost: proven)" : "");
 }
 
-hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
+/* An advice line: marked so that the writer wraps it at the width instead of cutting it. */
+static void advice(FILE *f, int indent, const char *label, const char *text) {
+    while (*text == '\n') fputc(*text++, f);
+    fprintf(f, "\x01%*s%s", indent, "", label);
+    hbmi_fputs_visible(text, f);
+    fputc('\n', f);
+}
+
+/* What the scan over L layers saves, and the change that stops saving it. */
+static void residual_text(FILE *f, const hbmi_jax_residual *x) {
+    char a[32], b[32], t[1400], where[600];
+    snprintf(t, sizeof t, "\nThe scan over %lld layers saves %s per layer for its backward pass (%s, %s%s):",
+             (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
+             x->at_peak ? ", at the peak" : "");
+    advice(f, 0, "", t);
+    if (x->source_file[0]) snprintf(where, sizeof where, "%s:%d", x->source_file, x->source_line);
+    else snprintf(where, sizeof where, "%s", x->op_name);
+    if (x->carry)
+        snprintf(t, sizeof t, "the layer's input, the scan's carry (loop %s writes it, loop %s reads it), %s%s%s", x->loop,
+                 x->backward_loop, x->source_file[0] ? "scan at " : "op ", where, "");
+    else
+        snprintf(t, sizeof t, "computed by %s%s%s (loop %s writes it, loop %s reads it)", x->op_name,
+                 x->source_file[0] ? " at " : "", x->source_file[0] ? where : "", x->loop, x->backward_loop);
+    advice(f, 2, "", t);
+    if (x->maxtext) {
+        const char *rec, *off;
+        hbmi_jax_maxtext_policies(x->maxtext, &rec, &off);
+        snprintf(t, sizeof t, "MaxText saves it as \"%s\": remat_policy=%s recomputes it%s%s%s", x->maxtext,
+                 rec ? rec : "full", off ? ", remat_policy=" : "", off ? off : "", off ? " keeps it in host memory" : "");
+        advice(f, 2, "", t);
+    } else if (x->carry) {
+        snprintf(t, sizeof t,
+                 "x = checkpoint_name(x, \"layer_input\") first in the scanned body, and "
+                 "policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+                 "names_which_can_be_offloaded=[\"layer_input\"], offload_src=\"device\", offload_dst=\"pinned_host\") "
+                 "on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it");
+        advice(f, 2, "change: ", t);
+    } else {
+        snprintf(t, sizeof t,
+                 "x = checkpoint_name(x, \"saved_%lld\") at %s, and on the scanned body "
+                 "policy=jax.checkpoint_policies.save_only_these_names(<the names you keep, not \"saved_%lld\">) "
+                 "(recomputed in the backward loop) or save_and_offload_only_these_names(names_which_can_be_saved=[], "
+                 "names_which_can_be_offloaded=[\"saved_%lld\"], offload_src=\"device\", offload_dst=\"pinned_host\")",
+                 (long long)x->index, where, (long long)x->index, (long long)x->index);
+        advice(f, 2, "change: ", t);
+    }
+    snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds), estimated, "
+                          "not verified by planning",
+             hbm_size_human(x->estimate, b), (unsigned long long)x->estimate);
+    advice(f, 2, "takes off: ", t);
+}
+
+static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
     const hbm_fit_summary *s = &r->sum;
-    char a[32], b[32], c[32], w[128], w2[128];
+    char a[32], b[32], c[32], w[128];
     fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, 88, 1));
     fprintf(f, "  needs %s (%" PRIu64 " bytes): arguments %s, outputs %s, temp %s\n", hbm_size_human(s->peak_before, a),
             s->peak_before, hbm_size_human(s->argument_bytes, b), hbm_size_human(s->output_bytes, c),
@@ -80,6 +132,12 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
             while (*m == ' ') m++;
         }
     }
+    for (size_t i = 0; i < r->n_res; i++) residual_text(f, &r->res[i]);
+    if (!r->has_backward)
+        advice(f, 0, "",
+               "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
+               "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
+               "(memory_kind='pinned_host'), a smaller batch or sequence.");
     size_t shown = 0;
     for (size_t i = 0; i < r->n_ch && shown < top; i++) {
         const hbm_fit_change *ch = &r->ch[i];
@@ -100,8 +158,12 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
                 alone, cost, hbmi_fit(w, sizeof w, what, 48, 0));
         hbmi_buffer_where(f, 10, 86, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
                           ch->op_name[0] ? ch->op_name : NULL);
-        if (ch->jax && ch->jax[0]) fprintf(f, "          JAX: %s\n", hbmi_fit(w2, sizeof w2, ch->jax, 85, 0));
+        if (ch->jax && ch->jax[0]) advice(f, 10, "JAX: ", ch->jax);
     }
+    if (shown || r->n_res)
+        advice(f, 0, "",
+               "\nCheck a change in JAX: jax.ad_checkpoint.print_saved_residuals(f, *args) lists what autodiff saves; "
+               "jax.jit(f).lower(*args).compile().memory_analysis() gives XLA's bytes.");
     if (!s->fits) {
         const hbm_fit_set *best = s->chosen == HBM_FIT_REMAT_XLA ? &s->xla : &s->hbm;
         fprintf(f, "\nNothing within the limits fits: the best set reaches %s, %s over the target.\n",
@@ -119,6 +181,58 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;
 }
+
+/* Lines marked as advice wrapped at spaces to the width (continued two columns further in),
+ * the others cut as every table is; width 0: written whole. */
+static void write_wrapped(FILE *f, const char *text, size_t len, size_t width) {
+    size_t at = 0;
+    while (at < len) {
+        const char *line = text + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + (nl ? 1 : 0);
+        if (n && line[0] == '\x01') {
+            line++, n--;
+            size_t ind = 0;
+            while (ind < n && line[ind] == ' ') ind++;
+            size_t cont = ind + 2, col0 = 0;
+            while (width > cont + 20 && col0 + n > width) {
+                size_t cut = width - col0; /* < n */
+                while (cut > ind && line[cut] != ' ') cut--;
+                if (cut <= ind) { /* a word longer than the line: whole, on a line of its own */
+                    cut = width - col0;
+                    while (cut < n && line[cut] != ' ') cut++;
+                    if (cut >= n) break;
+                }
+                fprintf(f, "%*s%.*s\n", (int)col0, "", (int)cut, line);
+                line += cut;
+                n -= cut;
+                while (n && *line == ' ') line++, n--;
+                col0 = cont;
+                ind = 0;
+            }
+            fprintf(f, "%*s%.*s\n", (int)col0, "", (int)n, line);
+        } else {
+            hbmi_write_fitted(f, line, n, width);
+            fputc('\n', f);
+        }
+    }
+}
+
+hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&mem, &n);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    hbm_status s = fit_text(r, m, top);
+    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (!s) write_wrapped(f, mem, n, width);
+    free(mem);
+    if (!s && ferror(f)) s = hbmi_error(HBM_ERR_IO, "fit: write error");
+    return s;
+}
+
+hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) { return hbmi_fit_text_width(r, f, top, 100); }
 
 static void jset(FILE *f, const char *key, const hbm_fit_set *s) {
     fprintf(f,

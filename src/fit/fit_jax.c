@@ -1,0 +1,323 @@
+/* fit_jax.c - fit's changes in the terms of the JAX program that made the module: which pass
+ * of autodiff a value belongs to (JAX's name stack in op_name), the source line (metadata, or
+ * the module's StackFrames tables), the argument a donation names, and the values a scanned
+ * loop saves for its backward loop (scan residuals). Rules and sources: docs/fit.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/fit_result.h"
+
+/* --- the name stack ----------------------------------------------------------------------- */
+static int has(const char *s, size_t n, const char *w) {
+    size_t k = strlen(w);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(s + i, w, k)) return 1;
+    return 0;
+}
+
+/* JAX names the backward pass "transpose(jvp(...))" and the forward "jvp(...)" (jax/_src/
+ * interpreters/ad.py, the name-stack transforms); recomputed ops sit under
+ * "checkpoint/rematted_computation" (jax/_src/ad_checkpoint.py). */
+int hbmi_jax_pass(const char *op, size_t n) {
+    if (!op || !n) return HBMI_JAX_OTHER;
+    if (has(op, n, "rematted_computation")) return HBMI_JAX_REMAT;
+    if (has(op, n, "transpose(")) return HBMI_JAX_BWD;
+    if (has(op, n, "jvp(")) return HBMI_JAX_FWD;
+    return HBMI_JAX_OTHER;
+}
+
+int hbmi_jax_has_backward(const hbm_hlo_module *m) {
+    for (uint32_t c = 0; c < m->n_comps; c++)
+        for (uint32_t i = 0; i < m->comps[c].n; i++) {
+            const hbmi_instr *in = &m->comps[c].ins[i];
+            int p = hbmi_jax_pass(in->meta_op_name.p, in->meta_op_name.n);
+            if (p == HBMI_JAX_BWD || p == HBMI_JAX_REMAT) return 1;
+        }
+    return 0;
+}
+
+/* --- source lines ----------------------------------------------------------------------------- */
+/* a frame of a wrapper, not the user's line */
+static int wrapper_file(const char *f) {
+    size_t n = strlen(f);
+    static const char *const tail[] = {"contextlib.py", "functools.py"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t t = strlen(tail[k]);
+        if (n >= t && !strcmp(f + n - t, tail[k])) return 1;
+    }
+    return strstr(f, "/jax/_src/") || strstr(f, "site-packages/jax/") || strstr(f, "/flax/core/") ||
+           strstr(f, "/flax/linen/");
+}
+
+/* the line "N ..." of the table that starts with "\nTITLE\n" in the module's text: its rest */
+static const char *table_row(const hbm_hlo_module *m, const char *title, long id) {
+    if (!m->text || id <= 0) return NULL;
+    char key[32];
+    int kn = snprintf(key, sizeof key, "\n%s\n", title);
+    const char *t = NULL;
+    for (const char *p = m->text; p + kn <= m->text + m->len; p++)
+        if (*p == '\n' && !memcmp(p, key, (size_t)kn)) {
+            t = p + kn;
+            break;
+        }
+    if (!t) return NULL;
+    const char *end = m->text + m->len;
+    while (t < end && *t != '\n') {
+        char *e;
+        long k = strtol(t, &e, 10);
+        if (e == t) return NULL;
+        if (k == id) return e;
+        while (t < end && *t != '\n') t++;
+        t++;
+    }
+    return NULL;
+}
+
+static long field(const char *row, const char *key) {
+    const char *p = row ? strstr(row, key) : NULL;
+    const char *nl = row ? strchr(row, '\n') : NULL;
+    if (!p || (nl && p > nl)) return 0;
+    return strtol(p + strlen(key), NULL, 10);
+}
+
+/* File and line of a stack frame (XLA's StackFrames/FileLocations/FileNames tables), walking
+ * out of wrappers to the caller; 0 if the module has no such frame. */
+static int frame_where(const hbm_hlo_module *m, long frame, char *file, size_t cap, int *line) {
+    for (int hops = 0; frame > 0 && hops < 64; hops++) {
+        const char *fr = table_row(m, "StackFrames", frame);
+        if (!fr) return 0;
+        const char *loc = table_row(m, "FileLocations", field(fr, "file_location_id="));
+        const char *fn = loc ? table_row(m, "FileNames", field(loc, "file_name_id=")) : NULL;
+        if (!fn) return 0;
+        while (*fn == ' ') fn++;
+        size_t n = 0;
+        if (*fn == '"') {
+            fn++;
+            while (fn[n] && fn[n] != '"' && fn[n] != '\n') n++;
+        }
+        snprintf(file, cap, "%.*s", (int)n, fn);
+        *line = (int)field(loc, "line=");
+        if (!wrapper_file(file)) return 1;
+        frame = field(fr, "parent_frame_id=");
+    }
+    return 0;
+}
+
+int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line) {
+    file[0] = 0;
+    *line = 0;
+    if (in->meta_source_file.n) {
+        hbmi_plan_unescape(file, cap, in->meta_source_file.p, in->meta_source_file.n);
+        *line = in->meta_source_line;
+        if (!wrapper_file(file)) return 1;
+        file[0] = 0;
+        *line = 0;
+    }
+    if (!m->text || in->off >= m->len) return 0;
+    const char *s = m->text + in->off, *e = memchr(s, '\n', m->len - in->off);
+    if (!e) e = m->text + m->len;
+    for (const char *p = s; p + 15 < e; p++)
+        if (!memcmp(p, "stack_frame_id=", 15)) return frame_where(m, strtol(p + 15, NULL, 10), file, cap, line);
+    return 0;
+}
+
+/* --- scan residuals --------------------------------------------------------------------- */
+static const hbmi_instr *strip(const hbmi_comp *c, const hbmi_instr *x) {
+    for (int k = 0; k < 16 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; k++) x = &c->ins[x->ops[0]];
+    return x;
+}
+
+/* x is element k of the body's parameter (a get-tuple-element of it) */
+static int carried(const hbmi_comp *b, const hbmi_instr *x, int64_t k) {
+    x = strip(b, x);
+    return x->op == HOP_GTE && x->gte_index == k && x->n_ops && b->ins[x->ops[0]].op == HOP_PARAMETER;
+}
+
+/* The body's root element k, when it is the carried buffer k updated in place by a
+ * dynamic-update-slice of one slice along dimension 0 (bare, or a fusion's root): the body
+ * instruction the slice comes from (*val), and the DUS itself (*dus, for its metadata). */
+static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_instr *x, int64_t k,
+                        const hbmi_instr **val, const hbmi_instr **dus) {
+    x = strip(b, x);
+    if (x->op == HOP_DUS && x->n_ops >= 2) {
+        if (!carried(b, &b->ins[x->ops[0]], k)) return 0;
+        *val = strip(b, &b->ins[x->ops[1]]);
+        *dus = x;
+        return 1;
+    }
+    if (x->op != HOP_FUSION || !x->n_called) return 0;
+    const hbmi_comp *f = &m->comps[x->called[0]];
+    const hbmi_instr *r = strip(f, &f->ins[f->root]);
+    if (r->op != HOP_DUS || r->n_ops < 2) return 0;
+    const hbmi_instr *buf = strip(f, &f->ins[r->ops[0]]);
+    if (buf->op != HOP_PARAMETER || buf->param_no < 0 || (uint64_t)buf->param_no >= x->n_ops) return 0;
+    if (!carried(b, &b->ins[x->ops[buf->param_no]], k)) return 0;
+    const hbmi_instr *u = strip(f, &f->ins[r->ops[1]]);
+    if (u->op == HOP_PARAMETER && u->param_no >= 0 && (uint64_t)u->param_no < x->n_ops)
+        *val = strip(b, &b->ins[x->ops[u->param_no]]);
+    else
+        *val = u; /* computed inside the fusion */
+    *dus = r;
+    return 1;
+}
+
+/* the while loop of comp c that takes element k of loop w as an operand of its tuple: the
+ * backward loop when its op_name (or its body's) is under transpose(...) */
+static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_t w, int64_t k, uint32_t *bwd) {
+    for (uint32_t i = 0; i < c->n; i++) {
+        const hbmi_instr *w2 = &c->ins[i];
+        if (w2->op != HOP_WHILE || i == w || !w2->n_ops) continue;
+        const hbmi_instr *t = &c->ins[w2->ops[0]];
+        if (t->op != HOP_TUPLE) continue;
+        int found = 0;
+        for (uint32_t j = 0; j < t->n_ops && !found; j++) {
+            const hbmi_instr *g = strip(c, &c->ins[t->ops[j]]);
+            found = g->op == HOP_GTE && g->gte_index == k && g->n_ops && g->ops[0] == w;
+        }
+        if (!found) continue;
+        int back = hbmi_jax_pass(w2->meta_op_name.p, w2->meta_op_name.n) == HBMI_JAX_BWD;
+        for (uint32_t q = 0; !back && q < w2->n_called; q++) {
+            if (w2->called_role && w2->called_role[q] != 'b') continue;
+            const hbmi_comp *b = &m->comps[w2->called[q]];
+            for (uint32_t j = 0; j < b->n && !back; j++)
+                back = hbmi_jax_pass(b->ins[j].meta_op_name.p, b->ins[j].meta_op_name.n) == HBMI_JAX_BWD;
+        }
+        if (back) {
+            *bwd = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *op_str(hbm_fit_result *r, const hbmi_str *s) {
+    char t[1024];
+    hbmi_plan_unescape(t, sizeof t, s->p ? s->p : "", s->n);
+    return hbmi_fit_str(r, t, strlen(t));
+}
+
+hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
+    const hbm_hlo_module *m = r->m;
+    hbm_plan_buffer pk[16];
+    size_t npk = p ? hbm_plan_peak_buffers(p, pk, 16) : 0;
+    for (uint32_t ci = 0; ci < m->n_comps; ci++) {
+        const hbmi_comp *c = &m->comps[ci];
+        for (uint32_t wi = 0; wi < c->n; wi++) {
+            const hbmi_instr *w = &c->ins[wi];
+            if (w->op != HOP_WHILE || w->shape->prim != HBMI_PRIM_TUPLE) continue;
+            const hbmi_comp *b = NULL;
+            for (uint32_t q = 0; q < w->n_called; q++)
+                if (!w->called_role || w->called_role[q] == 'b') b = &m->comps[w->called[q]];
+            if (!b || b->ins[b->root].op != HOP_TUPLE) continue;
+            const hbmi_instr *root = &b->ins[b->root];
+            for (uint32_t k = 0; k < root->n_ops && k < w->shape->n; k++) {
+                const hbmi_shape *el = &w->shape->elems[k];
+                if (el->prim == HBMI_PRIM_TUPLE || el->n < 2 || el->dims[0] < 2) continue;
+                const hbmi_instr *val = NULL, *dus = NULL;
+                if (!writes_slice(m, b, &b->ins[root->ops[k]], k, &val, &dus)) continue;
+                if (hbmi_jax_pass(dus->meta_op_name.p, dus->meta_op_name.n) != HBMI_JAX_FWD) continue;
+                uint32_t bwd;
+                if (!read_by_backward(m, c, wi, k, &bwd)) continue;
+                if (hbmi_grow((void **)&r->res, &r->cap_res, r->n_res + 1, sizeof *r->res))
+                    return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+                hbmi_jax_residual *x = &r->res[r->n_res++];
+                memset(x, 0, sizeof *x);
+                x->layers = el->dims[0];
+                x->bytes = hbmi_shape_bytes(el, 8);
+                char sh[160];
+                hbmi_shape_print(el, sh, sizeof sh);
+                x->shape = hbmi_fit_str(r, sh, strlen(sh));
+                hbmi_shape one = *el;
+                one.n--;
+                one.dims++;
+                one.tiled_elems = 0;
+                hbmi_shape_print(&one, sh, sizeof sh);
+                x->per_layer = hbmi_fit_str(r, sh, strlen(sh));
+                x->loop = hbmi_fit_str(r, w->name.p, w->name.n);
+                x->backward_loop = hbmi_fit_str(r, c->ins[bwd].name.p, c->ins[bwd].name.n);
+                x->index = k;
+                int64_t j = -1;
+                for (uint32_t e = 0; e < root->n_ops && j < 0; e++)
+                    if (e != k && carried(b, val, e)) j = e;
+                x->carry = j >= 0; /* the slice saved is a carried value: the layer's input */
+                const hbmi_instr *src = x->carry ? dus : val;
+                x->op_name = op_str(r, x->carry ? &dus->meta_op_name : &val->meta_op_name);
+                char file[512];
+                int line = 0;
+                hbmi_jax_where(m, src, file, sizeof file, &line);
+                if (!file[0] && src != dus) hbmi_jax_where(m, dus, file, sizeof file, &line);
+                x->source_file = hbmi_fit_str(r, file, strlen(file));
+                x->source_line = line;
+                x->maxtext = hbmi_jax_maxtext_name(x->op_name);
+                for (size_t q = 0; q < npk && !x->at_peak; q++) x->at_peak = pk[q].size == x->bytes && !strcmp(pk[q].shape, x->shape);
+                /* what the backward loop keeps of it when it is not saved: one layer's slice */
+                x->estimate = x->bytes - x->bytes / (uint64_t)x->layers;
+            }
+        }
+    }
+    return HBM_OK;
+}
+
+/* --- MaxText's remat_policy ----------------------------------------------------------------- */
+/* MaxText names its layers' projections with checkpoint_name and maps remat_policy to the
+ * names saved or offloaded (src/maxtext/layers/decoders.py, Decoder.get_remat_policy). The
+ * Flax module path in op_name gives the name: .../mlp/wi_0/... is "mlpwi_0". */
+typedef struct maxtext_policy {
+    const char *name;
+    const char *saved;     /* space-separated checkpoint names kept on the device */
+    const char *offloaded; /* kept in pinned host memory */
+} maxtext_policy;
+
+static const maxtext_policy k_maxtext[] = {
+    {"minimal", "query_proj value_proj key_proj qkv_proj out_proj mlpwi_0 mlpwi_1 mlpwi mlpwo", ""},
+    {"save_dot_except_mlpwi", "query_proj value_proj key_proj qkv_proj out_proj mlpwo", ""},
+    {"save_dot_except_mlp", "query_proj value_proj key_proj qkv_proj out_proj", ""},
+    {"save_qkv_proj", "query_proj value_proj key_proj qkv_proj", ""},
+    {"save_out_proj", "out_proj", ""},
+    {"full", "", ""},
+    {"qkv_proj_offloaded", "", "query_proj value_proj key_proj"},
+    {"minimal_offloaded", "", "query_proj value_proj key_proj qkv_proj out_proj mlpwi_0 mlpwi_1 mlpwi mlpwo"},
+};
+
+static int word_in(const char *list, const char *w) {
+    size_t n = strlen(w);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !memcmp(p, w, n)) return 1;
+        p += k;
+        while (*p == ' ') p++;
+    }
+    return 0;
+}
+
+/* the MaxText checkpoint name of a value from its op_name, or NULL */
+const char *hbmi_jax_maxtext_name(const char *op) {
+    if (!op || !strstr(op, "decoder/layers/")) return NULL;
+    static const struct { const char *path, *name; } k[] = {
+        {"/mlp/wi_0/", "mlpwi_0"}, {"/mlp/wi_1/", "mlpwi_1"}, {"/mlp/wi/", "mlpwi"}, {"/mlp/wo/", "mlpwo"},
+        {"/query/", "query_proj"}, {"/key/", "key_proj"}, {"/value/", "value_proj"}, {"/qkv_proj/", "qkv_proj"},
+        {"/out/", "out_proj"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strstr(op, k[i].path)) return k[i].name;
+    return NULL;
+}
+
+/* The policy that saves the most names on the device but not `name` (recompute), and the one
+ * that offloads it (host). */
+void hbmi_jax_maxtext_policies(const char *name, const char **recompute, const char **offload) {
+    *recompute = *offload = NULL;
+    size_t best = 0;
+    for (size_t i = 0; i < sizeof k_maxtext / sizeof k_maxtext[0]; i++) {
+        const maxtext_policy *q = &k_maxtext[i];
+        if (q->offloaded[0]) {
+            if (!*offload && word_in(q->offloaded, name)) *offload = q->name;
+            continue;
+        }
+        if (word_in(q->saved, name)) continue;
+        size_t n = q->saved[0] ? 1 : 0;
+        for (const char *s = q->saved; *s; s++) n += *s == ' ';
+        if (!*recompute || n > best) *recompute = q->name, best = n;
+    }
+}
