@@ -523,7 +523,9 @@ static void test_remat(void) {
         CHECK_STR(c->instruction, "a");
         CHECK_STR(c->source_file, "model.py");
         CHECK(c->source_line == 12);
-        CHECK_CONTAINS(c->jax, "dots_saveable");
+        /* jit(f)/exp: no backward pass, so no checkpoint policy */
+        CHECK_STR(c->jax, "no JAX-side change: this module has no backward pass, and jax.checkpoint policies act "
+                          "only on what autodiff saves; the change is XLA's (hbm fit --emit writes it)");
         CHECK(c->verified_peak >= 0 && (uint64_t)c->verified_peak <= target);
     }
     CHECK(seen == 1);
@@ -607,8 +609,8 @@ static void test_donate(void) {
     CHECK_EQ_U64(peak_of(out, len), 4u << 20);
     const hbm_fit_change *c = hbm_fit_change_at(r, 0);
     CHECK(c && c->kind == HBM_FIT_DONATE && c->param_number == 0 && c->chosen);
-    CHECK_CONTAINS(c->jax, "donate_argnums");
-    CHECK_CONTAINS(c->jax, "weights");
+    /* the argument by the name JAX gave its parameter */
+    CHECK_STR(c->jax, "jax.jit(f, donate_argnames=(\"weights\",)): donates argument weights (weights is HLO parameter 0)");
     free(out);
     hbm_fit_free(r);
     hbm_hlo_module_free(m);

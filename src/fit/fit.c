@@ -265,9 +265,9 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
         if (op[0]) snprintf(who, sizeof who, "argument %s (HLO parameter %lld)", op, (long long)cd->edit.param);
         else snprintf(who, sizeof who, "HLO parameter %lld", (long long)cd->edit.param);
         snprintf(j, sizeof j,
-                 "keep %s in host memory: place it with s.with_memory_kind('pinned_host') (s: its sharding; "
-                 "jax.device_put or jax.jit(f, in_shardings=...) for that argument) and inside f read it "
-                 "through jax.device_put(x, s.with_memory_kind('device'))",
+                 "keep %s in host memory: pass it as jax.device_put(x, s.with_memory_kind('pinned_host')) (s: its "
+                 "sharding; the same for its in_shardings entry) and inside f read it through "
+                 "jax.device_put(x, s.with_memory_kind('device'))",
                  who);
         return hbmi_fit_str(r, j, strlen(j));
     }
@@ -276,6 +276,20 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
                               "not twice); hbm fit --emit writes that module");
         return hbmi_fit_str(r, j, strlen(j));
     }
+    if (in->op == HOP_GTE && in->n_ops) /* a scan's residual as the loop leaves it */
+        for (size_t k = 0; k < r->n_res; k++) {
+            const hbmi_jax_residual *x = &r->res[k];
+            const hbmi_instr *src = &m->comps[cd->edit.comp].ins[in->ops[0]];
+            int leaving = x->comp == cd->edit.comp && x->loop_ins == in->ops[0] && (int64_t)x->index == in->gte_index;
+            int read = x->bwd_body == cd->edit.comp && src->op == HOP_PARAMETER && (int64_t)x->bwd_index == in->gte_index;
+            int filled = x->fwd_body == cd->edit.comp && src->op == HOP_PARAMETER && (int64_t)x->index == in->gte_index;
+            if (leaving || read || filled) {
+                snprintf(j, sizeof j, "the scan over %lld layers saves it for the backward pass: the change is the "
+                                      "policy named above",
+                         (long long)x->layers);
+                return hbmi_fit_str(r, j, strlen(j));
+            }
+        }
     if (!r->has_backward) {
         snprintf(j, sizeof j, "no JAX-side change: this module has no backward pass, and jax.checkpoint policies act "
                               "only on what autodiff saves; the change is XLA's (hbm fit --emit writes it)");

@@ -37,7 +37,7 @@ int hbmi_jax_has_backward(const hbm_hlo_module *m) {
 }
 
 /* --- source lines ----------------------------------------------------------------------------- */
-/* a frame of a wrapper, not the user's line */
+/* a frame of a wrapper or a library, not the user's line */
 static int wrapper_file(const char *f) {
     size_t n = strlen(f);
     static const char *const tail[] = {"contextlib.py", "functools.py"};
@@ -45,8 +45,9 @@ static int wrapper_file(const char *f) {
         size_t t = strlen(tail[k]);
         if (n >= t && !strcmp(f + n - t, tail[k])) return 1;
     }
-    return strstr(f, "/jax/_src/") || strstr(f, "site-packages/jax/") || strstr(f, "/flax/core/") ||
-           strstr(f, "/flax/linen/");
+    /* JAX's, Flax's and any installed library's frames: the user's line is a caller's */
+    return strstr(f, "/jax/_src/") || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
+           strstr(f, "/flax/core/") || strstr(f, "/flax/linen/");
 }
 
 /* the line "N ..." of the table that starts with "\nTITLE\n" in the module's text: its rest */
@@ -122,8 +123,20 @@ int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, si
 }
 
 /* --- scan residuals --------------------------------------------------------------------- */
+
+static int opcode_is(const hbmi_instr *in, const char *w) {
+    return in->opcode.n == strlen(w) && !memcmp(in->opcode.p, w, in->opcode.n);
+}
+
 static const hbmi_instr *strip(const hbmi_comp *c, const hbmi_instr *x) {
     for (int k = 0; k < 16 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; k++) x = &c->ins[x->ops[0]];
+    return x;
+}
+
+/* the value under JAX's reduce_precision (around a name a policy saves) and converts */
+static const hbmi_instr *under(const hbmi_comp *c, const hbmi_instr *x) {
+    for (int k = 0; k < 8 && x->n_ops && (opcode_is(x, "reduce-precision") || opcode_is(x, "convert")); k++)
+        x = strip(c, &c->ins[x->ops[0]]);
     return x;
 }
 
@@ -141,7 +154,7 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     x = strip(b, x);
     if (x->op == HOP_DUS && x->n_ops >= 2) {
         if (!carried(b, &b->ins[x->ops[0]], k)) return 0;
-        *val = strip(b, &b->ins[x->ops[1]]);
+        *val = under(b, strip(b, &b->ins[x->ops[1]]));
         *dus = x;
         return 1;
     }
@@ -152,9 +165,9 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     const hbmi_instr *buf = strip(f, &f->ins[r->ops[0]]);
     if (buf->op != HOP_PARAMETER || buf->param_no < 0 || (uint64_t)buf->param_no >= x->n_ops) return 0;
     if (!carried(b, &b->ins[x->ops[buf->param_no]], k)) return 0;
-    const hbmi_instr *u = strip(f, &f->ins[r->ops[1]]);
+    const hbmi_instr *u = under(f, strip(f, &f->ins[r->ops[1]]));
     if (u->op == HOP_PARAMETER && u->param_no >= 0 && (uint64_t)u->param_no < x->n_ops)
-        *val = strip(b, &b->ins[x->ops[u->param_no]]);
+        *val = under(b, strip(b, &b->ins[x->ops[u->param_no]]));
     else
         *val = u; /* computed inside the fusion */
     *dus = r;
@@ -163,7 +176,8 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
 
 /* the while loop of comp c that takes element k of loop w as an operand of its tuple: the
  * backward loop when its op_name (or its body's) is under transpose(...) */
-static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_t w, int64_t k, uint32_t *bwd) {
+static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_t w, int64_t k, uint32_t *bwd,
+                            uint32_t *bwd_body, uint32_t *bwd_index) {
     for (uint32_t i = 0; i < c->n; i++) {
         const hbmi_instr *w2 = &c->ins[i];
         if (w2->op != HOP_WHILE || i == w || !w2->n_ops) continue;
@@ -173,6 +187,7 @@ static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_
         for (uint32_t j = 0; j < t->n_ops && !found; j++) {
             const hbmi_instr *g = strip(c, &c->ins[t->ops[j]]);
             found = g->op == HOP_GTE && g->gte_index == k && g->n_ops && g->ops[0] == w;
+            if (found) *bwd_index = j;
         }
         if (!found) continue;
         int back = hbmi_jax_pass(w2->meta_op_name.p, w2->meta_op_name.n) == HBMI_JAX_BWD;
@@ -182,6 +197,9 @@ static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_
             for (uint32_t j = 0; j < b->n && !back; j++)
                 back = hbmi_jax_pass(b->ins[j].meta_op_name.p, b->ins[j].meta_op_name.n) == HBMI_JAX_BWD;
         }
+        *bwd_body = UINT32_MAX;
+        for (uint32_t q = 0; q < w2->n_called; q++)
+            if (!w2->called_role || w2->called_role[q] == 'b') *bwd_body = w2->called[q];
         if (back) {
             *bwd = i;
             return 1;
@@ -216,8 +234,8 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                 const hbmi_instr *val = NULL, *dus = NULL;
                 if (!writes_slice(m, b, &b->ins[root->ops[k]], k, &val, &dus)) continue;
                 if (hbmi_jax_pass(dus->meta_op_name.p, dus->meta_op_name.n) != HBMI_JAX_FWD) continue;
-                uint32_t bwd;
-                if (!read_by_backward(m, c, wi, k, &bwd)) continue;
+                uint32_t bwd, bwd_body, bwd_index;
+                if (!read_by_backward(m, c, wi, k, &bwd, &bwd_body, &bwd_index)) continue;
                 if (hbmi_grow((void **)&r->res, &r->cap_res, r->n_res + 1, sizeof *r->res))
                     return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
                 hbmi_jax_residual *x = &r->res[r->n_res++];
@@ -249,6 +267,11 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                 x->source_file = hbmi_fit_str(r, file, strlen(file));
                 x->source_line = line;
                 x->maxtext = hbmi_jax_maxtext_name(x->op_name);
+                x->loop_ins = wi;
+                x->bwd_body = bwd_body;
+                x->fwd_body = (uint32_t)(b - m->comps);
+                x->bwd_index = bwd_index;
+                x->comp = ci;
                 for (size_t q = 0; q < npk && !x->at_peak; q++) x->at_peak = pk[q].size == x->bytes && !strcmp(pk[q].shape, x->shape);
                 /* what the backward loop keeps of it when it is not saved: one layer's slice */
                 x->estimate = x->bytes - x->bytes / (uint64_t)x->layers;

@@ -83,12 +83,24 @@ static void residual_text(FILE *f, const hbmi_jax_residual *x) {
                  "on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it");
         advice(f, 2, "change: ", t);
     } else {
+        char nm[64];
+        const char *last = strrchr(x->op_name, '/');
+        last = last ? last + 1 : x->op_name;
+        size_t k = 0;
+        for (; *last && k < 40; last++)
+            if ((*last >= 'a' && *last <= 'z') || (*last >= 'A' && *last <= 'Z') || (*last >= '0' && *last <= '9') ||
+                *last == '_')
+                nm[k++] = *last;
+        if (!k) k = (size_t)snprintf(nm, sizeof nm, "saved");
+        if (x->source_line > 0) snprintf(nm + k, sizeof nm - k, "_%d", x->source_line);
+        else nm[k] = 0;
         snprintf(t, sizeof t,
-                 "x = checkpoint_name(x, \"saved_%lld\") at %s, and on the scanned body "
-                 "policy=jax.checkpoint_policies.save_only_these_names(<the names you keep, not \"saved_%lld\">) "
-                 "(recomputed in the backward loop) or save_and_offload_only_these_names(names_which_can_be_saved=[], "
-                 "names_which_can_be_offloaded=[\"saved_%lld\"], offload_src=\"device\", offload_dst=\"pinned_host\")",
-                 (long long)x->index, where, (long long)x->index, (long long)x->index);
+                 "x = checkpoint_name(x, \"%s\") at %s, and on the scanned body's jax.checkpoint "
+                 "policy=jax.checkpoint_policies.save_any_names_but_these(\"%s\") (the backward loop recomputes it; "
+                 "other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names("
+                 "names_which_can_be_saved=[], names_which_can_be_offloaded=[\"%s\"], offload_src=\"device\", "
+                 "offload_dst=\"pinned_host\") (kept in host memory)",
+                 nm, where, nm, nm);
         advice(f, 2, "change: ", t);
     }
     snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds), estimated, "
@@ -97,11 +109,12 @@ static void residual_text(FILE *f, const hbmi_jax_residual *x) {
     advice(f, 2, "takes off: ", t);
 }
 
-static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
+static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    int cell = width ? 48 : 1000, wide = width ? 86 : 1000, row = width ? 76 : 1000; /* width 0: nothing cut */
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
     const hbm_fit_summary *s = &r->sum;
-    char a[32], b[32], c[32], w[128];
-    fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, 88, 1));
+    char a[32], b[32], c[32], w[1100];
+    fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, width ? 88 : 1000, 1));
     fprintf(f, "  needs %s (%" PRIu64 " bytes): arguments %s, outputs %s, temp %s\n", hbm_size_human(s->peak_before, a),
             s->peak_before, hbm_size_human(s->argument_bytes, b), hbm_size_human(s->output_bytes, c),
             hbm_size_human(s->temp_bytes, w));
@@ -151,12 +164,12 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         if (ch->kind == HBM_FIT_REMATERIALIZE) flops_human(ch->recompute_flops, cost, sizeof cost);
         else if (ch->kind == HBM_FIT_OFFLOAD) secs(ch->cost_s, cost, sizeof cost);
         else snprintf(cost, sizeof cost, "free");
-        char what[200];
+        char what[700];
         if (ch->kind == HBM_FIT_DONATE) snprintf(what, sizeof what, "parameter %d %s", ch->param_number, ch->shape);
         else snprintf(what, sizeof what, "%s %s", ch->instruction, ch->shape);
         fprintf(f, "%-7s %-5s %10s %10s %12s  %s\n", hbm_fit_kind_str(ch->kind), set, hbm_size_human(ch->bytes, a),
-                alone, cost, hbmi_fit(w, sizeof w, what, 48, 0));
-        hbmi_buffer_where(f, 10, 86, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
+                alone, cost, hbmi_fit(w, sizeof w, what, cell, 0));
+        hbmi_buffer_where(f, 10, wide, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
                           ch->op_name[0] ? ch->op_name : NULL);
         if (ch->jax && ch->jax[0]) advice(f, 10, "JAX: ", ch->jax);
     }
@@ -173,10 +186,10 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         if (r->n_left) fprintf(f, "Left at its peak, untouched by any change (largest first):\n");
         for (size_t i = 0; i < r->n_left; i++) {
             const hbm_plan_buffer *bu = &r->left[i];
-            char what[200];
+            char what[700];
             snprintf(what, sizeof what, "%s %s %s", bu->label, bu->instruction, bu->shape);
             hbmi_buffer_row(f, 2, hbm_size_human(bu->size, a), -1, hbm_category_str(bu->category),
-                            hbmi_fit(w, sizeof w, what, 76, 0));
+                            hbmi_fit(w, sizeof w, what, row, 0));
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;
@@ -224,7 +237,7 @@ hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, siz
     size_t n = 0;
     FILE *m = open_memstream(&mem, &n);
     if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    hbm_status s = fit_text(r, m, top);
+    hbm_status s = fit_text(r, m, top, width);
     if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     if (!s) write_wrapped(f, mem, n, width);
     free(mem);
@@ -285,6 +298,28 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
                 c->source_line, c->param_number, c->bytes, c->model_bytes, c->verified_peak, c->recompute_flops,
                 c->bytes_read, c->cost_s);
         jstr(f, c->jax);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"has_backward\": %s,\n  \"scan_residuals\": [", r->has_backward ? "true" : "false");
+    for (size_t i = 0; i < r->n_res; i++) {
+        const hbmi_jax_residual *x = &r->res[i];
+        fprintf(f, "%s\n    {\"layers\": %lld, \"bytes\": %" PRIu64 ", \"shape\": ", i ? "," : "", (long long)x->layers,
+                x->bytes);
+        jstr(f, x->shape);
+        fprintf(f, ", \"per_layer\": ");
+        jstr(f, x->per_layer);
+        fprintf(f, ", \"carry\": %s, \"loop\": ", x->carry ? "true" : "false");
+        jstr(f, x->loop);
+        fprintf(f, ", \"backward_loop\": ");
+        jstr(f, x->backward_loop);
+        fprintf(f, ", \"op_name\": ");
+        jstr(f, x->op_name);
+        fprintf(f, ", \"source_file\": ");
+        jstr(f, x->source_file);
+        fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
+                   ", \"verified\": false, \"maxtext_name\": ",
+                x->source_line, x->at_peak ? "true" : "false", x->estimate);
+        jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }
     fprintf(f, "\n  ],\n  \"untouched_at_peak\": [");

@@ -9,7 +9,9 @@
  * layers saves for its backward pass (fit_jax.c). */
 typedef struct hbmi_jax_residual {
     const char *loop, *backward_loop; /* the forward and backward while instructions */
-    uint32_t index;                   /* its element of the loop's tuple */
+    uint32_t comp, loop_ins, index;   /* the loop's computation and instruction; its element */
+    uint32_t fwd_body;                /* the forward loop's body */
+    uint32_t bwd_body, bwd_index;     /* the backward loop's body, the element it reads it as */
     int64_t layers;                   /* L */
     uint64_t bytes;                   /* the whole buffer */
     const char *shape, *per_layer;    /* "bf16[32,4,8192,4096]", "bf16[4,8192,4096]" */
