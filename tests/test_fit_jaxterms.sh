@@ -3,9 +3,9 @@
 # for each kind (scan residual, the scan's carry, MaxText's remat_policy, donation, an argument
 # in host memory, a module without a backward pass), advice never cut (--width 0, --width 60),
 # and on the shared corpus no checkpoint policy for a module without a backward pass.
-# tests/fit_jax/: modules JAX 0.10.2 compiled on CPU from tests/fit_jax/model.py (the file path
-# written "model.py"); scan_maxtext.hlo is scan_train.hlo with the layer's name stack written as
-# a MaxText decoder's (".../decoder/layers/mlp/wi_0/"), by hand.
+# examples/fit_scan_*.hlo: modules JAX 0.10.2 compiled on CPU from examples/fit_scan.py (its
+# path written "fit_scan.py"); tests/fit_jax/scan_maxtext.hlo is fit_scan_train.hlo with the layer's name
+# stack written as a MaxText decoder's (".../decoder/layers/mlp/wi_0/"), by hand.
 # usage: bash test_fit_jaxterms.sh <path-to-hbm> <shared-data-dir>
 set -u
 . "$(dirname "$0")/lib.sh" "$@"
@@ -15,15 +15,15 @@ check() { # name, condition command...
     if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failed=1; fi
 }
 has() { grep -qxF -- "$1" <<<"$2"; } # a whole line, exactly
-D="$SRC/tests/fit_jax"
+D="$SRC/examples"
 
 # --- a scanned training step: two residuals, donation, an argument in host memory ---------
-out=$("$HBM" fit "$D/scan_train.hlo" --capacity 1MiB --framework-limit 1 --width 0)
+out=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 1MiB --framework-limit 1 --width 0)
 check "exit 1 (nothing fits 1 MiB)" test $? -eq 1
 check "residual named" has "The scan over 6 layers saves f32[64,256] per layer for its backward pass (f32[6,64,256], 384.0KiB, at the peak):" "$out"
-check "what computes it, its line" has "  computed by jit(train_step)/jvp()/while/body/closed_call/dot_general at model.py:10 (loop while.12 writes it, loop while.3 reads it)" "$out"
-check "the change for a computed residual" has '  change: x = checkpoint_name(x, "dot_general_10") at model.py:10, and on the scanned body'"'"'s jax.checkpoint policy=jax.checkpoint_policies.save_any_names_but_these("dot_general_10") (the backward loop recomputes it; other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["dot_general_10"], offload_src="device", offload_dst="pinned_host") (kept in host memory)' "$out"
-check "the carry" has "  the layer's input, the scan's carry (loop while.12 writes it, loop while.3 reads it), scan at model.py:16" "$out"
+check "what computes it, its line" has "  computed by jit(train_step)/jvp()/while/body/closed_call/dot_general at fit_scan.py:10 (loop while.12 writes it, loop while.3 reads it)" "$out"
+check "the change for a computed residual" has '  change: x = checkpoint_name(x, "dot_general_10") at fit_scan.py:10, and on the scanned body'"'"'s jax.checkpoint policy=jax.checkpoint_policies.save_any_names_but_these("dot_general_10") (the backward loop recomputes it; other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["dot_general_10"], offload_src="device", offload_dst="pinned_host") (kept in host memory)' "$out"
+check "the carry" has "  the layer's input, the scan's carry (loop while.12 writes it, loop while.3 reads it), scan at fit_scan.py:16" "$out"
 check "the change for the carry" has '  change: x = checkpoint_name(x, "layer_input") first in the scanned body, and policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["layer_input"], offload_src="device", offload_dst="pinned_host") on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it' "$out"
 check "bytes said estimated" has "  takes off: up to 320.0KiB (327680 bytes: the buffer less the one layer the backward loop holds), estimated, not verified by planning" "$out"
 check "donation by the argument's name" has "          JAX: jax.jit(f, donate_argnames=(\"params\",)): donates argument params (params['w'] is HLO parameter 0)" "$out"
@@ -34,12 +34,12 @@ check "no placeholder" test "$(grep -c 'donate_argnums=\.\.\.\|\.\.\.)' <<<"$out
 check "--width 0 cuts nothing" test "$(grep -c '\.\.\.$' <<<"$out")" -eq 0
 
 # --width narrows tables, not advice: wrapped lines join to the same words
-narrow=$("$HBM" fit "$D/scan_train.hlo" --capacity 1MiB --framework-limit 1 --width 60)
+narrow=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 1MiB --framework-limit 1 --width 60)
 check "--width 60: advice lines wrapped" grep -q '^    names_which_can_be_offloaded=\["layer_input"\],$' <<<"$narrow"
 words() { grep -A12 '^  change: x = checkpoint_name(x, "layer_input")' | sed '/^  takes off/,$d' | tr -s ' \n' ' '; }
 check "--width 60: the carry's change whole" test "$(words <<<"$narrow")" = "$(words <<<"$out")"
 
-json=$("$HBM" fit "$D/scan_train.hlo" --capacity 1MiB --framework-limit 1 --json)
+json=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 1MiB --framework-limit 1 --json)
 check "json: has_backward" grep -q '"has_backward": true' <<<"$json"
 if command -v python3 >/dev/null; then
     check "json: scan residuals" python3 -c '
@@ -53,11 +53,11 @@ assert x["bytes"] == 393216 and x["estimated_bytes_off"] == 327680 and x["verifi
 fi
 
 # --- MaxText's names: the remat_policy value, not checkpoint_name ------------------------
-out=$("$HBM" fit "$D/scan_maxtext.hlo" --capacity 1MiB --framework-limit 1 --width 0)
+out=$("$HBM" fit "$SRC/tests/fit_jax/scan_maxtext.hlo" --capacity 1MiB --framework-limit 1 --width 0)
 check "MaxText remat_policy" has '  MaxText saves it as "mlpwi_0": remat_policy=save_dot_except_mlpwi recomputes it, remat_policy=minimal_offloaded keeps it in host memory' "$out"
 
 # --- no backward pass: no checkpoint policy, what applies instead --------------------------
-out=$("$HBM" fit "$D/scan_forward.hlo" --capacity 1MiB --framework-limit 1 --width 0)
+out=$("$HBM" fit "$D/fit_scan_forward.hlo" --capacity 1MiB --framework-limit 1 --width 0)
 check "forward only: said" has "No backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory (memory_kind='pinned_host'), a smaller batch or sequence." "$out"
 check "forward only: no policy advised" test "$(grep -c 'checkpoint_policies\.\|checkpoint_name(' <<<"$out")" -eq 0
 check "forward only: no residual" test "$(grep -c 'The scan over' <<<"$out")" -eq 0

@@ -233,8 +233,8 @@ static void ckpt_name(const char *op, char *out, size_t cap) {
     for (; *p && n + 1 < cap && n < 40; p++)
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')
             out[n++] = *p;
-    if (!n) n = (size_t)snprintf(out, cap, "v");
     out[n] = 0;
+    if (!n || !strcmp(out, "while")) snprintf(out, cap, "%s", n ? "scan_output" : "v"); /* a loop's result */
 }
 
 /* the value is one autodiff saves: computed under jvp(...) and read under transpose(...) */

@@ -1,5 +1,7 @@
-# hbm tests/fit_jax: the small JAX programs whose compiled modules the fit tests read.
-# JAX_PLATFORMS=cpu python model.py OUTDIR  (jax 0.10.2, CPU)
+# examples/fit_scan.py: a scanned training step and its forward pass, compiled for hbm fit
+# (docs/fit.md, tests/test_fit_jaxterms.sh): JAX_PLATFORMS=cpu python fit_scan.py OUTDIR (jax
+# 0.10.2, CPU) writes fit_scan_train.hlo and fit_scan_forward.hlo; the ones here have this
+# file's path written "fit_scan.py".
 import sys
 import jax
 import jax.numpy as jnp
@@ -31,7 +33,7 @@ if __name__ == "__main__":
     out = sys.argv[1]
     p = {"w": jnp.zeros((6, 256, 256))}
     b = {"x": jnp.zeros((64, 256))}
-    for name, f in (("scan_train", train_step), ("scan_forward", forward)):
+    for name, f in (("fit_scan_train", train_step), ("fit_scan_forward", forward)):
         text = jax.jit(f).lower(p, b).compile().as_text()
         with open(f"{out}/{name}.hlo", "w") as fh:
             fh.write(text)
