@@ -25,7 +25,9 @@ check "what computes it, its line" has "  computed by jit(train_step)/jvp()/whil
 check "the change for a computed residual" has '  change: x = checkpoint_name(x, "dot_general_10") at fit_scan.py:10, and on the scanned body'"'"'s jax.checkpoint policy=jax.checkpoint_policies.save_any_names_but_these("dot_general_10") (the backward loop recomputes it; other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["dot_general_10"], offload_src="device", offload_dst="pinned_host") (kept in host memory)' "$out"
 check "the carry" has "  the layer's input, the scan's carry (loop while.12 writes it, loop while.3 reads it), scan at fit_scan.py:16" "$out"
 check "the change for the carry" has '  change: x = checkpoint_name(x, "layer_input") first in the scanned body, and policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["layer_input"], offload_src="device", offload_dst="pinned_host") on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it' "$out"
-check "bytes said estimated" has "  takes off: up to 320.0KiB (327680 bytes: the buffer less the one layer the backward loop holds), estimated, not verified by planning" "$out"
+check "in host memory: planned" has "  takes off: 383.9KiB (393152 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 3.88MiB, over the target by 2.88MiB" "$out"
+check "the carry in host memory: planned" has "  takes off: 384.0KiB (393216 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 3.88MiB, over the target by 2.88MiB" "$out"
+check "recomputed: said estimated" has "             up to 320.0KiB (327680 bytes: the buffer less the one layer the backward loop holds) recomputed instead, estimated, not verified by planning" "$out"
 check "donation by the argument's name" has "          JAX: jax.jit(f, donate_argnames=(\"params\",)): donates argument params (params['w'] is HLO parameter 0)" "$out"
 check "argument in host memory" has "          JAX: keep argument batch['x'] (HLO parameter 1) in host memory: pass it as jax.device_put(x, s.with_memory_kind('pinned_host')) (s: its sharding; the same for its in_shardings entry) and inside f read it through jax.device_put(x, s.with_memory_kind('device'))" "$out"
 check "the residual's buffer points to its policy" has "          JAX: the scan over 6 layers saves it for the backward pass: the change is the policy named above" "$out"
@@ -49,7 +51,8 @@ r = d["scan_residuals"]
 assert len(r) == 2 and {x["carry"] for x in r} == {True, False}, r
 x = [x for x in r if not x["carry"]][0]
 assert x["layers"] == 6 and x["per_layer"] == "f32[64,256]" and x["source_line"] == 10, x
-assert x["bytes"] == 393216 and x["estimated_bytes_off"] == 327680 and x["verified"] is False, x' <<<"$json"
+assert x["bytes"] == 393216 and x["estimated_bytes_off"] == 327680, x
+assert x["verified"] is True and x["host_peak_bytes"] == 4063516 and d["bytes_before"] == 4456668, x' <<<"$json"
 fi
 
 # --- MaxText's names: the remat_policy value, not checkpoint_name ------------------------
@@ -71,6 +74,7 @@ if [ -n "$DATA" ] && [ -f "$TPU" ]; then
     done
     out=$("$HBM" fit "$TPU" --capacity 20GiB --framework-limit 1 --width 0)
     check "TPU step at 20 GiB: the scan's residual" has "The scan over 32 layers saves bf16[4,8192,4096] per layer for its backward pass (bf16[32,4,8192,4096], 8.00GiB, at the peak):" "$out"
+    check "TPU step: the layers' inputs in host memory, planned" has "  takes off: 8.00GiB (8589934592 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 17.96GiB, under the target by 2.04GiB" "$out"
     check "TPU step: the scan's line" has "  the layer's input, the scan's carry (loop while.164 writes it, loop while.165 reads it), scan at /app/trainer/model/modeling_llama3.py:975" "$out"
 else
     echo "skip the TPU step: no ${DATA:-(no shared data)}/hlo/tpu"

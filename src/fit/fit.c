@@ -634,6 +634,12 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         s = hbmi_error(HBM_ERR_UNSUPPORTED, "fit: the module has no HLO text to write its changes into");
         goto fail;
     }
+    for (size_t k = 0; k < r->n_res; k++) { /* each scan residual in host memory, planned */
+        hbmi_fit_edit he[64];
+        size_t nh = hbmi_jax_residual_edits(m, &r->res[k], he, 64);
+        uint64_t hp = 0;
+        if (nh && !verify(r, he, nh, &hp, NULL, NULL, NULL, NULL)) r->res[k].host_peak = hp;
+    }
     const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);
     r->rates = rates;
     /* donations first: free, verified one by one */

@@ -12,6 +12,10 @@
  * instruction `at` of the same computation, read by the users at or after `at`; `drop` when the original is left
  * without users (a move). Offload: copies to host after `from` and back before `at`.
  * Donate: parameter `param` aliased to output index `out` (-1: the root is the array). */
+/* An edit kind of fit's own, beside hbm_fit_kind's: an array of an instruction's shape (element
+ * `out` of its tuple, -1 the shape) written in host memory, S(5) (a scan residual moved there). */
+#define HBMI_FIT_HOST_ELEM 16
+
 typedef struct hbmi_fit_edit {
     uint8_t kind; /* hbm_fit_kind */
     uint8_t drop;

@@ -344,3 +344,75 @@ void hbmi_jax_maxtext_policies(const char *name, const char **recompute, const c
         if (!*recompute || n > best) *recompute = q->name, best = n;
     }
 }
+
+/* --- the residual in host memory, as an edit to plan ------------------------------------------ */
+static size_t add_edit(hbmi_fit_edit *e, size_t n, size_t cap, uint32_t comp, uint32_t ins, int32_t out) {
+    for (size_t k = 0; k < n; k++)
+        if (e[k].comp == comp && e[k].ins == ins) return n;
+    if (n >= cap) return n;
+    memset(&e[n], 0, sizeof e[n]);
+    e[n].kind = HBMI_FIT_HOST_ELEM;
+    e[n].comp = comp;
+    e[n].ins = ins;
+    e[n].at = ins;
+    e[n].out = out;
+    return n + 1;
+}
+
+/* element k of loop w's tuple through computation c (the loop, its operand tuple and what
+ * reads it there), its body and condition (their parameter, what reads element k, the root) */
+static size_t loop_edits(const hbm_hlo_module *m, uint32_t ci, uint32_t wi, int64_t k, int init, hbmi_fit_edit *e,
+                         size_t n, size_t cap) {
+    const hbmi_comp *c = &m->comps[ci];
+    const hbmi_instr *w = &c->ins[wi];
+    n = add_edit(e, n, cap, ci, wi, (int32_t)k);
+    if (w->n_ops && c->ins[w->ops[0]].op == HOP_TUPLE) {
+        const hbmi_instr *t = &c->ins[w->ops[0]];
+        n = add_edit(e, n, cap, ci, w->ops[0], (int32_t)k);
+        uint32_t ii = (uint32_t)k < t->n_ops ? t->ops[k] : UINT32_MAX;
+        /* the buffer it starts from, when nothing else reads it */
+        if (init && ii != UINT32_MAX && c->ins[ii].n_users == 1 && c->ins[ii].op != HOP_PARAMETER &&
+            c->ins[ii].shape->prim != HBMI_PRIM_TUPLE)
+            n = add_edit(e, n, cap, ci, ii, -1);
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->ins[i].op == HOP_GTE && c->ins[i].n_ops && c->ins[i].ops[0] == wi && c->ins[i].gte_index == k &&
+            !c->ins[i].synthetic)
+            n = add_edit(e, n, cap, ci, i, -1);
+    for (uint32_t q = 0; q < w->n_called; q++) {
+        uint32_t bi = w->called[q];
+        const hbmi_comp *b = &m->comps[bi];
+        if (!b->n_params) continue;
+        uint32_t pi = b->params[0];
+        n = add_edit(e, n, cap, bi, pi, (int32_t)k);
+        for (uint32_t i = 0; i < b->n; i++)
+            if (b->ins[i].op == HOP_GTE && b->ins[i].n_ops && b->ins[i].ops[0] == pi && b->ins[i].gte_index == k &&
+                !b->ins[i].synthetic)
+                n = add_edit(e, n, cap, bi, i, -1);
+        const hbmi_instr *r = &b->ins[b->root];
+        if (r->op == HOP_TUPLE && (uint32_t)k < r->n_ops) {
+            n = add_edit(e, n, cap, bi, b->root, (int32_t)k);
+            uint32_t x = r->ops[k]; /* what writes it: the update in place, through bitcasts */
+            for (int hop = 0; hop < 8; hop++) {
+                const hbmi_instr *xi = &b->ins[x];
+                if (xi->synthetic || xi->op == HOP_PARAMETER || xi->shape->prim == HBMI_PRIM_TUPLE) break;
+                n = add_edit(e, n, cap, bi, x, -1);
+                if (!((xi->op == HOP_BITCAST || xi->op == HOP_COPY) && xi->n_ops)) break;
+                x = xi->ops[0];
+            }
+        }
+    }
+    return n;
+}
+
+size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual *x, hbmi_fit_edit *e, size_t cap) {
+    const hbmi_comp *c = &m->comps[x->comp];
+    uint32_t bwd = UINT32_MAX;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->ins[i].name.n == strlen(x->backward_loop) && !memcmp(c->ins[i].name.p, x->backward_loop, c->ins[i].name.n))
+            bwd = i;
+    if (bwd == UINT32_MAX) return 0;
+    size_t n = loop_edits(m, x->comp, x->loop_ins, x->index, 1, e, 0, cap);
+    n = loop_edits(m, x->comp, bwd, x->bwd_index, 0, e, n, cap);
+    return n < cap ? n : 0;
+}

@@ -54,7 +54,7 @@ static void advice(FILE *f, int indent, const char *label, const char *text) {
 }
 
 /* What the scan over L layers saves, and the change that stops saving it. */
-static void residual_text(FILE *f, const hbmi_jax_residual *x) {
+static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
     char a[32], b[32], t[1400], where[600];
     snprintf(t, sizeof t, "\nThe scan over %lld layers saves %s per layer for its backward pass (%s, %s%s):",
              (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
@@ -103,10 +103,24 @@ static void residual_text(FILE *f, const hbmi_jax_residual *x) {
                  nm, where, nm, nm);
         advice(f, 2, "change: ", t);
     }
-    snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds), estimated, "
-                          "not verified by planning",
-             hbm_size_human(x->estimate, b), (unsigned long long)x->estimate);
-    advice(f, 2, "takes off: ", t);
+    uint64_t before = r->sum.peak_before, target = r->sum.target_bytes;
+    if (x->host_peak && x->host_peak < before) {
+        char c[32], d[32];
+        snprintf(t, sizeof t,
+                 "%s (%llu bytes) in host memory, verified: the module with this buffer in host memory (S(5)) "
+                 "plans to a peak of %s, %s the target by %s",
+                 hbm_size_human(before - x->host_peak, b), (unsigned long long)(before - x->host_peak),
+                 hbm_size_human(x->host_peak, c), x->host_peak <= target ? "under" : "over",
+                 hbm_size_human(x->host_peak <= target ? target - x->host_peak : x->host_peak - target, d));
+        advice(f, 2, "takes off: ", t);
+    }
+    if (!x->carry || !(x->host_peak && x->host_peak < before)) {
+        snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds)%s, "
+                              "estimated, not verified by planning",
+                 hbm_size_human(x->estimate, b), (unsigned long long)x->estimate,
+                 x->carry ? "" : " recomputed instead");
+        advice(f, 2, x->host_peak && x->host_peak < before ? "           " : "takes off: ", t);
+    }
 }
 
 static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
@@ -145,7 +159,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
             while (*m == ' ') m++;
         }
     }
-    for (size_t i = 0; i < r->n_res; i++) residual_text(f, &r->res[i]);
+    for (size_t i = 0; i < r->n_res; i++) residual_text(f, r, &r->res[i]);
     if (!r->has_backward)
         advice(f, 0, "",
                "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
@@ -317,8 +331,9 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
         fprintf(f, ", \"source_file\": ");
         jstr(f, x->source_file);
         fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
-                   ", \"verified\": false, \"maxtext_name\": ",
-                x->source_line, x->at_peak ? "true" : "false", x->estimate);
+                   ", \"verified\": %s, ",
+                x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
+        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"maxtext_name\": ", x->host_peak);
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }

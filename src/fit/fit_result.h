@@ -21,6 +21,7 @@ typedef struct hbmi_jax_residual {
     int source_line;
     int at_peak;                      /* among the plan's peak buffers */
     uint64_t estimate;                /* bytes - one layer's slice: estimated, not planned */
+    uint64_t host_peak;               /* planned peak with the buffer in host memory (0: not planned) */
     const char *maxtext;              /* MaxText's checkpoint name, or NULL */
 } hbmi_jax_residual;
 
@@ -49,6 +50,9 @@ struct hbm_fit_result {
     size_t n_left;
 };
 
+/* The edits that put residual x's buffer in host memory (S(5)): into e (cap), their count, 0
+ * when they do not fit in cap or the loop is not found. */
+size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual *x, hbmi_fit_edit *e, size_t cap);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
 /* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
