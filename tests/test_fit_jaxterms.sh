@@ -57,6 +57,7 @@ fi
 
 # --- MaxText's names: the remat_policy value, not checkpoint_name ------------------------
 out=$("$HBM" fit "$SRC/tests/fit_jax/scan_maxtext.hlo" --capacity 1MiB --framework-limit 1 --width 0)
+check "MaxText: the layer's input" has '  MaxText names it "decoder_layer_input": remat_policy=custom with decoder_layer_input=offload keeps it in host memory, the layer recomputed from it' "$out"
 check "MaxText remat_policy" has '  MaxText saves it as "mlpwi_0": remat_policy=save_dot_except_mlpwi recomputes it, remat_policy=minimal_offloaded keeps it in host memory' "$out"
 
 # --- no backward pass: no checkpoint policy, what applies instead --------------------------

@@ -267,6 +267,14 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                 x->source_file = hbmi_fit_str(r, file, strlen(file));
                 x->source_line = line;
                 x->maxtext = hbmi_jax_maxtext_name(x->op_name);
+                /* a MaxText layer names its input "decoder_layer_input" (checkpoint_name first in
+                 * each decoder layer; remat_policy=custom offloads it by that name) */
+                for (uint32_t q = 0; x->carry && !x->maxtext && q < b->n; q++) {
+                    char t[1024];
+                    hbmi_plan_unescape(t, sizeof t, b->ins[q].meta_op_name.p ? b->ins[q].meta_op_name.p : "",
+                                       b->ins[q].meta_op_name.n);
+                    if (strstr(t, "decoder/layers/")) x->maxtext = "decoder_layer_input";
+                }
                 x->loop_ins = wi;
                 x->bwd_body = bwd_body;
                 x->fwd_body = (uint32_t)(b - m->comps);

@@ -69,7 +69,12 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
         snprintf(t, sizeof t, "computed by %s%s%s (loop %s writes it, loop %s reads it)", x->op_name,
                  x->source_file[0] ? " at " : "", x->source_file[0] ? where : "", x->loop, x->backward_loop);
     advice(f, 2, "", t);
-    if (x->maxtext) {
+    if (x->maxtext && x->carry) {
+        snprintf(t, sizeof t, "MaxText names it \"%s\": remat_policy=custom with %s=offload keeps it in host "
+                              "memory, the layer recomputed from it",
+                 x->maxtext, x->maxtext);
+        advice(f, 2, "", t);
+    } else if (x->maxtext) {
         const char *rec, *off;
         hbmi_jax_maxtext_policies(x->maxtext, &rec, &off);
         snprintf(t, sizeof t, "MaxText saves it as \"%s\": remat_policy=%s recomputes it%s%s%s", x->maxtext,
