@@ -113,10 +113,18 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
         char c[32], d[32];
         snprintf(t, sizeof t,
                  "%s (%llu bytes) in host memory, verified: the module with this buffer in host memory (S(5)) "
-                 "plans to a peak of %s, %s the target by %s",
+                 "plans to a peak of %s, %s the target by %s; no extra FLOPs, %s each way over the host link",
                  hbm_size_human(before - x->host_peak, b), (unsigned long long)(before - x->host_peak),
                  hbm_size_human(x->host_peak, c), x->host_peak <= target ? "under" : "over",
-                 hbm_size_human(x->host_peak <= target ? target - x->host_peak : x->host_peak - target, d));
+                 hbm_size_human(x->host_peak <= target ? target - x->host_peak : x->host_peak - target, d),
+                 hbm_size_human(x->bytes, a));
+        if (r->rates && r->rates->host_bw > 0) {
+            char e[32];
+            size_t k = strlen(t);
+            snprintf(t + k, sizeof t - k, " (about %s at %s's %.0f GB/s)",
+                     secs(2.0 * (double)x->bytes / r->rates->host_bw, e, sizeof e), r->rates->name,
+                     r->rates->host_bw / 1e9);
+        }
         advice(f, 2, "takes off: ", t);
     }
     if (!x->carry || !(x->host_peak && x->host_peak < before)) {
