@@ -60,6 +60,14 @@ out=$("$HBM" fit "$SRC/tests/fit_jax/scan_maxtext.hlo" --capacity 1MiB --framewo
 check "MaxText: the layer's input" has '  MaxText names it "decoder_layer_input": remat_policy=custom with decoder_layer_input=offload keeps it in host memory, the layer recomputed from it' "$out"
 check "MaxText remat_policy" has '  MaxText saves it as "mlpwi_0": remat_policy=save_dot_except_mlpwi recomputes it, remat_policy=minimal_offloaded keeps it in host memory' "$out"
 
+# --- XLA:TPU, a Flax model: the residual a multi-output fusion writes, the module path named ----
+out=$("$HBM" fit "$SRC/tests/fit_jax/flax_scan_tpu.hlo" --capacity 100MiB --framework-limit 1 --width 0)
+check "TPU/Flax: the saved projection" has "The scan over 8 layers saves f32[16,512,1024] per layer for its backward pass (f32[8,16,512,1024], 256.00MiB, at the peak):" "$out"
+check "TPU/Flax: the Flax module path" has "  computed by jit(step)/jvp(Model)/while/body/closed_call/layers/wi/dot_general in the Flax module Model/layers/wi (loop while.4 writes it, loop while.5 reads it)" "$out"
+check "TPU/Flax: the change there" has '  change: x = checkpoint_name(x, "wi_dot_general") in the Flax module Model/layers/wi, and on the scanned body'"'"'s jax.checkpoint policy=jax.checkpoint_policies.save_any_names_but_these("wi_dot_general") (the backward loop recomputes it; other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["wi_dot_general"], offload_src="device", offload_dst="pinned_host") (kept in host memory)' "$out"
+check "TPU/Flax: planned in host memory" has "  takes off: 256.00MiB (268435456 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 40.09MiB, under the target by 59.91MiB; no extra FLOPs, 256.00MiB each way over the host link (about 16.8 ms at TPU-v5e's 32 GB/s)" "$out"
+check "TPU/Flax: a residual that changes nothing alone, said so" has "  takes off: nothing alone, verified: the module with this buffer in host memory (S(5)) plans to 296.09MiB, the peak as it is" "$out"
+
 # --- no backward pass: no checkpoint policy, what applies instead --------------------------
 out=$("$HBM" fit "$D/fit_scan_forward.hlo" --capacity 1MiB --framework-limit 1 --width 0)
 check "forward only: said" has "No backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory (memory_kind='pinned_host'), a smaller batch or sequence." "$out"

@@ -333,8 +333,14 @@ static void write_host_elem(emitter *em, uint32_t i, int32_t out) {
         while (rb > a && line[rb - 1] != '}') rb--;
         rb--;
         int colon = memchr(lb, ':', (size_t)(line + rb - lb)) != NULL;
-        fwrite(line, 1, rb, em->f);
-        fprintf(em->f, "%sS(5)%s", colon ? "" : ":", line + rb);
+        size_t sp = rb; /* a memory space already there (TPU's S(1)) is replaced */
+        for (size_t q = (size_t)(lb - line); q + 1 < rb; q++)
+            if (line[q] == 'S' && line[q + 1] == '(') sp = q;
+        size_t se = sp;
+        if (sp < rb)
+            while (se < rb && line[se] != ')') se++;
+        fwrite(line, 1, sp, em->f);
+        fprintf(em->f, "%sS(5)%s", colon ? "" : ":", line + (sp < rb ? se + 1 : rb));
     }
     free(line);
 }

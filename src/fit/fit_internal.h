@@ -99,6 +99,8 @@ int hbmi_jax_has_backward(const hbm_hlo_module *m);
 /* The user's file and line of an instruction: its metadata, else its stack frame, wrappers
  * (contextlib.py, functools.py, JAX's and Flax's internals) skipped; 0 when unknown. */
 int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line);
+/* The Flax module path an op_name holds ("Model/layers/wi"), 0 when none. */
+int hbmi_jax_module_path(const char *op, char *out, size_t cap);
 /* MaxText's checkpoint name of a value from its op_name ("mlpwi_0"), or NULL; the remat_policy
  * values that recompute it and that offload it (NULL when none). */
 const char *hbmi_jax_maxtext_name(const char *op);

@@ -99,8 +99,12 @@ static int frame_where(const hbm_hlo_module *m, long frame, char *file, size_t c
         snprintf(file, cap, "%.*s", (int)n, fn);
         *line = (int)field(loc, "line=");
         if (!wrapper_file(file)) return 1;
-        frame = field(fr, "parent_frame_id=");
+        long parent = field(fr, "parent_frame_id=");
+        if (parent >= frame) break; /* a parent is an earlier frame: a table that loops is not read */
+        frame = parent;
     }
+    file[0] = 0;
+    *line = 0;
     return 0;
 }
 
@@ -120,6 +124,36 @@ int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, si
     for (const char *p = s; p + 15 < e; p++)
         if (!memcmp(p, "stack_frame_id=", 15)) return frame_where(m, strtol(p + 15, NULL, 10), file, cap, line);
     return 0;
+}
+
+/* The Flax module path in an op_name: the top module jvp(NAME) names, then the parts between
+ * JAX's own (jit(...), while, body, closed_call, checkpoint, ...) and the primitive: for
+ * "jit(step)/jvp(Model)/while/body/closed_call/layers/wi/dot_general", "Model/layers/wi". */
+int hbmi_jax_module_path(const char *op, char *out, size_t cap) {
+    out[0] = 0;
+    const char *last = strrchr(op, '/');
+    if (!last) return 0;
+    const char *start = op;
+    char top[128] = "";
+    const char *j = strstr(op, "jvp(");
+    if (j && j[4] != ')') {
+        const char *e = strchr(j, ')');
+        if (e && e - j - 4 < (long)sizeof top) snprintf(top, sizeof top, "%.*s", (int)(e - j - 4), j + 4);
+    }
+    static const char *const own[] = {"while", "body", "cond", "closed_call", "checkpoint", "rematted_computation",
+                                      "branch", "remat", "pjit", "shard_map", "scan", "custom_jvp_call", "custom_vjp_call"};
+    for (const char *p = op; p < last;) { /* start after the last part that is JAX's own */
+        const char *e = strchr(p, '/');
+        size_t n = (size_t)(e - p);
+        int mine = memchr(p, '(', n) != NULL;
+        for (size_t k = 0; k < sizeof own / sizeof own[0] && !mine; k++) mine = strlen(own[k]) == n && !memcmp(p, own[k], n);
+        if (mine) start = e + 1;
+        p = e + 1;
+    }
+    size_t n = start < last ? (size_t)(last - start) : 0;
+    if (!n && !top[0]) return 0;
+    snprintf(out, cap, "%s%s%.*s", top, top[0] && n ? "/" : "", (int)n, start);
+    return 1;
 }
 
 /* --- scan residuals --------------------------------------------------------------------- */
@@ -152,7 +186,12 @@ static int carried(const hbmi_comp *b, const hbmi_instr *x, int64_t k) {
 static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_instr *x, int64_t k,
                         const hbmi_instr **val, const hbmi_instr **dus) {
     x = strip(b, x);
-    if (x->op == HOP_DUS && x->n_ops >= 2) {
+    int64_t elem = -1; /* an element of a multi-output fusion's tuple */
+    if (x->op == HOP_GTE && x->n_ops && b->ins[x->ops[0]].op == HOP_FUSION) {
+        elem = x->gte_index;
+        x = &b->ins[x->ops[0]];
+    }
+    if (x->op == HOP_DUS && x->n_ops >= 2 && elem < 0) {
         if (!carried(b, &b->ins[x->ops[0]], k)) return 0;
         *val = under(b, strip(b, &b->ins[x->ops[1]]));
         *dus = x;
@@ -161,6 +200,12 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     if (x->op != HOP_FUSION || !x->n_called) return 0;
     const hbmi_comp *f = &m->comps[x->called[0]];
     const hbmi_instr *r = strip(f, &f->ins[f->root]);
+    if (elem >= 0) {
+        if (r->op != HOP_TUPLE || (uint64_t)elem >= r->n_ops) return 0;
+        r = strip(f, &f->ins[r->ops[elem]]);
+    } else if (x->shape->prim == HBMI_PRIM_TUPLE) {
+        return 0;
+    }
     if (r->op != HOP_DUS || r->n_ops < 2) return 0;
     const hbmi_instr *buf = strip(f, &f->ins[r->ops[0]]);
     if (buf->op != HOP_PARAMETER || buf->param_no < 0 || (uint64_t)buf->param_no >= x->n_ops) return 0;
@@ -403,6 +448,11 @@ static size_t loop_edits(const hbm_hlo_module *m, uint32_t ci, uint32_t wi, int6
             uint32_t x = r->ops[k]; /* what writes it: the update in place, through bitcasts */
             for (int hop = 0; hop < 8; hop++) {
                 const hbmi_instr *xi = &b->ins[x];
+                if (xi->op == HOP_GTE && xi->n_ops && b->ins[xi->ops[0]].op == HOP_FUSION) {
+                    n = add_edit(e, n, cap, bi, x, -1); /* an element of a multi-output fusion */
+                    n = add_edit(e, n, cap, bi, xi->ops[0], (int32_t)xi->gte_index);
+                    break;
+                }
                 if (xi->synthetic || xi->op == HOP_PARAMETER || xi->shape->prim == HBMI_PRIM_TUPLE) break;
                 n = add_edit(e, n, cap, bi, x, -1);
                 if (!((xi->op == HOP_BITCAST || xi->op == HOP_COPY) && xi->n_ops)) break;

@@ -60,14 +60,18 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
              (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
              x->at_peak ? ", at the peak" : "");
     advice(f, 0, "", t);
+    char mod[256];
+    int flax = hbmi_jax_module_path(x->op_name, mod, sizeof mod) && strchr(mod, '/');
     if (x->source_file[0]) snprintf(where, sizeof where, "%s:%d", x->source_file, x->source_line);
+    else if (flax) snprintf(where, sizeof where, "the Flax module %s", mod);
     else snprintf(where, sizeof where, "%s", x->op_name);
     if (x->carry)
         snprintf(t, sizeof t, "the layer's input, the scan's carry (loop %s writes it, loop %s reads it), %s%s%s", x->loop,
                  x->backward_loop, x->source_file[0] ? "scan at " : "op ", where, "");
     else
         snprintf(t, sizeof t, "computed by %s%s%s (loop %s writes it, loop %s reads it)", x->op_name,
-                 x->source_file[0] ? " at " : "", x->source_file[0] ? where : "", x->loop, x->backward_loop);
+                 x->source_file[0] || flax ? x->source_file[0] ? " at " : " in " : "",
+                 x->source_file[0] || flax ? where : "", x->loop, x->backward_loop);
     advice(f, 2, "", t);
     if (x->maxtext && x->carry) {
         snprintf(t, sizeof t, "MaxText names it \"%s\": remat_policy=custom with %s=offload keeps it in host "
@@ -88,7 +92,7 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                  "on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it");
         advice(f, 2, "change: ", t);
     } else {
-        char nm[64];
+        char nm[128];
         const char *last = strrchr(x->op_name, '/');
         last = last ? last + 1 : x->op_name;
         size_t k = 0;
@@ -97,15 +101,22 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                 *last == '_')
                 nm[k++] = *last;
         if (!k) k = (size_t)snprintf(nm, sizeof nm, "saved");
-        if (x->source_line > 0) snprintf(nm + k, sizeof nm - k, "_%d", x->source_line);
-        else nm[k] = 0;
+        nm[k] = 0;
+        if (x->source_line > 0) {
+            snprintf(nm + k, sizeof nm - k, "_%d", x->source_line);
+        } else if (flax) { /* the module's own name first: "wi_dot_general" */
+            const char *own = strrchr(mod, '/') + 1;
+            char tmp[128];
+            snprintf(tmp, sizeof tmp, "%.20s_%.40s", own, nm);
+            snprintf(nm, sizeof nm, "%s", tmp);
+        }
         snprintf(t, sizeof t,
-                 "x = checkpoint_name(x, \"%s\") at %s, and on the scanned body's jax.checkpoint "
+                 "x = checkpoint_name(x, \"%s\") %s %s, and on the scanned body's jax.checkpoint "
                  "policy=jax.checkpoint_policies.save_any_names_but_these(\"%s\") (the backward loop recomputes it; "
                  "other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names("
                  "names_which_can_be_saved=[], names_which_can_be_offloaded=[\"%s\"], offload_src=\"device\", "
                  "offload_dst=\"pinned_host\") (kept in host memory)",
-                 nm, where, nm, nm);
+                 nm, x->source_file[0] ? "at" : "in", where, nm, nm);
         advice(f, 2, "change: ", t);
     }
     uint64_t before = r->sum.peak_before, target = r->sum.target_bytes;
@@ -127,7 +138,13 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
         }
         advice(f, 2, "takes off: ", t);
     }
-    if (!x->carry || !(x->host_peak && x->host_peak < before)) {
+    if (x->host_peak && x->host_peak >= before) {
+        char c[32];
+        snprintf(t, sizeof t, "nothing alone, verified: the module with this buffer in host memory (S(5)) "
+                              "plans to %s, the peak as it is",
+                 hbm_size_human(x->host_peak, c));
+        advice(f, 2, "takes off: ", t);
+    } else if (!x->carry || !x->host_peak) {
         snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds)%s, "
                               "estimated, not verified by planning",
                  hbm_size_human(x->estimate, b), (unsigned long long)x->estimate,
