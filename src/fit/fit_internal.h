@@ -106,6 +106,9 @@ int hbmi_jax_module_path(const char *op, char *out, size_t cap);
 const char *hbmi_jax_maxtext_name(const char *op);
 void hbmi_jax_maxtext_policies(const char *name, const char **recompute, const char **offload);
 
+/* FLOPs of an instruction as the cost model counts them (a fusion: what it fuses). */
+uint64_t hbmi_fit_instr_flops(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in);
+
 /* XLA's HumanReadableNumBytes: "1.50GiB" */
 void hbmi_fit_xla_bytes(int64_t b, char *buf, size_t cap);
 

@@ -184,7 +184,7 @@ static int carried(const hbmi_comp *b, const hbmi_instr *x, int64_t k) {
  * dynamic-update-slice of one slice along dimension 0 (bare, or a fusion's root): the body
  * instruction the slice comes from (*val), and the DUS itself (*dus, for its metadata). */
 static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_instr *x, int64_t k,
-                        const hbmi_instr **val, const hbmi_instr **dus) {
+                        const hbmi_instr **val, const hbmi_instr **dus, const hbmi_instr **writer) {
     x = strip(b, x);
     int64_t elem = -1; /* an element of a multi-output fusion's tuple */
     if (x->op == HOP_GTE && x->n_ops && b->ins[x->ops[0]].op == HOP_FUSION) {
@@ -194,7 +194,7 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     if (x->op == HOP_DUS && x->n_ops >= 2 && elem < 0) {
         if (!carried(b, &b->ins[x->ops[0]], k)) return 0;
         *val = under(b, strip(b, &b->ins[x->ops[1]]));
-        *dus = x;
+        *dus = *writer = x;
         return 1;
     }
     if (x->op != HOP_FUSION || !x->n_called) return 0;
@@ -216,6 +216,7 @@ static int writes_slice(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     else
         *val = u; /* computed inside the fusion */
     *dus = r;
+    *writer = x;
     return 1;
 }
 
@@ -276,8 +277,8 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
             for (uint32_t k = 0; k < root->n_ops && k < w->shape->n; k++) {
                 const hbmi_shape *el = &w->shape->elems[k];
                 if (el->prim == HBMI_PRIM_TUPLE || el->n < 2 || el->dims[0] < 2) continue;
-                const hbmi_instr *val = NULL, *dus = NULL;
-                if (!writes_slice(m, b, &b->ins[root->ops[k]], k, &val, &dus)) continue;
+                const hbmi_instr *val = NULL, *dus = NULL, *writer = NULL;
+                if (!writes_slice(m, b, &b->ins[root->ops[k]], k, &val, &dus, &writer)) continue;
                 if (hbmi_jax_pass(dus->meta_op_name.p, dus->meta_op_name.n) != HBMI_JAX_FWD) continue;
                 uint32_t bwd, bwd_body, bwd_index;
                 if (!read_by_backward(m, c, wi, k, &bwd, &bwd_body, &bwd_index)) continue;
@@ -311,6 +312,12 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                 if (!file[0] && src != dus) hbmi_jax_where(m, dus, file, sizeof file, &line);
                 x->source_file = hbmi_fit_str(r, file, strlen(file));
                 x->source_line = line;
+                /* recomputing it: what computes it, once per layer (computed inside the fusion
+                 * that stacks it: that fusion) */
+                if (!x->carry) {
+                    const hbmi_instr *v = val >= b->ins && val < b->ins + b->n ? val : writer;
+                    x->recompute_flops = hbmi_fit_instr_flops(m, b, v) * (uint64_t)x->layers;
+                }
                 x->maxtext = hbmi_jax_maxtext_name(x->op_name);
                 /* a MaxText layer names its input "decoder_layer_input" (checkpoint_name first in
                  * each decoder layer; remat_policy=custom offloads it by that name) */

@@ -145,10 +145,15 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                  hbm_size_human(x->host_peak, c));
         advice(f, 2, "takes off: ", t);
     } else if (!x->carry || !x->host_peak) {
+        char fl[32] = "";
+        if (!x->carry && x->recompute_flops) {
+            char g[24];
+            snprintf(fl, sizeof fl, "; %s more", flops_human(x->recompute_flops, g, sizeof g));
+        }
         snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds)%s, "
-                              "estimated, not verified by planning",
+                              "estimated, not verified by planning%s",
                  hbm_size_human(x->estimate, b), (unsigned long long)x->estimate,
-                 x->carry ? "" : " recomputed instead");
+                 x->carry ? "" : " recomputed instead", fl);
         advice(f, 2, x->host_peak && x->host_peak < before ? "           " : "takes off: ", t);
     }
 }
@@ -363,7 +368,8 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
         fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
                    ", \"verified\": %s, ",
                 x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
-        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"maxtext_name\": ", x->host_peak);
+        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
+                x->host_peak, x->recompute_flops);
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }
