@@ -594,6 +594,41 @@ static void test_noclone_offload(void) {
     hbm_hlo_module_free(m);
 }
 
+/* The donation's JAX text for a parameter JAX named NAME (metadata op_name; "" none). */
+static void donate_text_of(const char *name, const char *want) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule fit_donate, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+             "\n"
+             "ENTRY %%main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+             "  %%p0 = " MB4 " parameter(0)%s%s%s\n"
+             "  ROOT %%r = " MB4 " negate(%%p0)\n"
+             "}\n",
+             name[0] ? ", metadata={op_name=\"" : "", name, name[0] ? "\"}" : "");
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(text, 6u << 20, 2, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    const hbm_fit_change *c = hbm_fit_change_at(r, 0);
+    CHECK(c && c->kind == HBM_FIT_DONATE);
+    if (c) CHECK_STR(c->jax, want);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_donate_names(void) {
+    /* a pytree leaf: its top-level argument, by name */
+    donate_text_of("state[\\'opt\\'][0]", "jax.jit(f, donate_argnames=(\"state\",)): donates argument state "
+                                        "(state['opt'][0] is HLO parameter 0)");
+    /* *args: by position */
+    donate_text_of("args[2]", "jax.jit(f, donate_argnums=(2,)): donates positional argument 2 (args[2] is HLO parameter 0)");
+    /* no name: the HLO parameter's index, and when that is the argument's */
+    donate_text_of("", "jax.jit(f, donate_argnums=(0,)): HLO parameter 0, when each argument of f is one array (no "
+                       "op_name names it; JAX numbers f's arrays from 0 and leaves unused ones out)");
+}
+
 static void test_donate(void) {
     uint64_t before = peak_of(donate_hlo, strlen(donate_hlo));
     CHECK_EQ_U64(before, 8u << 20);
@@ -743,6 +778,7 @@ int main(void) {
     RUN(test_remat);
     RUN(test_noclone_offload);
     RUN(test_donate);
+    RUN(test_donate_names);
     RUN(test_bitcast_alias);
     RUN(test_multi_output);
     RUN(test_multi_output_new_form);

@@ -104,6 +104,13 @@ if [ -n "$DATA" ] && [ -d "$DATA/hlo/xladumps" ]; then
         fi
     done
     echo "  corpus: $n modules, $fwd without a backward pass, $bad advised a checkpoint policy"
+    # module 0303's kernel (the issue's): rows that were jax.checkpoint(policy=dots_saveable)
+    k=$(ls "$DATA"/hlo/xladumps/lorraxsbx_module_0303.jit__kernel_3f41f47f.hlo 2>/dev/null)
+    if [ -n "$k" ]; then
+        o=$("$HBM" fit "$k" --capacity 1KiB --framework-limit 1 --timeout 0.05 --width 0 2>/dev/null)
+        check "module 0303: no backward pass, said" grep -q "^No backward pass in this module" <<<"$o"
+        check "module 0303: its rows say no JAX-side change" grep -q "JAX: no JAX-side change: this module has no backward pass" <<<"$o"
+    fi
     check "corpus: no policy without a backward pass" test $bad -eq 0
 else
     echo "skip the corpus: no ${DATA:-(no shared data)}/hlo/xladumps"
