@@ -305,11 +305,14 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
                                         : "outside autodiff");
         return hbmi_fit_str(r, j, strlen(j));
     }
-    char op[512], name[48], file[512], where[600];
+    char op[512], name[48], file[512], where[1100];
     int line;
     hbmi_plan_unescape(op, sizeof op, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
     ckpt_name(op, name, sizeof name);
+    char mod[256];
     if (hbmi_jax_where(m, in, file, sizeof file, &line)) snprintf(where, sizeof where, "at %s:%d", file, line);
+    else if (hbmi_jax_module_path(op, mod, sizeof mod) && strchr(mod, '/'))
+        snprintf(where, sizeof where, "in the Flax module %s, where %s is computed", mod, op);
     else snprintf(where, sizeof where, "where %s is computed", op);
     if (cd->edit.kind == HBM_FIT_OFFLOAD)
         snprintf(j, sizeof j,
