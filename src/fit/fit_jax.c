@@ -325,7 +325,7 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                     char t[1024];
                     hbmi_plan_unescape(t, sizeof t, b->ins[q].meta_op_name.p ? b->ins[q].meta_op_name.p : "",
                                        b->ins[q].meta_op_name.n);
-                    if (strstr(t, "decoder/layers/")) x->maxtext = "decoder_layer_input";
+                    if (strstr(t, "decoder/layers")) x->maxtext = "decoder_layer_input";
                 }
                 x->loop_ins = wi;
                 x->bwd_body = bwd_body;
@@ -343,8 +343,10 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
 
 /* --- MaxText's remat_policy ----------------------------------------------------------------- */
 /* MaxText names its layers' projections with checkpoint_name and maps remat_policy to the
- * names saved or offloaded (src/maxtext/layers/decoders.py, Decoder.get_remat_policy). The
- * Flax module path in op_name gives the name: .../mlp/wi_0/... is "mlpwi_0". */
+ * names saved or offloaded (src/maxtext/layers/nnx_decoders.py, get_remat_policy). The Flax
+ * module path in op_name gives the name: its decoder's layers are "decoder/layers" (scanned)
+ * or "decoder/layers_N" ("jvp(Transformer)/decoder/layers_0/pre_self_attention_layer_norm/..."
+ * in a MaxText op_name), and .../mlp/wi_0/... is "mlpwi_0". */
 typedef struct maxtext_policy {
     const char *name;
     const char *saved;     /* space-separated checkpoint names kept on the device */
@@ -376,7 +378,7 @@ static int word_in(const char *list, const char *w) {
 
 /* the MaxText checkpoint name of a value from its op_name, or NULL */
 const char *hbmi_jax_maxtext_name(const char *op) {
-    if (!op || !strstr(op, "decoder/layers/")) return NULL;
+    if (!op || !strstr(op, "decoder/layers")) return NULL;
     static const struct { const char *path, *name; } k[] = {
         {"/mlp/wi_0/", "mlpwi_0"}, {"/mlp/wi_1/", "mlpwi_1"}, {"/mlp/wi/", "mlpwi"}, {"/mlp/wo/", "mlpwo"},
         {"/query/", "query_proj"}, {"/key/", "key_proj"}, {"/value/", "value_proj"}, {"/qkv_proj/", "qkv_proj"},
