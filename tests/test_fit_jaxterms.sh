@@ -31,6 +31,7 @@ check "recomputed: said estimated" has "             up to 320.0KiB (327680 byte
 check "donation by the argument's name" has "          JAX: jax.jit(f, donate_argnames=(\"params\",)): donates argument params (params['w'] is HLO parameter 0)" "$out"
 check "argument in host memory" has "          JAX: keep argument batch['x'] (HLO parameter 1) in host memory: pass it as jax.device_put(x, s.with_memory_kind('pinned_host')) (s: its sharding; the same for its in_shardings entry) and inside f read it through jax.device_put(x, s.with_memory_kind('device'))" "$out"
 check "the residual's buffer points to its policy" has "          JAX: the scan over 6 layers saves it for the backward pass: the change is the policy named above" "$out"
+check "a value without op_name: not called outside autodiff" has "          JAX: no JAX-side change: autodiff does not save it (no op_name says which pass computes it); the change is XLA's (hbm fit --emit writes it)" "$out"
 check "how to check" has "Check a change in JAX: jax.ad_checkpoint.print_saved_residuals(f, *args) lists what autodiff saves; jax.jit(f).lower(*args).compile().memory_analysis() gives XLA's bytes." "$out"
 check "no placeholder" test "$(grep -c 'donate_argnums=\.\.\.\|\.\.\.)' <<<"$out")" -eq 0
 check "--width 0 cuts nothing" test "$(grep -c '\.\.\.$' <<<"$out")" -eq 0

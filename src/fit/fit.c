@@ -302,7 +302,8 @@ static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
                  pass == HBMI_JAX_FWD   ? "computed and read in the forward pass"
                  : pass == HBMI_JAX_BWD ? "part of the backward pass"
                  : pass == HBMI_JAX_REMAT ? "already recomputed in the backward pass"
-                                        : "outside autodiff");
+                 : in->meta_op_name.n   ? "outside autodiff"
+                                        : "no op_name says which pass computes it");
         return hbmi_fit_str(r, j, strlen(j));
     }
     char op[512], name[48], file[512], where[1100];
