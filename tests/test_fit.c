@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/internal.h"
+#include "fit/fit_internal.h"
 #include "test.h"
 
 #define MB4 "f32[1024,1024]{1,0}"
@@ -629,6 +630,36 @@ static void test_donate_names(void) {
                        "op_name names it; JAX numbers f's arrays from 0 and leaves unused ones out)");
 }
 
+/* JAX's name stack, a Flax module path, MaxText's policies (fit_jax.c) */
+static void test_jax_terms(void) {
+    const char *fwd = "jit(step)/jvp(Model)/while/body/closed_call/layers/wi/dot_general";
+    CHECK(hbmi_jax_pass(fwd, strlen(fwd)) == HBMI_JAX_FWD);
+    const char *bwd = "jit(step)/transpose(jvp(Model))/while/body/closed_call/checkpoint/layers/wi/dot_general";
+    CHECK(hbmi_jax_pass(bwd, strlen(bwd)) == HBMI_JAX_BWD);
+    const char *rem = "jit(step)/transpose(jvp())/while/body/closed_call/checkpoint/rematted_computation/tanh";
+    CHECK(hbmi_jax_pass(rem, strlen(rem)) == HBMI_JAX_REMAT);
+    const char *fo = "jit(f)/exp", *tr = "jit(f)/transpose";
+    CHECK(hbmi_jax_pass(fo, strlen(fo)) == HBMI_JAX_OTHER);
+    CHECK(hbmi_jax_pass(tr, strlen(tr)) == HBMI_JAX_OTHER); /* the primitive, not the transform */
+    char mod[128];
+    CHECK(hbmi_jax_module_path(fwd, mod, sizeof mod));
+    CHECK_STR(mod, "Model/layers/wi");
+    CHECK(!hbmi_jax_module_path("jit(train_step)/jvp()/while/body/closed_call/dot_general", mod, sizeof mod));
+    CHECK_STR(hbmi_jax_maxtext_name("jit(train_step)/jvp(Transformer)/decoder/layers/mlp/wi_1/dot_general"), "mlpwi_1");
+    CHECK_STR(hbmi_jax_maxtext_name("jvp(Transformer)/decoder/layers_0/self_attention/query/dot_general"), "query_proj");
+    CHECK(hbmi_jax_maxtext_name("jit(step)/jvp(Model)/layers/mlp/wi_0/dot_general") == NULL);
+    const char *rec, *off;
+    hbmi_jax_maxtext_policies("mlpwo", &rec, &off);
+    CHECK_STR(rec, "save_dot_except_mlp");
+    CHECK_STR(off, "minimal_offloaded");
+    hbmi_jax_maxtext_policies("key_proj", &rec, &off);
+    CHECK_STR(rec, "save_out_proj");
+    CHECK_STR(off, "qkv_proj_offloaded");
+    hbmi_jax_maxtext_policies("out_proj", &rec, &off);
+    CHECK_STR(rec, "save_qkv_proj");
+    CHECK_STR(off, "minimal_offloaded");
+}
+
 static void test_donate(void) {
     uint64_t before = peak_of(donate_hlo, strlen(donate_hlo));
     CHECK_EQ_U64(before, 8u << 20);
@@ -779,6 +810,7 @@ int main(void) {
     RUN(test_noclone_offload);
     RUN(test_donate);
     RUN(test_donate_names);
+    RUN(test_jax_terms);
     RUN(test_bitcast_alias);
     RUN(test_multi_output);
     RUN(test_multi_output_new_form);
