@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/internal.h"
+#include "fit/fit_internal.h"
 #include "test.h"
 
 #define MB4 "f32[1024,1024]{1,0}"
@@ -523,7 +524,9 @@ static void test_remat(void) {
         CHECK_STR(c->instruction, "a");
         CHECK_STR(c->source_file, "model.py");
         CHECK(c->source_line == 12);
-        CHECK_CONTAINS(c->jax, "dots_saveable");
+        /* jit(f)/exp: no backward pass, so no checkpoint policy */
+        CHECK_STR(c->jax, "no JAX-side change: this module has no backward pass, and jax.checkpoint policies act "
+                          "only on what autodiff saves; the change is XLA's (hbm fit --emit writes it)");
         CHECK(c->verified_peak >= 0 && (uint64_t)c->verified_peak <= target);
     }
     CHECK(seen == 1);
@@ -592,6 +595,71 @@ static void test_noclone_offload(void) {
     hbm_hlo_module_free(m);
 }
 
+/* The donation's JAX text for a parameter JAX named NAME (metadata op_name; "" none). */
+static void donate_text_of(const char *name, const char *want) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule fit_donate, is_scheduled=true, entry_computation_layout={(f32[1024,1024]{1,0})->f32[1024,1024]{1,0}}\n"
+             "\n"
+             "ENTRY %%main (p0: f32[1024,1024]) -> f32[1024,1024] {\n"
+             "  %%p0 = " MB4 " parameter(0)%s%s%s\n"
+             "  ROOT %%r = " MB4 " negate(%%p0)\n"
+             "}\n",
+             name[0] ? ", metadata={op_name=\"" : "", name, name[0] ? "\"}" : "");
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out = NULL;
+    size_t len = 0;
+    CHECK_OK(fit(text, 6u << 20, 2, HBM_FIT_REMAT_HBM, &r, &m, &out, &len));
+    const hbm_fit_change *c = hbm_fit_change_at(r, 0);
+    CHECK(c && c->kind == HBM_FIT_DONATE);
+    if (c) CHECK_STR(c->jax, want);
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
+static void test_donate_names(void) {
+    /* a pytree leaf: its top-level argument, by name */
+    donate_text_of("state[\\'opt\\'][0]", "jax.jit(f, donate_argnames=(\"state\",)): donates argument state "
+                                        "(state['opt'][0] is HLO parameter 0)");
+    /* *args: by position */
+    donate_text_of("args[2]", "jax.jit(f, donate_argnums=(2,)): donates positional argument 2 (args[2] is HLO parameter 0)");
+    /* no name: the HLO parameter's index, and when that is the argument's */
+    donate_text_of("", "jax.jit(f, donate_argnums=(0,)): HLO parameter 0, when each argument of f is one array (no "
+                       "op_name names it; JAX numbers f's arrays from 0 and leaves unused ones out)");
+}
+
+/* JAX's name stack, a Flax module path, MaxText's policies (fit_jax.c) */
+static void test_jax_terms(void) {
+    const char *fwd = "jit(step)/jvp(Model)/while/body/closed_call/layers/wi/dot_general";
+    CHECK(hbmi_jax_pass(fwd, strlen(fwd)) == HBMI_JAX_FWD);
+    const char *bwd = "jit(step)/transpose(jvp(Model))/while/body/closed_call/checkpoint/layers/wi/dot_general";
+    CHECK(hbmi_jax_pass(bwd, strlen(bwd)) == HBMI_JAX_BWD);
+    const char *rem = "jit(step)/transpose(jvp())/while/body/closed_call/checkpoint/rematted_computation/tanh";
+    CHECK(hbmi_jax_pass(rem, strlen(rem)) == HBMI_JAX_REMAT);
+    const char *fo = "jit(f)/exp", *tr = "jit(f)/transpose";
+    CHECK(hbmi_jax_pass(fo, strlen(fo)) == HBMI_JAX_OTHER);
+    CHECK(hbmi_jax_pass(tr, strlen(tr)) == HBMI_JAX_OTHER); /* the primitive, not the transform */
+    char mod[128];
+    CHECK(hbmi_jax_module_path(fwd, mod, sizeof mod));
+    CHECK_STR(mod, "Model/layers/wi");
+    CHECK(!hbmi_jax_module_path("jit(train_step)/jvp()/while/body/closed_call/dot_general", mod, sizeof mod));
+    CHECK_STR(hbmi_jax_maxtext_name("jit(train_step)/jvp(Transformer)/decoder/layers/mlp/wi_1/dot_general"), "mlpwi_1");
+    CHECK_STR(hbmi_jax_maxtext_name("jvp(Transformer)/decoder/layers_0/self_attention/query/dot_general"), "query_proj");
+    CHECK(hbmi_jax_maxtext_name("jit(step)/jvp(Model)/layers/mlp/wi_0/dot_general") == NULL);
+    const char *rec, *off;
+    hbmi_jax_maxtext_policies("mlpwo", &rec, &off);
+    CHECK_STR(rec, "save_dot_except_mlp");
+    CHECK_STR(off, "minimal_offloaded");
+    hbmi_jax_maxtext_policies("key_proj", &rec, &off);
+    CHECK_STR(rec, "save_out_proj");
+    CHECK_STR(off, "qkv_proj_offloaded");
+    hbmi_jax_maxtext_policies("out_proj", &rec, &off);
+    CHECK_STR(rec, "save_qkv_proj");
+    CHECK_STR(off, "minimal_offloaded");
+}
+
 static void test_donate(void) {
     uint64_t before = peak_of(donate_hlo, strlen(donate_hlo));
     CHECK_EQ_U64(before, 8u << 20);
@@ -607,8 +675,8 @@ static void test_donate(void) {
     CHECK_EQ_U64(peak_of(out, len), 4u << 20);
     const hbm_fit_change *c = hbm_fit_change_at(r, 0);
     CHECK(c && c->kind == HBM_FIT_DONATE && c->param_number == 0 && c->chosen);
-    CHECK_CONTAINS(c->jax, "donate_argnums");
-    CHECK_CONTAINS(c->jax, "weights");
+    /* the argument by the name JAX gave its parameter */
+    CHECK_STR(c->jax, "jax.jit(f, donate_argnames=(\"weights\",)): donates argument weights (weights is HLO parameter 0)");
     free(out);
     hbm_fit_free(r);
     hbm_hlo_module_free(m);
@@ -741,6 +809,8 @@ int main(void) {
     RUN(test_remat);
     RUN(test_noclone_offload);
     RUN(test_donate);
+    RUN(test_donate_names);
+    RUN(test_jax_terms);
     RUN(test_bitcast_alias);
     RUN(test_multi_output);
     RUN(test_multi_output_new_form);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "fit/fit_result.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"
@@ -229,21 +230,10 @@ hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf,
 
 /* --- fit -------------------------------------------------------------------------------- */
 
-typedef struct fit_ctx {
-    const hbm_fit_result *r;
-    size_t top;
-} fit_ctx;
-
-static hbm_status emit_fit_text(const void *c, FILE *f) {
-    const fit_ctx *x = c;
-    return hbm_fit_text(x->r, f, x->top);
-}
-
 hbm_status hbm_fit_write(const hbm_fit_result *r, FILE *f, int json, size_t top, size_t width) {
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_fit_write: NULL argument");
     if (json) return hbm_fit_json(r, f);
-    fit_ctx x = {r, top};
-    return hbmi_emit_fitted(emit_fit_text, &x, f, width);
+    return hbmi_fit_text_width(r, f, top, width);
 }
 
 /* --- traces ----------------------------------------------------------------------------- */

@@ -140,6 +140,33 @@ static void describe(hbm_fit_result *r, hbm_fit_change *c, uint32_t ci, uint32_t
     c->param_number = -1;
 }
 
+/* JAX names an entry parameter by its argument's path ("params['w']", "args[2]", "x": the
+ * MLIR argument locations jax/_src/interpreters/mlir.py gives from the arguments' names);
+ * donation works on a whole argument of f, by name or by position. */
+static const char *donate_text(hbm_fit_result *r, const hbm_fit_change *c, uint32_t pn) {
+    const char *op = c->op_name;
+    size_t n = 0;
+    while (op[n] == '_' || (op[n] >= 'a' && op[n] <= 'z') || (op[n] >= 'A' && op[n] <= 'Z') ||
+           (n && op[n] >= '0' && op[n] <= '9'))
+        n++;
+    int path = n && (!op[n] || op[n] == '[' || op[n] == '.');
+    char j[700];
+    if (path && n == 4 && !memcmp(op, "args", 4) && op[4] == '[' && op[5] >= '0' && op[5] <= '9') {
+        long k = strtol(op + 5, NULL, 10);
+        snprintf(j, sizeof j, "jax.jit(f, donate_argnums=(%ld,)): donates positional argument %ld (%s is HLO parameter %u)",
+                 k, k, op, pn);
+    } else if (path) {
+        snprintf(j, sizeof j, "jax.jit(f, donate_argnames=(\"%.*s\",)): donates argument %.*s (%s is HLO parameter %u)",
+                 (int)n, op, (int)n, op, op, pn);
+    } else {
+        snprintf(j, sizeof j,
+                 "jax.jit(f, donate_argnums=(%u,)): HLO parameter %u, when each argument of f is one array "
+                 "(no op_name names it; JAX numbers f's arrays from 0 and leaves unused ones out)",
+                 pn, pn);
+    }
+    return hbmi_fit_str(r, j, strlen(j));
+}
+
 static hbm_status donations(hbm_fit_result *r, const hbm_plan *p) {
     const hbm_hlo_module *m = r->m;
     const hbmi_df *df = p->df;
@@ -187,10 +214,7 @@ static hbm_status donations(hbm_fit_result *r, const hbm_plan *p) {
             s = verify(r, &ed, 1, &peak, NULL, NULL, NULL, NULL);
             if (s) break;
             c.verified_peak = (int64_t)peak;
-            char j[200];
-            snprintf(j, sizeof j, "jax.jit(f, donate_argnums=...): donate the argument of parameter %u%s%s%s", pn,
-                     c.op_name[0] ? " ('" : "", c.op_name, c.op_name[0] ? "')" : "");
-            c.jax = hbmi_fit_str(r, j, strlen(j));
+            c.jax = donate_text(r, &c, pn);
             s = add_change(r, &c, &ed);
             taken[pn] = 1;
             break;
@@ -201,47 +225,107 @@ static hbm_status donations(hbm_fit_result *r, const hbm_plan *p) {
 }
 
 /* --- the JAX side of a recompute or an offload ---------------------------------------------------- */
-static int has_dot(const hbm_hlo_module *m, const hbmi_instr *in, int *batch) {
-    static const char *const w = "dot";
-    if (in->opcode.n == 3 && !memcmp(in->opcode.p, w, 3)) {
-        const char *s = m->text + in->off, *e = s;
-        while (*e && *e != '\n') e++;
-        *batch = 0;
-        for (const char *q = s; q + 19 < e; q++)
-            if (!memcmp(q, "lhs_batch_dims={", 16) && q[16] != '}') *batch = 1;
-        return 1;
+/* a checkpoint name from the op_name's last part ("dot_general" of ".../closed_call/dot_general") */
+static void ckpt_name(const char *op, char *out, size_t cap) {
+    const char *p = strrchr(op, '/');
+    p = p ? p + 1 : op;
+    size_t n = 0;
+    for (; *p && n + 1 < cap && n < 40; p++)
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')
+            out[n++] = *p;
+    out[n] = 0;
+    if (!n || !strcmp(out, "while")) snprintf(out, cap, "%s", n ? "scan_output" : "v"); /* a loop's result */
+}
+
+/* the value is one autodiff saves: computed under jvp(...) and read under transpose(...) */
+static int residual(const hbm_hlo_module *m, uint32_t ci, uint32_t i) {
+    const hbmi_comp *c = &m->comps[ci];
+    const hbmi_instr *in = &c->ins[i];
+    if (hbmi_jax_pass(in->meta_op_name.p, in->meta_op_name.n) != HBMI_JAX_FWD) return 0;
+    for (uint32_t u = 0; u < in->n_users; u++) {
+        const hbmi_instr *us = &c->ins[in->users[u]];
+        if (hbmi_jax_pass(us->meta_op_name.p, us->meta_op_name.n) == HBMI_JAX_BWD) return 1;
+        if (us->op == HOP_TUPLE) /* into a backward loop */
+            for (uint32_t v = 0; v < us->n_users; v++) {
+                const hbmi_instr *w = &c->ins[us->users[v]];
+                if (hbmi_jax_pass(w->meta_op_name.p, w->meta_op_name.n) == HBMI_JAX_BWD) return 1;
+            }
     }
-    if (in->op == HOP_FUSION)
-        for (uint32_t k = 0; k < in->n_called; k++) {
-            const hbmi_comp *c = &m->comps[in->called[k]];
-            for (uint32_t i = 0; i < c->n; i++)
-                if (has_dot(m, &c->ins[i], batch)) return 1;
-        }
     return 0;
 }
 
 static const char *jax_hint(hbm_fit_result *r, const hbmi_fit_cand *cd) {
-    const hbmi_instr *in = &r->m->comps[cd->edit.comp].ins[cd->edit.ins];
-    int batch = 0, dot = has_dot(r->m, in, &batch);
-    char j[320];
-    if (cd->edit.kind == HBM_FIT_OFFLOAD && cd->edit.from == UINT32_MAX)
+    const hbm_hlo_module *m = r->m;
+    const hbmi_instr *in = &m->comps[cd->edit.comp].ins[cd->edit.ins];
+    char j[2048];
+    if (cd->edit.kind == HBM_FIT_OFFLOAD && cd->edit.from == UINT32_MAX) {
+        char op[512];
+        hbmi_plan_unescape(op, sizeof op, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+        char who[600];
+        if (op[0]) snprintf(who, sizeof who, "argument %s (HLO parameter %lld)", op, (long long)cd->edit.param);
+        else snprintf(who, sizeof who, "HLO parameter %lld", (long long)cd->edit.param);
         snprintf(j, sizeof j,
-                 "keep argument %lld in host memory: jit(f, in_shardings=...memory_kind='pinned_host'), "
-                 "jax.device_put(x, memory_kind='device') where it is read",
-                 (long long)cd->edit.param);
-    else if (cd->edit.kind == HBM_FIT_OFFLOAD)
-        snprintf(j, sizeof j, "%s",
-                 dot && !batch ? "policy=jax.checkpoint_policies.offload_dot_with_no_batch_dims('device', 'pinned_host')"
-                               : "checkpoint_name(x, 'v'); policy=save_and_offload_only_these_names("
-                                 "names_which_can_be_offloaded=['v'], offload_dst='pinned_host')");
-    else if (cd->edit.drop)
-        snprintf(j, sizeof j, "none: XLA moves it next to its first use (computed later, not twice)");
-    else if (!dot)
-        snprintf(j, sizeof j, "jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable): recompute it");
-    else if (batch)
-        snprintf(j, sizeof j, "policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable (a batched dot)");
+                 "keep %s in host memory: pass it as jax.device_put(x, s.with_memory_kind('pinned_host')) (s: its "
+                 "sharding; the same for its in_shardings entry) and inside f read it through "
+                 "jax.device_put(x, s.with_memory_kind('device'))",
+                 who);
+        return hbmi_fit_str(r, j, strlen(j));
+    }
+    if (cd->edit.drop) {
+        snprintf(j, sizeof j, "no JAX-side change: XLA's schedule moves it next to its first use (computed later, "
+                              "not twice); hbm fit --emit writes that module");
+        return hbmi_fit_str(r, j, strlen(j));
+    }
+    if (in->op == HOP_GTE && in->n_ops) /* a scan's residual as the loop leaves it */
+        for (size_t k = 0; k < r->n_res; k++) {
+            const hbmi_jax_residual *x = &r->res[k];
+            const hbmi_instr *src = &m->comps[cd->edit.comp].ins[in->ops[0]];
+            int leaving = x->comp == cd->edit.comp && x->loop_ins == in->ops[0] && (int64_t)x->index == in->gte_index;
+            int read = x->bwd_body == cd->edit.comp && src->op == HOP_PARAMETER && (int64_t)x->bwd_index == in->gte_index;
+            int filled = x->fwd_body == cd->edit.comp && src->op == HOP_PARAMETER && (int64_t)x->index == in->gte_index;
+            if (leaving || read || filled) {
+                snprintf(j, sizeof j, "the scan over %lld layers saves it for the backward pass: the change is the "
+                                      "policy named above",
+                         (long long)x->layers);
+                return hbmi_fit_str(r, j, strlen(j));
+            }
+        }
+    if (!r->has_backward) {
+        snprintf(j, sizeof j, "no JAX-side change: this module has no backward pass, and jax.checkpoint policies act "
+                              "only on what autodiff saves; the change is XLA's (hbm fit --emit writes it)");
+        return hbmi_fit_str(r, j, strlen(j));
+    }
+    if (!residual(m, cd->edit.comp, cd->edit.ins)) {
+        int pass = hbmi_jax_pass(in->meta_op_name.p, in->meta_op_name.n);
+        snprintf(j, sizeof j,
+                 "no JAX-side change: autodiff does not save it (%s); the change is XLA's (hbm fit --emit writes it)",
+                 pass == HBMI_JAX_FWD   ? "computed and read in the forward pass"
+                 : pass == HBMI_JAX_BWD ? "part of the backward pass"
+                 : pass == HBMI_JAX_REMAT ? "already recomputed in the backward pass"
+                 : in->meta_op_name.n   ? "outside autodiff"
+                                        : "no op_name says which pass computes it");
+        return hbmi_fit_str(r, j, strlen(j));
+    }
+    char op[512], name[48], file[512], where[1100];
+    int line;
+    hbmi_plan_unescape(op, sizeof op, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
+    ckpt_name(op, name, sizeof name);
+    char mod[256];
+    if (hbmi_jax_where(m, in, file, sizeof file, &line)) snprintf(where, sizeof where, "at %s:%d", file, line);
+    else if (hbmi_jax_module_path(op, mod, sizeof mod) && strchr(mod, '/'))
+        snprintf(where, sizeof where, "in the Flax module %s, where %s is computed", mod, op);
+    else snprintf(where, sizeof where, "where %s is computed", op);
+    if (cd->edit.kind == HBM_FIT_OFFLOAD)
+        snprintf(j, sizeof j,
+                 "x = checkpoint_name(x, \"%s\") %s, and on the function around it jax.checkpoint(f, "
+                 "policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+                 "names_which_can_be_offloaded=[\"%s\"], offload_src=\"device\", offload_dst=\"pinned_host\"))",
+                 name, where, name);
     else
-        snprintf(j, sizeof j, "checkpoint_name(x, 'v'); policy=save_any_names_but_these('v')");
+        snprintf(j, sizeof j,
+                 "x = checkpoint_name(x, \"%s\") %s, and on the function around it jax.checkpoint(f, "
+                 "policy=jax.checkpoint_policies.save_any_names_but_these(\"%s\")): the backward pass recomputes it",
+                 name, where, name);
     return hbmi_fit_str(r, j, strlen(j));
 }
 
@@ -533,6 +617,8 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     settings(r, &o);
     r->sum.setting = r->setting;
     r->sum.hbm.peak_bytes = r->sum.xla.peak_bytes = st.peak_bytes;
+    r->has_backward = hbmi_jax_has_backward(m);
+    if (st.peak_bytes > target && (s = hbmi_jax_residuals(r, p))) goto fail;
     if (st.peak_bytes <= target) { /* nothing to do */
         r->sum.fits = 1;
         r->sum.hbm.found = r->sum.hbm.fits = r->sum.xla.found = r->sum.xla.fits = 1;
@@ -549,6 +635,12 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     if (!has_text(m)) {
         s = hbmi_error(HBM_ERR_UNSUPPORTED, "fit: the module has no HLO text to write its changes into");
         goto fail;
+    }
+    for (size_t k = 0; k < r->n_res; k++) { /* each scan residual in host memory, planned */
+        hbmi_fit_edit he[64];
+        size_t nh = hbmi_jax_residual_edits(m, &r->res[k], he, 64);
+        uint64_t hp = 0;
+        if (nh && !verify(r, he, nh, &hp, NULL, NULL, NULL, NULL)) r->res[k].host_peak = hp;
     }
     const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);
     r->rates = rates;
@@ -680,6 +772,7 @@ void hbm_fit_free(hbm_fit_result *r) {
     if (!r) return;
     hbmi_free(r->ch);
     hbmi_free(r->ed);
+    hbmi_free(r->res);
     free(r->text);
     hbmi_arena_free(&r->strings);
     hbmi_free(r);

@@ -187,16 +187,33 @@ static void write_line(emitter *em, uint32_t i, uint32_t pos, const char *nm, in
     fputc('\n', f);
 }
 
+static void elem_span(const char *ts, const char *te, int64_t idx, const char **s, const char **e);
+
 /* The shape text of instruction in, [*s, *e): from its line; for an element read as "%x#N"
  * (no line of its own), element N of x's tuple shape text, its index comments skipped. */
 static void shape_text(const emitter *em, const hbmi_instr *in, const char **s, const char **e) {
     if (in->synthetic) {
         const char *ts, *te;
         shape_text(em, &em->e->ins[in->ops[0]], &ts, &te);
+        elem_span(ts, te, in->gte_index, s, e);
+        return;
+    }
+    const char *p = em->m->text + in->off;
+    while (*p != '=') p++;
+    p++;
+    while (*p == ' ') p++;
+    const char *q = in->opcode.p;
+    while (q > p && q[-1] == ' ') q--;
+    *s = p, *e = q;
+}
+
+/* Element idx of the tuple shape text [ts, te): [*s, *e), its index comment skipped. */
+static void elem_span(const char *ts, const char *te, int64_t idx, const char **s, const char **e) {
+    {
         if (ts < te && *ts == '(') ts++;
         int depth = 0;
-        for (int64_t k = 0; ts < te; ts++) { /* to the start of element gte_index */
-            if (k == in->gte_index) break;
+        for (int64_t k = 0; ts < te; ts++) { /* to the start of element idx */
+            if (k == idx) break;
             if (*ts == '(' || *ts == '{' || *ts == '[') depth++;
             else if (*ts == ')' || *ts == '}' || *ts == ']') depth--;
             else if (*ts == ',' && !depth) k++;
@@ -219,15 +236,7 @@ static void shape_text(const emitter *em, const hbmi_instr *in, const char **s, 
             } else if (*q == ',' && !depth) break;
         }
         *s = ts, *e = q;
-        return;
     }
-    const char *p = em->m->text + in->off;
-    while (*p != '=') p++;
-    p++;
-    while (*p == ' ') p++;
-    const char *q = in->opcode.p;
-    while (q > p && q[-1] == ' ') q--;
-    *s = p, *e = q;
 }
 
 /* The shape text of instruction in ("f32[4,8]{1,0}") and the same in host memory space. */
@@ -287,6 +296,53 @@ static void write_param_host(emitter *em, uint32_t i) {
     fprintf(em->f, "%s ", host);
     fwrite(in->opcode.p, 1, (size_t)(e - in->opcode.p), em->f);
     fputc('\n', em->f);
+}
+
+/* An array of instruction i's shape (element `out` of its tuple, -1: the shape itself) moved to
+ * host memory: its line with S(5) in that layout (a scan's stacked residual, fit_jax.c). */
+static void write_host_elem(emitter *em, uint32_t i, int32_t out) {
+    const hbmi_instr *in = &em->e->ins[i];
+    const char *s, *e;
+    shape_text(em, in, &s, &e);
+    const hbmi_shape *sh = in->shape;
+    if (out >= 0) {
+        elem_span(s, e, out, &s, &e);
+        sh = (uint32_t)out < in->shape->n ? &in->shape->elems[out] : NULL;
+    }
+    char *line = NULL;
+    size_t n = 0;
+    FILE *keep = em->f, *m = open_memstream(&line, &n);
+    if (!m) return;
+    em->f = m;
+    write_line(em, i, i, NULL, -1);
+    fclose(m);
+    em->f = keep;
+    if (!line) return;
+    /* the line is "  " + the text from the instruction's start: the element's layout there */
+    size_t a = 2 + (size_t)(s - (em->m->text + in->off)), b = 2 + (size_t)(e - (em->m->text + in->off));
+    const char *lb = memchr(line + a, '{', b > a ? b - a : 0);
+    if (b > n || !sh) {
+        fputs(line, em->f);
+    } else if (!lb) { /* no layout: XLA's default, minor to major rank-1 ... 0 */
+        fwrite(line, 1, b, em->f);
+        fputc('{', em->f);
+        for (uint32_t d = sh->n; d-- > 0;) fprintf(em->f, "%u%s", d, d ? "," : "");
+        fprintf(em->f, ":S(5)}%s", line + b);
+    } else {
+        size_t rb = b; /* the layout's closing brace */
+        while (rb > a && line[rb - 1] != '}') rb--;
+        rb--;
+        int colon = memchr(lb, ':', (size_t)(line + rb - lb)) != NULL;
+        size_t sp = rb; /* a memory space already there (TPU's S(1)) is replaced */
+        for (size_t q = (size_t)(lb - line); q + 1 < rb; q++)
+            if (line[q] == 'S' && line[q + 1] == '(') sp = q;
+        size_t se = sp;
+        if (sp < rb)
+            while (se < rb && line[se] != ')') se++;
+        fwrite(line, 1, sp, em->f);
+        fprintf(em->f, "%sS(5)%s", colon ? "" : ":", line + (sp < rb ? se + 1 : rb));
+    }
+    free(line);
 }
 
 /* The entry_computation_layout text [a, b) of parameter pn in the header, or 0. */
@@ -448,7 +504,8 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
             }
         }
         int32_t k = em->by_ins[em->base + i];
-        if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
+        if (k >= 0 && ed[k].kind == HBMI_FIT_HOST_ELEM) write_host_elem(em, i, ed[k].out);
+        else if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
         else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i] &&
                  !em->e->ins[i].synthetic)
             write_line(em, i, i, NULL, -1);
@@ -496,6 +553,7 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
         }
         em.by_ins[base[d->comp] + d->ins] = (int32_t)k;
         edited[d->comp] = 1;
+        if (d->kind == HBMI_FIT_HOST_ELEM) continue; /* its own line, rewritten */
         hbmi_str nm = m->comps[d->comp].ins[d->ins].name;
         if (d->kind == HBM_FIT_REMATERIALIZE) {
             em.name1[k] = fresh_name(m, nm, ".remat");

@@ -12,6 +12,10 @@
  * instruction `at` of the same computation, read by the users at or after `at`; `drop` when the original is left
  * without users (a move). Offload: copies to host after `from` and back before `at`.
  * Donate: parameter `param` aliased to output index `out` (-1: the root is the array). */
+/* An edit kind of fit's own, beside hbm_fit_kind's: an array of an instruction's shape (element
+ * `out` of its tuple, -1 the shape) written in host memory, S(5) (a scan residual moved there). */
+#define HBMI_FIT_HOST_ELEM 16
+
 typedef struct hbmi_fit_edit {
     uint8_t kind; /* hbm_fit_kind */
     uint8_t drop;
@@ -86,6 +90,24 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap);
  * step at least cost; returns 1 if a set reaches it, 0 if the best found does not (then the
  * set is the greedy deepest cut); *proven when the search finished within the time. */
 int hbmi_fit_search(hbmi_fit_model *mo, int64_t target, double timeout_s, int *proven);
+
+/* The pass of JAX's autodiff an op_name names (fit_jax.c). */
+enum { HBMI_JAX_OTHER = 0, HBMI_JAX_FWD, HBMI_JAX_BWD, HBMI_JAX_REMAT };
+int hbmi_jax_pass(const char *op, size_t n);
+/* Some op_name is under transpose(...) or rematted_computation: the module has a backward pass. */
+int hbmi_jax_has_backward(const hbm_hlo_module *m);
+/* The user's file and line of an instruction: its metadata, else its stack frame, wrappers
+ * (contextlib.py, functools.py, JAX's and Flax's internals) skipped; 0 when unknown. */
+int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line);
+/* The Flax module path an op_name holds ("Model/layers/wi"), 0 when none. */
+int hbmi_jax_module_path(const char *op, char *out, size_t cap);
+/* MaxText's checkpoint name of a value from its op_name ("mlpwi_0"), or NULL; the remat_policy
+ * values that recompute it and that offload it (NULL when none). */
+const char *hbmi_jax_maxtext_name(const char *op);
+void hbmi_jax_maxtext_policies(const char *name, const char **recompute, const char **offload);
+
+/* FLOPs of an instruction as the cost model counts them (a fusion: what it fuses). */
+uint64_t hbmi_fit_instr_flops(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in);
 
 /* XLA's HumanReadableNumBytes: "1.50GiB" */
 void hbmi_fit_xla_bytes(int64_t b, char *buf, size_t cap);

@@ -709,3 +709,7 @@ void hbmi_fit_model_free(hbmi_fit_model *mo) {
     hbmi_free(mo->cand);
     memset(mo, 0, sizeof *mo);
 }
+
+uint64_t hbmi_fit_instr_flops(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in) {
+    return flops_of(m, c, in, 0);
+}

@@ -45,11 +45,125 @@ static void set_line(FILE *f, const char *who, const hbm_fit_set *s, uint64_t ta
             s->from_baseline ? " (XLA's set: the cheaper)" : s->proven_optimal ? " (least cost: proven)" : "");
 }
 
-hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
+/* An advice line: marked so that the writer wraps it at the width instead of cutting it. */
+static void advice(FILE *f, int indent, const char *label, const char *text) {
+    while (*text == '\n') fputc(*text++, f);
+    fprintf(f, "\x01%*s%s", indent, "", label);
+    hbmi_fputs_visible(text, f);
+    fputc('\n', f);
+}
+
+/* What the scan over L layers saves, and the change that stops saving it. */
+static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
+    char a[32], b[32], t[1400], where[600];
+    snprintf(t, sizeof t, "\nThe scan over %lld layers saves %s per layer for its backward pass (%s, %s%s):",
+             (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
+             x->at_peak ? ", at the peak" : "");
+    advice(f, 0, "", t);
+    char mod[256];
+    int flax = hbmi_jax_module_path(x->op_name, mod, sizeof mod) && strchr(mod, '/');
+    if (x->source_file[0]) snprintf(where, sizeof where, "%s:%d", x->source_file, x->source_line);
+    else if (flax) snprintf(where, sizeof where, "the Flax module %s", mod);
+    else snprintf(where, sizeof where, "%s", x->op_name);
+    if (x->carry)
+        snprintf(t, sizeof t, "the layer's input, the scan's carry (loop %s writes it, loop %s reads it), %s%s%s", x->loop,
+                 x->backward_loop, x->source_file[0] ? "scan at " : "op ", where, "");
+    else
+        snprintf(t, sizeof t, "computed by %s%s%s (loop %s writes it, loop %s reads it)", x->op_name,
+                 x->source_file[0] || flax ? x->source_file[0] ? " at " : " in " : "",
+                 x->source_file[0] || flax ? where : "", x->loop, x->backward_loop);
+    advice(f, 2, "", t);
+    if (x->maxtext && x->carry) {
+        snprintf(t, sizeof t, "MaxText names it \"%s\": remat_policy=custom with %s=offload keeps it in host "
+                              "memory, the layer recomputed from it",
+                 x->maxtext, x->maxtext);
+        advice(f, 2, "", t);
+    } else if (x->maxtext) {
+        const char *rec, *off;
+        hbmi_jax_maxtext_policies(x->maxtext, &rec, &off);
+        snprintf(t, sizeof t, "MaxText saves it as \"%s\": remat_policy=%s recomputes it%s%s%s", x->maxtext,
+                 rec ? rec : "full", off ? ", remat_policy=" : "", off ? off : "", off ? " keeps it in host memory" : "");
+        advice(f, 2, "", t);
+    } else if (x->carry) {
+        snprintf(t, sizeof t,
+                 "x = checkpoint_name(x, \"layer_input\") first in the scanned body, and "
+                 "policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+                 "names_which_can_be_offloaded=[\"layer_input\"], offload_src=\"device\", offload_dst=\"pinned_host\") "
+                 "on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it");
+        advice(f, 2, "change: ", t);
+    } else {
+        char nm[128];
+        const char *last = strrchr(x->op_name, '/');
+        last = last ? last + 1 : x->op_name;
+        size_t k = 0;
+        for (; *last && k < 40; last++)
+            if ((*last >= 'a' && *last <= 'z') || (*last >= 'A' && *last <= 'Z') || (*last >= '0' && *last <= '9') ||
+                *last == '_')
+                nm[k++] = *last;
+        if (!k) k = (size_t)snprintf(nm, sizeof nm, "saved");
+        nm[k] = 0;
+        if (x->source_line > 0) {
+            snprintf(nm + k, sizeof nm - k, "_%d", x->source_line);
+        } else if (flax) { /* the module's own name first: "wi_dot_general" */
+            const char *own = strrchr(mod, '/') + 1;
+            char tmp[128];
+            snprintf(tmp, sizeof tmp, "%.20s_%.40s", own, nm);
+            snprintf(nm, sizeof nm, "%s", tmp);
+        }
+        snprintf(t, sizeof t,
+                 "x = checkpoint_name(x, \"%s\") %s %s, and on the scanned body's jax.checkpoint "
+                 "policy=jax.checkpoint_policies.save_any_names_but_these(\"%s\") (the backward loop recomputes it; "
+                 "other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names("
+                 "names_which_can_be_saved=[], names_which_can_be_offloaded=[\"%s\"], offload_src=\"device\", "
+                 "offload_dst=\"pinned_host\") (kept in host memory)",
+                 nm, x->source_file[0] ? "at" : "in", where, nm, nm);
+        advice(f, 2, "change: ", t);
+    }
+    uint64_t before = r->sum.peak_before, target = r->sum.target_bytes;
+    if (x->host_peak && x->host_peak < before) {
+        char c[32], d[32];
+        snprintf(t, sizeof t,
+                 "%s (%llu bytes) in host memory, verified: the module with this buffer in host memory (S(5)) "
+                 "plans to a peak of %s, %s the target by %s; no extra FLOPs, %s each way over the host link",
+                 hbm_size_human(before - x->host_peak, b), (unsigned long long)(before - x->host_peak),
+                 hbm_size_human(x->host_peak, c), x->host_peak <= target ? "under" : "over",
+                 hbm_size_human(x->host_peak <= target ? target - x->host_peak : x->host_peak - target, d),
+                 hbm_size_human(x->bytes, a));
+        if (r->rates && r->rates->host_bw > 0) {
+            char e[32];
+            size_t k = strlen(t);
+            snprintf(t + k, sizeof t - k, " (about %s at %s's %.0f GB/s)",
+                     secs(2.0 * (double)x->bytes / r->rates->host_bw, e, sizeof e), r->rates->name,
+                     r->rates->host_bw / 1e9);
+        }
+        advice(f, 2, "takes off: ", t);
+    }
+    if (x->host_peak && x->host_peak >= before) {
+        char c[32];
+        snprintf(t, sizeof t, "nothing alone, verified: the module with this buffer in host memory (S(5)) "
+                              "plans to %s, the peak as it is",
+                 hbm_size_human(x->host_peak, c));
+        advice(f, 2, "takes off: ", t);
+    } else if (!x->carry || !x->host_peak) {
+        char fl[32] = "";
+        if (!x->carry && x->recompute_flops) {
+            char g[24];
+            snprintf(fl, sizeof fl, "; %s more", flops_human(x->recompute_flops, g, sizeof g));
+        }
+        snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds)%s, "
+                              "estimated, not verified by planning%s",
+                 hbm_size_human(x->estimate, b), (unsigned long long)x->estimate,
+                 x->carry ? "" : " recomputed instead", fl);
+        advice(f, 2, x->host_peak && x->host_peak < before ? "           " : "takes off: ", t);
+    }
+}
+
+static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    int cell = width ? 48 : 1000, wide = width ? 86 : 1000, row = width ? 76 : 1000; /* width 0: nothing cut */
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
     const hbm_fit_summary *s = &r->sum;
-    char a[32], b[32], c[32], w[128], w2[128];
-    fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, 88, 1));
+    char a[32], b[32], c[32], w[1100];
+    fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, width ? 88 : 1000, 1));
     fprintf(f, "  needs %s (%" PRIu64 " bytes): arguments %s, outputs %s, temp %s\n", hbm_size_human(s->peak_before, a),
             s->peak_before, hbm_size_human(s->argument_bytes, b), hbm_size_human(s->output_bytes, c),
             hbm_size_human(s->temp_bytes, w));
@@ -83,6 +197,12 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
             while (*m == ' ') m++;
         }
     }
+    for (size_t i = 0; i < r->n_res; i++) residual_text(f, r, &r->res[i]);
+    if (!r->has_backward)
+        advice(f, 0, "",
+               "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
+               "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
+               "(memory_kind='pinned_host'), a smaller batch or sequence.");
     size_t shown = 0;
     for (size_t i = 0; i < r->n_ch && shown < top; i++) {
         const hbm_fit_change *ch = &r->ch[i];
@@ -96,15 +216,19 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         if (ch->kind == HBM_FIT_REMATERIALIZE) flops_human(ch->recompute_flops, cost, sizeof cost);
         else if (ch->kind == HBM_FIT_OFFLOAD) secs(ch->cost_s, cost, sizeof cost);
         else snprintf(cost, sizeof cost, "free");
-        char what[200];
+        char what[700];
         if (ch->kind == HBM_FIT_DONATE) snprintf(what, sizeof what, "parameter %d %s", ch->param_number, ch->shape);
         else snprintf(what, sizeof what, "%s %s", ch->instruction, ch->shape);
         fprintf(f, "%-7s %-5s %10s %10s %12s  %s\n", hbm_fit_kind_str(ch->kind), set, hbm_size_human(ch->bytes, a),
-                alone, cost, hbmi_fit(w, sizeof w, what, 48, 0));
-        hbmi_buffer_where(f, 10, 86, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
+                alone, cost, hbmi_fit(w, sizeof w, what, cell, 0));
+        hbmi_buffer_where(f, 10, wide, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
                           ch->op_name[0] ? ch->op_name : NULL);
-        if (ch->jax && ch->jax[0]) fprintf(f, "          JAX: %s\n", hbmi_fit(w2, sizeof w2, ch->jax, 85, 0));
+        if (ch->jax && ch->jax[0]) advice(f, 10, "JAX: ", ch->jax);
     }
+    if (shown || r->n_res)
+        advice(f, 0, "",
+               "\nCheck a change in JAX: jax.ad_checkpoint.print_saved_residuals(f, *args) lists what autodiff saves; "
+               "jax.jit(f).lower(*args).compile().memory_analysis() gives XLA's bytes.");
     if (!s->fits) {
         const hbm_fit_set *best = s->chosen == HBM_FIT_REMAT_XLA ? &s->xla : &s->hbm;
         fprintf(f, "\nNothing within the limits fits: the best set reaches %s, %s over the target.\n",
@@ -114,14 +238,66 @@ hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) {
         if (r->n_left) fprintf(f, "Left at its peak, untouched by any change (largest first):\n");
         for (size_t i = 0; i < r->n_left; i++) {
             const hbm_plan_buffer *bu = &r->left[i];
-            char what[200];
+            char what[700];
             snprintf(what, sizeof what, "%s %s %s", bu->label, bu->instruction, bu->shape);
             hbmi_buffer_row(f, 2, hbm_size_human(bu->size, a), -1, hbm_category_str(bu->category),
-                            hbmi_fit(w, sizeof w, what, 76, 0));
+                            hbmi_fit(w, sizeof w, what, row, 0));
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;
 }
+
+/* Lines marked as advice wrapped at spaces to the width (continued two columns further in),
+ * the others cut as every table is; width 0: written whole. */
+static void write_wrapped(FILE *f, const char *text, size_t len, size_t width) {
+    size_t at = 0;
+    while (at < len) {
+        const char *line = text + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + (nl ? 1 : 0);
+        if (n && line[0] == '\x01') {
+            line++, n--;
+            size_t ind = 0;
+            while (ind < n && line[ind] == ' ') ind++;
+            size_t cont = ind + 2, col0 = 0;
+            while (width > cont + 20 && col0 + n > width) {
+                size_t cut = width - col0; /* < n */
+                while (cut > ind && line[cut] != ' ') cut--;
+                if (cut <= ind) { /* a word longer than the line: whole, on a line of its own */
+                    cut = width - col0;
+                    while (cut < n && line[cut] != ' ') cut++;
+                    if (cut >= n) break;
+                }
+                fprintf(f, "%*s%.*s\n", (int)col0, "", (int)cut, line);
+                line += cut;
+                n -= cut;
+                while (n && *line == ' ') line++, n--;
+                col0 = cont;
+                ind = 0;
+            }
+            fprintf(f, "%*s%.*s\n", (int)col0, "", (int)n, line);
+        } else {
+            hbmi_write_fitted(f, line, n, width);
+            fputc('\n', f);
+        }
+    }
+}
+
+hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&mem, &n);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    hbm_status s = fit_text(r, m, top, width);
+    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (!s) write_wrapped(f, mem, n, width);
+    free(mem);
+    if (!s && ferror(f)) s = hbmi_error(HBM_ERR_IO, "fit: write error");
+    return s;
+}
+
+hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) { return hbmi_fit_text_width(r, f, top, 100); }
 
 static void jset(FILE *f, const char *key, const hbm_fit_set *s) {
     fprintf(f,
@@ -174,6 +350,30 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
                 c->source_line, c->param_number, c->bytes, c->model_bytes, c->verified_peak, c->recompute_flops,
                 c->bytes_read, c->cost_s);
         jstr(f, c->jax);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"has_backward\": %s,\n  \"scan_residuals\": [", r->has_backward ? "true" : "false");
+    for (size_t i = 0; i < r->n_res; i++) {
+        const hbmi_jax_residual *x = &r->res[i];
+        fprintf(f, "%s\n    {\"layers\": %lld, \"bytes\": %" PRIu64 ", \"shape\": ", i ? "," : "", (long long)x->layers,
+                x->bytes);
+        jstr(f, x->shape);
+        fprintf(f, ", \"per_layer\": ");
+        jstr(f, x->per_layer);
+        fprintf(f, ", \"carry\": %s, \"loop\": ", x->carry ? "true" : "false");
+        jstr(f, x->loop);
+        fprintf(f, ", \"backward_loop\": ");
+        jstr(f, x->backward_loop);
+        fprintf(f, ", \"op_name\": ");
+        jstr(f, x->op_name);
+        fprintf(f, ", \"source_file\": ");
+        jstr(f, x->source_file);
+        fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
+                   ", \"verified\": %s, ",
+                x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
+        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
+                x->host_peak, x->recompute_flops);
+        jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }
     fprintf(f, "\n  ],\n  \"untouched_at_peak\": [");

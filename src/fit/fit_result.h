@@ -4,6 +4,28 @@
 
 #include "fit/fit_internal.h"
 
+/* A buffer [L, ...] a loop writes one slice of per iteration (dynamic-update-slice into its
+ * carried buffer) under jvp(...) and a loop under transpose(...) reads: what a scan over L
+ * layers saves for its backward pass (fit_jax.c). */
+typedef struct hbmi_jax_residual {
+    const char *loop, *backward_loop; /* the forward and backward while instructions */
+    uint32_t comp, loop_ins, index;   /* the loop's computation and instruction; its element */
+    uint32_t fwd_body;                /* the forward loop's body */
+    uint32_t bwd_body, bwd_index;     /* the backward loop's body, the element it reads it as */
+    int64_t layers;                   /* L */
+    uint64_t bytes;                   /* the whole buffer */
+    const char *shape, *per_layer;    /* "bf16[32,4,8192,4096]", "bf16[4,8192,4096]" */
+    int carry;                        /* the slice saved is a carried value: the layer's input */
+    const char *op_name;              /* what computes the slice (or the update, for a carry) */
+    const char *source_file;
+    int source_line;
+    int at_peak;                      /* among the plan's peak buffers */
+    uint64_t estimate;                /* bytes - one layer's slice: estimated, not planned */
+    uint64_t host_peak;               /* planned peak with the buffer in host memory (0: not planned) */
+    uint64_t recompute_flops;         /* its computation again, once per layer (0: none counted) */
+    const char *maxtext;              /* MaxText's checkpoint name, or NULL */
+} hbmi_jax_residual;
+
 struct hbm_fit_result {
     hbm_hlo_module *m;         /* the module as given (the caller's; outlives the result) */
     hbm_plan_options popt;     /* the rules every changed module is planned with */
@@ -22,9 +44,21 @@ struct hbm_fit_result {
     uint32_t n_candidates;     /* candidates the model has */
     uint32_t n_plans;          /* modules planned */
     double seconds;
+    int has_backward;          /* some op_name under transpose(...): autodiff saved values */
+    hbmi_jax_residual *res;    /* scan residuals */
+    size_t n_res, cap_res;
     hbm_plan_buffer left[5];   /* the largest buffers at the final peak no change touched */
     size_t n_left;
 };
+
+/* The edits that put residual x's buffer in host memory (S(5)): into e (cap), their count, 0
+ * when they do not fit in cap or the loop is not found. */
+size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual *x, hbmi_fit_edit *e, size_t cap);
+/* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
+hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
+/* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
+ * written: other lines cut to width as every table is (0: nothing cut or wrapped). */
+hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width);
 
 const char *hbmi_fit_str(hbm_fit_result *r, const char *p, size_t n);
 
