@@ -40,7 +40,11 @@ check "--width 0: advice whole" has "    XLA's limit is then 38.80GiB (.97 x 40.
 out=$("$HBM" fit "$T/m.hlo" --capacity 40GiB --remat none)
 check "fit: the same checked fraction" has "    XLA_PYTHON_CLIENT_MEM_FRACTION=.97 (or XLA_PYTHON_CLIENT_ALLOCATOR=platform)" "$out"
 out=$("$HBM" fit "$T/m.hlo" --capacity 39GiB --remat none)
-check "fit: no fraction fits, by how much" has "    XLA_PYTHON_CLIENT_ALLOCATOR=platform (no fraction fits: the module needs 38.62GiB, XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives 38.61GiB under XLA's rule, short by 12.78MiB)" "$out"
+# fit wraps advice at spaces (never cuts a word) at its width, and writes it on one line at 0
+check "fit: no fraction fits" has "    XLA_PYTHON_CLIENT_ALLOCATOR=platform (no fraction fits: the module needs 38.62GiB," "$out"
+check "fit: by how much" has "      XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives 38.61GiB under XLA's rule, short by 12.78MiB)" "$out"
+out=$("$HBM" fit "$T/m.hlo" --capacity 39GiB --remat none --width 0)
+check "fit --width 0: the advice on one line" has "    XLA_PYTHON_CLIENT_ALLOCATOR=platform (no fraction fits: the module needs 38.62GiB, XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives 38.61GiB under XLA's rule, short by 12.78MiB)" "$out"
 # --capacity 1 is one byte
 out=$("$HBM" fit "$SRC/examples/svd_oom.hlo" --capacity 1); rc=$?
 check "fit --capacity 1: exit 1" test $rc -eq 1

@@ -175,7 +175,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
     fprintf(f, ", %s to take off the peak\n", hbm_size_human(s->peak_before - s->target_bytes, a));
     if (s->setting && s->setting[0]) { /* the setting is advice: never cut */
         fprintf(f, "  The device has the room; the framework's limit is what is exceeded:\n");
-        hbmi_mark_whole(f);
+        fputc(HBMI_WHOLE, f); /* write_wrapped writes it whole, whatever the width */
         fprintf(f, "    %s\n", s->setting);
     }
     fprintf(f, "\nVerified by planning the changed module (%u candidate%s, %u plans, %.2f s):\n", r->n_candidates,
