@@ -38,7 +38,6 @@ _COMPARED = (
     ("host_output_size_in_bytes", "host_output_size_in_bytes"),
     ("host_alias_size_in_bytes", "host_alias_size_in_bytes"),
     ("host_temp_size_in_bytes", "host_temp_size_in_bytes"),
-    ("peak_memory_in_bytes", "peak_bytes"),
 )
 _NOT_PREDICTED = ("generated_code_size_in_bytes", "host_generated_code_size_in_bytes")
 
@@ -195,9 +194,10 @@ class _Where:
         except Exception:  # noqa: BLE001  (a backend without memories)
             return set()
 
-    def args(self, args):
+    def args(self, args, replicate=True):
         """args as ShapeDtypeStructs on this mesh (shardings kept: a NamedSharding's or a
-        PartitionSpec's spec; none: replicated), or as given without a mesh."""
+        PartitionSpec's spec; none: replicated, or left to in_shardings when not
+        replicate), or as given without a mesh."""
         if self.mesh is None:
             return args
         jax = _jax()
@@ -207,8 +207,10 @@ class _Where:
             if not (hasattr(a, "shape") and hasattr(a, "dtype")):
                 return a
             s = getattr(a, "sharding", None)
-            spec = s.spec if isinstance(s, NamedSharding) else s if isinstance(s, PartitionSpec) else PartitionSpec()
-            return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(self.mesh, spec))
+            spec = s.spec if isinstance(s, NamedSharding) else s if isinstance(s, PartitionSpec) else None
+            if spec is None and not replicate:
+                return jax.ShapeDtypeStruct(a.shape, a.dtype)
+            return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(self.mesh, spec or PartitionSpec()))
         return jax.tree_util.tree_map(one, args)
 
     def jit_options(self, options):
@@ -232,7 +234,7 @@ def _compile(where, fn, args, jit_options):
     options = dict(jit_options)
     compiler_options = dict(options.pop("compiler_options", None) or {})
     options = where.jit_options(options)
-    args = where.args(tuple(args))
+    args = where.args(tuple(args), replicate=options.get("in_shardings") is None)
     jitted = fn if (hasattr(fn, "lower") and not options) else jax.jit(fn, **options)
     dump = tempfile.mkdtemp(prefix="hbm-jax-")
     try:
@@ -267,11 +269,20 @@ def _memory_analysis(compiled):
     if ma is None:
         return {}
     out = {}
-    for k in _NOT_PREDICTED + tuple(k for k, _ in _COMPARED):
+    for k in _NOT_PREDICTED + tuple(k for k, _ in _COMPARED) + ("peak_memory_in_bytes",):
         v = getattr(ma, k, None)
         if v is not None:
             out[k] = int(v)
     return out
+
+
+def _xla_need(ma):
+    """What memory_analysis() says the executable needs: arguments + outputs - alias + temp."""
+    if not all(k in ma for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                                 "temp_size_in_bytes")):
+        return None
+    return (ma["argument_size_in_bytes"] + ma["output_size_in_bytes"] - ma["alias_size_in_bytes"]
+            + ma["temp_size_in_bytes"])
 
 
 def _cost(compiled):
@@ -301,6 +312,10 @@ def _agreement(hbm_figures, ma):
             line = "hbm %s, XLA %s: hbm %s %s" % (_human(h), _human(x), _human(abs(h - x)),
                                                   "more" if h > x else "less")
         rows.append((key, h, x, line))
+    if "peak_memory_in_bytes" in ma:  # XLA's own count of a peak (ComputePeakMemorySizes), not hbm's sum
+        x, h = ma["peak_memory_in_bytes"], hbm_figures.get("peak_bytes")
+        rows.append(("peak_memory_in_bytes", None, x, "XLA %s; hbm's peak_bytes %s (arguments + outputs - alias + temp "
+                     "+ constants): not the same count" % (_human(x), _human(h))))
     for key in _NOT_PREDICTED:
         if key in ma:
             rows.append((key, None, ma[key], "XLA %s; hbm does not predict code size" % _human(ma[key])))
@@ -325,6 +340,7 @@ class JaxPlan(Plan):
         self.buffer_assignment_note = note
         self.compile_seconds, self.plan_seconds = compile_s, plan_s
         mine = {k: getattr(self, k, None) for _, k in _COMPARED}
+        mine["peak_bytes"] = self.peak_bytes
         self.agreement = _agreement(mine, self.memory_analysis)
         self.same_as_memory_analysis = all(h == x for _, h, x, _ in self.agreement if h is not None)
 
@@ -496,8 +512,10 @@ def _standard_policies(jax, make_step, where, args):
 
 class PolicyTable:
     """One row per checkpoint policy (hbm.jax.fit of make_step(policy)), the cheapest policy
-    that fits first. rows: dicts with name, policy (the policy itself), peak_bytes (hbm's),
-    xla_peak_bytes (memory_analysis().peak_memory_in_bytes), temp_bytes, xla_temp_bytes,
+    that fits first. rows: dicts with name, policy (the policy itself), peak_bytes (hbm's:
+    arguments + outputs - alias + temp + constants), xla_peak_bytes (the same sum of
+    memory_analysis()'s figures, constants aside), xla_peak_memory_in_bytes (its own
+    peak_memory_in_bytes), temp_bytes, xla_temp_bytes,
     flops, extra_flops (over everything_saveable), fits, verdict, plan (the JaxPlan), error.
     best: the first row that fits, or None."""
 
@@ -534,6 +552,8 @@ class PolicyTable:
                 _human(r["xla_temp_bytes"]), fl, fits]
 
     _HEAD = ["policy", "hbm peak", "XLA peak", "hbm temp", "XLA temp", "extra FLOPs", "fits"]
+    _NOTE = ("peak: arguments + outputs - alias + temp, hbm's plan and XLA's memory_analysis(); extra FLOPs: "
+             "cost_analysis() over everything_saveable's")
 
     def __str__(self):
         cells = [self._HEAD] + [self._cells(r) for r in self.rows]
@@ -542,8 +562,9 @@ class PolicyTable:
             len(self.rows), self.function, self.where, _human(self.usable_bytes), _human(self.capacity_bytes))]
         for c in cells:
             lines.append("  " + c[0].ljust(w[0]) + "".join("  " + c[i].rjust(w[i]) for i in range(1, len(c))))
+        lines.append("  (%s)" % self._NOTE)
         if self.best:
-            lines.append("cheapest that fits: %s (hbm peak %s, XLA's memory_analysis peak %s)" % (
+            lines.append("cheapest that fits: %s (hbm peak %s, XLA's %s)" % (
                 self.best["name"], _human(self.best["peak_bytes"]), _human(self.best["xla_peak_bytes"])))
         else:
             ok = [r for r in self.rows if not r["error"]]
@@ -557,8 +578,8 @@ class PolicyTable:
         return str(self)
 
     def as_dict(self):
-        keys = ("name", "peak_bytes", "xla_peak_bytes", "temp_bytes", "xla_temp_bytes", "flops", "extra_flops",
-                "fits", "verdict", "error")
+        keys = ("name", "peak_bytes", "xla_peak_bytes", "xla_peak_memory_in_bytes", "temp_bytes", "xla_temp_bytes",
+                "flops", "extra_flops", "fits", "verdict", "error")
         return {"function": self.function, "where": self.where, "usable_bytes": self.usable_bytes,
                 "capacity_bytes": self.capacity_bytes, "checkpoint_names": list(self.checkpoint_names),
                 "best": self.best["name"] if self.best else None,
@@ -591,13 +612,14 @@ def _fit_policies(make_step, args, device, mesh, capacity, framework_limit, poli
                 chosen.append((getattr(p, "__name__", repr(p)), p))
     rows = []
     for name, policy in chosen:
-        row = {"name": name, "policy": policy, "peak_bytes": None, "xla_peak_bytes": None, "temp_bytes": None,
+        row = {"name": name, "policy": policy, "peak_bytes": None, "xla_peak_bytes": None,
+               "xla_peak_memory_in_bytes": None, "temp_bytes": None,
                "xla_temp_bytes": None, "flops": None, "extra_flops": None, "base_flops": None, "fits": None,
                "verdict": None, "plan": None, "error": None}
         try:
             compiled, proto, note, seconds = _compile(where, make_step(policy), args, jit_options)
-            p = _plan_compiled(compiled, proto, note, seconds, where, "%s(%s)" % (_name(make_step), name), where.target.hbm_device,
-                               capacity, framework_limit)
+            p = _plan_compiled(compiled, proto, note, seconds, where, "%s(%s)" % (_name(make_step), name),
+                               where.target.hbm_device, capacity, framework_limit)
         except _errors.MissingDependency:
             raise
         except Exception as e:  # noqa: BLE001  (a policy this backend cannot compile is a row, not a failure)
@@ -605,7 +627,8 @@ def _fit_policies(make_step, args, device, mesh, capacity, framework_limit, poli
             rows.append(row)
             continue
         row.update(plan=p, peak_bytes=p.peak_bytes, temp_bytes=p.temp_size_in_bytes, fits=p.fits, verdict=p.verdict,
-                   xla_peak_bytes=p.memory_analysis.get("peak_memory_in_bytes"),
+                   xla_peak_bytes=_xla_need(p.memory_analysis),
+                   xla_peak_memory_in_bytes=p.memory_analysis.get("peak_memory_in_bytes"),
                    xla_temp_bytes=p.memory_analysis.get("temp_size_in_bytes"), flops=p.flops)
         rows.append(row)
     done = [r for r in rows if r["flops"] is not None]
