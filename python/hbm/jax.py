@@ -74,6 +74,13 @@ def _human(n):
     return "%dB" % n
 
 
+def _flops(n):
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return "%+.2f %sFLOP" % (n / scale, unit)
+    return "%+.0f FLOP" % n
+
+
 # --- where to compile -------------------------------------------------------------------------
 
 class _Target:
@@ -544,9 +551,9 @@ class PolicyTable:
         if extra is None:
             fl = "-"
         elif r["base_flops"]:
-            fl = "%+.0f (%+.1f%%)" % (extra, 100.0 * extra / r["base_flops"])
+            fl = "%s (%+.1f%%)" % (_flops(extra), 100.0 * extra / r["base_flops"])
         else:
-            fl = "%+.0f" % extra
+            fl = _flops(extra)
         fits = {True: "yes", False: "no", None: "-"}[r["fits"]]
         return [r["name"], _human(r["peak_bytes"]), _human(r["xla_peak_bytes"]), _human(r["temp_bytes"]),
                 _human(r["xla_temp_bytes"]), fl, fits]
