@@ -400,6 +400,7 @@ def _plan_compiled(compiled, proto, note, seconds, where, name, device, capacity
     source = proto if proto is not None else compiled
     p = _plan_module(source, device=device, capacity=capacity, framework_limit=framework_limit, _cls=JaxPlan)
     p._attach(compiled, where, note, seconds, time.perf_counter() - t0, name)
+    p._source, p._where = source, where
     if proto is not None and p.xla is None:
         p.buffer_assignment_note = "the dumped module carries no buffer assignment"
     return p
@@ -532,6 +533,24 @@ class PolicyTable:
         self.best = next((r for r in rows if r["fits"]), None)
         self.policy = self.best["policy"] if self.best else None
 
+    def against(self, *, capacity=None, framework_limit=None, device=None):
+        """The same compiles judged against another capacity (or device name): each row's
+        module planned again by hbm (milliseconds), nothing recompiled. A device of another
+        TPU generation needs its own compile: call hbm.jax.fit with it."""
+        rows = []
+        for r in self.rows:
+            r = dict(r)
+            p = r["plan"]
+            if p is not None:
+                q = _plan_compiled(p.compiled, p._source if isinstance(p._source, bytes) else None,
+                                   p.buffer_assignment_note, p.compile_seconds, p._where, p.function,
+                                   device if device is not None else p._where.target.hbm_device, capacity,
+                                   framework_limit)
+                r.update(plan=q, peak_bytes=q.peak_bytes, temp_bytes=q.temp_size_in_bytes, fits=q.fits,
+                         verdict=q.verdict)
+            rows.append(r)
+        return _table(rows, self.where, self.checkpoint_names, self.function)
+
     def __iter__(self):
         return iter(self.rows)
 
@@ -644,9 +663,14 @@ def _fit_policies(make_step, args, device, mesh, capacity, framework_limit, poli
         base = min(r["flops"] for r in done)
     for r in done:
         r["base_flops"], r["extra_flops"] = base, r["flops"] - base
+    return _table(rows, where.describe(), names, _name(make_step))
+
+
+def _table(rows, where, names, function):
+    """The rows sorted (those that fit first, the fewest extra FLOPs first), as a PolicyTable."""
     rows.sort(key=lambda r: (r["error"] is not None, r["fits"] is not True,
                              r["extra_flops"] if r["fits"] else 0, r["peak_bytes"] or 0))
     planned = next((r["plan"] for r in rows if r["plan"] is not None), None)
     usable = planned.framework_limit_bytes if planned is not None else None
     cap = planned.capacity_bytes if planned is not None else None
-    return PolicyTable(rows, where.describe(), usable, cap, names, _name(make_step))
+    return PolicyTable(rows, where, usable, cap, names, function)
