@@ -507,7 +507,9 @@ def _standard_policies(jax, make_step, where, args):
         out.append(("save_only_these_names(%s)" % quoted, cp.save_only_these_names(*names)))
         if 1 < len(names) <= 4:
             out += [("save_only_these_names(%r)" % n, cp.save_only_these_names(n)) for n in names]
-    if "pinned_host" in where.memory_kinds():
+    # offload where the device has a host memory of its own to offload to: not on the CPU,
+    # where "pinned_host" is the same RAM (XLA:CPU's temp was the same with and without it)
+    if where.platform != "cpu" and "pinned_host" in where.memory_kinds():
         out.append(("offload_dot_with_no_batch_dims('device', 'pinned_host')",
                     cp.offload_dot_with_no_batch_dims("device", "pinned_host")))
         if names:

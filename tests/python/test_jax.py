@@ -258,9 +258,26 @@ def test_fit_policies_flax_transformer_on_the_cpu():
 @tpu
 def test_fit_policies_on_a_tpu_topology():
     make_step, args = flax_step_maker(layers=2)
+    cp = jax.checkpoint_policies
+    offload = "offload_dot_with_no_batch_dims('device', 'pinned_host')"
     t = hbm.jax.fit(make_step, *args, device="v5e:1x1",
-                    policies=["everything_saveable", "nothing_saveable", "dots_saveable"])
+                    policies={"everything_saveable": cp.everything_saveable,
+                              "nothing_saveable": cp.nothing_saveable,
+                              offload: cp.offload_dot_with_no_batch_dims("device", "pinned_host")})
     assert [r["error"] for r in t.rows] == [None] * 3
     assert "XLA:TPU v5e:1x1" in str(t) and t.usable_bytes == 16128 << 20
     assert t.best is not None and t.best["fits"]
     assert t["nothing_saveable"]["flops"] > t["everything_saveable"]["flops"]
+    # the offloaded residuals live in host memory, as hbm and XLA:TPU both count them
+    p = t[offload]["plan"]
+    assert p.host_temp_size_in_bytes > 0
+    assert p.host_temp_size_in_bytes == p.memory_analysis["host_temp_size_in_bytes"]
+
+
+def test_cpu_policies_leave_offload_out():
+    make_step, args = flax_step_maker(layers=1)
+    where = hbm.jax._Where(None, None)
+    assert "pinned_host" in where.memory_kinds()  # the CPU has one, but it is the same RAM
+    names = [n for n, _ in hbm.jax._standard_policies(jax, make_step, where, args)[0]]
+    assert names == ["everything_saveable", "nothing_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable",
+                     "save_only_these_names('mlp_up')"]
