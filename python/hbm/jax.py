@@ -113,11 +113,12 @@ class _Target:
 
 
 def _mesh_shape(mesh):
-    """(axis names, sizes) of a mesh given as {"data": 4}, [("data", 4)] or a jax Mesh."""
+    """(axis names, sizes) of a mesh given as {"data": 4}, [("data", 4)], a jax Mesh or an
+    AbstractMesh (its devices are not used: the mesh is rebuilt where it is compiled)."""
     if mesh is None:
         return None
-    if hasattr(mesh, "axis_names") and hasattr(mesh, "devices"):
-        return tuple(mesh.axis_names), tuple(mesh.devices.shape)
+    if not isinstance(mesh, (dict, list, tuple)) and hasattr(mesh, "axis_names") and hasattr(mesh, "axis_sizes"):
+        return tuple(mesh.axis_names), tuple(int(n) for n in mesh.axis_sizes)
     items = list(mesh.items()) if isinstance(mesh, dict) else list(mesh)
     names, sizes = tuple(str(k) for k, _ in items), tuple(int(v) for _, v in items)
     if not names or any(s < 1 for s in sizes):

@@ -118,6 +118,12 @@ def test_mesh_larger_than_the_cpu_backend():
     assert "needs 64 devices" in str(e.value) and "jax_num_cpu_devices" in str(e.value)
 
 
+def test_plan_on_a_jax_mesh_of_the_cpu():
+    mesh = jax.sharding.Mesh(jax.devices()[:1], ("data",))
+    p = hbm.jax.plan(mlp, *mlp_args(), mesh=mesh, in_shardings=(P("data"), P(), P()))
+    assert p.where == "XLA:CPU" and p.xla is not None and p.xla["comparison"]["same"]
+
+
 def test_bad_arguments():
     with pytest.raises(hbm.Error, match="nope"):
         hbm.jax.plan(mlp, *mlp_args(), device="nope")
@@ -166,6 +172,15 @@ def test_plan_sharded_on_a_tpu_topology():
     assert q.topology == "v5e:2x2"
     assert q.memory_analysis["argument_size_in_bytes"] - p.memory_analysis["argument_size_in_bytes"] == 72 * 128 * 4
     assert q.argument_size_in_bytes == q.memory_analysis["argument_size_in_bytes"]
+    # the sharding carried by an argument (a NamedSharding on a one-CPU mesh; an AbstractMesh
+    # given as mesh=) is rebuilt on the TPU's devices: the same split as in_shardings gave
+    from jax.sharding import AbstractMesh, NamedSharding
+    cpu = jax.sharding.Mesh(jax.devices()[:1], ("data",))
+    x, w1, w2 = mlp_args()
+    x = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=NamedSharding(cpu, P("data")))
+    r = hbm.jax.plan(mlp, x, w1, w2, device="TPU-v5e", mesh=AbstractMesh((4,), ("data",)))
+    assert r.topology == "v5e:2x2"
+    assert r.memory_analysis["argument_size_in_bytes"] == p.memory_analysis["argument_size_in_bytes"]
 
 
 # --- checkpoint policies tried for real -----------------------------------------------------------
