@@ -118,6 +118,17 @@ def test_mesh_larger_than_the_cpu_backend():
     assert "needs 64 devices" in str(e.value) and "jax_num_cpu_devices" in str(e.value)
 
 
+def test_plan_without_a_dumped_assignment(monkeypatch):
+    # a compile that left no *after_optimizations.hlo.pb (a compile cache hit, an older
+    # JAX): hbm plans compiled.as_text() and says XLA's assignment is not available
+    monkeypatch.setattr(hbm.jax.glob, "glob", lambda pattern: [])
+    p = hbm.jax.plan(mlp, *mlp_args())
+    assert p.xla is None and "dumped no optimized module" in p.buffer_assignment_note
+    assert "XLA's buffer assignment: not available (XLA:CPU dumped no optimized module" in str(p)
+    assert p.same_as_memory_analysis  # memory_analysis() is still compared, and agrees
+    assert p.temp_size_in_bytes == p.memory_analysis["temp_size_in_bytes"] > 0
+
+
 def test_plan_on_a_jax_mesh_of_the_cpu():
     mesh = jax.sharding.Mesh(jax.devices()[:1], ("data",))
     p = hbm.jax.plan(mlp, *mlp_args(), mesh=mesh, in_shardings=(P("data"), P(), P()))
