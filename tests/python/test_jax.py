@@ -279,6 +279,11 @@ def test_fit_policies_flax_transformer_on_the_cpu():
     assert text.startswith("hbm.jax.fit: %d checkpoint policies of make_step on XLA:CPU" % len(t.rows))
     assert "cheapest that fits: " + best["name"] in text
     assert "<table>" in t._repr_html_() and t.as_dict()["best"] == best["name"]
+    # against one byte, nothing fits: the table says by how much the least peak is over
+    none = loose.against(capacity=1, framework_limit=1)
+    least = min(r["peak_bytes"] for r in none.rows)
+    assert none.best is None and none.policy is None and not any(r["fits"] for r in none.rows)
+    assert str(none).splitlines()[-1].startswith("no policy fits: the least peak is %s (" % hbm.jax._human(least))
 
 
 @tpu
