@@ -13,15 +13,16 @@ same code the `hbm` command runs.
 Every failure raises hbm.Error (ParseError, ConfigError, OutOfMemory); nothing prints.
 """
 from . import _lib
-from ._errors import ConfigError, Error, LibraryNotFound, OutOfMemory, ParseError
+from ._errors import ConfigError, Error, LibraryNotFound, MissingDependency, OutOfMemory, ParseError, TopologyError
 from ._fit import Fit, fit
 from ._plan import Plan, plan
 from ._trace import Trace, diff, load
 from ._fleet import Fleet, fleet, summarize
 from . import jax, torch  # noqa: E402  (neither imports its framework until called)
 
-__all__ = ["plan", "Plan", "fit", "Fit", "load", "Trace", "diff", "fleet", "Fleet", "summarize", "Error", "ParseError", "ConfigError", "OutOfMemory",
-           "LibraryNotFound", "library_path", "jax", "torch"]
+__all__ = ["plan", "Plan", "fit", "Fit", "load", "Trace", "diff", "fleet", "Fleet", "summarize", "Error",
+           "ParseError", "ConfigError", "OutOfMemory", "LibraryNotFound", "MissingDependency", "TopologyError",
+           "library_path", "jax", "torch"]
 
 
 def library_path():

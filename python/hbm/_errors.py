@@ -41,6 +41,23 @@ class LibraryNotFound(Error, ImportError):
         Error.__init__(self, message, "HBM_ERR_NOT_AVAILABLE", -4, "not available")
 
 
+class MissingDependency(Error, ImportError):
+    """A Python package hbm.jax needs is not installed (JAX, libtpu for a TPU device, ...):
+    `package` names it and the message says how to install it."""
+
+    def __init__(self, message, package):
+        Error.__init__(self, message, "HBM_ERR_NOT_AVAILABLE", -4, "not available")
+        self.package = package
+
+
+class TopologyError(Error):
+    """A TPU topology JAX does not know, or a mesh that needs more devices than the topology
+    (or the backend) has: the message names the value and what is known."""
+
+    def __init__(self, message):
+        Error.__init__(self, message, "HBM_ERR_INVALID", -1, "invalid argument")
+
+
 _CLASSES = {"HBM_ERR_CONFIG": ConfigError, "HBM_ERR_OOM": OutOfMemory}
 
 

@@ -53,7 +53,7 @@ class Fit:
 
 
 def fit(x, *, device=None, capacity=None, framework_limit=None, backend=None, remat="hbm", offload=True,
-        donate=True, timeout=2.0, module=None):
+        donate=True, timeout=2.0, module=None, _cls=None):
     """What makes x (HLO text, a path, or an object with .as_text(); XLA's protobuf as
     hbm.plan reads it, `module` naming one of a profile's, default the largest) fit a device (a name
     `hbm devices` lists) or capacity (bytes or "80GiB") under framework_limit (default: the
@@ -82,4 +82,4 @@ def fit(x, *, device=None, capacity=None, framework_limit=None, backend=None, re
     if status:
         lib.hbm_hlo_module_free(module)
         check(status)
-    return Fit(module, r)
+    return (_cls or Fit)(module, r)

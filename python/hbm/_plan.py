@@ -143,7 +143,7 @@ def open_module(text, path, name, which):
     return module
 
 
-def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, top=15, module=None):
+def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, top=15, module=None, _cls=None):
     """Plan x (HLO text, a path, or an object with .as_text(): a JAX Compiled; a Lowered
     is compiled first; or XLA's protobuf, found by content: an XProf profile LOGDIR or
     *.xplane.pb, *.hlo_proto.pb, *.hlo.pb, as a path or bytes, whose module `module` names,
@@ -164,4 +164,4 @@ def plan(x, *, device=None, capacity=None, framework_limit=None, backend=None, t
     if status:
         lib.hbm_hlo_module_free(module)
         check(status)
-    return Plan(module, p, target, top)
+    return (_cls or Plan)(module, p, target, top)
