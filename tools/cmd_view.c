@@ -41,9 +41,48 @@ static int view_plan(const char *in, const char *module, const char *html, int j
     return rc;
 }
 
+/* A profile's memory profile (the device allocators' events): 1 when shown (*rc set), 0 when
+ * the profile has none (said on notes; its modules are shown instead). */
+static int view_memprof(const char *in, const char *html, int json, const hbm_view_options *vo, int device,
+                        FILE *notes, int *rc) {
+    hbm_memprof *mp;
+    hbm_status s = hbm_memprof_open(in, &mp);
+    if (s) {
+        *rc = cli_fail("view", s);
+        return 1;
+    }
+    if (!hbm_memprof_allocator_count(mp)) {
+        hbm_memprof_write(mp, -1, 0, 0, 8, 1, notes);
+        fputs("Showing its modules instead.\n\n", notes);
+        hbm_memprof_close(mp);
+        return 0;
+    }
+    *rc = 0;
+    if (html) {
+        int a = device >= 0 ? hbm_memprof_find_device(mp, device) : 0;
+        hbm_trace *t = NULL;
+        if (a < 0) s = hbm_memprof_write(mp, device, 0, 0, 8, 1, stdout); /* names the devices */
+        else s = hbm_memprof_trace(mp, (size_t)a, &t);
+        hbm_output out; /* written whole or not at all */
+        if (!s && !(s = hbm_output_open(&out, html))) {
+            *rc = cli_output_done("view", &out, hbm_view_html(t, vo, out.f));
+            if (!*rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (%s)\n", html, t->device);
+            s = HBM_OK;
+        }
+        hbm_trace_free(t);
+    } else {
+        if (!(s = hbm_memprof_attribute(mp)))
+            s = hbm_memprof_write(mp, device, json, (size_t)vo->top, vo->width, vo->ascii, stdout);
+        if (!s && fflush(stdout)) s = HBM_ERR_IO;
+    }
+    if (s) *rc = cli_fail("view", s);
+    hbm_memprof_close(mp);
+    return 1;
+}
+
 int cmd_view(int argc, char **argv) {
     const char *html = NULL, *module = NULL;
-    int json = 0, device = -1, space = -1;
+    int json = 0, device = -1, space = -1, modules = 0;
     hbm_view_options o;
     hbm_view_options_default(&o);
     const cli_opt opts[] = {
@@ -64,9 +103,13 @@ int cmd_view(int argc, char **argv) {
         {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
          .help = "the module of a profile or protobuf with several (default: the\n"
                  "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
+        {.name = "--modules", .kind = CLI_FLAG, .dest = &modules,
+         .help = "a profile with a memory profile: XProf's Memory Viewer of its\n"
+                 "modules (the largest, or --module's) instead"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
-         .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
-                 "HTML: one page, a selector switches between them)"},
+         .help = "only device N (cuda:N) of a snapshot, or of a profile's memory\n"
+                 "profile (default: every device; HTML: one page, a selector\n"
+                 "switches between them; a profile's: its first device)"},
         {.name = "--memory-space", .kind = CLI_INT, .dest = &space, .lo = 0, .hi = 1 << 20, .arg = "N",
          .help = "HLO module: only memory space S(N) (0 device memory, 5 host);\n"
                  "default every space that holds an allocation"},
@@ -89,13 +132,21 @@ int cmd_view(int argc, char **argv) {
                  "A snapshot shows each device that has data (the one with an OOM, else the largest\n"
                  "peak, first), and counts what was live before its history began (rebuilt from its\n"
                  "segments, as pytorch.org/memory_viz does). \"In use\" is the bytes the program asked\n"
-                 "for (PyTorch's allocated memory); \"reserved\" the allocator's segments.",
+                 "for (PyTorch's allocated memory); \"reserved\" the allocator's segments.\n"
+                 "A profile whose host plane records the device allocators' events (JAX's\n"
+                 "jax.profiler.trace): its memory profile, as XProf's Memory Profile tool computes it\n"
+                 "(peak, its step, capacity, fragmentation, the allocations live at the peak), each\n"
+                 "allocation there attributed to the module execution that made it (temp, output) or\n"
+                 "to the arrays kept between calls; all devices in one table first. --modules or\n"
+                 "--module shows the Memory Viewer of a module instead.",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = CLI_EXITS_DONE,
         .examples = "Example:\n"
                     "  hbm view snapshot.pickle\n"
                     "  hbm view module.hlo --html m.html     # XProf's Memory Viewer of the plan\n"
+                    "  hbm view LOGDIR                       # a JAX profile's memory profile\n"
+                    "  hbm view LOGDIR --modules             # its largest module's Memory Viewer\n"
                     "  hbm view run.hbmt --html run.html && xdg-open run.html",
     };
     cli_args args;
@@ -104,7 +155,11 @@ int cmd_view(int argc, char **argv) {
     const char *in = args.pos[0];
     if ((rc = cli_input("view", in)) >= 0) return rc;
     if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
-    if (hbm_hlo_file_is_text(in) || hbm_proto_path_kind(in) != HBM_PROTO_NONE)
+    hbm_proto_kind pk = hbm_proto_path_kind(in);
+    if ((pk == HBM_PROTO_XSPACE || pk == HBM_PROTO_PROFILE_DIR) && !module && !modules && space < 0 &&
+        view_memprof(in, html, json, &o, device, html || json ? stderr : stdout, &rc))
+        return rc;
+    if (hbm_hlo_file_is_text(in) || pk != HBM_PROTO_NONE)
         return view_plan(in, module, html, json, &o, space);
     if (module) return cli_usage_error("view", "--module: %s holds no modules to choose from", in);
     hbm_trace *t;

@@ -33,6 +33,7 @@
 #include "hbm/replay_torch.h"
 #include "hbm/replay.h"
 #include "hbm/view.h"
+#include "hbm/memprof.h"
 
 #ifdef __cplusplus
 extern "C" {
