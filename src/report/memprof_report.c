@@ -50,8 +50,8 @@ static void what_it_holds(const hbm_memprof *mp, FILE *f) {
                "MemoryDeallocation events",
             mp->path);
     if (!mp->has_host) fputs(" (the profile has no host plane)", f);
-    fprintf(f, ".\nIt holds %zu planes, %zu of them devices, %zu module events with a program_id%s.\n", mp->n_planes,
-            mp->n_device_planes, mp->nex, mp->has_metadata ? ", and the compiled modules ('/host:metadata')" : "");
+    fprintf(f, ".\nIt holds %zu planes, %zu of them devices%s.\n", mp->n_planes, mp->n_device_planes,
+            mp->has_metadata ? ", and the compiled modules ('/host:metadata')" : "");
 }
 
 static void table_all(const hbm_memprof *mp, FILE *f) {

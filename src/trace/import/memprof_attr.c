@@ -116,6 +116,8 @@ static pinfo *find_pinfo(pinfo *ps, size_t n, int64_t pid) {
 hbm_status hbm_memprof_attribute(hbm_memprof *mp) {
     if (!mp) return hbmi_error(HBM_ERR_INVALID, "hbm_memprof_attribute: NULL argument");
     if (!mp->nal) return HBM_OK;
+    hbm_status se = hbmi_memprof_read_execs(mp);
+    if (se) return se;
     hbm_proto_file *f = NULL;
     hbm_status s = mp->from_file ? hbm_proto_open(mp->path, &f) : hbm_proto_open_mem(mp->buf, mp->len, mp->path, &f);
     if (s == HBM_ERR_NOMEM) return s;

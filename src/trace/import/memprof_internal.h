@@ -27,11 +27,15 @@ struct hbm_memprof {
     size_t nal, alcap;
     hbmi_memprof_exec *ex;
     size_t nex, excap;
+    int execs_read; /* the module events are read (hbmi_memprof_read_execs) */
     size_t n_planes, n_device_planes;
     int has_host, has_metadata;
     /* attribution */
     size_t n_modules, n_planned;
     char attr_note[256];
 };
+
+/* The module events of every plane into mp->ex (once): for the attribution. */
+hbm_status hbmi_memprof_read_execs(hbm_memprof *mp);
 
 #endif

@@ -317,7 +317,7 @@ static int64_t add_ps(int64_t a, int64_t b) {
 
 /* One plane's lines: memory events (the host plane) and module executions. */
 static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const plane_meta *pm, int host,
-                             int device) {
+                             int device, int execs) {
     size_t i = 0, line = 0;
     wfield f;
     int r;
@@ -342,31 +342,44 @@ static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const 
             uint64_t mid = 0;
             int64_t off = 0, dur = 0;
             int stats = 0;
-            const char *last_stat = NULL; /* the last stat read whole, to name a damaged one */
+            /* the metadata id comes first as TSL writes events: the others are skipped here */
+            s = wnext(g.b, g.n, &k, &h);
+            if (s > 0 && h.num == 1 && h.wire == 0) {
+                mid = h.v;
+                int is_mem = host && ((pm->has_alloc && mid == pm->alloc_id) || (pm->has_dealloc && mid == pm->dealloc_id));
+                if (execs ? is_mem : !is_mem) {
+                    evno++;
+                    continue;
+                }
+            }
+            k = 0;
             while ((s = wnext(g.b, g.n, &k, &h)) > 0) {
                 if (h.num == 1 && h.wire == 0) mid = h.v;
                 else if (h.num == 2 && h.wire == 0) off = (int64_t)h.v;
                 else if (h.num == 3 && h.wire == 0) dur = (int64_t)h.v;
-                else if (h.num == 4) {
-                    stats = 1;
+                else if (h.num == 4) stats = 1;
+            }
+            int64_t t = add_ps(base, off);
+            int mem = host && ((pm->has_alloc && mid == pm->alloc_id) || (pm->has_dealloc && mid == pm->dealloc_id));
+            if (s < 0 && mem && !execs) {
+                /* the last stat read whole names where the damage is */
+                const char *last_stat = NULL;
+                size_t k3 = 0;
+                while (wnext(g.b, g.n, &k3, &h) > 0) {
                     size_t m = 0;
                     wfield x;
-                    while (h.wire == 2 && wnext(h.b, h.n, &m, &x) > 0)
+                    while (h.num == 4 && h.wire == 2 && wnext(h.b, h.n, &m, &x) > 0)
                         if (x.num == 1 && x.wire == 0) {
                             const smeta *sm = stat_meta(pm, x.v);
                             if (sm && sm->code) last_stat = stat_names[sm->code];
                         }
                 }
-            }
-            int64_t t = add_ps(base, off);
-            int mem = host && ((pm->has_alloc && mid == pm->alloc_id) || (pm->has_dealloc && mid == pm->dealloc_id));
-            if (s < 0 && mem) {
                 char w[96];
                 snprintf(w, sizeof w, "a stat is cut short (the one after '%s')", last_stat ? last_stat : "none");
                 return damaged(mp, pm->has_dealloc && mid == pm->dealloc_id, line, evno, t, NULL, w);
             }
             if (s < 0) return hbmi_error(HBM_ERR_PARSE, "%s: event %zu of line %zu is truncated or corrupt", mp->path, evno, line);
-            if (mem) {
+            if (mem && !execs) {
                 if (mp->nev == mp->evcap && hbmi_grow((void **)&mp->ev, &mp->evcap, mp->nev + 1, sizeof *mp->ev))
                     return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
                 hbm_memprof_event *e = &mp->ev[mp->nev];
@@ -378,7 +391,7 @@ static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const 
                 hbm_status st = read_memory_event(mp, pm, g.b, g.n, e, &an, &ann, line, evno);
                 if (st) return st;
                 mp->nev++;
-            } else if (stats && pm->has_program) {
+            } else if (execs && !mem && stats && pm->has_program) {
                 /* a module's kernel (device planes) or launch (host): its program_id */
                 size_t k2 = 0;
                 int64_t pid = -1;
@@ -422,14 +435,15 @@ static int device_number(const char *s) {
     return -1;
 }
 
-static hbm_status read_space(hbm_memprof *mp) {
+/* The memory events of the host plane, or (execs) the module events of every plane. */
+static hbm_status read_space(hbm_memprof *mp, int execs) {
     const uint8_t *p = (const uint8_t *)mp->buf;
     size_t i = 0;
     wfield f;
     int r;
     while ((r = wnext(p, mp->len, &i, &f)) > 0) {
         if (f.num != 1 || f.wire != 2) continue;
-        mp->n_planes++;
+        if (!execs) mp->n_planes++;
         /* the plane's name */
         size_t j = 0;
         wfield g;
@@ -446,10 +460,10 @@ static hbm_status read_space(hbm_memprof *mp) {
             snprintf(tmp, sizeof tmp, "%.*s", (int)(nn < 63 ? nn : 63), (const char *)name);
             device = device_number(tmp);
             if (device < 0) device = 0;
-            mp->n_device_planes++;
+            if (!execs) mp->n_device_planes++;
         }
         if (str_eq(name, nn, "/host:metadata")) mp->has_metadata = 1;
-        if (!host && device < 0) continue;
+        if (!host && (device < 0 || !execs)) continue;
         plane_meta pm = {0};
         hbm_status s = read_plane_meta(f.b, f.n, &pm);
         if (s == HBM_ERR_NOMEM) {
@@ -462,7 +476,7 @@ static hbm_status read_space(hbm_memprof *mp) {
                               (const char *)name);
         }
         if (host) mp->has_host = 1;
-        if (pm.has_alloc || pm.has_program) s = read_lines(mp, f.b, f.n, &pm, host, device);
+        if (execs ? pm.has_program : pm.has_alloc) s = read_lines(mp, f.b, f.n, &pm, host, device, execs);
         plane_meta_free(&pm);
         if (s) return s;
     }
@@ -643,7 +657,7 @@ static hbm_status open_buf(hbm_memprof *mp, hbm_memprof **out) {
     if (hbm_proto_sniff(mp->buf, mp->len) != HBM_PROTO_XSPACE)
         s = hbmi_error(HBM_ERR_PARSE, "%s: not an XProf profile (an XSpace *.xplane.pb or a profile directory)",
                        mp->path);
-    if (!s) s = read_space(mp);
+    if (!s) s = read_space(mp, 0);
     if (!s) s = summarize(mp);
     if (s) {
         hbm_memprof_close(mp);
@@ -707,6 +721,14 @@ int hbm_memprof_find_device(const hbm_memprof *mp, int d) {
     return -1;
 }
 size_t hbm_memprof_execution_count(const hbm_memprof *mp) { return mp ? mp->nex : 0; }
+
+hbm_status hbmi_memprof_read_execs(hbm_memprof *mp) {
+    if (mp->execs_read) return HBM_OK;
+    mp->nex = 0;
+    hbm_status s = read_space(mp, 1);
+    if (!s) mp->execs_read = 1;
+    return s;
+}
 
 const hbm_memprof_event *hbm_memprof_events(const hbm_memprof *mp, size_t *n) {
     if (!mp) {
