@@ -523,13 +523,13 @@ static hbm_status summarize(hbm_memprof *mp) {
         hbmi_free(sorted);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     }
-    memcpy(sorted, mp->al, mp->nal * sizeof *sorted);
+    if (mp->nal) memcpy(sorted, mp->al, mp->nal * sizeof *sorted);
     hbmi_qsort(sorted, mp->nal, sizeof *sorted, cmp_alloc_name);
     for (size_t k = 0; k < mp->nal; k++)
         for (size_t m = 0; m < mp->nal; m++)
             if (sorted[m].allocator == mp->al[k].allocator) order[k] = (uint32_t)m;
     for (size_t e = 0; e < mp->nev; e++) mp->ev[e].allocator = order[mp->ev[e].allocator];
-    memcpy(mp->al, sorted, mp->nal * sizeof *sorted);
+    if (mp->nal) memcpy(mp->al, sorted, mp->nal * sizeof *sorted);
     hbmi_free(sorted);
     hbmi_free(order);
     /* XProf's UpdateProfileSummary, in the events' order as the file holds them */
