@@ -224,7 +224,9 @@ static void test_two_allocators(void) {
     CHECK_OK(hbm_memprof_trace(mp, 0, &t));
     CHECK_EQ_U64(t->count, 6);
     CHECK_EQ_U64(t->history_start, 1);
-    CHECK_EQ_U64(t->events[0].size, 100);
+    CHECK_EQ_U64(t->events[0].size, 100); /* the block freed at 5000 ps, never allocated in it */
+    CHECK_EQ_U64(t->events[0].addr, 0x1);
+    CHECK_EQ_U64(t->live_before_bytes, 100);
     CHECK_EQ_U64(t->events[4].time_ns, 3);
     hbm_trace_free(t);
     hbm_memprof_close(mp);

@@ -53,6 +53,17 @@ PY
     "$HBM" view "$X" --html "$T/m.html" 2>/dev/null; rc=$?
     check "--html: exit 0" test $rc -eq 0
     check "--html: a page of the allocator" grep -q "GPU_0_bfc" "$T/m.html"
+    # the memory profile is a trace: replay, diff, export
+    out=$("$HBM" replay "$X" 2>&1); rc=$?
+    check "replay profile: exit 0" test $rc -eq 0
+    check "replay: the allocator's events" grep -q "^replay of rocm_te_fused_attn.xplane.pb (device GPU_0_bfc, 59 events" <<<"$out"
+    check "replay: on the profile's capacity" grep -q "on a simulated device of 279.34GiB" <<<"$out"
+    check "replay: the peak asked for" grep -q "^allocator=platform *624.50MiB" <<<"$out"
+    out=$("$HBM" diff "$X" "$X"); rc=$?
+    check "diff profile profile: the allocators' traces" grep -q "(xprof, device GPU_0_bfc)" <<<"$out"
+    "$HBM" export "$X" --format perfetto -o "$T/p.json" 2>/dev/null; rc=$?
+    check "export perfetto: exit 0" test $rc -eq 0
+    check "export perfetto: counters" grep -q '"in use"' "$T/p.json"
 else
     echo "skip: $X not found (the shared data set is absent)"
 fi

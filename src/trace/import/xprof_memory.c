@@ -753,29 +753,54 @@ hbm_status hbm_memprof_trace(const hbm_memprof *mp, size_t i, hbm_trace **out) {
     t->device_index = s->device_index;
     t->has_time = 1;
     const hbm_memprof_event *ev = mp->ev + s->first_event;
-    if (s->held_before_bytes) { /* one block for what was in use before the first event */
-        hbm_tag tg = {.op_name = "in use before the profile's first event", .label = "held before"};
-        uint32_t tid = 0;
-        hbm_trace_event e = {.kind = HBM_EV_ALLOC, .addr = 0, .size = s->held_before_bytes,
-                             .requested = s->held_before_bytes};
-        if (!(st = hbm_trace_intern(t, &tg, &tid))) {
-            e.tag = tid;
-            st = hbm_trace_add(t, &e);
+    /* what was in use before the first event: each block freed later without having been
+     * allocated in the profile, at its address; the rest as one block (never freed) */
+    hbmi_map live;
+    hbmi_map_init(&live);
+    uint64_t before = 0;
+    size_t nb = 0;
+    hbm_tag tg = {.op_name = "in use before the profile's first event", .label = "held before"};
+    uint32_t tid = 0;
+    st = hbm_trace_intern(t, &tg, &tid);
+    for (int pass = 0; pass < 2 && !st; pass++) {
+        hbmi_map_destroy(&live);
+        hbmi_map_init(&live);
+        for (size_t k = 0; k < s->n_events && !st; k++) {
+            const hbm_memprof_event *x = &ev[k];
+            uint64_t key = x->addr == UINT64_MAX ? UINT64_MAX - 1 : x->addr;
+            if (!x->dealloc) st = hbmi_map_put(&live, key, 1);
+            else if (!hbmi_map_del(&live, key, NULL) && x->allocation_bytes) {
+                if (!pass) {
+                    before += x->allocation_bytes;
+                    continue;
+                }
+                hbm_trace_event e = {.kind = HBM_EV_ALLOC, .addr = x->addr, .size = x->allocation_bytes,
+                                     .requested = x->requested_bytes, .tag = tid};
+                st = hbm_trace_add(t, &e);
+                nb++;
+            }
         }
-        t->history_start = 1;
-        t->live_before_bytes = s->held_before_bytes;
-        t->live_before_blocks = 1;
     }
+    hbmi_map_destroy(&live);
+    if (!st && s->held_before_bytes > before) {
+        hbm_trace_event e = {.kind = HBM_EV_ALLOC, .addr = 0, .size = s->held_before_bytes - before,
+                             .requested = s->held_before_bytes - before, .tag = tid};
+        st = hbm_trace_add(t, &e);
+        nb++;
+    }
+    t->history_start = t->count;
+    t->live_before_bytes = s->held_before_bytes > before ? s->held_before_bytes : before;
+    t->live_before_blocks = nb;
     for (size_t k = 0; k < s->n_events && !st; k++) {
         const hbm_memprof_event *x = &ev[k];
         hbm_trace_event e = {.kind = x->dealloc ? HBM_EV_FREE : HBM_EV_ALLOC,
                              .time_ns = (uint64_t)((x->time_ps - s->first_time_ps) / 1000),
                              .addr = x->addr, .size = x->allocation_bytes, .requested = x->requested_bytes};
         if (!x->dealloc && (x->tensor_shape[0] || x->tf_op[0] || x->region_type[0])) {
-            hbm_tag tg = {.op_name = x->tf_op, .shape = x->tensor_shape, .label = x->region_type};
-            uint32_t tid = 0;
-            if ((st = hbm_trace_intern(t, &tg, &tid))) break;
-            e.tag = tid;
+            hbm_tag etg = {.op_name = x->tf_op, .shape = x->tensor_shape, .label = x->region_type};
+            uint32_t etid = 0;
+            if ((st = hbm_trace_intern(t, &etg, &etid))) break;
+            e.tag = etid;
         }
         st = hbm_trace_add(t, &e);
     }
