@@ -57,7 +57,7 @@ enum { S_ALLOC = 1, S_ALLOCATED, S_RESERVED, S_AVAILABLE, S_PEAK, S_REQ, S_ABYTE
        S_GPU0, S_GPU1, S_PROGRAM, S_NSTATS };
 static const char *const snames[] = {"", "allocator_name", "bytes_allocated", "bytes_reserved", "bytes_available",
                                      "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr",
-                                     "fragmentation", "group_id", "tensor_shapes", "GPU_0_bfc", "GPU_1_bfc",
+                                     "fragmentation", "group_id", "shape", "GPU_0_bfc", "GPU_1_bfc",
                                      "program_id"};
 
 typedef struct mev {
@@ -65,6 +65,7 @@ typedef struct mev {
     uint64_t off_ps, allocated, reserved, peak, bytes, addr;
     int64_t group; /* -1 none */
     const char *damage; /* NULL, "string", "negative", "cut" */
+    const char *shape;  /* a "shape" stat (TSL's kTensorShapes) */
 } mev;
 
 static void add_meta(pb *plane, unsigned field, uint64_t id, const char *name) {
@@ -121,6 +122,11 @@ static void build(pb *space, const mev *evs, size_t n) {
         pb_double(&s, 2, 0.25);
         pb_msg(&ev, 4, &s);
         if (m->group >= 0) stat_int(&ev, S_GROUP, (uint64_t)m->group);
+        if (m->shape) {
+            pb_int(&s, 1, S_SHAPE);
+            pb_str(&s, 5, m->shape);
+            pb_msg(&ev, 4, &s);
+        }
         if (m->damage && !strcmp(m->damage, "cut")) ev.n -= 3; /* a stat cut short */
         pb_msg(&line, 4, &ev);
     }
@@ -158,7 +164,7 @@ static void test_two_allocators(void) {
         {.off_ps = 1000, .allocated = 150, .peak = 400, .bytes = 50, .addr = 0xa, .group = -1},
         {.off_ps = 2000, .allocated = 350, .peak = 400, .bytes = 200, .addr = 0xb, .group = -1},
         {.dealloc = 1, .off_ps = 3000, .allocated = 150, .peak = 400, .bytes = 200, .addr = 0xb, .group = -1},
-        {.off_ps = 4000, .allocated = 350, .peak = 400, .bytes = 200, .addr = 0xc, .group = -1},
+        {.off_ps = 4000, .allocated = 350, .peak = 400, .bytes = 200, .addr = 0xc, .group = -1, .shape = "bf16[8,128]"},
         {.dealloc = 1, .off_ps = 5000, .allocated = 250, .peak = 400, .bytes = 100, .addr = 0x1, .group = -1},
         /* GPU 1: steps 4 and 5; the peak in step 5 with a free of a block from step 4 */
         {.gpu = 1, .off_ps = 1500, .allocated = 10, .reserved = 5, .peak = 10, .bytes = 10, .addr = 0x10, .group = 4},
@@ -193,6 +199,8 @@ static void test_two_allocators(void) {
     const hbm_memprof_event *ev = hbm_memprof_events(mp, &n);
     CHECK_EQ_U64(n, 9);
     CHECK_EQ_U64(ev[a->active[0].event].addr, 0xc); /* largest first */
+    CHECK_STR(ev[a->active[0].event].tensor_shape, "bf16[8,128]");
+    CHECK_STR(a->active[0].shape, "bf16[8,128]");
     CHECK_EQ_U64(ev[a->active[1].event].addr, 0xa);
     CHECK_EQ_U64(a->unmapped_bytes, 100);
     /* GPU 1: peak 65 (reserved counts) in step 5; active there: 0x20, 0x30; the free of

@@ -49,10 +49,10 @@ typedef struct hbm_memprof_event {
     double fragmentation;       /* "fragmentation" */
     int64_t step_id;            /* "group_id", else XProf's fix (the previous step + 1) */
     int64_t data_type;          /* "data_type" (TensorFlow's DataType enum), -1 if absent */
-    int64_t id;                 /* "id" */
+    int64_t id;                 /* "id" (TSL's kStepId; XProf reads group_id for the step) */
     const char *tf_op;          /* "tf_op" */
     const char *region_type;    /* "region_type" */
-    const char *tensor_shape;   /* "tensor_shapes" */
+    const char *tensor_shape;   /* "shape" (TSL's kTensorShapes) */
 } hbm_memprof_event;
 
 /* How sure an attribution is. */

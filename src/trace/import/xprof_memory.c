@@ -67,7 +67,7 @@ enum {
 static const char *const stat_names[ST_COUNT_] = {
     "", "allocator_name", "bytes_reserved", "bytes_allocated", "bytes_available", "fragmentation",
     "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr", "tf_op", "group_id", "region_type",
-    "data_type", "tensor_shapes", "id", "index_on_host", "device_ordinal", "program_id",
+    "data_type", "shape", "id", "index_on_host", "device_ordinal", "program_id",
 };
 
 static int stat_code(const uint8_t *s, size_t n) {
