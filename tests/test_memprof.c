@@ -387,6 +387,10 @@ static void test_shared(void) {
             }
             CHECK_EQ_U64(req_temp, temp);
             CHECK_EQ_U64(req_out, out);
+            /* earlier blocks taken as the running module's parameters: at most its arguments */
+            CHECK(s->running_param_bytes <= arg);
+            CHECK_EQ_U64(s->current_bytes + s->running_param_bytes + s->earlier_bytes + s->unmapped_bytes,
+                         s->peak_allocated);
         }
         hbm_memprof_close(mp);
         rows++;

@@ -21,9 +21,11 @@ if [ -r "$X" ]; then
     check "the peak" grep -q "^  peak in use       632.50MiB at 10.680 ms (step 0, event 52)" <<<"$out"
     check "XProf's figures at the peak" grep -q "capacity 279.34GiB, fragmentation 47.3%" <<<"$out"
     check "the allocator's own peak" grep -q "allocator's peak  632.50MiB (its peak_bytes_in_use stat, the same" <<<"$out"
-    check "the temp allocation, sure" grep -q "304.50MiB  304.50MiB  sure    temp     jit_loss_fn(17) (running)" <<<"$out"
-    check "held from before" grep -q "128.00MiB .* held     from before the peak's step: arrays kept between calls" <<<"$out"
-    check "the explanation" grep -q "^At the peak jit_loss_fn(17) was running. It needed 400.50MiB by its plan" <<<"$out"
+    check "the temp allocation, sure" grep -q "304.50MiB  304.50MiB  sure    temp      jit_loss_fn(17) (running)" <<<"$out"
+    check "a parameter made earlier" grep -q "48.00MiB   48.00MiB  sure    parameter jit_loss_fn(17)  .* bf16\[2,2048,3,16,128\]" <<<"$out"
+    check "held from before" grep -q "128.00MiB .* held      from before the peak's step: arrays kept between calls" <<<"$out"
+    check "the explanation" grep -q "^At the peak, jit_loss_fn(17) was running. By its plan it needs 400.50MiB" <<<"$out"
+    check "what was already held" grep -q "^Already held, 224.00MiB: 96.00MiB in blocks of its parameters' sizes" <<<"$out"
     "$HBM" view "$X" --json >"$T/m.json"; rc=$?
     check "--json: exit 0" test $rc -eq 0
     if command -v python3 >/dev/null; then

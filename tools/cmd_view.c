@@ -58,11 +58,9 @@ static int view_memprof(const char *in, const char *html, int json, const hbm_vi
         return 0;
     }
     *rc = 0;
-    if (html) {
-        int a = device >= 0 ? hbm_memprof_find_device(mp, device) : 0;
+    if (html) { /* the allocators' traces: the largest peak first, a selector for the others */
         hbm_trace *t = NULL;
-        if (a < 0) s = hbm_memprof_write(mp, device, 0, 0, 8, 1, stdout); /* names the devices */
-        else s = hbm_memprof_trace(mp, (size_t)a, &t);
+        s = hbm_trace_load_device(in, device, &t);
         hbm_output out; /* written whole or not at all */
         if (!s && !(s = hbm_output_open(&out, html))) {
             *rc = cli_output_done("view", &out, hbm_view_html(t, vo, out.f));

@@ -67,8 +67,9 @@ typedef struct hbm_memprof_active {
     size_t event;           /* index of its MemoryAllocation event */
     int64_t program_id;     /* the module whose execution made it, -1 none */
     const char *module;     /* its name as the profile lists it ("jit_f(3)"), "" none */
-    const char *kind;       /* "temp", "output", "parameter" (of the running module, made
-                             * earlier), "arrays kept between calls", "" not attributed */
+    const char *kind;       /* "temp", "output", "parameter" (of the running module: made
+                             * earlier, of one of its parameters' size), "arrays kept between
+                             * calls", "" not attributed */
     const char *shape;      /* the module buffer's shape where matched, else the event's */
     const char *why;        /* what matched, in words */
     hbm_memprof_sure sure;
@@ -109,7 +110,8 @@ typedef struct hbm_memprof_summary {
     uint64_t running_temp_bytes, running_output_bytes; /* its plan's figures */
     uint64_t running_argument_bytes;
     uint64_t current_bytes;         /* of the active allocations: made by that execution */
-    uint64_t earlier_bytes;         /* made earlier, in the profile */
+    uint64_t running_param_bytes;   /* made earlier, of a size of one of its parameters each */
+    uint64_t earlier_bytes;         /* made earlier, in the profile, the rest */
 } hbm_memprof_summary;
 
 typedef struct hbm_memprof hbm_memprof;

@@ -96,7 +96,7 @@ static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
     size_t show = s->n_active < top ? s->n_active : top;
     fprintf(f, "Live at the peak: %zu allocation%s of the peak's step, and %s held from before it (top %zu):\n",
             s->n_active, s->n_active == 1 ? "" : "s", sz(s->unmapped_bytes, b[0]), show);
-    fprintf(f, "  %10s %10s  %-7s %-8s %-28s %s\n", "size", "requested", "sure", "kind", "made by", "shape / dtype / region");
+    fprintf(f, "  %10s %10s  %-7s %-9s %-28s %s\n", "size", "requested", "sure", "kind", "made by", "shape / dtype / region");
     for (size_t k = 0; k < show; k++) {
         const hbm_memprof_active *a = &s->active[k];
         const hbm_memprof_event *e = &mp->ev[a->event];
@@ -106,24 +106,26 @@ static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
         if (e->data_type > 0 && w < (int)sizeof what) w += snprintf(what + w, sizeof what - (size_t)w, " dtype %lld", (long long)e->data_type);
         if (e->region_type[0] && w < (int)sizeof what) w += snprintf(what + w, sizeof what - (size_t)w, " %s", e->region_type);
         if (e->tf_op[0] && w < (int)sizeof what) snprintf(what + w, sizeof what - (size_t)w, " op %s", e->tf_op);
-        fprintf(f, "  %10s %10s  %-7s %-8s %-28s %s\n", sz(e->allocation_bytes, b[0]), sz(e->requested_bytes, b[1]),
+        fprintf(f, "  %10s %10s  %-7s %-9s %-28s %s\n", sz(e->allocation_bytes, b[0]), sz(e->requested_bytes, b[1]),
                 s->attributed ? sure_str(a->sure) : "-", a->kind[0] ? a->kind : "-", who, what[0] ? what : "-");
     }
     if (s->unmapped_bytes)
-        fprintf(f, "  %10s %10s  %-7s %-8s %s\n", sz(s->unmapped_bytes, b[0]), "-", "-", "held",
+        fprintf(f, "  %10s %10s  %-7s %-9s %s\n", sz(s->unmapped_bytes, b[0]), "-", "-", "held",
                 "from before the peak's step: arrays kept between calls (XProf: \"unused preallocated device memory\")");
     fputc('\n', f);
     if (s->attributed && s->running_program_id >= 0) {
-        char c[8][32];
-        fprintf(f, "At the peak %s was running. It needed %s by its plan (temp %s + outputs %s) and\n"
-                   "  holds %s of blocks made for this execution (the allocator rounds sizes up).\n"
-                   "Already held: %s: %s made by earlier module executions in the profile (still live;\n"
-                   "  the running module's arguments are %s) and %s from before the peak's step (arrays kept\n"
-                   "  between calls: parameters, optimizer state, earlier results).\n",
+        char c[9][32];
+        fprintf(f, "At the peak, %s was running. By its plan it needs %s (temp %s\n"
+                   "  + outputs %s); the blocks made for this execution hold %s (the allocator\n"
+                   "  rounds sizes up).\n"
+                   "Already held, %s: %s in blocks of its parameters' sizes made by earlier\n"
+                   "  executions (its arguments: %s), %s in other blocks made by earlier executions,\n"
+                   "  %s from before the peak's step that no module in the profile made (arrays kept\n"
+                   "  between calls).\n",
                 s->running_module, sz(s->running_temp_bytes + s->running_output_bytes, c[0]),
                 sz(s->running_temp_bytes, c[1]), sz(s->running_output_bytes, c[2]), sz(s->current_bytes, c[3]),
-                sz(s->earlier_bytes + s->unmapped_bytes, c[4]), sz(s->earlier_bytes, c[5]),
-                sz(s->running_argument_bytes, c[6]), sz(s->unmapped_bytes, c[7]));
+                sz(s->running_param_bytes + s->earlier_bytes + s->unmapped_bytes, c[4]), sz(s->running_param_bytes, c[5]),
+                sz(s->running_argument_bytes, c[6]), sz(s->earlier_bytes, c[7]), sz(s->unmapped_bytes, c[8]));
         for (size_t k = 0; k < show; k++)
             if (s->active[k].why[0])
                 fprintf(f, "  %s: %s\n", sz(mp->ev[s->active[k].event].allocation_bytes, b[0]), s->active[k].why);
@@ -192,9 +194,10 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
         hbmi_json_str(f, s->running_module);
         fprintf(f, ",\"temp_size_in_bytes\":%" PRIu64 ",\"output_size_in_bytes\":%" PRIu64
                    ",\"argument_size_in_bytes\":%" PRIu64 ",\"made_in_this_execution_bytes\":%" PRIu64
-                   ",\"made_earlier_bytes\":%" PRIu64 ",\"held_from_before_bytes\":%" PRIu64 "}",
+                   ",\"parameter_blocks_bytes\":%" PRIu64 ",\"made_earlier_bytes\":%" PRIu64
+                   ",\"held_from_before_bytes\":%" PRIu64 "}",
                 s->running_temp_bytes, s->running_output_bytes, s->running_argument_bytes, s->current_bytes,
-                s->earlier_bytes, s->unmapped_bytes);
+                s->running_param_bytes, s->earlier_bytes, s->unmapped_bytes);
     }
     fputc('}', f);
 }

@@ -218,20 +218,31 @@ hbm_status hbm_memprof_attribute(hbm_memprof *mp) {
             sm->running_temp_bytes = rp->temp;
             sm->running_output_bytes = rp->outputs;
             sm->running_argument_bytes = rp->arguments;
-            for (size_t k = 0; k < sm->n_active; k++) {
+            /* each parameter of the running module taken once, by an earlier allocation of its size */
+            unsigned char *taken = rp->nbufs ? hbmi_calloc(rp->nbufs, 1) : NULL;
+            if (rp->nbufs && !taken) s = HBM_ERR_NOMEM;
+            for (size_t k = 0; k < sm->n_active && !s; k++) {
                 hbm_memprof_active *ac = &sm->active[k];
                 const hbm_memprof_event *ev = &mp->ev[ac->event];
                 uint64_t r = ev->requested_bytes ? ev->requested_bytes : ev->allocation_bytes;
-                if (ac->current) sm->current_bytes += ev->allocation_bytes;
-                else sm->earlier_bytes += ev->allocation_bytes;
-                if (ac->current || !rp->planned) continue;
-                for (size_t b = 0; b < rp->nbufs; b++)
-                    if (!rp->bufs[b].output && rp->bufs[b].size == r) {
-                        ac->why = arena_fmt(mp, "%s; a parameter of the running module has this size (%s)", ac->why,
-                                            rp->bufs[b].shape);
-                        break;
-                    }
+                if (ac->current) {
+                    sm->current_bytes += ev->allocation_bytes;
+                    continue;
+                }
+                size_t b = 0;
+                while (rp->planned && b < rp->nbufs && (rp->bufs[b].output || taken[b] || rp->bufs[b].size != r)) b++;
+                if (!rp->planned || b == rp->nbufs) {
+                    sm->earlier_bytes += ev->allocation_bytes;
+                    continue;
+                }
+                taken[b] = 1;
+                sm->running_param_bytes += ev->allocation_bytes;
+                ac->why = arena_fmt(mp, "%s; now a parameter of the running module (%s has that size)", ac->why,
+                                    rp->bufs[b].shape);
+                ac->kind = "parameter";
+                ac->shape = rp->bufs[b].shape;
             }
+            hbmi_free(taken);
         }
         sm->attributed = !s;
     }
