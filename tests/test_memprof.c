@@ -240,6 +240,33 @@ static void test_two_allocators(void) {
     hbm_memprof_close(mp);
 }
 
+/* --json's timeline: at most 1000 points, XProf's boxes (2500 events: 500 of 2, 500 of 3),
+ * each the largest of its box */
+static void test_timeline_sampling(void) {
+    enum { N = 2500 };
+    mev *evs = calloc(N, sizeof *evs);
+    for (size_t i = 0; i < N; i++)
+        evs[i] = (mev){.off_ps = i * 10, .allocated = i + 1, .peak = i + 1, .bytes = 1, .addr = i + 1, .group = -1};
+    hbm_memprof *mp = open_events(evs, N);
+    free(evs);
+    CHECK(mp);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    CHECK_OK(hbm_memprof_write(mp, -1, 1, 0, 72, 1, f));
+    fclose(f);
+    hbm_memprof_close(mp);
+    const char *tl = strstr(out, "\"timeline\":[[");
+    CHECK(tl);
+    size_t points = 0;
+    for (const char *c = tl + 12; *c && !(c[0] == ']' && c[1] == ']'); c++) points += *c == '[';
+    CHECK_EQ_U64(points, 1000);
+    CHECK_CONTAINS(tl, "\"timeline\":[[10,2,0],[30,4,0],");
+    CHECK_CONTAINS(tl, "[9990,1000,0],[10020,1003,0],");   /* the last box of 2, the first of 3 */
+    CHECK_CONTAINS(tl, ",[24990,2500,0]]");
+    free(out);
+}
+
 static void test_no_memory_events(void) {
     hbm_memprof *mp = open_events(NULL, 0);
     CHECK(mp);
@@ -401,6 +428,7 @@ static void test_shared(void) {
 
 int main(void) {
     RUN(test_two_allocators);
+    RUN(test_timeline_sampling);
     RUN(test_no_memory_events);
     RUN(test_damaged);
     RUN(test_shared);

@@ -153,12 +153,16 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
                ",\"peak_event\":%zu,\"unmapped_bytes\":%" PRIu64 ",\"held_before_bytes\":%" PRIu64,
             s->peak_time_ps, s->peak_offset_ps, s->peak_step, s->peak_event - s->first_event, s->unmapped_bytes,
             s->held_before_bytes);
-    /* the timeline, at most 1000 points as XProf samples it (the largest of each box) */
-    size_t n = s->n_events, pts = n < 1000 ? n : 1000;
+    /* the timeline, at most 1000 points as XProf samples it (SampleMemoryProfileTimeline): the
+     * largest of each box, count1 boxes of width events, then count2 of width + 1 */
+    const size_t max = 1000, n = s->n_events;
+    size_t width = n > max ? n / max : 1, count1 = n > max ? max * (width + 1) - n : n,
+           count2 = n > max ? max - count1 : 0;
     fputs(",\"timeline\":[", f);
-    for (size_t c = 0; c < pts; c++) {
-        size_t best = c * n / pts;
-        for (size_t i = c * n / pts; i < (c + 1) * n / pts; i++)
+    for (size_t c = 0; c < count1 + count2; c++) {
+        size_t from = c < count1 ? c * width : count1 * width + (c - count1) * (width + 1);
+        size_t to = from + (c < count1 ? width : width + 1), best = from;
+        for (size_t i = from; i < to && i < n; i++)
             if (ev[i].bytes_allocated + ev[i].bytes_reserved > ev[best].bytes_allocated + ev[best].bytes_reserved) best = i;
         fprintf(f, "%s[%" PRId64 ",%" PRIu64 ",%" PRIu64 "]", c ? "," : "", ev[best].time_ps - s->first_time_ps,
                 ev[best].bytes_allocated, ev[best].bytes_reserved);
