@@ -59,6 +59,7 @@ PY
     out=$("$HBM" replay "$X" 2>&1); rc=$?
     check "replay profile: exit 0" test $rc -eq 0
     check "replay: the allocator's events" grep -q "^replay of rocm_te_fused_attn.xplane.pb (device GPU_0_bfc, 59 events" <<<"$out"
+    check "replay: what was held before, rebuilt" grep -q "59 events after 4 rebuilt from what was in use before its first event)" <<<"$out"
     check "replay: on the profile's capacity" grep -q "on a simulated device of 279.34GiB" <<<"$out"
     check "replay: the peak asked for" grep -q "^allocator=platform *624.50MiB" <<<"$out"
     out=$("$HBM" diff "$X" "$X"); rc=$?
