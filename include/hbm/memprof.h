@@ -15,7 +15,7 @@
  *       const hbm_memprof_summary *s = hbm_memprof_allocator(mp, a);   // figures
  *   }
  *   hbm_memprof_attribute(mp);          // plans the profile's modules (optional)
- *   hbm_memprof_write(mp, -1, 0, 15, 72, stdout);                      // text, all devices
+ *   hbm_memprof_write(mp, -1, 0, 15, 72, 0, stdout);                   // text, all devices
  *   hbm_memprof_close(mp);
  */
 #ifndef HBM_MEMPROF_H
@@ -130,7 +130,8 @@ HBM_API const hbm_memprof_summary *hbm_memprof_allocator(const hbm_memprof *mp, 
 HBM_API int hbm_memprof_find_device(const hbm_memprof *mp, int d);
 /* Every event, each allocator's in time order (summary.first_event, n_events). */
 HBM_API const hbm_memprof_event *hbm_memprof_events(const hbm_memprof *mp, size_t *n);
-/* Module executions seen on the device planes (events with a program_id stat). */
+/* Module events seen (launches on the host plane, kernels on the device planes: events
+ * with a program_id stat); read by hbm_memprof_attribute, 0 before. */
 HBM_API size_t hbm_memprof_execution_count(const hbm_memprof *mp);
 /* Attribute the allocations live at each peak: plans the profile's modules (hbm/proto.h)
  * and matches sizes and times. HBM_OK with nothing attributed when the profile holds no
