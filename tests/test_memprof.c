@@ -5,6 +5,7 @@
  * and outputs), the attribution, the trace made of it. */
 #include <stdlib.h>
 
+#include "hlo/hlo_internal.h"
 #include "test.h"
 
 /* --- a small XSpace writer ------------------------------------------------------------- */
@@ -66,6 +67,7 @@ typedef struct mev {
     int64_t group; /* -1 none */
     const char *damage; /* NULL, "string", "negative", "cut" */
     const char *shape;  /* a "shape" stat (TSL's kTensorShapes) */
+    int64_t launch;     /* > 0: not a memory event but a kernel launch of this program id */
 } mev;
 
 static void add_meta(pb *plane, unsigned field, uint64_t id, const char *name) {
@@ -95,6 +97,14 @@ static void build(pb *space, const mev *evs, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const mev *m = &evs[i];
         pb ev = {0};
+        if (m->launch > 0) { /* hipLaunchKernel with its program_id */
+            pb_int(&ev, 1, 9);
+            pb_int(&ev, 2, m->off_ps);
+            pb_int(&ev, 3, 5);
+            stat_int(&ev, S_PROGRAM, (uint64_t)m->launch);
+            pb_msg(&line, 4, &ev);
+            continue;
+        }
         pb_int(&ev, 1, m->dealloc ? 2 : 1);
         pb_int(&ev, 2, m->off_ps);
         pb s = {0};
@@ -140,11 +150,42 @@ static void build(pb *space, const mev *evs, size_t n) {
         add_meta(&plane, 4, 2, "MemoryDeallocation");
     }
     add_meta(&plane, 4, 7, "PyEval");
+    add_meta(&plane, 4, 9, "hipLaunchKernel");
     for (unsigned k = 1; k < S_NSTATS; k++) add_meta(&plane, 5, k, snames[k]);
     pb_msg(space, 1, &plane);
     pb dev = {0};
     pb_str(&dev, 2, "/device:GPU:0");
     pb_msg(space, 1, &dev);
+}
+
+/* The /host:metadata plane: each module's HloProto (its HloModuleProto) under its program id. */
+static void add_modules(pb *space, const char *const *texts, const int64_t *pids, const char *const *names, size_t n) {
+    pb plane = {0};
+    pb_str(&plane, 2, "/host:metadata");
+    add_meta(&plane, 5, 1, "Hlo Proto");
+    for (size_t k = 0; k < n; k++) {
+        hbm_hlo_module *m;
+        if (hbm_hlo_parse(texts[k], strlen(texts[k]), names[k], &m)) continue;
+        uint8_t *mb;
+        size_t ml;
+        if (hbmi_proto_write_module(m, 0, &mb, &ml)) {
+            hbm_hlo_module_free(m);
+            continue;
+        }
+        hbm_hlo_module_free(m);
+        pb hp = {0}, st = {0}, em = {0}, e = {0};
+        pb_bytes(&hp, 1, mb, ml); /* HloProto.hlo_module */
+        hbmi_free(mb);
+        pb_int(&st, 1, 1);
+        pb_msg(&st, 6, &hp);      /* bytes_value */
+        pb_int(&em, 1, (uint64_t)pids[k]);
+        pb_str(&em, 2, names[k]);
+        pb_msg(&em, 5, &st);
+        pb_int(&e, 1, (uint64_t)pids[k]);
+        pb_msg(&e, 2, &em);
+        pb_msg(&plane, 4, &e);
+    }
+    pb_msg(space, 1, &plane);
 }
 
 static hbm_memprof *open_events(const mev *evs, size_t n) {
@@ -265,6 +306,103 @@ static void test_timeline_sampling(void) {
     CHECK_CONTAINS(tl, "[9990,1000,0],[10020,1003,0],");   /* the last box of 2, the first of 3 */
     CHECK_CONTAINS(tl, ",[24990,2500,0]]");
     free(out);
+}
+
+/* Two modules run one after the other; the peak is at the second's temp allocation: its temp
+ * and output (made for this execution), the first's output taken as its parameter, and an
+ * array of no plan's size. The sizes come from hbm's plans of the modules. */
+static void test_attribution_two_modules(void) {
+    if (!hbm_proto_available()) {
+        fprintf(stderr, "skip test_attribution_two_modules: hbm built without protobuf-c\n");
+        return;
+    }
+    const char *ta = "HloModule jit_a, is_scheduled=true\n\nENTRY %main (p: f32[1024]) -> f32[1024] {\n"
+                     "  %p = f32[1024]{0} parameter(0)\n  %c = f32[2048]{0} concatenate(%p, %p), dimensions={0}\n"
+                     "  %e = f32[2048]{0} exponential(%c)\n  ROOT %r = f32[1024]{0} slice(%e), slice={[0:1024]}\n}\n";
+    const char *tb = "HloModule jit_b, is_scheduled=true\n\nENTRY %main (p: f32[1024]) -> f32[2048] {\n"
+                     "  %p = f32[1024]{0} parameter(0)\n  %c = f32[3072]{0} concatenate(%p, %p, %p), dimensions={0}\n"
+                     "  %e = f32[3072]{0} exponential(%c)\n  ROOT %r = f32[2048]{0} slice(%e), slice={[0:2048]}\n}\n";
+    const char *texts[] = {ta, tb}, *names[] = {"jit_a(1)", "jit_b(2)"};
+    const int64_t pids[] = {1, 2};
+    uint64_t temp[2], outb[2];
+    for (int k = 0; k < 2; k++) {
+        hbm_hlo_module *m;
+        CHECK_OK(hbm_hlo_parse(texts[k], strlen(texts[k]), "t", &m));
+        hbm_plan *p;
+        CHECK_OK(hbm_plan_run(m, NULL, &p));
+        hbm_plan_stats st;
+        CHECK_OK(hbm_plan_get_stats(p, &st));
+        temp[k] = st.temp_size_in_bytes;
+        outb[k] = st.output_size_in_bytes;
+        hbm_plan_free(p);
+        hbm_hlo_module_free(m);
+    }
+    /* sizes that tell the buffers apart (a test that can fail) */
+    CHECK(temp[0] && temp[1] && temp[0] != temp[1] && temp[1] != outb[1] && temp[1] != outb[0] && outb[0] != 777);
+    uint64_t u = 1000; /* in use before */
+    const uint64_t odd = 777;
+    mev evs[12];
+    size_t n = 0;
+#define ALLOC(t, b, a) (u += (b), evs[n++] = (mev){.off_ps = (t), .allocated = u, .peak = u, .bytes = (b), .addr = (a), .group = -1})
+#define FREE(t, b, a) (u -= (b), evs[n++] = (mev){.dealloc = 1, .off_ps = (t), .allocated = u, .peak = u, .bytes = (b), .addr = (a), .group = -1})
+    ALLOC(100, odd, 0x100);
+    ALLOC(200, outb[0], 0xa1);
+    ALLOC(210, temp[0], 0xa2);
+    evs[n++] = (mev){.off_ps = 300, .launch = 1};
+    FREE(400, temp[0], 0xa2);
+    ALLOC(500, outb[1], 0xb1);
+    ALLOC(510, temp[1], 0xb2);
+    evs[n++] = (mev){.off_ps = 600, .launch = 2};
+    FREE(700, temp[1], 0xb2);
+#undef ALLOC
+#undef FREE
+    pb space = {0};
+    build(&space, evs, n);
+    add_modules(&space, texts, pids, names, 2);
+    hbm_memprof *mp = NULL;
+    hbm_status st = hbm_memprof_open_mem(space.p, space.n, "two.xplane.pb", &mp);
+    free(space.p);
+    CHECK_OK(st);
+    CHECK_OK(hbm_memprof_attribute(mp));
+    const hbm_memprof_summary *s = hbm_memprof_allocator(mp, 0);
+    CHECK(s && s->attributed);
+    CHECK_EQ_U64(s->peak_bytes_in_use, 1000 + odd + outb[0] + outb[1] + temp[1]);
+    CHECK_EQ_U64(s->running_program_id, 2);
+    CHECK_STR(s->running_module, "jit_b(2)");
+    CHECK_EQ_U64(s->running_temp_bytes, temp[1]);
+    CHECK_EQ_U64(s->n_active, 4);
+    const hbm_memprof_event *ev = hbm_memprof_events(mp, NULL);
+    int seen = 0;
+    for (size_t k = 0; k < s->n_active; k++) {
+        const hbm_memprof_active *a = &s->active[k];
+        uint64_t addr = ev[a->event].addr;
+        if (addr == 0xb2) { /* the running module's temp */
+            CHECK_STR(a->kind, "temp");
+            CHECK(a->current && a->sure == HBM_MEMPROF_SURE && a->program_id == 2);
+            seen |= 1;
+        } else if (addr == 0xb1) {
+            CHECK_STR(a->kind, "output");
+            CHECK(a->current && a->sure == HBM_MEMPROF_SURE);
+            CHECK_STR(a->shape, "f32[2048]");
+            seen |= 2;
+        } else if (addr == 0xa1) { /* jit_a's output, jit_b's parameter */
+            CHECK_STR(a->kind, "parameter");
+            CHECK_STR(a->module, "jit_a(1)");
+            CHECK(!a->current && a->program_id == 1);
+            seen |= 4;
+        } else if (addr == 0x100) { /* made before jit_a's launch, of no size of its plan */
+            CHECK_STR(a->kind, "");
+            CHECK(a->sure == HBM_MEMPROF_LIKELY && a->program_id == 1);
+            CHECK_CONTAINS(a->why, "no temp or output of its plan has this size");
+            seen |= 8;
+        }
+    }
+    CHECK_EQ_U64(seen, 15);
+    CHECK_EQ_U64(s->current_bytes, outb[1] + temp[1]);
+    CHECK_EQ_U64(s->running_param_bytes, outb[0]);
+    CHECK_EQ_U64(s->earlier_bytes, odd);
+    CHECK_EQ_U64(s->unmapped_bytes, 1000);
+    hbm_memprof_close(mp);
 }
 
 static void test_no_memory_events(void) {
@@ -429,6 +567,7 @@ static void test_shared(void) {
 int main(void) {
     RUN(test_two_allocators);
     RUN(test_timeline_sampling);
+    RUN(test_attribution_two_modules);
     RUN(test_no_memory_events);
     RUN(test_damaged);
     RUN(test_shared);
