@@ -111,7 +111,8 @@ typedef struct hbm_memprof_summary {
     uint64_t running_argument_bytes;
     uint64_t current_bytes;         /* of the active allocations: made by that execution */
     uint64_t running_param_bytes;   /* made earlier, of a size of one of its parameters each */
-    uint64_t earlier_bytes;         /* made earlier, in the profile, the rest */
+    uint64_t earlier_bytes;         /* made earlier by module executions, the rest */
+    uint64_t kept_bytes;            /* made in the profile by no module (arrays kept between calls) */
 } hbm_memprof_summary;
 
 typedef struct hbm_memprof hbm_memprof;

@@ -114,18 +114,19 @@ static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
                 "from before the peak's step: arrays kept between calls (XProf: \"unused preallocated device memory\")");
     fputc('\n', f);
     if (s->attributed && s->running_program_id >= 0) {
-        char c[9][32];
+        char c[10][32];
         fprintf(f, "At the peak, %s was running. By its plan it needs %s (temp %s\n"
                    "  + outputs %s); the blocks made for this execution hold %s (the allocator\n"
                    "  rounds sizes up).\n"
-                   "Already held, %s: %s in blocks of its parameters' sizes made by earlier\n"
-                   "  executions (its arguments: %s), %s in other blocks made by earlier executions,\n"
-                   "  %s from before the peak's step that no module in the profile made (arrays kept\n"
-                   "  between calls).\n",
+                   "Already held, %s: %s in blocks of its parameters' sizes made earlier (its\n"
+                   "  arguments: %s), %s in other blocks made by earlier executions, %s in arrays\n"
+                   "  made in the profile by no module, %s from before the peak's step that no module in\n"
+                   "  the profile made (arrays kept between calls).\n",
                 s->running_module, sz(s->running_temp_bytes + s->running_output_bytes, c[0]),
                 sz(s->running_temp_bytes, c[1]), sz(s->running_output_bytes, c[2]), sz(s->current_bytes, c[3]),
-                sz(s->running_param_bytes + s->earlier_bytes + s->unmapped_bytes, c[4]), sz(s->running_param_bytes, c[5]),
-                sz(s->running_argument_bytes, c[6]), sz(s->earlier_bytes, c[7]), sz(s->unmapped_bytes, c[8]));
+                sz(s->running_param_bytes + s->earlier_bytes + s->kept_bytes + s->unmapped_bytes, c[4]),
+                sz(s->running_param_bytes, c[5]), sz(s->running_argument_bytes, c[6]), sz(s->earlier_bytes, c[7]),
+                sz(s->kept_bytes, c[8]), sz(s->unmapped_bytes, c[9]));
         for (size_t k = 0; k < show; k++)
             if (s->active[k].why[0])
                 fprintf(f, "  %s: %s\n", sz(mp->ev[s->active[k].event].allocation_bytes, b[0]), s->active[k].why);
@@ -199,9 +200,9 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
         fprintf(f, ",\"temp_size_in_bytes\":%" PRIu64 ",\"output_size_in_bytes\":%" PRIu64
                    ",\"argument_size_in_bytes\":%" PRIu64 ",\"made_in_this_execution_bytes\":%" PRIu64
                    ",\"parameter_blocks_bytes\":%" PRIu64 ",\"made_earlier_bytes\":%" PRIu64
-                   ",\"held_from_before_bytes\":%" PRIu64 "}",
+                   ",\"kept_arrays_bytes\":%" PRIu64 ",\"held_from_before_bytes\":%" PRIu64 "}",
                 s->running_temp_bytes, s->running_output_bytes, s->running_argument_bytes, s->current_bytes,
-                s->running_param_bytes, s->earlier_bytes, s->unmapped_bytes);
+                s->running_param_bytes, s->earlier_bytes, s->kept_bytes, s->unmapped_bytes);
     }
     fputc('}', f);
 }

@@ -203,10 +203,14 @@ hbm_status hbm_memprof_attribute(hbm_memprof *mp) {
                     ac->kind = "temp";
                     ac->sure = HBM_MEMPROF_LIKELY;
                     ac->why = arena_fmt(mp, "%s; its size is the temp allocation's and an output's", when);
-                } else {
-                    ac->kind = "";
+                } else { /* not one of its buffers: made by the program (device_put, a transfer) */
+                    ac->kind = "arrays kept between calls";
                     ac->sure = HBM_MEMPROF_LIKELY;
-                    ac->why = arena_fmt(mp, "%s; no temp or output of its plan has this size", when);
+                    ac->why = arena_fmt(mp, "made before a launch of %s, but no temp or output of its plan has this "
+                                            "size: not made by it", pi->name);
+                    ac->module = "";
+                    ac->program_id = -1;
+                    ac->current = 0;
                 }
                 (void)nparam;
             }
@@ -232,7 +236,8 @@ hbm_status hbm_memprof_attribute(hbm_memprof *mp) {
                 size_t b = 0;
                 while (rp->planned && b < rp->nbufs && (rp->bufs[b].output || taken[b] || rp->bufs[b].size != r)) b++;
                 if (!rp->planned || b == rp->nbufs) {
-                    sm->earlier_bytes += ev->allocation_bytes;
+                    if (!strcmp(ac->kind, "arrays kept between calls")) sm->kept_bytes += ev->allocation_bytes;
+                    else sm->earlier_bytes += ev->allocation_bytes;
                     continue;
                 }
                 taken[b] = 1;
