@@ -134,9 +134,9 @@ int cmd_view(int argc, char **argv) {
                  "A profile whose host plane records the device allocators' events (JAX's\n"
                  "jax.profiler.trace): its memory profile, as XProf's Memory Profile tool computes it\n"
                  "(peak, its step, capacity, fragmentation, the allocations live at the peak), each\n"
-                 "allocation there attributed to the module execution that made it (temp, output) or\n"
-                 "to the arrays kept between calls; all devices in one table first. --modules or\n"
-                 "--module shows the Memory Viewer of a module instead.",
+                 "allocation there attributed to the module execution that made it (temp, output,\n"
+                 "parameter) or to the arrays kept between calls; all devices in one table first.\n"
+                 "--modules or --module shows the Memory Viewer of a module instead.",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = CLI_EXITS_DONE,
