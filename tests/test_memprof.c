@@ -277,6 +277,22 @@ static void test_two_allocators(void) {
     CHECK_EQ_U64(t->events[0].addr, 0x1);
     CHECK_EQ_U64(t->live_before_bytes, 100);
     CHECK_EQ_U64(t->events[4].time_ns, 3);
+    /* replay: both allocators in one table, each with its own peak (GPU 0: 100 held before,
+     * then 50 + 200 live at once) */
+    hbm_trace *t1;
+    CHECK_OK(hbm_memprof_trace(mp, 1, &t1));
+    const hbm_trace *both[] = {t, t1};
+    out = NULL;
+    f = open_memstream(&out, &len);
+    int failed = -1;
+    CHECK_OK(hbm_replay_devices_write(both, 2, "sim:1GiB", NULL, 0, f, &failed));
+    fclose(f);
+    CHECK_EQ_U64(failed, 0);
+    CHECK_CONTAINS(out, "device  allocator        configuration");
+    CHECK_CONTAINS(out, "\n0       GPU_0_bfc        allocator=bfc");
+    CHECK_CONTAINS(out, "\n1       GPU_1_bfc        allocator=platform");
+    free(out);
+    hbm_trace_free(t1);
     hbm_trace_free(t);
     hbm_memprof_close(mp);
 }
