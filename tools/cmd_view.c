@@ -106,8 +106,8 @@ int cmd_view(int argc, char **argv) {
                  "modules (the largest, or --module's) instead"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
          .help = "only device N (cuda:N) of a snapshot, or of a profile's memory\n"
-                 "profile (default: every device; HTML: one page, a selector\n"
-                 "switches between them; a profile's: its first device)"},
+                 "profile (default: every device; HTML: one page, a\n"
+                 "selector switches between them)"},
         {.name = "--memory-space", .kind = CLI_INT, .dest = &space, .lo = 0, .hi = 1 << 20, .arg = "N",
          .help = "HLO module: only memory space S(N) (0 device memory, 5 host);\n"
                  "default every space that holds an allocation"},
