@@ -4,7 +4,9 @@
  * with XLA's assignment), and one metadata plane with the trace planes repeated (a long
  * trace, few modules); target under 2 s. (2) reading a module from its HloModuleProto
  * against parsing its HLO text, the same module both ways (a generated 20 MB module and
- * the shared HLO sets); target: proto no slower than text. Best of 3 runs, this process. */
+ * the shared HLO sets); target: proto no slower than text. (3) the memory profile of the
+ * same 100 MB profiles (the allocators' events, XProf's summary): no slower than the
+ * listing. Best of 3 runs, this process. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +77,25 @@ static double list_time(const char *buf, size_t len, size_t *modules) {
     return best;
 }
 
+/* reading the memory profile of the same bytes (hbm/memprof.h: the allocators' events and
+ * XProf's summary), best of 3; its event count */
+static double memprof_time(const char *buf, size_t len, size_t *events) {
+    double best = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        hbm_memprof *mp;
+        if (hbm_memprof_open_mem(buf, len, "bench", &mp)) {
+            fprintf(stderr, "bench_proto: %s\n", hbm_last_error());
+            return -1;
+        }
+        hbm_memprof_events(mp, events);
+        hbm_memprof_close(mp);
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
 static void bench_listing(void) {
     const char *path = HBM_SHARED_DATA "/xprof/rocm_te_fused_attn.xplane.pb";
     size_t len;
@@ -91,6 +112,10 @@ static void bench_listing(void) {
     double t = list_time(big, n, &mods);
     printf("listing a %.1f MB profile (the shared one x%zu: %zu modules with XLA's assignment): %.3f s "
            "(target < 2 s)\n", (double)n / 1e6, copies, mods, t);
+    size_t evs = 0;
+    double tm = memprof_time(big, n, &evs);
+    printf("  its memory profile (%zu memory events): %.3f s, %.0f MB/s (target: no slower than the listing)\n",
+           evs, tm, (double)n / 1e6 / tm);
     /* (b) one metadata plane, the other planes repeated */
     const unsigned char *p = (const unsigned char *)x, *body;
     size_t i = 0, s, e, blen, meta_s = 0, meta_e = 0, other = 0;
@@ -114,6 +139,9 @@ static void bench_listing(void) {
     t = list_time(tr, m, &mods);
     printf("listing a %.1f MB profile (one metadata plane, trace planes repeated: %zu modules): %.3f s "
            "(target < 2 s)\n", (double)m / 1e6, mods, t);
+    tm = memprof_time(tr, m, &evs);
+    printf("  its memory profile (%zu memory events): %.3f s, %.0f MB/s (target: no slower than the listing)\n",
+           evs, tm, (double)m / 1e6 / tm);
     free(tr);
     free(big);
     free(x);

@@ -2,7 +2,9 @@
  * content): the module list, every module read into hbm's model with XLA's assignment, and
  * when one reads, through the planner, the comparison with XLA's and the reports; then the
  * module's whole HLO text written from the proto (what hbm fit edits), read back by the text
- * parser and planned. No crash, no leak, no sanitizer report. Seeded from the shared profile
+ * parser and planned. The same bytes as a profile's memory profile (hbm/memprof.h): the
+ * allocators' events, XProf's summary, the attribution, the text and JSON, each
+ * allocator's trace. No crash, no leak, no sanitizer report. Seeded from the shared profile
  * (../shared/data/xprof). */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (4u << 20)) return 0;
     static FILE *sink;
     if (!sink) sink = fopen("/dev/null", "w");
+    hbm_memprof *mp = NULL;
+    if (hbm_memprof_open_mem(data, size, "fuzz", &mp) == HBM_OK) {
+        if (hbm_memprof_attribute(mp) == HBM_OK && sink) {
+            hbm_memprof_write(mp, -1, 0, 15, 40, 1, sink);
+            hbm_memprof_write(mp, -1, 1, 15, 40, 0, sink);
+        }
+        for (size_t a = 0; a < hbm_memprof_allocator_count(mp) && a < 4; a++) {
+            hbm_trace *t = NULL;
+            if (hbm_memprof_trace(mp, a, &t) == HBM_OK) hbm_trace_free(t);
+        }
+        hbm_memprof_close(mp);
+    }
     hbm_proto_file *f = NULL;
     if (hbm_proto_open_mem(data, size, "fuzz", &f) != HBM_OK) return 0;
     if (sink) hbm_proto_list(f, sink, 0);

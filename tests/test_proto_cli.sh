@@ -66,15 +66,15 @@ fi
 
 mkdir -p "$tmp/logdir/plugins/profile/2026_01_01_00_00_00"
 ln -s "$X" "$tmp/logdir/plugins/profile/2026_01_01_00_00_00/host.xplane.pb"
-out=$("$HBM" view "$tmp/logdir" --top 3); rc=$?
-check "view LOGDIR: exit 0" test $rc -eq 0
+out=$("$HBM" view "$tmp/logdir" --modules --top 3); rc=$?
+check "view LOGDIR --modules: exit 0" test $rc -eq 0
 check "view LOGDIR lists modules" grep -q "^9 modules in .*host.xplane.pb" <<<"$out"
 check "view LOGDIR shows the largest" grep -q "^Memory Viewer: jit_loss_fn" <<<"$out"
 check "view LOGDIR XLA's figures" grep -q "^hbm's own plan: " <<<"$out"
-"$HBM" view "$tmp/logdir" --json >"$tmp/v.json" 2>/dev/null; rc=$?
+"$HBM" view "$tmp/logdir" --modules --json >"$tmp/v.json" 2>/dev/null; rc=$?
 check "view --json: exit 0" test $rc -eq 0
 command -v python3 >/dev/null && check "view --json: stdout is JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/v.json"
-"$HBM" view "$X" --html "$tmp/v.html" 2>/dev/null; rc=$?
+"$HBM" view "$X" --modules --html "$tmp/v.html" 2>/dev/null; rc=$?
 check "view --html: exit 0" test $rc -eq 0
 check "view --html: a page" grep -q "<html" "$tmp/v.html"
 "$HBM" diff "$X" "$tmp/logdir" >/dev/null 2>&1; rc=$?

@@ -122,8 +122,21 @@ int cmd_replay(int argc, char **argv) {
     }
     const char *cfgs[CLI_LIST_MAX];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];
-    int failed = 0;
+    int failed = 0, failed_all = 0;
+    if (!json && t->n_others && device_index < 0 && !strcmp(t->source, "xprof")) {
+        /* a profile's allocators: all devices in one table, then the first in full */
+        const hbm_trace *all[64];
+        size_t na = 0;
+        all[na++] = t;
+        for (size_t k = 0; k < t->n_others && na < 64; k++) all[na++] = t->others[k];
+        s = hbm_replay_devices_write(all, na, device, cfgs, (size_t)n, stdout, &failed_all);
+        if (s) {
+            hbm_trace_free(t);
+            return cli_fail("replay", s);
+        }
+        fputc('\n', stdout);
+    }
     s = hbm_replay_run_write(t, device, cfgs, (size_t)n, stdout, json, &failed);
     hbm_trace_free(t);
-    return s ? cli_fail("replay", s) : failed;
+    return s ? cli_fail("replay", s) : failed || failed_all;
 }

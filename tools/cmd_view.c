@@ -104,9 +104,46 @@ static int is_summary(const char *p) {
     return hbm_fleet_is_summary(head, n);
 }
 
+/* A profile's memory profile (the device allocators' events): 1 when shown (*rc set), 0 when
+ * the profile has none (said on notes; its modules are shown instead). */
+static int view_memprof(const char *in, const char *html, int json, const hbm_view_options *vo, int device,
+                        FILE *notes, int *rc) {
+    hbm_memprof *mp;
+    hbm_status s = hbm_memprof_open(in, &mp);
+    if (s) {
+        *rc = cli_fail("view", s);
+        return 1;
+    }
+    if (!hbm_memprof_allocator_count(mp)) {
+        hbm_memprof_write(mp, -1, 0, 0, 8, 1, notes);
+        fputs("Showing its modules instead.\n\n", notes);
+        hbm_memprof_close(mp);
+        return 0;
+    }
+    *rc = 0;
+    if (html) { /* the allocators' traces: the largest peak first, a selector for the others */
+        hbm_trace *t = NULL;
+        s = hbm_trace_load_device(in, device, &t);
+        hbm_output out; /* written whole or not at all */
+        if (!s && !(s = hbm_output_open(&out, html))) {
+            *rc = cli_output_done("view", &out, hbm_view_html(t, vo, out.f));
+            if (!*rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (%s)\n", html, t->device);
+            s = HBM_OK;
+        }
+        hbm_trace_free(t);
+    } else {
+        if (!(s = hbm_memprof_attribute(mp)))
+            s = hbm_memprof_write(mp, device, json, (size_t)vo->top, vo->width, vo->ascii, stdout);
+        if (!s && fflush(stdout)) s = HBM_ERR_IO;
+    }
+    if (s) *rc = cli_fail("view", s);
+    hbm_memprof_close(mp);
+    return 1;
+}
+
 int cmd_view(int argc, char **argv) {
     const char *html = NULL, *module = NULL, *summary = NULL;
-    int json = 0, device = -1, space = -1, jobs = 0;
+    int json = 0, device = -1, space = -1, jobs = 0, modules = 0;
     double margin = 10, tolerance = 2;
     hbm_view_options o;
     hbm_view_options_default(&o);
@@ -128,9 +165,13 @@ int cmd_view(int argc, char **argv) {
         {.name = "--module", .kind = CLI_STR, .dest = &module, .arg = "NAME",
          .help = "the module of a profile or protobuf with several (default: the\n"
                  "largest): its name as listed, 'jit_f(3)', or 'jit_f'"},
+        {.name = "--modules", .kind = CLI_FLAG, .dest = &modules,
+         .help = "a profile with a memory profile: XProf's Memory Viewer of its\n"
+                 "modules (the largest, or --module's) instead"},
         {.name = "--device-index", .kind = CLI_INT, .dest = &device, .lo = 0, .hi = 4096, .arg = "N",
-         .help = "only device N (cuda:N) of a snapshot (default: every device;\n"
-                 "HTML: one page, a selector switches between them)"},
+         .help = "only device N (cuda:N) of a snapshot, or of a profile's memory\n"
+                 "profile (default: every device; HTML: one page, a\n"
+                 "selector switches between them)"},
         {.name = "--jobs", .alias = "-j", .kind = CLI_INT, .dest = &jobs, .lo = 0, .hi = 4096, .arg = "N",
          .help = "several inputs: read on N threads (default 0: the cores)"},
         {.name = "--margin", .kind = CLI_REAL, .dest = &margin, .lo = -1, .hi = 100000, .arg = "PCT",
@@ -169,13 +210,21 @@ int cmd_view(int argc, char **argv) {
                  "Several inputs (files, folders, summaries; each device of a file a rank): the fleet\n"
                  "view (docs/fleet.md): per rank its peaks, fragmentation at the peak, OOMs and what\n"
                  "was largest at its peak; across ranks the median and spread, outliers, groups of\n"
-                 "ranks alike, and the worst rank against the median one (hbm diff).",
+                 "ranks alike, and the worst rank against the median one (hbm diff).\n"
+                 "A profile whose host plane records the device allocators' events (JAX's\n"
+                 "jax.profiler.trace): its memory profile, as XProf's Memory Profile tool computes it\n"
+                 "(peak, its step, capacity, fragmentation, the allocations live at the peak), each\n"
+                 "allocation there attributed to the module execution that made it (temp, output,\n"
+                 "parameter) or to the arrays kept between calls; all devices in one table first.\n"
+                 "--modules or --module shows the Memory Viewer of a module instead.",
         .opts = opts,
         .nopts = CLI_N(opts),
         .exits = CLI_EXITS_DONE,
         .examples = "Example:\n"
                     "  hbm view snapshot.pickle\n"
                     "  hbm view module.hlo --html m.html     # XProf's Memory Viewer of the plan\n"
+                    "  hbm view LOGDIR                       # a JAX profile's memory profile\n"
+                    "  hbm view LOGDIR --modules             # its largest module's Memory Viewer\n"
                     "  hbm view run.hbmt --html run.html && xdg-open run.html\n"
                     "  hbm view snapshots/rank*.pickle --jobs 8     # the fleet: one row per rank\n"
                     "  hbm view snapshots/ --html fleet.html        # a bar per rank, each its own page",
@@ -198,7 +247,11 @@ int cmd_view(int argc, char **argv) {
     }
     if ((rc = cli_input("view", in)) >= 0) return rc;
     if (!cli_utf8()) o.ascii = 1; /* a terminal that cannot show the blocks */
-    if (hbm_hlo_file_is_text(in) || hbm_proto_path_kind(in) != HBM_PROTO_NONE)
+    hbm_proto_kind pk = hbm_proto_path_kind(in);
+    if ((pk == HBM_PROTO_XSPACE || pk == HBM_PROTO_PROFILE_DIR) && !module && !modules && space < 0 &&
+        view_memprof(in, html, json, &o, device, html || json ? stderr : stdout, &rc))
+        return rc;
+    if (hbm_hlo_file_is_text(in) || pk != HBM_PROTO_NONE)
         return view_plan(in, module, html, json, &o, space);
     if (module) return cli_usage_error("view", "--module: %s holds no modules to choose from", in);
     hbm_trace *t;

@@ -13,7 +13,18 @@ int cli_load_trace(const char *cmd, const char *path, const char *module, int de
     *out = NULL;
     if (xla_module) *xla_module = NULL;
     if (xla_plan) *xla_plan = NULL;
-    if (hbm_proto_path_kind(path) == HBM_PROTO_NONE) {
+    hbm_proto_kind k = hbm_proto_path_kind(path);
+    if ((k == HBM_PROTO_XSPACE || k == HBM_PROTO_PROFILE_DIR) && !module) {
+        /* a profile with a memory profile: its allocators' events (else its largest module) */
+        hbm_memprof *mp;
+        int ok = hbm_memprof_open(path, &mp) == HBM_OK, has = ok && hbm_memprof_allocator_count(mp) > 0;
+        if (ok) hbm_memprof_close(mp);
+        if (has) {
+            hbm_status s = hbm_trace_load_device(path, device, out);
+            return s ? cli_fail(cmd, s) : 0;
+        }
+    }
+    if (k == HBM_PROTO_NONE) {
         if (module) return cli_usage_error(cmd, "--module: %s holds one module or none; it names modules of a "
                                                 "profile or protobuf input", path);
         hbm_status s = hbm_trace_load_device(path, device, out);

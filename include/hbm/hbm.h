@@ -34,6 +34,7 @@
 #include "hbm/replay.h"
 #include "hbm/view.h"
 #include "hbm/fleet.h"
+#include "hbm/memprof.h"
 
 #ifdef __cplusplus
 extern "C" {

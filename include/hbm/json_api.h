@@ -142,6 +142,12 @@ HBM_API hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t 
  * configurations. */
 HBM_API hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                         FILE *f, int json, int *failed);
+/* `hbm replay` of a file with several devices (a profile's allocators): each of the nt
+ * traces replayed against the configurations as hbm_replay_run_write does (without the
+ * bound and the packing), one table of all: device, allocator, configuration, peak held,
+ * reserved, fragmentation, first OOM. */
+HBM_API hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const char *device,
+                                           const char *const *configs, size_t n, FILE *f, int *failed);
 HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
                                      char *buf, size_t cap, size_t *len);
 /* hbm_replay_format's JSON object (json = 1) with the same "results" rows, for a caller

@@ -381,6 +381,43 @@ hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const ch
     return run_write(t, device, configs, n, f, json, failed, 1, 100000);
 }
 
+hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const char *device,
+                                   const char *const *configs, size_t n, FILE *f, int *failed) {
+    if (failed) *failed = 0;
+    if (!ts || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
+    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
+    if (!n) configs = defaults, n = 2;
+    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
+    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
+    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
+    hbm_status s = HBM_OK;
+    fprintf(f, "%-7s %-16s %-28s %11s %11s %6s  %s\n", "device", "allocator", "configuration", "peak held", "reserved",
+            "frag", "first OOM");
+    for (size_t d = 0; d < nt && !s; d++) {
+        const hbm_trace *t = ts[d];
+        for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
+        hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n};
+        hbm_replay_report rep;
+        if (!s) s = hbm_replay_run(&q, &rep);
+        if (s) break;
+        for (size_t i = 0; i < rep.n; i++) {
+            const hbm_replay_result *r = &rep.rows[i];
+            char a[32], b[32], o[64];
+            if (r->status) snprintf(o, sizeof o, "could not run: %s", hbm_status_name(r->status));
+            else if (r->first_oom_event >= 0) snprintf(o, sizeof o, "event %" PRId64 ": %s", r->first_oom_event,
+                                                        hbm_size_xla((int64_t)r->first_oom_bytes, a));
+            else snprintf(o, sizeof o, "none");
+            fprintf(f, "%-7d %-16.16s %-28.28s %11s %11s %5.1f%%  %s\n", t->device_index, t->device, r->config,
+                    hbm_size_xla((int64_t)r->peak_in_use, a), hbm_size_xla((int64_t)r->peak_reserved, b),
+                    r->frag_at_peak * 100.0, o);
+            if (failed && ((r->status && r->status != HBM_ERR_NOT_AVAILABLE) || r->first_oom_event >= 0)) *failed = 1;
+        }
+        hbm_replay_report_release(&rep);
+    }
+    hbmi_free(v);
+    return s;
+}
+
 typedef struct replay_ctx {
     const hbm_trace *t;
     const char *device;

@@ -407,7 +407,9 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     hbmi_fit(name, sizeof name, t->name, 48, 1);
     fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
             t->device[0] ? ", " : "", t->count - t->history_start);
-    if (t->history_start) fprintf(f, " after %zu rebuilt from its segments", t->history_start);
+    if (t->history_start)
+        fprintf(f, " after %zu rebuilt from %s", t->history_start,
+                strcmp(t->source, "xprof") ? "its segments" : "what was in use before its first event");
     fprintf(f, ")\n  on %s", device_words(rep->device, w, sizeof w));
     if (rep->device_is_default) fprintf(f, " (%s; --device sets another)", rep->device_why);
     fputc('\n', f);

@@ -4,6 +4,7 @@
 
 #include "hbm/file.h"
 #include "hbm/plan.h"
+#include "hbm/memprof.h"
 #include "hbm/proto.h"
 #include "trace/trace_internal.h"
 
@@ -103,9 +104,66 @@ hbm_status hbm_trace_load_all_mem(const void *data, size_t len, const char *name
     return HBM_OK;
 }
 
-/* XLA's protobuf inputs (a profile directory, *.xplane.pb, *.hlo_proto.pb, *.hlo.pb): the
- * largest module, planned as an HLO module's text is (hbm/proto.h picks others). */
+static const hbm_trace *const *peak_order_;
+static uint64_t *peak_of_;
+static int cmp_peak(const void *x, const void *y) {
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    if (peak_of_[a] != peak_of_[b]) return peak_of_[a] > peak_of_[b] ? -1 : 1;
+    return peak_order_[a]->device_index < peak_order_[b]->device_index ? -1 : 1;
+}
+
+/* A profile whose host plane records the device allocators' events (hbm/memprof.h): each
+ * allocator's trace, the largest peak first. 0 with *n = 0 when it records none. */
+static hbm_status load_memprof(const char *path, hbm_trace ***out, size_t *n) {
+    *n = 0;
+    hbm_memprof *mp;
+    hbm_status s = hbm_memprof_open(path, &mp);
+    if (s) return s;
+    size_t na = hbm_memprof_allocator_count(mp);
+    if (!na) {
+        hbm_memprof_close(mp);
+        return HBM_OK;
+    }
+    hbm_trace **arr = hbmi_calloc(na, sizeof *arr), **sorted = hbmi_calloc(na, sizeof *sorted);
+    uint64_t *peak = hbmi_calloc(na, sizeof *peak);
+    size_t *idx = hbmi_calloc(na, sizeof *idx);
+    if (!arr || !sorted || !peak || !idx) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t a = 0; a < na && !s; a++) {
+        s = hbm_memprof_trace(mp, a, &arr[a]);
+        if (!s) {
+            arr[a]->capacity = hbm_memprof_allocator(mp, a)->memory_capacity;
+            peak[a] = hbm_memprof_allocator(mp, a)->peak_bytes_in_use;
+            idx[a] = a;
+        }
+    }
+    hbm_memprof_close(mp);
+    if (!s) {
+        peak_order_ = (const hbm_trace *const *)arr;
+        peak_of_ = peak;
+        hbmi_qsort(idx, na, sizeof *idx, cmp_peak);
+        for (size_t a = 0; a < na; a++) sorted[a] = arr[idx[a]];
+        *out = sorted;
+        *n = na;
+        sorted = NULL;
+    } else {
+        for (size_t a = 0; arr && a < na; a++) hbm_trace_free(arr[a]);
+    }
+    hbmi_free(arr);
+    hbmi_free(sorted);
+    hbmi_free(peak);
+    hbmi_free(idx);
+    return s;
+}
+
+/* XLA's protobuf inputs (a profile directory, *.xplane.pb, *.hlo_proto.pb, *.hlo.pb): a
+ * profile's memory profile when it has one (each allocator's events), else the largest
+ * module, planned as an HLO module's text is (hbm/proto.h picks others). */
 static hbm_status load_proto(const char *path, hbm_trace ***out, size_t *n) {
+    hbm_proto_kind k = hbm_proto_path_kind(path);
+    if (k == HBM_PROTO_XSPACE || k == HBM_PROTO_PROFILE_DIR) {
+        hbm_status ms = load_memprof(path, out, n);
+        if (ms || *n) return ms;
+    }
     hbm_hlo_module *m;
     hbm_status s = hbm_hlo_open(path, NULL, &m);
     if (s) return s;
