@@ -93,7 +93,8 @@ for path in files:
             print(f"FAIL {os.path.relpath(path, src)}: device '{name}' is not one 'hbm devices' lists")
 print(f"{names} device names in the docs checked against 'hbm devices'")
 
-# ---- the Python examples: every ```python block with >>> lines runs as a doctest, with the
+# ---- the Python examples: every ```python block with >>> lines runs as a doctest (```pycon
+# blocks, sessions with JAX whose compile times vary, are shown, not run), with the
 # repository's package over this build's libhbm.so, in the scratch folder (examples/ there)
 import doctest
 lib = os.path.join(os.path.dirname(os.path.realpath(subprocess.run(["sh", "-c", "command -v hbm"],

@@ -50,7 +50,7 @@ PY
     check "--device-index 0: exit 0" test $rc -eq 0
     out=$("$HBM" view "$X" --modules --top 3); rc=$?
     check "--modules: the Memory Viewer" grep -q "^Memory Viewer: jit_loss_fn" <<<"$out"
-    out=$("$HBM" view "$X" --module jit__normal --top 3); rc=$?
+    out=$("$HBM" view "$X" --module "jit__normal(13)" --top 3); rc=$?
     check "--module: that module's Memory Viewer" grep -q "^Memory Viewer: jit__normal" <<<"$out"
     "$HBM" view "$X" --html "$T/m.html" 2>/dev/null; rc=$?
     check "--html: exit 0" test $rc -eq 0
