@@ -397,7 +397,9 @@ static void test_tuple_shape_index_comments(void) {
 /* A TPU module that does not fit gets XLA:TPU's compile-time OOM text: HBM is memory space
  * 0 only (s, in S(1), is not counted), sizes as tsl's HumanReadableNumBytes, padded and
  * unpadded bytes from the T(8,128) tiles (f32[100,100] holds 104x128 floats: 52.0K, 39.1K
- * of data), what the module cannot say (reserved, scoped) printed as unknown. */
+ * of data), the temp heap (52.0K) rounded up to 16 KiB (64.0K, 12.0K of it fragmentation),
+ * what the module cannot say (reserved, scoped, overlays) printed as unknown; the outputs
+ * are in Used, not in the program. */
 static void test_tpu_oom_text(void) {
     hbm_hlo_module *m;
     hbm_plan *p = plan_named(
@@ -418,14 +420,15 @@ static void test_tpu_oom_text(void) {
     hbm_plan_target t = {100 << 10, 1.0, "a 100KiB device"};
     CHECK_OK(hbm_plan_write_text(p, f, 15, &t));
     fclose(f);
-    CHECK_CONTAINS(out, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used 156.0K of "
-                        "100.0K hbm. Exceeded hbm capacity by 56.0K.\n");
-    CHECK_CONTAINS(out, "    program         104.0K \n    arguments        52.0K \n");
+    CHECK_CONTAINS(out, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 168.0K of "
+                        "100.0K hbm. Exceeded hbm capacity by 68.0K. HLO module: m.\n");
+    CHECK_CONTAINS(out, "Total hbm usage >= 116.0K:\n");
+    CHECK_CONTAINS(out, "    program           64.0K \n    arguments         52.0K \n");
     CHECK_CONTAINS(out, "Output size 52.0K; shares 0B with arguments.");
     CHECK_CONTAINS(out, "    reserved        unknown");
     CHECK_CONTAINS(out, "    scoped          unknown");
-    CHECK_CONTAINS(out, "    HLO temp         52.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 0.0% "
-                        "fragmentation (0B))");
+    CHECK_CONTAINS(out, "    HLO temp          64.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 18.8% "
+                        "fragmentation (12.0K))");
     CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/transpose\"\n     Shape: f32[100,100]\n"
                         "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
                         "     XLA label: %b = f32[100,100]{1,0:T(8,128)} transpose(a)");
@@ -434,6 +437,125 @@ static void test_tpu_oom_text(void) {
     free(out);
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
+}
+
+/* XLA:TPU's own OOM text, captured: libtpu 0.0.52 (JAX 0.10.2) compiling, deviceless for
+ * v5e:1x1 (15.75G of HBM), f(x, w) = (exp(tanh(x @ w)) @ w.T + x, column sums of tanh(x @ w))
+ * with x bf16[R,16384] and w bf16[16384,16384]; the module below is its after_optimizations
+ * dump (metadata, backend configs and sharding attributes dropped), R for the row count.
+ * At R = 180224 the compile failed with "XLA:TPU compile permanent error. Ran out of memory
+ * in memory space hbm. Used 17.00G of 15.75G hbm. Exceeded hbm capacity by 1.25G. HLO
+ * module: jit_f." (its ERROR log; the exception says E1000 CompileTimeHbmOom). At R = 65536
+ * it fitted, and its INFO log printed "Total hbm usage >= 4.75G: reserved 258.00M, program
+ * 2.00G, arguments 2.50G", "Output size 2.00G; shares 0B with arguments.", "Program hbm
+ * requirement 2.00G: global 1.00M, HLO temp 2.00G (100.0% utilization: Unpadded (2.00G)
+ * Padded (2.00G), 0.0% fragmentation (15.5K)), overlays 981.0K"; memory_analysis() gave
+ * temp 2,147,500,032 bytes. */
+static const char *kTpuOomModule =
+    "HloModule jit_f, is_scheduled=true, entry_computation_layout={(bf16[R,16384]{1,0:T(8,128)(2,1)}, bf16[16384,16384]{1,0:T(8,128)(2,1)})->(bf16[R,16384]{1,0:T(8,128)(2,1)}, bf16[16384]{0:T(1024)(128)(2,1)})}\n"
+    "%bitcast_fusion (bitcast_input: bf16[R,16384]) -> bf16[R,16384] {\n"
+    "  %bitcast_input = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  ROOT %bitcast = bf16[R,16384]{1,0:T(8,128)(2,1)} bitcast(%bitcast_input)\n"
+    "}\n"
+    "%bitcast_fusion.2 (bitcast_input.2: bf16[16384,16384]) -> bf16[16384,16384] {\n"
+    "  %bitcast_input.2 = bf16[16384,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  ROOT %bitcast.2 = bf16[16384,16384]{1,0:T(8,128)(2,1)} bitcast(%bitcast_input.2)\n"
+    "}\n"
+    "%region_0.1.clone (reduce_sum.0: bf16[], reduce_sum.1: bf16[]) -> bf16[] {\n"
+    "  %reduce_sum.1 = bf16[]{:T(256)} parameter(1)\n"
+    "  %reduce_sum.0 = bf16[]{:T(256)} parameter(0)\n"
+    "  ROOT %reduce_sum.2 = bf16[]{:T(256)} add(%reduce_sum.0, %reduce_sum.1)\n"
+    "}\n"
+    "%fused_computation.3 (param_0.7: bf16[R,16384], param_1.7: bf16[16384,16384]) -> (bf16[16384], bf16[R,16384]) {\n"
+    "  %param_0.7 = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  %fusion.2 = bf16[R,16384]{1,0:T(8,128)(2,1)} fusion(%param_0.7), kind=kLoop, calls=%bitcast_fusion\n"
+    "  %param_1.7 = bf16[16384,16384]{1,0:T(8,128)(2,1)} parameter(1)\n"
+    "  %fusion.4 = bf16[16384,16384]{1,0:T(8,128)(2,1)} fusion(%param_1.7), kind=kLoop, calls=%bitcast_fusion.2\n"
+    "  %convolution.3.clone.1 = bf16[R,16384]{1,0:T(8,128)(2,1)} convolution(%fusion.2, %fusion.4), dim_labels=bf_io->bf\n"
+    "  %convert.4 = f32[R,16384]{1,0:T(8,128)} convert(%convolution.3.clone.1)\n"
+    "  %tanh.0.clone.1 = f32[R,16384]{1,0:T(8,128)} tanh(%convert.4)\n"
+    "  %convert.5 = bf16[R,16384]{1,0:T(8,128)(2,1)} convert(%tanh.0.clone.1)\n"
+    "  %constant.2 = bf16[]{:T(256)} constant(0)\n"
+    "  %reduce.1 = bf16[16384]{0:T(1024)(128)(2,1)} reduce(%convert.5, %constant.2), dimensions={0}, to_apply=%region_0.1.clone\n"
+    "  ROOT %tuple = (bf16[16384]{0:T(1024)(128)(2,1)}, bf16[R,16384]{1,0:T(8,128)(2,1)}) tuple(%reduce.1, %convert.5)\n"
+    "}\n"
+    "%fused_computation.2 (param_0.4: bf16[R,16384]) -> bf16[R,16384] {\n"
+    "  %param_0.4 = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  %convert.6 = f32[R,16384]{1,0:T(8,128)} convert(%param_0.4)\n"
+    "  %exp.2 = f32[R,16384]{1,0:T(8,128)} exponential(%convert.6)\n"
+    "  ROOT %convert.7 = bf16[R,16384]{1,0:T(8,128)(2,1)} convert(%exp.2)\n"
+    "}\n"
+    "%bitcast_fusion.1 (bitcast_input.1: bf16[16384,16384]) -> bf16[16384,16384] {\n"
+    "  %bitcast_input.1 = bf16[16384,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  ROOT %bitcast.1 = bf16[16384,16384]{1,0:T(8,128)(2,1)} bitcast(%bitcast_input.1)\n"
+    "}\n"
+    "%fused_computation (param_0.1: bf16[R,16384], param_1.3: bf16[16384,16384], param_2.1: bf16[R,16384]) -> bf16[R,16384] {\n"
+    "  %param_2.1 = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(2)\n"
+    "  %fusion = bf16[R,16384]{1,0:T(8,128)(2,1)} fusion(%param_2.1), kind=kLoop, calls=%fused_computation.2\n"
+    "  %param_1.3 = bf16[16384,16384]{1,0:T(8,128)(2,1)} parameter(1)\n"
+    "  %fusion.3 = bf16[16384,16384]{1,0:T(8,128)(2,1)} fusion(%param_1.3), kind=kLoop, calls=%bitcast_fusion.1\n"
+    "  %convolution.2 = bf16[R,16384]{1,0:T(8,128)(2,1)} convolution(%fusion, %fusion.3), dim_labels=bf_oi->bf\n"
+    "  %convert.1 = f32[R,16384]{1,0:T(8,128)} convert(%convolution.2)\n"
+    "  %param_0.1 = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  %convert.2 = f32[R,16384]{1,0:T(8,128)} convert(%param_0.1)\n"
+    "  %add.0 = f32[R,16384]{1,0:T(8,128)} add(%convert.1, %convert.2)\n"
+    "  ROOT %convert.3 = bf16[R,16384]{1,0:T(8,128)(2,1)} convert(%add.0)\n"
+    "}\n"
+    "ENTRY %main.2 (x.1: bf16[R,16384], w.1: bf16[16384,16384]) -> (bf16[R,16384], bf16[16384]) {\n"
+    "  %w.1 = bf16[16384,16384]{1,0:T(8,128)(2,1)} parameter(1)\n"
+    "  %x.1 = bf16[R,16384]{1,0:T(8,128)(2,1)} parameter(0)\n"
+    "  %fusion.1 = (bf16[16384]{0:T(1024)(128)(2,1)}, bf16[R,16384]{1,0:T(8,128)(2,1)}) fusion(%x.1, %w.1), kind=kOutput, calls=%fused_computation.3\n"
+    "  %get-tuple-element.1 = bf16[R,16384]{1,0:T(8,128)(2,1)} get-tuple-element(%fusion.1), index=1\n"
+    "  %get-tuple-element = bf16[16384]{0:T(1024)(128)(2,1)} get-tuple-element(%fusion.1), index=0\n"
+    "  %convolution_add_fusion = bf16[R,16384]{1,0:T(8,128)(2,1)} fusion(%x.1, %w.1, %get-tuple-element.1), kind=kOutput, calls=%fused_computation\n"
+    "  ROOT %tuple.1 = (bf16[R,16384]{1,0:T(8,128)(2,1)}, bf16[16384]{0:T(1024)(128)(2,1)}) tuple(%convolution_add_fusion, %get-tuple-element)\n"
+    "}\n";
+
+static void tpu_oom_text(const char *rows, uint64_t capacity, char **res) {
+    *res = NULL;
+    char text[8192];
+    size_t k = 0;
+    for (const char *s = kTpuOomModule; *s && k + 16 < sizeof text; s++) {
+        if (*s == 'R' && (s[1] == ',' || s[1] == ']')) k += (size_t)snprintf(text + k, sizeof text - k, "%s", rows);
+        else text[k++] = *s;
+    }
+    text[k] = 0;
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_named(text, "jit_f.tpu.hlo", &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
+    if (!strcmp(rows, "65536")) CHECK_EQ_U64(st.temp_size_in_bytes, 2147500032);
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    hbm_plan_target t = {capacity, 1.0, "TPU-v5e"};
+    CHECK_OK(hbm_plan_write_text(p, f, 3, &t));
+    fclose(f);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    *res = out;
+}
+
+static void test_tpu_oom_text_captured(void) {
+    char *out;
+    tpu_oom_text("180224", 16128ull << 20, &out);
+    if (out)
+        CHECK_CONTAINS(out, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 17.00G of "
+                            "15.75G hbm. Exceeded hbm capacity by 1.25G. HLO module: jit_f.\n");
+    free(out);
+    tpu_oom_text("65536", 1ull << 30, &out); /* made not to fit: the lines of the log */
+    if (out) {
+        CHECK_CONTAINS(out, "    program           2.00G \n    arguments         2.50G \n");
+        CHECK_CONTAINS(out, "Output size 2.00G; shares 0B with arguments.\n");
+        CHECK_CONTAINS(out, "Program hbm requirement 2.00G:\n");
+        CHECK_CONTAINS(out, "    HLO temp          2.00G (100.0% utilization: Unpadded (2.00G) Padded (2.00G), 0.0% "
+                            "fragmentation (15.5K))\n");
+        CHECK_CONTAINS(out, "    reserved        unknown");
+        CHECK_CONTAINS(out, "    overlays        unknown");
+    }
+    free(out);
 }
 
 /* call(...), to_apply=%comp (CPU's %parallel_* computations, GPU's command buffers) runs a
@@ -940,6 +1062,7 @@ int main(void) {
     RUN(test_backend_from_content);
     RUN(test_tuple_shape_index_comments);
     RUN(test_tpu_oom_text);
+    RUN(test_tpu_oom_text_captured);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

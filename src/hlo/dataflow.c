@@ -457,7 +457,7 @@ static int define_values(dfb *b) {
                     v->post = pass == 0 ? wrapped_post++ : in->post;
                     const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
                     v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
-                    v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                    v->size = hbmi_df_shape_bytes(df, sub);
                     v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
                     v->constant = in->op == HOP_CONSTANT;
                     uint32_t id = df->n_values++;
@@ -490,7 +490,7 @@ static int define_values(dfb *b) {
                 v->post = in->post;
                 const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
                 v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
-                v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                v->size = hbmi_df_shape_bytes(df, sub);
                 df->vs[in->pos_base + k].n = 1;
                 df->vs[in->pos_base + k].one = df->n_values++;
             }
@@ -1161,12 +1161,21 @@ static void reset_module(hbm_hlo_module *m) {
     }
 }
 
-hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) {
+/* XLA:TPU rounds a tuple's index table (4 bytes an element) up to 512 bytes on v4 and v5e,
+ * 32 on v5p and v6e (its buffer-assignment dumps, docs/tpu.md) */
+uint64_t hbmi_df_shape_bytes(const hbmi_df *df, const hbmi_shape *sub) {
+    uint64_t b = hbmi_shape_bytes(sub, df->pointer_size);
+    if (sub->prim == HBMI_PRIM_TUPLE && df->tuple_align > 1) b = (b + df->tuple_align - 1) / df->tuple_align * df->tuple_align;
+    return b;
+}
+
+hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_align, hbmi_df **out) {
     *out = NULL;
     hbmi_df *df = hbmi_calloc(1, sizeof *df);
     if (!df) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     df->m = m;
     df->pointer_size = pointer_size;
+    df->tuple_align = tuple_align;
     dfb b = {df, HBM_OK, NULL, 0, NULL};
     reset_module(m);
     uint64_t n = 0;
