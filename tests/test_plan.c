@@ -429,14 +429,80 @@ static void test_tpu_oom_text(void) {
     CHECK_CONTAINS(out, "    scoped          unknown");
     CHECK_CONTAINS(out, "    HLO temp          64.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 18.8% "
                         "fragmentation (12.0K))");
-    CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/transpose\"\n     Shape: f32[100,100]\n"
+    CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/exp\"\n     Shape: f32[100,100]\n"
                         "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
-                        "     XLA label: %b = f32[100,100]{1,0:T(8,128)} transpose(a)");
+                        "     XLA label: %a = f32[100,100]{1,0:T(8,128)} exponential(p)");
     CHECK(!strstr(out, "XLA label: %s =")); /* S(1) is not HBM */
     CHECK(!strstr(out, "BufferAssignment OOM Debugging"));
     free(out);
     hbm_plan_free(p);
     hbm_hlo_module_free(m);
+}
+
+/* XLA:TPU's figures (docs/tpu.md, Rules; measured on generated modules, its compiler's
+ * code is not public). A tuple's table: 4 bytes an element, rounded up to 512 bytes on v5e,
+ * 32 on v6e. memory_analysis() temp: the HBM temp allocation rounded up to 16 KiB, 0 when it
+ * holds only tuple tables and scalar work. An unfused op never takes its operand's buffer. */
+static hbm_plan_stats tpu_stats(const char *text, const char *device) {
+    hbm_plan_stats st;
+    memset(&st, 0xff, sizeof st);
+    hbm_hlo_module *m = NULL;
+    hbm_plan *p = NULL;
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    if (hbm_plan_options_for_device(&o, device) == HBM_OK && o.backend == HBM_BACKEND_TPU &&
+        hbm_hlo_parse(text, strlen(text), "t.hlo", &m) == HBM_OK && hbm_plan_run(m, &o, &p) == HBM_OK)
+        hbm_plan_get_stats(p, &st);
+    else
+        fprintf(stderr, "plan failed: %s\n", hbm_last_error());
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    return st;
+}
+
+static void test_tpu_tuple_tables_and_temp(void) {
+    /* the table of t is the only temp: not counted; the output tuple's table is */
+    const char *tables = "HloModule m, is_scheduled=true\n"
+                         "ENTRY e {\n"
+                         "  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                         "  t = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}) tuple(p, p)\n"
+                         "  g = f32[8,128]{1,0:T(8,128)} get-tuple-element(t), index=1\n"
+                         "  a = f32[8,128]{1,0:T(8,128)} negate(g)\n"
+                         "  b = f32[8,128]{1,0:T(8,128)} exponential(g)\n"
+                         "  ROOT r = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}) tuple(a, b)\n"
+                         "}\n";
+    hbm_plan_stats st = tpu_stats(tables, "TPU-v5e");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096 + 4096 + 512);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+    st = tpu_stats(tables, "v6e");
+    CHECK_EQ_U64(st.output_size_in_bytes, 4096 + 4096 + 32);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 0);
+    /* a scalar loss: the reduce fusion keeps its buffer (the multiply may not take it), a
+     * 512-byte temp that counts as 16 KiB */
+    const char *loss = "HloModule m, is_scheduled=true\n"
+                       "%add (x: f32[], y: f32[]) -> f32[] {\n"
+                       "  %x = f32[]{:T(128)} parameter(0)\n"
+                       "  %y = f32[]{:T(128)} parameter(1)\n"
+                       "  ROOT %s = f32[]{:T(128)} add(%x, %y)\n"
+                       "}\n"
+                       "%fc (q: f32[8,128]) -> f32[] {\n"
+                       "  %q = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                       "  %z = f32[]{:T(128)} constant(0)\n"
+                       "  ROOT %r = f32[]{:T(128)} reduce(%q, %z), dimensions={0,1}, to_apply=%add\n"
+                       "}\n"
+                       "ENTRY e {\n"
+                       "  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                       "  f = f32[]{:T(128)} fusion(p), kind=kLoop, calls=%fc\n"
+                       "  k = f32[]{:T(128)} constant(2)\n"
+                       "  ROOT m = f32[]{:T(128)} multiply(f, k)\n"
+                       "}\n";
+    st = tpu_stats(loss, "TPU-v5e");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 512);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 16384);
+    CHECK_STATUS(hbm_plan_options_for_device(&(hbm_plan_options){0}, "TPU-v9z"), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "TPU-v9z");
 }
 
 /* XLA:TPU's own OOM text, captured: libtpu 0.0.52 (JAX 0.10.2) compiling, deviceless for
@@ -1063,6 +1129,7 @@ int main(void) {
     RUN(test_tuple_shape_index_comments);
     RUN(test_tpu_oom_text);
     RUN(test_tpu_oom_text_captured);
+    RUN(test_tpu_tuple_tables_and_temp);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

@@ -113,7 +113,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                                               : " (XLA's build, as its assignment shows)")
             : p->alignment_from == 't' ? " (XLA 2026 print form: operands %x#N)"
                                        : "",
-            s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
+            s->backend != HBM_BACKEND_TPU ? ""
+            : p->alignment_from == 'o'    ? ", buffers padded to their layout tiles"
+                                          : ", buffers padded to their layout tiles, HBM temp buffers at 16 KiB");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
                    "    if not XLA:GPU)\n");
