@@ -505,6 +505,38 @@ static void test_tpu_tuple_tables_and_temp(void) {
     CHECK_CONTAINS(hbm_last_error(), "TPU-v9z");
 }
 
+/* XLA:CPU: a fusion takes an operand's buffer only when their shapes are equal (no backend
+ * hint, HloDataflowAnalysis::CanShareOperandBufferWithUser): the dot's f32[1,5], read
+ * through a bitcast by the f32[5] fusion at the root, keeps 20 bytes of temp, as XLA:CPU's
+ * dump of the same pattern shows (JAX 0.10.2). */
+static void test_cpu_fusion_shares_equal_shapes_only(void) {
+    const char *text = "HloModule m, is_scheduled=true\n"
+                       "%fa (a: f32[5], b: f32[1,5]) -> f32[5] {\n"
+                       "  %a = f32[5]{0} parameter(0)\n"
+                       "  %b = f32[1,5]{1,0} parameter(1)\n"
+                       "  %bc = f32[5]{0} bitcast(%b)\n"
+                       "  ROOT %s = f32[5]{0} add(%bc, %a)\n"
+                       "}\n"
+                       "ENTRY e {\n"
+                       "  p = f32[1,61]{1,0} parameter(0)\n"
+                       "  w = f32[61,5]{1,0} parameter(1)\n"
+                       "  q = f32[5]{0} parameter(2)\n"
+                       "  d = f32[1,5]{1,0} dot(p, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                       "  ROOT f = f32[5]{0} fusion(q, d), kind=kLoop, calls=%fa\n"
+                       "}\n";
+    hbm_hlo_module *m;
+    hbm_plan *p = plan_named(text, "t.cpu.hlo", &m);
+    CHECK(p != NULL);
+    if (!p) return;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
+    CHECK(st.backend == HBM_BACKEND_CPU);
+    CHECK_EQ_U64(st.output_size_in_bytes, 20);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 20);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+}
+
 /* XLA:TPU's own OOM text, captured: libtpu 0.0.52 (JAX 0.10.2) compiling, deviceless for
  * v5e:1x1 (15.75G of HBM), f(x, w) = (exp(tanh(x @ w)) @ w.T + x, column sums of tanh(x @ w))
  * with x bf16[R,16384] and w bf16[16384,16384]; the module below is its after_optimizations
@@ -1130,6 +1162,7 @@ int main(void) {
     RUN(test_tpu_oom_text);
     RUN(test_tpu_oom_text_captured);
     RUN(test_tpu_tuple_tables_and_temp);
+    RUN(test_cpu_fusion_shares_equal_shapes_only);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

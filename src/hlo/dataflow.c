@@ -1103,6 +1103,7 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
         }
     if (u->op == HOP_FUSION && u->n_called) {
         if (!hbmi_shape_equal(os, us)) {
+            if (df->fusion_shapes_equal) return 0;
             if (os->prim == HBMI_PRIM_TUPLE || us->prim == HBMI_PRIM_TUPLE) return 0;
             if (hbmi_shape_elements(os) != hbmi_shape_elements(us)) return 0;
             if (hbm_hlo_prim_bits((hbm_hlo_prim)os->prim) != hbm_hlo_prim_bits((hbm_hlo_prim)us->prim)) return 0;

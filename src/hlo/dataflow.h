@@ -45,6 +45,7 @@ typedef struct hbmi_df {
     hbmi_arena arena;
     unsigned pointer_size;
     unsigned tuple_align;
+    uint8_t fusion_shapes_equal; /* XLA:CPU: a fusion shares an operand of its own shape only */
     uint32_t n_gid;
     uint32_t *gid_comp, *gid_idx;
     uint32_t *comp_base; /* gid of instruction 0 of each computation */

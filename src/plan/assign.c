@@ -144,7 +144,7 @@ static uint32_t node_at(const hbmi_df *df, uint32_t v, uint32_t gid) {
  * LiveRangeInterferes asks CanShareOperandBufferWithUser, whose answer a backend's hook
  * shapes. XLA:TPU's answers no for every user that is not a fusion (measured, its hook is
  * not public): a scalar loss "multiply(reduce fusion, constant)" that is the output keeps
- * the fusion's 512 bytes in the temp allocation (26 of 368 generated TPU modules; docs/tpu.md). */
+ * the fusion's 512 bytes in the temp allocation (20 of 368 generated TPU modules; docs/tpu.md). */
 static int can_share_as_operand(const hbm_plan *p, const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
     const hbmi_value *u = &df->values[user_v], *o = &df->values[operand_v];
     const hbmi_instr *ui = hbmi_df_instr(df, u->gid);
@@ -1409,6 +1409,12 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         hbm_plan_free(p);
         return s;
     }
+    /* HloDataflowAnalysis::CanShareOperandBufferWithUser (xla/hlo/analysis/
+     * hlo_dataflow_analysis.cc): operand and user of different shapes share only where the
+     * backend's AliasInfo::MayAlias says so; XLA:GPU's hint lets a fusion take an operand
+     * of the same size through a bitcast, XLA:CPU gives none (a dot f32[1,5] read by a
+     * fusion of f32[5] keeps its own temp buffer in its dumps, JAX 0.10.2) */
+    p->df->fusion_shapes_equal = p->opt.backend == HBM_BACKEND_CPU;
     ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL, 0};
     int ok = run(&c);
     hbmi_free(c.alloc_indices);
