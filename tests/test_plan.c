@@ -537,6 +537,27 @@ static void test_cpu_fusion_shares_equal_shapes_only(void) {
     hbm_hlo_module_free(m);
 }
 
+/* An async dynamic-update-slice (the "dynamic-update-slice-start" sugar XLA:TPU writes when
+ * it offloads scan residuals to host memory) updates its operand in place: the host buffer
+ * h and the done's result are one 16 KiB buffer, as XLA:TPU's dumps put them at one offset. */
+static void test_async_dus_in_place(void) {
+    const char *text =
+        "HloModule m, is_scheduled=true\n"
+        "ENTRY e {\n"
+        "  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+        "  h = f32[4,8,128]{2,1,0:T(8,128)S(5)} custom-call(), custom_call_target=\"AllocateBuffer\"\n"
+        "  u = f32[1,8,128]{2,1,0:T(8,128)} reshape(p)\n"
+        "  z = s32[]{:T(128)} constant(0)\n"
+        "  s = ((f32[4,8,128]{2,1,0:T(8,128)S(5)}, f32[1,8,128]{2,1,0:T(8,128)}, s32[]{:T(128)}, s32[]{:T(128)}, "
+        "s32[]{:T(128)}), f32[4,8,128]{2,1,0:T(8,128)S(5)}, u32[]{:S(2)}) dynamic-update-slice-start(h, u, z, z, z)\n"
+        "  d = f32[4,8,128]{2,1,0:T(8,128)S(5)} dynamic-update-slice-done(s)\n"
+        "  ROOT t = (f32[8,128]{1,0:T(8,128)}, f32[4,8,128]{2,1,0:T(8,128)S(5)}) tuple(p, d)\n"
+        "}\n";
+    hbm_plan_stats st = tpu_stats(text, "TPU-v5e");
+    CHECK_EQ_U64(st.host_output_size_in_bytes, 16384);
+    CHECK_EQ_U64(st.host_temp_size_in_bytes, 0);
+}
+
 /* XLA:TPU's own OOM text, captured: libtpu 0.0.52 (JAX 0.10.2) compiling, deviceless for
  * v5e:1x1 (15.75G of HBM), f(x, w) = (exp(tanh(x @ w)) @ w.T + x, column sums of tanh(x @ w))
  * with x bf16[R,16384] and w bf16[16384,16384]; the module below is its after_optimizations
@@ -1163,6 +1184,7 @@ int main(void) {
     RUN(test_tpu_oom_text_captured);
     RUN(test_tpu_tuple_tables_and_temp);
     RUN(test_cpu_fusion_shares_equal_shapes_only);
+    RUN(test_async_dus_in_place);
     RUN(test_call_to_apply_is_called);
     RUN(test_all_reduce_in_place);
     RUN(test_thread_locals_order_temps);

@@ -818,6 +818,19 @@ static uint32_t in_place_operands(const hbmi_instr *in) {
     return in->op == HOP_DUS ? 1 : in->op == HOP_SCATTER ? (in->n_ops - 1) / 2 : in->n_ops;
 }
 
+/* Does async-start in wrap a dynamic-update-slice: its called computation's root, or the
+ * sugar "dynamic-update-slice-start" that prints none? */
+static int async_wraps_dus(const hbm_hlo_module *m, const hbmi_instr *in) {
+    static const char sugar[] = "dynamic-update-slice-start";
+    if (in->opcode.n == sizeof sugar - 1 && !memcmp(in->opcode.p, sugar, sizeof sugar - 1)) return 1;
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
+        const hbmi_comp *wc = &m->comps[in->called[k]];
+        return wc->ins[wc->root].op == HOP_DUS;
+    }
+    return 0;
+}
+
 static int alias_buffers(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
@@ -853,6 +866,12 @@ static int alias_buffers(dfb *b) {
                     for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
                         union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[e]), 0));
                 }
+            } else if (in->op == HOP_ASYNC_START && in->n_ops && async_wraps_dus(m, in) &&
+                       in->shape->prim == HBMI_PRIM_TUPLE && in->shape->n > 1) {
+                /* an async dynamic-update-slice ("dynamic-update-slice-start", XLA:TPU's host
+                 * offload) updates its operand 0 in place, as the op it wraps: the start's
+                 * output {1} is that buffer (GetInPlaceInputOutputPairs of the wrapped op) */
+                union_sets(p, VS(df, g, hbmi_shape_child(in->shape, 1)), VS(df, G(df, ci, in->ops[0]), 0));
             } else if (in->op == HOP_WHILE && in->n_ops) {
                 /* a loop's input, its body's parameter and root, its condition's parameter
                  * and its output are one buffer (HloAliasAnalysis: the while's aliased values) */
