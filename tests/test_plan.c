@@ -397,9 +397,9 @@ static void test_tuple_shape_index_comments(void) {
 /* A TPU module that does not fit gets XLA:TPU's compile-time OOM text: HBM is memory space
  * 0 only (s, in S(1), is not counted), sizes as tsl's HumanReadableNumBytes, padded and
  * unpadded bytes from the T(8,128) tiles (f32[100,100] holds 104x128 floats: 52.0K, 39.1K
- * of data), the temp heap (52.0K) rounded up to 16 KiB (64.0K, 12.0K of it fragmentation),
- * what the module cannot say (reserved, scoped, overlays) printed as unknown; the outputs
- * are in Used, not in the program. */
+ * of data), the temp heap (a and b, 104.0K: b may not take the output's allocation) rounded
+ * up to 16 KiB (128.0K, 24.0K of it fragmentation), what the module cannot say (reserved,
+ * scoped, overlays) printed as unknown; the outputs are in Used, not in the program. */
 static void test_tpu_oom_text(void) {
     hbm_hlo_module *m;
     hbm_plan *p = plan_named(
@@ -420,15 +420,15 @@ static void test_tpu_oom_text(void) {
     hbm_plan_target t = {100 << 10, 1.0, "a 100KiB device"};
     CHECK_OK(hbm_plan_write_text(p, f, 15, &t));
     fclose(f);
-    CHECK_CONTAINS(out, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 168.0K of "
-                        "100.0K hbm. Exceeded hbm capacity by 68.0K. HLO module: m.\n");
-    CHECK_CONTAINS(out, "Total hbm usage >= 116.0K:\n");
-    CHECK_CONTAINS(out, "    program           64.0K \n    arguments         52.0K \n");
+    CHECK_CONTAINS(out, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 232.0K of "
+                        "100.0K hbm. Exceeded hbm capacity by 132.0K. HLO module: m.\n");
+    CHECK_CONTAINS(out, "Total hbm usage >= 180.0K:\n");
+    CHECK_CONTAINS(out, "    program          128.0K \n    arguments         52.0K \n");
     CHECK_CONTAINS(out, "Output size 52.0K; shares 0B with arguments.");
     CHECK_CONTAINS(out, "    reserved        unknown");
     CHECK_CONTAINS(out, "    scoped          unknown");
-    CHECK_CONTAINS(out, "    HLO temp          64.0K (75.1% utilization: Unpadded (39.1K) Padded (52.0K), 18.8% "
-                        "fragmentation (12.0K))");
+    CHECK_CONTAINS(out, "    HLO temp         128.0K (75.1% utilization: Unpadded (78.1K) Padded (104.0K), 18.8% "
+                        "fragmentation (24.0K))");
     CHECK_CONTAINS(out, "  2. Size: 52.0K\n     Operator: op_name=\"jit(f)/exp\"\n     Shape: f32[100,100]\n"
                         "     Unpadded size: 39.1K\n     Extra memory due to padding: 12.9K (1.3x expansion)\n"
                         "     XLA label: %a = f32[100,100]{1,0:T(8,128)} exponential(p)");
@@ -442,7 +442,7 @@ static void test_tpu_oom_text(void) {
 /* XLA:TPU's figures (docs/tpu.md, Rules; measured on generated modules, its compiler's
  * code is not public). A tuple's table: 4 bytes an element, rounded up to 512 bytes on v5e,
  * 32 on v6e. memory_analysis() temp: the HBM temp allocation rounded up to 16 KiB, 0 when it
- * holds only tuple tables and scalar work. An unfused op never takes its operand's buffer. */
+ * holds only tuple tables and scalar work. A temp buffer never takes an output's allocation. */
 static hbm_plan_stats tpu_stats(const char *text, const char *device) {
     hbm_plan_stats st;
     memset(&st, 0xff, sizeof st);
@@ -478,8 +478,8 @@ static void test_tpu_tuple_tables_and_temp(void) {
     st = tpu_stats(tables, "v6e");
     CHECK_EQ_U64(st.output_size_in_bytes, 4096 + 4096 + 32);
     CHECK_EQ_U64(st.temp_size_in_bytes, 0);
-    /* a scalar loss: the reduce fusion keeps its buffer (the multiply may not take it), a
-     * 512-byte temp that counts as 16 KiB */
+    /* a scalar loss: the reduce fusion keeps its buffer (not the output multiply's
+     * allocation), a 512-byte temp that counts as 16 KiB */
     const char *loss = "HloModule m, is_scheduled=true\n"
                        "%add (x: f32[], y: f32[]) -> f32[] {\n"
                        "  %x = f32[]{:T(128)} parameter(0)\n"
@@ -499,6 +499,29 @@ static void test_tpu_tuple_tables_and_temp(void) {
                        "}\n";
     st = tpu_stats(loss, "TPU-v5e");
     CHECK_EQ_U64(st.argument_size_in_bytes, 4096);
+    CHECK_EQ_U64(st.output_size_in_bytes, 512);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 16384);
+    /* the loss all-reduced first: the all-reduce takes the fusion's heap slot, one 16 KiB
+     * slot, not two (32 KiB) */
+    const char *allreduce = "HloModule m, is_scheduled=true\n"
+                            "%add (x: f32[], y: f32[]) -> f32[] {\n"
+                            "  %x = f32[]{:T(128)} parameter(0)\n"
+                            "  %y = f32[]{:T(128)} parameter(1)\n"
+                            "  ROOT %s = f32[]{:T(128)} add(%x, %y)\n"
+                            "}\n"
+                            "%fc (q: f32[8,128]) -> f32[] {\n"
+                            "  %q = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                            "  %z = f32[]{:T(128)} constant(0)\n"
+                            "  ROOT %r = f32[]{:T(128)} reduce(%q, %z), dimensions={0,1}, to_apply=%add\n"
+                            "}\n"
+                            "ENTRY e {\n"
+                            "  p = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                            "  f = f32[]{:T(128)} fusion(p), kind=kLoop, calls=%fc\n"
+                            "  r = f32[]{:T(128)} all-reduce(f), replica_groups={}, to_apply=%add\n"
+                            "  k = f32[]{:T(128)} constant(2)\n"
+                            "  ROOT m = f32[]{:T(128)} multiply(r, k)\n"
+                            "}\n";
+    st = tpu_stats(allreduce, "TPU-v4");
     CHECK_EQ_U64(st.output_size_in_bytes, 512);
     CHECK_EQ_U64(st.temp_size_in_bytes, 16384);
     CHECK_STATUS(hbm_plan_options_for_device(&(hbm_plan_options){0}, "TPU-v9z"), HBM_ERR_INVALID);

@@ -140,16 +140,11 @@ static uint32_t node_at(const hbmi_df *df, uint32_t v, uint32_t gid) {
     return 0;
 }
 
-/* Can a value take the allocation of its operand that dies where it is defined? XLA's
- * LiveRangeInterferes asks CanShareOperandBufferWithUser, whose answer a backend's hook
- * shapes. XLA:TPU's answers no for every user that is not a fusion (measured, its hook is
- * not public): a scalar loss "multiply(reduce fusion, constant)" that is the output keeps
- * the fusion's 512 bytes in the temp allocation (20 of 368 generated TPU modules; docs/tpu.md). */
 static int can_share_as_operand(const hbm_plan *p, const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
     const hbmi_value *u = &df->values[user_v], *o = &df->values[operand_v];
     const hbmi_instr *ui = hbmi_df_instr(df, u->gid);
+    (void)p;
     if (ui->op == HOP_COPY || u->wrapped) return 0;
-    if (p->opt.backend == HBM_BACKEND_TPU && ui->op != HOP_FUSION) return 0;
     if (!hbmi_df_is_user_of(df, u->gid, o->end_pos)) return 0;
     return hbmi_df_can_share(df, o->end_pos, node_at(df, operand_v, o->end_pos), u->gid, u->node);
 }
@@ -252,6 +247,12 @@ static int assign_single(ctx *c, uint32_t bi) {
         }
     }
     for (uint32_t k = c->n_ai; k-- > 0;) {
+        /* XLA:TPU never puts a temp buffer into an output's allocation (measured, its
+         * compiler is not public): a scalar loss "multiply(reduce fusion, constant)" at the
+         * root keeps the fusion's 512 bytes in the temp allocation, and an offloaded scan's
+         * slices stay in HBM temp (docs/tpu.md, rule 6) */
+        const hbmi_alloc *cand = &p->allocs[c->alloc_indices[k]];
+        if (p->opt.backend == HBM_BACKEND_TPU && !b->live_out && cand->live_out && cand->param_no < 0) continue;
         if (maybe_assign(c, &p->allocs[c->alloc_indices[k]], b)) return 1;
         if (c->err) return 0;
     }
@@ -299,6 +300,19 @@ static int cmp_values_by_range(const void *a, const void *b) {
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* XLA:TPU's heap puts an all-reduce at its operand's offset when both have one shape (a
+ * reduce fusion and the all-reduce of its scalar share 512 bytes in every dump that has
+ * them): its backend's sharing hint, not public, answers yes where the generic rule (not
+ * elementwise) says no. */
+static int tpu_heap_share(const hbm_plan *p, const hbmi_instr *user, const hbmi_instr *operand, uint32_t onode,
+                          uint32_t unode) {
+    static const char ar[] = "all-reduce";
+    if (p->opt.backend != HBM_BACKEND_TPU || user->opcode.n != sizeof ar - 1 || memcmp(user->opcode.p, ar, sizeof ar - 1))
+        return 0;
+    const hbmi_shape *os = hbmi_shape_node(operand->shape, onode), *us = hbmi_shape_node(user->shape, unode);
+    return os && us && os->prim != HBMI_PRIM_TUPLE && hbmi_shape_equal(os, us);
 }
 
 /* HeapSimulator::RunComputation for the values with in_set[v]: Alloc/Free/ShareWith events. */
@@ -384,7 +398,9 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                             if (df->buffers[ovv->buffer].n_values > 1 || !ovv->has_range || ovv->wrapped) continue;
                             if (end[ov] != (int64_t)t || !in_set[ov] || !freed_pending[ov]) continue;
                             if (in->op == HOP_COPY || !hbmi_df_is_user_of(df, val->gid, ovv->gid)) continue;
-                            if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node)) continue;
+                            if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node) &&
+                                !tpu_heap_share(c->p, in, oi, ovv->node, val->node))
+                                continue;
                             if (!emit(c, s, 'F', ov, 0)) goto out;
                             freed_pending[ov] = 0;
                             uint32_t r = groot(s, ov);
