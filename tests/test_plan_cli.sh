@@ -44,7 +44,7 @@ TPU=${2:-}/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo
 if [ -f "$TPU" ]; then
     out=$("$HBM" plan "$TPU" --capacity 16GiB --width 0 --top 2); rc=$?
     check "tpu: exit 1" test $rc -eq 1
-    check "tpu: XLA:TPU's first line" grep -q "^Ran out of memory in memory space hbm. Used [0-9.]*G of 16.00G hbm. Exceeded hbm capacity by" <<<"$out"
+    check "tpu: XLA:TPU's first line" grep -q "^XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used [0-9.]*G of 16.00G hbm. Exceeded hbm capacity by [0-9.]*G. HLO module: jit_train_step.$" <<<"$out"
     check "tpu: largest allocations" grep -q "^  Largest program allocations in hbm:" <<<"$out"
     check "tpu: HLO temp line" grep -q "^    HLO temp  *[0-9.]*G ([0-9.]*% utilization: Unpadded" <<<"$out"
     tmp=$(mktemp -d); cp "$TPU" "$tmp/module.hlo"

@@ -119,7 +119,11 @@ int cmd_plan(int argc, char **argv) {
     hbm_plan_options o;
     hbm_plan_options_default(&o);
     if (alignment) o.alignment = alignment;
-    o.backend = backend;
+    if (device && (s = hbm_plan_options_for_device(&o, device))) { /* a TPU: its generation's rules */
+        hbm_hlo_module_free(m);
+        return cli_fail("plan", s);
+    }
+    if (backend != HBM_BACKEND_AUTO) o.backend = backend;
     hbm_plan *p;
     s = hbm_plan_run(m, &o, &p);
     if (s) {

@@ -49,11 +49,16 @@ HBM_API hbm_status hbm_backend_parse(const char *s, hbm_backend *out);
 typedef struct hbm_plan_options {
     uint64_t alignment;    /* buffer alignment, a power of two up to HBM_PLAN_ALIGNMENT_MAX;
                             * 0 = the backend's (GPU 128, CPU 64, TPU 128) */
-    unsigned pointer_size; /* bytes per tuple element; 0 = 8 */
+    unsigned pointer_size; /* bytes per tuple element; 0 = 8 (XLA:TPU: 4) */
     hbm_backend backend;   /* AUTO: detected */
+    unsigned tuple_align;  /* a tuple's table rounds up to this many bytes; 0 = the backend's
+                            * (XLA:TPU: 512 on v4 and v5e, 32 on v5p and v6e; else none) */
 } hbm_plan_options;
 
 HBM_API void hbm_plan_options_default(hbm_plan_options *o);
+/* The rules of the chip a known device name ('hbm devices') stands for: a TPU sets the TPU
+ * backend and its generation's tuple rounding; other devices change nothing. */
+HBM_API hbm_status hbm_plan_options_for_device(hbm_plan_options *o, const char *device);
 
 /* Plan module m (not modified in any way a caller can see; it must outlive the plan). */
 HBM_API hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out);

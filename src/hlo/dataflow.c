@@ -457,7 +457,7 @@ static int define_values(dfb *b) {
                     v->post = pass == 0 ? wrapped_post++ : in->post;
                     const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
                     v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
-                    v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                    v->size = hbmi_df_shape_bytes(df, sub);
                     v->entry_param = in->op == HOP_PARAMETER && c->is_entry;
                     v->constant = in->op == HOP_CONSTANT;
                     uint32_t id = df->n_values++;
@@ -490,7 +490,7 @@ static int define_values(dfb *b) {
                 v->post = in->post;
                 const hbmi_shape *sub = hbmi_shape_node(in->shape, k);
                 v->is_tuple = sub->prim == HBMI_PRIM_TUPLE;
-                v->size = hbmi_shape_bytes(sub, df->pointer_size);
+                v->size = hbmi_df_shape_bytes(df, sub);
                 df->vs[in->pos_base + k].n = 1;
                 df->vs[in->pos_base + k].one = df->n_values++;
             }
@@ -818,6 +818,19 @@ static uint32_t in_place_operands(const hbmi_instr *in) {
     return in->op == HOP_DUS ? 1 : in->op == HOP_SCATTER ? (in->n_ops - 1) / 2 : in->n_ops;
 }
 
+/* Does async-start in wrap a dynamic-update-slice: its called computation's root, or the
+ * sugar "dynamic-update-slice-start" that prints none? */
+static int async_wraps_dus(const hbm_hlo_module *m, const hbmi_instr *in) {
+    static const char sugar[] = "dynamic-update-slice-start";
+    if (in->opcode.n == sizeof sugar - 1 && !memcmp(in->opcode.p, sugar, sizeof sugar - 1)) return 1;
+    for (uint32_t k = 0; k < in->n_called; k++) {
+        if (in->called_role[k] != 'c') continue;
+        const hbmi_comp *wc = &m->comps[in->called[k]];
+        return wc->ins[wc->root].op == HOP_DUS;
+    }
+    return 0;
+}
+
 static int alias_buffers(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
@@ -853,6 +866,12 @@ static int alias_buffers(dfb *b) {
                     for (uint32_t e = 0; e < k && e < in->shape->n && e < in->n_ops; e++)
                         union_sets(p, VS(df, g, hbmi_shape_child(in->shape, e)), VS(df, G(df, ci, in->ops[e]), 0));
                 }
+            } else if (in->op == HOP_ASYNC_START && in->n_ops && async_wraps_dus(m, in) &&
+                       in->shape->prim == HBMI_PRIM_TUPLE && in->shape->n > 1) {
+                /* an async dynamic-update-slice ("dynamic-update-slice-start", XLA:TPU's host
+                 * offload) updates its operand 0 in place, as the op it wraps: the start's
+                 * output {1} is that buffer (GetInPlaceInputOutputPairs of the wrapped op) */
+                union_sets(p, VS(df, g, hbmi_shape_child(in->shape, 1)), VS(df, G(df, ci, in->ops[0]), 0));
             } else if (in->op == HOP_WHILE && in->n_ops) {
                 /* a loop's input, its body's parameter and root, its condition's parameter
                  * and its output are one buffer (HloAliasAnalysis: the while's aliased values) */
@@ -1103,6 +1122,7 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
         }
     if (u->op == HOP_FUSION && u->n_called) {
         if (!hbmi_shape_equal(os, us)) {
+            if (df->fusion_shapes_equal) return 0;
             if (os->prim == HBMI_PRIM_TUPLE || us->prim == HBMI_PRIM_TUPLE) return 0;
             if (hbmi_shape_elements(os) != hbmi_shape_elements(us)) return 0;
             if (hbm_hlo_prim_bits((hbm_hlo_prim)os->prim) != hbm_hlo_prim_bits((hbm_hlo_prim)us->prim)) return 0;
@@ -1161,12 +1181,21 @@ static void reset_module(hbm_hlo_module *m) {
     }
 }
 
-hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out) {
+/* XLA:TPU rounds a tuple's index table (4 bytes an element) up to 512 bytes on v4 and v5e,
+ * 32 on v5p and v6e (its buffer-assignment dumps, docs/tpu.md) */
+uint64_t hbmi_df_shape_bytes(const hbmi_df *df, const hbmi_shape *sub) {
+    uint64_t b = hbmi_shape_bytes(sub, df->pointer_size);
+    if (sub->prim == HBMI_PRIM_TUPLE && df->tuple_align > 1) b = (b + df->tuple_align - 1) / df->tuple_align * df->tuple_align;
+    return b;
+}
+
+hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_align, hbmi_df **out) {
     *out = NULL;
     hbmi_df *df = hbmi_calloc(1, sizeof *df);
     if (!df) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     df->m = m;
     df->pointer_size = pointer_size;
+    df->tuple_align = tuple_align;
     dfb b = {df, HBM_OK, NULL, 0, NULL};
     reset_module(m);
     uint64_t n = 0;

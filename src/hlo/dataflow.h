@@ -44,6 +44,8 @@ typedef struct hbmi_df {
     hbm_hlo_module *m;
     hbmi_arena arena;
     unsigned pointer_size;
+    unsigned tuple_align;
+    uint8_t fusion_shapes_equal; /* XLA:CPU: a fusion shares an operand of its own shape only */
     uint32_t n_gid;
     uint32_t *gid_comp, *gid_idx;
     uint32_t *comp_base; /* gid of instruction 0 of each computation */
@@ -57,7 +59,10 @@ typedef struct hbmi_df {
     uint32_t *flat;       /* gids in schedule order */
 } hbmi_df;
 
-hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, hbmi_df **out);
+/* tuple_align: a tuple's table rounds up to it (XLA:TPU), 0 or 1: none */
+hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_align, hbmi_df **out);
+/* Bytes of a value of shape sub under df's tuple rules. */
+uint64_t hbmi_df_shape_bytes(const hbmi_df *df, const hbmi_shape *sub);
 void hbmi_df_free(hbmi_df *df);
 
 static inline hbmi_instr *hbmi_df_instr(const hbmi_df *df, uint32_t gid) {

@@ -220,8 +220,15 @@ size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
 hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len);
 
 /* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
+/* A layout's split config "SC(d:i1,i2,..)": physical dimension d (major first) cut at the
+ * indices; -1: none. */
+typedef struct hbmi_split {
+    int64_t dim;
+    uint32_t n_idx;
+    int64_t idx[16];
+} hbmi_split;
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
-                             const uint32_t *tile_len, uint32_t n_tiles);
+                             const uint32_t *tile_len, uint32_t n_tiles, const hbmi_split *split);
 
 /* 1-based line and column of byte offset off in m's text. */
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col);

@@ -255,48 +255,59 @@ static int skip_group(parser *ps) {
 }
 
 /* --- shapes ------------------------------------------------------------------------------- */
-/* Elements of s once padded to its tiles. The first tile pads the most-minor physical
- * dimensions (as if the shape had leading 1s when the tile has more dimensions):
- * "f32[3,5]{1,0:T(8,128)}" holds 8x128 elements. A further tile packs that many elements
- * into each slot of the tile before it, as the TPU packs 16- and 8-bit types into 32-bit
- * words: "bf16[1000,1000]{1,0:T(8,128)(2,1)}" is tiled by 16x128 elements (1008x1024).
- * XLA's generic ShapeUtil::ArraySize ignores the sub-tiles; XProf's sizes count them. */
+/* Elements of s once padded to its tiles, as XLA defines a tiled layout (openxla/xla
+ * docs/tiled_layout.md, "Repeated tiling"; xla/layout.h Tile): the dimensions in physical
+ * order (major to minor, by minor_to_major) are tiled by the first tile, which pads the
+ * last k of them to multiples of the tile's k dimensions (with leading 1s when the tile
+ * has more dimensions than the shape) and so leaves the shape [d0, .., ceil(dn/tk), t1, ..,
+ * tk]; each further tile applies the same way to the shape the previous one left, whose
+ * minor dimensions are the previous tile's. "bf16[1024]{0:T(1024)(128)(2,1)}" is [1,1024],
+ * then [1,8,128], then [1,4,128,2,1]: 1,024 elements; a (2,1) sub-tile of a (8,128) tile
+ * pads only an odd tile row count. XLA:TPU's buffer assignment sizes every tiled value so
+ * (docs/tpu.md, Rules). */
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
-                             const uint32_t *tile_len, uint32_t n_tiles) {
-    if (!n_tiles || n_m2m != s->n || tile_len[0] > 16) return 0;
-    uint32_t k = tile_len[0];
-    const int64_t *t = tiles;
-    /* one tile, its slots holding the sub-tiles */
-    uint64_t tile_elems = 1;
-    int64_t cur[16];
-    for (uint32_t j = 0; j < k; j++) cur[j] = t[j];
-    const int64_t *next = t + k;
-    for (uint32_t q = 1; q < n_tiles; q++) {
-        uint32_t kq = tile_len[q];
-        for (uint32_t j = 0; j < kq && j < k; j++) {
-            int64_t sd = next[kq - 1 - j];
-            if (sd > 0 && cur[k - 1 - j] <= INT64_MAX / sd) cur[k - 1 - j] *= sd;
+                             const uint32_t *tile_len, uint32_t n_tiles, const hbmi_split *split) {
+    if (!n_tiles || n_m2m != s->n || s->n > 64) return 0;
+    uint64_t phys[64 + 2 * 64 + 16]; /* rank, plus each tile's dimensions and leading 1s */
+    uint32_t n = s->n, used = 0;
+    for (uint32_t i = 0; i < n; i++) phys[i] = (uint64_t)s->dims[m2m[n - 1 - i]];
+    /* a split dimension "SC(d:i,...)" (d physical, major first) counts as its largest piece:
+     * LayoutUtil::MaxSplitSize, which ShapeUtil::ArraySize sizes a tiled shape with */
+    if (split && split->n_idx && split->dim >= 0 && (uint64_t)split->dim < n) {
+        uint64_t d = phys[split->dim], last = 0, most = 0;
+        for (uint32_t i = 0; i < split->n_idx; i++) {
+            uint64_t at = split->idx[i] < 0 ? 0 : (uint64_t)split->idx[i];
+            if (at >= last && at - last > most) most = at - last;
+            if (at > last) last = at;
         }
-        next += kq;
+        if (d > last && d - last > most) most = d - last;
+        phys[split->dim] = most;
     }
-    for (uint32_t j = 0; j < k; j++) {
-        if ((uint64_t)cur[j] && tile_elems > UINT64_MAX / (uint64_t)cur[j]) return UINT64_MAX;
-        tile_elems *= (uint64_t)cur[j];
-    }
-    uint64_t elems = 1; /* number of tiles, and elements of the untiled major dimensions */
-    uint32_t rank = s->n, lead = k > rank ? k - rank : 0;
-    for (uint32_t i = 0; i < rank + lead; i++) { /* physical order, major to minor */
-        uint64_t d = i < lead ? 1 : (uint64_t)s->dims[m2m[rank - 1 - (i - lead)]];
-        uint32_t tj = rank + lead - k; /* first tiled position */
-        if (i >= tj) {
-            uint64_t td = (uint64_t)cur[i - tj];
-            d = (d + td - 1) / td;
+    for (uint32_t q = 0; q < n_tiles; q++) {
+        uint32_t k = tile_len[q];
+        const int64_t *t = tiles + used;
+        used += k;
+        if (k > n) { /* leading 1s */
+            uint32_t lead = k - n;
+            if (n + lead + k > sizeof phys / sizeof phys[0]) return 0;
+            memmove(phys + lead, phys, sizeof *phys * n);
+            for (uint32_t i = 0; i < lead; i++) phys[i] = 1;
+            n += lead;
         }
-        if (d && elems > UINT64_MAX / d) return UINT64_MAX;
-        elems *= d;
+        if (n + k > sizeof phys / sizeof phys[0]) return 0;
+        for (uint32_t j = 0; j < k; j++) {
+            uint64_t td = (uint64_t)t[j], d = phys[n - k + j];
+            phys[n - k + j] = d / td + (d % td != 0);
+            phys[n + j] = td;
+        }
+        n += k;
     }
-    if (tile_elems && elems > UINT64_MAX / tile_elems) return UINT64_MAX;
-    return elems * tile_elems;
+    uint64_t elems = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (phys[i] && elems > UINT64_MAX / phys[i]) return UINT64_MAX;
+        elems *= phys[i];
+    }
+    return elems;
 }
 
 static int parse_layout(parser *ps, hbmi_shape *s) {
@@ -304,12 +315,28 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
     int64_t m2m[64], tiles[64];
     uint32_t n_m2m = 0, n_tile_dims = 0, tile_len[16], n_tiles = 0;
     int in_m2m = 1, tiles_ok = 1;
+    hbmi_split split = {-1, 0, {0}};
     for (;;) {
         int c = peek(ps);
         if (c == '}') {
             ps->p++;
-            if (tiles_ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles);
+            if (tiles_ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles, &split);
             return 1;
+        }
+        if (c == 'S' && ps->p + 2 < ps->end && ps->p[1] == 'C' && ps->p[2] == '(') { /* SC(0:952) */
+            ps->p += 3;
+            int64_t v;
+            if (!parse_int(ps, &v) || !expect(ps, ':', "expected ':' in a split config")) return 0;
+            if (split.dim >= 0) tiles_ok = 0; /* more than one split: not seen; size unknown */
+            split.dim = v;
+            while (peek(ps) != ')') {
+                if (!parse_int(ps, &v)) return 0;
+                if (split.n_idx < 16) split.idx[split.n_idx++] = v;
+                else tiles_ok = 0;
+                if (!accept(ps, ',')) break;
+            }
+            if (!expect(ps, ')', "expected ')' closing a split config")) return 0;
+            continue;
         }
         if (c == ',') {
             ps->p++;

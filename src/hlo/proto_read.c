@@ -524,7 +524,7 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
         }
         if (ok) tile_len[n_tiles++] = (uint32_t)k;
     }
-    if (ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles);
+    if (ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles, NULL);
     return 1;
 }
 

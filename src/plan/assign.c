@@ -35,6 +35,16 @@ static int64_t value_color(const hbmi_df *df, uint32_t v) {
     return sh ? sh->memory_space : 0;
 }
 
+/* The alignment of buffers in memory space color. XLA:TPU places its device (HBM) temp
+ * buffers at multiples of 16 KiB: every offset of a color-0 preallocated-temp value in its
+ * buffer-assignment dumps is one (libtpu 0.0.52, v4/v5e/v5p/v6e; docs/tpu.md). An
+ * --alignment given by the user holds everywhere. */
+#define HBMI_TPU_HBM_ALIGN 16384u
+static uint64_t color_alignment(const hbm_plan *p, int64_t color) {
+    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != 'o' && color == 0) return HBMI_TPU_HBM_ALIGN;
+    return p->opt.alignment;
+}
+
 /* --- allocations ------------------------------------------------------------------------------- */
 static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     if (a->n_values == a->cap_values) {
@@ -131,20 +141,21 @@ static uint32_t node_at(const hbmi_df *df, uint32_t v, uint32_t gid) {
     return 0;
 }
 
-static int can_share_as_operand(const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
+static int can_share_as_operand(const hbm_plan *p, const hbmi_df *df, uint32_t user_v, uint32_t operand_v) {
     const hbmi_value *u = &df->values[user_v], *o = &df->values[operand_v];
     const hbmi_instr *ui = hbmi_df_instr(df, u->gid);
+    (void)p;
     if (ui->op == HOP_COPY || u->wrapped) return 0;
     if (!hbmi_df_is_user_of(df, u->gid, o->end_pos)) return 0;
     return hbmi_df_can_share(df, o->end_pos, node_at(df, operand_v, o->end_pos), u->gid, u->node);
 }
 
-static int live_range_interferes(const hbmi_df *df, uint32_t v1, uint32_t v2) {
+static int live_range_interferes(const hbm_plan *p, const hbmi_df *df, uint32_t v1, uint32_t v2) {
     const hbmi_value *a = &df->values[v1], *b = &df->values[v2];
     if (!a->has_range || !b->has_range) return 1;
     if (a->start > b->end || b->start > a->end) return 0;
-    if (a->end == b->start) return !can_share_as_operand(df, v2, v1);
-    if (b->end == a->start) return !can_share_as_operand(df, v1, v2);
+    if (a->end == b->start) return !can_share_as_operand(p, df, v2, v1);
+    if (b->end == a->start) return !can_share_as_operand(p, df, v1, v2);
     return 1;
 }
 
@@ -169,7 +180,7 @@ static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
         for (uint32_t i = lo; i-- > 0;) {
             if (a->iv[i].start + a->max_len < v->start) break;
             if (a->iv[i].end < v->start) continue;
-            if (live_range_interferes(df, nv, a->iv[i].value)) return 0;
+            if (live_range_interferes(c->p, df, nv, a->iv[i].value)) return 0;
         }
         const hbmi_instr *ni = VI(df, nv);
         if (ni->op == HOP_COPY) {
@@ -237,6 +248,12 @@ static int assign_single(ctx *c, uint32_t bi) {
         }
     }
     for (uint32_t k = c->n_ai; k-- > 0;) {
+        /* XLA:TPU never puts a temp buffer into an output's allocation (measured, its
+         * compiler is not public): a scalar loss "multiply(reduce fusion, constant)" at the
+         * root keeps the fusion's 512 bytes in the temp allocation, and an offloaded scan's
+         * slices stay in HBM temp (docs/tpu.md, rule 6) */
+        const hbmi_alloc *cand = &p->allocs[c->alloc_indices[k]];
+        if (p->opt.backend == HBM_BACKEND_TPU && !b->live_out && cand->live_out && cand->param_no < 0) continue;
         if (maybe_assign(c, &p->allocs[c->alloc_indices[k]], b)) return 1;
         if (c->err) return 0;
     }
@@ -284,6 +301,19 @@ static int cmp_values_by_range(const void *a, const void *b) {
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* XLA:TPU's heap puts an all-reduce at its operand's offset when both have one shape (a
+ * reduce fusion and the all-reduce of its scalar share 512 bytes in every dump that has
+ * them): its backend's sharing hint, not public, answers yes where the generic rule (not
+ * elementwise) says no. */
+static int tpu_heap_share(const hbm_plan *p, const hbmi_instr *user, const hbmi_instr *operand, uint32_t onode,
+                          uint32_t unode) {
+    static const char ar[] = "all-reduce";
+    if (p->opt.backend != HBM_BACKEND_TPU || user->opcode.n != sizeof ar - 1 || memcmp(user->opcode.p, ar, sizeof ar - 1))
+        return 0;
+    const hbmi_shape *os = hbmi_shape_node(operand->shape, onode), *us = hbmi_shape_node(user->shape, unode);
+    return os && us && os->prim != HBMI_PRIM_TUPLE && hbmi_shape_equal(os, us);
 }
 
 /* HeapSimulator::RunComputation for the values with in_set[v]: Alloc/Free/ShareWith events. */
@@ -369,7 +399,9 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                             if (df->buffers[ovv->buffer].n_values > 1 || !ovv->has_range || ovv->wrapped) continue;
                             if (end[ov] != (int64_t)t || !in_set[ov] || !freed_pending[ov]) continue;
                             if (in->op == HOP_COPY || !hbmi_df_is_user_of(df, val->gid, ovv->gid)) continue;
-                            if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node)) continue;
+                            if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node) &&
+                                !tpu_heap_share(c->p, in, oi, ovv->node, val->node))
+                                continue;
                             if (!emit(c, s, 'F', ov, 0)) goto out;
                             freed_pending[ov] = 0;
                             uint32_t r = groot(s, ov);
@@ -501,7 +533,7 @@ static int cmp_tlkey(const void *a, const void *b) {
 
 /* Pack the simulated values as GlobalDecreasingSizeBestFitHeap does, spatial and temporal,
  * keep the smaller; the intervals are in event time, [alloc or share event, free event]. */
-static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, uint64_t *heap_size) {
+static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *heap_size) {
     const hbmi_df *df = c->df;
     uint32_t nv = df->n_values;
     int64_t *st = hbmi_malloc(sizeof *st * (nv + 1)), *en = hbmi_malloc(sizeof *en * (nv + 1));
@@ -563,7 +595,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, uint64_t *heap_size) {
             goto out;
         }
         tl->buffers[idx].id = prim_of[groot(s, v)];
-        tl->buffers[idx].alignment = c->p->opt.alignment;
+        tl->buffers[idx].alignment = color_alignment(c->p, color);
         tl_value[m++] = v;
     }
     uint64_t hs_spatial = 0, hs_temporal = 0;
@@ -680,7 +712,7 @@ static int thread_locals(ctx *c) {
             const hbmi_instr *in = &cp->ins[i];
             for (uint32_t k = 0; k < in->shape->nodes && ok; k++) {
                 if (!tl_defines(in, k)) continue;
-                hbmi_alloc *a = new_empty(c, hbmi_shape_bytes(hbmi_shape_node(in->shape, k), c->p->opt.pointer_size));
+                hbmi_alloc *a = new_empty(c, hbmi_df_shape_bytes(c->df, hbmi_shape_node(in->shape, k)));
                 if (!a) ok = 0;
                 else if (in->op == HOP_CONSTANT) a->constant = 1;
                 else a->thread_local = 1;
@@ -725,7 +757,7 @@ static int combine_temps(ctx *c) {
             kept++;
             continue;
         }
-        uint64_t base = hbmi_align_up(comb->size, p->opt.alignment);
+        uint64_t base = hbmi_align_up(comb->size, color_alignment(p, comb->color));
         comb->size = base + t->size;
         for (uint32_t k = 0; k < t->n_values; k++)
             if (!alloc_add_value(c, comb, t->values[k], base + t->offsets[k])) return 0;
@@ -1050,11 +1082,56 @@ static hbm_status build_timeline(hbm_plan *p) {
     return HBM_OK;
 }
 
+/* XLA:TPU's memory_analysis() temp: its device (color 0) preallocated-temp allocation,
+ * rounded up to 16 KiB, or nothing when that allocation holds only tuple tables and the
+ * one-element values of scalar work (loop counters, compares, copies and while state: add,
+ * lt, copy, while{k}, wide.param{k} in its dumps), which the TPU's scalar unit keeps out of
+ * HBM. Read from 169 generated modules' dumps, not from XLA's source: the TPU compiler that
+ * fills CompiledMemoryStats is not public (docs/tpu.md). */
+static int tpu_hbm_value(const hbmi_df *df, uint32_t v) {
+    const hbmi_value *val = &df->values[v];
+    if (val->is_tuple) return 0;
+    const hbmi_instr *in = hbmi_df_instr(df, val->gid);
+    const hbmi_shape *sh = hbmi_shape_node(in->shape, val->node);
+    if (sh && hbmi_shape_elements(sh) > 1) return 1;
+    switch (in->op) {
+    case HOP_ELEMENTWISE:
+    case HOP_COPY:
+    case HOP_PARAMETER:
+    case HOP_WHILE:
+    case HOP_GTE:
+    case HOP_BITCAST:
+    case HOP_TUPLE:
+    case HOP_CONSTANT:
+    case HOP_CALL:
+    case HOP_CONDITIONAL:
+    case HOP_OPT_BARRIER: return 0;
+    default: return 1;
+    }
+}
+
+static uint64_t tpu_temp_bytes(const hbm_plan *p, const hbmi_alloc *a) {
+    for (uint32_t k = 0; k < a->n_values; k++)
+        if (tpu_hbm_value(p->df, a->values[k])) return hbmi_align_up(a->size, HBMI_TPU_HBM_ALIGN);
+    return 0;
+}
+
 /* --- driver ------------------------------------------------------------------------------------------ */
 void hbm_plan_options_default(hbm_plan_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->pointer_size = 8;
+}
+
+hbm_status hbm_plan_options_for_device(hbm_plan_options *o, const char *device) {
+    if (!o || !device) return hbmi_error(HBM_ERR_INVALID, "plan: NULL argument");
+    const hbm_device_model *dm = hbm_device_model_find(device);
+    if (!dm) return hbmi_error(HBM_ERR_INVALID, "device '%s': not a known device ('hbm devices' lists them)", device);
+    if (strncmp(dm->name, "TPU-", 4)) return HBM_OK;
+    o->backend = HBM_BACKEND_TPU;
+    /* v4 and v5e round a tuple's table to 512 bytes, v5p and v6e to 32 */
+    o->tuple_align = !strcmp(dm->name, "TPU-v5p") || !strcmp(dm->name, "TPU-v6e") ? 32 : 512;
+    return HBM_OK;
 }
 
 const char *hbm_backend_str(hbm_backend b) {
@@ -1233,7 +1310,7 @@ static int run(ctx *c) {
         }
         hbmi_alloc *h = new_empty(c, 0);
         uint64_t hs = 0;
-        if (!h || !heap_pack(c, &s, h, &hs) || !heap_peak_values(c, &s, h)) {
+        if (!h || !heap_pack(c, &s, h, color, &hs) || !heap_peak_values(c, &s, h)) {
             sim_free(&s);
             hbmi_free(in_color);
             return 0;
@@ -1250,6 +1327,14 @@ static int run(ctx *c) {
     hbmi_free(in_color);
     p->stats.temp_fragmentation_bytes = (int64_t)p->temp_heap_size - (int64_t)p->temp_heap_live;
     if (!thread_locals(c) || !combine_temps(c)) return 0;
+    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != 'o')
+        for (uint32_t i = 0; i < p->n_allocs; i++) {
+            hbmi_alloc *a = &p->allocs[i];
+            if (a->color != 0 || !hbmi_alloc_is_temp(a)) continue;
+            uint64_t b = tpu_temp_bytes(p, a);
+            if (b) a->size = b;
+            else a->color = HBMI_TPU_UNCOUNTED_SPACE; /* tables and scalars only */
+        }
     /* summary stats */
     hbm_plan_stats *st = &p->stats;
     for (uint32_t i = 0; i < p->n_allocs; i++) {
@@ -1318,6 +1403,7 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         if (o->alignment) p->opt.alignment = o->alignment, p->alignment_from = 'o';
         if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
         p->opt.backend = o->backend;
+        p->opt.tuple_align = o->tuple_align;
     }
     p->m = m;
     p->backend_evidence = 'o';
@@ -1332,11 +1418,23 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         p->opt.alignment = 256, p->alignment_from = 't';
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;
     p->stats.backend = p->opt.backend;
-    hbm_status s = hbmi_df_run(m, p->opt.pointer_size, &p->df);
+    /* XLA:TPU: a tuple's table holds 4 bytes an element, rounded up to 512 (v4, v5e) or 32
+     * (v5p, v6e) bytes; without a device named, v5e's */
+    if (p->opt.backend == HBM_BACKEND_TPU) {
+        if (!o || !o->pointer_size || o->pointer_size == 8) p->opt.pointer_size = 4;
+        if (!p->opt.tuple_align) p->opt.tuple_align = 512;
+    }
+    hbm_status s = hbmi_df_run(m, p->opt.pointer_size, p->opt.tuple_align, &p->df);
     if (s != HBM_OK) {
         hbm_plan_free(p);
         return s;
     }
+    /* HloDataflowAnalysis::CanShareOperandBufferWithUser (xla/hlo/analysis/
+     * hlo_dataflow_analysis.cc): operand and user of different shapes share only where the
+     * backend's AliasInfo::MayAlias says so; XLA:GPU's hint lets a fusion take an operand
+     * of the same size through a bitcast, XLA:CPU gives none (a dot f32[1,5] read by a
+     * fusion of f32[5] keeps its own temp buffer in its dumps, JAX 0.10.2) */
+    p->df->fusion_shapes_equal = p->opt.backend == HBM_BACKEND_CPU;
     ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL, 0};
     int ok = run(&c);
     hbmi_free(c.alloc_indices);

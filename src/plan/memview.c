@@ -165,6 +165,7 @@ const char *hbmi_memview_alloc_type(const hbm_plan *p, const hbmi_span *s) {
 const char *hbmi_memview_space_name(int64_t color, char buf[48]) {
     if (color == 0) snprintf(buf, 48, "device memory S(0)");
     else if (color == HBMI_HOST_SPACE) snprintf(buf, 48, "host memory S(5)");
+    else if (color == HBMI_TPU_UNCOUNTED_SPACE) snprintf(buf, 48, "TPU tables and scalars (not HBM)");
     else snprintf(buf, 48, "memory space S(%" PRId64 ")", color);
     return buf;
 }

@@ -63,6 +63,9 @@ struct hbm_plan {
 };
 
 #define HBMI_HOST_SPACE 5
+/* XLA:TPU: a device temp allocation of tuple tables and scalar work only, which its
+ * memory_analysis() does not count (assign.c, tpu_temp_bytes) */
+#define HBMI_TPU_UNCOUNTED_SPACE (-1)
 
 static inline int hbmi_alloc_is_temp(const hbmi_alloc *a) {
     return a->param_no < 0 && !a->live_out && !a->constant && !a->thread_local;

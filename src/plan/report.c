@@ -113,7 +113,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                                               : " (XLA's build, as its assignment shows)")
             : p->alignment_from == 't' ? " (XLA 2026 print form: operands %x#N)"
                                        : "",
-            s->backend == HBM_BACKEND_TPU ? ", buffers padded to their layout tiles" : "");
+            s->backend != HBM_BACKEND_TPU ? ""
+            : p->alignment_from == 'o'    ? ", buffers padded to their layout tiles"
+                                          : ", buffers padded to their layout tiles, HBM temp buffers at 16 KiB");
     if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
                    "    if not XLA:GPU)\n");
@@ -387,24 +389,29 @@ hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, si
         }
     }
     if (live > temp) live = temp;
-    uint64_t program = global + temp + (outs > shared ? outs - shared : 0), used = program + args;
-    fprintf(f, "XLA:TPU compile permanent error.\nRan out of memory in memory space hbm. Used %s of %s hbm.",
+    /* XLA:TPU's lines (libtpu 0.0.52, docs/tpu.md): the OOM line's Used counts arguments,
+     * outputs not shared with them and the program, as its buffer assignment's total does;
+     * "Total hbm usage >=" is reserved + program + arguments, and the program is global +
+     * HLO temp (+ scoped, overlays) without the outputs */
+    uint64_t program = global + temp, used = args + (outs > shared ? outs - shared : 0) + program;
+    fprintf(f, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used %s of %s hbm.",
             tpu_sz(used, a), tpu_sz(capacity, b));
     if (used > capacity) fprintf(f, " Exceeded hbm capacity by %s.", tpu_sz(used - capacity, a));
-    fprintf(f, "\n\nTotal hbm usage >= %s:\n", tpu_sz(used, a));
+    fprintf(f, " HLO module: %.*s.\n", (int)p->m->name.n, p->m->name.p);
+    fprintf(f, "\nTotal hbm usage >= %s:\n", tpu_sz(program + args, a));
     fprintf(f, "    reserved        unknown (the runtime's; not in the module, not counted)\n");
-    fprintf(f, "    program      %9s \n    arguments    %9s \n\n", tpu_sz(program, a), tpu_sz(args, b));
+    /* XLA's columns: the name in 12, the size right-aligned in 11 ("    program           2.00G ") */
+    fprintf(f, "    program     %11s \n    arguments   %11s \n\n", tpu_sz(program, a), tpu_sz(args, b));
     fprintf(f, "Output size %s; shares %s with arguments.\n\n", tpu_sz(outs, a), tpu_sz(shared, b));
     fprintf(f, "Program hbm requirement %s:\n", tpu_sz(program, a));
-    fprintf(f, "    global       %9s\n", tpu_sz(global, a));
+    /* XLA:TPU's global holds the constants and buffers of its own (1.00M on a v5e) */
+    fprintf(f, "    global          unknown (the compiler's; constants %s)\n", tpu_sz(global, a));
     fprintf(f, "    scoped          unknown (the TPU compiler's scratch; not counted)\n");
     double util = live ? 100.0 * (double)unpadded / (double)live : 100.0;
     double frag = temp ? 100.0 * (double)(temp - live) / (double)temp : 0.0;
-    fprintf(f, "    HLO temp     %9s (%.1f%% utilization: Unpadded (%s) Padded (%s), %.1f%% fragmentation (%s))\n",
+    fprintf(f, "    HLO temp    %11s (%.1f%% utilization: Unpadded (%s) Padded (%s), %.1f%% fragmentation (%s))\n",
             tpu_sz(temp, a), util, tpu_sz(unpadded, b), tpu_sz(live, c), frag, tpu_sz(temp - live, d));
-    if (outs > shared)
-        fprintf(f, "    (hbm: the %s of outputs not shared with arguments are counted in the program)\n",
-                tpu_sz(outs - shared, a));
+    fprintf(f, "    overlays        unknown (the compiled program's; not counted)\n");
     fprintf(f, "\n  Largest program allocations in hbm:\n");
     /* the values live at each HBM allocation's peak (parameters are the arguments), largest first */
     uint32_t best[64];
