@@ -553,6 +553,10 @@ static int parse_metadata(parser *ps, hbmi_instr *in) {
             int64_t v;
             if (!parse_int(ps, &v)) return 0;
             in->meta_source_line = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
+        } else if (word_is(key, "stack_frame_id")) {
+            int64_t v;
+            if (!parse_int(ps, &v)) return 0;
+            in->meta_frame = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
         } else {
             const char *b = ps->p;
             while (ps->p < ps->end && *ps->p != ' ' && *ps->p != '}' && *ps->p != '\n') ps->p++;
@@ -1117,6 +1121,11 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
         hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
         hbm_hlo_module_free(m);
         return s;
+    }
+    hbm_status fs = hbmi_hlo_text_frames(m);
+    if (fs) {
+        hbm_hlo_module_free(m);
+        return fs;
     }
     m->host_bytes = len + 1 + m->arena.total + sizeof *m;
     *out = m;
