@@ -553,14 +553,15 @@ static int parse_metadata(parser *ps, hbmi_instr *in) {
             int64_t v;
             if (!parse_int(ps, &v)) return 0;
             in->meta_source_line = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
-        } else if (word_is(key, "stack_frame_id")) {
-            int64_t v;
-            if (!parse_int(ps, &v)) return 0;
-            in->meta_frame = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
         } else {
             const char *b = ps->p;
             while (ps->p < ps->end && *ps->p != ' ' && *ps->p != '}' && *ps->p != '\n') ps->p++;
             if (ps->p == b) return fail(ps, "expected a metadata value"), 0;
+            if (word_is(key, "stack_frame_id") && *b >= '1' && *b <= '9') { /* else no frame */
+                int64_t v = 0;
+                for (const char *q = b; q < ps->p && *q >= '0' && *q <= '9' && v < INT32_MAX; q++) v = v * 10 + (*q - '0');
+                in->meta_frame = v < INT32_MAX ? (int32_t)v : 0;
+            }
         }
         accept(ps, ',');
     }
