@@ -138,6 +138,10 @@ int hbmi_hlo_frame_where(const hbm_hlo_module *m, const hbmi_instr *in, char *fi
 }
 
 hbm_status hbmi_hlo_text_frames(hbm_hlo_module *m) {
+    int any = 0; /* most modules name no frame: their text is not searched for tables */
+    for (uint32_t c = 0; c < m->n_comps && !any; c++)
+        for (uint32_t i = 0; i < m->comps[c].n && !any; i++) any = m->comps[c].ins[i].meta_frame > 0;
+    if (!any) return HBM_OK;
     text_tables t;
     if (!tables_build(m, &t)) return hbmi_error(HBM_ERR_NOMEM, "hlo: out of host memory");
     for (uint32_t c = 0; t.n[0] && c < m->n_comps; c++)
