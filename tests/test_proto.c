@@ -270,9 +270,15 @@ static int fit_same(const char *what, const char *text, size_t len, const hbm_fi
              x->recompute_flops == y->recompute_flops && x->bytes_read == y->bytes_read && x->chosen == y->chosen &&
              x->xla_chosen == y->xla_chosen && same_str(x->jax, y->jax);
         if (!ok && x && y)
-            fprintf(stderr, "%s: change %zu differs: %s %s '%s' %s:%d '%s' / %s %s '%s' %s:%d '%s'\n", what, i, x->instruction,
-                    x->shape, x->op_name, x->source_file, x->source_line, x->jax, y->instruction, y->shape, y->op_name,
-                    y->source_file, y->source_line, y->jax);
+            fprintf(stderr,
+                    "%s: change %zu differs: %s %s '%s' %s:%d '%s' kind %d bytes %llu peak %llu flops %llu chosen %d/%d"
+                    " / %s %s '%s' %s:%d '%s' kind %d bytes %llu peak %llu flops %llu chosen %d/%d\n",
+                    what, i, x->instruction, x->shape, x->op_name, x->source_file, x->source_line, x->jax, (int)x->kind,
+                    (unsigned long long)x->bytes, (unsigned long long)x->verified_peak,
+                    (unsigned long long)x->recompute_flops, (int)x->chosen, (int)x->xla_chosen, y->instruction, y->shape,
+                    y->op_name, y->source_file, y->source_line, y->jax, (int)y->kind, (unsigned long long)y->bytes,
+                    (unsigned long long)y->verified_peak, (unsigned long long)y->recompute_flops, (int)y->chosen,
+                    (int)y->xla_chosen);
     }
     uint64_t et = emitted_peak(rt), ep = emitted_peak(rp);
     if (ok && (!ep || ep != et || ep != (a.chosen == HBM_FIT_REMAT_XLA ? c.xla.peak_bytes : c.hbm.peak_bytes))) {
@@ -306,6 +312,8 @@ static void test_fit_proto(void) {
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     o.target_bytes = 26000000000ull; /* needs 25.96 GiB: tiled layouts, while loops, donations */
+    o.timeout_s = 300; /* the search and every check run to their end under ASan too: the same
+                          budget cut at a different point would differ by timing alone */
     CHECK(fit_same("qwen3_train_step (TPU)", buf, n, &o));
 }
 

@@ -37,93 +37,19 @@ int hbmi_jax_has_backward(const hbm_hlo_module *m) {
 }
 
 /* --- source lines ----------------------------------------------------------------------------- */
-/* a frame of a wrapper or a library, not the user's line */
-static int wrapper_file(const char *f) {
-    size_t n = strlen(f);
-    static const char *const tail[] = {"contextlib.py", "functools.py"};
-    for (size_t k = 0; k < 2; k++) {
-        size_t t = strlen(tail[k]);
-        if (n >= t && !strcmp(f + n - t, tail[k])) return 1;
-    }
-    /* JAX's, Flax's and any installed library's frames: the user's line is a caller's */
-    return strstr(f, "/jax/_src/") || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
-           strstr(f, "/flax/core/") || strstr(f, "/flax/linen/");
-}
-
-/* the line "N ..." of the table that starts with "\nTITLE\n" in the module's text: its rest */
-static const char *table_row(const hbm_hlo_module *m, const char *title, long id) {
-    if (!m->text || id <= 0) return NULL;
-    char key[32];
-    int kn = snprintf(key, sizeof key, "\n%s\n", title);
-    const char *t = NULL;
-    for (const char *p = m->text; p + kn <= m->text + m->len; p++)
-        if (*p == '\n' && !memcmp(p, key, (size_t)kn)) {
-            t = p + kn;
-            break;
-        }
-    if (!t) return NULL;
-    const char *end = m->text + m->len;
-    while (t < end && *t != '\n') {
-        char *e;
-        long k = strtol(t, &e, 10);
-        if (e == t) return NULL;
-        if (k == id) return e;
-        while (t < end && *t != '\n') t++;
-        t++;
-    }
-    return NULL;
-}
-
-static long field(const char *row, const char *key) {
-    const char *p = row ? strstr(row, key) : NULL;
-    const char *nl = row ? strchr(row, '\n') : NULL;
-    if (!p || (nl && p > nl)) return 0;
-    return strtol(p + strlen(key), NULL, 10);
-}
-
-/* File and line of a stack frame (XLA's StackFrames/FileLocations/FileNames tables), walking
- * out of wrappers to the caller; 0 if the module has no such frame. */
-static int frame_where(const hbm_hlo_module *m, long frame, char *file, size_t cap, int *line) {
-    for (int hops = 0; frame > 0 && hops < 64; hops++) {
-        const char *fr = table_row(m, "StackFrames", frame);
-        if (!fr) return 0;
-        const char *loc = table_row(m, "FileLocations", field(fr, "file_location_id="));
-        const char *fn = loc ? table_row(m, "FileNames", field(loc, "file_name_id=")) : NULL;
-        if (!fn) return 0;
-        while (*fn == ' ') fn++;
-        size_t n = 0;
-        if (*fn == '"') {
-            fn++;
-            while (fn[n] && fn[n] != '"' && fn[n] != '\n') n++;
-        }
-        snprintf(file, cap, "%.*s", (int)n, fn);
-        *line = (int)field(loc, "line=");
-        if (!wrapper_file(file)) return 1;
-        long parent = field(fr, "parent_frame_id=");
-        if (parent >= frame) break; /* a parent is an earlier frame: a table that loops is not read */
-        frame = parent;
-    }
-    file[0] = 0;
-    *line = 0;
-    return 0;
-}
-
+/* the metadata's source file unless it is a wrapper's; else the stack frames' user line
+ * (the rule and the walk: src/hlo/frames.c) */
 int hbmi_jax_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line) {
     file[0] = 0;
     *line = 0;
     if (in->meta_source_file.n) {
         hbmi_plan_unescape(file, cap, in->meta_source_file.p, in->meta_source_file.n);
         *line = in->meta_source_line;
-        if (!wrapper_file(file)) return 1;
+        if (!hbmi_hlo_wrapper_file(file, strlen(file))) return 1;
         file[0] = 0;
         *line = 0;
     }
-    if (!m->text || in->off >= m->len) return 0;
-    const char *s = m->text + in->off, *e = memchr(s, '\n', m->len - in->off);
-    if (!e) e = m->text + m->len;
-    for (const char *p = s; p + 15 < e; p++)
-        if (!memcmp(p, "stack_frame_id=", 15)) return frame_where(m, strtol(p + 15, NULL, 10), file, cap, line);
-    return 0;
+    return hbmi_hlo_frame_where(m, in, file, cap, line);
 }
 
 /* The Flax module path in an op_name: the top module jvp(NAME) names, then the parts between

@@ -115,6 +115,7 @@ typedef struct hbmi_instr {
     char fusion_kind; /* 'L', 'I', 'O', 'C' or 0 */
     uint8_t analyzed; /* in a sequential computation (set by the dataflow) */
     uint8_t synthetic; /* a get-tuple-element for an operand written "%x#N": no line of its own */
+    uint8_t meta_walked; /* meta_source_file/line come from the text's stack frames */
     hbmi_shape *shape;
     uint32_t n_ops;
     uint32_t *ops;    /* operand instruction indices in the same computation */
@@ -127,6 +128,7 @@ typedef struct hbmi_instr {
     int64_t gte_index;
     hbmi_str meta_op_name, meta_source_file;
     int32_t meta_source_line;
+    int32_t meta_frame; /* metadata stack_frame_id: a row of the text's StackFrames; 0 none */
     hbmi_str target; /* custom_call_target */
     uint32_t n_alias;
     hbmi_alias *alias; /* output_to_operand_aliasing */
@@ -229,6 +231,37 @@ typedef struct hbmi_split {
 } hbmi_split;
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
                              const uint32_t *tile_len, uint32_t n_tiles, const hbmi_split *split);
+
+/* --- source lines from stack frames (src/hlo/frames.c) ------------------------------------ */
+/* One frame of a module's stack-frame tables: its file (file_len bytes, not terminated; as
+ * the text writes it, or the protobuf's string), the file's id, the line, the parent frame. */
+typedef struct hbmi_frame {
+    const char *file;
+    size_t file_len;
+    long file_id;
+    int line;
+    long parent;
+} hbmi_frame;
+typedef int (*hbmi_frame_get)(const void *tables, long frame, hbmi_frame *out); /* 0: no such frame */
+/* A file of a wrapper (contextlib.py, functools.py) or a library (JAX's, Flax's internals,
+ * site-packages, dist-packages): not the user's line. */
+int hbmi_hlo_wrapper_file(const char *file, size_t n);
+/* From frame outward through parent frames: the first whose file is not a wrapper, into *out;
+ * its id, or 0 (out zeroed) when every frame is a wrapper or the tables lack one. */
+long hbmi_hlo_frame_walk(hbmi_frame_get get, const void *tables, long frame, hbmi_frame *out);
+/* The text parser's last step: each instruction whose metadata gives a stack_frame_id and no
+ * source file, or a wrapper's, gets the file and line of the walk (a slice of the text's
+ * FileNames table); where every frame is a wrapper's and the metadata names no file, the
+ * first frame's. The protobuf reader does the same from a StackFrameIndexProto. */
+hbm_status hbmi_hlo_text_frames(hbm_hlo_module *m);
+/* The user's file and line for in from the text's tables (the walk above); 0 (file "") when
+ * the text gives in no frame or no frame outside wrappers. */
+int hbmi_hlo_frame_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line);
+/* The first row of the text's table TITLE ("FileNames", "StackFrames", ...), NULL if none;
+ * a row's "key=N" value (0 if absent), and its quoted string (*s, length returned). */
+const char *hbmi_hlo_table(const hbm_hlo_module *m, const char *title);
+long hbmi_hlo_row_field(const char *row, const char *key);
+size_t hbmi_hlo_row_string(const char *row, const char **s);
 
 /* 1-based line and column of byte offset off in m's text. */
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col);

@@ -584,6 +584,11 @@ static int parse_metadata(parser *ps, hbmi_instr *in) {
             const char *b = ps->p;
             while (ps->p < ps->end && *ps->p != ' ' && *ps->p != '}' && *ps->p != '\n') ps->p++;
             if (ps->p == b) return fail(ps, "expected a metadata value"), 0;
+            if (word_is(key, "stack_frame_id") && *b >= '1' && *b <= '9') { /* else no frame */
+                int64_t v = 0;
+                for (const char *q = b; q < ps->p && *q >= '0' && *q <= '9' && v < INT32_MAX; q++) v = v * 10 + (*q - '0');
+                in->meta_frame = v < INT32_MAX ? (int32_t)v : 0;
+            }
         }
         accept(ps, ',');
     }
@@ -1144,6 +1149,11 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
         hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
         hbm_hlo_module_free(m);
         return s;
+    }
+    hbm_status fs = hbmi_hlo_text_frames(m);
+    if (fs) {
+        hbm_hlo_module_free(m);
+        return fs;
     }
     m->host_bytes = len + 1 + m->arena.total + sizeof *m;
     *out = m;

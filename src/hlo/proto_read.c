@@ -560,22 +560,42 @@ static hbmi_str S_esc(conv *c, const char *s) {
     return (hbmi_str){r, (uint32_t)k};
 }
 
+/* frame id of a StackFrameIndexProto (ids are 1-based positions in its lists) */
+static int pb_frame(const void *tables, long id, hbmi_frame *out) {
+    const Hbmpb__StackFrameIndexProto *fr = tables;
+    if (id <= 0 || (size_t)id > fr->n_stack_frames || !fr->stack_frames[id - 1]) return 0;
+    const Hbmpb__StackFrameIndexProto__StackFrame *sf = fr->stack_frames[id - 1];
+    int32_t loc = sf->file_location_id;
+    if (loc <= 0 || (size_t)loc > fr->n_file_locations || !fr->file_locations[loc - 1]) return 0;
+    const Hbmpb__StackFrameIndexProto__FileLocation *fl = fr->file_locations[loc - 1];
+    if (fl->file_name_id <= 0 || (size_t)fl->file_name_id > fr->n_file_names) return 0;
+    out->file = fr->file_names[fl->file_name_id - 1];
+    out->file_len = strlen(out->file);
+    out->file_id = fl->file_name_id;
+    out->line = fl->line;
+    out->parent = sf->parent_frame_id;
+    return 1;
+}
+
+/* the source line: the metadata's file unless a wrapper's, else the frame stack_frame_id
+ * names walked out of wrappers to the user's caller (src/hlo/frames.c); where every frame is
+ * a wrapper's, the metadata's file or the first frame's, as given */
 static void meta(conv *c, hbmi_instr *in, const Hbmpb__OpMetadata *md) {
     if (!md) return;
     in->meta_op_name = S_esc(c, md->op_name);
     in->meta_source_file = S_esc(c, md->source_file);
     int32_t line = md->source_line;
     const Hbmpb__StackFrameIndexProto *fr = c->frames;
-    if (!md->source_file[0] && md->stack_frame_id > 0 && fr && (size_t)md->stack_frame_id <= fr->n_stack_frames) {
-        int32_t loc = fr->stack_frames[md->stack_frame_id - 1]->file_location_id; /* ids are 1-based */
-        if (loc > 0 && (size_t)loc <= fr->n_file_locations) {
-            const Hbmpb__StackFrameIndexProto__FileLocation *fl = fr->file_locations[loc - 1];
-            if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= fr->n_file_names) {
-                hbmi_str *ff = c->frame_files ? &c->frame_files[fl->file_name_id - 1] : NULL;
-                if (ff && !ff->p) *ff = S_esc(c, fr->file_names[fl->file_name_id - 1]);
-                in->meta_source_file = ff ? *ff : S_esc(c, fr->file_names[fl->file_name_id - 1]);
-                line = fl->line;
-            }
+    size_t fn = strlen(md->source_file);
+    if ((!fn || hbmi_hlo_wrapper_file(md->source_file, fn)) && md->stack_frame_id > 0 && fr) {
+        hbmi_frame f;
+        int got = hbmi_hlo_frame_walk(pb_frame, fr, md->stack_frame_id, &f) > 0;
+        if (!got && !fn) got = pb_frame(fr, md->stack_frame_id, &f); /* all wrappers: the first */
+        if (got) {
+            hbmi_str *ff = c->frame_files ? &c->frame_files[f.file_id - 1] : NULL;
+            if (ff && !ff->p) *ff = S_esc(c, fr->file_names[f.file_id - 1]);
+            in->meta_source_file = ff ? *ff : S_esc(c, fr->file_names[f.file_id - 1]);
+            line = f.line;
         }
     }
     in->meta_source_line = line > 0 && line < INT32_MAX ? line : 0;

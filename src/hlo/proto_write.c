@@ -7,6 +7,7 @@
  * header, so that the text written back from the proto (src/hlo/proto_text.c) says what the
  * original said. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hlo/hlo_internal.h"
@@ -450,6 +451,85 @@ static Hbmpb__FrontendAttributes *wmodule_front(wr *w, const hbm_hlo_module *m) 
     return NULL;
 }
 
+/* rows of the text's table title: each "ID ..." with ID its 1-based position (as XLA prints
+ * them); their count, or 0 where the table is absent or its ids are not positions */
+static size_t table_rows(const hbm_hlo_module *m, const char *title, const char **first) {
+    const char *t = *first = hbmi_hlo_table(m, title), *end = m->text + m->len;
+    size_t n = 0;
+    while (t && t < end && *t != '\n') {
+        char *e;
+        long k = strtol(t, &e, 10);
+        if (e == t || k != (long)n + 1 || k >= INT32_MAX) return 0;
+        n++;
+        while (t < end && *t != '\n') t++;
+        t++;
+    }
+    return t ? n : 0;
+}
+
+static const char *row_rest(const char *t) { /* past the row's id */
+    while (*t >= '0' && *t <= '9') t++;
+    return t;
+}
+
+static const char *next_row(const char *t) {
+    while (*t && *t != '\n') t++;
+    return *t ? t + 1 : t;
+}
+
+static int32_t id_in(long v, size_t n) { return v > 0 && (size_t)v <= n ? (int32_t)v : 0; }
+
+/* the text's StackFrames, FileLocations, FileNames and FunctionNames tables as XLA's
+ * StackFrameIndexProto (ids: 1-based positions in its lists, as in the text); NULL where the
+ * text has no frames */
+static Hbmpb__StackFrameIndexProto *wframes(wr *w, const hbm_hlo_module *m) {
+    const char *fn, *fu, *lo, *sf;
+    size_t n_fn = table_rows(m, "FileNames", &fn), n_fu = table_rows(m, "FunctionNames", &fu);
+    size_t n_lo = table_rows(m, "FileLocations", &lo), n_sf = table_rows(m, "StackFrames", &sf);
+    if (!n_fn || !n_lo || !n_sf) return NULL;
+    Hbmpb__StackFrameIndexProto *x = wa(w, sizeof *x);
+    if (!x) return NULL;
+    hbmpb__stack_frame_index_proto__init(x);
+    x->file_names = wa(w, sizeof *x->file_names * n_fn);
+    x->function_names = wa(w, sizeof *x->function_names * (n_fu + 1));
+    x->file_locations = wa(w, sizeof *x->file_locations * n_lo);
+    x->stack_frames = wa(w, sizeof *x->stack_frames * n_sf);
+    if (w->fail) return NULL;
+    for (size_t k = 0; k < n_fn; k++, fn = next_row(fn)) {
+        const char *q;
+        size_t n = hbmi_hlo_row_string(row_rest(fn), &q);
+        x->file_names[k] = wstr(w, (hbmi_str){q, (uint32_t)n}, 1);
+    }
+    for (size_t k = 0; k < n_fu; k++, fu = next_row(fu)) {
+        const char *q;
+        size_t n = hbmi_hlo_row_string(row_rest(fu), &q);
+        x->function_names[k] = wstr(w, (hbmi_str){q, (uint32_t)n}, 1);
+    }
+    for (size_t k = 0; k < n_lo && !w->fail; k++, lo = next_row(lo)) {
+        Hbmpb__StackFrameIndexProto__FileLocation *l = wa(w, sizeof *l);
+        if (!l) break;
+        hbmpb__stack_frame_index_proto__file_location__init(l);
+        l->file_name_id = id_in(hbmi_hlo_row_field(lo, "file_name_id="), n_fn);
+        l->function_name_id = id_in(hbmi_hlo_row_field(lo, "function_name_id="), n_fu);
+        long line = hbmi_hlo_row_field(lo, "line=");
+        l->line = line > 0 && line < INT32_MAX ? (int32_t)line : 0;
+        x->file_locations[k] = l;
+    }
+    for (size_t k = 0; k < n_sf && !w->fail; k++, sf = next_row(sf)) {
+        Hbmpb__StackFrameIndexProto__StackFrame *f = wa(w, sizeof *f);
+        if (!f) break;
+        hbmpb__stack_frame_index_proto__stack_frame__init(f);
+        f->file_location_id = id_in(hbmi_hlo_row_field(sf, "file_location_id="), n_lo);
+        f->parent_frame_id = id_in(hbmi_hlo_row_field(sf, "parent_frame_id="), n_sf);
+        x->stack_frames[k] = f;
+    }
+    x->n_file_names = n_fn;
+    x->n_function_names = n_fu;
+    x->n_file_locations = n_lo;
+    x->n_stack_frames = n_sf;
+    return w->fail ? NULL : x;
+}
+
 hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len) {
     wr w = {{0}, 0};
     Hbmpb__HloModuleProto *mp = wa(&w, sizeof *mp);
@@ -457,6 +537,8 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t *
     hbmpb__hlo_module_proto__init(mp);
     mp->name = wstr(&w, m->name, 0);
     if (attrs && m->text) mp->frontend_attributes = wmodule_front(&w, m);
+    mp->stack_frame_index = m->text && !m->pb_module ? wframes(&w, m) : NULL;
+    size_t n_frames = mp->stack_frame_index ? mp->stack_frame_index->n_stack_frames : 0;
     mp->n_computations = m->n_comps;
     mp->computations = wa(&w, sizeof *mp->computations * m->n_comps);
     mp->entry_computation_id = m->entry + 1;
@@ -503,13 +585,17 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t *
                 if (fk) fk[0] = 'k', fk[1] = in->fusion_kind, ip->fusion_kind = fk;
             }
             if (in->target.n) ip->custom_call_target = wstr(&w, in->target, 1);
-            if (in->meta_op_name.n || in->meta_source_file.n || in->meta_source_line) {
+            int32_t frame = n_frames ? id_in(in->meta_frame, n_frames) : 0;
+            if (in->meta_op_name.n || in->meta_source_file.n || in->meta_source_line || frame) {
                 Hbmpb__OpMetadata *md = wa(&w, sizeof *md);
                 if (md) {
                     hbmpb__op_metadata__init(md);
                     md->op_name = wstr(&w, in->meta_op_name, 1);
-                    md->source_file = wstr(&w, in->meta_source_file, 1);
-                    md->source_line = in->meta_source_line;
+                    /* a file the frames gave: the frame alone, as XLA writes it */
+                    int walked = frame && in->meta_walked;
+                    md->source_file = walked ? "" : wstr(&w, in->meta_source_file, 1);
+                    md->source_line = walked ? 0 : in->meta_source_line;
+                    md->stack_frame_id = frame;
                     ip->metadata = md;
                 }
             }
