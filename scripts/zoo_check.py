@@ -235,6 +235,18 @@ def main():
               + (f"  diff {diff:+,}" if diff != "" else "") + tail)
     for r in errors:
         print(f"  {r['module']}  error: {r['error']}")
+    if misses:
+        # the misses grouped: program family (the case's first word), figure, hbm over or under
+        groups = {}
+        for r, f, v in misses:
+            fam = r["module"].split("/", 1)[1].split("-", 1)[0]
+            side = "-" if not isinstance(v["hbm"], int) else ("over" if v["hbm"] > v["xla"] else "under")
+            g = groups.setdefault((r["target"].split("-")[0], fam, f, side), [])
+            g.append(v["hbm"] - v["xla"] if isinstance(v["hbm"], int) else 0)
+        print("misses by backend, family, figure (hbm over or under XLA): count, median and smallest |difference|")
+        for (be, fam, f, side), ds in sorted(groups.items()):
+            print(f"  {be:<4} {fam:<7} {f:<9} {side:<5} {len(ds):>4}  median {statistics.median(ds):+,.0f}"
+                  f"  smallest {min(ds, key=abs):+,}")
     unused = [e for e in known if not e["used"]]
     if unused:
         print("known misses that matched nothing (remove them?): "
