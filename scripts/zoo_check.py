@@ -43,6 +43,7 @@ import sys
 import time
 
 FIGURES = ("arguments", "outputs", "aliases", "temp")
+OOM_REQUIRED = re.compile(r"required for HLO temporaries \(([\d.]+)G\)")
 ALLOC = re.compile(r"^allocation \d+: size (\d+),(?: color (\d+),)?(.*):\s*$")
 
 
@@ -123,6 +124,14 @@ def check(job):
         res["plan_s"] = dt
         res["figures"]["fits"] = {"hbm": {0: "fits", 1: "does not fit"}.get(p.returncode, f"exit {p.returncode}"),
                                   "xla": "does not fit", "truth": "XLA's compile-time OOM"}
+        # the memory XLA says the program needs, in its words (GiB, two decimals), against
+        # hbm's peak so written
+        with open(os.path.join(d, files["oom"])) as f:
+            m = OOM_REQUIRED.search(f.read())
+        pj, _ = run_hbm(hbm, hlo, ["--json"])
+        if m and pj.returncode == 0:
+            res["figures"]["oom_G"] = {"hbm": f"{json.loads(pj.stdout)['peak_bytes'] / 2**30:.2f}G",
+                                       "xla": m.group(1) + "G", "truth": "XLA's OOM text"}
         return res
     p, dt = run_hbm(hbm, hlo, ["--json"])
     res["plan_s"] = dt
@@ -177,7 +186,8 @@ def main():
     print(f"zoo_check.py: {len(results)} modules in {a.zoo} (jax {index.get('jax')}, libtpu {index.get('libtpu')});"
           f" {len(index.get('not_compiled', []))} cases XLA did not compile (index.json says why)")
     targets = sorted({r["target"] for r in results})
-    figs = list(FIGURES) + ["temp_ma", "fits"]
+    figs = list(FIGURES) + ["temp_ma", "fits", "oom_G"]
+    info = ("temp_ma", "oom_G")  # shown and counted, not required
     table = {t: {f: [0, 0] for f in figs} for t in targets}
     misses, errors = [], []
     for r in results:
@@ -189,11 +199,12 @@ def main():
             c[1] += 1
             if v["hbm"] == v["xla"]:
                 c[0] += 1
-            elif f != "temp_ma":
+            elif f not in info:
                 misses.append((r, f, v))
     print("truth: arguments, outputs, aliases: memory_analysis(); temp: TPU the buffer assignment's color-0"
           " preallocated-temp allocations, CPU memory_analysis(); temp_ma: memory_analysis()'s"
-          " temp_size_in_bytes (TPU, not required); fits: XLA:TPU's compile-time OOM")
+          " temp_size_in_bytes (TPU, not required); fits: XLA:TPU's compile-time OOM; oom_G: the memory"
+          " XLA:TPU's OOM text says the program needs, against hbm's peak in GiB (not required)")
     w = max([len(t) for t in targets] + [6])
     print(f"{'target':<{w}}  {'modules':>7}  " + "  ".join(f"{f:>11}" for f in figs))
     for t in targets:
@@ -203,7 +214,7 @@ def main():
     # whole-module exactness: every required figure equal
     for t in targets:
         rs = [r for r in results if r["target"] == t and "error" not in r]
-        ok = sum(1 for r in rs if all(v["hbm"] == v["xla"] for f, v in r["figures"].items() if f != "temp_ma"))
+        ok = sum(1 for r in rs if all(v["hbm"] == v["xla"] for f, v in r["figures"].items() if f not in info))
         print(f"{t}: {ok}/{len(rs)} modules exact on every required figure")
     inconsistent = [r for r in results if r.get("ma_vs_ba")]
     if inconsistent:

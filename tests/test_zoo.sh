@@ -3,8 +3,8 @@
 # zoo (scripts/xla_zoo.py --sample): real JAX programs compiled by XLA:TPU (deviceless,
 # v4, v5e, v5p, v6e) and XLA:CPU, compared by scripts/zoo_check.py. Fails on any CPU miss
 # and on any TPU miss that tests/zoo_known_misses.txt does not list. The sample is
-# compiled once into BUILD/zoo-cache (keyed by the script, the options and the pinned
-# versions of python/requirements-test.txt) and reused. Skips without the project's
+# compiled once into build-py/zoo-cache (HBM_ZOO_CACHE; keyed by the script, the options
+# and the pinned versions of python/requirements-test.txt) and reused by every build. Skips without the project's
 # Python environment (build-py/venv, HBM_VENV: `scripts/deps.sh test` makes it). TPU
 # compiles run without network (unshare --net); where that is impossible only the CPU
 # sample runs, said so. HBM_ZOO_SAMPLE: cases per target (default 3).
@@ -22,8 +22,9 @@ elif ! unshare --net true 2>/dev/null; then
   echo "note: no private network namespace (unshare --net needs root or user namespaces): the CPU sample only"
   only=(--only cpu)
 fi
-build=$(cd "$BUILD" && pwd)
-cache=$build/zoo-cache/sample
+# the cache depends on the generator and the pinned versions, not on this build of hbm: one
+# for every build folder (the ASan pass reuses what the fast pass compiled)
+cache=${HBM_ZOO_CACHE:-$(dirname "$venv")/zoo-cache/sample}
 # the sample: compiled once, then reused while the script, options and versions stay
 nice "$py" "$SRC/scripts/xla_zoo.py" --reuse --out "$cache" --sample "${HBM_ZOO_SAMPLE:-3}" \
   ${only[@]+"${only[@]}"} --jobs 2 >"$T/gen.log" 2>&1 ||
