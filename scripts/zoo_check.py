@@ -270,7 +270,7 @@ def main():
         tenth = sum(1 for x in ratio if x <= 0.1)
         print(f"speed: hbm plan median {statistics.median(ps) * 1e3:.1f} ms (max {max(ps) * 1e3:.1f} ms),"
               f" XLA compile median {statistics.median(cs) * 1e3:.1f} ms (max {max(cs):.2f} s);"
-              f" hbm/XLA median {statistics.median(ratio):.3f}; {tenth}/{len(timed)} modules at <= a tenth")
+              f" hbm/XLA median {statistics.median(ratio):.4f}; {tenth}/{len(timed)} modules at <= a tenth")
         slow = sorted(timed, key=lambda r: -r["plan_s"] / r["compile_s"])[:5]
         for r in slow:
             if r["plan_s"] > 0.1 * r["compile_s"]:
