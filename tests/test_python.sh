@@ -40,8 +40,9 @@ echo "python: $py"
 export TPU_SKIP_MDS_QUERY=1 TPU_WORKER_HOSTNAMES=localhost TPU_WORKER_ID=0 \
   TPU_ACCELERATOR_TYPE=v5litepod-4 ALLOW_MULTIPLE_LIBTPU_LOAD=1 JAX_PLATFORMS=cpu
 if unshare --net true 2>/dev/null; then
-  exec unshare --net "$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
+  unshare --net "$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
+else
+  echo "note: no private network namespace (unshare --net needs root or user namespaces): HBM_NO_TPU=1"
+  export HBM_NO_TPU=1
+  "$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
 fi
-echo "note: no private network namespace (unshare --net needs root or user namespaces): HBM_NO_TPU=1"
-export HBM_NO_TPU=1
-"$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
