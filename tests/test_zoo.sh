@@ -51,4 +51,14 @@ if "$py" "$SRC/scripts/zoo_check.py" "$fake" --hbm "$HBM" >"$T/fake.log" 2>&1; t
   fail "zoo_check.py passed a module whose XLA figure was changed by one byte"
 fi
 grep -q 'arguments  hbm' "$T/fake.log" || { cat "$T/fake.log"; fail "zoo_check.py did not list the changed figure"; }
-echo "ok: the zoo sample, and a changed figure caught"
+# no private network namespace: the generator refuses to compile for TPU (exit 2, saying why)
+mkdir "$T/nons"
+printf '#!/bin/sh\nexit 1\n' >"$T/nons/unshare"
+chmod +x "$T/nons/unshare"
+rc=0
+env -u HBM_ZOO_NETNS PATH="$T/nons:$PATH" "$py" "$SRC/scripts/xla_zoo.py" --only tpu --sample 1 \
+  --out "$T/refused" >"$T/refused.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q 'TPU compiles are refused without a private network namespace' "$T/refused.log" ||
+  { cat "$T/refused.log"; fail "xla_zoo.py without unshare --net: exit $rc, want 2 and a refusal"; }
+[ ! -e "$T/refused" ] || fail "xla_zoo.py wrote $T/refused although it refused"
+echo "ok: the zoo sample, a changed figure caught, TPU refused without a network namespace"
