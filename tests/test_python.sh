@@ -24,6 +24,11 @@ if [ -n "${HBM_SANITIZE:-}" ]; then
     *address*)
       rt=$(cc -print-file-name=libasan.so)
       [ -e "$rt" ] || { echo "SKIP: ASan build, and no libasan.so to preload into python3"; exit 77; }
+      # libstdc++ too, loaded with it: C++ extensions (jaxlib) throw, and ASan's __cxa_throw
+      # interceptor finds no real __cxa_throw when libstdc++ comes later ("CHECK failed:
+      # asan_interceptors.cpp ... real___cxa_throw")
+      cxx=$(cc -print-file-name=libstdc++.so.6)
+      [ -e "$cxx" ] && rt="$rt:$cxx"
       export LD_PRELOAD="$rt${LD_PRELOAD:+:$LD_PRELOAD}"
       # python3 itself keeps memory until exit: leaks are checked by the C tests
       export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" ;;
