@@ -18,7 +18,7 @@ compile = echo "building $(1)/ ..." && cmake --build $(1) -j $(JOBS) >$(1)/build
   { grep -v 'Built target' $(1)/build.log; echo "build failed (whole log: $(1)/build.log)"; exit 1; }
 endif
 
-.PHONY: all build run test test-fast test-asan test-tsan bench install deps deps-test clean fuzz fuzz-long
+.PHONY: all build run test test-fast test-asan test-tsan bench zoo install deps deps-test clean fuzz fuzz-long
 
 all: build
 
@@ -58,6 +58,17 @@ test-tsan: deps deps-test
 
 bench: build
 	@for b in $(BUILD)/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+# the whole zoo: real JAX programs compiled by XLA:TPU (v4, v5e, v5p, v6e, deviceless) and
+# XLA:CPU (scripts/xla_zoo.py, into $(BUILD)/zoo, reused while the script and the pinned
+# versions stay), then hbm plan against XLA's figures on each (scripts/zoo_check.py):
+# the counts, the misses, the speed. Needs the test tier's venv (scripts/deps.sh test).
+ZOO_OUT ?= $(BUILD)/zoo
+zoo: build deps-test
+	@[ -x build-py/venv/bin/python ] || { echo "make zoo: no build-py/venv (scripts/deps.sh test could not make it)"; exit 1; }
+	nice build-py/venv/bin/python scripts/xla_zoo.py --reuse --out $(ZOO_OUT) --jobs $(JOBS)
+	build-py/venv/bin/python scripts/zoo_check.py $(ZOO_OUT) --hbm $(BUILD)/hbm \
+	  --known tests/zoo_known_misses.txt --jobs $(JOBS) --json $(ZOO_OUT)/check.json --quiet-known
 
 fuzz:
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHBM_FUZZ=ON -DBUILD_TESTING=OFF \

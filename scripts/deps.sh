@@ -7,7 +7,11 @@
 #         protobuf dumps.
 #   test: also what some tests use (pkg-config, python3 with pytest and venv, zlib's headers
 #         for gzip'd inputs, Debian's chromium for the HTML test); those tests skip, saying
-#         why, where it is missing.
+#         why, where it is missing. Then the project's Python environment build-py/venv
+#         (HBM_VENV), with JAX, libtpu, flax, optax, dask and pytest at the versions of
+#         python/requirements-test.txt, from the package index; a stamp of that file's hash
+#         makes a second run do nothing, and an index that cannot be reached is a note (the
+#         tests that need JAX then skip). `make run` needs none of it.
 # Without apt-get nothing is installed: a missing build tool is an error that names it,
 # a missing test tool is a note.
 set -eu
@@ -48,7 +52,43 @@ if [ "$mode" = test ]; then
   # the headless browser for tests/test_view_html.sh
   have chromium || have chromium-browser || want chromium "chromium (for the HTML test)"
 fi
-[ ${#need[@]} -eq 0 ] && exit 0
+# test mode, last: the virtual environment of python/requirements-test.txt (see the top)
+pyenv() {
+  local root req venv stamp hash py
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  req=$root/python/requirements-test.txt
+  venv=${HBM_VENV:-$root/build-py/venv}
+  stamp=$venv/.hbm-requirements
+  hash=$(sha256sum "$req" | cut -d' ' -f1)
+  [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && return 0
+  py=""
+  for c in python3 /usr/bin/python3; do
+    if "$c" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      py=$c; break
+    fi
+  done
+  if [ -z "$py" ]; then
+    echo "scripts/deps.sh: note: no python3 >= 3.11 with venv for $venv; the tests that need JAX will skip" >&2
+    return 0
+  fi
+  mkdir -p "$(dirname "$venv")"
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv" >/dev/null || {
+    echo "scripts/deps.sh: note: $py -m venv $venv failed; the tests that need JAX will skip" >&2
+    return 0
+  }
+  echo "scripts/deps.sh: installing python/requirements-test.txt into $venv" >&2
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 \
+    -r "$req" >"$venv/pip.log" 2>&1; then
+    echo "scripts/deps.sh: note: could not install python/requirements-test.txt into $venv" \
+      "(package index unreachable? $venv/pip.log says); the tests that need JAX will skip" >&2
+    return 0
+  fi
+  echo "$hash" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
+}
+if [ ${#need[@]} -eq 0 ]; then
+  [ "$mode" = test ] && pyenv
+  exit 0
+fi
 list() { local IFS=,; local s="$*"; echo "${s//,/, }"; }
 if ! have apt-get; then
   if [ "$nbuild" -gt 0 ]; then
@@ -58,6 +98,7 @@ if ! have apt-get; then
   fi
   echo "scripts/deps.sh: note: no $(list "${missing[@]}") and no apt-get to install them;" \
     "the tests that need them will skip" >&2
+  [ "$mode" = test ] && pyenv
   exit 0
 fi
 sudo=""
@@ -67,6 +108,7 @@ if [ "$(id -u)" -ne 0 ]; then
   else
     echo "scripts/deps.sh: missing: $(list "${missing[@]}"); not root and no sudo to install them" >&2
     [ "$nbuild" -gt 0 ] && exit 1
+    [ "$mode" = test ] && pyenv
     exit 0
   fi
 fi
@@ -81,3 +123,5 @@ if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}" >/d
       echo "scripts/deps.sh: note: could not install $p; what needs it is skipped or says so" >&2
   done
 fi
+[ "$mode" = test ] && pyenv
+exit 0
