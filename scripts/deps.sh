@@ -51,6 +51,8 @@ if [ "$mode" = test ]; then
   [ -e /usr/include/zlib.h ] || want zlib1g-dev "zlib's headers (zlib.h)"
   # the headless browser for tests/test_view_html.sh
   have chromium || have chromium-browser || want chromium "chromium (for the HTML test)"
+  # the Python tests run in a private network namespace and bring its loopback up there
+  have ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || want iproute2 "ip (iproute2: the loopback of the tests' network namespace)"
 fi
 # test mode, last: the virtual environment of python/requirements-test.txt (see the top)
 pyenv() {

@@ -45,7 +45,9 @@ echo "python: $py"
 export TPU_SKIP_MDS_QUERY=1 TPU_WORKER_HOSTNAMES=localhost TPU_WORKER_ID=0 \
   TPU_ACCELERATOR_TYPE=v5litepod-4 ALLOW_MULTIPLE_LIBTPU_LOAD=1 JAX_PLATFORMS=cpu
 if unshare --net true 2>/dev/null; then
-  unshare --net "$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
+  # loopback up inside it: Dask's LocalCluster (test_fleet) talks to its workers on 127.0.0.1
+  unshare --net sh -c 'ip link set lo up 2>/dev/null || ifconfig lo up 2>/dev/null; exec "$@"' sh \
+    "$py" -m pytest -q -rs -p no:cacheprovider "$src/tests/python"
 else
   echo "note: no private network namespace (unshare --net needs root or user namespaces): HBM_NO_TPU=1"
   export HBM_NO_TPU=1
