@@ -71,6 +71,11 @@ grep -q "^W! rank05.json" "$T/b.txt" || fail "the others not shown"
 grep -q "1 of 13 inputs could not be read" "$T/b.err" || fail "stderr: $(cat "$T/b.err")"
 "$HBM" view "$T"/r/*.json --json >"$T/b.json" 2>/dev/null; [ $? -eq 2 ] || fail "bad rank --json exit"
 python3 -c 'import json,sys; f=json.load(open(sys.argv[1])); assert f["failed"] == 1 and f["read"] == 12 and "error" in f["ranks"][-1]' "$T/b.json" || fail "bad rank in JSON"
+# a summary its writer could not read (an "error" key): that rank named as failed, the rest
+# read (under ASan this once read the list's count from the freed JSON)
+printf '{"hbm_summary": 1, "path": "gone.pickle", "error": "gone.pickle: truncated", "ranks": []}' >"$T/gone.summary.json"
+"$HBM" view "$T/r/rank00.json" "$T/gone.summary.json" >"$T/g.out" 2>"$T/g.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "gone.pickle: truncated" "$T/g.out" "$T/g.err" || fail "error summary: exit $rc, $(cat "$T/g.out" "$T/g.err")"
 # nothing readable: exit 2, no table on stdout
 printf 'x' >"$T/x1"; printf 'y' >"$T/x2"
 "$HBM" view "$T/x1" "$T/x2" >"$T/n.out" 2>"$T/n.err"; rc=$?

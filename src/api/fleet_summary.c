@@ -191,10 +191,11 @@ hbm_status hbmi_summary_read(const char *text, size_t len, const char *name, hbm
         s = rank_read(list->items[m], name, m, &r[m]);
         if (!s && !(r[m].path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     }
+    size_t nlist = list ? list->n : 0; /* read before the pool that holds it is freed */
     hbmi_free(path);
     hbmi_pvpool_free(&pool);
     if (s) {
-        for (size_t i = 0; i <= m && r && i < (list ? list->n : 0); i++) hbmi_rank_free(&r[i]);
+        for (size_t i = 0; i <= m && r && i < nlist; i++) hbmi_rank_free(&r[i]);
         hbmi_free(r);
         return s;
     }
