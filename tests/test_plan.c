@@ -443,7 +443,8 @@ static void test_tpu_oom_text(void) {
 /* XLA:TPU's figures (docs/tpu.md, Rules; measured on generated modules, its compiler's
  * code is not public). A tuple's table: 4 bytes an element, rounded up to 512 bytes on v5e,
  * 32 on v6e. memory_analysis() temp: the HBM temp allocation rounded up to 16 KiB, 0 when it
- * holds only tuple tables and scalar work. A temp buffer never takes an output's allocation. */
+ * holds only tuple tables and scalar work. A temp buffer never takes an output's allocation,
+ * a donated parameter's included. */
 static hbm_plan_stats tpu_stats(const char *text, const char *device) {
     hbm_plan_stats st;
     memset(&st, 0xff, sizeof st);
@@ -524,6 +525,34 @@ static void test_tpu_tuple_tables_and_temp(void) {
                             "}\n";
     st = tpu_stats(allreduce, "TPU-v4");
     CHECK_EQ_U64(st.output_size_in_bytes, 512);
+    CHECK_EQ_U64(st.temp_size_in_bytes, 16384);
+    /* the loss written over a donated scalar s (its output {0}): the fusion does not take
+     * s's allocation, though s is dead by then and the multiply could write over the
+     * fusion; it stays a temp, 16 KiB counted (the zoo's Flax optimizer steps and donated
+     * MLPs: their scalars sit in XLA:TPU's temp, not in the donated parameters) */
+    const char *donated = "HloModule m, is_scheduled=true, input_output_alias={ {0}: (0, {}, may-alias) }\n"
+                          "%add (x: f32[], y: f32[]) -> f32[] {\n"
+                          "  %x = f32[]{:T(128)} parameter(0)\n"
+                          "  %y = f32[]{:T(128)} parameter(1)\n"
+                          "  ROOT %s = f32[]{:T(128)} add(%x, %y)\n"
+                          "}\n"
+                          "%fc (q: f32[8,128]) -> f32[] {\n"
+                          "  %q = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+                          "  %z = f32[]{:T(128)} constant(0)\n"
+                          "  ROOT %r = f32[]{:T(128)} reduce(%q, %z), dimensions={0,1}, to_apply=%add\n"
+                          "}\n"
+                          "ENTRY e {\n"
+                          "  s = f32[]{:T(128)} parameter(0)\n"
+                          "  p = f32[8,128]{1,0:T(8,128)} parameter(1)\n"
+                          "  f = f32[]{:T(128)} fusion(p), kind=kLoop, calls=%fc\n"
+                          "  k = f32[]{:T(128)} constant(2)\n"
+                          "  u = f32[]{:T(128)} multiply(f, k)\n"
+                          "  q = f32[8,128]{1,0:T(8,128)} negate(p)\n"
+                          "  ROOT t = (f32[]{:T(128)}, f32[8,128]{1,0:T(8,128)}) tuple(u, q)\n"
+                          "}\n";
+    st = tpu_stats(donated, "TPU-v4");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 512 + 4096);
+    CHECK_EQ_U64(st.alias_size_in_bytes, 512);
     CHECK_EQ_U64(st.temp_size_in_bytes, 16384);
     CHECK_STATUS(hbm_plan_options_for_device(&(hbm_plan_options){0}, "TPU-v9z"), HBM_ERR_INVALID);
     CHECK_CONTAINS(hbm_last_error(), "TPU-v9z");

@@ -1090,6 +1090,67 @@ static int fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_
     return ok && found;
 }
 
+/* XLA:CPU passes no buffer-sharing hint, so HloDataflowAnalysis::
+ * CanShareOperandBufferWithUser decides alone (xla/hlo/analysis/hlo_dataflow_analysis.cc):
+ * an output fusion whose root is an add shares the add's operand that is not the dot or
+ * convolution, when the fusion parameter's only use is that operand; every other fusion
+ * shares when each transitive use of the fusion parameter is elementwise on what reaches it
+ * or a tuple (AreTransitiveUsesElementwiseOrTuple; HloInstruction::IsElementwiseImpl:
+ * a copy is, a dynamic-update-slice on its operand 0 is, a bitcast is not). */
+static int cpu_fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uint32_t opno) {
+    const hbmi_comp *fc = &df->m->comps[fusion->called[0]];
+    int64_t param = -1;
+    for (uint32_t i = 0; i < fc->n; i++)
+        if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
+    if (param < 0) return 0;
+    if (fusion->fusion_kind == 'O') {
+        const hbmi_instr *r = &fc->ins[fc->root];
+        if (!op_is(r, "add") || r->n_ops != 2) return 0;
+        int d = -1;
+        for (int k = 0; k < 2 && d < 0; k++)
+            if (op_is(&fc->ins[r->ops[k]], "dot") || op_is(&fc->ins[r->ops[k]], "convolution")) d = k;
+        if (d < 0) return 0;
+        const hbmi_instr *pi = &fc->ins[param];
+        uint32_t uses = 0;
+        for (uint32_t u = 0; u < pi->n_users; u++) {
+            const hbmi_instr *hi = &fc->ins[pi->users[u]];
+            for (uint32_t k = 0; k < hi->n_ops; k++) uses += hi->ops[k] == (uint32_t)param;
+        }
+        return uses == 1 && r->ops[1 - d] == (uint32_t)param;
+    }
+    uint8_t vis_small[256];
+    uint32_t q_small[257];
+    int heap_bufs = fc->n > 256;
+    uint8_t *vis = heap_bufs ? hbmi_calloc(fc->n, 1) : vis_small;
+    uint32_t *q = heap_bufs ? hbmi_malloc(sizeof *q * (fc->n + 1)) : q_small;
+    int ok = vis && q;
+    if (ok && !heap_bufs) memset(vis, 0, fc->n);
+    uint32_t qh = 0, qt = 0;
+    if (ok) {
+        q[qt++] = (uint32_t)param;
+        vis[param] = 1;
+    }
+    while (ok && qh < qt) {
+        uint32_t x = q[qh++];
+        const hbmi_instr *xi = &fc->ins[x];
+        for (uint32_t u = 0; u < xi->n_users && ok; u++) {
+            uint32_t h = xi->users[u];
+            const hbmi_instr *hi = &fc->ins[h];
+            for (uint32_t k = 0; k < hi->n_ops && ok; k++)
+                if (hi->ops[k] == x && !elementwise_on_operand(hi, k) && hi->op != HOP_COPY && hi->op != HOP_TUPLE) ok = 0;
+            if (!vis[h]) {
+                vis[h] = 1;
+                q[qt++] = h;
+            }
+        }
+    }
+    if (heap_bufs) {
+        hbmi_free(vis);
+        hbmi_free(q);
+    }
+    return ok;
+}
+
 /* tuple element of s that holds shape node k (k > 0) */
 static uint32_t element_of(const hbmi_shape *s, uint32_t k) {
     if (s->prim != HBMI_PRIM_TUPLE) return UINT32_MAX;
@@ -1114,6 +1175,8 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
     const hbmi_shape *os = hbmi_shape_node(o->shape, operand_node);
     const hbmi_shape *us = hbmi_shape_node(u->shape, user_node);
     if (!os || !us) return 0;
+    /* XLA:CPU: ShapeUtil::Equal of the two, layouts included, before any rule */
+    if (df->fusion_shapes_equal && !hbmi_shape_equal_layout(os, us)) return 0;
     uint32_t opno = 0;
     for (uint32_t k = 0; k < u->n_ops; k++)
         if (u->ops[k] == df->gid_idx[operand]) {
@@ -1127,6 +1190,7 @@ int hbmi_df_can_share(const hbmi_df *df, uint32_t operand, uint32_t operand_node
             if (hbmi_shape_elements(os) != hbmi_shape_elements(us)) return 0;
             if (hbm_hlo_prim_bits((hbm_hlo_prim)os->prim) != hbm_hlo_prim_bits((hbm_hlo_prim)us->prim)) return 0;
         }
+        if (df->fusion_shapes_equal) return cpu_fusion_can_share(df, u, opno);
         return fusion_can_share(df, u, opno, user_node);
     }
     if (!hbmi_shape_equal(os, us)) return 0;

@@ -44,6 +44,7 @@ typedef struct hbmi_shape {
     struct hbmi_shape *elems;
     int64_t memory_space; /* S(n) in the layout, 0 = device default */
     uint64_t tiled_elems; /* elements once padded to the layout's tiles (T(8,128)...), 0 if untiled */
+    uint64_t layout_key;  /* minor_to_major as hbmi_layout_key gives it: 0 the default (major first) */
     uint32_t nodes;    /* nodes of the shape tree (1 for an array) */
 } hbmi_shape;
 
@@ -57,6 +58,11 @@ const hbmi_shape *hbmi_shape_node(const hbmi_shape *s, uint32_t k);
 /* Node offset of tuple element i of s (s must be a tuple). */
 uint32_t hbmi_shape_child(const hbmi_shape *s, uint32_t i);
 int hbmi_shape_equal(const hbmi_shape *a, const hbmi_shape *b);
+/* hbmi_shape_equal and the same minor_to_major order in every array (XLA's ShapeUtil::Equal
+ * on untiled layouts) */
+int hbmi_shape_equal_layout(const hbmi_shape *a, const hbmi_shape *b);
+/* 0 for the default order (n-1, ..., 0) or none, else 1 + a hash of the order */
+uint64_t hbmi_layout_key(const int64_t *m2m, uint32_t n_m2m);
 /* "f32[300000,50]" / "(f32[2], s32[])" without layouts, into buf (truncated). */
 void hbmi_shape_print(const hbmi_shape *s, char *buf, size_t cap);
 uint64_t hbmi_shape_elements(const hbmi_shape *s);

@@ -321,6 +321,7 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         if (c == '}') {
             ps->p++;
             if (tiles_ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles, &split);
+            s->layout_key = hbmi_layout_key(m2m, n_m2m);
             return 1;
         }
         if (c == 'S' && ps->p + 2 < ps->end && ps->p[1] == 'C' && ps->p[2] == '(') { /* SC(0:952) */

@@ -503,9 +503,6 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
     if (!l) return 1;
     s->elem_bits = (uint16_t)(l->element_size_in_bits > 0 && l->element_size_in_bits < 64 ? l->element_size_in_bits : 0);
     s->memory_space = l->memory_space;
-    if (!l->n_tiles) return 1;
-    *tiled = 1;
-    /* the tiled size as the text parser computes it from "{1,0:T(8,128)(2,1)}" */
     int64_t m2m[64], tiles[64];
     uint32_t n_m2m = 0, n_dims = 0, tile_len[16], n_tiles = 0;
     int ok = 1;
@@ -514,6 +511,10 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
         if (n_m2m < 64 && v >= 0 && (uint64_t)v < s->n) m2m[n_m2m++] = v;
         else ok = 0;
     }
+    s->layout_key = hbmi_layout_key(m2m, n_m2m);
+    if (!l->n_tiles) return 1;
+    *tiled = 1;
+    /* the tiled size as the text parser computes it from "{1,0:T(8,128)(2,1)}" */
     for (size_t t = 0; t < l->n_tiles && ok; t++) {
         const Hbmpb__TileProto *tp = l->tiles[t];
         size_t k = tp->n_dimensions;

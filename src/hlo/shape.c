@@ -204,6 +204,29 @@ int hbmi_shape_equal(const hbmi_shape *a, const hbmi_shape *b) {
     return a->elem_bits == b->elem_bits && a->memory_space == b->memory_space;
 }
 
+int hbmi_shape_equal_layout(const hbmi_shape *a, const hbmi_shape *b) {
+    if (!hbmi_shape_equal(a, b)) return 0;
+    if (a->prim == HBMI_PRIM_TUPLE) {
+        for (uint32_t i = 0; i < a->n; i++)
+            if (!hbmi_shape_equal_layout(&a->elems[i], &b->elems[i])) return 0;
+        return 1;
+    }
+    return a->layout_key == b->layout_key;
+}
+
+uint64_t hbmi_layout_key(const int64_t *m2m, uint32_t n_m2m) {
+    int deflt = 1;
+    for (uint32_t i = 0; i < n_m2m; i++)
+        if (m2m[i] != (int64_t)(n_m2m - 1 - i)) deflt = 0;
+    if (deflt) return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the dimension numbers */
+    for (uint32_t i = 0; i < n_m2m; i++) {
+        h ^= (uint64_t)m2m[i] + 1;
+        h *= 1099511628211ull;
+    }
+    return h == UINT64_MAX ? h : h + 1;
+}
+
 static size_t put(char *buf, size_t cap, size_t at, const char *s) {
     while (*s && at + 1 < cap) buf[at++] = *s++;
     if (cap) buf[at < cap ? at : cap - 1] = 0;

@@ -248,12 +248,14 @@ static int assign_single(ctx *c, uint32_t bi) {
         }
     }
     for (uint32_t k = c->n_ai; k-- > 0;) {
-        /* XLA:TPU never puts a temp buffer into an output's allocation (measured, its
-         * compiler is not public): a scalar loss "multiply(reduce fusion, constant)" at the
-         * root keeps the fusion's 512 bytes in the temp allocation, and an offloaded scan's
-         * slices stay in HBM temp (docs/tpu.md, rule 6) */
+        /* XLA:TPU never puts a temp buffer into an output's allocation, a donated
+         * parameter's included (measured, its compiler is not public): a scalar loss
+         * "multiply(reduce fusion, constant)" at the root keeps the fusion's 512 bytes in
+         * the temp allocation, an offloaded scan's slices stay in HBM temp, and an
+         * optimizer step's scalars stay out of the donated parameters' allocations
+         * (docs/tpu.md, rule 6) */
         const hbmi_alloc *cand = &p->allocs[c->alloc_indices[k]];
-        if (p->opt.backend == HBM_BACKEND_TPU && !b->live_out && cand->live_out && cand->param_no < 0) continue;
+        if (p->opt.backend == HBM_BACKEND_TPU && !b->live_out && cand->live_out) continue;
         if (maybe_assign(c, &p->allocs[c->alloc_indices[k]], b)) return 1;
         if (c->err) return 0;
     }
