@@ -191,6 +191,27 @@ else
   echo "skip 21: python3 is needed to write the snapshot"
 fi
 
+# 13: --width 0 means no limit in view as in plan and fit: a sparkline column per event
+if command -v python3 >/dev/null; then
+  python3 - "$T" <<'PY'
+import json, sys
+tr = [{"action": "alloc", "addr": (1 << 40) + i * 4096, "size": 4096, "stream": 0, "frames": []} for i in range(100)]
+json.dump({"segments": [], "device_traces": [tr]}, open(sys.argv[1] + "/w100.json", "w"))
+PY
+  out=$("$HBM" view "$T/w100.json" --width 0 --ascii 2>&1); rc=$?
+  check "13: view --width 0: exit 0" test $rc -eq 0
+  check "13: view --width 0: a column per event (100)" \
+    test "$(awk '$1 == "in" && $2 == "use" { print length($3) }' <<<"$out")" = 100
+  out=$("$HBM" view "$T/w100.json" --width 7 2>&1); rc=$?
+  check "13: view --width 7: exit 2" test $rc -eq 2
+  check "13: view --width 7: the words plan and fit use" has "--width '7': expected columns: 0 (no limit) or 8 to 1000" "$out"
+else
+  echo "skip 13: python3 is needed to write the snapshot"
+fi
+out=$("$HBM" view "$SRC/examples/svd_fixed.hlo" --width 0 --ascii 2>&1); rc=$?
+check "13: view MODULE --width 0: exit 0" test $rc -eq 0
+check "13: view MODULE --width 0: a chart column per step (10)" grep -qE "^ +\+-{10}$|^ +\+[-^]{10}$" <<<"$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

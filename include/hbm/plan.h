@@ -159,7 +159,7 @@ HBM_API const char *hbm_plan_step_where(const hbm_plan *p, int64_t t);
  * the plan's: the device space's total is hbm_plan_stats.peak_bytes, its peak heap the plan's
  * peak_live_bytes at peak_step, and the buffers at the peak those of hbm_plan_timeline(). */
 typedef struct hbm_plan_view_options {
-    int width;                  /* chart columns in the terminal (default 72) */
+    int width;                  /* chart columns in the terminal (default 72; 0: a column per step, at most 1000) */
     int top;                    /* buffers listed per table (default 15) */
     int ascii;                  /* ASCII chart instead of Unicode blocks */
     int64_t memory_space;       /* only S(n); -1 (default) every space */
