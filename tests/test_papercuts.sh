@@ -212,6 +212,16 @@ out=$("$HBM" view "$SRC/examples/svd_fixed.hlo" --width 0 --ascii 2>&1); rc=$?
 check "13: view MODULE --width 0: exit 0" test $rc -eq 0
 check "13: view MODULE --width 0: a chart column per step (10)" grep -qE "^ +\+-{10}$|^ +\+[-^]{10}$" <<<"$out"
 
+# 16: a capacity given in bytes: the verdict names the device by its size, said once
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 1 2>&1); rc=$?
+check "16: capacity 1: exit 1" test $rc -eq 1
+check "16: capacity 1: 'a device of 1B'" has "Verdict for a device of 1B:" "$out"
+check "16: capacity 1: not 'a 1 device (1B)'" bash -c '! grep -q "a 1 device" <<<"$1"' _ "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 80GB 2>&1)
+check "16: capacity 80GB: in the report's units" has "Verdict for a device of 74.50GiB:" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --device V100-16GB 2>&1)
+check "16: a known device: its name and size" has "Verdict for V100-16GB (16.00GiB):" "$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

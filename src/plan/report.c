@@ -214,7 +214,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const char *dev = device && *device ? device : "the device";
         uint64_t need = s->peak_bytes;
         int jax_default = fabs(fraction - 0.75) < 1e-9; /* JAX's own 75 %, or a fraction given (--framework-limit) */
-        fprintf(f, "\nVerdict for %s (%s):\n", dev, hbm_size_human(capacity, a));
+        hbm_size_human(capacity, a); /* said once: "a device of 1B" names its size already */
+        if (strstr(dev, a)) fprintf(f, "\nVerdict for %s:\n", dev);
+        else fprintf(f, "\nVerdict for %s (%s):\n", dev, a);
         if (v == HBM_VERDICT_DOES_NOT_FIT) {
             fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
                     hbm_size_human(capacity, b), hbm_size_human(need - capacity, c));
