@@ -222,6 +222,20 @@ check "16: capacity 80GB: in the report's units" has "Verdict for a device of 74
 out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --device V100-16GB 2>&1)
 check "16: a known device: its name and size" has "Verdict for V100-16GB (16.00GiB):" "$out"
 
+# 18: in plan's explanation the list of the peak's buffers follows the colon that introduces
+# it, with where the step is (inside a loop body) said before the colon
+after_colon() { # the line after the peak line's colon
+  awk '/^  Peak of live bytes:/ { p = 1 } p && /:$/ { getline; print; exit }' <<<"$1"
+}
+for f in fit_scan_train svd_fixed; do
+  out=$("$HBM" plan "$SRC/examples/$f.hlo" 2>&1)
+  check "18: $f: the buffer list right after the colon" \
+    grep -qE "^ +[0-9.]+[KMGTPE]?i?B +[0-9.]+%  " <<<"$(after_colon "$out")"
+done
+out=$("$HBM" plan "$SRC/examples/fit_scan_train.hlo" 2>&1)
+check "18: the step's loop body named before the colon" \
+  has "    the step is inside %wide.wide.region_2.9.clone.clone (while body of while.3) < %main.11:" "$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

@@ -160,18 +160,20 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                    "    (%s free between live buffers at that step: fragmentation).\n",
                 hbm_size_human(live, a), hbm_size_human(s->temp_size_in_bytes - live, b));
     }
-    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
-            hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
-    if (s->peak_live_bytes < s->peak_bytes)
-        fprintf(f, "\n    (the other %s is reserved but idle at that step)",
-                hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
-    fprintf(f, ":\n");
     if (s->padding_bytes)
         fprintf(f, "  Padding to tiled layouts: %s of the %s needed (%.1f %%).\n",
                 hbm_size_human(s->padding_bytes, a), hbm_size_human(s->peak_bytes, b),
                 s->peak_bytes ? 100.0 * (double)s->padding_bytes / (double)s->peak_bytes : 0.0);
+    /* the peak step, then where it is, and the colon last: the list of its buffers follows */
+    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
+            hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
     const char *where = hbm_plan_step_where(p, s->peak_step);
-    if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
+    int inside = strchr(where, '<') != NULL;
+    if (s->peak_live_bytes < s->peak_bytes)
+        fprintf(f, "\n    (the other %s is reserved but idle at that step)",
+                hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
+    if (inside) fprintf(f, ";\n    the step is inside %s", where);
+    fprintf(f, ":\n");
     /* the buffers live at the peak step, largest first (each timeline buffer is one place) */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
