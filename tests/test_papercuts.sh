@@ -236,6 +236,19 @@ out=$("$HBM" plan "$SRC/examples/fit_scan_train.hlo" 2>&1)
 check "18: the step's loop body named before the colon" \
   has "    the step is inside %wide.wide.region_2.9.clone.clone (while body of while.3) < %main.11:" "$out"
 
+# 9: XLA's "BufferAssignment OOM Debugging." heads the report only when it does not fit
+for a in "" "--device A100-80GB"; do
+  out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" $a 2>&1)
+  check "9: svd_fixed ${a:-(no device)}: a neutral heading" \
+    test "$(head -1 <<<"$out")" = "Buffer assignment (XLA's stats and peak buffers, as hbm computes them):"
+  check "9: svd_fixed ${a:-(no device)}: not XLA's OOM heading" bash -c '! grep -q "OOM Debugging" <<<"$1"' _ "$out"
+done
+out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --device V100-16GB 2>&1)
+check "9: svd_oom on a V100-16GB: XLA's heading" test "$(head -1 <<<"$out")" = "BufferAssignment OOM Debugging."
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB 2>&1)
+check "9: past the framework's limit (75 % of 600MiB): XLA's heading" \
+  test "$(head -1 <<<"$out")" = "BufferAssignment OOM Debugging."
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

@@ -91,7 +91,7 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     if (st.backend == HBM_BACKEND_TPU && t->capacity && st.peak_bytes > t->capacity) /* XLA:TPU's words */
         s = hbm_plan_report_tpu(p, f, t->capacity, top);
     else
-        s = hbm_plan_report(p, f, top);
+        s = hbm_plan_report_target(p, f, top, t->capacity, t->fraction);
     if (!s)
         s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
     return s;

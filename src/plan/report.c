@@ -11,8 +11,15 @@
 
 static const char *sz(uint64_t b, char buf[32]) { return hbm_size_xla((int64_t)b, buf); }
 
-hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
+hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) { return hbm_plan_report_target(p, f, top, 0, 0); }
+
+hbm_status hbm_plan_report_target(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan report: NULL argument");
+    /* XLA prints its heading only when an allocation fails (BufferAssignment::ToVerboseString,
+     * xla/service/buffer_assignment.cc, called by GpuExecutable::VerboseAllocationError under
+     * ResourceExhausted); a module that fits, or no device, gets a neutral one */
+    hbm_plan_verdict v = hbm_plan_verdict_get(p, capacity, fraction, NULL);
+    int oom = v == HBM_VERDICT_DOES_NOT_FIT || v == HBM_VERDICT_FITS_PHYSICALLY_ONLY;
     const hbm_plan_stats *s = &p->stats;
     char a[32], b[32];
     if (s->estimate) {
@@ -22,7 +29,8 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
                    "by XLA's rules, but XLA's own schedule, fusions and buffer assignment will differ.\n");
         fprintf(f, "Buffer assignment estimate (hbm):\n");
     } else {
-        fprintf(f, "BufferAssignment OOM Debugging.\n");
+        fprintf(f, oom ? "BufferAssignment OOM Debugging.\n"
+                       : "Buffer assignment (XLA's stats and peak buffers, as hbm computes them):\n");
         fprintf(f, "BufferAssignment stats:\n");
     }
     fprintf(f, "             parameter allocation: %10s\n", sz(s->argument_size_in_bytes, a));
