@@ -249,6 +249,35 @@ out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB 2>&1)
 check "9: past the framework's limit (75 % of 600MiB): XLA's heading" \
   test "$(head -1 <<<"$out")" = "BufferAssignment OOM Debugging."
 
+# 8: plan's JSON names the device need device_need_bytes (peak_bytes kept); total_bytes is
+# XLA's total, host memory (S(5)) included; docs/plan.md's table names every key in bytes
+cat >"$T/host.hlo" <<'EOF'
+HloModule m, is_scheduled=true
+ENTRY e {
+  p = f32[1024]{0} parameter(0)
+  h = f32[1024]{0:S(5)} parameter(1)
+  a = f32[1024]{0:S(5)} copy(h)
+  b = f32[1024]{0} copy(a)
+  c = f32[1024]{0} add(p, b)
+  d = f32[2048]{0:S(5)} concatenate(a, a), dimensions={0}
+  ROOT t = (f32[1024]{0}, f32[2048]{0:S(5)}) tuple(c, d)
+}
+EOF
+out=$("$HBM" plan "$T/host.hlo" --json 2>&1); rc=$?
+check "8: plan --json with host offload: exit 0" test $rc -eq 0
+check "8: device_need_bytes: the device figure" grep -q '"device_need_bytes": 8208,' <<<"$out"
+check "8: peak_bytes kept, the same figure" grep -q '"peak_bytes": 8208,' <<<"$out"
+check "8: total_bytes kept: XLA's total, host memory in it" grep -q '"total_bytes": 24592,' <<<"$out"
+if command -v python3 >/dev/null; then
+  check "8: every *_bytes key of plan --json in docs/plan.md's table" python3 -c '
+import json, re, sys
+keys = [k for k in json.loads(sys.argv[1]) if k.endswith("bytes")]
+doc = open(sys.argv[2]).read()
+rows = [l for l in doc.splitlines() if l.startswith("| `")]
+missing = [k for k in keys if not any("`%s`" % k in r for r in rows)]
+assert not missing and "device_need_bytes" in keys, missing' "$out" "$SRC/docs/plan.md"
+fi
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

@@ -273,6 +273,9 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
             : p->backend_evidence == 'f' ? "file name"
             : p->backend_evidence == 'c' ? "content"
                                          : "assumed");
+    /* the one figure most scripts want, under a name that says it: peak_bytes' value
+     * (total_bytes is XLA's "Total bytes used", host and other memory spaces included) */
+    fprintf(f, ",\n  \"device_need_bytes\": %" PRIu64, s->peak_bytes);
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64
