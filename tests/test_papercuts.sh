@@ -278,6 +278,31 @@ missing = [k for k in keys if not any("`%s`" % k in r for r in rows)]
 assert not missing and "device_need_bytes" in keys, missing' "$out" "$SRC/docs/plan.md"
 fi
 
+# 12: a module before XLA's passes (torch_xla's SyncTensorsGraph, for Neuron or any other
+# device) is not XLA:CPU's for its unfused ops: the backend is said to be unknown, and what an
+# unoptimized module's figure means
+cat >"$T/SyncTensorsGraph.12.hlo" <<'EOF'
+HloModule SyncTensorsGraph.12, entry_computation_layout={(f32[1024,1024]{1,0}, f32[1024,1024]{1,0})->(f32[1024,1024]{1,0})}
+
+ENTRY %SyncTensorsGraph.12 (p0.1: f32[1024,1024], p1.2: f32[1024,1024]) -> (f32[1024,1024]) {
+  %p0.1 = f32[1024,1024]{1,0} parameter(0)
+  %p1.2 = f32[1024,1024]{1,0} parameter(1)
+  %dot.3 = f32[1024,1024]{1,0} dot(f32[1024,1024]{1,0} %p0.1, f32[1024,1024]{1,0} %p1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %tanh.4 = f32[1024,1024]{1,0} tanh(f32[1024,1024]{1,0} %dot.3)
+  ROOT %tuple.5 = (f32[1024,1024]{1,0}) tuple(f32[1024,1024]{1,0} %tanh.4)
+}
+EOF
+out=$("$HBM" plan "$T/SyncTensorsGraph.12.hlo" --device A100-80GB 2>&1); rc=$?
+flat=$(tr '\n' ' ' <<<"$out" | tr -s ' ')
+check "12: unoptimized module: exit 0" test $rc -eq 0
+check "12: not XLA:CPU for unfused ops" bash -c '! grep -q "Rules: XLA:CPU" <<<"$1"' _ "$out"
+check "12: the backend unknown, the module not optimized" \
+  has "(assumed: the backend is unknown, nothing in the module says which XLA compiler will compile it, and the module is not optimized;" "$flat"
+check "12: what the figure means" \
+  has "Not optimized, so an estimate: the arguments and outputs follow from the entry's signature, but temp counts every intermediate of the unfused module" "$flat"
+out=$("$HBM" plan "$T/SyncTensorsGraph.12.hlo" --json 2>&1)
+check "12: JSON: backend assumed" grep -q '"backend_from": "assumed"' <<<"$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

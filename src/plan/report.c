@@ -124,7 +124,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
             s->backend != HBM_BACKEND_TPU ? ""
             : p->alignment_from == 'o'    ? ", buffers padded to their layout tiles"
                                           : ", buffers padded to their layout tiles, HBM temp buffers at 16 KiB");
-    if (!p->backend_evidence)
+    if (!p->backend_evidence && s->estimate)
+        fprintf(f, "    (assumed: the backend is unknown, nothing in the module says which XLA compiler will\n"
+                   "    compile it, and the module is not optimized; --backend cpu or tpu if not XLA:GPU)\n");
+    else if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
                    "    if not XLA:GPU)\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
@@ -134,6 +137,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, " + temp %s", hbm_size_human(s->temp_size_in_bytes, a));
     if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
     fprintf(f, ".\n");
+    if (s->estimate) /* what the figure is worth before XLA's passes */
+        fprintf(f, "    Not optimized, so an estimate: the arguments and outputs follow from the entry's\n"
+                   "    signature, but temp counts every intermediate of the unfused module, most of which\n"
+                   "    XLA's fusion removes; the compiled executable's need can be far lower.\n");
     if (s->total_allocation_bytes != s->peak_bytes) {
         /* what XLA's total counts beside the device need, wrapped at 100 columns */
         char line[200], part[120];
