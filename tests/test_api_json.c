@@ -17,7 +17,7 @@ static void test_target(void) {
     CHECK_OK(hbm_plan_target_resolve(NULL, "16GiB", 0.5, &t));
     CHECK_EQ_U64(t.capacity, 17179869184ull);
     CHECK(t.fraction == 0.5);
-    CHECK_STR(t.device_name, "a 16GiB device");
+    CHECK_STR(t.device_name, "a device of 16.00GiB");
     CHECK_OK(hbm_plan_target_resolve(NULL, NULL, 0, &t));
     CHECK_EQ_U64(t.capacity, 0);
     CHECK_STATUS(hbm_plan_target_resolve("h100", "16GiB", 0, &t), HBM_ERR_INVALID);

@@ -191,6 +191,118 @@ else
   echo "skip 21: python3 is needed to write the snapshot"
 fi
 
+# 13: --width 0 means no limit in view as in plan and fit: a sparkline column per event
+if command -v python3 >/dev/null; then
+  python3 - "$T" <<'PY'
+import json, sys
+tr = [{"action": "alloc", "addr": (1 << 40) + i * 4096, "size": 4096, "stream": 0, "frames": []} for i in range(100)]
+json.dump({"segments": [], "device_traces": [tr]}, open(sys.argv[1] + "/w100.json", "w"))
+PY
+  out=$("$HBM" view "$T/w100.json" --width 0 --ascii 2>&1); rc=$?
+  check "13: view --width 0: exit 0" test $rc -eq 0
+  check "13: view --width 0: a column per event (100)" \
+    test "$(awk '$1 == "in" && $2 == "use" { print length($3) }' <<<"$out")" = 100
+  out=$("$HBM" view "$T/w100.json" --width 7 2>&1); rc=$?
+  check "13: view --width 7: exit 2" test $rc -eq 2
+  check "13: view --width 7: the words plan and fit use" has "--width '7': expected columns: 0 (no limit) or 8 to 1000" "$out"
+else
+  echo "skip 13: python3 is needed to write the snapshot"
+fi
+out=$("$HBM" view "$SRC/examples/svd_fixed.hlo" --width 0 --ascii 2>&1); rc=$?
+check "13: view MODULE --width 0: exit 0" test $rc -eq 0
+check "13: view MODULE --width 0: a chart column per step (10)" grep -qE "^ +\+-{10}$|^ +\+[-^]{10}$" <<<"$out"
+
+# 16: a capacity given in bytes: the verdict names the device by its size, said once
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 1 2>&1); rc=$?
+check "16: capacity 1: exit 1" test $rc -eq 1
+check "16: capacity 1: 'a device of 1B'" has "Verdict for a device of 1B:" "$out"
+check "16: capacity 1: not 'a 1 device (1B)'" bash -c '! grep -q "a 1 device" <<<"$1"' _ "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 80GB 2>&1)
+check "16: capacity 80GB: in the report's units" has "Verdict for a device of 74.50GiB:" "$out"
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --device V100-16GB 2>&1)
+check "16: a known device: its name and size" has "Verdict for V100-16GB (16.00GiB):" "$out"
+
+# 18: in plan's explanation the list of the peak's buffers follows the colon that introduces
+# it, with where the step is (inside a loop body) said before the colon
+after_colon() { # the line after the peak line's colon
+  awk '/^  Peak of live bytes:/ { p = 1 } p && /:$/ { getline; print; exit }' <<<"$1"
+}
+for f in fit_scan_train svd_fixed; do
+  out=$("$HBM" plan "$SRC/examples/$f.hlo" 2>&1)
+  check "18: $f: the buffer list right after the colon" \
+    grep -qE "^ +[0-9.]+[KMGTPE]?i?B +[0-9.]+%  " <<<"$(after_colon "$out")"
+done
+out=$("$HBM" plan "$SRC/examples/fit_scan_train.hlo" 2>&1)
+check "18: the step's loop body named before the colon" \
+  has "    the step is inside %wide.wide.region_2.9.clone.clone (while body of while.3) < %main.11:" "$out"
+
+# 9: XLA's "BufferAssignment OOM Debugging." heads the report only when it does not fit
+for a in "" "--device A100-80GB"; do
+  out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" $a 2>&1)
+  check "9: svd_fixed ${a:-(no device)}: a neutral heading" \
+    test "$(head -1 <<<"$out")" = "Buffer assignment (XLA's stats and peak buffers, as hbm computes them):"
+  check "9: svd_fixed ${a:-(no device)}: not XLA's OOM heading" bash -c '! grep -q "OOM Debugging" <<<"$1"' _ "$out"
+done
+out=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --device V100-16GB 2>&1)
+check "9: svd_oom on a V100-16GB: XLA's heading" test "$(head -1 <<<"$out")" = "BufferAssignment OOM Debugging."
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB 2>&1)
+check "9: past the framework's limit (75 % of 600MiB): XLA's heading" \
+  test "$(head -1 <<<"$out")" = "BufferAssignment OOM Debugging."
+
+# 8: plan's JSON names the device need device_need_bytes (peak_bytes kept); total_bytes is
+# XLA's total, host memory (S(5)) included; docs/plan.md's table names every key in bytes
+cat >"$T/host.hlo" <<'EOF'
+HloModule m, is_scheduled=true
+ENTRY e {
+  p = f32[1024]{0} parameter(0)
+  h = f32[1024]{0:S(5)} parameter(1)
+  a = f32[1024]{0:S(5)} copy(h)
+  b = f32[1024]{0} copy(a)
+  c = f32[1024]{0} add(p, b)
+  d = f32[2048]{0:S(5)} concatenate(a, a), dimensions={0}
+  ROOT t = (f32[1024]{0}, f32[2048]{0:S(5)}) tuple(c, d)
+}
+EOF
+out=$("$HBM" plan "$T/host.hlo" --json 2>&1); rc=$?
+check "8: plan --json with host offload: exit 0" test $rc -eq 0
+check "8: device_need_bytes: the device figure" grep -q '"device_need_bytes": 8208,' <<<"$out"
+check "8: peak_bytes kept, the same figure" grep -q '"peak_bytes": 8208,' <<<"$out"
+check "8: total_bytes kept: XLA's total, host memory in it" grep -q '"total_bytes": 24592,' <<<"$out"
+if command -v python3 >/dev/null; then
+  check "8: every *_bytes key of plan --json in docs/plan.md's table" python3 -c '
+import json, re, sys
+keys = [k for k in json.loads(sys.argv[1]) if k.endswith("bytes")]
+doc = open(sys.argv[2]).read()
+rows = [l for l in doc.splitlines() if l.startswith("| `")]
+missing = [k for k in keys if not any("`%s`" % k in r for r in rows)]
+assert not missing and "device_need_bytes" in keys, missing' "$out" "$SRC/docs/plan.md"
+fi
+
+# 12: a module before XLA's passes (torch_xla's SyncTensorsGraph, for Neuron or any other
+# device) is not XLA:CPU's for its unfused ops: the backend is said to be unknown, and what an
+# unoptimized module's figure means
+cat >"$T/SyncTensorsGraph.12.hlo" <<'EOF'
+HloModule SyncTensorsGraph.12, entry_computation_layout={(f32[1024,1024]{1,0}, f32[1024,1024]{1,0})->(f32[1024,1024]{1,0})}
+
+ENTRY %SyncTensorsGraph.12 (p0.1: f32[1024,1024], p1.2: f32[1024,1024]) -> (f32[1024,1024]) {
+  %p0.1 = f32[1024,1024]{1,0} parameter(0)
+  %p1.2 = f32[1024,1024]{1,0} parameter(1)
+  %dot.3 = f32[1024,1024]{1,0} dot(f32[1024,1024]{1,0} %p0.1, f32[1024,1024]{1,0} %p1.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %tanh.4 = f32[1024,1024]{1,0} tanh(f32[1024,1024]{1,0} %dot.3)
+  ROOT %tuple.5 = (f32[1024,1024]{1,0}) tuple(f32[1024,1024]{1,0} %tanh.4)
+}
+EOF
+out=$("$HBM" plan "$T/SyncTensorsGraph.12.hlo" --device A100-80GB 2>&1); rc=$?
+flat=$(tr '\n' ' ' <<<"$out" | tr -s ' ')
+check "12: unoptimized module: exit 0" test $rc -eq 0
+check "12: not XLA:CPU for unfused ops" bash -c '! grep -q "Rules: XLA:CPU" <<<"$1"' _ "$out"
+check "12: the backend unknown, the module not optimized" \
+  has "(assumed: the backend is unknown, nothing in the module says which XLA compiler will compile it, and the module is not optimized;" "$flat"
+check "12: what the figure means" \
+  has "Not optimized, so an estimate: the arguments and outputs follow from the entry's signature, but temp counts every intermediate of the unfused module" "$flat"
+out=$("$HBM" plan "$T/SyncTensorsGraph.12.hlo" --json 2>&1)
+check "12: JSON: backend assumed" grep -q '"backend_from": "assumed"' <<<"$out"
+
 if [ -n "$DATA" ] && [ -e "$XPROF" ]; then
   # 3: a module name that several programs share: exit 2, each listed with its id
   out=$("$HBM" plan "$XPROF" --module jit__normal 2>&1); rc=$?

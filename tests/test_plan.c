@@ -850,7 +850,7 @@ static char *report_of(const char *path, size_t top, uint64_t cap, double frac, 
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    hbm_plan_report(p, f, top);
+    hbm_plan_report_target(p, f, top, cap, frac);
     hbm_plan_explain(p, f, cap, frac, "dev", 8);
     fclose(f);
     if (st) hbm_plan_get_stats(p, st);

@@ -147,6 +147,7 @@ int cmd_view(int argc, char **argv) {
     double margin = 10, tolerance = 2;
     hbm_view_options o;
     hbm_view_options_default(&o);
+    size_t width = (size_t)o.width;
     const cli_opt opts[] = {
         {.name = "--html", .kind = CLI_STR, .dest = &html, .arg = "OUT",
          .help = "write one self-contained HTML page instead (no network needed): a\n"
@@ -155,8 +156,8 @@ int cmd_view(int argc, char **argv) {
         {.name = "--json", .kind = CLI_FLAG, .dest = &json, .help = "the figures as JSON"},
         {.name = "--top", .kind = CLI_INT, .dest = &o.top, .lo = 0, .hi = 100000, .arg = "N",
          .help = "buffers and totals listed (default 15)"},
-        {.name = "--width", .kind = CLI_INT, .dest = &o.width, .lo = 8, .hi = 1000, .arg = "N",
-         .help = "sparkline columns (default 72)"},
+        {.name = "--width", .kind = CLI_COLUMNS, .dest = &width, .lo = 8, .hi = 1000, .arg = "COLUMNS",
+         .help = "sparkline columns (default 72; 0: no limit, a column per event)"},
         {.name = "--ascii", .kind = CLI_FLAG, .dest = &o.ascii,
          .help = "ASCII sparklines instead of Unicode blocks (the default under a\n"
                  "locale that is not UTF-8, such as LC_ALL=C)"},
@@ -231,6 +232,7 @@ int cmd_view(int argc, char **argv) {
     };
     cli_args args;
     int rc = cli_parse(&cmd, argc, argv, &args);
+    o.width = (int)width;
     if (rc >= 0) return rc;
     const char *in = args.pos[0];
     if (summary) {

@@ -37,7 +37,7 @@ extern "C" {
 typedef struct hbm_plan_target {
     uint64_t capacity;     /* bytes */
     double fraction;       /* share the framework lets XLA use; 0 = no framework limit */
-    char device_name[64];  /* "H100-80GB", "a 16GiB device", "" */
+    char device_name[64];  /* "H100-80GB", "a device of 16.00GiB", "" */
 } hbm_plan_target;
 
 /* device: a name `hbm devices` lists (its capacity and default fraction), or NULL;

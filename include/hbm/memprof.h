@@ -139,7 +139,7 @@ HBM_API size_t hbm_memprof_execution_count(const hbm_memprof *mp);
  * modules (the kinds stay "" and sure UNKNOWN). */
 HBM_API hbm_status hbm_memprof_attribute(hbm_memprof *mp);
 /* The memory profile as text or JSON. device: an allocator's device index, -1 all (several:
- * one table of all, then each). top: allocations listed; width: sparkline columns; ascii:
+ * one table of all, then each). top: allocations listed; width: sparkline columns (0: a column per event); ascii:
  * no Unicode blocks. HBM_ERR_INVALID for a device the profile does not hold. */
 HBM_API hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t top, int width, int ascii,
                                      FILE *f);

@@ -159,7 +159,7 @@ HBM_API const char *hbm_plan_step_where(const hbm_plan *p, int64_t t);
  * the plan's: the device space's total is hbm_plan_stats.peak_bytes, its peak heap the plan's
  * peak_live_bytes at peak_step, and the buffers at the peak those of hbm_plan_timeline(). */
 typedef struct hbm_plan_view_options {
-    int width;                  /* chart columns in the terminal (default 72) */
+    int width;                  /* chart columns in the terminal (default 72; 0: a column per step, at most 1000) */
     int top;                    /* buffers listed per table (default 15) */
     int ascii;                  /* ASCII chart instead of Unicode blocks */
     int64_t memory_space;       /* only S(n); -1 (default) every space */
@@ -180,7 +180,12 @@ HBM_API hbm_status hbm_plan_view_json(const hbm_plan *p, const hbm_plan_view_opt
  * lifetime) and a memory-space selector. */
 HBM_API hbm_status hbm_plan_view_html(const hbm_plan *p, const hbm_plan_view_options *o, FILE *f);
 
-/* XLA's text: "BufferAssignment OOM Debugging." stats block and up to top peak buffers. */
+/* XLA's text: the "BufferAssignment stats:" block and up to top peak buffers, under XLA's
+ * heading "BufferAssignment OOM Debugging." when it does not fit a device of capacity bytes
+ * of which the framework lets XLA use fraction (XLA prints it only then), and a neutral
+ * heading when it fits or capacity is 0. hbm_plan_report: no device (the neutral heading). */
+HBM_API hbm_status hbm_plan_report_target(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity,
+                                          double fraction);
 HBM_API hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top);
 
 /* XLA:TPU's compile-time OOM text for a device of capacity bytes of HBM ("Ran out of memory

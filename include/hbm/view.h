@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 typedef struct hbm_view_options {
-    int width;      /* terminal columns for sparklines (default 72) */
+    int width;      /* terminal columns for sparklines (default 72; 0: a column per event) */
     int top;        /* buffers listed at the peak (default 15, as XLA's OOM report) */
     int ascii;      /* sparklines in ASCII instead of Unicode blocks */
     const char *title; /* page / report title (default: the trace's name) */

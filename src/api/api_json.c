@@ -55,7 +55,8 @@ hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, dou
         if (hbm_size_parse(capacity, &out->capacity) != HBM_OK || !out->capacity)
             return hbmi_error(HBM_ERR_INVALID, "capacity '%s': expected a size such as 80GiB", capacity);
         out->fraction = 0.75; /* JAX's default XLA_PYTHON_CLIENT_MEM_FRACTION */
-        snprintf(out->device_name, sizeof out->device_name, "a %s device", capacity);
+        char h[32]; /* in the units the report uses, whatever the spelling given */
+        snprintf(out->device_name, sizeof out->device_name, "a device of %s", hbm_size_human(out->capacity, h));
     }
     if (framework_limit != 0) {
         if (!(framework_limit > 0 && framework_limit <= 1))
@@ -90,7 +91,7 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     if (st.backend == HBM_BACKEND_TPU && t->capacity && st.peak_bytes > t->capacity) /* XLA:TPU's words */
         s = hbm_plan_report_tpu(p, f, t->capacity, top);
     else
-        s = hbm_plan_report(p, f, top);
+        s = hbm_plan_report_target(p, f, top, t->capacity, t->fraction);
     if (!s)
         s = hbm_plan_explain(p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top < 8 ? top : 8);
     return s;

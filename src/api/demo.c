@@ -204,7 +204,7 @@ static hbm_status demo_plan(const char *dir, FILE *f) {
             fprintf(f, "jnp.linalg.svd(A, full_matrices=False) on a 300000x50 f32 matrix.\n"
                        "Before anything runs, hbm predicts XLA's buffer assignment (the allocations of XLA's OOM\n"
                        "report in jax-ml/jax#9755, from a module rebuilt by hand, not the one XLA compiled):\n\n");
-            hbm_plan_report(p, f, 5);
+            hbm_plan_report_target(p, f, 5, dev->capacity_bytes, dev->default_fraction);
         } else {
             fprintf(f, "The same program with U declared as f32[300000,50] (what full_matrices=False needs):\n");
         }

@@ -1232,7 +1232,10 @@ static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
         text_has(m, "\"outer_dimension_partitions\""))
         return HBM_BACKEND_CPU;
     int gpu_names = 0;
-    if (scan_names(m, m->entry, 0, &gpu_names)) return HBM_BACKEND_CPU;
+    /* names tell only after XLA's passes: before them (not scheduled) no op is fused or
+     * wrapped on any backend, so an unfused op says nothing (a torch_xla module for Neuron
+     * is not XLA:CPU's) */
+    if (m->is_scheduled && scan_names(m, m->entry, 0, &gpu_names)) return HBM_BACKEND_CPU;
     if (gpu_names) return HBM_BACKEND_GPU;
     *evidence = 0;
     return HBM_BACKEND_GPU;

@@ -224,7 +224,8 @@ static const char *clean(char *out, size_t cap, const char *s, size_t n, int wid
 static void chart(FILE *f, const hbmi_memview_space *sp, const hbm_plan *p, int width, int ascii) {
     enum { H = 8 };
     size_t T = sp->steps;
-    int cols = width < 8 ? 8 : width;
+    /* 0: no limit, a column per step (up to the columns held here) */
+    int cols = width == 0 ? (T < 1000 ? (int)T : 1000) : width < 8 ? 8 : width;
     if ((size_t)cols > T) cols = (int)T;
     uint64_t top = sp->peak ? sp->peak : 1;
     /* each column: the maximum heap (and unpadded heap) over its steps */
@@ -319,7 +320,7 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
     fprintf(f, "  Indefinite lifetime      %10s (parameters, constants, outputs: the whole program)\n",
             hs(sp->indefinite, a));
     fprintf(f, "\n  Memory Allocation Size vs. Program Order\n");
-    chart(f, sp, p, o->width > 0 ? o->width : 72, o->ascii);
+    chart(f, sp, p, o->width >= 0 ? o->width : 72, o->ascii);
     static const char *const titles[] = {"by program order", "by size", "by padding size"};
     for (int by = 0; by < 3; by++) {
         if (by == 2 && sp->peak == sp->peak_unpadded && !(o->flags & 1)) continue; /* no padding: same as by size */

@@ -11,8 +11,15 @@
 
 static const char *sz(uint64_t b, char buf[32]) { return hbm_size_xla((int64_t)b, buf); }
 
-hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
+hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) { return hbm_plan_report_target(p, f, top, 0, 0); }
+
+hbm_status hbm_plan_report_target(const hbm_plan *p, FILE *f, size_t top, uint64_t capacity, double fraction) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan report: NULL argument");
+    /* XLA prints its heading only when an allocation fails (BufferAssignment::ToVerboseString,
+     * xla/service/buffer_assignment.cc, called by GpuExecutable::VerboseAllocationError under
+     * ResourceExhausted); a module that fits, or no device, gets a neutral one */
+    hbm_plan_verdict v = hbm_plan_verdict_get(p, capacity, fraction, NULL);
+    int oom = v == HBM_VERDICT_DOES_NOT_FIT || v == HBM_VERDICT_FITS_PHYSICALLY_ONLY;
     const hbm_plan_stats *s = &p->stats;
     char a[32], b[32];
     if (s->estimate) {
@@ -22,7 +29,8 @@ hbm_status hbm_plan_report(const hbm_plan *p, FILE *f, size_t top) {
                    "by XLA's rules, but XLA's own schedule, fusions and buffer assignment will differ.\n");
         fprintf(f, "Buffer assignment estimate (hbm):\n");
     } else {
-        fprintf(f, "BufferAssignment OOM Debugging.\n");
+        fprintf(f, oom ? "BufferAssignment OOM Debugging.\n"
+                       : "Buffer assignment (XLA's stats and peak buffers, as hbm computes them):\n");
         fprintf(f, "BufferAssignment stats:\n");
     }
     fprintf(f, "             parameter allocation: %10s\n", sz(s->argument_size_in_bytes, a));
@@ -116,7 +124,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
             s->backend != HBM_BACKEND_TPU ? ""
             : p->alignment_from == 'o'    ? ", buffers padded to their layout tiles"
                                           : ", buffers padded to their layout tiles, HBM temp buffers at 16 KiB");
-    if (!p->backend_evidence)
+    if (!p->backend_evidence && s->estimate)
+        fprintf(f, "    (assumed: the backend is unknown, nothing in the module says which XLA compiler will\n"
+                   "    compile it, and the module is not optimized; --backend cpu or tpu if not XLA:GPU)\n");
+    else if (!p->backend_evidence)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
                    "    if not XLA:GPU)\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
@@ -126,6 +137,10 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     fprintf(f, " + temp %s", hbm_size_human(s->temp_size_in_bytes, a));
     if (s->constant_size_in_bytes) fprintf(f, " + constants %s", hbm_size_human(s->constant_size_in_bytes, a));
     fprintf(f, ".\n");
+    if (s->estimate) /* what the figure is worth before XLA's passes */
+        fprintf(f, "    Not optimized, so an estimate: the arguments and outputs follow from the entry's\n"
+                   "    signature, but temp counts every intermediate of the unfused module, most of which\n"
+                   "    XLA's fusion removes; the compiled executable's need can be far lower.\n");
     if (s->total_allocation_bytes != s->peak_bytes) {
         /* what XLA's total counts beside the device need, wrapped at 100 columns */
         char line[200], part[120];
@@ -160,18 +175,20 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                    "    (%s free between live buffers at that step: fragmentation).\n",
                 hbm_size_human(live, a), hbm_size_human(s->temp_size_in_bytes - live, b));
     }
-    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
-            hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
-    if (s->peak_live_bytes < s->peak_bytes)
-        fprintf(f, "\n    (the other %s is reserved but idle at that step)",
-                hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
-    fprintf(f, ":\n");
     if (s->padding_bytes)
         fprintf(f, "  Padding to tiled layouts: %s of the %s needed (%.1f %%).\n",
                 hbm_size_human(s->padding_bytes, a), hbm_size_human(s->peak_bytes, b),
                 s->peak_bytes ? 100.0 * (double)s->padding_bytes / (double)s->peak_bytes : 0.0);
+    /* the peak step, then where it is, and the colon last: the list of its buffers follows */
+    fprintf(f, "  Peak of live bytes: step %" PRId64 " of %zu (instruction %s), %s live", s->peak_step, s->n_steps,
+            hbm_plan_step_name(p, s->peak_step), hbm_size_human(s->peak_live_bytes, a));
     const char *where = hbm_plan_step_where(p, s->peak_step);
-    if (strchr(where, '<')) fprintf(f, "  The peak is inside %s.\n", where);
+    int inside = strchr(where, '<') != NULL;
+    if (s->peak_live_bytes < s->peak_bytes)
+        fprintf(f, "\n    (the other %s is reserved but idle at that step)",
+                hbm_size_human(s->peak_bytes - s->peak_live_bytes, b));
+    if (inside) fprintf(f, ";\n    the step is inside %s", where);
+    fprintf(f, ":\n");
     /* the buffers live at the peak step, largest first (each timeline buffer is one place) */
     live_item *items = hbmi_malloc(sizeof *items * (tl->count + 1));
     if (!items) return hbmi_error(HBM_ERR_NOMEM, "plan explain: out of host memory");
@@ -214,7 +231,9 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         const char *dev = device && *device ? device : "the device";
         uint64_t need = s->peak_bytes;
         int jax_default = fabs(fraction - 0.75) < 1e-9; /* JAX's own 75 %, or a fraction given (--framework-limit) */
-        fprintf(f, "\nVerdict for %s (%s):\n", dev, hbm_size_human(capacity, a));
+        hbm_size_human(capacity, a); /* said once: "a device of 1B" names its size already */
+        if (strstr(dev, a)) fprintf(f, "\nVerdict for %s:\n", dev);
+        else fprintf(f, "\nVerdict for %s (%s):\n", dev, a);
         if (v == HBM_VERDICT_DOES_NOT_FIT) {
             fprintf(f, "  DOES NOT FIT: needs %s, the device has %s (short by %s).\n", hbm_size_human(need, a),
                     hbm_size_human(capacity, b), hbm_size_human(need - capacity, c));
@@ -261,6 +280,9 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
             : p->backend_evidence == 'f' ? "file name"
             : p->backend_evidence == 'c' ? "content"
                                          : "assumed");
+    /* the one figure most scripts want, under a name that says it: peak_bytes' value
+     * (total_bytes is XLA's "Total bytes used", host and other memory spaces included) */
+    fprintf(f, ",\n  \"device_need_bytes\": %" PRIu64, s->peak_bytes);
     fprintf(f,
             ",\n  \"argument_size_in_bytes\": %" PRIu64 ",\n  \"output_size_in_bytes\": %" PRIu64
             ",\n  \"alias_size_in_bytes\": %" PRIu64 ",\n  \"temp_size_in_bytes\": %" PRIu64

@@ -26,7 +26,7 @@ static void spark(FILE *f, const char *label, const hbm_memprof_event *ev, size_
         fputs("(nothing)\n", f);
         return;
     }
-    size_t cols = n < (size_t)width ? n : (size_t)width;
+    size_t cols = width <= 0 || n < (size_t)width ? n : (size_t)width; /* 0: a column per event */
     uint64_t top = 0;
     for (size_t c = 0; c < cols; c++) {
         uint64_t m = 0;

@@ -16,7 +16,8 @@ static void opts(const hbm_view_options *in, hbm_view_options *o) {
     hbm_view_options_default(o);
     if (!in) return;
     *o = *in;
-    if (o->width < 8) o->width = 8;
+    if (o->width < 0) o->width = 72;      /* 0: no limit, a column per event */
+    if (o->width > 0 && o->width < 8) o->width = 8;
     if (o->width > 1000) o->width = 1000;
     if (o->top < 0) o->top = 0;
 }
@@ -31,7 +32,7 @@ static void sparkline(FILE *f, const char *label, const uint64_t *v, size_t n, u
         fputs("(nothing)\n", f);
         return;
     }
-    size_t cols = n < (size_t)width ? n : (size_t)width;
+    size_t cols = width == 0 || n < (size_t)width ? n : (size_t)width; /* 0: a column per event */
     uint64_t top = 0;
     for (size_t c = 0; c < cols; c++) {
         size_t a = c * n / cols, b = (c + 1) * n / cols;
