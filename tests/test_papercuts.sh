@@ -232,6 +232,18 @@ for f in fit_scan_train svd_fixed; do
   check "18: $f: the buffer list right after the colon" \
     grep -qE "^ +[0-9.]+[KMGTPE]?i?B +[0-9.]+%  " <<<"$(after_colon "$out")"
 done
+cat >"$T/tiled.hlo" <<'EOF'
+HloModule m, is_scheduled=true
+ENTRY e {
+  p = f32[100,100]{1,0:T(8,128)} parameter(0)
+  a = f32[100,100]{1,0:T(8,128)} exponential(p)
+  ROOT n = f32[100,100]{1,0:T(8,128)} add(a, p)
+}
+EOF
+out=$("$HBM" plan "$T/tiled.hlo" --device TPU-v5e 2>&1)
+check "18: tiled layouts: the padding line before the peak's, the list after its colon" \
+  grep -qE "^ +[0-9.]+[KMGTPE]?i?B +[0-9.]+%  " <<<"$(after_colon "$out")"
+check "18: tiled layouts: the padding line said" grep -q "^  Padding to tiled layouts: 38.8KiB of the 168.0KiB" <<<"$out"
 out=$("$HBM" plan "$SRC/examples/fit_scan_train.hlo" 2>&1)
 check "18: the step's loop body named before the colon" \
   has "    the step is inside %wide.wide.region_2.9.clone.clone (while body of while.3) < %main.11:" "$out"
