@@ -95,15 +95,6 @@ static int is_dir(const char *p) {
     return !stat(p, &st) && S_ISDIR(st.st_mode);
 }
 
-static int is_summary(const char *p) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return 0;
-    char head[64];
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return hbm_fleet_is_summary(head, n);
-}
-
 /* A profile's memory profile (the device allocators' events): 1 when shown (*rc set), 0 when
  * the profile has none (said on notes; its modules are shown instead). */
 static int view_memprof(const char *in, const char *html, int json, const hbm_view_options *vo, int device,
@@ -242,7 +233,8 @@ int cmd_view(int argc, char **argv) {
         return s ? cli_fail("view", s) : 0;
     }
     /* a folder is a fleet of ranks, unless it is a profile's logdir (plugins/profile/RUN) */
-    if (args.nall > 1 || (is_dir(in) && hbm_proto_path_kind(in) == HBM_PROTO_NONE) || is_summary(in)) {
+    if (args.nall > 1 || (is_dir(in) && hbm_proto_path_kind(in) == HBM_PROTO_NONE) ||
+        hbm_fleet_is_summary_file(in)) {
         if (module || device >= 0 || space >= 0)
             return cli_usage_error("view", "--module, --device-index and --memory-space are for one input");
         return view_fleet(args.all, args.nall, html, json, &o, jobs, margin, tolerance);

@@ -67,6 +67,8 @@ HBM_API hbm_status hbm_fleet_summary_file(const char *input, const char *out);
 HBM_API hbm_status hbm_fleet_summary_format(const char *input, char *buf, size_t cap, size_t *len);
 /* Whether the first bytes of a file are a summary document. */
 HBM_API int hbm_fleet_is_summary(const void *head, size_t n);
+/* The same of a file's first bytes; 0 when it cannot be opened. */
+HBM_API int hbm_fleet_is_summary_file(const char *path);
 
 /* --- the modules of an XLA dump folder (hbm plan DUMPDIR) ----------------------------------
  * Every HLO module of the folder (XLA's --xla_dump_to: its *after_optimizations.txt when it

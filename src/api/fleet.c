@@ -31,15 +31,6 @@ typedef struct input_result {
     size_t n;
 } input_result;
 
-static int has_summary_head(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    char head[64];
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return hbm_fleet_is_summary(head, n);
-}
-
 static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size_t input, size_t dev, hbmi_rank *r) {
     char name[64], path[4200];
     snprintf(name, sizeof name, "rank-%zu-%zu.html", input, dev);
@@ -60,7 +51,7 @@ static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size
 /* An input's ranks: from its summary, or from the trace (each device a rank), its page
  * written while the trace is held. */
 static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_t input, input_result *res) {
-    if (has_summary_head(path)) {
+    if (hbm_fleet_is_summary_file(path)) {
         char *text;
         size_t len;
         hbm_status s = hbmi_read_file(path, &text, &len);

@@ -109,6 +109,15 @@ int hbm_fleet_is_summary(const void *head, size_t n) {
     return (size_t)(end - p) >= sizeof key - 1 && !memcmp(p, key, sizeof key - 1);
 }
 
+int hbm_fleet_is_summary_file(const char *path) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return 0;
+    char head[64];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return hbm_fleet_is_summary(head, n);
+}
+
 static hbm_status need_u64(const hbmi_pv *d, const char *key, const char *name, size_t i, uint64_t *out) {
     const hbmi_pv *x = hbmi_pv_get(d, key);
     if (!x || x->type != PV_INT || x->i < 0)
