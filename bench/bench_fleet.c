@@ -21,37 +21,10 @@
 #include "hbm/hbm.h"
 #include "trace/trace_internal.h"
 
+#include "run_child.h"
 #include "snapshot_gen.h"
 
-typedef struct run_result {
-    double seconds, cpu;
-    long maxrss_kb;
-    int status;
-} run_result;
-
-static run_result run(char *const *argv) {
-    run_result r = {0};
-    fflush(stdout);
-    uint64_t t0 = hbmi_now_ns();
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stdout)) _exit(127);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st = 0;
-    struct rusage ru;
-    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0) {
-        r.status = -1;
-        return r;
-    }
-    r.seconds = (double)(hbmi_now_ns() - t0) / 1e9;
-    r.maxrss_kb = ru.ru_maxrss;
-    r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-            (double)ru.ru_stime.tv_usec / 1e6;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
+static run_result run(char *const *argv) { return run_child(argv, NULL, NULL); }
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 8;

@@ -25,6 +25,7 @@
 #include "hbm/hbm.h"
 #include "trace/trace_internal.h"
 
+#include "run_child.h"
 #include "snapshot_gen.h"
 
 /* JSON of a snapshot of the same kind (frames written out in every event, as JSON has no
@@ -55,36 +56,8 @@ static int write_json(const hbm_trace *t, const char *path) {
 
 static char run_log[1200]; /* the last child's stderr */
 
-typedef struct run_result {
-    double seconds, cpu; /* wall; user + system of the child */
-    long maxrss_kb;
-    int status;
-} run_result;
-
-/* Run argv with stdout to out (NULL: /dev/null); wall time and peak resident memory of the child. */
-static run_result run_to(char *const *argv, const char *out) {
-    run_result r = {0};
-    fflush(stdout);
-    uint64_t t0 = hbmi_now_ns();
-    pid_t pid = fork();
-    if (pid == 0) { /* its output is not the point; its messages go to the log */
-        if (!freopen(out ? out : "/dev/null", "w", stdout) || !freopen(run_log, "w", stderr)) _exit(127);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st = 0;
-    struct rusage ru;
-    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0) {
-        r.status = -1;
-        return r;
-    }
-    r.seconds = (double)(hbmi_now_ns() - t0) / 1e9;
-    r.maxrss_kb = ru.ru_maxrss;
-    r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-            (double)ru.ru_stime.tv_usec / 1e6;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
-}
+/* Run argv with stdout to out (NULL: /dev/null), its messages to the log. */
+static run_result run_to(char *const *argv, const char *out) { return run_child(argv, out, run_log); }
 
 static run_result run(char *const *argv) { return run_to(argv, NULL); }
 
