@@ -45,10 +45,11 @@ static void set_line(FILE *f, const char *who, const hbm_fit_set *s, uint64_t ta
             s->from_baseline ? " (XLA's set: the cheaper)" : s->proven_optimal ? " (least cost: proven)" : "");
 }
 
-/* An advice line: marked so that the writer wraps it at the width instead of cutting it. */
+/* An advice line: marked (HBMI_WHOLE, the mark hbmi_write_fitted writes whole) so that
+ * write_wrapped wraps it at the width instead of cutting it. */
 static void advice(FILE *f, int indent, const char *label, const char *text) {
     while (*text == '\n') fputc(*text++, f);
-    fprintf(f, "\x01%*s%s", indent, "", label);
+    fprintf(f, "%c%*s%s", HBMI_WHOLE, indent, "", label);
     hbmi_fputs_visible(text, f);
     fputc('\n', f);
 }
@@ -175,8 +176,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
     fprintf(f, ", %s to take off the peak\n", hbm_size_human(s->peak_before - s->target_bytes, a));
     if (s->setting && s->setting[0]) { /* the setting is advice: never cut */
         fprintf(f, "  The device has the room; the framework's limit is what is exceeded:\n");
-        fputc(HBMI_WHOLE, f); /* write_wrapped writes it whole, whatever the width */
-        fprintf(f, "    %s\n", s->setting);
+        advice(f, 4, "", s->setting);
     }
     fprintf(f, "\nVerified by planning the changed module (%u candidate%s, %u plans, %.2f s):\n", r->n_candidates,
             r->n_candidates == 1 ? "" : "s", r->n_plans, r->seconds);
@@ -255,7 +255,7 @@ static void write_wrapped(FILE *f, const char *text, size_t len, size_t width) {
         const char *line = text + at, *nl = memchr(line, '\n', len - at);
         size_t n = nl ? (size_t)(nl - line) : len - at;
         at += n + (nl ? 1 : 0);
-        if (n && line[0] == '\x01') {
+        if (n && line[0] == HBMI_WHOLE) {
             line++, n--;
             size_t ind = 0;
             while (ind < n && line[ind] == ' ') ind++;
