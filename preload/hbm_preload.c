@@ -15,7 +15,8 @@
  *
  * The trace (HBM_RUN_TRACE=FILE) is hbm's trace format (docs/trace-format.md), streamed
  * through hbm_trace_writer: alloc / free / oom / sync events with time, address, size,
- * stream, thread and a tag whose label is the API called. The first process of the run
+ * stream, thread and a tag whose label is the API called, and the device the program
+ * allocated on (its name, index and total bytes, as the driver reports them). The first process of the run
  * that touches device memory creates FILE (O_EXCL: hbm run removed any old one); another
  * process (a child that execs) writes FILE.<pid>. A forked child stops recording (the
  * buffer is flushed before the fork, so nothing is written twice). Everything is written
@@ -119,9 +120,52 @@ static dlsym_fn real_dlsym(void) {
 }
 static void *next_sym(const char *name) { return real_dlsym() ? real_dlsym()(RTLD_NEXT, name) : NULL; }
 
+/* The trace's device, as the driver reports it for the context current on this thread:
+ * meta records device (cuDeviceGetName), device_index (cuCtxGetDevice) and device_bytes
+ * (cuDeviceTotalMem_v2), docs/trace-format.md. Asked at the first allocation that
+ * succeeded, so the program's context exists; the driver is the one the program loaded
+ * ($HBM_CUDA_DRIVER, else libcuda.so.1), not loaded again. When it cannot say, the trace
+ * names no device (mu held). */
+typedef CUresult (*ctxdev_fn)(int *);
+typedef CUresult (*devname_fn)(char *, int, int);
+typedef CUresult (*devtotal_fn)(size_t *, int);
+static int device_asked;
+static void record_device(void) {
+    device_asked = 1;
+    const char *path = getenv("HBM_CUDA_DRIVER");
+    void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h || !real_dlsym()) {
+        if (h) dlclose(h);
+        return;
+    }
+    ctxdev_fn ctxdev = (ctxdev_fn)real_dlsym()(h, "cuCtxGetDevice");
+    devname_fn devname = (devname_fn)real_dlsym()(h, "cuDeviceGetName");
+    devtotal_fn devtotal = (devtotal_fn)real_dlsym()(h, "cuDeviceTotalMem_v2");
+    int dev = -1;
+    char name[64] = "", v[32];
+    size_t total = 0;
+    int ok = ctxdev && devname && devtotal && !ctxdev(&dev) && dev >= 0 && dev <= 4096 &&
+             !devname(name, (int)sizeof name, dev) && !devtotal(&total, dev) && total;
+    dlclose(h);
+    if (!ok) return;
+    name[sizeof name - 1] = 0;
+    for (char *c = name; *c; c++) /* a name a reader takes: printable */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    if (!*name) snprintf(name, sizeof name, "cuda:%d", dev);
+    hbm_status s = hbmi_trace_writer_meta(tw, "device", name);
+    if (!s) snprintf(v, sizeof v, "%d", dev), s = hbmi_trace_writer_meta(tw, "device_index", v);
+    if (!s) snprintf(v, sizeof v, "%" PRIu64, (uint64_t)total), s = hbmi_trace_writer_meta(tw, "device_bytes", v);
+    if (s) {
+        fprintf(stderr, "hbm run: %s; the trace stops here\n", hbm_last_error());
+        hbm_trace_writer_close(tw);
+        tw = NULL;
+    }
+}
+
 /* Append one event (mu held). A write error stops the trace with a message. */
 static void emit(hbm_event_kind kind, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
                  const char *api) {
+    if (kind == HBM_EV_ALLOC && !device_asked && tw) record_device();
     if (!tw) return;
     if (!thread_no) thread_no = ++threads;
     uint32_t tag = 0;

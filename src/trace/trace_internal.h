@@ -87,6 +87,15 @@ hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
+/* The device a trace is replayed and viewed on when none is given: the one its header
+ * names (the capacity, or the meta device_bytes that replaces it: docs/trace-format.md),
+ * else hbm's default, a simulated 80 GiB device. *why (may be NULL) says which in the
+ * words hbm replay and hbm view print. */
+#define HBMI_DEVICE_FROM_HEADER "from the trace header"
+#define HBMI_DEVICE_DEFAULT "default, the trace names no device"
+#define HBMI_DEVICE_DEFAULT_BYTES (80ull << 30)
+uint64_t hbmi_trace_device_bytes(const hbm_trace *t, const char **why);
+
 /* A growable byte buffer for exporters. */
 typedef struct hbmi_buf {
     unsigned char *p;
