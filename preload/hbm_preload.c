@@ -142,19 +142,15 @@ static void record_device(void) {
     devname_fn devname = (devname_fn)real_dlsym()(h, "cuDeviceGetName");
     devtotal_fn devtotal = (devtotal_fn)real_dlsym()(h, "cuDeviceTotalMem_v2");
     int dev = -1;
-    char name[64] = "", v[32];
+    char name[64] = "";
     size_t total = 0;
     int ok = ctxdev && devname && devtotal && !ctxdev(&dev) && dev >= 0 && dev <= 4096 &&
              !devname(name, (int)sizeof name, dev) && !devtotal(&total, dev) && total;
     dlclose(h);
     if (!ok) return;
     name[sizeof name - 1] = 0;
-    for (char *c = name; *c; c++) /* a name a reader takes: printable */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     if (!*name) snprintf(name, sizeof name, "cuda:%d", dev);
-    hbm_status s = hbmi_trace_writer_meta(tw, "device", name);
-    if (!s) snprintf(v, sizeof v, "%d", dev), s = hbmi_trace_writer_meta(tw, "device_index", v);
-    if (!s) snprintf(v, sizeof v, "%" PRIu64, (uint64_t)total), s = hbmi_trace_writer_meta(tw, "device_bytes", v);
+    hbm_status s = hbmi_trace_writer_device(tw, name, dev, total);
     if (s) {
         fprintf(stderr, "hbm run: %s; the trace stops here\n", hbm_last_error());
         hbm_trace_writer_close(tw);

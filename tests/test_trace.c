@@ -486,6 +486,14 @@ static void test_device_fields(void) {
         hbmi_free(d2);
     }
     hbmi_free(data);
+    /* a name with control bytes (an imported file's) is written as one a reader takes */
+    CHECK((t = sample_trace()));
+    snprintf(t->device, sizeof t->device, "gpu\x1b]0;x\x07 0");
+    CHECK_OK(hbm_trace_write(t, path));
+    hbm_trace_free(t);
+    CHECK_OK(hbm_trace_read(path, &r));
+    CHECK(!strcmp(r->device, "gpu?]0;x? 0"));
+    hbm_trace_free(r);
 }
 
 int main(void) {

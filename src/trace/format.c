@@ -68,6 +68,20 @@ static hbm_status w_meta(hbm_trace_writer *w, const char *key, const char *val) 
     return s;
 }
 
+hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int index, uint64_t bytes) {
+    hbm_status s = HBM_OK;
+    char v[64];
+    if (name && *name) { /* as a reader takes it: 1 to 63 printable bytes */
+        snprintf(v, sizeof v, "%s", name);
+        for (char *c = v; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+        s = w_meta(w, "device", v);
+    }
+    if (!s && index >= 0 && index <= 4096) snprintf(v, sizeof v, "%d", index), s = w_meta(w, "device_index", v);
+    if (!s && bytes && bytes <= 1ull << 62) snprintf(v, sizeof v, "%" PRIu64, bytes), s = w_meta(w, "device_bytes", v);
+    return s;
+}
+
 hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
                                    hbm_trace_writer **out) {
     *out = NULL;
@@ -85,7 +99,7 @@ hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device
     hbmi_put64(h + 16, capacity);
     hbmi_put32(h + 24, 0); /* flags: none defined */
     hbm_status s = w_put(w, h, sizeof h);
-    if (!s && device && *device) s = w_meta(w, "device", device);
+    if (!s) s = hbmi_trace_writer_device(w, device, -1, 0);
     if (!s) s = w_flush(w);
     if (s) {
         fclose(w->f);

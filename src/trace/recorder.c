@@ -273,11 +273,8 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     if (dev) hbm_device_info_get(dev, &info);
     s = hbm_trace_writer_open(path, info.name, info.total_bytes, &r->w);
     const hbmi_cuda_dev *cd = hbmi_cuda_dev_of(dev);
-    if (!s && cd) { /* a GPU's number, as hbm run writes it (the header has its name and total) */
-        char v[16];
-        snprintf(v, sizeof v, "%d", cd->ordinal);
-        if ((s = hbmi_trace_writer_meta(r->w, "device_index", v))) hbm_trace_writer_close(r->w);
-    }
+    /* a GPU's number, as hbm run writes it (the header has its name and total) */
+    if (!s && cd && (s = hbmi_trace_writer_device(r->w, NULL, cd->ordinal, 0))) hbm_trace_writer_close(r->w);
     if (s) {
         hbmi_free(r);
         return hbmi_error_prefix(s, "trace=%s: ", path);

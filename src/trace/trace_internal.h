@@ -84,6 +84,9 @@ static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *
  * messages. */
 hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
                                    hbm_trace_writer **out);
+/* The device records (docs/trace-format.md, "The device"): name (NULL or "": none; control
+ * bytes become '?', cut at 63 bytes), index (< 0: none), total bytes (0: none). */
+hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int index, uint64_t bytes);
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
