@@ -472,7 +472,7 @@ static void test_device_fields(void) {
                                           {"device_index", "-1", "meta device_index '-1' is not a device number"},
                                           {"device_index", "4097", "meta device_index '4097'"},
                                           {"device", "", "meta device '' is not a device name"},
-                                          {"device", "a\nb", "is not a device name"}};
+                                          {"device", "a\x1b[2Jb", "meta device 'a?[2Jb' is not a device name"}};
     char off[64];
     snprintf(off, sizeof off, "byte offset %zu: ", len);
     for (size_t i = 0; i < sizeof badf / sizeof badf[0]; i++) {

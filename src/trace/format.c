@@ -297,10 +297,14 @@ static hbm_status rd_bt(rd *r, const unsigned char *p, size_t n, const char *nam
     return s ? s : map_set(&r->btmap, &r->btmap_cap, id, bid);
 }
 
-/* A device field that is not what a writer writes: the offending value, named. */
+/* A device field that is not what a writer writes: the offending value (its first 64
+ * bytes, control bytes shown as '?'), named. */
 static hbm_status bad_device(const char *name, size_t off, const char *key, const char *v, size_t vl, const char *want) {
-    char m[256];
-    snprintf(m, sizeof m, "meta %s '%.*s' is not %s", key, (int)(vl < 64 ? vl : 64), v, want);
+    char shown[65], m[256];
+    size_t n = vl < 64 ? vl : 64;
+    for (size_t i = 0; i < n; i++) shown[i] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
+    shown[n] = 0;
+    snprintf(m, sizeof m, "meta %s '%s' is not %s", key, shown, want);
     return bad(name, off, m);
 }
 
