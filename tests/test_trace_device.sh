@@ -28,6 +28,15 @@ grep -q '"device": "sim:80GiB", "device_assumed": "default, the trace names no d
 out=$("$HBM" replay "$T/old.hbmt" --device h100 2>&1)
 grep -q "^  on H100-80GB (79.65GiB)$" <<<"$out" && ok "old trace: --device wins" || bad "old trace: --device" "$out"
 
+# the recorder's trace (HBM_TRACE) of a run on sim:24GiB names that device
+HBM_TRACE="$T/demo.hbmt" "$HBM" demo --device sim:24GiB >/dev/null 2>&1
+out=$("$HBM" view "$T/demo.hbmt" 2>&1)
+grep -qx "device       simulated, 24.00GiB (from the trace header)" <<<"$out" &&
+  ok "recorder trace: view assumes its sim device" || bad "recorder trace: view" "$out"
+out=$("$HBM" replay "$T/demo.hbmt" --allocators platform 2>&1)
+grep -q "^  on a simulated device of 24.00GiB (from the trace header; --device sets another)$" <<<"$out" &&
+  ok "recorder trace: replay on it" || bad "recorder trace: replay" "$out"
+
 # a meta record device_bytes = "12x" (type 0x12, payload 23 bytes) before the events
 meta='\x12\x00\x00\x00\x17\x00\x00\x00\x0c\x00\x00\x00device_bytes\x03\x00\x00\x0012x'
 printf "$hdr$meta$evs" > "$T/bad.hbmt"

@@ -139,7 +139,7 @@ static void device_line(const hbm_trace *t, FILE *f) {
     char h[32];
     uint64_t bytes = hbmi_trace_device_bytes(t, &why);
     fputs("device       ", f);
-    if (!t->capacity) fputs("simulated, ", f);
+    if (!t->capacity || !strncmp(t->device, "sim:", 4)) fputs("simulated, ", f); /* (a sim device's name is its size) */
     else if (t->device[0]) {
         hbmi_fputs_visible(t->device, f);
         if (!strcmp(t->source, "hbm run")) fprintf(f, " (cuda:%d)", t->device_index); /* hbm run always writes it */
