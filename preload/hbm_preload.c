@@ -15,7 +15,8 @@
  *
  * The trace (HBM_RUN_TRACE=FILE) is hbm's trace format (docs/trace-format.md), streamed
  * through hbm_trace_writer: alloc / free / oom / sync events with time, address, size,
- * stream, thread and a tag whose label is the API called. The first process of the run
+ * stream, thread and a tag whose label is the API called, and the device the program
+ * allocated on (its name, index and total bytes, as the driver reports them). The first process of the run
  * that touches device memory creates FILE (O_EXCL: hbm run removed any old one); another
  * process (a child that execs) writes FILE.<pid>. A forked child stops recording (the
  * buffer is flushed before the fork, so nothing is written twice). Everything is written
@@ -119,9 +120,63 @@ static dlsym_fn real_dlsym(void) {
 }
 static void *next_sym(const char *name) { return real_dlsym() ? real_dlsym()(RTLD_NEXT, name) : NULL; }
 
+/* The trace's device, as the driver reports it for the context current on this thread:
+ * meta records device (cuDeviceGetName), device_index (cuCtxGetDevice) and device_bytes
+ * (cuDeviceTotalMem_v2), docs/trace-format.md. Asked once, by the first allocation that
+ * succeeded (the program's context exists then), outside hbm's locks (dlopen takes the
+ * loader's); the driver is the one the program loaded ($HBM_CUDA_DRIVER, else
+ * libcuda.so.1), not loaded again. The records go in before the next event; when the
+ * driver cannot say, the trace names no device. */
+typedef CUresult (*ctxdev_fn)(int *);
+typedef CUresult (*devname_fn)(char *, int, int);
+typedef CUresult (*devtotal_fn)(size_t *, int);
+static atomic_int device_state; /* 0 not asked, 1 being asked, 2 answered */
+static char device_name[64];
+static int device_ord = -1;
+static uint64_t device_total;
+static int device_written; /* (mu) */
+
+static void ask_device(void) {
+    int expect = 0;
+    if (atomic_load(&device_state) || !atomic_compare_exchange_strong(&device_state, &expect, 1)) return;
+    const char *path = getenv("HBM_CUDA_DRIVER");
+    void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h && real_dlsym()) {
+        ctxdev_fn ctxdev = (ctxdev_fn)real_dlsym()(h, "cuCtxGetDevice");
+        devname_fn devname = (devname_fn)real_dlsym()(h, "cuDeviceGetName");
+        devtotal_fn devtotal = (devtotal_fn)real_dlsym()(h, "cuDeviceTotalMem_v2");
+        int dev = -1;
+        char name[64] = "";
+        size_t total = 0;
+        if (ctxdev && devname && devtotal && !ctxdev(&dev) && dev >= 0 && dev <= 4096 &&
+            !devname(name, (int)sizeof name, dev) && !devtotal(&total, dev) && total) {
+            name[sizeof name - 1] = 0;
+            if (!*name) snprintf(name, sizeof name, "cuda:%d", dev);
+            memcpy(device_name, name, sizeof name);
+            device_ord = dev;
+            device_total = total;
+        }
+    }
+    if (h) dlclose(h);
+    atomic_store(&device_state, 2);
+}
+
+/* The device records, once answered (mu held). */
+static void write_device(void) {
+    device_written = 1;
+    if (!device_total) return;
+    hbm_status s = hbmi_trace_writer_device(tw, device_name, device_ord, device_total);
+    if (s) {
+        fprintf(stderr, "hbm run: %s; the trace stops here\n", hbm_last_error());
+        hbm_trace_writer_close(tw);
+        tw = NULL;
+    }
+}
+
 /* Append one event (mu held). A write error stops the trace with a message. */
 static void emit(hbm_event_kind kind, uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
                  const char *api) {
+    if (!device_written && tw && atomic_load(&device_state) == 2) write_device();
     if (!tw) return;
     if (!thread_no) thread_no = ++threads;
     uint32_t tag = 0;
@@ -276,6 +331,7 @@ static int admit(size_t n, const char *api, uint64_t stream, uint64_t *maddr) {
  * errors that allocated nothing and are not recorded. */
 static void commit(int rc, uint64_t addr, size_t n, uint64_t maddr, const char *api, uint64_t stream) {
     if (!maddr) return;
+    if (!rc) ask_device();
     pthread_mutex_lock(&order_mu);
     pthread_mutex_lock(&mu);
     if (!atomic_load(&ready)) {

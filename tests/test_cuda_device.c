@@ -1,6 +1,7 @@
 /* test_cuda_device.c - cuda:<n> devices and the CUDA paths of platform, cuda_async and vmm:
  * against the fake driver here, against the real one on a GPU machine (cuda_test.h). */
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_test.h"
 
@@ -169,12 +170,44 @@ static void test_vmm(void) {
     hbm_device_close(d);
 }
 
+/* The recorder (trace=PATH) on a GPU names it in the trace: name and total (header),
+ * number (device_index), as hbm run does. On the fake: device 1 of 2. */
+static void test_recorder_device(void) {
+    int ord = fake ? 1 : 0;
+    char spec[16], path[64], cfg[128];
+    snprintf(spec, sizeof spec, "cuda:%d", ord);
+    snprintf(path, sizeof path, "/tmp/hbm-cuda-trace-%d.hbmt", (int)getpid());
+    snprintf(cfg, sizeof cfg, "allocator=platform,trace=%s", path);
+    hbm_device *d;
+    hbm_device_info info;
+    hbm_allocator *a;
+    hbm_trace *t;
+    uint64_t x;
+    CHECK_OK(hbm_device_open(spec, &d));
+    CHECK_OK(hbm_device_info_get(d, &info));
+    CHECK_OK(hbm_allocator_open(d, cfg, &a));
+    CHECK_OK(hbm_alloc(a, 4096, NULL, &x));
+    CHECK_OK(hbm_free(a, x));
+    hbm_allocator_close(a);
+    hbm_status s = hbm_trace_read(path, &t);
+    unlink(path);
+    CHECK_OK(s);
+    CHECK_STR(t->device, info.name);
+    CHECK_EQ_U64(t->device_index, ord);
+    CHECK_EQ_U64(t->capacity, info.total_bytes);
+    if (fake) CHECK_STR(t->device, "hbm fake GPU 1");
+    hbm_trace_free(t);
+    hbm_device_close(d);
+}
+
 int main(void) {
+    setenv("FAKE_CUDA_DEVICES", "2", 0); /* the fake driver's: test_recorder_device uses cuda:1 */
     fake = cuda_test_setup();
     RUN(test_device);
     RUN(test_driver_errors);
     RUN(test_platform_on_cuda);
     RUN(test_cuda_async);
     RUN(test_vmm);
+    RUN(test_recorder_device);
     return test_done();
 }

@@ -166,6 +166,29 @@ out=$(cd "$tmp" && "$hbm" run --quiet --trace rel.hbmt -- sh -c 'cd / && "$0" 10
 out=$("$hbm" run --trace /nonexistent-dir/t.hbmt -- true 2>&1); [ $? = 2 ] && grep -q "cannot create it" <<<"$out" &&
   ok "trace: an uncreatable file fails before the run" || bad "trace: bad path" "$out"
 
+# the device: the one the program allocated on, as the driver reports it (name, index,
+# total), is in the trace; replay and view assume it and say so; --device still wins
+FAKE_CUDA_DEVICES=2 FAKE_APP_DEVICE=1 FAKE_CUDA_MEM=3G "$hbm" run --quiet --trace "$tmp/dev.hbmt" -- "$HBM_FAKE_APP" 1024 >/dev/null 2>&1
+out=$("$hbm" view "$tmp/dev.hbmt" 2>&1)
+grep -qx "device       hbm fake GPU 1 (cuda:1), 3.00GiB (from the trace header)" <<<"$out" &&
+  ok "device: view names the traced device (cuda:1, 3 GiB)" || bad "device: view" "$out"
+out=$("$hbm" view "$tmp/dev.hbmt" --json 2>&1)
+grep -q '"device": "hbm fake GPU 1"' <<<"$out" && grep -q '"device_bytes": 3221225472, "device_assumed": "from the trace header"' <<<"$out" &&
+  grep -q '"device_index": 1,' <<<"$out" && ok "device: view --json" || bad "device: view --json" "$out"
+out=$("$hbm" replay "$tmp/dev.hbmt" 2>&1)
+grep -q "^  on a simulated device of 3.00GiB (from the trace header; --device sets another)$" <<<"$out" &&
+  ok "device: replay runs on the traced device" || bad "device: replay" "$out"
+out=$("$hbm" replay "$tmp/dev.hbmt" --json 2>&1)
+grep -q '"device": "sim:3221225472", "device_assumed": "from the trace header"' <<<"$out" &&
+  ok "device: replay --json" || bad "device: replay --json" "$out"
+out=$("$hbm" replay "$tmp/dev.hbmt" --device sim:16MiB --json 2>&1)
+grep -q '"device": "sim:16MiB", "device_assumed": "given (--device)"' <<<"$out" &&
+  ok "device: --device wins" || bad "device: --device" "$out"
+# with --limit the header holds the limit (as before); the device's total replaces it
+out=$("$hbm" replay "$tmp/t.hbmt" --allocators platform 2>&1)
+grep -q "^  on a simulated device of 1.00GiB (from the trace header; --device sets another)$" <<<"$out" &&
+  ok "device: a --limit run replays on the device, not the limit" || bad "device: limit" "$out"
+
 # 2. no limit: everything goes through; quiet: no summary
 out=$("$hbm" run --quiet -- "$HBM_FAKE_APP" 67108864 2>&1); rc=$?
 [ "$rc" = 0 ] && grep -q "big alloc rc=0" <<<"$out" && ! grep -q "hbm run:" <<<"$out" && ok "no limit, quiet" || bad "no limit" "$out"

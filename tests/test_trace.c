@@ -414,6 +414,88 @@ static void test_versions(void) {
     hbm_trace_free(t);
 }
 
+/* data + a meta record key=value, in a new buffer of *len bytes (hbmi_free). */
+static char *with_meta(const char *data, size_t *len, const char *key, const char *value) {
+    size_t kl = strlen(key), vl = strlen(value), n = *len + 16 + kl + vl;
+    unsigned char *p = hbmi_malloc(n);
+    if (!p) return NULL;
+    memcpy(p, data, *len);
+    unsigned char *q = p + *len;
+    q[0] = 0x12, q[1] = q[2] = q[3] = 0;
+    hbmi_put32(q + 4, (uint32_t)(8 + kl + vl));
+    hbmi_put32(q + 8, (uint32_t)kl);
+    memcpy(q + 12, key, kl);
+    hbmi_put32(q + 12 + kl, (uint32_t)vl);
+    memcpy(q + 16 + kl, value, vl);
+    *len = n;
+    return (char *)p;
+}
+
+/* The device fields: device_bytes replaces the header's capacity and makes the device
+ * the one assumed; without any, hbm's default 80 GiB; a bad field is named. */
+static void test_device_fields(void) {
+    hbm_trace *t = sample_trace(), *r;
+    CHECK(t);
+    t->capacity = 0;
+    const char *path = tmp("dev.hbmt");
+    CHECK_OK(hbm_trace_write(t, path));
+    hbm_trace_free(t);
+    char *data, *d2;
+    size_t len, n;
+    const char *why;
+    CHECK_OK(hbmi_read_file(path, &data, &len));
+    CHECK_OK(hbm_trace_parse(data, len, "old", &r)); /* as before: no device named */
+    CHECK_EQ_U64(hbmi_trace_device_bytes(r, &why), 80ull << 30);
+    CHECK(!strcmp(why, "default, the trace names no device"));
+    hbm_trace_free(r);
+    /* the fields as hbm run writes them, after the events (a reader takes them anywhere) */
+    static const char *const good[][2] = {{"device", "hbm fake GPU 1"}, {"device_index", "1"}, {"device_bytes", "3221225472"}};
+    n = len;
+    char *cur = data;
+    for (int i = 0; i < 3; i++) {
+        char *next = with_meta(cur, &n, good[i][0], good[i][1]);
+        if (cur != data) hbmi_free(cur);
+        cur = next;
+        CHECK(cur);
+    }
+    CHECK_OK(hbm_trace_parse(cur, n, "new", &r));
+    CHECK(!strcmp(r->device, "hbm fake GPU 1"));
+    CHECK_EQ_U64(r->device_index, 1);
+    CHECK_EQ_U64(hbmi_trace_device_bytes(r, &why), 3ull << 30);
+    CHECK(!strcmp(why, "from the trace header"));
+    hbm_trace_free(r);
+    hbmi_free(cur);
+    /* a bad field: the offending value and its byte offset (the record starts at len) */
+    static const char *const badf[][3] = {{"device_bytes", "12x", "meta device_bytes '12x' is not"},
+                                          {"device_bytes", "0", "meta device_bytes '0' is not"},
+                                          {"device_bytes", "99999999999999999999", "is not the device's total bytes"},
+                                          {"device_index", "-1", "meta device_index '-1' is not a device number"},
+                                          {"device_index", "4097", "meta device_index '4097'"},
+                                          {"device", "", "meta device '' is not a device name"},
+                                          {"device", "a\x1b[2Jb", "meta device 'a?[2Jb' is not a device name"}};
+    char off[64];
+    snprintf(off, sizeof off, "byte offset %zu: ", len);
+    for (size_t i = 0; i < sizeof badf / sizeof badf[0]; i++) {
+        n = len;
+        CHECK((d2 = with_meta(data, &n, badf[i][0], badf[i][1])));
+        r = NULL;
+        CHECK_STATUS(hbm_trace_parse(d2, n, "bad", &r), HBM_ERR_PARSE);
+        CHECK(!r);
+        CHECK_CONTAINS(hbm_last_error(), badf[i][2]);
+        CHECK_CONTAINS(hbm_last_error(), off);
+        hbmi_free(d2);
+    }
+    hbmi_free(data);
+    /* a name with control bytes (an imported file's) is written as one a reader takes */
+    CHECK((t = sample_trace()));
+    snprintf(t->device, sizeof t->device, "gpu\x1b]0;x\x07 0");
+    CHECK_OK(hbm_trace_write(t, path));
+    hbm_trace_free(t);
+    CHECK_OK(hbm_trace_read(path, &r));
+    CHECK(!strcmp(r->device, "gpu?]0;x? 0"));
+    hbm_trace_free(r);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hbm-test-trace-XXXXXX");
     if (!mkdtemp(tmpdir)) TEST_SKIP("cannot create a temporary directory");
@@ -426,6 +508,7 @@ int main(void) {
     RUN(test_streaming);
     RUN(test_recorder_streams);
     RUN(test_versions);
+    RUN(test_device_fields);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -54,11 +54,12 @@ int cmd_run(int argc, char **argv) {
         {.name = "--trace", .kind = CLI_STR, .dest = &trace, .arg = "FILE",
          .help = "record every alloc, free, failed alloc and synchronization as an hbm\n"
                  "trace (time, address, size, stream, thread, the API as the tag's\n"
-                 "label), readable by hbm view / replay / export; written as the\n"
-                 "program runs (under a temporary name, renamed to FILE when the program\n"
-                 "ends: an existing FILE is kept until then, and when nothing is\n"
-                 "recorded), so a crash loses at most the last 4096 events. A second\n"
-                 "process of the run that allocates writes FILE.<pid>"},
+                 "label; the device allocated on, its name, number and total memory,\n"
+                 "which hbm replay and view assume), readable by hbm view / replay /\n"
+                 "export; written as the program runs (under a temporary name, renamed\n"
+                 "to FILE when the program ends: an existing FILE is kept until then,\n"
+                 "and when nothing is recorded), so a crash loses at most the last 4096\n"
+                 "events. A second process of the run that allocates writes FILE.<pid>"},
         {.name = "--limit", .kind = CLI_SIZE, .dest = &lim, .arg = "SIZE",
          .help = "refuse allocations that would take the program past SIZE bytes in use\n"
                  "(e.g. 20GiB, 24GB = 24 x 10^9); a refused one returns the out-of-memory\n"

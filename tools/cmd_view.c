@@ -263,5 +263,9 @@ int cmd_view(int argc, char **argv) {
         s = hbm_view_all(t, json, &o, stdout);
     }
     hbm_trace_free(t);
+    if (s == HBM_ERR_IO && ferror(stdout)) { /* a view past stdio's buffer: said as every command says it */
+        fprintf(stderr, "hbm view: error writing standard output: %s\n", hbm_last_error());
+        return 2;
+    }
     return s ? cli_fail("view", s) : 0;
 }

@@ -241,11 +241,12 @@ HBM_API void hbm_replay_result_release(hbm_replay_result *r);
 HBM_API hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap);
 
 /* The device a replay of t runs on when none is given, the same for every mode (the table,
- * the torch twin, --suggest): the trace's capacity when it records one; for a PyTorch
+ * the torch twin, --suggest): the device the trace's header names (its capacity, or the
+ * device_bytes meta record: *why "from the trace header"); for a PyTorch
  * snapshot with an OOM, the bytes PyTorch had reserved then plus the free memory CUDA
  * reported (what the process could reach); for another snapshot, its peak reserved bytes
- * (the least the real device had); else sim:80GiB. *why (may be NULL) says which, in
- * words ("the snapshot's peak reserved"). */
+ * (the least the real device had); else sim:80GiB ("default, the trace names no device").
+ * *why (may be NULL) says which, in words ("the snapshot's peak reserved"). */
 HBM_API hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, const char **why);
 
 /* What the best allocator could have done on a trace: the most bytes live at once (no

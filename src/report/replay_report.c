@@ -345,6 +345,8 @@ static hbm_status write_json(const hbm_replay_report *rep, FILE *f) {
     hbmi_json_str(f, t->name);
     fputs(", \"device\": ", f);
     hbmi_json_str(f, rep->device);
+    fputs(", \"device_assumed\": ", f); /* why this device: hbm_replay_default_device's words */
+    hbmi_json_str(f, rep->device_is_default && rep->device_why ? rep->device_why : "given (--device)");
     fprintf(f, ", \"events\": %zu, \"optimal_bound_bytes\": %" PRIu64 ", \"packed_bytes\": %" PRIu64, t->count,
             rep->bounds.lower_bound, rep->bounds.packed);
     hbmi_json_plan_peak(f, t);

@@ -129,6 +129,25 @@ static hbm_status oom_section(FILE *f, const hbm_trace *t, const hbmi_view *v, i
     return HBM_OK;
 }
 
+/* hbm's own traces (the recorder's, hbm run's): the device assumed for them and why, as
+ * hbm replay assumes it (the header's, else hbm's default). Other sources are the
+ * frameworks' files, which name their devices their own way. */
+static int own_trace(const hbm_trace *t) { return !strcmp(t->source, "hbm") || !strcmp(t->source, "hbm run"); }
+
+static void device_line(const hbm_trace *t, FILE *f) {
+    const char *why;
+    char h[32];
+    uint64_t bytes = hbmi_trace_device_bytes(t, &why);
+    fputs("device       ", f);
+    if (!t->capacity || !strncmp(t->device, "sim:", 4)) fputs("simulated, ", f); /* (a sim device's name is its size) */
+    else if (t->device[0]) {
+        hbmi_fputs_visible(t->device, f);
+        if (!strcmp(t->source, "hbm run")) fprintf(f, " (cuda:%d)", t->device_index); /* hbm run always writes it */
+        fputs(", ", f);
+    }
+    fprintf(f, "%s (%s)\n", hbm_size_human(bytes, h), why);
+}
+
 hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE *f) {
     if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_view_text: NULL argument");
     hbm_view_options o;
@@ -140,6 +159,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     hbmi_fit(title, sizeof title, o.title ? o.title : t->name, 50, 1);
     fprintf(f, "%s: %s trace, %zu events%s%s\n", title, t->source[0] ? t->source : "hbm", t->count - t->history_start,
             t->device[0] ? ", device " : "", t->device);
+    if (own_trace(t)) device_line(t, f);
     if (t->history_start)
         fprintf(f, "before the history: %s live in %" PRIu64 " block%s, %s reserved (rebuilt from the segments)\n",
                 hbm_size_xla((int64_t)t->live_before_bytes, a), t->live_before_blocks, t->live_before_blocks == 1 ? "" : "s",
@@ -275,6 +295,11 @@ static hbm_status view_json(const hbm_trace *const *all, size_t nall, const hbm_
                     tot[k].allocated, tot[k].count);
         }
         fputc(']', f);
+    }
+    if (own_trace(t)) { /* the device assumed, as the text's device line */
+        const char *why;
+        fprintf(f, ", \"device_bytes\": %" PRIu64 ", \"device_assumed\": ", hbmi_trace_device_bytes(t, &why));
+        hbmi_json_str(f, why);
     }
     fputs(", \"devices\": [", f);
     json_device(f, t, &v);

@@ -68,6 +68,20 @@ static hbm_status w_meta(hbm_trace_writer *w, const char *key, const char *val) 
     return s;
 }
 
+hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int index, uint64_t bytes) {
+    hbm_status s = HBM_OK;
+    char v[64];
+    if (name && *name) { /* as a reader takes it: 1 to 63 printable bytes */
+        snprintf(v, sizeof v, "%s", name);
+        for (char *c = v; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+        s = w_meta(w, "device", v);
+    }
+    if (!s && index >= 0 && index <= 4096) snprintf(v, sizeof v, "%d", index), s = w_meta(w, "device_index", v);
+    if (!s && bytes && bytes <= 1ull << 62) snprintf(v, sizeof v, "%" PRIu64, bytes), s = w_meta(w, "device_bytes", v);
+    return s;
+}
+
 hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
                                    hbm_trace_writer **out) {
     *out = NULL;
@@ -85,7 +99,7 @@ hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device
     hbmi_put64(h + 16, capacity);
     hbmi_put32(h + 24, 0); /* flags: none defined */
     hbm_status s = w_put(w, h, sizeof h);
-    if (!s && device && *device) s = w_meta(w, "device", device);
+    if (!s) s = hbmi_trace_writer_device(w, device, -1, 0);
     if (!s) s = w_flush(w);
     if (s) {
         fclose(w->f);
@@ -283,15 +297,55 @@ static hbm_status rd_bt(rd *r, const unsigned char *p, size_t n, const char *nam
     return s ? s : map_set(&r->btmap, &r->btmap_cap, id, bid);
 }
 
-static void rd_meta(rd *r, const unsigned char *p, size_t n) {
-    if (n < 4) return;
+/* A device field that is not what a writer writes: the offending value (its first 64
+ * bytes, control bytes shown as '?'), named. */
+static hbm_status bad_device(const char *name, size_t off, const char *key, const char *v, size_t vl, const char *want) {
+    char shown[65], m[256];
+    size_t n = vl < 64 ? vl : 64;
+    for (size_t i = 0; i < n; i++) shown[i] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
+    shown[n] = 0;
+    snprintf(m, sizeof m, "meta %s '%s' is not %s", key, shown, want);
+    return bad(name, off, m);
+}
+
+/* A decimal number of at most 19 digits and nothing else; 0 = not one. */
+static int decimal(const char *v, size_t vl, uint64_t *out) {
+    uint64_t x = 0;
+    if (!vl || vl > 19) return 0;
+    for (size_t i = 0; i < vl; i++) {
+        if (v[i] < '0' || v[i] > '9') return 0;
+        x = x * 10 + (uint64_t)(v[i] - '0');
+    }
+    *out = x;
+    return 1;
+}
+
+/* The meta record at byte offset off. The device fields (device, device_index,
+ * device_bytes) are checked: a bad one is an error naming it; other keys are lenient. */
+static hbm_status rd_meta(rd *r, const unsigned char *p, size_t n, const char *name, size_t off) {
+    if (n < 4) return HBM_OK;
     uint32_t kl = hbmi_get32(p);
-    if (kl > n - 4 || n - 4 - kl < 4) return;
+    if (kl > n - 4 || n - 4 - kl < 4) return HBM_OK;
     uint32_t vl = hbmi_get32(p + 4 + kl);
-    if (vl > n - 8 - kl) return;
+    if (vl > n - 8 - kl) return HBM_OK;
     const char *k = (const char *)p + 4, *v = (const char *)p + 8 + kl;
     char *dst = NULL;
     size_t cap = 0;
+    uint64_t x;
+    if (kl == 6 && !memcmp(k, "device", 6)) {
+        int ok = vl > 0 && vl < sizeof r->t->device;
+        for (uint32_t i = 0; ok && i < vl; i++) ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+        if (!ok) return bad_device(name, off, "device", v, vl, "a device name (1 to 63 printable bytes)");
+    }
+    if (kl == 12 && !memcmp(k, "device_index", 12)) {
+        if (!decimal(v, vl, &x) || x > 4096) return bad_device(name, off, "device_index", v, vl, "a device number 0 to 4096");
+        r->t->device_index = (int)x;
+    }
+    if (kl == 12 && !memcmp(k, "device_bytes", 12)) {
+        if (!decimal(v, vl, &x) || !x || x > (1ull << 62))
+            return bad_device(name, off, "device_bytes", v, vl, "the device's total bytes (a decimal number, 1 to 2^62)");
+        r->t->capacity = x; /* the device's total as the driver reported it: it replaces the header's */
+    }
     if (kl == 6 && !memcmp(k, "stacks", 6)) r->t->stacks = vl == 6 && !memcmp(v, "frames", 6);
     if (kl == 6 && !memcmp(k, "device", 6)) dst = r->t->device, cap = sizeof r->t->device;
     else if (kl == 6 && !memcmp(k, "source", 6)) dst = r->t->source, cap = sizeof r->t->source;
@@ -300,10 +354,6 @@ static void rd_meta(rd *r, const unsigned char *p, size_t n) {
     char num[96];
     snprintf(num, sizeof num, "%.*s", (int)(vl < sizeof num ? vl : 0), v);
     if (kl == 4 && !memcmp(k, "time", 4)) r->t->has_time = strcmp(num, "none") != 0;
-    if (kl == 12 && !memcmp(k, "device_index", 12)) {
-        long d = strtol(num, NULL, 10);
-        r->t->device_index = d >= 0 && d <= 4096 ? (int)d : 0;
-    }
     unsigned long long hs, lb, lk, rb;
     if (kl == 13 && !memcmp(k, "history_start", 13) && sscanf(num, "%llu %llu %llu %llu", &hs, &lb, &lk, &rb) == 4) {
         r->t->history_start = (size_t)hs; /* checked against the events read */
@@ -311,6 +361,7 @@ static void rd_meta(rd *r, const unsigned char *p, size_t n) {
         r->t->live_before_blocks = lk;
         r->t->reserved_before_bytes = rb;
     }
+    return HBM_OK;
 }
 
 hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_trace **out) {
@@ -401,7 +452,7 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
         const unsigned char *q = p + off + 8;
         if (type == HBMI_REC_TAG) s = rd_tag(&r, q, n, name, off);
         else if (type == HBMI_REC_BACKTRACE) s = rd_bt(&r, q, n, name, off);
-        else if (type == HBMI_REC_META) rd_meta(&r, q, n);
+        else if (type == HBMI_REC_META) s = rd_meta(&r, q, n, name, off);
         /* other types >= 0x10 are skipped: later versions may add records */
         off += 8 + (size_t)n;
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "alloc/alloc_internal.h"
+#include "device/cuda_driver.h"
 #include "trace/trace_internal.h"
 
 #if defined(__GLIBC__)
@@ -271,6 +272,9 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     hbm_device_info info = {0};
     if (dev) hbm_device_info_get(dev, &info);
     s = hbm_trace_writer_open(path, info.name, info.total_bytes, &r->w);
+    const hbmi_cuda_dev *cd = hbmi_cuda_dev_of(dev);
+    /* a GPU's number, as hbm run writes it (the header has its name and total) */
+    if (!s && cd && (s = hbmi_trace_writer_device(r->w, NULL, cd->ordinal, 0))) hbm_trace_writer_close(r->w);
     if (s) {
         hbmi_free(r);
         return hbmi_error_prefix(s, "trace=%s: ", path);

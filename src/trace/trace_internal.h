@@ -84,8 +84,20 @@ static inline size_t hbmi_event_encode(unsigned char *p, const hbm_trace_event *
  * messages. */
 hbm_status hbmi_trace_writer_fopen(FILE *f, const char *path, const char *device, uint64_t capacity,
                                    hbm_trace_writer **out);
+/* The device records (docs/trace-format.md, "The device"): name (NULL or "": none; control
+ * bytes become '?', cut at 63 bytes), index (< 0: none), total bytes (0: none). */
+hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int index, uint64_t bytes);
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
+
+/* The device a trace is replayed and viewed on when none is given: the one its header
+ * names (the capacity, or the meta device_bytes that replaces it: docs/trace-format.md),
+ * else hbm's default, a simulated 80 GiB device. *why (may be NULL) says which in the
+ * words hbm replay and hbm view print. */
+#define HBMI_DEVICE_FROM_HEADER "from the trace header"
+#define HBMI_DEVICE_DEFAULT "default, the trace names no device"
+#define HBMI_DEVICE_DEFAULT_BYTES (80ull << 30)
+uint64_t hbmi_trace_device_bytes(const hbm_trace *t, const char **why);
 
 /* A growable byte buffer for exporters. */
 typedef struct hbmi_buf {

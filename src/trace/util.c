@@ -182,3 +182,8 @@ void hbmi_text_plan_peak(FILE *f, const hbm_trace *t) {
     fprintf(f, "%-28s %11s  (at %s, as hbm plan counts)\n", "peak of live bytes", hbm_size_xla((int64_t)peak, a),
             hbmi_event_when(t, (int64_t)at, 0, w, sizeof w));
 }
+
+uint64_t hbmi_trace_device_bytes(const hbm_trace *t, const char **why) {
+    if (why) *why = t->capacity ? HBMI_DEVICE_FROM_HEADER : HBMI_DEVICE_DEFAULT;
+    return t->capacity ? t->capacity : HBMI_DEVICE_DEFAULT_BYTES;
+}

@@ -7,7 +7,8 @@
  * it), then creates, maps, unmaps and releases 2 MiB and 4 MiB of physical memory (virtual
  * memory management) and exits 0 if the calls behaved.
  *   fake_app BIG_BYTES threads   then 4 threads each allocate and free 4 KiB 1000 times,
- * from the pool on streams 0x100 + thread index (cuMemAllocFromPoolAsync / cuMemFreeAsync). */
+ * from the pool on streams 0x100 + thread index (cuMemAllocFromPoolAsync / cuMemFreeAsync).
+ * FAKE_APP_DEVICE=N uses device N (default 0). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
     hbmi_CUresult (*csync)(void) = (hbmi_CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
     /* at version 13000 the driver hands out cuCtxSynchronize's CUDA 13 form, which takes the context */
     hbmi_CUresult (*csync13)(hbmi_CUcontext) = get(gpa, "cuCtxSynchronize");
-    if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
+    const char *ord = getenv("FAKE_APP_DEVICE"); /* the device to use (default 0) */
+    if (init(0) || retain(&ctx, ord ? atoi(ord) : 0) || setcur(ctx)) return fprintf(stderr, "fake_app: no device\n"), 77;
     hbmi_CUmemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = HBMI_CU_MEM_ALLOCATION_TYPE_PINNED;

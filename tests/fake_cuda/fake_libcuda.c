@@ -158,8 +158,11 @@ EXPORT hbmi_CUresult cuDeviceGetName(char *name, int len, hbmi_CUdevice d) {
 EXPORT hbmi_CUresult cuDeviceTotalMem_v2(size_t *b, hbmi_CUdevice d) { ENTER("cuDeviceTotalMem"); *b = total_mem; LEAVE(0); }
 static struct hbmi_CUctx_st { int dummy; } the_ctx;
 static __thread hbmi_CUcontext tls_ctx;
+static hbmi_CUdevice ctx_device; /* the device the_ctx was last retained for */
 EXPORT hbmi_CUresult cuDevicePrimaryCtxRetain(hbmi_CUcontext *c, hbmi_CUdevice d) {
     ENTER("cuDevicePrimaryCtxRetain");
+    if (d < 0 || d >= ndevices) LEAVE(HBMI_CUDA_ERROR_INVALID_DEVICE);
+    ctx_device = d;
     *c = &the_ctx;
     LEAVE(0);
 }
@@ -171,6 +174,12 @@ EXPORT hbmi_CUresult cuCtxSetCurrent(hbmi_CUcontext c) {
     return 0;
 }
 #define NEED_CTX() if (!tls_ctx) LEAVE(HBMI_CUDA_ERROR_INVALID_CONTEXT)
+EXPORT hbmi_CUresult cuCtxGetDevice(hbmi_CUdevice *d) {
+    ENTER("cuCtxGetDevice");
+    NEED_CTX();
+    *d = ctx_device;
+    LEAVE(0);
+}
 
 static uint64_t pools_reserved(void) {
     uint64_t r = 0;

@@ -244,11 +244,9 @@ hbm_status hbm_replay_device_spec(const char *name, char *buf, size_t cap) {
 
 hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, const char **why) {
     if (!t || !buf || !cap) return hbmi_error(HBM_ERR_INVALID, "hbm_replay_default_device: NULL argument");
-    const char *w = "hbm's default";
-    uint64_t bytes = 80ull << 30;
-    if (t->capacity) {
-        bytes = t->capacity, w = "the trace's device";
-    } else if (!strcmp(t->source, "torch")) {
+    const char *w;
+    uint64_t bytes = hbmi_trace_device_bytes(t, &w);
+    if (!t->capacity && !strcmp(t->source, "torch")) {
         uint64_t reserved = 0, peak = 0, at_oom = 0;
         for (size_t i = 0; i < t->count && !at_oom; i++) {
             const hbm_trace_event *e = &t->events[i];
@@ -261,7 +259,7 @@ hbm_status hbm_replay_default_device(const hbm_trace *t, char *buf, size_t cap, 
         if (at_oom) bytes = at_oom, w = "reserved + free at the recorded OOM";
         else if (peak) bytes = peak, w = "the snapshot's peak reserved";
     }
-    if (bytes == 80ull << 30) snprintf(buf, cap, "sim:80GiB");
+    if (bytes == HBMI_DEVICE_DEFAULT_BYTES) snprintf(buf, cap, "sim:80GiB");
     else snprintf(buf, cap, "sim:%" PRIu64, bytes);
     if (why) *why = w;
     return HBM_OK;
