@@ -113,6 +113,7 @@ typedef struct hbm_memprof_summary {
     uint64_t running_param_bytes;   /* made earlier, of a size of one of its parameters each */
     uint64_t earlier_bytes;         /* made earlier by module executions, the rest */
     uint64_t kept_bytes;            /* made in the profile by no module (arrays kept between calls) */
+    uint64_t max_bytes_reserved;    /* the largest bytes_reserved stat (the reserved timeline's max) */
 } hbm_memprof_summary;
 
 typedef struct hbm_memprof hbm_memprof;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hbm/file.h"
+#include "hbm/proto.h"
 #include "hbm/trace.h"
 #include "hbm/view.h"
 #include "report/fleet_model.h"
@@ -48,6 +49,29 @@ static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size
     return (r->page = hbmi_strdup(name)) ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
 }
 
+/* A profile's ranks: one per allocator of its memory profile, in XProf's order (by name),
+ * each page written from the allocator's trace. */
+static hbm_status memprof_ranks(const hbm_fleet_options *o, hbm_memprof *mp, const char *path, size_t input,
+                                input_result *res) {
+    size_t n = hbm_memprof_allocator_count(mp);
+    hbm_status s = hbm_memprof_attribute(mp);
+    if (!s && !(res->r = hbmi_calloc(n + 1, sizeof *res->r))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t d = 0; d < n && !s; d++) {
+        hbmi_rank *r = &res->r[d];
+        res->n = d + 1;
+        if (!(r->path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        if (!s) s = hbmi_rank_from_memprof(mp, d, r);
+        if (!s && o->pages) {
+            hbm_trace *t;
+            if (!(s = hbm_memprof_trace(mp, d, &t))) {
+                s = rank_page(o, t, input, d, r);
+                hbm_trace_free(t);
+            }
+        }
+    }
+    return s;
+}
+
 /* An input's ranks: from its summary, or from the trace (each device a rank), its page
  * written while the trace is held. */
 static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_t input, input_result *res) {
@@ -59,6 +83,20 @@ static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_
         s = hbmi_summary_read(text, len, path, &res->r, &res->n);
         hbmi_free(text);
         return s;
+    }
+    hbm_proto_kind kind = hbm_proto_path_kind(path);
+    if (kind == HBM_PROTO_XSPACE || kind == HBM_PROTO_PROFILE_DIR) {
+        /* a profile with a memory profile: each allocator a rank with the figures hbm view
+         * PROFILE shows (XProf's); without one, its largest module's plan as a trace */
+        hbm_memprof *mp;
+        hbm_status s = hbm_memprof_open(path, &mp);
+        if (s) return s;
+        if (hbm_memprof_allocator_count(mp)) {
+            s = memprof_ranks(o, mp, path, input, res);
+            hbm_memprof_close(mp);
+            return s;
+        }
+        hbm_memprof_close(mp);
     }
     hbm_trace **all;
     size_t n;

@@ -143,9 +143,9 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
     hbmi_json_str(f, s->allocator);
     fprintf(f, ",\"device_index\":%d,\"events\":%zu,\"allocations\":%zu,\"deallocations\":%zu", s->device_index,
             s->n_events, s->n_allocations, s->n_deallocations);
-    fprintf(f, ",\"max_bytes_allocated\":%" PRIu64 ",\"max_peak_bytes_in_use_stat\":%" PRIu64
-               ",\"peak_bytes_usage_lifetime\":%" PRIu64,
-            s->max_bytes_allocated, s->max_peak_bytes_in_use, s->peak_bytes_usage_lifetime);
+    fprintf(f, ",\"max_bytes_allocated\":%" PRIu64 ",\"max_bytes_reserved\":%" PRIu64
+               ",\"max_peak_bytes_in_use_stat\":%" PRIu64 ",\"peak_bytes_usage_lifetime\":%" PRIu64,
+            s->max_bytes_allocated, s->max_bytes_reserved, s->max_peak_bytes_in_use, s->peak_bytes_usage_lifetime);
     fprintf(f, ",\"peak_bytes_in_use\":%" PRIu64 ",\"peak_allocated_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
                ",\"peak_available_bytes\":%" PRIu64 ",\"memory_capacity\":%" PRIu64 ",\"peak_fragmentation\":%.6f",
             s->peak_bytes_in_use, s->peak_allocated, s->peak_reserved, s->peak_available, s->memory_capacity,

@@ -487,7 +487,7 @@ static hbm_status read_space(hbm_memprof *mp, int execs) {
 }
 
 /* --- XProf's summary ------------------------------------------------------------------- */
-static const hbm_memprof_event *sort_ev_;
+static _Thread_local const hbm_memprof_event *sort_ev_; /* the comparators' events (per thread) */
 static int cmp_time(const void *x, const void *y) {
     const size_t a = *(const size_t *)x, b = *(const size_t *)y;
     const hbm_memprof_event *ea = &sort_ev_[a], *eb = &sort_ev_[b];
@@ -542,6 +542,7 @@ static hbm_status summarize(hbm_memprof *mp) {
         else s->n_allocations++;
         if (ev->bytes_allocated > s->max_bytes_allocated) s->max_bytes_allocated = ev->bytes_allocated;
         if (ev->peak_bytes_in_use > s->max_peak_bytes_in_use) s->max_peak_bytes_in_use = ev->peak_bytes_in_use;
+        if (ev->bytes_reserved > s->max_bytes_reserved) s->max_bytes_reserved = ev->bytes_reserved;
         s->peak_bytes_usage_lifetime = ev->peak_bytes_in_use;
         uint64_t use = ev->bytes_reserved + ev->bytes_allocated;
         if (s->peak_event == SIZE_MAX || use >= s->peak_bytes_in_use) {
