@@ -43,6 +43,38 @@ assert [x["kind"] for x in a["active"] if x["running"]].count("temp") == 1
 assert len(a["timeline"]) == 59
 PY
     fi
+    # the profile as fleet ranks (issue 39): each rank's figures are hbm view --json PROFILE's,
+    # and the same read back from the profile's summary
+    "$HBM" view "$X" "$X" --json >"$T/f.json"; rc=$?
+    check "fleet of the profile twice: exit 0" test $rc -eq 0
+    "$HBM" view "$X" --summary "$T/x.summary.json" 2>/dev/null; rc=$?
+    check "--summary of the profile: exit 0" test $rc -eq 0
+    "$HBM" view "$T/x.summary.json" "$T/x.summary.json" --json >"$T/fs.json"; rc=$?
+    check "fleet of its summary: exit 0" test $rc -eq 0
+    if command -v python3 >/dev/null; then
+        check "fleet ranks equal hbm view --json PROFILE" python3 - "$T/m.json" "$T/f.json" "$T/fs.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["allocators"][0]
+for fleet in sys.argv[2:]:
+    f = json.load(open(fleet))
+    assert f["read"] == 2 and f["failed"] == 0, (f["read"], f["failed"])
+    for r in f["ranks"]:
+        got = (r["device"], r["device_index"], r["events"], r["allocs"], r["frees"], r["peak_bytes_in_use"],
+               r["peak_event"], r["peak_bytes_reserved"], r["reserved_at_peak_bytes"], r["fragmentation_at_peak"],
+               r["live_at_peak"], r["live_at_peak_bytes"], r["figures"])
+        want = (a["allocator"], a["device_index"], a["events"], a["allocations"], a["deallocations"],
+                a["peak_bytes_in_use"], a["peak_event"], a["max_bytes_reserved"], a["peak_reserved_bytes"],
+                a["peak_fragmentation"], len(a["active"]) + (a["unmapped_bytes"] > 0), a["peak_allocated_bytes"], "xprof")
+        assert got == want, (fleet, got, want)
+        assert r["peak_bytes_in_use"] == 663228416 and r["peak_bytes_reserved"] == 0, r
+        assert sum(s["bytes"] for s in r["sites"]) == a["peak_allocated_bytes"], r["sites"]
+        assert r["sites"][0]["op"] == "jit_loss_fn(17) temp" and r["sites"][0]["bytes"] == 319293440, r["sites"][0]
+    st = f["stats"]
+    assert st["peak_bytes_in_use"]["max"] == 663228416 and st["fragmentation_at_peak"]["median"] == a["peak_fragmentation"]
+PY
+    fi
+    out=$("$HBM" view "$X" "$X" --top 2); rc=$?
+    check "fleet text: XProf's peak, reserved and fragmentation" grep -q " 632.50MiB        0B 47.3%    0 " <<<"$out"
     out=$("$HBM" view "$X" --device-index 3 2>&1); rc=$?
     check "--device-index it lacks: exit 2" test $rc -eq 2
     check "--device-index it lacks: names those it has" grep -q "no allocator of device 3 in the memory profile (it has 0)" <<<"$out"
