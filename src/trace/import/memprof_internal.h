@@ -17,8 +17,9 @@ struct hbm_memprof {
     char path[4096];  /* the file read */
     char given[4096]; /* as given (a directory) */
     int from_file;
-    char *buf;
+    char *buf;        /* the file's bytes (map.data) */
     size_t len;
+    hbmi_mapped map;  /* a file mapped, or read (small files, gzip); open_mem: a copy */
     hbmi_arena arena; /* strings, active allocations */
     hbm_memprof_event *ev; /* each allocator's events in time order (after reading) */
     size_t nev, evcap;
