@@ -26,6 +26,7 @@ struct hbm_memprof {
     size_t *order;
     hbm_memprof_summary *al;
     size_t nal, alcap;
+    size_t last_al, last_al_len; /* the allocator of the event read last (its name's length) */
     hbmi_memprof_exec *ex;
     size_t nex, excap;
     int execs_read; /* the module events are read (hbmi_memprof_read_execs) */

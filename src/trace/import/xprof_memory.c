@@ -17,8 +17,14 @@
 
 /* --- the wire format ------------------------------------------------------------------- */
 typedef struct wfield {
-    uint32_t num;
-    uint32_t wire;
+    union { /* written as one word: callers compare num and wire together, and a load of
+             * both after two stores of one each waits for the stores to retire */
+        struct {
+            uint32_t num;
+            uint32_t wire;
+        };
+        uint64_t nw;
+    };
     uint64_t v;          /* varint, fixed64 bits, fixed32 bits */
     const uint8_t *b;    /* length-delimited: the bytes */
     size_t n;
@@ -32,8 +38,10 @@ static inline int wnext(const uint8_t *p, size_t n, size_t *i, wfield *f) {
     if (*i >= n) return 0;
     uint64_t tag;
     if (hbmi_varint_get(p, n, i, &tag) <= 0) return -1;
-    f->num = tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0;
-    f->wire = (uint32_t)(tag & 7);
+    struct {
+        uint32_t num, wire;
+    } nw = {tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0, (uint32_t)(tag & 7)};
+    memcpy(&f->nw, &nw, sizeof f->nw);
     f->b = NULL;
     f->n = 0;
     f->v = 0;
@@ -178,8 +186,12 @@ static char *pool_str(hbm_memprof *mp, const uint8_t *s, size_t n) {
 }
 
 static int allocator_index(hbm_memprof *mp, const uint8_t *name, size_t n) {
+    if (mp->last_al < mp->nal && mp->last_al_len == n && !memcmp(mp->al[mp->last_al].allocator, name, n))
+        return (int)mp->last_al; /* the same as the event before, as a rule */
+    mp->last_al_len = n;
     for (size_t k = 0; k < mp->nal; k++)
-        if (strlen(mp->al[k].allocator) == n && !memcmp(mp->al[k].allocator, name, n)) return (int)k;
+        if (strlen(mp->al[k].allocator) == n && !memcmp(mp->al[k].allocator, name, n)) return (int)(mp->last_al = k);
+    mp->last_al = mp->nal;
     if (mp->nal == mp->alcap && hbmi_grow((void **)&mp->al, &mp->alcap, mp->nal + 1, sizeof *mp->al)) return -1;
     hbm_memprof_summary *s = &mp->al[mp->nal];
     memset(s, 0, sizeof *s);
@@ -233,7 +245,13 @@ static inline int stat_fast(const uint8_t *b, size_t n, uint64_t *mid, int *have
     if (j != n) return 0;
     *mid = id;
     *have_mid = 1;
-    *val = (wfield){.num = t >> 3u, .wire = t & 7u, .v = v, .b = sb, .n = sn};
+    struct {
+        uint32_t num, wire;
+    } nw = {t >> 3u, t & 7u};
+    memcpy(&val->nw, &nw, sizeof val->nw); /* one word, as wnext writes it */
+    val->v = v;
+    val->b = sb;
+    val->n = sn;
     return 1;
 }
 
