@@ -90,12 +90,14 @@ static void stat_int(pb *ev, unsigned id, uint64_t v) {
 
 /* An XSpace: a host plane with these memory events (and, with mem == 0, an ordinary event
  * only), and a device plane. */
+static int ts_where; /* the line's timestamp: 0 before its events (as TSL writes it), 1 after
+                      * them, 2 a wrong one before and the right one after (the last counts) */
 static void build(pb *space, const mev *evs, size_t n) {
     pb plane = {0}, line = {0};
     pb_int(&plane, 1, 1);
     pb_str(&plane, 2, "/host:CPU");
     pb_int(&line, 1, 1);
-    pb_int(&line, 3, 1000); /* timestamp_ns */
+    if (ts_where != 1) pb_int(&line, 3, ts_where ? 7 : 1000); /* timestamp_ns */
     for (size_t i = 0; i < n; i++) {
         const mev *m = &evs[i];
         pb ev = {0};
@@ -146,6 +148,7 @@ static void build(pb *space, const mev *evs, size_t n) {
     pb_int(&ord, 1, 7); /* an event that is not a memory event */
     pb_int(&ord, 2, 5);
     pb_msg(&line, 4, &ord);
+    if (ts_where) pb_int(&line, 3, 1000);
     pb_msg(&plane, 3, &line);
     if (n) {
         add_meta(&plane, 4, 1, "MemoryAllocation");
@@ -697,6 +700,40 @@ static void test_fleet_ranks(void) {
     remove(path);
 }
 
+/* The line's timestamp after its events, or written twice (the last counts, as protobuf
+ * reads a field given twice): the events' times and figures are those of the usual order
+ * (the one-pass reader hands such lines to the whole-line reader). */
+static void test_line_orders(void) {
+    const mev evs[] = {
+        {.off_ps = 1000, .allocated = 150, .peak = 150, .bytes = 50, .addr = 0xa, .group = -1},
+        {.off_ps = 2000, .allocated = 350, .peak = 350, .bytes = 200, .addr = 0xb, .group = -1, .launch = 0},
+        {.gpu = 1, .off_ps = 2500, .allocated = 30, .reserved = 8, .peak = 30, .bytes = 20, .addr = 0x20, .group = 5},
+        {.dealloc = 1, .off_ps = 3000, .allocated = 150, .peak = 350, .bytes = 200, .addr = 0xb, .group = -1},
+    };
+    const size_t n = sizeof evs / sizeof *evs;
+    hbm_memprof *want = open_events(evs, n);
+    CHECK(want);
+    for (ts_where = 1; ts_where <= 2 && want; ts_where++) {
+        hbm_memprof *mp = open_events(evs, n);
+        CHECK(mp);
+        if (!mp) continue;
+        size_t a, b;
+        const hbm_memprof_event *x = hbm_memprof_events(want, &a), *y = hbm_memprof_events(mp, &b);
+        CHECK_EQ_U64(b, a);
+        for (size_t k = 0; k < a && k < b; k++) {
+            CHECK_EQ_U64(y[k].time_ps, x[k].time_ps);
+            CHECK_EQ_U64(y[k].bytes_allocated, x[k].bytes_allocated);
+            CHECK_EQ_U64(y[k].allocator, x[k].allocator);
+        }
+        CHECK_EQ_U64(x[0].time_ps, 1000 * 1000 + 1000);
+        CHECK_EQ_U64(hbm_memprof_allocator(mp, 0)->peak_bytes_in_use, 350);
+        CHECK_EQ_U64(hbm_memprof_allocator(mp, 1)->peak_bytes_in_use, 38);
+        hbm_memprof_close(mp);
+    }
+    ts_where = 0;
+    hbm_memprof_close(want);
+}
+
 int main(void) {
     RUN(test_two_allocators);
     RUN(test_timeline_sampling);
@@ -705,5 +742,6 @@ int main(void) {
     RUN(test_damaged);
     RUN(test_shared);
     RUN(test_fleet_ranks);
+    RUN(test_line_orders);
     return test_done();
 }

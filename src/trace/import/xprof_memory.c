@@ -503,7 +503,7 @@ static int read_line_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const pla
         if (b[j] == 0x22) { /* field 4, length-delimited: an event */
             j++;
             uint64_t l;
-            if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) break;
+            if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) goto slow;
             const uint8_t *e = b + j;
             size_t en = (size_t)l, k = 1;
             j += en;
@@ -515,15 +515,15 @@ static int read_line_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const pla
             }
             /* a memory event (its id first, then its offset, as TSL writes them), else one
              * whose id does not come first: the slow path */
-            if (!got || !have_ts) break;
+            if (!got || !have_ts) goto slow;
             int64_t off = 0;
             if (k < en && e[k] == 0x10) {
                 k++;
                 uint64_t o;
-                if (hbmi_varint_get(e, en, &k, &o) <= 0) break;
+                if (hbmi_varint_get(e, en, &k, &o) <= 0) goto slow;
                 off = (int64_t)o;
             }
-            if (mp->nev == mp->evcap && hbmi_grow((void **)&mp->ev, &mp->evcap, mp->nev + 1, sizeof *mp->ev)) break;
+            if (mp->nev == mp->evcap && hbmi_grow((void **)&mp->ev, &mp->evcap, mp->nev + 1, sizeof *mp->ev)) goto slow;
             hbm_memprof_event *ev = &mp->ev[mp->nev];
             memset(ev, 0, sizeof *ev);
             ev->time_ps = add_ps(base, off);
@@ -531,22 +531,23 @@ static int read_line_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const pla
             const uint8_t *an;
             size_t ann;
             int odd = 0;
-            if (read_memory_event(mp, pm, e, en, k, &odd, ev, &an, &ann, line, evno) || odd) break;
+            if (read_memory_event(mp, pm, e, en, k, &odd, ev, &an, &ann, line, evno) || odd) goto slow;
             mp->nev++;
             evno++;
             continue;
         }
         wfield g;
-        if (wnext(b, n, &j, &g) <= 0) break;
+        if (wnext(b, n, &j, &g) <= 0) goto slow;
         if (g.num == 3 && g.wire == 0) {
-            if (have_ts) break; /* a second timestamp: the last one counts, for events before it too */
+            if (have_ts) goto slow; /* a second timestamp: the last one counts, for events before it too */
             int64_t ts_ns = (int64_t)g.v;
             base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
             have_ts = 1;
         }
-        if (g.num == 4 && g.wire == 2) break; /* an event behind a tag of more bytes than it needs */
+        if (g.num == 4 && g.wire == 2) goto slow; /* an event behind a tag of more bytes than it needs */
     }
-    if (j == n) return 1;
+    return 1;
+slow:
     mp->nev = first;
     return 0;
 }
