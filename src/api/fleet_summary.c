@@ -113,8 +113,9 @@ hbm_status hbmi_rank_from_trace(const hbm_trace *t, hbmi_rank *r) {
  * the one summary the memory profile's engine computed (xprof_memory.c, XProf's
  * definitions): peak in use is XProf's (the largest bytes_allocated + bytes_reserved), peak
  * reserved the largest bytes_reserved, reserved and fragmentation at the peak that event's
- * stats. The sites are the allocations live at the peak by the module that made them and
- * their kind (the attribution), and the row held from before the peak's step. */
+ * stats. The sites are XProf's active allocations at the peak: each live allocation by the
+ * module that made it and its kind (the attribution), the bytes held from before the
+ * peak's step, and the reserved ("stack") bytes, so that they make the peak. */
 hbm_status hbmi_rank_from_memprof(const hbm_memprof *mp, size_t i, hbmi_rank *r) {
     const hbm_memprof_summary *a = hbm_memprof_allocator(mp, i);
     if (!a) return hbmi_error(HBM_ERR_INVALID, "hbmi_rank_from_memprof: no allocator %zu", i);
@@ -131,30 +132,31 @@ hbm_status hbmi_rank_from_memprof(const hbm_memprof *mp, size_t i, hbmi_rank *r)
     r->frag_stated = 1;
     r->peak_event = a->n_events ? (int64_t)(a->peak_event - a->first_event) : -1;
     r->first_oom_event = -1;
-    r->live_at_peak = a->n_active + (a->unmapped_bytes ? 1 : 0);
-    r->live_at_peak_bytes = a->unmapped_bytes;
     if (!(r->device = hbmi_strdup(a->allocator))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    hbmi_contrib *c = hbmi_calloc(a->n_active + 2, sizeof *c);
+    hbmi_contrib *c = hbmi_calloc(a->n_active + 3, sizeof *c);
     if (!c) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     hbm_status s = HBM_OK;
     size_t m = 0;
-    for (size_t k = 0; k <= a->n_active && !s; k++) {
+    for (size_t k = 0; k < a->n_active + 2 && !s; k++) {
         const hbm_memprof_active *x = k < a->n_active ? &a->active[k] : NULL;
-        if (!x && !a->unmapped_bytes) break;
         const hbm_memprof_event *e = x ? &ev[x->event] : NULL;
-        const char *op = !x ? "held from before the peak's step"
-                         : *x->module ? x->module
-                         : *e->tf_op  ? e->tf_op
-                         : *x->kind   ? x->kind
-                                      : "(unattributed)";
-        const char *cat = !x ? "arrays kept between calls" : x->kind;
+        uint64_t bytes = x ? e->allocation_bytes : k == a->n_active ? a->unmapped_bytes : a->peak_reserved;
+        if (!x && !bytes) continue;
         char key[1024]; /* "jit_f(3) temp": the module and the kind, as the diff table shows ops */
-        if (x && *x->module && *x->kind) snprintf(key, sizeof key, "%s %s\x1f\x1f%s", op, x->kind, cat);
-        else snprintf(key, sizeof key, "%s\x1f\x1f%s", op, cat);
+        if (!x && k == a->n_active)
+            snprintf(key, sizeof key, "held from before the peak's step\x1f\x1f" "arrays kept between calls");
+        else if (!x)
+            snprintf(key, sizeof key, "stack (bytes_reserved at the peak)\x1f\x1fstack");
+        else if (*x->module && *x->kind)
+            snprintf(key, sizeof key, "%s %s\x1f\x1f%s", x->module, x->kind, x->kind);
+        else
+            snprintf(key, sizeof key, "%s\x1f\x1f%s",
+                     *x->module ? x->module : *e->tf_op ? e->tf_op : *x->kind ? x->kind : "(unattributed)", x->kind);
         if (!(c[m].key = hbmi_strdup(key))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-        c[m].bytes[0] = x ? e->allocation_bytes : a->unmapped_bytes;
+        c[m].bytes[0] = bytes;
         c[m].count[0] = 1;
-        r->live_at_peak_bytes += x ? e->allocation_bytes : 0;
+        r->live_at_peak++;
+        r->live_at_peak_bytes += bytes;
         m++;
     }
     if (!s) s = sites_of(c, m, r);
