@@ -83,7 +83,7 @@ static const char *const stat_names[ST_COUNT_] = {
 
 static int stat_code(const uint8_t *s, size_t n) {
     for (int k = 1; k < ST_COUNT_; k++)
-        if (strlen(stat_names[k]) == n && !memcmp(stat_names[k], s, n)) return k;
+        if (strnlen(stat_names[k], n + 1) == n && !memcmp(stat_names[k], s, n)) return k;
     return ST_NONE;
 }
 
@@ -109,7 +109,7 @@ static void plane_meta_free(plane_meta *pm) {
     memset(pm, 0, sizeof *pm);
 }
 
-static int str_eq(const uint8_t *b, size_t n, const char *s) { return strlen(s) == n && !memcmp(b, s, n); }
+static int str_eq(const uint8_t *b, size_t n, const char *s) { return strnlen(s, n + 1) == n && !memcmp(b, s, n); }
 
 /* the (id, name) of an XEventMetadata / XStatMetadata message; 0 malformed */
 static int meta_id_name(const uint8_t *p, size_t n, uint64_t *id, const uint8_t **name, size_t *nn) {
@@ -172,7 +172,7 @@ static hbm_status read_plane_meta(const uint8_t *p, size_t n, plane_meta *pm) {
     return r == 0 ? HBM_OK : HBM_ERR_PARSE;
 }
 
-static const smeta *stat_meta(const plane_meta *pm, uint64_t id) {
+static inline const smeta *stat_meta(const plane_meta *pm, uint64_t id) {
     if (id < 256) return pm->small[id] ? &pm->st[pm->small[id] - 1] : NULL;
     uint64_t k;
     return hbmi_map_get(&pm->st_index, id, &k) ? &pm->st[k] : NULL;
