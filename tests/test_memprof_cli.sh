@@ -89,6 +89,22 @@ PY
     "$HBM" view "$X" --html "$T/m.html" 2>/dev/null; rc=$?
     check "--html: exit 0" test $rc -eq 0
     check "--html: a page of the allocator" grep -q "GPU_0_bfc" "$T/m.html"
+    check "--html: the memory profile's page" grep -q "<title>hbm memory profile: " "$T/m.html"
+    check "--html: its attribution inside" grep -q '"module":"jit_loss_fn(17)","kind":"temp"' "$T/m.html"
+    check "--html: self-contained" bash -c "! grep -Eiq '<script[^>]+src=|<link |@import|url\\(|<img |https?://' '$T/m.html'"
+    CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+    if [ -n "$CHROMIUM" ]; then # the page's script draws the timeline and a row per allocation at the peak
+        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --disable-extensions \
+            --user-data-dir="$T/chr" --virtual-time-budget=3000 --dump-dom "file://$T/m.html" >"$T/dom.html" 2>/dev/null
+        check "--html: the script ran" grep -q 'data-ready="1"' "$T/dom.html"
+        check "--html: the timeline drawn" grep -Eq '<path class="use" d="M[0-9.]+ [0-9.]+ H' "$T/dom.html"
+        rows=$(grep -o '<tr class="act' "$T/dom.html" | wc -l)
+        check "--html: a row per allocation at the peak (11, $rows)" test "$rows" -eq 11
+        check "--html: the held row" grep -q '<tr class="held"><td>128.00MiB' "$T/dom.html"
+        check "--html: the temp, by its module" grep -q '<td class="l">temp</td>' "$T/dom.html"
+    else
+        echo "skip --html in Chromium: chromium is not installed"
+    fi
     # the memory profile is a trace: replay, diff, export
     out=$("$HBM" replay "$X" 2>&1); rc=$?
     check "replay profile: exit 0" test $rc -eq 0

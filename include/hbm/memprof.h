@@ -144,6 +144,10 @@ HBM_API hbm_status hbm_memprof_attribute(hbm_memprof *mp);
  * no Unicode blocks. HBM_ERR_INVALID for a device the profile does not hold. */
 HBM_API hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t top, int width, int ascii,
                                      FILE *f);
+/* The memory profile as one self-contained HTML page (no network): per allocator (device),
+ * XProf's figures, the timeline of in use and reserved, and every allocation live at the
+ * peak with its attribution (attribute first). device as for hbm_memprof_write. */
+HBM_API hbm_status hbm_memprof_html(const hbm_memprof *mp, int device, FILE *f);
 /* Allocator i's events as an hbm trace (alloc/free with addresses, sizes asked and
  * handed out; the bytes in use before its first event as one block live from the start),
  * for view --html, replay, diff and export. */

@@ -2,10 +2,12 @@
  * figures hbm_memprof computed, rendered only. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
 #include "hbm/size.h"
+#include "report/view_internal.h"
 #include "trace/import/memprof_internal.h"
 
 static const char *sure_str(hbm_memprof_sure s) {
@@ -246,3 +248,52 @@ hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "write error") : HBM_OK;
 }
 
+
+/* --- the page ---------------------------------------------------------------------------- */
+
+extern const char hbmi_asset_memory_profile_html[];
+extern const size_t hbmi_asset_memory_profile_html_len;
+
+typedef struct page_ctx {
+    const hbm_memprof *mp;
+    const char *data; /* --json's document */
+    size_t len;
+} page_ctx;
+
+static hbm_status page_fill(void *ctx, const char *name, size_t n, FILE *f) {
+    const page_ctx *c = ctx;
+    if (hbmi_page_marker_is(name, n, "TITLE")) {
+        for (const char *p = c->mp->path; *p; p++) {
+            if (*p == '<') fputs("&lt;", f);
+            else if (*p == '>') fputs("&gt;", f);
+            else if (*p == '&') fputs("&amp;", f);
+            else fputc(*p, f);
+        }
+    } else if (hbmi_page_marker_is(name, n, "DATA")) {
+        /* '<' appears in JSON only inside strings, where \u003c says the same: no "</script>" */
+        for (size_t i = 0; i < c->len; i++) {
+            if (c->data[i] == '<') fputs("\\u003c", f);
+            else fputc(c->data[i], f);
+        }
+    } else {
+        return hbmi_error(HBM_ERR_CORRUPT, "memory profile page: unknown marker %.*s (a broken build)", (int)n, name);
+    }
+    return HBM_OK;
+}
+
+hbm_status hbm_memprof_html(const hbm_memprof *mp, int device, FILE *f) {
+    if (!mp || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_memprof_html: NULL argument");
+    char *data = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&data, &len);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbm_status s = hbm_memprof_write(mp, device, 1, SIZE_MAX, 8, 0, m); /* every allocation at the peak */
+    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    if (!s) {
+        page_ctx c = {mp, data, len};
+        s = hbmi_page_write(hbmi_asset_memory_profile_html, hbmi_asset_memory_profile_html_len, page_fill, &c, f);
+    }
+    free(data);
+    if (!s && ferror(f)) s = hbmi_error(HBM_ERR_IO, "writing the memory profile page failed");
+    return s;
+}
