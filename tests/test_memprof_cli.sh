@@ -75,6 +75,9 @@ for fleet in sys.argv[2:]:
     assert st["peak_bytes_in_use"]["max"] == 663228416 and st["fragmentation_at_peak"]["median"] == a["peak_fragmentation"]
 PY
     fi
+    "$HBM" view "$X" "$X" --html "$T/fl.html" 2>/dev/null; rc=$?
+    check "fleet --html of the profile: exit 0" test $rc -eq 0
+    check "fleet --html: each rank's page is its memory profile's" grep -q '"module":"jit_loss_fn(17)","kind":"temp"' "$T/fl.html.ranks/rank-1-0.html"
     out=$("$HBM" view "$X" "$X" --top 2); rc=$?
     check "fleet text: XProf's peak, reserved and fragmentation" grep -q " 632.50MiB        0B 47.3%    0 " <<<"$out"
     out=$("$HBM" view "$X" --device-index 3 2>&1); rc=$?

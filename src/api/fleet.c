@@ -32,7 +32,8 @@ typedef struct input_result {
     size_t n;
 } input_result;
 
-static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size_t input, size_t dev, hbmi_rank *r) {
+static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, const hbm_memprof *mp, int mp_device,
+                            size_t input, size_t dev, hbmi_rank *r) {
     char name[64], path[4200];
     snprintf(name, sizeof name, "rank-%zu-%zu.html", input, dev);
     snprintf(path, sizeof path, "%s/%s", o->pages, name);
@@ -41,7 +42,7 @@ static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size
     if (s) return s;
     hbm_view_options vo;
     hbm_view_options_default(&vo);
-    if ((s = hbm_view_html(t, &vo, out.f))) {
+    if ((s = mp ? hbm_memprof_html(mp, mp_device, out.f) : hbm_view_html(t, &vo, out.f))) {
         hbm_output_abort(&out);
         return s;
     }
@@ -50,7 +51,7 @@ static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size
 }
 
 /* A profile's ranks: one per allocator of its memory profile, in XProf's order (by name),
- * each page written from the allocator's trace. */
+ * each page the memory profile's page of that allocator (hbm view --html PROFILE's). */
 static hbm_status memprof_ranks(const hbm_fleet_options *o, hbm_memprof *mp, const char *path, size_t input,
                                 input_result *res) {
     size_t n = hbm_memprof_allocator_count(mp);
@@ -61,13 +62,7 @@ static hbm_status memprof_ranks(const hbm_fleet_options *o, hbm_memprof *mp, con
         res->n = d + 1;
         if (!(r->path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
         if (!s) s = hbmi_rank_from_memprof(mp, d, r);
-        if (!s && o->pages) {
-            hbm_trace *t;
-            if (!(s = hbm_memprof_trace(mp, d, &t))) {
-                s = rank_page(o, t, input, d, r);
-                hbm_trace_free(t);
-            }
-        }
+        if (!s && o->pages) s = rank_page(o, NULL, mp, r->device_index, input, d, r); /* the memory profile's page */
     }
     return s;
 }
@@ -108,7 +103,7 @@ static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_
         res->n = d + 1;
         if (!(r->path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
         if (!s) s = hbmi_rank_from_trace(all[d], r);
-        if (!s && o->pages) s = rank_page(o, all[d], input, d, r);
+        if (!s && o->pages) s = rank_page(o, all[d], NULL, -1, input, d, r);
     }
     hbm_trace_free_all(all, n);
     return s;
