@@ -552,6 +552,79 @@ slow:
     return 0;
 }
 
+/* One line's module executions in one pass (the events with a program_id stat: kernels on
+ * the device planes, launches on the host), as read_line_fast reads memory events: 1 done,
+ * 0 the line is unusual (read_line reads it again; what this pass added is taken back). */
+static int read_line_execs_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const plane_meta *pm, int host,
+                                int device) {
+    size_t j = 0, first = mp->nex;
+    int64_t base = 0;
+    int have_ts = 0;
+    while (j < n) {
+        if (b[j] == 0x22) { /* an event */
+            j++;
+            uint64_t l;
+            if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) goto slow;
+            const uint8_t *e = b + j;
+            size_t en = (size_t)l, k = 0;
+            j += en;
+            uint64_t mid = 0, v;
+            if (en >= 2 && e[0] == 0x08) { /* a memory event (its id first): not a module's */
+                k = 1;
+                if (hbmi_varint_get(e, en, &k, &mid) <= 0) goto slow;
+                if (host && is_mem_id(pm, mid)) continue;
+            }
+            if (!have_ts) goto slow;
+            int64_t off = 0, dur = 0, pid = -1;
+            while (k < en) {
+                uint8_t t = e[k++];
+                if (t == 0x08 || t == 0x10 || t == 0x18) {
+                    if (hbmi_varint_get(e, en, &k, &v) <= 0) goto slow;
+                    if (t == 0x08) mid = v;
+                    else if (t == 0x10) off = (int64_t)v;
+                    else dur = (int64_t)v;
+                } else if (t == 0x22) { /* a stat: its program_id */
+                    if (hbmi_varint_get(e, en, &k, &v) <= 0 || v > en - k) goto slow;
+                    uint64_t smid = 0;
+                    int hm = 0;
+                    wfield val;
+                    if (!stat_fast(e + k, (size_t)v, &smid, &hm, &val)) goto slow;
+                    k += (size_t)v;
+                    const smeta *sm = stat_meta(pm, smid);
+                    if (sm && sm->code == ST_PROGRAM && (val.num == 3 || val.num == 4) && val.wire == 0)
+                        pid = (int64_t)val.v;
+                } else {
+                    size_t k0 = k - 1;
+                    wfield h;
+                    if (wnext(e, en, &k0, &h) <= 0 || h.num <= 4) goto slow; /* the four read above, unusually */
+                    k = k0;
+                }
+            }
+            if (pid < 0 || (host && is_mem_id(pm, mid))) continue;
+            if (mp->nex == mp->excap && hbmi_grow((void **)&mp->ex, &mp->excap, mp->nex + 1, sizeof *mp->ex)) goto slow;
+            hbmi_memprof_exec *x = &mp->ex[mp->nex++];
+            x->start_ps = add_ps(base, off);
+            x->end_ps = add_ps(x->start_ps, dur > 0 ? dur : 0);
+            x->program_id = pid;
+            x->device = host ? -1 : device;
+            continue;
+        }
+        wfield g;
+        if (wnext(b, n, &j, &g) <= 0) goto slow;
+        if (g.num == 3 && g.wire == 0) {
+            if (have_ts) goto slow;
+            int64_t ts_ns = (int64_t)g.v;
+            base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
+            have_ts = 1;
+        }
+        if (g.num == 4 && g.wire == 2) goto slow;
+    }
+    return 1;
+slow:
+    mp->nex = first;
+    return 0;
+}
+
 /* One plane's lines: memory events (the host plane) and module executions. */
 static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const plane_meta *pm, int host,
                              int device, int execs) {
@@ -560,7 +633,7 @@ static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const 
     int r;
     while ((r = wnext(p, n, &i, &f)) > 0) {
         if (f.num != 3 || f.wire != 2) continue;
-        if (execs || !read_line_fast(mp, f.b, f.n, pm, line)) {
+        if (execs ? !read_line_execs_fast(mp, f.b, f.n, pm, host, device) : !read_line_fast(mp, f.b, f.n, pm, line)) {
             hbm_status s = read_line(mp, &f, pm, host, device, execs, line);
             if (s) return s;
         }
