@@ -83,7 +83,8 @@ static const char *const stat_names[ST_COUNT_] = {
 
 static int stat_code(const uint8_t *s, size_t n) {
     for (int k = 1; k < ST_COUNT_; k++)
-        if (strnlen(stat_names[k], n + 1) == n && !memcmp(stat_names[k], s, n)) return k;
+        if (n && stat_names[k][0] == s[0] && strnlen(stat_names[k], n + 1) == n && !memcmp(stat_names[k], s, n))
+            return k;
     return ST_NONE;
 }
 
