@@ -688,6 +688,25 @@ static void test_fleet_ranks(void) {
         CHECK_EQ_U64(f->ranks[0].sites[1].bytes, 100);
         CHECK_STR(f->ranks[f->worst].device, "GPU_0_bfc");
     }
+    /* the memory profile's page: both devices' data, one of them, or one it lacks */
+    char *page = NULL;
+    size_t plen = 0;
+    FILE *pf = open_memstream(&page, &plen);
+    CHECK_OK(hbm_memprof_html(mp, -1, pf));
+    fclose(pf);
+    CHECK_CONTAINS(page, "<title>hbm memory profile: /tmp/hbm_memprof_fleet_");
+    CHECK_CONTAINS(page, "{\"allocator\":\"GPU_0_bfc\"");
+    CHECK_CONTAINS(page, "{\"allocator\":\"GPU_1_bfc\"");
+    free(page);
+    pf = open_memstream(&page, &plen);
+    CHECK_OK(hbm_memprof_html(mp, 1, pf));
+    fclose(pf);
+    CHECK(page && !strstr(page, "GPU_0_bfc") && strstr(page, "GPU_1_bfc"));
+    free(page);
+    pf = open_memstream(&page, &plen);
+    CHECK_STATUS(hbm_memprof_html(mp, 3, pf), HBM_ERR_INVALID);
+    fclose(pf);
+    free(page);
     char *js = NULL;
     CHECK_OK(hbm_fleet_format(f, HBM_FLEET_JSON, NULL, 0, &len));
     js = malloc(len + 1);
