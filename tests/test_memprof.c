@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "hlo/hlo_internal.h"
+#include "report/fleet_model.h"
 #include "test.h"
 
 /* --- a small XSpace writer ------------------------------------------------------------- */
@@ -68,6 +69,7 @@ typedef struct mev {
     const char *damage; /* NULL, "string", "negative", "cut" */
     const char *shape;  /* a "shape" stat (TSL's kTensorShapes) */
     int64_t launch;     /* > 0: not a memory event but a kernel launch of this program id */
+    double frag;        /* its fragmentation stat (0: 0.25) */
 } mev;
 
 static void add_meta(pb *plane, unsigned field, uint64_t id, const char *name) {
@@ -88,12 +90,14 @@ static void stat_int(pb *ev, unsigned id, uint64_t v) {
 
 /* An XSpace: a host plane with these memory events (and, with mem == 0, an ordinary event
  * only), and a device plane. */
+static int ts_where; /* the line's timestamp: 0 before its events (as TSL writes it), 1 after
+                      * them, 2 a wrong one before and the right one after (the last counts) */
 static void build(pb *space, const mev *evs, size_t n) {
     pb plane = {0}, line = {0};
     pb_int(&plane, 1, 1);
     pb_str(&plane, 2, "/host:CPU");
     pb_int(&line, 1, 1);
-    pb_int(&line, 3, 1000); /* timestamp_ns */
+    if (ts_where != 1) pb_int(&line, 3, ts_where ? 7 : 1000); /* timestamp_ns */
     for (size_t i = 0; i < n; i++) {
         const mev *m = &evs[i];
         pb ev = {0};
@@ -129,7 +133,7 @@ static void build(pb *space, const mev *evs, size_t n) {
         stat_int(&ev, S_ABYTES, m->bytes);
         stat_int(&ev, S_ADDR, m->addr);
         pb_int(&s, 1, S_FRAG);
-        pb_double(&s, 2, 0.25);
+        pb_double(&s, 2, m->frag > 0 ? m->frag : 0.25);
         pb_msg(&ev, 4, &s);
         if (m->group >= 0) stat_int(&ev, S_GROUP, (uint64_t)m->group);
         if (m->shape) {
@@ -144,6 +148,7 @@ static void build(pb *space, const mev *evs, size_t n) {
     pb_int(&ord, 1, 7); /* an event that is not a memory event */
     pb_int(&ord, 2, 5);
     pb_msg(&line, 4, &ord);
+    if (ts_where) pb_int(&line, 3, 1000);
     pb_msg(&plane, 3, &line);
     if (n) {
         add_meta(&plane, 4, 1, "MemoryAllocation");
@@ -582,6 +587,175 @@ static void test_shared(void) {
     CHECK(rows > 0);
 }
 
+
+/* A profile of two devices as fleet ranks (issue 39): each allocator is a rank whose figures
+ * are hbm view PROFILE's (XProf's, the memory profile's summary), read on two threads, and
+ * the same again from its summary document. */
+static void test_fleet_ranks(void) {
+    const mev evs[] = {
+        /* GPU 0: 100 held from before; the peak 350 at 4000 (fragmentation 0.4 there) */
+        {.off_ps = 1000, .allocated = 150, .peak = 400, .bytes = 50, .addr = 0xa, .group = -1, .frag = 0.1},
+        {.off_ps = 2000, .allocated = 300, .reserved = 20, .peak = 400, .bytes = 150, .addr = 0xb, .group = -1},
+        {.dealloc = 1, .off_ps = 3000, .allocated = 150, .peak = 400, .bytes = 150, .addr = 0xb, .group = -1},
+        {.off_ps = 4000, .allocated = 350, .peak = 400, .bytes = 200, .addr = 0xc, .group = -1, .frag = 0.4},
+        {.dealloc = 1, .off_ps = 5000, .allocated = 250, .peak = 400, .bytes = 100, .addr = 0x1, .group = -1},
+        /* GPU 1: reserved counts in XProf's peak (60 + 5 at 2700) */
+        {.gpu = 1, .off_ps = 1500, .allocated = 10, .reserved = 5, .peak = 10, .bytes = 10, .addr = 0x10, .group = 4},
+        {.gpu = 1, .off_ps = 2500, .allocated = 30, .reserved = 8, .peak = 30, .bytes = 20, .addr = 0x20, .group = 5},
+        {.gpu = 1, .dealloc = 1, .off_ps = 2600, .allocated = 20, .reserved = 5, .peak = 30, .bytes = 10, .addr = 0x10, .group = 5},
+        {.gpu = 1, .off_ps = 2700, .allocated = 60, .reserved = 5, .peak = 60, .bytes = 40, .addr = 0x30, .group = 5, .frag = 0.125},
+    };
+    pb space = {0};
+    build(&space, evs, sizeof evs / sizeof *evs);
+    char path[] = "/tmp/hbm_memprof_fleet_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        free(space.p);
+        TEST_SKIP("no temporary file");
+    }
+    FILE *w = fdopen(fd, "wb");
+    CHECK(w && fwrite(space.p, 1, space.n, w) == space.n);
+    fclose(w);
+    hbm_memprof *mp = NULL;
+    CHECK_OK(hbm_memprof_open(path, &mp));
+    CHECK_OK(hbm_memprof_attribute(mp));
+    CHECK_EQ_U64(hbm_memprof_allocator_count(mp), 2);
+    const hbm_memprof_event *ev = hbm_memprof_events(mp, NULL);
+    const char *inputs[] = {path, path};
+    hbm_fleet_options o;
+    hbm_fleet_options_default(&o);
+    o.jobs = 2;
+    hbm_fleet *f = NULL;
+    CHECK_OK(hbm_fleet_run(inputs, 2, &o, &f));
+    /* and from the summary document: the same figures */
+    char *doc = NULL;
+    size_t len = 0;
+    CHECK_OK(hbm_fleet_summary_format(path, NULL, 0, &len));
+    doc = malloc(len + 1);
+    CHECK_OK(hbm_fleet_summary_format(path, doc, len + 1, &len));
+    CHECK_CONTAINS(doc, "\"figures\": \"xprof\"");
+    const char *docs[] = {doc};
+    const char *names[] = {path};
+    hbm_fleet *fs = NULL;
+    CHECK_OK(hbm_fleet_from_summaries(docs, &len, names, 1, &o, &fs));
+    CHECK_EQ_U64(hbm_fleet_ranks(f), 4);
+    CHECK_EQ_U64(hbm_fleet_failed(f), 0);
+    CHECK_EQ_U64(hbm_fleet_ranks(fs), 2);
+    for (size_t k = 0; k < 4 && f && fs; k++) {
+        const hbm_memprof_summary *a = hbm_memprof_allocator(mp, k % 2);
+        const hbmi_rank *rs[] = {&f->ranks[k], &fs->ranks[k % 2]};
+        for (int j = 0; j < 2; j++) {
+            const hbmi_rank *r = rs[j];
+            char nm[200];
+            snprintf(nm, sizeof nm, "%s#%s", path, a->allocator);
+            CHECK_STR(r->name, nm);
+            CHECK_STR(r->device, a->allocator);
+            CHECK_EQ_U64(r->device_index, a->device_index);
+            CHECK_EQ_U64(r->events, a->n_events);
+            CHECK_EQ_U64(r->allocs, a->n_allocations);
+            CHECK_EQ_U64(r->frees, a->n_deallocations);
+            CHECK_EQ_U64(r->peak_use, a->peak_bytes_in_use);
+            CHECK_EQ_U64(r->peak_res, a->max_bytes_reserved);
+            CHECK_EQ_U64(r->res_at_peak, a->peak_reserved);
+            CHECK(hbmi_rank_frag(r) == a->peak_fragmentation);
+            CHECK_EQ_U64(r->peak_event, a->peak_event - a->first_event);
+            /* XProf's active allocations with its special rows (held from before, stack) */
+            CHECK_EQ_U64(r->live_at_peak, a->n_active + (a->unmapped_bytes > 0) + (a->peak_reserved > 0));
+            CHECK_EQ_U64(r->live_at_peak_bytes, a->peak_bytes_in_use);
+            uint64_t sum = 0;
+            for (size_t i = 0; i < r->nsites; i++) sum += r->sites[i].bytes;
+            CHECK_EQ_U64(sum, a->peak_bytes_in_use);
+            (void)ev;
+        }
+    }
+    /* the figures themselves, from the events above */
+    if (f && hbm_fleet_ranks(f) == 4) {
+        CHECK_EQ_U64(f->ranks[0].peak_use, 350);   /* GPU 0: 350 + 0 at 4000 (320 at 2000) */
+        CHECK_EQ_U64(f->ranks[0].peak_res, 20);    /* the largest bytes_reserved */
+        CHECK_EQ_U64(f->ranks[0].res_at_peak, 0);
+        CHECK(hbmi_rank_frag(&f->ranks[0]) == 0.4);
+        CHECK_EQ_U64(f->ranks[1].peak_use, 65);    /* GPU 1: 60 + 5 */
+        CHECK_EQ_U64(f->ranks[1].peak_res, 8);
+        CHECK_EQ_U64(f->ranks[1].res_at_peak, 5);
+        CHECK(hbmi_rank_frag(&f->ranks[1]) == 0.125);
+        CHECK_STR(f->ranks[1].sites[f->ranks[1].nsites - 1].op, "stack (bytes_reserved at the peak)");
+        CHECK_EQ_U64(f->ranks[1].sites[f->ranks[1].nsites - 1].bytes, 5);
+        /* no module ran: the two allocations live at the peak are arrays kept between calls */
+        CHECK_STR(f->ranks[0].sites[0].op, "arrays kept between calls");
+        CHECK_EQ_U64(f->ranks[0].sites[0].bytes, 250);
+        CHECK_EQ_U64(f->ranks[0].sites[0].buffers, 2);
+        CHECK_STR(f->ranks[0].sites[1].op, "held from before the peak's step");
+        CHECK_EQ_U64(f->ranks[0].sites[1].bytes, 100);
+        CHECK_STR(f->ranks[f->worst].device, "GPU_0_bfc");
+    }
+    /* the memory profile's page: both devices' data, one of them, or one it lacks */
+    char *page = NULL;
+    size_t plen = 0;
+    FILE *pf = open_memstream(&page, &plen);
+    CHECK_OK(hbm_memprof_html(mp, -1, pf));
+    fclose(pf);
+    CHECK_CONTAINS(page, "<title>hbm memory profile: /tmp/hbm_memprof_fleet_");
+    CHECK_CONTAINS(page, "{\"allocator\":\"GPU_0_bfc\"");
+    CHECK_CONTAINS(page, "{\"allocator\":\"GPU_1_bfc\"");
+    free(page);
+    pf = open_memstream(&page, &plen);
+    CHECK_OK(hbm_memprof_html(mp, 1, pf));
+    fclose(pf);
+    CHECK(page && !strstr(page, "GPU_0_bfc") && strstr(page, "GPU_1_bfc"));
+    free(page);
+    pf = open_memstream(&page, &plen);
+    CHECK_STATUS(hbm_memprof_html(mp, 3, pf), HBM_ERR_INVALID);
+    fclose(pf);
+    free(page);
+    char *js = NULL;
+    CHECK_OK(hbm_fleet_format(f, HBM_FLEET_JSON, NULL, 0, &len));
+    js = malloc(len + 1);
+    CHECK_OK(hbm_fleet_format(f, HBM_FLEET_JSON, js, len + 1, &len));
+    CHECK_CONTAINS(js, "\"peak_bytes_in_use\": 65, \"peak_event\": 3, \"peak_bytes_reserved\": 8");
+    CHECK_CONTAINS(js, "\"fragmentation_at_peak\": 0.125000");
+    free(js);
+    free(doc);
+    hbm_fleet_free(fs);
+    hbm_fleet_free(f);
+    hbm_memprof_close(mp);
+    free(space.p);
+    remove(path);
+}
+
+/* The line's timestamp after its events, or written twice (the last counts, as protobuf
+ * reads a field given twice): the events' times and figures are those of the usual order
+ * (the one-pass reader hands such lines to the whole-line reader). */
+static void test_line_orders(void) {
+    const mev evs[] = {
+        {.off_ps = 1000, .allocated = 150, .peak = 150, .bytes = 50, .addr = 0xa, .group = -1},
+        {.off_ps = 2000, .allocated = 350, .peak = 350, .bytes = 200, .addr = 0xb, .group = -1, .launch = 0},
+        {.gpu = 1, .off_ps = 2500, .allocated = 30, .reserved = 8, .peak = 30, .bytes = 20, .addr = 0x20, .group = 5},
+        {.dealloc = 1, .off_ps = 3000, .allocated = 150, .peak = 350, .bytes = 200, .addr = 0xb, .group = -1},
+    };
+    const size_t n = sizeof evs / sizeof *evs;
+    hbm_memprof *want = open_events(evs, n);
+    CHECK(want);
+    for (ts_where = 1; ts_where <= 2 && want; ts_where++) {
+        hbm_memprof *mp = open_events(evs, n);
+        CHECK(mp);
+        if (!mp) continue;
+        size_t a, b;
+        const hbm_memprof_event *x = hbm_memprof_events(want, &a), *y = hbm_memprof_events(mp, &b);
+        CHECK_EQ_U64(b, a);
+        for (size_t k = 0; k < a && k < b; k++) {
+            CHECK_EQ_U64(y[k].time_ps, x[k].time_ps);
+            CHECK_EQ_U64(y[k].bytes_allocated, x[k].bytes_allocated);
+            CHECK_EQ_U64(y[k].allocator, x[k].allocator);
+        }
+        CHECK_EQ_U64(x[0].time_ps, 1000 * 1000 + 1000);
+        CHECK_EQ_U64(hbm_memprof_allocator(mp, 0)->peak_bytes_in_use, 350);
+        CHECK_EQ_U64(hbm_memprof_allocator(mp, 1)->peak_bytes_in_use, 38);
+        hbm_memprof_close(mp);
+    }
+    ts_where = 0;
+    hbm_memprof_close(want);
+}
+
 int main(void) {
     RUN(test_two_allocators);
     RUN(test_timeline_sampling);
@@ -589,5 +763,7 @@ int main(void) {
     RUN(test_no_memory_events);
     RUN(test_damaged);
     RUN(test_shared);
+    RUN(test_fleet_ranks);
+    RUN(test_line_orders);
     return test_done();
 }

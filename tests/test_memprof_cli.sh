@@ -43,6 +43,43 @@ assert [x["kind"] for x in a["active"] if x["running"]].count("temp") == 1
 assert len(a["timeline"]) == 59
 PY
     fi
+    # the profile as fleet ranks (issue 39): each rank's figures are hbm view --json PROFILE's,
+    # and the same read back from the profile's summary
+    "$HBM" view "$X" "$X" --json >"$T/f.json"; rc=$?
+    check "fleet of the profile twice: exit 0" test $rc -eq 0
+    "$HBM" view "$X" --summary "$T/x.summary.json" 2>/dev/null; rc=$?
+    check "--summary of the profile: exit 0" test $rc -eq 0
+    "$HBM" view "$T/x.summary.json" "$T/x.summary.json" --json >"$T/fs.json"; rc=$?
+    check "fleet of its summary: exit 0" test $rc -eq 0
+    if command -v python3 >/dev/null; then
+        check "fleet ranks equal hbm view --json PROFILE" python3 - "$T/m.json" "$T/f.json" "$T/fs.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["allocators"][0]
+for fleet in sys.argv[2:]:
+    f = json.load(open(fleet))
+    assert f["read"] == 2 and f["failed"] == 0, (f["read"], f["failed"])
+    for r in f["ranks"]:
+        got = (r["device"], r["device_index"], r["events"], r["allocs"], r["frees"], r["peak_bytes_in_use"],
+               r["peak_event"], r["peak_bytes_reserved"], r["reserved_at_peak_bytes"], r["fragmentation_at_peak"],
+               r["live_at_peak"], r["live_at_peak_bytes"], r["figures"])
+        # XProf's active allocations and its special rows (held from before, stack) make the peak
+        want = (a["allocator"], a["device_index"], a["events"], a["allocations"], a["deallocations"],
+                a["peak_bytes_in_use"], a["peak_event"], a["max_bytes_reserved"], a["peak_reserved_bytes"],
+                a["peak_fragmentation"], len(a["active"]) + (a["unmapped_bytes"] > 0) + (a["peak_reserved_bytes"] > 0),
+                a["peak_bytes_in_use"], "xprof")
+        assert got == want, (fleet, got, want)
+        assert r["peak_bytes_in_use"] == 663228416 and r["peak_bytes_reserved"] == 0, r
+        assert sum(s["bytes"] for s in r["sites"]) == a["peak_bytes_in_use"], r["sites"]
+        assert r["sites"][0]["op"] == "jit_loss_fn(17) temp" and r["sites"][0]["bytes"] == 319293440, r["sites"][0]
+    st = f["stats"]
+    assert st["peak_bytes_in_use"]["max"] == 663228416 and st["fragmentation_at_peak"]["median"] == a["peak_fragmentation"]
+PY
+    fi
+    "$HBM" view "$X" "$X" --html "$T/fl.html" 2>/dev/null; rc=$?
+    check "fleet --html of the profile: exit 0" test $rc -eq 0
+    check "fleet --html: each rank's page is its memory profile's" grep -q '"module":"jit_loss_fn(17)","kind":"temp"' "$T/fl.html.ranks/rank-1-0.html"
+    out=$("$HBM" view "$X" "$X" --top 2); rc=$?
+    check "fleet text: XProf's peak, reserved and fragmentation" grep -q " 632.50MiB        0B 47.3%    0 " <<<"$out"
     out=$("$HBM" view "$X" --device-index 3 2>&1); rc=$?
     check "--device-index it lacks: exit 2" test $rc -eq 2
     check "--device-index it lacks: names those it has" grep -q "no allocator of device 3 in the memory profile (it has 0)" <<<"$out"
@@ -55,6 +92,22 @@ PY
     "$HBM" view "$X" --html "$T/m.html" 2>/dev/null; rc=$?
     check "--html: exit 0" test $rc -eq 0
     check "--html: a page of the allocator" grep -q "GPU_0_bfc" "$T/m.html"
+    check "--html: the memory profile's page" grep -q "<title>hbm memory profile: " "$T/m.html"
+    check "--html: its attribution inside" grep -q '"module":"jit_loss_fn(17)","kind":"temp"' "$T/m.html"
+    check "--html: self-contained" bash -c "! grep -Eiq '<script[^>]+src=|<link |@import|url\\(|<img |https?://' '$T/m.html'"
+    CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+    if [ -n "$CHROMIUM" ]; then # the page's script draws the timeline and a row per allocation at the peak
+        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --disable-extensions \
+            --user-data-dir="$T/chr" --virtual-time-budget=3000 --dump-dom "file://$T/m.html" >"$T/dom.html" 2>/dev/null
+        check "--html: the script ran" grep -q 'data-ready="1"' "$T/dom.html"
+        check "--html: the timeline drawn" grep -Eq '<path class="use" d="M[0-9.]+ [0-9.]+ H' "$T/dom.html"
+        rows=$(grep -o '<tr class="act' "$T/dom.html" | wc -l)
+        check "--html: a row per allocation at the peak (11, $rows)" test "$rows" -eq 11
+        check "--html: the held row" grep -q '<tr class="held"><td>128.00MiB' "$T/dom.html"
+        check "--html: the temp, by its module" grep -q '<td class="l">temp</td>' "$T/dom.html"
+    else
+        echo "skip --html in Chromium: chromium is not installed"
+    fi
     # the memory profile is a trace: replay, diff, export
     out=$("$HBM" replay "$X" 2>&1); rc=$?
     check "replay profile: exit 0" test $rc -eq 0

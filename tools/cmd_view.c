@@ -112,16 +112,12 @@ static int view_memprof(const char *in, const char *html, int json, const hbm_vi
         return 0;
     }
     *rc = 0;
-    if (html) { /* the allocators' traces: the largest peak first, a selector for the others */
-        hbm_trace *t = NULL;
-        s = hbm_trace_load_device(in, device, &t);
+    if (html) { /* the memory profile's page: every allocator (or --device-index's) */
         hbm_output out; /* written whole or not at all */
-        if (!s && !(s = hbm_output_open(&out, html))) {
-            *rc = cli_output_done("view", &out, hbm_view_html(t, vo, out.f));
-            if (!*rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (%s)\n", html, t->device);
-            s = HBM_OK;
+        if (!(s = hbm_memprof_attribute(mp)) && !(s = hbm_output_open(&out, html))) {
+            *rc = cli_output_done("view", &out, hbm_memprof_html(mp, device, out.f));
+            if (!*rc && strcmp(html, "-")) fprintf(stderr, "hbm view: wrote %s (the memory profile)\n", html);
         }
-        hbm_trace_free(t);
     } else {
         if (!(s = hbm_memprof_attribute(mp)))
             s = hbm_memprof_write(mp, device, json, (size_t)vo->top, vo->width, vo->ascii, stdout);

@@ -113,6 +113,7 @@ typedef struct hbm_memprof_summary {
     uint64_t running_param_bytes;   /* made earlier, of a size of one of its parameters each */
     uint64_t earlier_bytes;         /* made earlier by module executions, the rest */
     uint64_t kept_bytes;            /* made in the profile by no module (arrays kept between calls) */
+    uint64_t max_bytes_reserved;    /* the largest bytes_reserved stat (the reserved timeline's max) */
 } hbm_memprof_summary;
 
 typedef struct hbm_memprof hbm_memprof;
@@ -143,6 +144,10 @@ HBM_API hbm_status hbm_memprof_attribute(hbm_memprof *mp);
  * no Unicode blocks. HBM_ERR_INVALID for a device the profile does not hold. */
 HBM_API hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t top, int width, int ascii,
                                      FILE *f);
+/* The memory profile as one self-contained HTML page (no network): per allocator (device),
+ * XProf's figures, the timeline of in use and reserved, and every allocation live at the
+ * peak with its attribution (attribute first). device as for hbm_memprof_write. */
+HBM_API hbm_status hbm_memprof_html(const hbm_memprof *mp, int device, FILE *f);
 /* Allocator i's events as an hbm trace (alloc/free with addresses, sizes asked and
  * handed out; the bytes in use before its first event as one block live from the start),
  * for view --html, replay, diff and export. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hbm/file.h"
+#include "hbm/proto.h"
 #include "hbm/trace.h"
 #include "hbm/view.h"
 #include "report/fleet_model.h"
@@ -31,7 +32,8 @@ typedef struct input_result {
     size_t n;
 } input_result;
 
-static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size_t input, size_t dev, hbmi_rank *r) {
+static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, const hbm_memprof *mp, int mp_device,
+                            size_t input, size_t dev, hbmi_rank *r) {
     char name[64], path[4200];
     snprintf(name, sizeof name, "rank-%zu-%zu.html", input, dev);
     snprintf(path, sizeof path, "%s/%s", o->pages, name);
@@ -40,12 +42,29 @@ static hbm_status rank_page(const hbm_fleet_options *o, const hbm_trace *t, size
     if (s) return s;
     hbm_view_options vo;
     hbm_view_options_default(&vo);
-    if ((s = hbm_view_html(t, &vo, out.f))) {
+    if ((s = mp ? hbm_memprof_html(mp, mp_device, out.f) : hbm_view_html(t, &vo, out.f))) {
         hbm_output_abort(&out);
         return s;
     }
     if ((s = hbm_output_commit(&out))) return s;
     return (r->page = hbmi_strdup(name)) ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+}
+
+/* A profile's ranks: one per allocator of its memory profile, in XProf's order (by name),
+ * each page the memory profile's page of that allocator (hbm view --html PROFILE's). */
+static hbm_status memprof_ranks(const hbm_fleet_options *o, hbm_memprof *mp, const char *path, size_t input,
+                                input_result *res) {
+    size_t n = hbm_memprof_allocator_count(mp);
+    hbm_status s = hbm_memprof_attribute(mp);
+    if (!s && !(res->r = hbmi_calloc(n + 1, sizeof *res->r))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t d = 0; d < n && !s; d++) {
+        hbmi_rank *r = &res->r[d];
+        res->n = d + 1;
+        if (!(r->path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        if (!s) s = hbmi_rank_from_memprof(mp, d, r);
+        if (!s && o->pages) s = rank_page(o, NULL, mp, r->device_index, input, d, r); /* the memory profile's page */
+    }
+    return s;
 }
 
 /* An input's ranks: from its summary, or from the trace (each device a rank), its page
@@ -60,6 +79,20 @@ static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_
         hbmi_free(text);
         return s;
     }
+    hbm_proto_kind kind = hbm_proto_path_kind(path);
+    if (kind == HBM_PROTO_XSPACE || kind == HBM_PROTO_PROFILE_DIR) {
+        /* a profile with a memory profile: each allocator a rank with the figures hbm view
+         * PROFILE shows (XProf's); without one, its largest module's plan as a trace */
+        hbm_memprof *mp;
+        hbm_status s = hbm_memprof_open(path, &mp);
+        if (s) return s;
+        if (hbm_memprof_allocator_count(mp)) {
+            s = memprof_ranks(o, mp, path, input, res);
+            hbm_memprof_close(mp);
+            return s;
+        }
+        hbm_memprof_close(mp);
+    }
     hbm_trace **all;
     size_t n;
     hbm_status s = hbm_trace_load_all(path, &all, &n);
@@ -70,7 +103,7 @@ static hbm_status read_input(const hbm_fleet_options *o, const char *path, size_
         res->n = d + 1;
         if (!(r->path = hbmi_strdup(path))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
         if (!s) s = hbmi_rank_from_trace(all[d], r);
-        if (!s && o->pages) s = rank_page(o, all[d], input, d, r);
+        if (!s && o->pages) s = rank_page(o, all[d], NULL, -1, input, d, r);
     }
     hbm_trace_free_all(all, n);
     return s;

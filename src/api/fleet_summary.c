@@ -25,6 +25,7 @@ void hbmi_rank_free(hbmi_rank *r) {
 }
 
 double hbmi_rank_frag(const hbmi_rank *r) {
+    if (r->frag_stated) return r->frag;
     return r->res_at_peak > r->peak_use ? (double)(r->res_at_peak - r->peak_use) / (double)r->res_at_peak : 0.0;
 }
 
@@ -41,6 +42,22 @@ static hbm_status site_from_key(const char *key, hbmi_site *s) {
     memcpy(s->source, a + 1, (size_t)(b - a - 1));
     s->source[b - a - 1] = 0;
     return HBM_OK;
+}
+
+/* Contributors (one side: bytes[0], count[0]) merged as hbm diff merges them
+ * (hbmi_contrib_merge, largest first) into the rank's sites; c's keys are freed. */
+static hbm_status sites_of(hbmi_contrib *c, size_t m, hbmi_rank *r) {
+    hbm_status s = HBM_OK;
+    m = hbmi_contrib_merge(c, m);
+    if (!(r->sites = hbmi_calloc(m + 1, sizeof *r->sites))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t i = 0; i < m && !s; i++) {
+        s = site_from_key(c[i].key, &r->sites[i]);
+        r->sites[i].bytes = c[i].bytes[0];
+        r->sites[i].buffers = c[i].count[0];
+        r->nsites = i + 1;
+    }
+    for (size_t i = 0; i < m; i++) hbmi_free(c[i].key);
+    return s;
 }
 
 /* The buffers live at the peak grouped by (op, source, category) as hbm diff groups them:
@@ -63,15 +80,9 @@ static hbm_status sites(const hbmi_view *v, hbmi_rank *r) {
         c[m].bytes[0] = b->size;
         c[m].count[0] = 1;
     }
-    if (!s) m = hbmi_contrib_merge(c, m);
-    if (!s && !(r->sites = hbmi_calloc(m + 1, sizeof *r->sites))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    for (size_t i = 0; i < m && !s; i++) {
-        s = site_from_key(c[i].key, &r->sites[i]);
-        r->sites[i].bytes = c[i].bytes[0];
-        r->sites[i].buffers = c[i].count[0];
-        r->nsites = i + 1;
-    }
-    for (size_t i = 0; i < m; i++) hbmi_free(c[i].key);
+    if (!s) s = sites_of(c, m, r);
+    else
+        for (size_t i = 0; i < m; i++) hbmi_free(c[i].key);
     hbmi_free(c);
     return s;
 }
@@ -95,6 +106,63 @@ hbm_status hbmi_rank_from_trace(const hbm_trace *t, hbmi_rank *r) {
     if (!(r->device = hbmi_strdup(t->device))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     if (!s) s = sites(&v, r);
     hbmi_view_free(&v);
+    return s;
+}
+
+/* A memory profile's allocator as a rank: the figures hbm view PROFILE shows, all read from
+ * the one summary the memory profile's engine computed (xprof_memory.c, XProf's
+ * definitions): peak in use is XProf's (the largest bytes_allocated + bytes_reserved), peak
+ * reserved the largest bytes_reserved, reserved and fragmentation at the peak that event's
+ * stats. The sites are XProf's active allocations at the peak: each live allocation by the
+ * module that made it and its kind (the attribution), the bytes held from before the
+ * peak's step, and the reserved ("stack") bytes, so that they make the peak. */
+hbm_status hbmi_rank_from_memprof(const hbm_memprof *mp, size_t i, hbmi_rank *r) {
+    const hbm_memprof_summary *a = hbm_memprof_allocator(mp, i);
+    if (!a) return hbmi_error(HBM_ERR_INVALID, "hbmi_rank_from_memprof: no allocator %zu", i);
+    const hbm_memprof_event *ev = hbm_memprof_events(mp, NULL);
+    r->device_index = a->device_index;
+    r->events = a->n_events;
+    r->allocs = a->n_allocations;
+    r->frees = a->n_deallocations;
+    r->ooms = 0;
+    r->peak_use = a->peak_bytes_in_use;
+    r->peak_res = a->max_bytes_reserved;
+    r->res_at_peak = a->peak_reserved;
+    r->frag = a->peak_fragmentation;
+    r->frag_stated = 1;
+    r->peak_event = a->n_events ? (int64_t)(a->peak_event - a->first_event) : -1;
+    r->first_oom_event = -1;
+    if (!(r->device = hbmi_strdup(a->allocator))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbmi_contrib *c = hbmi_calloc(a->n_active + 3, sizeof *c);
+    if (!c) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbm_status s = HBM_OK;
+    size_t m = 0;
+    for (size_t k = 0; k < a->n_active + 2 && !s; k++) {
+        const hbm_memprof_active *x = k < a->n_active ? &a->active[k] : NULL;
+        const hbm_memprof_event *e = x ? &ev[x->event] : NULL;
+        uint64_t bytes = x ? e->allocation_bytes : k == a->n_active ? a->unmapped_bytes : a->peak_reserved;
+        if (!x && !bytes) continue;
+        char key[1024]; /* "jit_f(3) temp": the module and the kind, as the diff table shows ops */
+        if (!x && k == a->n_active)
+            snprintf(key, sizeof key, "held from before the peak's step\x1f\x1f" "arrays kept between calls");
+        else if (!x)
+            snprintf(key, sizeof key, "stack (bytes_reserved at the peak)\x1f\x1fstack");
+        else if (*x->module && *x->kind)
+            snprintf(key, sizeof key, "%s %s\x1f\x1f%s", x->module, x->kind, x->kind);
+        else
+            snprintf(key, sizeof key, "%s\x1f\x1f%s",
+                     *x->module ? x->module : *e->tf_op ? e->tf_op : *x->kind ? x->kind : "(unattributed)", x->kind);
+        if (!(c[m].key = hbmi_strdup(key))) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        c[m].bytes[0] = bytes;
+        c[m].count[0] = 1;
+        r->live_at_peak++;
+        r->live_at_peak_bytes += bytes;
+        m++;
+    }
+    if (!s) s = sites_of(c, m, r);
+    else
+        for (size_t k = 0; k < m; k++) hbmi_free(c[k].key);
+    hbmi_free(c);
     return s;
 }
 
@@ -153,6 +221,14 @@ static hbm_status rank_read(const hbmi_pv *d, const char *name, size_t i, hbmi_r
         (s = need_u64(d, "live_at_peak_bytes", name, i, &r->live_at_peak_bytes)))
         return s;
     r->device_index = (int)di;
+    const hbmi_pv *fig = hbmi_pv_get(d, "figures");
+    if (fig && fig->type == PV_STR && !strcmp(fig->s, "xprof")) { /* the profile's own fragmentation */
+        const hbmi_pv *fr = hbmi_pv_get(d, "fragmentation_at_peak");
+        if (!fr || (fr->type != PV_FLOAT && fr->type != PV_INT))
+            return hbmi_error(HBM_ERR_PARSE, "%s: rank %zu: \"fragmentation_at_peak\" is missing or not a number", name, i);
+        r->frag = fr->type == PV_FLOAT ? fr->f : (double)fr->i;
+        r->frag_stated = 1;
+    }
     if (!(r->device = dup_str(d, "device"))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     const hbmi_pv *st = hbmi_pv_get(d, "sites");
     if (!st || st->type != PV_LIST) return hbmi_error(HBM_ERR_PARSE, "%s: rank %zu: \"sites\" is missing or not a list", name, i);

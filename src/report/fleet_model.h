@@ -6,6 +6,7 @@
 #define HBM_REPORT_FLEET_MODEL_H
 
 #include "hbm/fleet.h"
+#include "hbm/memprof.h"
 #include "report/view_internal.h"
 
 #define HBMI_SUMMARY_VERSION 1
@@ -27,6 +28,9 @@ typedef struct hbmi_rank {
     uint64_t peak_use, peak_res, res_at_peak; /* reserved at the event of the peak in use */
     int64_t peak_event, first_oom_event;
     uint64_t live_at_peak, live_at_peak_bytes;
+    double frag;       /* the fragmentation at the peak the input states (frag_stated) */
+    int frag_stated;   /* 1: a profile's memory profile (XProf's fragmentation stat), else
+                        * computed from reserved and in use (hbmi_rank_frag) */
     hbmi_site *sites;  /* largest first (as hbm diff sorts one side) */
     size_t nsites;
     /* set by the reduction */
@@ -60,13 +64,18 @@ struct hbm_fleet {
     int jobs;             /* threads used */
 };
 
-/* (reserved - in use) / reserved at the peak of bytes in use; 0 when nothing reserved. */
+/* The fragmentation at the peak: a profile's own (XProf's stat at the peak event), else
+ * (reserved - in use) / reserved at the peak of bytes in use; 0 when nothing reserved. */
 double hbmi_rank_frag(const hbmi_rank *r);
 /* Over the median of peak in use (or reserved) as a fraction: (x - median) / median. */
 double hbmi_fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved);
 
 /* The summary of a trace's figures into r (name etc. left to the caller). */
 hbm_status hbmi_rank_from_trace(const hbm_trace *t, hbmi_rank *r);
+/* The summary of allocator i of a profile's memory profile, XProf's figures as hbm view
+ * PROFILE shows them (hbm_memprof_summary: in use, reserved, fragmentation at the peak, the
+ * allocations live there by module and kind); mp attributed first (hbm_memprof_attribute). */
+hbm_status hbmi_rank_from_memprof(const hbm_memprof *mp, size_t i, hbmi_rank *r);
 void hbmi_rank_free(hbmi_rank *r);
 /* One input's summary document (format version HBMI_SUMMARY_VERSION) for its ranks. */
 void hbmi_summary_write(FILE *f, const char *path, const hbmi_rank *r, size_t n);

@@ -26,6 +26,7 @@ static void site_json(FILE *f, const hbmi_site *s, unsigned how) {
 static void figures_json(FILE *f, const hbmi_rank *r, long top, unsigned how) {
     fputs("\"device\": ", f);
     jstr(f, r->device, how);
+    if (r->frag_stated) fputs(", \"figures\": \"xprof\"", f); /* a memory profile's: XProf's definitions */
     fprintf(f,
             ", \"device_index\": %d, \"events\": %" PRIu64 ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64
             ", \"ooms\": %" PRIu64 ", \"peak_bytes_in_use\": %" PRIu64 ", \"peak_event\": %" PRId64

@@ -2,10 +2,12 @@
  * figures hbm_memprof computed, rendered only. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
 #include "hbm/size.h"
+#include "report/view_internal.h"
 #include "trace/import/memprof_internal.h"
 
 static const char *sure_str(hbm_memprof_sure s) {
@@ -143,9 +145,9 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
     hbmi_json_str(f, s->allocator);
     fprintf(f, ",\"device_index\":%d,\"events\":%zu,\"allocations\":%zu,\"deallocations\":%zu", s->device_index,
             s->n_events, s->n_allocations, s->n_deallocations);
-    fprintf(f, ",\"max_bytes_allocated\":%" PRIu64 ",\"max_peak_bytes_in_use_stat\":%" PRIu64
-               ",\"peak_bytes_usage_lifetime\":%" PRIu64,
-            s->max_bytes_allocated, s->max_peak_bytes_in_use, s->peak_bytes_usage_lifetime);
+    fprintf(f, ",\"max_bytes_allocated\":%" PRIu64 ",\"max_bytes_reserved\":%" PRIu64
+               ",\"max_peak_bytes_in_use_stat\":%" PRIu64 ",\"peak_bytes_usage_lifetime\":%" PRIu64,
+            s->max_bytes_allocated, s->max_bytes_reserved, s->max_peak_bytes_in_use, s->peak_bytes_usage_lifetime);
     fprintf(f, ",\"peak_bytes_in_use\":%" PRIu64 ",\"peak_allocated_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
                ",\"peak_available_bytes\":%" PRIu64 ",\"memory_capacity\":%" PRIu64 ",\"peak_fragmentation\":%.6f",
             s->peak_bytes_in_use, s->peak_allocated, s->peak_reserved, s->peak_available, s->memory_capacity,
@@ -246,3 +248,52 @@ hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "write error") : HBM_OK;
 }
 
+
+/* --- the page ---------------------------------------------------------------------------- */
+
+extern const char hbmi_asset_memory_profile_html[];
+extern const size_t hbmi_asset_memory_profile_html_len;
+
+typedef struct page_ctx {
+    const hbm_memprof *mp;
+    const char *data; /* --json's document */
+    size_t len;
+} page_ctx;
+
+static hbm_status page_fill(void *ctx, const char *name, size_t n, FILE *f) {
+    const page_ctx *c = ctx;
+    if (hbmi_page_marker_is(name, n, "TITLE")) {
+        for (const char *p = c->mp->path; *p; p++) {
+            if (*p == '<') fputs("&lt;", f);
+            else if (*p == '>') fputs("&gt;", f);
+            else if (*p == '&') fputs("&amp;", f);
+            else fputc(*p, f);
+        }
+    } else if (hbmi_page_marker_is(name, n, "DATA")) {
+        /* '<' appears in JSON only inside strings, where \u003c says the same: no "</script>" */
+        for (size_t i = 0; i < c->len; i++) {
+            if (c->data[i] == '<') fputs("\\u003c", f);
+            else fputc(c->data[i], f);
+        }
+    } else {
+        return hbmi_error(HBM_ERR_CORRUPT, "memory profile page: unknown marker %.*s (a broken build)", (int)n, name);
+    }
+    return HBM_OK;
+}
+
+hbm_status hbm_memprof_html(const hbm_memprof *mp, int device, FILE *f) {
+    if (!mp || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_memprof_html: NULL argument");
+    char *data = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&data, &len);
+    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbm_status s = hbm_memprof_write(mp, device, 1, SIZE_MAX, 8, 0, m); /* every allocation at the peak */
+    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    if (!s) {
+        page_ctx c = {mp, data, len};
+        s = hbmi_page_write(hbmi_asset_memory_profile_html, hbmi_asset_memory_profile_html_len, page_fill, &c, f);
+    }
+    free(data);
+    if (!s && ferror(f)) s = hbmi_error(HBM_ERR_IO, "writing the memory profile page failed");
+    return s;
+}

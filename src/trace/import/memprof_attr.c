@@ -119,10 +119,13 @@ hbm_status hbm_memprof_attribute(hbm_memprof *mp) {
     hbm_status se = hbmi_memprof_read_execs(mp);
     if (se) return se;
     hbm_proto_file *f = NULL;
-    hbm_status s = mp->from_file ? hbm_proto_open(mp->path, &f) : hbm_proto_open_mem(mp->buf, mp->len, mp->path, &f);
+    /* the bytes already read (a file mapped): one copy, not the file read again */
+    hbm_status s = hbm_proto_open_mem(mp->buf, mp->len, mp->path, &f);
     if (s == HBM_ERR_NOMEM) return s;
-    if (s) snprintf(mp->attr_note, sizeof mp->attr_note, "no modules to attribute with: %s", hbm_last_error());
-    else mp->n_modules = hbm_proto_module_count(f);
+    if (s) { /* nothing to attribute with: the figures stand alone (the kinds stay "") */
+        snprintf(mp->attr_note, sizeof mp->attr_note, "no modules to attribute with: %s", hbm_last_error());
+        s = HBM_OK;
+    } else mp->n_modules = hbm_proto_module_count(f);
     hbmi_qsort(mp->ex, mp->nex, sizeof *mp->ex, cmp_exec);
     int use_host = 0;
     for (size_t k = 0; k < mp->nex && !use_host; k++) use_host = mp->ex[k].device < 0;

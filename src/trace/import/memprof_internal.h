@@ -17,14 +17,16 @@ struct hbm_memprof {
     char path[4096];  /* the file read */
     char given[4096]; /* as given (a directory) */
     int from_file;
-    char *buf;
+    char *buf;        /* the file's bytes (map.data) */
     size_t len;
+    hbmi_mapped map;  /* a file mapped, or read (small files, gzip); open_mem: a copy */
     hbmi_arena arena; /* strings, active allocations */
     hbm_memprof_event *ev; /* each allocator's events in time order (after reading) */
     size_t nev, evcap;
     size_t *order;
     hbm_memprof_summary *al;
     size_t nal, alcap;
+    size_t last_al, last_al_len; /* the allocator of the event read last (its name's length) */
     hbmi_memprof_exec *ex;
     size_t nex, excap;
     int execs_read; /* the module events are read (hbmi_memprof_read_execs) */

@@ -17,20 +17,31 @@
 
 /* --- the wire format ------------------------------------------------------------------- */
 typedef struct wfield {
-    uint32_t num;
-    uint32_t wire;
+    union { /* written as one word: callers compare num and wire together, and a load of
+             * both after two stores of one each waits for the stores to retire */
+        struct {
+            uint32_t num;
+            uint32_t wire;
+        };
+        uint64_t nw;
+    };
     uint64_t v;          /* varint, fixed64 bits, fixed32 bits */
     const uint8_t *b;    /* length-delimited: the bytes */
     size_t n;
 } wfield;
 
 /* 1: a field at *i, 0: the end, -1: malformed */
-static int wnext(const uint8_t *p, size_t n, size_t *i, wfield *f) {
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int wnext(const uint8_t *p, size_t n, size_t *i, wfield *f) {
     if (*i >= n) return 0;
     uint64_t tag;
     if (hbmi_varint_get(p, n, i, &tag) <= 0) return -1;
-    f->num = tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0;
-    f->wire = (uint32_t)(tag & 7);
+    struct {
+        uint32_t num, wire;
+    } nw = {tag >> 3 <= UINT32_MAX ? (uint32_t)(tag >> 3) : 0, (uint32_t)(tag & 7)};
+    memcpy(&f->nw, &nw, sizeof f->nw);
     f->b = NULL;
     f->n = 0;
     f->v = 0;
@@ -72,7 +83,8 @@ static const char *const stat_names[ST_COUNT_] = {
 
 static int stat_code(const uint8_t *s, size_t n) {
     for (int k = 1; k < ST_COUNT_; k++)
-        if (strlen(stat_names[k]) == n && !memcmp(stat_names[k], s, n)) return k;
+        if (n && stat_names[k][0] == s[0] && strnlen(stat_names[k], n + 1) == n && !memcmp(stat_names[k], s, n))
+            return k;
     return ST_NONE;
 }
 
@@ -89,6 +101,7 @@ typedef struct plane_meta {
     hbmi_map st_index;  /* stat metadata id -> index into st */
     uint64_t alloc_id, dealloc_id;
     int has_alloc, has_dealloc, has_program;
+    uint32_t small[256]; /* stat ids below 256 (TSL numbers them from 1): index + 1, 0 none */
 } plane_meta;
 
 static void plane_meta_free(plane_meta *pm) {
@@ -97,7 +110,7 @@ static void plane_meta_free(plane_meta *pm) {
     memset(pm, 0, sizeof *pm);
 }
 
-static int str_eq(const uint8_t *b, size_t n, const char *s) { return strlen(s) == n && !memcmp(b, s, n); }
+static int str_eq(const uint8_t *b, size_t n, const char *s) { return strnlen(s, n + 1) == n && !memcmp(b, s, n); }
 
 /* the (id, name) of an XEventMetadata / XStatMetadata message; 0 malformed */
 static int meta_id_name(const uint8_t *p, size_t n, uint64_t *id, const uint8_t **name, size_t *nn) {
@@ -154,12 +167,14 @@ static hbm_status read_plane_meta(const uint8_t *p, size_t n, plane_meta *pm) {
         sm->code = stat_code(name, nn);
         if (sm->code == ST_PROGRAM) pm->has_program = 1;
         if (hbmi_map_put(&pm->st_index, id, pm->nst)) return HBM_ERR_NOMEM;
+        if (id < 256) pm->small[id] = (uint32_t)pm->nst + 1;
         pm->nst++;
     }
     return r == 0 ? HBM_OK : HBM_ERR_PARSE;
 }
 
-static const smeta *stat_meta(const plane_meta *pm, uint64_t id) {
+static inline const smeta *stat_meta(const plane_meta *pm, uint64_t id) {
+    if (id < 256) return pm->small[id] ? &pm->st[pm->small[id] - 1] : NULL;
     uint64_t k;
     return hbmi_map_get(&pm->st_index, id, &k) ? &pm->st[k] : NULL;
 }
@@ -172,8 +187,12 @@ static char *pool_str(hbm_memprof *mp, const uint8_t *s, size_t n) {
 }
 
 static int allocator_index(hbm_memprof *mp, const uint8_t *name, size_t n) {
+    if (mp->last_al < mp->nal && mp->last_al_len == n && !memcmp(mp->al[mp->last_al].allocator, name, n))
+        return (int)mp->last_al; /* the same as the event before, as a rule */
+    mp->last_al_len = n;
     for (size_t k = 0; k < mp->nal; k++)
-        if (strlen(mp->al[k].allocator) == n && !memcmp(mp->al[k].allocator, name, n)) return (int)k;
+        if (strlen(mp->al[k].allocator) == n && !memcmp(mp->al[k].allocator, name, n)) return (int)(mp->last_al = k);
+    mp->last_al = mp->nal;
     if (mp->nal == mp->alcap && hbmi_grow((void **)&mp->al, &mp->alcap, mp->nal + 1, sizeof *mp->al)) return -1;
     hbm_memprof_summary *s = &mp->al[mp->nal];
     memset(s, 0, sizeof *s);
@@ -201,10 +220,47 @@ static hbm_status damaged(const hbm_memprof *mp, int dealloc, size_t line, size_
                       stat ? "stat '" : "", stat ? stat : "", stat ? "' " : "", what);
 }
 
+/* An XStat as TSL writes it, its metadata id then one value (an integer, a double, a
+ * string or a reference): 1 with them; 0 for anything else, read field by field instead. */
+static inline int stat_fast(const uint8_t *b, size_t n, uint64_t *mid, int *have_mid, wfield *val) {
+    size_t j = 1;
+    uint64_t id, v = 0;
+    if (n < 3 || b[0] != 0x08 || hbmi_varint_get(b, n, &j, &id) <= 0 || j >= n) return 0;
+    uint8_t t = b[j++];
+    const uint8_t *sb = NULL;
+    size_t sn = 0;
+    if (t == 0x18 || t == 0x20 || t == 0x38) { /* uint64, int64, ref: varints */
+        if (hbmi_varint_get(b, n, &j, &v) <= 0) return 0;
+    } else if (t == 0x11) { /* double */
+        if (n - j < 8) return 0;
+        for (int k = 7; k >= 0; k--) v = v << 8 | b[j + (size_t)k];
+        j += 8;
+    } else if (t == 0x2a) { /* str */
+        uint64_t l;
+        if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) return 0;
+        sb = b + j;
+        sn = (size_t)l;
+        j += sn;
+    } else
+        return 0;
+    if (j != n) return 0;
+    *mid = id;
+    *have_mid = 1;
+    struct {
+        uint32_t num, wire;
+    } nw = {t >> 3u, t & 7u};
+    memcpy(&val->nw, &nw, sizeof val->nw); /* one word, as wnext writes it */
+    val->v = v;
+    val->b = sb;
+    val->n = sn;
+    return 1;
+}
+
 /* One memory event's stats into e (its allocator's name into *an). */
-static hbm_status read_memory_event(hbm_memprof *mp, const plane_meta *pm, const uint8_t *p, size_t n,
-                                    hbm_memprof_event *e, const uint8_t **an, size_t *ann, size_t line, size_t evno) {
-    size_t i = 0;
+static hbm_status read_memory_event(hbm_memprof *mp, const plane_meta *pm, const uint8_t *p, size_t n, size_t from,
+                                    int *odd, hbm_memprof_event *e, const uint8_t **an, size_t *ann, size_t line,
+                                    size_t evno) {
+    size_t i = from;
     wfield f;
     int r;
     *an = NULL;
@@ -214,16 +270,23 @@ static hbm_status read_memory_event(hbm_memprof *mp, const plane_meta *pm, const
     e->tf_op = e->region_type = e->tensor_shape = "";
     char ordinal[24];
     while ((r = wnext(p, n, &i, &f)) > 0) {
-        if (f.num != 4 || f.wire != 2) continue; /* stats */
-        size_t j = 0;
-        wfield g, val = {0};
-        uint64_t mid = 0;
-        int have_mid = 0, q;
-        while ((q = wnext(f.b, f.n, &j, &g)) > 0) {
-            if (g.num == 1 && g.wire == 0) mid = g.v, have_mid = 1;
-            else if (g.num >= 2 && g.num <= 7) val = g;
+        if (f.num != 4 || f.wire != 2) { /* stats; from > 0: a metadata id or offset here is odd */
+            if (odd && (f.num == 1 || f.num == 2) && f.wire == 0) *odd = 1;
+            continue;
         }
-        if (q < 0) return damaged(mp, e->dealloc, line, evno, e->time_ps, NULL, "a stat is truncated");
+        wfield val = {0};
+        uint64_t mid = 0;
+        int have_mid = 0;
+        if (!stat_fast(f.b, f.n, &mid, &have_mid, &val)) {
+            size_t j = 0;
+            wfield g;
+            int q;
+            while ((q = wnext(f.b, f.n, &j, &g)) > 0) {
+                if (g.num == 1 && g.wire == 0) mid = g.v, have_mid = 1;
+                else if (g.num >= 2 && g.num <= 7) val = g;
+            }
+            if (q < 0) return damaged(mp, e->dealloc, line, evno, e->time_ps, NULL, "a stat is truncated");
+        }
         const smeta *sm = have_mid ? stat_meta(pm, mid) : NULL;
         if (!sm || sm->code == ST_NONE || sm->code == ST_PROGRAM) continue;
         const char *nm = stat_names[sm->code];
@@ -315,14 +378,13 @@ static int64_t add_ps(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* One plane's lines: memory events (the host plane) and module executions. */
-static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const plane_meta *pm, int host,
-                             int device, int execs) {
-    size_t i = 0, line = 0;
-    wfield f;
-    int r;
-    while ((r = wnext(p, n, &i, &f)) > 0) {
-        if (f.num != 3 || f.wire != 2) continue;
+/* One line (f: its XLine message) read whole: memory events (the host plane) or module
+ * executions; every field walked. The fast path below falls back to it. */
+static hbm_status read_line(hbm_memprof *mp, const wfield *lf, const plane_meta *pm, int host, int device, int execs,
+                            size_t line) {
+    const wfield *fp = lf;
+    {
+        const wfield f = *fp;
         /* the line's timestamp first (its fields may come in any order) */
         int64_t ts_ns = 0;
         size_t j = 0;
@@ -388,7 +450,7 @@ static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const 
                 e->dealloc = pm->has_dealloc && mid == pm->dealloc_id && !(pm->has_alloc && mid == pm->alloc_id);
                 const uint8_t *an;
                 size_t ann;
-                hbm_status st = read_memory_event(mp, pm, g.b, g.n, e, &an, &ann, line, evno);
+                hbm_status st = read_memory_event(mp, pm, g.b, g.n, 0, NULL, e, &an, &ann, line, evno);
                 if (st) return st;
                 mp->nev++;
             } else if (execs && !mem && stats && pm->has_program) {
@@ -421,6 +483,161 @@ static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const 
             evno++;
         }
         if (q < 0) return hbmi_error(HBM_ERR_PARSE, "%s: line %zu of a plane is truncated or corrupt", mp->path, line);
+    }
+    return HBM_OK;
+}
+
+static int is_mem_id(const plane_meta *pm, uint64_t mid) {
+    return (pm->has_alloc && mid == pm->alloc_id) || (pm->has_dealloc && mid == pm->dealloc_id);
+}
+
+/* One line's memory events in one pass, the common case: each event costs its tag, its
+ * length and its first field (the metadata id, first as TSL writes events), so most are
+ * skipped unread. 1: done; 0: the line is unusual (a memory event before the line's
+ * timestamp, a second timestamp, a damaged field) and is read again by read_line, which
+ * walks it whole and names any damage; what this pass added is taken back first. */
+static int read_line_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const plane_meta *pm, size_t line) {
+    size_t j = 0, evno = 0, first = mp->nev;
+    int64_t base = 0;
+    int have_ts = 0;
+    while (j < n) {
+        if (b[j] == 0x22) { /* field 4, length-delimited: an event */
+            j++;
+            uint64_t l;
+            if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) goto slow;
+            const uint8_t *e = b + j;
+            size_t en = (size_t)l, k = 1;
+            j += en;
+            uint64_t mid = 0;
+            int got = en >= 2 && e[0] == 0x08 && hbmi_varint_get(e, en, &k, &mid) > 0;
+            if (got && !is_mem_id(pm, mid)) {
+                evno++;
+                continue;
+            }
+            /* a memory event (its id first, then its offset, as TSL writes them), else one
+             * whose id does not come first: the slow path */
+            if (!got || !have_ts) goto slow;
+            int64_t off = 0;
+            if (k < en && e[k] == 0x10) {
+                k++;
+                uint64_t o;
+                if (hbmi_varint_get(e, en, &k, &o) <= 0) goto slow;
+                off = (int64_t)o;
+            }
+            if (mp->nev == mp->evcap && hbmi_grow((void **)&mp->ev, &mp->evcap, mp->nev + 1, sizeof *mp->ev)) goto slow;
+            hbm_memprof_event *ev = &mp->ev[mp->nev];
+            memset(ev, 0, sizeof *ev);
+            ev->time_ps = add_ps(base, off);
+            ev->dealloc = pm->has_dealloc && mid == pm->dealloc_id && !(pm->has_alloc && mid == pm->alloc_id);
+            const uint8_t *an;
+            size_t ann;
+            int odd = 0;
+            if (read_memory_event(mp, pm, e, en, k, &odd, ev, &an, &ann, line, evno) || odd) goto slow;
+            mp->nev++;
+            evno++;
+            continue;
+        }
+        wfield g;
+        if (wnext(b, n, &j, &g) <= 0) goto slow;
+        if (g.num == 3 && g.wire == 0) {
+            if (have_ts) goto slow; /* a second timestamp: the last one counts, for events before it too */
+            int64_t ts_ns = (int64_t)g.v;
+            base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
+            have_ts = 1;
+        }
+        if (g.num == 4 && g.wire == 2) goto slow; /* an event behind a tag of more bytes than it needs */
+    }
+    return 1;
+slow:
+    mp->nev = first;
+    return 0;
+}
+
+/* One line's module executions in one pass (the events with a program_id stat: kernels on
+ * the device planes, launches on the host), as read_line_fast reads memory events: 1 done,
+ * 0 the line is unusual (read_line reads it again; what this pass added is taken back). */
+static int read_line_execs_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const plane_meta *pm, int host,
+                                int device) {
+    size_t j = 0, first = mp->nex;
+    int64_t base = 0;
+    int have_ts = 0;
+    while (j < n) {
+        if (b[j] == 0x22) { /* an event */
+            j++;
+            uint64_t l;
+            if (hbmi_varint_get(b, n, &j, &l) <= 0 || l > n - j) goto slow;
+            const uint8_t *e = b + j;
+            size_t en = (size_t)l, k = 0;
+            j += en;
+            uint64_t mid = 0, v;
+            if (en >= 2 && e[0] == 0x08) { /* a memory event (its id first): not a module's */
+                k = 1;
+                if (hbmi_varint_get(e, en, &k, &mid) <= 0) goto slow;
+                if (host && is_mem_id(pm, mid)) continue;
+            }
+            if (!have_ts) goto slow;
+            int64_t off = 0, dur = 0, pid = -1;
+            while (k < en) {
+                uint8_t t = e[k++];
+                if (t == 0x08 || t == 0x10 || t == 0x18) {
+                    if (hbmi_varint_get(e, en, &k, &v) <= 0) goto slow;
+                    if (t == 0x08) mid = v;
+                    else if (t == 0x10) off = (int64_t)v;
+                    else dur = (int64_t)v;
+                } else if (t == 0x22) { /* a stat: its program_id */
+                    if (hbmi_varint_get(e, en, &k, &v) <= 0 || v > en - k) goto slow;
+                    uint64_t smid = 0;
+                    int hm = 0;
+                    wfield val;
+                    if (!stat_fast(e + k, (size_t)v, &smid, &hm, &val)) goto slow;
+                    k += (size_t)v;
+                    const smeta *sm = stat_meta(pm, smid);
+                    if (sm && sm->code == ST_PROGRAM && (val.num == 3 || val.num == 4) && val.wire == 0)
+                        pid = (int64_t)val.v;
+                } else {
+                    size_t k0 = k - 1;
+                    wfield h;
+                    if (wnext(e, en, &k0, &h) <= 0 || h.num <= 4) goto slow; /* the four read above, unusually */
+                    k = k0;
+                }
+            }
+            if (pid < 0 || (host && is_mem_id(pm, mid))) continue;
+            if (mp->nex == mp->excap && hbmi_grow((void **)&mp->ex, &mp->excap, mp->nex + 1, sizeof *mp->ex)) goto slow;
+            hbmi_memprof_exec *x = &mp->ex[mp->nex++];
+            x->start_ps = add_ps(base, off);
+            x->end_ps = add_ps(x->start_ps, dur > 0 ? dur : 0);
+            x->program_id = pid;
+            x->device = host ? -1 : device;
+            continue;
+        }
+        wfield g;
+        if (wnext(b, n, &j, &g) <= 0) goto slow;
+        if (g.num == 3 && g.wire == 0) {
+            if (have_ts) goto slow;
+            int64_t ts_ns = (int64_t)g.v;
+            base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
+            have_ts = 1;
+        }
+        if (g.num == 4 && g.wire == 2) goto slow;
+    }
+    return 1;
+slow:
+    mp->nex = first;
+    return 0;
+}
+
+/* One plane's lines: memory events (the host plane) and module executions. */
+static hbm_status read_lines(hbm_memprof *mp, const uint8_t *p, size_t n, const plane_meta *pm, int host,
+                             int device, int execs) {
+    size_t i = 0, line = 0;
+    wfield f;
+    int r;
+    while ((r = wnext(p, n, &i, &f)) > 0) {
+        if (f.num != 3 || f.wire != 2) continue;
+        if (execs ? !read_line_execs_fast(mp, f.b, f.n, pm, host, device) : !read_line_fast(mp, f.b, f.n, pm, line)) {
+            hbm_status s = read_line(mp, &f, pm, host, device, execs, line);
+            if (s) return s;
+        }
         line++;
     }
     return r == 0 ? HBM_OK : hbmi_error(HBM_ERR_PARSE, "%s: a plane is truncated or corrupt", mp->path);
@@ -450,9 +667,17 @@ static hbm_status read_space(hbm_memprof *mp, int execs) {
         int q;
         const uint8_t *name = (const uint8_t *)"";
         size_t nn = 0;
+        /* its first name, as the module listing takes it (hbm/proto.h): the fields after it
+         * (lines, metadata) are not walked for a plane that is not read */
         while ((q = wnext(f.b, f.n, &j, &g)) > 0)
-            if (g.num == 2 && g.wire == 2) name = g.b, nn = g.n;
-        if (q < 0) break;
+            if (g.num == 2 && g.wire == 2) {
+                name = g.b, nn = g.n;
+                break;
+            }
+        if (q < 0) {
+            r = -1;
+            break;
+        }
         int host = str_eq(name, nn, "/host:CPU");
         int device = -1;
         if (nn > 8 && !memcmp(name, "/device:", 8) && !(nn >= 15 && !memcmp(name, "/device:CUSTOM", 14))) {
@@ -487,13 +712,17 @@ static hbm_status read_space(hbm_memprof *mp, int execs) {
 }
 
 /* --- XProf's summary ------------------------------------------------------------------- */
-static const hbm_memprof_event *sort_ev_;
+static _Thread_local const hbm_memprof_event *sort_ev_; /* the comparators' events (per thread) */
+typedef struct tkey {
+    uint32_t allocator;
+    int64_t time_ps;
+    size_t idx;
+} tkey;
 static int cmp_time(const void *x, const void *y) {
-    const size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    const hbm_memprof_event *ea = &sort_ev_[a], *eb = &sort_ev_[b];
-    if (ea->allocator != eb->allocator) return ea->allocator < eb->allocator ? -1 : 1;
-    if (ea->time_ps != eb->time_ps) return ea->time_ps < eb->time_ps ? -1 : 1;
-    return a < b ? -1 : a > b; /* stable: the file's order */
+    const tkey *a = x, *b = y;
+    if (a->allocator != b->allocator) return a->allocator < b->allocator ? -1 : 1;
+    if (a->time_ps != b->time_ps) return a->time_ps < b->time_ps ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx; /* stable: the file's order */
 }
 
 static int cmp_active(const void *x, const void *y) {
@@ -542,6 +771,7 @@ static hbm_status summarize(hbm_memprof *mp) {
         else s->n_allocations++;
         if (ev->bytes_allocated > s->max_bytes_allocated) s->max_bytes_allocated = ev->bytes_allocated;
         if (ev->peak_bytes_in_use > s->max_peak_bytes_in_use) s->max_peak_bytes_in_use = ev->peak_bytes_in_use;
+        if (ev->bytes_reserved > s->max_bytes_reserved) s->max_bytes_reserved = ev->bytes_reserved;
         s->peak_bytes_usage_lifetime = ev->peak_bytes_in_use;
         uint64_t use = ev->bytes_reserved + ev->bytes_allocated;
         if (s->peak_event == SIZE_MAX || use >= s->peak_bytes_in_use) {
@@ -558,9 +788,13 @@ static hbm_status summarize(hbm_memprof *mp) {
     /* each allocator's events in time order (XProf sorts its snapshots by time) */
     mp->order = hbmi_calloc(mp->nev ? mp->nev : 1, sizeof *mp->order);
     if (!mp->order) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    for (size_t e = 0; e < mp->nev; e++) mp->order[e] = e;
+    tkey *keys = hbmi_malloc((mp->nev ? mp->nev : 1) * sizeof *keys);
+    if (!keys) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t e = 0; e < mp->nev; e++) keys[e] = (tkey){mp->ev[e].allocator, mp->ev[e].time_ps, e};
+    hbmi_qsort(keys, mp->nev, sizeof *keys, cmp_time);
+    for (size_t e = 0; e < mp->nev; e++) mp->order[e] = keys[e].idx;
+    hbmi_free(keys);
     sort_ev_ = mp->ev;
-    hbmi_qsort(mp->order, mp->nev, sizeof *mp->order, cmp_time);
     for (size_t k = 0, e = 0; k < mp->nal; k++) {
         hbm_memprof_summary *s = &mp->al[k];
         s->first_event = e;
@@ -674,11 +908,14 @@ hbm_status hbm_memprof_open(const char *path, hbm_memprof **out) {
     if (!mp) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     snprintf(mp->path, sizeof mp->path, "%s", path);
     if (hbm_proto_path_kind(path) == HBM_PROTO_PROFILE_DIR) hbmi_proto_find_profile(path, mp->path, sizeof mp->path);
-    hbm_status s = hbmi_read_file(mp->path, &mp->buf, &mp->len);
+    /* mapped, not copied: the reader walks the host plane's events and skips the rest */
+    hbm_status s = hbmi_map_file(mp->path, &mp->map);
     if (s) {
         hbm_memprof_close(mp);
         return s;
     }
+    mp->buf = mp->map.data;
+    mp->len = mp->map.len;
     mp->from_file = 1;
     snprintf(mp->given, sizeof mp->given, "%s", path);
     return open_buf(mp, out);
@@ -694,6 +931,8 @@ hbm_status hbm_memprof_open_mem(const void *data, size_t len, const char *name, 
     }
     if (len) memcpy(mp->buf, data, len);
     mp->len = len;
+    mp->map.data = mp->buf; /* freed as a buffer read (not mapped) */
+    mp->map.len = len;
     snprintf(mp->path, sizeof mp->path, "%s", name ? name : "input");
     snprintf(mp->given, sizeof mp->given, "%s", mp->path);
     return open_buf(mp, out);
@@ -706,7 +945,7 @@ void hbm_memprof_close(hbm_memprof *mp) {
     hbmi_free(mp->order);
     hbmi_free(mp->al);
     hbmi_free(mp->ex);
-    hbmi_free(mp->buf);
+    hbmi_unmap_file(&mp->map);
     hbmi_free(mp);
 }
 
