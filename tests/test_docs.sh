@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_docs.sh HBM [SHARED_DATA] - the README's and docs' examples run today: every ```
 # block that starts with `$ hbm ...` is run (in a scratch folder holding examples/, the
-# MiniMalloc cases of SHARED_DATA and a step.pickle made by tests/demo_trace.py), and every
+# MiniMalloc cases and XProf profiles of SHARED_DATA and a step.pickle made by tests/demo_trace.py), and every
 # line it quotes must be a line of today's output (stdout and stderr). Lines with "..."
 # are elisions and lines with timings ("0.232 s", "5.18 ms", "0.000630s") vary: both are
 # skipped. An example whose input is not here (no shared data) is skipped, said so.
@@ -14,6 +14,9 @@ ln -s "$HBM" "$T/bin/hbm"
 ln -s "$SRC/examples" "$T/work/examples"
 if [ -n "$DATA" ] && [ -d "$DATA/minimalloc" ]; then
   for f in "$DATA"/minimalloc/*.csv; do ln -s "$f" "$T/work/$(basename "$f")"; done
+fi
+if [ -n "$DATA" ] && [ -d "$DATA/xprof" ]; then
+  for f in "$DATA"/xprof/*.pb; do ln -s "$f" "$T/work/$(basename "$f")"; done
 fi
 python3 "$SRC/tests/demo_trace.py" "$T/work/step.pickle" >/dev/null || { echo "FAIL: tests/demo_trace.py"; exit 1; }
 
@@ -53,7 +56,7 @@ for path in files:
 fails = ran = skipped = 0
 for path, line, cmd, quoted in examples:
     words = shlex.split(cmd)
-    inputs = [w for k, w in enumerate(words[1:], 1) if re.search(r"\.(csv|hlo|pickle|hbmt|json|txt)$", w)
+    inputs = [w for k, w in enumerate(words[1:], 1) if re.search(r"\.(csv|hlo|pickle|hbmt|json|txt|pb|gz)$", w)
               and words[k - 1] not in ("--output", "-o", "--html")]  # the files it reads
     missing = [w for w in inputs if not os.path.exists(os.path.join(work, w))]
     if missing:
