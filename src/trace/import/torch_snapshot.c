@@ -408,8 +408,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             ev.size = e.requested;
             ev.addr = 0;
         }
-        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
-            s = attribute(t, &sc, stack_of(d, &e), &ev);
+        /* segment events too: whose stack a segment_free carries says who freed it (the
+         * malloc that follows, or empty_cache(): torch_twin.c's scan_history) */
+        s = attribute(t, &sc, stack_of(d, &e), &ev);
         t->events[t->count++] = ev; /* t->count <= pre + i: never ahead of what is read */
     }
 done:
