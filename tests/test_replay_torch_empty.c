@@ -9,6 +9,7 @@
  * frees is followed by a segment_alloc, and is still empty_cache(). Hand-written histories,
  * each after a state from before the history (a segment with a live block); needs no
  * shared data. */
+#include "hbm/replay.h"
 #include "test.h"
 
 static const uint64_t MiB = 1ull << 20, BASE = 0x7f0000000000ull;
@@ -154,10 +155,63 @@ static void test_no_stacks(void) {
     CHECK_EQ_U64(m.allocs_same, 2);
 }
 
+/* The table's rows and --suggest's candidates replay the program's empty_cache() too.
+ * On 100 MiB: A = 60 MiB freed, empty_cache(), B = 30 MiB, C = 70 MiB. Kept in the cache,
+ * A's segment would take B (split: PyTorch cannot give it back) and C would not fit
+ * (60 + 70 MiB); emptied, B and C take 30 + 70 MiB, as PyTorch did. */
+static void test_rows_replay_empty_cache(void) {
+    hbm_trace *t;
+    err = HBM_OK;
+    CHECK_OK(hbm_trace_new(&t));
+    snprintf(t->source, sizeof t->source, "torch");
+    t->stacks = 1;
+    uint32_t m1 = stack(t, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "forward", 50);
+    uint32_t m2 = stack(t, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "forward", 51);
+    uint32_t empty = stack(t, "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::emptyCache()",
+                           "empty_cache", 52);
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE, 60 * MiB, m1);
+    add(t, HBM_EV_ALLOC, BASE, 60 * MiB, m1);
+    add(t, HBM_EV_FREE, BASE, 60 * MiB, 0);
+    add(t, HBM_EV_SEGMENT_FREE, BASE, 60 * MiB, empty);
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE, 30 * MiB, m2);
+    add(t, HBM_EV_ALLOC, BASE, 30 * MiB, m2);
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE + 30 * MiB, 70 * MiB, m1);
+    add(t, HBM_EV_ALLOC, BASE + 30 * MiB, 70 * MiB, m1);
+    hbm_replay_config c;
+    hbm_replay_report rep;
+    hbm_status s = err;
+    if (!s) s = hbm_replay_config_make(t, "allocator=torch", &c);
+    hbm_replay_request q = {.trace = t, .device = "sim:100MiB", .configs = &c, .n = 1, .twin = 1};
+    if (!s) s = hbm_replay_run(&q, &rep);
+    if (s) hbm_trace_free(t);
+    CHECK_OK(s);
+    fprintf(stderr, "  row: %" PRIu64 " OOMs, peak reserved %" PRIu64 "; twin: ", rep.rows[0].ooms, rep.rows[0].peak_reserved);
+    hbm_torch_match_write(&rep.twin, stderr, 0);
+    fputc('\n', stderr);
+    hbm_replay_result row = rep.rows[0];
+    hbm_torch_match tw = rep.twin;
+    hbm_status ts = rep.twin_status;
+    hbm_replay_report_release(&rep);
+    hbm_torch_suggestion sg; /* --suggest: the recorded settings run (nothing to avoid) */
+    hbm_status gs = hbm_torch_suggest(t, "sim:100MiB", &sg);
+    hbm_trace_free(t);
+    CHECK_OK(gs);
+    CHECK_EQ_U64(sg.c[0].ooms, 0);
+    CHECK_EQ_U64(sg.best, 0);
+    CHECK_OK(row.status);
+    CHECK_EQ_U64(row.ooms, 0);
+    CHECK_EQ_U64(row.peak_reserved, 100 * MiB);
+    CHECK_OK(ts);
+    CHECK_EQ_U64(tw.empty_cache_calls, 1);
+    CHECK_EQ_U64(tw.segments_same, 4);
+    CHECK_EQ_U64(tw.allocs_same, 3);
+}
+
 int main(void) {
     RUN(test_empty_cache_context_all);
     RUN(test_empty_cache_context_alloc);
     RUN(test_retry_is_not_empty_cache);
     RUN(test_no_stacks);
+    RUN(test_rows_replay_empty_cache);
     return test_done();
 }

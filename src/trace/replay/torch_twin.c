@@ -143,15 +143,13 @@ static void compare(match_ctx *c, const size_t *rec, size_t n) {
     c->ocur = 0;
 }
 
-/* 1 when the run of segment_free / segment_unmap events [run, end) was an empty_cache()
- * call, not the frees of the malloc recorded at end (its retry after a failed cudaMalloc,
- * or garbage collection). PyTorch (c10/cuda/CUDACachingAllocator.cpp) records each free
+/* (twin_internal.h) PyTorch (c10/cuda/CUDACachingAllocator.cpp) records each free
  * with the stack its caller gathered: malloc's own (the one its segment_alloc / segment_map
  * / oom then carries) on its paths, emptyCache's on an empty_cache() call (or, recording
  * context="alloc", each segment's own from its cudaMalloc). With the snapshot's stacks, a
  * run freed by that malloc carries its stack on every free; without them, a run ended by a
  * segment_alloc / segment_map / oom is taken for that malloc's. */
-static int run_is_empty_cache(const hbm_trace *t, size_t run, size_t end) {
+int hbmi_twin_run_is_empty_cache(const hbm_trace *t, size_t run, size_t end) {
     int k = end < t->count ? t->events[end].kind : 0;
     if (k != HBM_EV_SEGMENT_ALLOC && k != HBM_EV_SEGMENT_MAP && k != HBM_EV_OOM) return 1;
     if (!t->stacks || !t->events[run].backtrace) return 0;
@@ -163,7 +161,8 @@ static int run_is_empty_cache(const hbm_trace *t, size_t run, size_t end) {
 /* One walk over the history for what the twin needs before it starts: the recorded peak
  * of reserved bytes from start (*peak), whether it maps expandable segments (*has_map),
  * and (returned; NULL when out of host memory) for each event, 1 when it starts a run of
- * segment_free / segment_unmap events that was an empty_cache() call (run_is_empty_cache). */
+ * segment_free / segment_unmap events that was an empty_cache() call
+ * (hbmi_twin_run_is_empty_cache). */
 static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak, int *has_map) {
     uint8_t *mark = hbmi_calloc(t->count + 1, 1);
     uint64_t cur = start, top = start;
@@ -174,7 +173,7 @@ static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak,
         if (k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) {
             if (run == SIZE_MAX) run = i;
         } else if (run != SIZE_MAX) {
-            if (mark && run_is_empty_cache(t, run, i)) mark[run] = 1;
+            if (mark && hbmi_twin_run_is_empty_cache(t, run, i)) mark[run] = 1;
             run = SIZE_MAX;
         }
         if (i == t->count) break;
