@@ -136,7 +136,8 @@ static void test_retry_is_not_empty_cache(void) {
 }
 
 /* Without stacks (a snapshot recorded with context="state", or a history made without
- * them) a run ended by a segment_alloc stays malloc's: the twin replays what it did before. */
+ * them) a run ended by a segment_alloc is malloc's when its cudaMalloc could have failed:
+ * here 60 MiB reserved + 50 MiB is above the history's peak (70 MiB). */
 static void test_no_stacks(void) {
     hbm_trace *t = midrun_trace();
     CHECK_OK(err);
@@ -207,11 +208,42 @@ static void test_rows_replay_empty_cache(void) {
     CHECK_EQ_U64(tw.allocs_same, 3);
 }
 
+/* Without stacks, a run ended by a segment_alloc that the device had room for: 200 MiB
+ * held then given back by empty_cache() (the peak: 220 MiB with the 20 MiB from before the
+ * history), 8 MiB cut from the segment from before the history, then 40 MiB freed and
+ * empty_cache() again, then 50 MiB: 60 + 50 MiB reserved fits where 220 MiB did, so
+ * malloc's cudaMalloc cannot have failed and the frees were empty_cache(). */
+static void test_no_stacks_room(void) {
+    hbm_trace *t = midrun_trace();
+    CHECK_OK(err);
+    t->stacks = 0;
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE + 128 * MiB, 200 * MiB, 0);
+    add(t, HBM_EV_ALLOC, BASE + 128 * MiB, 200 * MiB, 0);
+    add(t, HBM_EV_FREE, BASE + 128 * MiB, 200 * MiB, 0);
+    add(t, HBM_EV_SEGMENT_FREE, BASE + 128 * MiB, 200 * MiB, 0);
+    add(t, HBM_EV_ALLOC, BASE + 4 * MiB, 8 * MiB, 0);
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE + 512 * MiB, 40 * MiB, 0);
+    add(t, HBM_EV_ALLOC, BASE + 512 * MiB, 40 * MiB, 0);
+    add(t, HBM_EV_FREE, BASE + 512 * MiB, 40 * MiB, 0);
+    add(t, HBM_EV_SEGMENT_FREE, BASE + 512 * MiB, 40 * MiB, 0);
+    add(t, HBM_EV_SEGMENT_ALLOC, BASE + 1024 * MiB, 50 * MiB, 0);
+    add(t, HBM_EV_ALLOC, BASE + 1024 * MiB, 50 * MiB, 0);
+    hbm_torch_match m = match(t, "sim:220MiB");
+    hbm_trace_free(t);
+    CHECK_OK(err);
+    CHECK_EQ_U64(m.empty_cache_calls, 2);
+    CHECK_EQ_U64(m.segments_recorded, 5);
+    CHECK_EQ_U64(m.segments_same, 5);
+    CHECK_EQ_U64(m.segments_twin, 5);
+    CHECK_EQ_U64(m.allocs_same, 4);
+}
+
 int main(void) {
     RUN(test_empty_cache_context_all);
     RUN(test_empty_cache_context_alloc);
     RUN(test_retry_is_not_empty_cache);
     RUN(test_no_stacks);
+    RUN(test_no_stacks_room);
     RUN(test_rows_replay_empty_cache);
     return test_done();
 }

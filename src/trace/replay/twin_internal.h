@@ -34,8 +34,10 @@ hbm_status hbmi_twin_match(const hbm_trace *t, const char *recorded, const char 
 /* 1 when the run of segment_free / segment_unmap events [run, end) of t (end: the first
  * event after it, or t->count) was the program's torch.cuda.empty_cache(), not the frees
  * of the malloc recorded at end (its retry after a failed cudaMalloc, or garbage
- * collection): by the stacks PyTorch recorded on them, else by the event at end. */
-int hbmi_twin_run_is_empty_cache(const hbm_trace *t, size_t run, size_t end);
+ * collection): by the stacks PyTorch recorded on them, else by the event at end and, for
+ * a segment_alloc / segment_map, whether reserved (the bytes reserved when the run began)
+ * plus its size fits in peak (the history's peak reserved; 0: unknown). */
+int hbmi_twin_run_is_empty_cache(const hbm_trace *t, size_t run, size_t end, uint64_t reserved, uint64_t peak);
 
 #define HBMI_TWIN_SEGS_CHUNK 64
 
