@@ -225,6 +225,21 @@ static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
 }
 
+/* 1 when addr is inside one of the ranges m holds (key: its base, value: its size). */
+static int in_range(const hbmi_map *m, uint64_t addr) {
+    for (size_t i = 0; i < m->cap; i++) {
+        uint64_t base = m->s[i].key - 1;
+        if (m->s[i].key && addr >= base && addr - base < m->s[i].val) return 1;
+    }
+    return 0;
+}
+
+/* (base, ...) records by base */
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
     const hbm_trace_event *evs = d->events ? d->events->r : NULL;
     size_t n = evs ? d->events->n : 0;
@@ -275,7 +290,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         case HBM_EV_SEGMENT_FREE:
         case HBM_EV_SEGMENT_UNMAP:
             seg_net_down += size;
-            if (!hbmi_map_del(&seglive, key, NULL)) {
+            /* an unmap names the pages it unmaps, which may lie inside a range the history
+             * mapped in one piece: that range's, not pages from before the history */
+            if (!hbmi_map_del(&seglive, key, NULL) && !(e->kind == HBM_EV_SEGMENT_UNMAP && in_range(&seglive, addr))) {
                 hbm_trace_event se = {.kind = (uint8_t)(e->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
                                                                                         : HBM_EV_SEGMENT_MAP),
                                       .addr = addr, .size = size, .stream = e->stream};
@@ -348,11 +365,47 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         t->count = k;
         t->reserved_before_bytes = sum;
     }
+    /* each expandable segment's share: its mapped bytes at the end less what the history
+     * mapped inside it (plus what it unmapped there), each event counted for the part of it
+     * inside the segment (a range with holes is several segments at the end), so that the
+     * small pool's 2 MiB pages do not go to a large segment of 20 MiB pages */
+    uint64_t *xr = NULL; /* (base, end, own) of each expandable segment, by base */
+    size_t nx = 0;
+    if (!s && segs && segs->type == PV_LIST && segs->n && !(xr = hbmi_malloc(3 * segs->n * sizeof *xr)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory reading %s", t->name);
+    for (size_t i = 0; xr && i < segs->n; i++) {
+        const hbmi_pv *sg = segs->items[i];
+        if (seg_device(sg, only_device) != d->index || !hbmi_pv_int(sg, "is_expandable", 0)) continue;
+        uint64_t base = (uint64_t)hbmi_pv_int(sg, "address", 0), total = (uint64_t)hbmi_pv_int(sg, "total_size", 0);
+        xr[3 * nx] = base, xr[3 * nx + 1] = base + total, xr[3 * nx + 2] = total, nx++;
+    }
+    if (nx > 1) hbmi_qsort(xr, nx, 3 * sizeof *xr, u64_cmp);
+    for (size_t i = 0; !s && nx && i < n; i++) {
+        const hbm_trace_event *e = &evs[i];
+        if (e->kind != HBM_EV_SEGMENT_MAP && e->kind != HBM_EV_SEGMENT_UNMAP) continue;
+        uint64_t a = e->addr, z = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+        size_t lo = 0, hi = nx; /* from the last segment with base <= a: each it overlaps */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (xr[3 * mid] <= a) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t k = lo ? lo - 1 : 0; k < nx && xr[3 * k] < z; k++) {
+            uint64_t from = xr[3 * k] > a ? xr[3 * k] : a, to = xr[3 * k + 1] < z ? xr[3 * k + 1] : z;
+            if (from >= to) continue;
+            uint64_t *own = &xr[3 * k + 2], by = to - from;
+            if (e->kind == HBM_EV_SEGMENT_MAP) *own -= *own >= by ? by : *own;
+            else *own += by;
+        }
+    }
     if (!s) {
         for (size_t i = 0; !s && start > t->reserved_before_bytes && segs && segs->type == PV_LIST && i < segs->n; i++) {
             const hbmi_pv *sg = segs->items[i];
             if (seg_device(sg, only_device) != d->index || !hbmi_pv_int(sg, "is_expandable", 0)) continue;
             uint64_t total = (uint64_t)hbmi_pv_int(sg, "total_size", 0), need = start - t->reserved_before_bytes;
+            uint64_t base = (uint64_t)hbmi_pv_int(sg, "address", 0);
+            for (size_t k = 0; k < nx; k++)
+                if (xr[3 * k] == base && xr[3 * k + 1] == base + total) total = xr[3 * k + 2] < total ? xr[3 * k + 2] : total;
             uint64_t add = total < need ? total : need;
             if (!add) continue;
             hbm_trace_event se = {.kind = HBM_EV_SEGMENT_MAP, .addr = (uint64_t)hbmi_pv_int(sg, "address", 0),
@@ -366,6 +419,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             s = hbm_trace_add(t, &se);
         }
     }
+    hbmi_free(xr);
     /* segments before blocks: order the prelude so reserved never trails in use */
     if (!s && t->count > 1) {
         size_t k = 0;
