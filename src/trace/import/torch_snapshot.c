@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/oset.h"
 #include "trace/import/pyval.h"
 #include "trace/trace_internal.h"
 
@@ -225,13 +226,67 @@ static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
 }
 
-/* 1 when addr is inside one of the ranges m holds (key: its base, value: its size). */
-static int in_range(const hbmi_map *m, uint64_t addr) {
-    for (size_t i = 0; i < m->cap; i++) {
-        uint64_t base = m->s[i].key - 1;
-        if (m->s[i].key && addr >= base && addr - base < m->s[i].val) return 1;
+/* The pages a history maps (expandable segments), live until it unmaps them: disjoint
+ * ranges [a, z) in an ordered set, so that an unmap anywhere inside them (PyTorch's
+ * unmap_block unmaps the whole pages inside a free block, wherever the map that made them
+ * began) finds them in O(log n), and what it unmaps outside them was mapped before the
+ * history began. */
+typedef struct mrange {
+    uint64_t a, z;
+    hbmi_oset_link link;
+} mrange;
+
+static inline int mrange_cmp(const mrange *x, const mrange *y) { return (x->a > y->a) - (x->a < y->a); }
+HBMI_OSET_DEFINE(mr, mrange, link, mrange_cmp)
+
+typedef struct mranges {
+    mrange *b; /* records; a range cut in two takes one more */
+    uint32_t used, cap;
+    hbmi_oset set;
+} mranges;
+
+static hbm_status mr_add(mranges *m, uint64_t a, uint64_t z) {
+    if (z <= a) return HBM_OK;
+    if (m->used == m->cap) {
+        size_t cap = m->cap;
+        if (cap >= UINT32_MAX / 2) return hbmi_error(HBM_ERR_NOMEM, "too many mapped ranges in a history");
+        hbm_status s = hbmi_grow((void **)&m->b, &cap, (size_t)m->used + 1, sizeof *m->b);
+        if (s) return s;
+        m->cap = (uint32_t)cap;
     }
-    return 0;
+    m->b[m->used] = (mrange){.a = a, .z = z};
+    mr_insert(m->b, &m->set, m->used++);
+    return HBM_OK;
+}
+
+/* Unmap [a, z): the history's own pages leave m; each piece outside them goes to the
+ * prelude as pages mapped before the history. */
+static hbm_status mr_unmap(hbm_trace *t, mranges *m, uint64_t a, uint64_t z, uint64_t stream) {
+    hbm_status s = HBM_OK;
+    mrange key = {.a = a};
+    uint32_t i1 = m->set.n ? mr_floor(m->b, &m->set, &key) : 0;
+    if (!i1) i1 = mr_first(m->b, &m->set);
+    else if (m->b[i1 - 1].z <= a) i1 = mr_next(m->b, &m->set, i1);
+    uint64_t cur = a;
+    while (!s && cur < z) {
+        mrange *r = i1 ? &m->b[i1 - 1] : NULL;
+        uint64_t stop = r && r->a < z ? (r->a > cur ? r->a : cur) : z;
+        if (stop > cur) { /* not the history's: mapped before it */
+            hbm_trace_event se = {.kind = HBM_EV_SEGMENT_MAP, .addr = cur, .size = stop - cur, .stream = stream};
+            t->reserved_before_bytes += stop - cur;
+            s = hbm_trace_add(t, &se);
+            cur = stop;
+        }
+        if (s || !r || r->a >= z) break;
+        uint32_t next = mr_next(m->b, &m->set, i1);
+        uint64_t ra = r->a, rz = r->z;
+        cur = rz < z ? rz : z;
+        if (ra < a) r->z = a; /* the left part stays (same key) */
+        else mr_remove(m->b, &m->set, i1 - 1);
+        if (rz > z) s = mr_add(m, z, rz); /* the right part (m->b may move: r is not used after) */
+        i1 = next;
+    }
+    return s;
 }
 
 /* (base, ...) records by base */
@@ -249,6 +304,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     hbmi_map live, seglive;
     hbmi_map_init(&live);
     hbmi_map_init(&seglive);
+    mranges mapped = {0};
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
     t->stacks = 1;
@@ -283,26 +339,29 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             break;
         }
         case HBM_EV_SEGMENT_ALLOC:
-        case HBM_EV_SEGMENT_MAP:
             seg_net_up += size;
             s = hbmi_map_put(&seglive, key, size);
             break;
+        case HBM_EV_SEGMENT_MAP:
+            seg_net_up += size;
+            s = mr_add(&mapped, addr, addr + size < addr ? UINT64_MAX : addr + size);
+            break;
         case HBM_EV_SEGMENT_FREE:
-        case HBM_EV_SEGMENT_UNMAP:
             seg_net_down += size;
-            /* an unmap names the pages it unmaps, which may lie inside a range the history
-             * mapped in one piece: that range's, not pages from before the history */
-            if (!hbmi_map_del(&seglive, key, NULL) && !(e->kind == HBM_EV_SEGMENT_UNMAP && in_range(&seglive, addr))) {
-                hbm_trace_event se = {.kind = (uint8_t)(e->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
-                                                                                        : HBM_EV_SEGMENT_MAP),
-                                      .addr = addr, .size = size, .stream = e->stream};
+            if (!hbmi_map_del(&seglive, key, NULL)) {
+                hbm_trace_event se = {.kind = HBM_EV_SEGMENT_ALLOC, .addr = addr, .size = size, .stream = e->stream};
                 t->reserved_before_bytes += size;
                 s = hbm_trace_add(t, &se);
             }
             break;
+        case HBM_EV_SEGMENT_UNMAP:
+            seg_net_down += size;
+            s = mr_unmap(t, &mapped, addr, addr + size < addr ? UINT64_MAX : addr + size, e->stream);
+            break;
         default: break;
         }
     }
+    hbmi_free(mapped.b);
     t->has_time = t0 >= 0;
     /* the end state: blocks active that the history does not hold, segments it never
      * allocated; reserved anchored at the segments' total */
