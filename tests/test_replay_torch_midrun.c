@@ -144,7 +144,9 @@ static char *read_snapshot(const char *path, size_t *len) {
     return data;
 }
 
-static void check_midrun(const char *name) {
+/* empty_cache: the empty_cache() calls the twin must infer (a run of segment_frees whose
+ * stacks are not the malloc's that follows it: test_replay_torch_empty.c) */
+static void check_midrun(const char *name, uint64_t empty_cache) {
     char path[512];
     snprintf(path, sizeof path, SNAP_DIR "%s", name);
     size_t len;
@@ -177,17 +179,21 @@ static void check_midrun(const char *name) {
     CHECK_EQ_U64(m.segments_twin, m.segments_recorded);
     CHECK_EQ_U64(m.allocs_same, m.allocs);
     CHECK_EQ_U64(m.allocs_before_history, 0);
+    CHECK_EQ_U64(m.empty_cache_calls, empty_cache);
 }
 
-/* a small segment from before the history (see test_replay_torch.c) */
-static void test_hugepanda_peso(void) { check_midrun("hugepanda_peso.pickle"); }
-static void test_ftcourse(void) { check_midrun("ftcourse.pickle"); }
-static void test_magma27(void) { check_midrun("magma27.pickle"); }
-/* begins with an empty_cache() call: a run of segment_frees of segments from before the history */
-static void test_kkaitlyn_ctx256_fullstep(void) { check_midrun("kkaitlyn_ctx256_fullstep.pickle"); }
+/* a small segment from before the history (see test_replay_torch.c); its run of 17
+ * segment_frees is malloc's retry (each carries the stack of the 6.85 GiB segment_alloc
+ * after it), not empty_cache() */
+static void test_hugepanda_peso(void) { check_midrun("hugepanda_peso.pickle", 0); }
+static void test_ftcourse(void) { check_midrun("ftcourse.pickle", 0); }
+static void test_magma27(void) { check_midrun("magma27.pickle", 0); }
+/* begins with an empty_cache() call: a run of segment_frees of segments from before the
+ * history (emptyCache's stack) */
+static void test_kkaitlyn_ctx256_fullstep(void) { check_midrun("kkaitlyn_ctx256_fullstep.pickle", 1); }
 /* recorded inside two expandable segments mapped before the history (its allocator_settings
  * say expandable_segments): their mapped runs, with their live blocks, seed the twin */
-static void test_bolongcheng_xl_fwd_fp32(void) { check_midrun("bolongcheng_xl_fwd_fp32.pickle"); }
+static void test_bolongcheng_xl_fwd_fp32(void) { check_midrun("bolongcheng_xl_fwd_fp32.pickle", 0); }
 
 /* The history of device dev as hbm's importer reads cuda:0's (actions to events; an oom's
  * addr is the device's free memory: returned in *dev_free with the reserved bytes then). */

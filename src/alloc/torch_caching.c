@@ -1345,34 +1345,41 @@ static void seed_es_span(torch *t, uint32_t e, uint64_t base, uint64_t at, uint6
 hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream, int small,
                                       const hbmi_torch_seed_run *runs, size_t nruns) {
     torch *t = self;
-    uint64_t page = small ? K_SMALL_BUFFER : K_LARGE_BUFFER, at = base, nlive = 0, pages = 0;
+    uint64_t page = small ? K_SMALL_BUFFER : K_LARGE_BUFFER, at = base, nlive = 0, pages = 0, at_live = base;
     if (!t->expandable) return hbmi_error(HBM_ERR_INVALID, "torch: an expandable segment seeded without expandable_segments");
     for (size_t r = 0; r < nruns; r++) {
         const hbmi_torch_seed_run *g = &runs[r];
         if (g->addr < at || !g->size || (g->addr - base) % page || g->size % page)
             return hbmi_error(HBM_ERR_INVALID, "torch: seeded run 0x%" PRIx64 " (%" PRIu64 " bytes) is not whole %" PRIu64
                               "-byte pages after 0x%" PRIx64, g->addr, g->size, page, at);
-        uint64_t b = g->addr;
+        uint64_t b = g->addr > at_live ? g->addr : at_live, span = g->addr + g->size; /* a block may go on into */
+        for (size_t q = r + 1; q < nruns && runs[q].addr == span; q++) span += runs[q].size; /* the run after */
         for (size_t k = 0; k < g->nlive; k++) {
             const hbmi_torch_seed_block *x = &g->live[k];
-            if (x->addr < b || !x->size || x->size % K_MIN_BLOCK || x->addr + x->size > g->addr + g->size ||
+            if (x->addr < b || !x->size || x->size % K_MIN_BLOCK || x->addr + x->size > span ||
                 hbmi_map_get(&t->live, x->addr, NULL))
                 return hbmi_error(HBM_ERR_INVALID, "torch: seeded block 0x%" PRIx64 " (%" PRIu64 " bytes) is not inside run "
                                   "0x%" PRIx64 " after the previous one", x->addr, x->size, g->addr);
             b = x->addr + x->size;
         }
         at = g->addr + g->size;
+        at_live = b;
         nlive += g->nlive;
         pages += g->size / page;
     }
     uint64_t space = t->dev_total + t->dev_total / 8, npages = (space + page - 1) / page;
     if (npages < (at - base) / page) npages = (at - base) / page;
     if (!npages) npages = 1;
+    hbmi_torch_seed_block *all = nlive ? hbmi_malloc(nlive * sizeof *all) : NULL; /* a span's blocks */
+    if (nlive && !all) return hbmi_error(HBM_ERR_NOMEM, "torch: out of host memory seeding a segment");
     hbm_status s = add_stream(t, stream);
     if (!s) s = hbmi_grow((void **)&t->es, &t->capes, t->nes + 1, sizeof *t->es);
     if (!s) s = reserve(t, 2 * (size_t)nlive + 2 * nruns + 2);
     if (!s) s = live_reserve(t, nlive);
-    if (s) return s;
+    if (s) {
+        hbmi_free(all);
+        return s;
+    }
     uint32_t e = UINT32_MAX;
     for (size_t k = 0; k < t->nes; k++)
         if (!t->es[k].live) e = (uint32_t)k;
@@ -1391,18 +1398,28 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
         release_pages(t, x, 0, npages);
         hbmi_map_destroy(&x->pages);
         x->live = 0;
+        hbmi_free(all);
         return s;
     }
+    /* runs that touch are one mapped span, as PyTorch holds them: a free gap across their
+     * boundary is one block (try_merge_blocks merges mapped neighbours), and a live block
+     * may cross it */
     uint32_t last = 0;
     at = base;
-    for (size_t r = 0; r < nruns; r++) {
+    for (size_t r = 0; r < nruns;) {
+        size_t q = r + 1, nl = runs[r].nlive;
+        uint64_t end = runs[r].addr + runs[r].size;
+        for (; q < nruns && runs[q].addr == end; q++) end += runs[q].size, nl += runs[q].nlive;
         seed_es_span(t, e, base, at, runs[r].addr, stream, small, NULL, 0, 1, &last);
-        seed_es_span(t, e, base, runs[r].addr, runs[r].addr + runs[r].size, stream, small, runs[r].live, runs[r].nlive, 0,
-                     &last);
-        at = runs[r].addr + runs[r].size;
-        reserved_add(t, runs[r].size);
+        for (size_t j = r, o = 0; q > r + 1 && j < q; o += runs[j].nlive, j++)
+            if (runs[j].nlive) memcpy(all + o, runs[j].live, runs[j].nlive * sizeof *all);
+        seed_es_span(t, e, base, runs[r].addr, end, stream, small, q > r + 1 ? all : runs[r].live, nl, 0, &last);
+        reserved_add(t, end - runs[r].addr);
+        at = end;
+        r = q;
     }
     seed_es_span(t, e, base, at, base + npages * page, stream, small, NULL, 0, 1, &last);
+    hbmi_free(all);
     hbmi_stats_update_peaks(&t->st);
     return HBM_OK;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/oset.h"
 #include "trace/import/pyval.h"
 #include "trace/trace_internal.h"
 
@@ -225,6 +226,75 @@ static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
 }
 
+/* The pages a history maps (expandable segments), live until it unmaps them: disjoint
+ * ranges [a, z) in an ordered set, so that an unmap anywhere inside them (PyTorch's
+ * unmap_block unmaps the whole pages inside a free block, wherever the map that made them
+ * began) finds them in O(log n), and what it unmaps outside them was mapped before the
+ * history began. */
+typedef struct mrange {
+    uint64_t a, z;
+    hbmi_oset_link link;
+} mrange;
+
+static inline int mrange_cmp(const mrange *x, const mrange *y) { return (x->a > y->a) - (x->a < y->a); }
+HBMI_OSET_DEFINE(mr, mrange, link, mrange_cmp)
+
+typedef struct mranges {
+    mrange *b; /* records; a range cut in two takes one more */
+    uint32_t used, cap;
+    hbmi_oset set;
+} mranges;
+
+static hbm_status mr_add(mranges *m, uint64_t a, uint64_t z) {
+    if (z <= a) return HBM_OK;
+    if (m->used == m->cap) {
+        size_t cap = m->cap;
+        if (cap >= UINT32_MAX / 2) return hbmi_error(HBM_ERR_NOMEM, "too many mapped ranges in a history");
+        hbm_status s = hbmi_grow((void **)&m->b, &cap, (size_t)m->used + 1, sizeof *m->b);
+        if (s) return s;
+        m->cap = (uint32_t)cap;
+    }
+    m->b[m->used] = (mrange){.a = a, .z = z};
+    mr_insert(m->b, &m->set, m->used++);
+    return HBM_OK;
+}
+
+/* Unmap [a, z): the history's own pages leave m; each piece outside them goes to the
+ * prelude as pages mapped before the history. */
+static hbm_status mr_unmap(hbm_trace *t, mranges *m, uint64_t a, uint64_t z, uint64_t stream) {
+    hbm_status s = HBM_OK;
+    mrange key = {.a = a};
+    uint32_t i1 = m->set.n ? mr_floor(m->b, &m->set, &key) : 0;
+    if (!i1) i1 = mr_first(m->b, &m->set);
+    else if (m->b[i1 - 1].z <= a) i1 = mr_next(m->b, &m->set, i1);
+    uint64_t cur = a;
+    while (!s && cur < z) {
+        mrange *r = i1 ? &m->b[i1 - 1] : NULL;
+        uint64_t stop = r && r->a < z ? (r->a > cur ? r->a : cur) : z;
+        if (stop > cur) { /* not the history's: mapped before it */
+            hbm_trace_event se = {.kind = HBM_EV_SEGMENT_MAP, .addr = cur, .size = stop - cur, .stream = stream};
+            t->reserved_before_bytes += stop - cur;
+            s = hbm_trace_add(t, &se);
+            cur = stop;
+        }
+        if (s || !r || r->a >= z) break;
+        uint32_t next = mr_next(m->b, &m->set, i1);
+        uint64_t ra = r->a, rz = r->z;
+        cur = rz < z ? rz : z;
+        if (ra < a) r->z = a; /* the left part stays (same key) */
+        else mr_remove(m->b, &m->set, i1 - 1);
+        if (rz > z) s = mr_add(m, z, rz); /* the right part (m->b may move: r is not used after) */
+        i1 = next;
+    }
+    return s;
+}
+
+/* (base, ...) records by base */
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
     const hbm_trace_event *evs = d->events ? d->events->r : NULL;
     size_t n = evs ? d->events->n : 0;
@@ -234,6 +304,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     hbmi_map live, seglive;
     hbmi_map_init(&live);
     hbmi_map_init(&seglive);
+    mranges mapped = {0};
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
     t->stacks = 1;
@@ -268,24 +339,29 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             break;
         }
         case HBM_EV_SEGMENT_ALLOC:
-        case HBM_EV_SEGMENT_MAP:
             seg_net_up += size;
             s = hbmi_map_put(&seglive, key, size);
             break;
+        case HBM_EV_SEGMENT_MAP:
+            seg_net_up += size;
+            s = mr_add(&mapped, addr, addr + size < addr ? UINT64_MAX : addr + size);
+            break;
         case HBM_EV_SEGMENT_FREE:
-        case HBM_EV_SEGMENT_UNMAP:
             seg_net_down += size;
             if (!hbmi_map_del(&seglive, key, NULL)) {
-                hbm_trace_event se = {.kind = (uint8_t)(e->kind == HBM_EV_SEGMENT_FREE ? HBM_EV_SEGMENT_ALLOC
-                                                                                        : HBM_EV_SEGMENT_MAP),
-                                      .addr = addr, .size = size, .stream = e->stream};
+                hbm_trace_event se = {.kind = HBM_EV_SEGMENT_ALLOC, .addr = addr, .size = size, .stream = e->stream};
                 t->reserved_before_bytes += size;
                 s = hbm_trace_add(t, &se);
             }
             break;
+        case HBM_EV_SEGMENT_UNMAP:
+            seg_net_down += size;
+            s = mr_unmap(t, &mapped, addr, addr + size < addr ? UINT64_MAX : addr + size, e->stream);
+            break;
         default: break;
         }
     }
+    hbmi_free(mapped.b);
     t->has_time = t0 >= 0;
     /* the end state: blocks active that the history does not hold, segments it never
      * allocated; reserved anchored at the segments' total */
@@ -348,11 +424,47 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         t->count = k;
         t->reserved_before_bytes = sum;
     }
+    /* each expandable segment's share: its mapped bytes at the end less what the history
+     * mapped inside it (plus what it unmapped there), each event counted for the part of it
+     * inside the segment (a range with holes is several segments at the end), so that the
+     * small pool's 2 MiB pages do not go to a large segment of 20 MiB pages */
+    uint64_t *xr = NULL; /* (base, end, own) of each expandable segment, by base */
+    size_t nx = 0;
+    if (!s && segs && segs->type == PV_LIST && segs->n && !(xr = hbmi_malloc(3 * segs->n * sizeof *xr)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory reading %s", t->name);
+    for (size_t i = 0; xr && i < segs->n; i++) {
+        const hbmi_pv *sg = segs->items[i];
+        if (seg_device(sg, only_device) != d->index || !hbmi_pv_int(sg, "is_expandable", 0)) continue;
+        uint64_t base = (uint64_t)hbmi_pv_int(sg, "address", 0), total = (uint64_t)hbmi_pv_int(sg, "total_size", 0);
+        xr[3 * nx] = base, xr[3 * nx + 1] = base + total, xr[3 * nx + 2] = total, nx++;
+    }
+    if (nx > 1) hbmi_qsort(xr, nx, 3 * sizeof *xr, u64_cmp);
+    for (size_t i = 0; !s && nx && i < n; i++) {
+        const hbm_trace_event *e = &evs[i];
+        if (e->kind != HBM_EV_SEGMENT_MAP && e->kind != HBM_EV_SEGMENT_UNMAP) continue;
+        uint64_t a = e->addr, z = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+        size_t lo = 0, hi = nx; /* from the last segment with base <= a: each it overlaps */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (xr[3 * mid] <= a) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t k = lo ? lo - 1 : 0; k < nx && xr[3 * k] < z; k++) {
+            uint64_t from = xr[3 * k] > a ? xr[3 * k] : a, to = xr[3 * k + 1] < z ? xr[3 * k + 1] : z;
+            if (from >= to) continue;
+            uint64_t *own = &xr[3 * k + 2], by = to - from;
+            if (e->kind == HBM_EV_SEGMENT_MAP) *own -= *own >= by ? by : *own;
+            else *own += by;
+        }
+    }
     if (!s) {
         for (size_t i = 0; !s && start > t->reserved_before_bytes && segs && segs->type == PV_LIST && i < segs->n; i++) {
             const hbmi_pv *sg = segs->items[i];
             if (seg_device(sg, only_device) != d->index || !hbmi_pv_int(sg, "is_expandable", 0)) continue;
             uint64_t total = (uint64_t)hbmi_pv_int(sg, "total_size", 0), need = start - t->reserved_before_bytes;
+            uint64_t base = (uint64_t)hbmi_pv_int(sg, "address", 0);
+            for (size_t k = 0; k < nx; k++)
+                if (xr[3 * k] == base && xr[3 * k + 1] == base + total) total = xr[3 * k + 2] < total ? xr[3 * k + 2] : total;
             uint64_t add = total < need ? total : need;
             if (!add) continue;
             hbm_trace_event se = {.kind = HBM_EV_SEGMENT_MAP, .addr = (uint64_t)hbmi_pv_int(sg, "address", 0),
@@ -366,6 +478,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             s = hbm_trace_add(t, &se);
         }
     }
+    hbmi_free(xr);
     /* segments before blocks: order the prelude so reserved never trails in use */
     if (!s && t->count > 1) {
         size_t k = 0;
@@ -408,8 +521,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             ev.size = e.requested;
             ev.addr = 0;
         }
-        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
-            s = attribute(t, &sc, stack_of(d, &e), &ev);
+        /* segment events too: whose stack a segment_free carries says who freed it (the
+         * malloc that follows, or empty_cache(): torch_twin.c's scan_history) */
+        s = attribute(t, &sc, stack_of(d, &e), &ev);
         t->events[t->count++] = ev; /* t->count <= pre + i: never ahead of what is read */
     }
 done:

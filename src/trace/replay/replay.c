@@ -13,6 +13,7 @@
 #include "hbm/pack.h"
 #include "hbm/plan.h"
 #include "trace/replay/replay_internal.h"
+#include "trace/replay/twin_internal.h"
 
 hbm_status hbmi_replay_result_fail(hbm_replay_result *r, hbm_status s) {
     r->status = s;
@@ -24,6 +25,18 @@ void hbm_replay_result_release(hbm_replay_result *r) {
     if (!r) return;
     hbmi_free(r->first_oom_report);
     r->first_oom_report = NULL;
+}
+
+/* The most bytes PyTorch held reserved at once in t (its segment events, from the start). */
+static uint64_t recorded_peak(const hbm_trace *t) {
+    uint64_t cur = 0, top = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const hbm_trace_event *e = &t->events[i];
+        if (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP) cur += e->size;
+        else if (e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP) cur -= cur >= e->size ? e->size : cur;
+        if (cur > top) top = cur;
+    }
+    return top;
 }
 
 static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
@@ -157,6 +170,14 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     const uint64_t *in_use = hbmi_policy_in_use(a);
     hbm_stats st;
     int quiet = 0, stop = h && h->stop_at_first_oom;
+    /* the program's torch.cuda.empty_cache() calls, for PyTorch's two backends: the native
+     * allocator's emptyCache (trim = release_cached_blocks) and cudaMallocAsync's
+     * (cudaDeviceSynchronize, cudaMemPoolTrimTo(pool, 0)) */
+    int empties = !strcmp(t->source, "torch") && ops->trim &&
+                  (!strcmp(ops->name, "torch") || !strcmp(ops->name, "cuda_async"));
+    size_t run_end = 0; /* the end of the run of segment frees the last one began */
+    uint64_t reserved = 0, peak = 0; /* as recorded: now, and the trace's peak (found at the first run) */
+    int peak_known = 0;
     uint64_t t0 = hbmi_now_ns();
     for (size_t i = 0; !s && i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -205,8 +226,19 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
             r->frees++;
         } else if (e->kind == HBM_EV_SYNC && ops->sync) {
             if ((s = ops->sync(self, e->stream))) break;
+        } else if (empties && (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_MAP)) {
+            reserved += e->size;
+        } else if (empties && (e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_UNMAP)) {
+            if (i >= run_end) {
+                for (run_end = i; run_end < t->count && (t->events[run_end].kind == HBM_EV_SEGMENT_FREE ||
+                                                         t->events[run_end].kind == HBM_EV_SEGMENT_UNMAP);)
+                    run_end++;
+                if (!peak_known) peak = recorded_peak(t), peak_known = 1;
+                if (hbmi_twin_run_is_empty_cache(t, i, run_end, reserved, peak) && (s = ops->trim(self))) break;
+            }
+            reserved -= reserved >= e->size ? e->size : reserved;
         }
-        /* segment and free_requested events describe the original allocator, not this one */
+        /* other segment events and free_requested describe the original allocator, not this one */
     }
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     r->events = t->count;

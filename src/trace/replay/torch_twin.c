@@ -143,25 +143,38 @@ static void compare(match_ctx *c, const size_t *rec, size_t n) {
     c->ocur = 0;
 }
 
-/* One walk over the history for what the twin needs before it starts: the recorded peak
+/* (twin_internal.h) PyTorch (c10/cuda/CUDACachingAllocator.cpp) records each free
+ * with the stack its caller gathered: malloc's own (the one its segment_alloc / segment_map
+ * / oom then carries) on its paths, emptyCache's on an empty_cache() call (or, recording
+ * context="alloc", each segment's own from its cudaMalloc). With the snapshot's stacks, a
+ * run freed by that malloc carries its stack on every free. Without them: malloc frees
+ * its cache only after its cudaMalloc (alloc_block) of the segment failed, which needs
+ * the reserved bytes plus the segment above what the device holds, and the device held
+ * the history's peak; or by garbage collection (garbage_collection_threshold recorded),
+ * which needs no failure. */
+int hbmi_twin_run_is_empty_cache(const hbm_trace *t, size_t run, size_t end, uint64_t reserved, uint64_t peak) {
+    int k = end < t->count ? t->events[end].kind : 0;
+    if (k != HBM_EV_SEGMENT_ALLOC && k != HBM_EV_SEGMENT_MAP && k != HBM_EV_OOM) return 1;
+    if (t->stacks && t->events[run].backtrace) {
+        for (size_t i = run; i < end; i++)
+            if (t->events[i].backtrace != t->events[end].backtrace) return 1;
+        return 0;
+    }
+    if (k == HBM_EV_OOM || !peak || strstr(t->torch_settings, "garbage_collection_threshold")) return 0;
+    return reserved + t->events[end].size <= peak;
+}
+
+/* Two walks over the history for what the twin needs before it starts: the recorded peak
  * of reserved bytes from start (*peak), whether it maps expandable segments (*has_map),
  * and (returned; NULL when out of host memory) for each event, 1 when it starts a run of
- * segment_free / segment_unmap events that no segment_alloc / segment_map / oom follows:
- * the program called empty_cache(). */
+ * segment_free / segment_unmap events that was an empty_cache() call
+ * (hbmi_twin_run_is_empty_cache, which needs the peak). */
 static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak, int *has_map) {
     uint8_t *mark = hbmi_calloc(t->count + 1, 1);
     uint64_t cur = start, top = start;
-    size_t run = SIZE_MAX; /* where the current run of segment_free / segment_unmap starts */
     *has_map = 0;
-    for (size_t i = 0; i <= t->count; i++) {
-        int k = i < t->count ? t->events[i].kind : 0;
-        if (k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) {
-            if (run == SIZE_MAX) run = i;
-        } else if (run != SIZE_MAX) {
-            if (mark && k != HBM_EV_SEGMENT_ALLOC && k != HBM_EV_SEGMENT_MAP && k != HBM_EV_OOM) mark[run] = 1;
-            run = SIZE_MAX;
-        }
-        if (i == t->count) break;
+    for (size_t i = 0; i < t->count; i++) {
+        int k = t->events[i].kind;
         uint64_t size = t->events[i].size;
         if (k == HBM_EV_SEGMENT_MAP || k == HBM_EV_SEGMENT_UNMAP) *has_map = 1;
         if (k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_MAP) cur += size;
@@ -169,6 +182,22 @@ static uint8_t *scan_history(const hbm_trace *t, uint64_t start, uint64_t *peak,
         if (cur > top) top = cur;
     }
     *peak = top;
+    size_t run = SIZE_MAX; /* where the current run of segment_free / segment_unmap starts */
+    uint64_t before = 0;   /* the bytes reserved then */
+    cur = start;
+    for (size_t i = 0; mark && i <= t->count; i++) {
+        int k = i < t->count ? t->events[i].kind : 0;
+        if (k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) {
+            if (run == SIZE_MAX) run = i, before = cur;
+        } else if (run != SIZE_MAX) {
+            if (hbmi_twin_run_is_empty_cache(t, run, i, before, top)) mark[run] = 1;
+            run = SIZE_MAX;
+        }
+        if (i == t->count) break;
+        uint64_t size = t->events[i].size;
+        if (k == HBM_EV_SEGMENT_ALLOC || k == HBM_EV_SEGMENT_MAP) cur += size;
+        else if ((k == HBM_EV_SEGMENT_FREE || k == HBM_EV_SEGMENT_UNMAP) && cur >= size) cur -= size;
+    }
     return mark;
 }
 

@@ -31,6 +31,14 @@ hbm_status hbmi_torch_config_with(const char *rec, const char *config, char *buf
 hbm_status hbmi_twin_match(const hbm_trace *t, const char *recorded, const char *config, const char *device_spec,
                            hbm_torch_match *out);
 
+/* 1 when the run of segment_free / segment_unmap events [run, end) of t (end: the first
+ * event after it, or t->count) was the program's torch.cuda.empty_cache(), not the frees
+ * of the malloc recorded at end (its retry after a failed cudaMalloc, or garbage
+ * collection): by the stacks PyTorch recorded on them, else by the event at end and, for
+ * a segment_alloc / segment_map, whether reserved (the bytes reserved when the run began)
+ * plus its size fits in peak (the history's peak reserved; 0: unknown). */
+int hbmi_twin_run_is_empty_cache(const hbm_trace *t, size_t run, size_t end, uint64_t reserved, uint64_t peak);
+
 #define HBMI_TWIN_SEGS_CHUNK 64
 
 typedef struct hbmi_twin_seg {
