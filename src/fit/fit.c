@@ -456,13 +456,29 @@ static hbm_status run_hbm(hbm_fit_result *r, hbmi_fit_model *mo, double timeout,
 static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed) {
     hbm_fit_set *set = &r->sum.xla;
     uint64_t t0 = hbmi_now_ns();
-    /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %, then
-     * HloRematerialization::Run takes the module's output size off */
-    int64_t io = (int64_t)(r->sum.argument_bytes + r->sum.output_bytes) - (int64_t)r->sum.alias_bytes;
-    int64_t limit = ((int64_t)r->sum.target_bytes - io) * 95 / 100 - (int64_t)mo->outputs_all;
+    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after};
+    int64_t limit;
+    if (r->popt.backend == HBM_BACKEND_TPU) {
+        /* XLA:TPU's post-optimization rematerialization, as libtpu logs it: limit = 95 % of
+         * the HBM - (arguments - aliased outputs) - overlays (the program's, not in the
+         * module: 0 here); Run takes the output size off; its tracker counts the temps (not
+         * the entry parameters: measured, docs/fit.md); xla_tpu_rematerialization_min_size_in_bytes
+         * is 10 MiB (libtpu's tpu_comp_env dump) */
+        int64_t given = (int64_t)r->sum.target_bytes * 95 / 100 -
+                        ((int64_t)r->sum.argument_bytes - (int64_t)r->sum.alias_bytes);
+        limit = given - (int64_t)mo->outputs_all;
+        rule.count_args = 0;
+        rule.min_remat_bytes = 10u << 20;
+        rule.shown_outputs = (int64_t)mo->outputs_all;
+    } else {
+        /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %,
+         * then HloRematerialization::Run takes the module's output size off */
+        int64_t io = (int64_t)(r->sum.argument_bytes + r->sum.output_bytes) - (int64_t)r->sum.alias_bytes;
+        limit = ((int64_t)r->sum.target_bytes - io) * 95 / 100 - (int64_t)mo->outputs_all;
+    }
     if (limit < 0) limit = 0;
     r->xla_limit = limit;
-    hbmi_fit_xla(mo, limit, set->xla_message, sizeof set->xla_message);
+    hbmi_fit_xla(mo, limit, &rule, set->xla_message, sizeof set->xla_message);
     size_t n = gather(r, mo, 1, ed, 0);
     uint64_t peak = 0;
     hbm_status s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);

@@ -321,12 +321,13 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
             ",\n  \"fits\": %s,\n  \"chosen\": \"%s\",\n  \"argument_size_in_bytes\": %" PRIu64
             ",\n  \"output_size_in_bytes\": %" PRIu64 ",\n  \"alias_size_in_bytes\": %" PRIu64
             ",\n  \"temp_size_in_bytes\": %" PRIu64 ",\n  \"recompute_flops\": %" PRIu64
-            ",\n  \"xla_limit_bytes\": %" PRId64 ",\n  \"candidates\": %u,\n  \"plans\": %u,\n  \"seconds\": %.3f",
+            ",\n  \"xla_limit_bytes\": %" PRId64 ",\n  \"xla_tracker_before_bytes\": %" PRId64
+            ",\n  \"xla_tracker_after_bytes\": %" PRId64 ",\n  \"candidates\": %u,\n  \"plans\": %u,\n  \"seconds\": %.3f",
             s->target_bytes, s->peak_before, r->final_peak ? r->final_peak : s->peak_before, s->fits ? "true" : "false",
             s->chosen == HBM_FIT_REMAT_XLA ? "xla" : s->chosen == HBM_FIT_REMAT_NONE ? "none" : "hbm",
             s->argument_bytes, s->output_bytes, s->alias_bytes, s->temp_bytes,
             s->chosen == HBM_FIT_REMAT_XLA ? s->xla.recompute_flops : s->hbm.recompute_flops, r->xla_limit,
-            r->n_candidates, r->n_plans, r->seconds);
+            r->xla_before, r->xla_after, r->n_candidates, r->n_plans, r->seconds);
     fprintf(f, ",\n  \"setting\": ");
     jstr(f, s->setting);
     jset(f, "hbm", &s->hbm);

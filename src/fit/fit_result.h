@@ -41,6 +41,7 @@ struct hbm_fit_result {
     uint64_t final_peak;
     uint64_t temp_after_don;
     int64_t xla_limit;         /* the limit XLA's algorithm worked to (its tracker's bytes) */
+    int64_t xla_before, xla_after; /* its tracker's peak before and after, as XLA prints them */
     uint32_t n_candidates;     /* candidates the model has */
     uint32_t n_plans;          /* modules planned */
     double seconds;
