@@ -727,14 +727,15 @@ static void test_baseline(void) {
  * live); at b3 t2 is the only candidate, and its clone would need t1, which is no longer live
  * there: it frees nothing, and XLA stops with its warning, the peaks shown with the outputs.
  * With arrays under 10 MiB (xla_tpu_rematerialization_min_size_in_bytes) nothing is a
- * candidate. */
-#define TPU_CHAIN(S)                                                                                               \
+ * candidate. A control edge t1 -> t2 keeps t1 from being recomputed once t2 is placed. */
+#define TPU_CHAIN(S) TPU_CHAIN_CTL(S, "")
+#define TPU_CHAIN_CTL(S, T2)                                                                                       \
     "HloModule fit_tpu_chain, is_scheduled=true, entry_computation_layout={(" S ")->" S "}\n"                   \
     "\n"                                                                                                          \
     "ENTRY %main (x: f32[2048,2048]) -> f32[2048,2048] {\n"                                                       \
     "  %x = " S " parameter(0)\n"                                                                                 \
     "  %t1 = " S " exponential(%x)\n"                                                                             \
-    "  %t2 = " S " exponential(%t1)\n"                                                                            \
+    "  %t2 = " S " exponential(%t1)" T2 "\n"                                                                      \
     "  %t3 = " S " exponential(%t2)\n"                                                                            \
     "  %b3 = " S " dot(%t3, %t3), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                           \
     "  %b2 = " S " dot(%b3, %t2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                           \
@@ -775,6 +776,20 @@ static void test_baseline_tpu(void) {
     hbm_fit_summary s;
     CHECK_OK(hbm_fit_get_summary(r, &s));
     CHECK_CONTAINS(s.xla.xla_message, "only reduced to 64.00MiB (67108864 bytes), down from 80.00MiB (83886080 bytes)");
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* t2 runs after t1 by a control edge as well: once t2 is placed, XLA never recomputes t1
+     * (a clone would have a control successor already placed); at b3 it recomputes t2, whose
+     * clone reads t1, still live */
+    tpu_baseline(TPU_CHAIN_CTL("f32[2048,2048]{1,0}", ", control-predecessors={%t1}"), cap, &r, &m);
+    int t2 = 0;
+    other = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (c->xla_chosen) *(strcmp(c->instruction, "t2") ? &other : &t2) += 1;
+    }
+    CHECK(t2 == 1 && other == 0);
+    CHECK(r->xla_after == (int64_t)(80 * M)); /* at b2, t2 is read again: nothing left to take */
     hbm_fit_free(r);
     hbm_hlo_module_free(m);
     /* 8 MiB arrays: under XLA:TPU's 10 MiB minimum, no candidate */

@@ -69,6 +69,47 @@ static int64_t remat_operands(const hbmi_fit_model *mo, const hbmi_fit_cand *c, 
     return back;
 }
 
+/* The earliest time of an instruction that names candidate k's value among its
+ * control-predecessors (UINT32_MAX when none). XLA never rematerializes an instruction
+ * one of whose control successors is already placed (RematerializeInstructions checks it:
+ * "we never remat an operation with control successor already placed"); the reader keeps
+ * no control edges, so they are read from the instruction's line of the text. */
+static void control_successors(const hbmi_fit_model *mo, uint32_t *ctl) {
+    const hbm_hlo_module *m = mo->m;
+    static const char key[] = "control-predecessors={";
+    for (uint32_t k = 0; k < mo->n_cand; k++) ctl[k] = UINT32_MAX;
+    if (!m->text) return;
+    for (uint32_t k = 0; k < mo->n_cand; k++) {
+        const hbmi_fit_cand *c = &mo->cand[k];
+        if (k && c->edit.comp == mo->cand[k - 1].edit.comp && c->edit.ins == mo->cand[k - 1].edit.ins) {
+            ctl[k] = ctl[k - 1];
+            continue;
+        }
+        const hbmi_comp *cp = &m->comps[c->edit.comp];
+        const hbmi_str *nm = &cp->ins[c->edit.ins].name;
+        for (uint32_t i = 0; i < cp->n; i++) {
+            const hbmi_instr *in = &cp->ins[i];
+            if (in->synthetic || in->time < 0 || in->off >= m->len) continue;
+            const char *a = m->text + in->off, *e = memchr(a, '\n', m->len - in->off);
+            if (!e) e = m->text + m->len;
+            const char *f = NULL;
+            for (const char *q = a; q + sizeof key - 1 <= e; q++)
+                if (!memcmp(q, key, sizeof key - 1)) {
+                    f = q + sizeof key - 1;
+                    break;
+                }
+            if (!f) continue;
+            while (f < e && *f != '}') {
+                while (f < e && (*f == ' ' || *f == ',' || *f == '%')) f++;
+                const char *b = f;
+                while (f < e && *f != ',' && *f != '}' && *f != ' ') f++;
+                if ((uint32_t)(f - b) == nm->n && !memcmp(b, nm->p, nm->n) && (uint64_t)in->time < ctl[k])
+                    ctl[k] = (uint32_t)in->time;
+            }
+        }
+    }
+}
+
 void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *rule, char *msg, size_t cap) {
     uint32_t n = mo->n;
     if (msg && cap) msg[0] = 0;
@@ -77,8 +118,10 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *ru
     uint8_t *gused = NULL;
     uint32_t *groups = hbmi_malloc(sizeof *groups * (mo->n_cand + 1));
     uint32_t *picks = hbmi_malloc(sizeof *picks * (mo->n_cand + 1));
+    uint32_t *ctl = hbmi_malloc(sizeof *ctl * (mo->n_cand + 1));
     uint32_t np = 0;
-    if (!live || !groups || !picks) goto out;
+    if (!live || !groups || !picks || !ctl) goto out;
+    control_successors(mo, ctl);
     int64_t before = 0;
     for (uint32_t t = 0; t < n; t++) {
         live[t] = (rule->count_args ? (int64_t)mo->args : 0) + mo->live_xla[t];
@@ -98,6 +141,7 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *ru
                 const hbmi_fit_cand *c = &mo->cand[k];
                 if (c->edit.kind != HBM_FIT_REMATERIALIZE || c->lo > t || c->hi < t || gused[groups[k]]) continue;
                 if (c->bytes < rule->min_remat_bytes) continue; /* PromoteNodesToSkip: below min_remat_size */
+                if (ctl[k] <= t) continue; /* a control successor already placed */
                 int64_t freed = (int64_t)c->bytes;
                 for (uint32_t j = 0; j < c->n_pen; j++)
                     if (c->pen[j].lo <= t && t <= c->pen[j].hi) freed -= (int64_t)c->pen[j].bytes;
@@ -140,6 +184,7 @@ void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *ru
     if (rule->before) *rule->before = before + rule->shown_outputs;
     if (rule->after) *rule->after = after + rule->shown_outputs;
 out:
+    hbmi_free(ctl);
     hbmi_free(picks);
     hbmi_free(live);
     hbmi_free(gused);

