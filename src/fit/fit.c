@@ -768,6 +768,26 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         hbm_hlo_module_free(m2);
         r->sum.fits = peak <= target;
         r->final_peak = peak;
+        /* the set misses: each scan residual in host memory with the set besides, planned (the
+         * JAX-side policy and XLA-side changes together); a combination the writer refuses is
+         * left unplanned */
+        for (size_t k = 0; n && !r->sum.fits && k < r->n_res; k++) {
+            hbmi_jax_residual *x = &r->res[k];
+            if (!x->host_peak || x->host_peak >= r->sum.peak_before) continue;
+            hbmi_fit_edit *both = hbmi_malloc(sizeof *both * (n + 64));
+            if (!both) {
+                s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+                goto fail;
+            }
+            memcpy(both, ed, sizeof *both * n);
+            size_t nh = hbmi_jax_residual_edits(m, x, both + n, 64);
+            uint64_t wp = 0;
+            if (nh && !verify(r, both, n + nh, &wp, NULL, NULL, NULL, NULL)) {
+                x->with_set_peak = wp;
+                x->with_set_changes = (uint32_t)n;
+            }
+            hbmi_free(both);
+        }
     }
     r->sum.n_changes = r->n_ch;
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;

@@ -138,6 +138,16 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                      r->rates->host_bw / 1e9);
         }
         advice(f, 2, "takes off: ", t);
+        if (x->with_set_peak) {
+            char g[32], h[32];
+            snprintf(t, sizeof t,
+                     "with the chosen set besides (%u change%s, below), verified: the module plans to %s, %s the "
+                     "target by %s",
+                     x->with_set_changes, x->with_set_changes == 1 ? "" : "s", hbm_size_human(x->with_set_peak, g),
+                     x->with_set_peak <= target ? "under" : "over",
+                     hbm_size_human(x->with_set_peak <= target ? target - x->with_set_peak : x->with_set_peak - target, h));
+            advice(f, 2, "           ", t);
+        }
     }
     if (x->host_peak && x->host_peak >= before) {
         char c[32];
@@ -372,8 +382,9 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
         fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
                    ", \"verified\": %s, ",
                 x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
-        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
-                x->host_peak, x->recompute_flops);
+        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"with_set_peak_bytes\": %" PRIu64
+                   ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
+                x->host_peak, x->with_set_peak, x->recompute_flops);
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }

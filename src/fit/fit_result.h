@@ -22,6 +22,8 @@ typedef struct hbmi_jax_residual {
     int at_peak;                      /* among the plan's peak buffers */
     uint64_t estimate;                /* bytes - one layer's slice: estimated, not planned */
     uint64_t host_peak;               /* planned peak with the buffer in host memory (0: not planned) */
+    uint64_t with_set_peak;           /* planned peak with it there and the chosen set besides (0: not) */
+    uint32_t with_set_changes;        /* the chosen set's edits in that plan */
     uint64_t recompute_flops;         /* its computation again, once per layer (0: none counted) */
     const char *maxtext;              /* MaxText's checkpoint name, or NULL */
 } hbmi_jax_residual;
