@@ -296,8 +296,9 @@ def table(results):
             return f"{', '.join(x.get('remat', [])) or 'nothing'}; {gib(x.get('need_bytes'))}" + \
                 (" (does not fit)" if "error" in x else "")
         base = h.get("baseline")
-        match = "-" if base is None else ("yes" if base == r.get("always", {}).get("remat") else "no")
-        logs = [ln for ln in r.get("always", {}).get("tpu_log", []) if "reduction" in ln]
+        ref = r.get("always", r.get("default", {}))  # the public algorithm's, else the default's
+        match = "-" if base is None or "remat" not in ref else ("yes" if base == ref["remat"] else "no")
+        logs = [ln for ln in ref.get("tpu_log", []) if "reduction" in ln]
         xla_red = logs[-1].split("reduction:", 1)[1].strip() if logs else "-"
         rows.append(f"| {r['case']} | {gib(h.get('before_bytes'))} | {cell('default')} | {cell('always')} | "
                     f"{', '.join(base or []) or 'nothing'}; {gib(h.get('baseline_peak_bytes'))} | {match} | "
