@@ -8,6 +8,7 @@
 
 #include "core/internal.h"
 #include "fit/fit_internal.h"
+#include "fit/fit_result.h"
 #include "test.h"
 
 #define MB4 "f32[1024,1024]{1,0}"
@@ -719,6 +720,85 @@ static void test_baseline(void) {
     hbm_hlo_module_free(m);
 }
 
+/* XLA:TPU's rule for the baseline (docs/fit.md, measured against libtpu on v5e:1x1): a
+ * forward chain t1 -> t2 -> t3 of exponentials, read back in reverse by dots. XLA's tracker
+ * counts the temps (the parameter x is not counted), the limit is 95 % of the capacity less
+ * the arguments not aliased, less the outputs; at t3 it recomputes t1 (its clone reads x, always
+ * live); at b3 t2 is the only candidate, and its clone would need t1, which is no longer live
+ * there: it frees nothing, and XLA stops with its warning, the peaks shown with the outputs.
+ * With arrays under 10 MiB (xla_tpu_rematerialization_min_size_in_bytes) nothing is a
+ * candidate. A control edge t1 -> t2 keeps t1 from being recomputed once t2 is placed. */
+#define TPU_CHAIN(S) TPU_CHAIN_CTL(S, "")
+#define TPU_CHAIN_CTL(S, T2)                                                                                       \
+    "HloModule fit_tpu_chain, is_scheduled=true, entry_computation_layout={(" S ")->" S "}\n"                   \
+    "\n"                                                                                                          \
+    "ENTRY %main (x: f32[2048,2048]) -> f32[2048,2048] {\n"                                                       \
+    "  %x = " S " parameter(0)\n"                                                                                 \
+    "  %t1 = " S " exponential(%x)\n"                                                                             \
+    "  %t2 = " S " exponential(%t1)" T2 "\n"                                                                      \
+    "  %t3 = " S " exponential(%t2)\n"                                                                            \
+    "  %b3 = " S " dot(%t3, %t3), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                           \
+    "  %b2 = " S " dot(%b3, %t2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                           \
+    "  %b1 = " S " dot(%b2, %t1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"                           \
+    "  ROOT %r = " S " negate(%b1)\n"                                                                              \
+    "}\n"
+
+static void tpu_baseline(const char *text, uint64_t cap, hbm_fit_result **r, hbm_hlo_module **m) {
+    CHECK_OK(hbm_hlo_parse(text, strlen(text), "t", m));
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = cap;
+    o.no_offload = 1;
+    o.no_donate = 1;
+    o.remat = HBM_FIT_REMAT_XLA;
+    o.plan.backend = HBM_BACKEND_TPU;
+    CHECK_OK(hbm_fit_run(*m, &o, r));
+}
+
+static void test_baseline_tpu(void) {
+    const uint64_t M = 1u << 20;
+    /* 95 % of the capacity - 16 MiB of arguments - 16 MiB of outputs = 40 MiB for the temps */
+    const uint64_t cap = (72 * M * 100 + 94) / 95;
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    tpu_baseline(TPU_CHAIN("f32[2048,2048]{1,0}"), cap, &r, &m);
+    int t1 = 0, other = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (!c->xla_chosen) continue;
+        if (!strcmp(c->instruction, "t1")) t1++;
+        else other++;
+    }
+    CHECK(t1 == 1 && other == 0);
+    CHECK(r->xla_limit == (int64_t)(cap * 95 / 100) - (int64_t)(32 * M));
+    CHECK(r->xla_before == (int64_t)(80 * M)); /* t1, t2, t3, b3 and the 16 MiB output r */
+    CHECK(r->xla_after == (int64_t)(64 * M));
+    hbm_fit_summary s;
+    CHECK_OK(hbm_fit_get_summary(r, &s));
+    CHECK_CONTAINS(s.xla.xla_message, "only reduced to 64.00MiB (67108864 bytes), down from 80.00MiB (83886080 bytes)");
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* t2 runs after t1 by a control edge as well: once t2 is placed, XLA never recomputes t1
+     * (a clone would have a control successor already placed); at b3 it recomputes t2, whose
+     * clone reads t1, still live */
+    tpu_baseline(TPU_CHAIN_CTL("f32[2048,2048]{1,0}", ", control-predecessors={%t1}"), cap, &r, &m);
+    int t2 = 0;
+    other = 0;
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) {
+        const hbm_fit_change *c = hbm_fit_change_at(r, i);
+        if (c->xla_chosen) *(strcmp(c->instruction, "t2") ? &other : &t2) += 1;
+    }
+    CHECK(t2 == 1 && other == 0);
+    CHECK(r->xla_after == (int64_t)(80 * M)); /* at b2, t2 is read again: nothing left to take */
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    /* 8 MiB arrays: under XLA:TPU's 10 MiB minimum, no candidate */
+    tpu_baseline(TPU_CHAIN("f32[1024,2048]{1,0}"), cap / 2, &r, &m);
+    for (size_t i = 0; hbm_fit_change_at(r, i); i++) CHECK(!hbm_fit_change_at(r, i)->xla_chosen);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 /* nothing to do: a target above the peak */
 static void test_fits_already(void) {
     hbm_fit_result *r;
@@ -820,6 +900,7 @@ int main(void) {
     RUN(test_param_bitcast);
     RUN(test_collective);
     RUN(test_baseline);
+    RUN(test_baseline_tpu);
     RUN(test_fits_already);
     RUN(test_speed_2mb);
     RUN(test_bad_input);

@@ -82,6 +82,19 @@ assert d[who]["peak_bytes"]==d["bytes_after"], (d[who]["peak_bytes"],d["bytes_af
         fi
     done
 }
+# a scan residual in host memory with the chosen set besides, planned in one run, is the
+# residual's plan in the emitted module, fitted again (issue 37 item 6)
+both() { # module, options...: the two figures agree, residual by residual
+    local m=$1; shift
+    local one two
+    one=$("$HBM" fit "$m" "$@" --json --emit "$tmp/set.hlo" | grep -o '"with_set_peak_bytes": [0-9]*' | grep -o '[0-9]*$')
+    two=$("$HBM" fit "$tmp/set.hlo" "$@" --json | grep -o '"host_peak_bytes": [0-9]*' | grep -o '[0-9]*$')
+    check "residual with the set, $(basename "$m"): $one" test -n "$one" -a "$one" != 0 -a "$one" = "$two"
+}
+both "$SRC/examples/fit_scan_train.hlo" --capacity 1MiB --framework-limit 1
+if [ -n "$DATA" ] && [ -e "$DATA/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo" ]; then
+    both "$DATA/hlo/tpu/qwen3_train_step.tpu_after_optimizations.hlo" --device v5e
+fi
 if command -v python3 >/dev/null; then
     PYOPTS='{"capacity": "16MiB", "framework_limit": 1}'
     agree "$EX" --capacity 16MiB --framework-limit 1

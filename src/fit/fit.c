@@ -456,13 +456,29 @@ static hbm_status run_hbm(hbm_fit_result *r, hbmi_fit_model *mo, double timeout,
 static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed) {
     hbm_fit_set *set = &r->sum.xla;
     uint64_t t0 = hbmi_now_ns();
-    /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %, then
-     * HloRematerialization::Run takes the module's output size off */
-    int64_t io = (int64_t)(r->sum.argument_bytes + r->sum.output_bytes) - (int64_t)r->sum.alias_bytes;
-    int64_t limit = ((int64_t)r->sum.target_bytes - io) * 95 / 100 - (int64_t)mo->outputs_all;
+    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after};
+    int64_t limit;
+    if (r->popt.backend == HBM_BACKEND_TPU) {
+        /* XLA:TPU's post-optimization rematerialization, as libtpu logs it: limit = 95 % of
+         * the HBM - (arguments - aliased outputs) - overlays (the program's, not in the
+         * module: 0 here); Run takes the output size off; its tracker counts the temps (not
+         * the entry parameters: measured, docs/fit.md); xla_tpu_rematerialization_min_size_in_bytes
+         * is 10 MiB (libtpu's tpu_comp_env dump) */
+        int64_t given = (int64_t)r->sum.target_bytes * 95 / 100 -
+                        ((int64_t)r->sum.argument_bytes - (int64_t)r->sum.alias_bytes);
+        limit = given - (int64_t)mo->outputs_all;
+        rule.count_args = 0;
+        rule.min_remat_bytes = 10u << 20;
+        rule.shown_outputs = (int64_t)mo->outputs_all;
+    } else {
+        /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %,
+         * then HloRematerialization::Run takes the module's output size off */
+        int64_t io = (int64_t)(r->sum.argument_bytes + r->sum.output_bytes) - (int64_t)r->sum.alias_bytes;
+        limit = ((int64_t)r->sum.target_bytes - io) * 95 / 100 - (int64_t)mo->outputs_all;
+    }
     if (limit < 0) limit = 0;
     r->xla_limit = limit;
-    hbmi_fit_xla(mo, limit, set->xla_message, sizeof set->xla_message);
+    hbmi_fit_xla(mo, limit, &rule, set->xla_message, sizeof set->xla_message);
     size_t n = gather(r, mo, 1, ed, 0);
     uint64_t peak = 0;
     hbm_status s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);
@@ -752,6 +768,26 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         hbm_hlo_module_free(m2);
         r->sum.fits = peak <= target;
         r->final_peak = peak;
+        /* the set misses: each scan residual in host memory with the set besides, planned (the
+         * JAX-side policy and XLA-side changes together); a combination the writer refuses is
+         * left unplanned */
+        for (size_t k = 0; n && !r->sum.fits && k < r->n_res; k++) {
+            hbmi_jax_residual *x = &r->res[k];
+            if (!x->host_peak || x->host_peak >= r->sum.peak_before) continue;
+            hbmi_fit_edit *both = hbmi_malloc(sizeof *both * (n + 64));
+            if (!both) {
+                s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+                goto fail;
+            }
+            memcpy(both, ed, sizeof *both * n);
+            size_t nh = hbmi_jax_residual_edits(m, x, both + n, 64);
+            uint64_t wp = 0;
+            if (nh && !verify(r, both, n + nh, &wp, NULL, NULL, NULL, NULL)) {
+                x->with_set_peak = wp;
+                x->with_set_changes = (uint32_t)n;
+            }
+            hbmi_free(both);
+        }
     }
     r->sum.n_changes = r->n_ch;
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;

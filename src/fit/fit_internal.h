@@ -84,7 +84,13 @@ void hbmi_fit_model_free(hbmi_fit_model *mo);
 
 /* XLA's HloRematerialization on the model: marks cand[].xla_chosen; limit in bytes as XLA's
  * tracker counts (arguments + temps); fills msg with XLA's warning when it cannot reach it. */
-void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, char *msg, size_t cap);
+typedef struct hbmi_fit_xla_rule {
+    int count_args;           /* the tracker counts the entry parameters (GPU) or not (TPU) */
+    uint64_t min_remat_bytes; /* min_remat_size: smaller values are not candidates */
+    int64_t shown_outputs;    /* added to the limit and peaks in the warning (TPU: outputs) */
+    int64_t *before, *after;  /* out, may be NULL: the tracker's peak before and after, as shown */
+} hbmi_fit_xla_rule;
+void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *rule, char *msg, size_t cap);
 
 /* hbm's search: choose candidates (cand[].chosen) so that live - savings <= target at every
  * step at least cost; returns 1 if a set reaches it, 0 if the best found does not (then the

@@ -138,6 +138,16 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                      r->rates->host_bw / 1e9);
         }
         advice(f, 2, "takes off: ", t);
+        if (x->with_set_peak) {
+            char g[32], h[32];
+            snprintf(t, sizeof t,
+                     "with the chosen set besides (%u change%s, below), verified: the module plans to %s, %s the "
+                     "target by %s",
+                     x->with_set_changes, x->with_set_changes == 1 ? "" : "s", hbm_size_human(x->with_set_peak, g),
+                     x->with_set_peak <= target ? "under" : "over",
+                     hbm_size_human(x->with_set_peak <= target ? target - x->with_set_peak : x->with_set_peak - target, h));
+            advice(f, 2, "           ", t);
+        }
     }
     if (x->host_peak && x->host_peak >= before) {
         char c[32];
@@ -321,12 +331,13 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
             ",\n  \"fits\": %s,\n  \"chosen\": \"%s\",\n  \"argument_size_in_bytes\": %" PRIu64
             ",\n  \"output_size_in_bytes\": %" PRIu64 ",\n  \"alias_size_in_bytes\": %" PRIu64
             ",\n  \"temp_size_in_bytes\": %" PRIu64 ",\n  \"recompute_flops\": %" PRIu64
-            ",\n  \"xla_limit_bytes\": %" PRId64 ",\n  \"candidates\": %u,\n  \"plans\": %u,\n  \"seconds\": %.3f",
+            ",\n  \"xla_limit_bytes\": %" PRId64 ",\n  \"xla_tracker_before_bytes\": %" PRId64
+            ",\n  \"xla_tracker_after_bytes\": %" PRId64 ",\n  \"candidates\": %u,\n  \"plans\": %u,\n  \"seconds\": %.3f",
             s->target_bytes, s->peak_before, r->final_peak ? r->final_peak : s->peak_before, s->fits ? "true" : "false",
             s->chosen == HBM_FIT_REMAT_XLA ? "xla" : s->chosen == HBM_FIT_REMAT_NONE ? "none" : "hbm",
             s->argument_bytes, s->output_bytes, s->alias_bytes, s->temp_bytes,
             s->chosen == HBM_FIT_REMAT_XLA ? s->xla.recompute_flops : s->hbm.recompute_flops, r->xla_limit,
-            r->n_candidates, r->n_plans, r->seconds);
+            r->xla_before, r->xla_after, r->n_candidates, r->n_plans, r->seconds);
     fprintf(f, ",\n  \"setting\": ");
     jstr(f, s->setting);
     jset(f, "hbm", &s->hbm);
@@ -371,8 +382,9 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
         fprintf(f, ", \"source_line\": %d, \"at_peak\": %s, \"estimated_bytes_off\": %" PRIu64
                    ", \"verified\": %s, ",
                 x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
-        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
-                x->host_peak, x->recompute_flops);
+        fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"with_set_peak_bytes\": %" PRIu64
+                   ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
+                x->host_peak, x->with_set_peak, x->recompute_flops);
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }

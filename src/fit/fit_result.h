@@ -22,6 +22,8 @@ typedef struct hbmi_jax_residual {
     int at_peak;                      /* among the plan's peak buffers */
     uint64_t estimate;                /* bytes - one layer's slice: estimated, not planned */
     uint64_t host_peak;               /* planned peak with the buffer in host memory (0: not planned) */
+    uint64_t with_set_peak;           /* planned peak with it there and the chosen set besides (0: not) */
+    uint32_t with_set_changes;        /* the chosen set's edits in that plan */
     uint64_t recompute_flops;         /* its computation again, once per layer (0: none counted) */
     const char *maxtext;              /* MaxText's checkpoint name, or NULL */
 } hbmi_jax_residual;
@@ -41,6 +43,7 @@ struct hbm_fit_result {
     uint64_t final_peak;
     uint64_t temp_after_don;
     int64_t xla_limit;         /* the limit XLA's algorithm worked to (its tracker's bytes) */
+    int64_t xla_before, xla_after; /* its tracker's peak before and after, as XLA prints them */
     uint32_t n_candidates;     /* candidates the model has */
     uint32_t n_plans;          /* modules planned */
     double seconds;
