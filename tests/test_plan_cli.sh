@@ -106,4 +106,21 @@ n=$("$HBM" plan "$SRC/examples/svd_oom.hlo" --json --top 1000 | python3 -c 'impo
 check "--top 1000 lists every peak buffer (11)" test "$n" = 11
 "$HBM" plan "$SRC/examples/svd_oom.hlo" --top -1 >/dev/null 2>&1; check "--top -1 is a usage error" test $? -eq 2
 "$HBM" plan --help | grep -q "no limit" || { echo "FAIL --help states --top's limit"; fail=1; }
+# --capacity alone: the framework default of the module's backend (JAX's 75 % only on
+# XLA:GPU; XLA:CPU and XLA:TPU read no XLA_PYTHON_CLIENT_MEM_FRACTION): no fraction advice
+out=$("$HBM" plan "$SRC/examples/fit_scan_train.hlo" --capacity 4.3MiB 2>&1); rc=$?
+check "CPU module, --capacity alone: the whole capacity is usable" grep -q "FITS: needs 4.25MiB of 4.30MiB usable" <<<"$out"
+check "CPU module, --capacity alone: no fraction advised" bash -c '! grep -q XLA_PYTHON_CLIENT_MEM_FRACTION <<<"$1"' _ "$out"
+check "CPU module, --capacity alone: exit 0" test $rc -eq 0
+out=$("$HBM" plan "$SRC/examples/svd_fixed.hlo" --capacity 600MiB 2>&1)
+check "GPU module, --capacity alone: JAX's 75 %" grep -q "the framework lets XLA use 75 % = 450.00MiB" <<<"$out"
+TPU=$(ls "$DATA"/hlo/tpu/*.hlo 2>/dev/null | head -1)
+if [ -n "$TPU" ]; then
+  out=$("$HBM" fit "$TPU" --capacity 30GiB 2>&1)
+  check "TPU module, fit --capacity alone: the whole capacity" grep -q "target 30.00GiB (32212254720 bytes): it fits as it is." <<<"$out"
+  v=$("$HBM" plan "$TPU" --capacity 30GiB --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["verdict"], d["framework_limit_bytes"])')
+  check "TPU module, plan --capacity alone: fits, limit = capacity ($v)" test "$v" = "fits 32212254720"
+else
+  echo "skip: the TPU module of the shared data is not here"
+fi
 exit $fail

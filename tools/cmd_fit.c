@@ -23,7 +23,8 @@ int cmd_fit(int argc, char **argv) {
          .help = "fit SIZE bytes: 80GiB, 16G (binary), 40GB (decimal)"},
         {.name = "--framework-limit", .kind = CLI_REAL, .dest = &fraction, .lo = 0, .hi = 1, .arg = "FRAC",
          .help = "share of the device the framework lets XLA use\n"
-                 "(default: the device's, 0.75 for --capacity; 1 = none)"},
+                 "(default: the device's; for --capacity 0.75 on XLA:GPU,\n"
+                 "1 on TPU and CPU; 1 = none)"},
         {.name = "--backend", .kind = CLI_PARSE, .dest = &backend, .parse = parse_backend, .arg = "NAME",
          .help = "whose rules: gpu, cpu or tpu (default: read from the module)"},
         {.name = "--remat", .kind = CLI_PARSE, .dest = &remat, .parse = parse_remat, .arg = "WHO",

@@ -42,7 +42,8 @@ int cmd_plan(int argc, char **argv) {
                  "40GB (decimal: 40 x 10^9, 37.25 GiB)"},
         {.name = "--framework-limit", .kind = CLI_REAL, .dest = &fraction, .lo = 0, .hi = 1, .arg = "FRAC",
          .help = "share of the device the framework lets XLA use\n"
-                 "(default: the device's, 0.75 for --capacity; 1 = none)"},
+                 "(default: the device's; for --capacity 0.75 on XLA:GPU,\n"
+                 "1 on TPU and CPU; 1 = none)"},
         {.name = "--top", .kind = CLI_INT, .dest = &top, .lo = 0, .hi = 1000000, .arg = "N",
          .help = "peak buffers to show (default 15, as XLA; at most 1000000, which is\n"
                  "no limit in practice: all there are; the explanation shows 8)"},

@@ -42,7 +42,7 @@ typedef struct hbm_fit_options {
     hbm_plan_options plan;  /* the rules (backend, alignment) */
     uint64_t target_bytes;  /* the peak to reach (0: the module's own peak, nothing to do) */
     uint64_t capacity;      /* the device's bytes, for the settings advice (0: none) */
-    double fraction;        /* the framework's share of capacity (0 or 1: none) */
+    double fraction;        /* the framework's share of capacity (0 or 1: none; HBM_FRACTION_BACKEND: the backend's default) */
     const char *device;     /* known device name (host bandwidth table), or NULL */
     double timeout_s;       /* time budget of the search (0: 2 s) */
     hbm_fit_remat remat;    /* whose set is chosen (default HBM) */

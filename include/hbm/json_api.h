@@ -41,7 +41,8 @@ typedef struct hbm_plan_target {
 } hbm_plan_target;
 
 /* device: a name `hbm devices` lists (its capacity and default fraction), or NULL;
- * capacity: a size ("80GiB", "17179869184") with JAX's default fraction 0.75, or NULL;
+ * capacity: a size ("80GiB", "17179869184") with fraction HBM_FRACTION_BACKEND (the
+ * module's backend decides: JAX's 0.75 on XLA:GPU, 1 on TPU and CPU), or NULL;
  * framework_limit: a fraction in (0, 1] that overrides either, or 0 for the default.
  * Both device and capacity, an unknown device, a bad size or fraction: HBM_ERR_INVALID. */
 HBM_API hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, double framework_limit,

@@ -203,6 +203,13 @@ typedef enum hbm_plan_verdict {
     HBM_VERDICT_DOES_NOT_FIT,         /* capacity < peak */
 } hbm_plan_verdict;
 HBM_API hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit);
+/* fraction HBM_FRACTION_BACKEND (what `--capacity` alone gives): the framework's default for
+ * the module's backend, which hbm_plan_fraction resolves: JAX's XLA_PYTHON_CLIENT_MEM_FRACTION
+ * default 0.75 on XLA:GPU (and with no plan); the whole capacity on XLA:TPU, whose runtime
+ * reads no such variable, and on XLA:CPU. Any other fraction is returned as given. Every
+ * call above that takes a fraction accepts HBM_FRACTION_BACKEND. */
+#define HBM_FRACTION_BACKEND (-1.0)
+HBM_API double hbm_plan_fraction(const hbm_plan *p, double fraction);
 /* The JSON's words: "fits", "fits_physically_only", "does_not_fit"; "" for none. */
 HBM_API const char *hbm_plan_verdict_str(hbm_plan_verdict v);
 

@@ -54,7 +54,7 @@ hbm_status hbm_plan_target_resolve(const char *device, const char *capacity, dou
     } else if (capacity) {
         if (hbm_size_parse(capacity, &out->capacity) != HBM_OK || !out->capacity)
             return hbmi_error(HBM_ERR_INVALID, "capacity '%s': expected a size such as 80GiB", capacity);
-        out->fraction = 0.75; /* JAX's default XLA_PYTHON_CLIENT_MEM_FRACTION */
+        out->fraction = HBM_FRACTION_BACKEND; /* JAX's 0.75 on XLA:GPU, all of it on TPU and CPU */
         char h[32]; /* in the units the report uses, whatever the spelling given */
         snprintf(out->device_name, sizeof out->device_name, "a device of %s", hbm_size_human(out->capacity, h));
     }

@@ -616,6 +616,7 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     hbm_plan_get_stats(p, &st);
     r->popt = o.plan;
     r->popt.backend = st.backend; /* the changed modules get the same rules */
+    o.fraction = hbm_plan_fraction(p, o.fraction); /* --capacity alone: the backend's own default */
     if (p->alignment_from == 'x') r->popt.alignment = p->opt.alignment; /* XLA's, from its assignment */
     r->sum.module = hbm_hlo_module_name(m);
     r->sum.peak_before = st.peak_bytes;

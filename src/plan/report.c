@@ -88,7 +88,13 @@ static int cmp_live(const void *x, const void *y) {
 
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
+double hbm_plan_fraction(const hbm_plan *p, double fraction) {
+    if (fraction >= 0) return fraction;
+    return p && (p->stats.backend == HBM_BACKEND_TPU || p->stats.backend == HBM_BACKEND_CPU) ? 1.0 : 0.75;
+}
+
 hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit) {
+    fraction = hbm_plan_fraction(p, fraction);
     uint64_t use = hbm_xla_gpu_limit(capacity, fraction); /* XLA's BFC limit under the fraction */
     if (limit) *limit = use;
     if (!p || !capacity) return HBM_VERDICT_NONE;
@@ -226,6 +232,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     }
     hbmi_free(items);
     uint64_t limit;
+    fraction = hbm_plan_fraction(p, fraction);
     hbm_plan_verdict v = hbm_plan_verdict_get(p, capacity, fraction, &limit);
     if (v != HBM_VERDICT_NONE) {
         const char *dev = device && *device ? device : "the device";
