@@ -47,29 +47,16 @@ static uint64_t color_alignment(const hbm_plan *p, int64_t color) {
 
 /* --- allocations ------------------------------------------------------------------------------- */
 static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
-    if (a->n_values == a->cap_values) {
-        uint32_t nc = a->cap_values ? a->cap_values * 2 : 4;
-        uint32_t *nv = hbmi_realloc(a->values, sizeof *nv * nc);
-        if (!nv) return oom(c), 0;
-        a->values = nv;
-        uint64_t *no = hbmi_realloc(a->offsets, sizeof *no * nc);
-        if (!no) return oom(c), 0;
-        a->offsets = no;
-        a->cap_values = nc;
-    }
+    if (hbmi_grow((void **)&a->values, &a->cap_values, (size_t)a->n_values + 1, sizeof *a->values) ||
+        hbmi_grow((void **)&a->offsets, &a->cap_offsets, (size_t)a->n_values + 1, sizeof *a->offsets))
+        return oom(c), 0;
     a->values[a->n_values] = v;
     a->offsets[a->n_values++] = offset;
     const hbmi_value *val = &c->df->values[v];
     if (!val->has_range) {
         a->no_range++;
     } else if (!a->heap && !c->no_index) {
-        if (a->n_iv == a->cap_iv) {
-            uint32_t nc = a->cap_iv ? a->cap_iv * 2 : 4;
-            struct hbmi_iv *ni = hbmi_realloc(a->iv, sizeof *ni * nc);
-            if (!ni) return oom(c), 0;
-            a->iv = ni;
-            a->cap_iv = nc;
-        }
+        if (hbmi_grow((void **)&a->iv, &a->cap_iv, (size_t)a->n_iv + 1, sizeof *a->iv)) return oom(c), 0;
         uint32_t pos = a->n_iv;
         while (pos && a->iv[pos - 1].start > val->start) pos--;
         memmove(&a->iv[pos + 1], &a->iv[pos], sizeof *a->iv * (a->n_iv - pos));
@@ -85,26 +72,14 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
 }
 
 static int alloc_add_peak(ctx *c, hbmi_alloc *a, uint32_t v) {
-    if (a->n_peak == a->cap_peak) {
-        uint32_t nc = a->cap_peak ? a->cap_peak * 2 : 4;
-        uint32_t *np = hbmi_realloc(a->peak, sizeof *np * nc);
-        if (!np) return oom(c), 0;
-        a->peak = np;
-        a->cap_peak = nc;
-    }
+    if (hbmi_grow((void **)&a->peak, &a->cap_peak, (size_t)a->n_peak + 1, sizeof *a->peak)) return oom(c), 0;
     a->peak[a->n_peak++] = v;
     return 1;
 }
 
 static hbmi_alloc *new_empty(ctx *c, uint64_t size) {
     hbm_plan *p = c->p;
-    if (p->n_allocs == p->cap_allocs) {
-        uint32_t nc = p->cap_allocs ? p->cap_allocs * 2 : 16;
-        hbmi_alloc *na = hbmi_realloc(p->allocs, sizeof *na * nc);
-        if (!na) return oom(c), NULL;
-        p->allocs = na;
-        p->cap_allocs = nc;
-    }
+    if (hbmi_grow((void **)&p->allocs, &p->cap_allocs, (size_t)p->n_allocs + 1, sizeof *p->allocs)) return oom(c), NULL;
     hbmi_alloc *a = &p->allocs[p->n_allocs++];
     memset(a, 0, sizeof *a);
     a->size = size;
@@ -773,7 +748,8 @@ static int combine_temps(ctx *c) {
         t->iv = NULL;
         t->values = t->peak = NULL;
         t->offsets = NULL;
-        t->n_values = t->cap_values = t->n_peak = t->cap_peak = 0;
+        t->n_values = t->n_peak = 0;
+        t->cap_values = t->cap_offsets = t->cap_peak = 0;
     }
     p->n_allocs = kept;
     for (uint32_t j = first; j < kept; j++)
