@@ -40,7 +40,14 @@ static void test_size_parse(void) {
         uint64_t v;
         CHECK_STATUS(hbm_size_parse(bad[i], &v), HBM_ERR_INVALID);
         CHECK(strlen(hbm_last_error()) > 0);
+        /* too large (a size past 2^64 - 1) is told by *out, not by the message's words */
+        int large = !strcmp(bad[i], "99999999999999999999") || !strcmp(bad[i], "20000000000T") ||
+                    !strcmp(bad[i], "19EB") || !strcmp(bad[i], "16EiB");
+        CHECK_EQ_U64(v, large ? UINT64_MAX : 0);
     }
+    uint64_t v = 7; /* a fraction that carries past 2^64 - 1 */
+    CHECK_STATUS(hbm_size_parse("18446744073709551.9KB", &v), HBM_ERR_INVALID);
+    CHECK_EQ_U64(v, UINT64_MAX);
 }
 
 static void test_size_format(void) {
