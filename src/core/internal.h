@@ -167,18 +167,18 @@ static inline unsigned char *hbmi_varint_put(unsigned char *p, uint64_t v) {
     *p++ = (unsigned char)v;
     return p;
 }
-/* A whole input read once from start to end: a regular file of HBMI_MAP_MIN bytes or more
+/* A whole input read once from start to end: a regular file of HBMI_INPUT_MAP_MIN bytes or more
  * is mapped (not NUL-terminated), others read as hbmi_read_file does. A reader at byte
- * upto calls hbmi_mapped_progress(m, upto) whenever upto >= m->next: the pages before it go
+ * upto calls hbmi_input_progress(m, upto) whenever upto >= m->next: the pages before it go
  * and the next ones are mapped ahead, so its memory holds what it built, not the file. */
-typedef struct hbmi_mapped {
+typedef struct hbmi_input {
     char *data;
     size_t len, dropped, ready, next;
     int mapped;
-} hbmi_mapped;
-#define HBMI_MAP_MIN ((size_t)1 << 20)
-#define HBMI_MAP_WINDOW ((size_t)8 << 20)
-hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
+} hbmi_input;
+#define HBMI_INPUT_MAP_MIN ((size_t)1 << 20)
+#define HBMI_INPUT_WINDOW ((size_t)8 << 20)
+hbm_status hbmi_input_open(const char *path, hbmi_input *m);
 /* The first max bytes of a file (fewer when it is shorter), NUL-terminated; as it is (a
  * gzip file is not inflated). */
 hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len);
@@ -191,8 +191,8 @@ hbm_status hbmi_gunzip(const void *data, size_t len, size_t max, const char *nam
 static inline int hbmi_is_gzip(const void *data, size_t len) {
     return len >= 2 && ((const unsigned char *)data)[0] == 0x1f && ((const unsigned char *)data)[1] == 0x8b;
 }
-void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
-void hbmi_unmap_file(hbmi_mapped *m);
+void hbmi_input_progress(hbmi_input *m, size_t upto);
+void hbmi_input_close(hbmi_input *m);
 /* Arrays of many megabytes (a snapshot's events, its timeline): as hbmi_grow, in mappings
  * of their own (huge pages, no copy when they grow) above a few megabytes. An array grown
  * with hbmi_big_grow is freed with hbmi_big_free and its capacity, and only so. */
@@ -208,11 +208,14 @@ void hbmi_zone_free(void *p, size_t n);
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */
 uint64_t hbmi_now_ns(void);
+/* A size as PyTorch's OOM message prints it (its format_size): "512 bytes", "1.50 KiB",
+ * "20.00 MiB", "4.94 GiB". Returns buf. */
+char *hbmi_size_torch(uint64_t bytes, char buf[32]);
 
 /* s for a terminal column of width columns: control characters made visible ("\x1b"),
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
-const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int middle);
 /* A buffer in a table, as hbm plan's explanation and hbm fit list them: at indent, its size
  * in 10 columns, its share of the peak (pct >= 0) as " 12.5%", its category in 9 columns,
  * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"

@@ -24,7 +24,7 @@ void hbmi_fputs_visible(const char *s, FILE *f) {
     }
 }
 
-const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle) {
+const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int middle) {
     char clean[1024];
     size_t n = 0, cols = 0;
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < sizeof clean; p++) {
@@ -84,9 +84,9 @@ void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int lin
     char loc[512], cut[1100];
     if (file) {
         snprintf(loc, sizeof loc, "%s:%d", file, line);
-        fprintf(f, "%*sat %s\n", indent, "", hbmi_fit(cut, sizeof cut, loc, width, 1));
+        fprintf(f, "%*sat %s\n", indent, "", hbmi_text_fit(cut, sizeof cut, loc, width, 1));
     }
-    if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_fit(cut, sizeof cut, op, width, 1));
+    if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_text_fit(cut, sizeof cut, op, width, 1));
 }
 
 /* the column after the first k bytes of a line (tabs to the next multiple of 8) */

@@ -65,15 +65,6 @@ const char *hbm_oom_cause_str(hbm_oom_cause c) {
     return "?";
 }
 
-/* PyTorch's format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "4.94 GiB" */
-static const char *torch_size(uint64_t n, char buf[32]) {
-    if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
-    else if (n <= 1048576) snprintf(buf, 32, "%.2f KiB", (double)n / 1024.0);
-    else if (n <= 1073741824ull) snprintf(buf, 32, "%.2f MiB", (double)n / 1048576.0);
-    else snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
-    return buf;
-}
-
 /* The numbers every diagnosis works from. */
 typedef struct oom_facts {
     uint64_t R, used, limit, reserved, free_pool, physical, need, headroom;
@@ -278,15 +269,15 @@ static hbm_status report_write(hbm_allocator *a, FILE *f, long *advice) {
     if (torch) { /* PyTorch's own words first (CUDACachingAllocator's OutOfMemoryError) */
         char t1[32], t2[32], t3[32], t4[32], t5[32], t6[64] = "";
         uint64_t unalloc = st->bytes_reserved > st->bytes_in_use ? st->bytes_reserved - st->bytes_in_use : 0;
-        if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", torch_size(st->bytes_limit, t5));
+        if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", hbmi_size_torch(st->bytes_limit, t5));
         char msg[640];
         snprintf(msg, sizeof msg,
                  "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                  "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
                  "unallocated. If reserved but unallocated memory is large try setting "
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
-                 torch_size(hbmi_torch_allocation_size(r.rounded), t1), a->ordinal, torch_size(r.dev_total, t2),
-                 torch_size(r.dev_free, t3), t6, torch_size(st->bytes_in_use, t4), torch_size(unalloc, t5));
+                 hbmi_size_torch(hbmi_torch_allocation_size(r.rounded), t1), a->ordinal, hbmi_size_torch(r.dev_total, t2),
+                 hbmi_size_torch(r.dev_free, t3), t6, hbmi_size_torch(st->bytes_in_use, t4), hbmi_size_torch(unalloc, t5));
         for (const char *p = msg; *p;) { /* PyTorch's one line, wrapped at spaces to 100 columns */
             size_t n = strlen(p), cut = n;
             if (n > 100)

@@ -117,15 +117,18 @@ static hbm_status run_rows(rows_ctx *c, const hbm_replay_config *cfgs, size_t n,
     return first;
 }
 
+/* A result before its replay: nothing counted, no OOM, its configuration's text. */
+static void result_init(hbm_replay_result *r, const char *config) {
+    memset(r, 0, sizeof *r);
+    r->first_oom_event = r->last_oom_event = -1;
+    hbmi_strlcpy_cut(r->config, sizeof r->config, config);
+}
+
 /* configs[0..n) replayed on t (the pairing once for all); reports: the first OOM's. With
  * bounds, also hbm_replay_bounds_get's (packing up to max_buffers). */
 static hbm_status replay_values(const hbm_trace *t, const char *device_spec, const hbm_replay_config *cfgs, size_t n,
                                 hbm_replay_result *results, int reports, hbm_replay_bounds *bounds, size_t max_buffers) {
-    for (size_t c = 0; c < n; c++) {
-        memset(&results[c], 0, sizeof results[c]);
-        results[c].first_oom_event = results[c].last_oom_event = -1;
-        hbmi_strlcpy_cut(results[c].config, sizeof results[c].config, cfgs[c].text);
-    }
+    for (size_t c = 0; c < n; c++) result_init(&results[c], cfgs[c].text);
     hbmi_replay_plan plan;
     hbm_status s = hbmi_replay_prepare(t, &plan);
     if (s) {
@@ -146,10 +149,8 @@ hbm_status hbm_replay_many(const hbm_trace *t, const char *device_spec, const ch
     if (!t || !device_spec || (n && (!configs || !results)))
         return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL argument");
     for (size_t c = 0; c < n; c++) {
-        memset(&results[c], 0, sizeof results[c]);
-        results[c].first_oom_event = results[c].last_oom_event = -1;
+        result_init(&results[c], configs[c] ? configs[c] : "");
         if (!configs[c]) return hbmi_error(HBM_ERR_INVALID, "hbm_replay: NULL configuration");
-        snprintf(results[c].config, sizeof results[c].config, "%s", configs[c]);
     }
     hbm_replay_config *v = hbmi_calloc(n + 1, sizeof *v);
     hbm_status s = v ? HBM_OK : hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
@@ -266,7 +267,7 @@ static size_t config_items(const char *cfg, char items[][96], size_t max) {
     return n;
 }
 
-/* The columns s takes as hbmi_fit shows it (a control character as \xNN). */
+/* The columns s takes as hbmi_text_fit shows it (a control character as \xNN). */
 static size_t columns(const char *s) {
     size_t cols = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -279,7 +280,7 @@ static size_t columns(const char *s) {
  * "allocator=", then its middle, so what tells the rows apart stays visible. */
 static int row_label(const char *cfg, const char *recorded, char *out, size_t cap) {
     if (strlen(cfg) <= 28) {
-        hbmi_fit(out, cap, cfg, 28, 0);
+        hbmi_text_fit(out, cap, cfg, 28, 0);
         return columns(cfg) > 28;
     }
     char it[24][96], rec[24][96], short_[300] = "";
@@ -299,7 +300,7 @@ static int row_label(const char *cfg, const char *recorded, char *out, size_t ca
         const char *x = strncmp(it[i], "allocator=", 10) || kept == 1 ? it[i] : it[i] + 10;
         len += (size_t)snprintf(short_ + len, sizeof short_ - len, "%s%s", len ? "," : "", x);
     }
-    hbmi_fit(out, cap, short_, 28, 1);
+    hbmi_text_fit(out, cap, short_, 28, 1);
     return columns(short_) > 28;
 }
 
@@ -404,7 +405,7 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     uint64_t bound = rep->bounds.lower_bound, packed = rep->bounds.packed;
     const char *rec = tw >= 0 ? rep->recorded_settings : NULL;
     char a[32], b[32], c[32], name[80], cfg[64], w[160];
-    hbmi_fit(name, sizeof name, t->name, 48, 1);
+    hbmi_text_fit(name, sizeof name, t->name, 48, 1);
     fprintf(f, "replay of %s (%s%s%s%zu events", name, t->device[0] ? "device " : "", t->device,
             t->device[0] ? ", " : "", t->count - t->history_start);
     if (t->history_start)
@@ -414,7 +415,7 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     if (rep->device_is_default) fprintf(f, " (%s; --device sets another)", rep->device_why);
     fputc('\n', f);
     if (tw >= 0) {
-        hbmi_fit(w, sizeof w, rec[0] ? rec : "PyTorch's defaults", 60, 0);
+        hbmi_text_fit(w, sizeof w, rec[0] ? rec : "PyTorch's defaults", 60, 0);
         fprintf(f, "  torch rows: the recorded settings (%s) unless a row sets others\n", w);
     }
     fprintf(f, "\n%-28s %11s %11s %6s %7s  %s\n", "configuration", "peak held", "reserved", "frag", "calls",
@@ -675,7 +676,7 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
     for (size_t k = 0; k < s->n; k++) {
         const hbm_torch_candidate *c = &s->c[k];
         char env[sizeof c->env + 8];
-        hbmi_fit(env, sizeof env, c->env + (strip && !strncmp(c->env, var, sizeof var - 1) ? sizeof var - 1 : 0), ew, 1);
+        hbmi_text_fit(env, sizeof env, c->env + (strip && !strncmp(c->env, var, sizeof var - 1) ? sizeof var - 1 : 0), ew, 1);
         cut |= strstr(c->env, env) == NULL;
         if (c->status) {
             fprintf(f, "%-*s %s\n", ew, env, hbm_status_str(c->status));
