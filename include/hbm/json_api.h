@@ -185,14 +185,7 @@ HBM_API void hbm_demo_options_default(hbm_demo_options *o);
  * write to f failed. */
 HBM_API hbm_status hbm_demo_write(const hbm_demo_options *o, FILE *f, int *completed);
 
-/* --- errors ----------------------------------------------------------------------------- */
-
-/* Where the calling thread's last error points, when its message starts "FILE:LINE:COLUMN: "
- * (HLO syntax errors) or "FILE:LINE: " (CSV errors; column 0), FILE without blanks or
- * quotes: copies FILE into file (cut
- * to cap bytes with a NUL; file may be NULL), sets *line and *column and returns 1.
- * Otherwise returns 0 with *line = *column = 0 and file "". */
-HBM_API int hbm_last_error_location(char *file, size_t cap, int *line, int *column);
+/* hbm_last_error_location: hbm/status.h */
 
 #ifdef __cplusplus
 }

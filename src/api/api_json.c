@@ -1,7 +1,6 @@
 /* api_json.c - the library's outputs as strings and whole files (hbm/json_api.h): what the
  * CLI prints, for bindings. Each function here composes existing library calls; the
  * formats themselves live with their modules (plan/report.c, report/view_*.c, trace/). */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -444,46 +443,6 @@ hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const 
                                   char *buf, size_t cap, size_t *len) {
     replay_ctx x = {t, device, configs, n, 1, 0};
     return to_buffer(emit_replay, &x, buf, cap, len);
-}
-
-/* --- errors ----------------------------------------------------------------------------- */
-
-/* ":DIGITS" at s; returns the position after the digits (s when none) and the value. */
-static const char *digits(const char *s, int *v) {
-    if (*s != ':' || !isdigit((unsigned char)s[1])) return s;
-    long x = 0;
-    const char *p = s + 1;
-    while (isdigit((unsigned char)*p)) {
-        if (x < 100000000) x = x * 10 + (*p - '0');
-        p++;
-    }
-    *v = (int)x;
-    return p;
-}
-
-int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
-    int l = 0, c = 0, found = 0;
-    const char *msg = hbm_last_error(), *at = NULL;
-    for (const char *p = msg; *p && !found; p++) {
-        if (isspace((unsigned char)*p) || *p == '\'' || *p == '"') break; /* FILE has none */
-        if (*p != ':' || p == msg) continue;
-        int lv = 0, cv = 0;
-        const char *q = digits(p, &lv);
-        if (q == p) continue;
-        const char *r = digits(q, &cv);
-        if (r[0] == ':' && r[1] == ' ') {
-            l = lv, c = r == q ? 0 : cv, at = p, found = 1;
-        }
-    }
-    if (file && cap) {
-        size_t n = found ? (size_t)(at - msg) : 0;
-        if (n > cap - 1) n = cap - 1;
-        memcpy(file, msg, n);
-        file[n] = 0;
-    }
-    if (line) *line = l;
-    if (column) *column = c;
-    return found;
 }
 
 typedef struct diff_ctx {

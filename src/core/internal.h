@@ -27,6 +27,11 @@
 /* --- errors ------------------------------------------------------------------------- */
 /* Set the thread's last-error message and return s, so: return hbmi_error(S, "...", ...). */
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
+/* The same, for an error found at a place of an input: the message starts
+ * "FILE:LINE:COLUMN: " (column 0: "FILE:LINE: "), and the thread's error record keeps
+ * file, line and column beside it (hbm_last_error_location). line counts from 1. */
+hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t column, const char *fmt, ...)
+    HBMI_PRINTF(5, 6);
 /* Prefix the current last-error message with context ("config: " + old). Returns s. */
 hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
 /* Quiet OOMs (this thread): HBM_ERR_OOM is returned without its message (the last error
