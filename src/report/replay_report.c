@@ -9,7 +9,7 @@
 
 #include "hbm/replay.h"
 #include "hbm/size.h"
-#include "report/oom_internal.h"
+#include "alloc/oom_report.h"
 #include "trace/replay/replay_internal.h"
 #include "trace/replay/twin_internal.h"
 

@@ -1,4 +1,4 @@
-/* oom.c - the out-of-memory report: XLA's first line, the numbers, the largest live
+/* oom_report.c - the out-of-memory report: XLA's first line, the numbers, the largest live
  * buffers with their tags, an occupancy map like BFC's, and a diagnosis that names the
  * setting to try. */
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include "alloc/torch_caching.h"
 #include "hbm/plan.h"
 #include "hbm/size.h"
-#include "report/oom_internal.h"
+#include "alloc/oom_report.h"
 
 #define MAP_WIDTH HBMI_OOM_MAP_WIDTH
 
