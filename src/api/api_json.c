@@ -346,104 +346,6 @@ hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const
     return HBM_OK;
 }
 
-/* hbm_replay_run_write's replay; twin and bound_buffers as in hbm_replay_request. */
-static hbm_status run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n, FILE *f,
-                            int json, int *failed, int twin, size_t bound_buffers) {
-    if (failed) *failed = 0;
-    if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
-    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
-    /* the defaults: PyTorch's allocator for a PyTorch snapshot, JAX's two otherwise */
-    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    static const char *const torch_default[] = {"allocator=torch"};
-    if (!n && !strcmp(t->source, "torch")) configs = torch_default, n = 1;
-    else if (!n) configs = defaults, n = 2;
-    for (size_t i = 0; i < n; i++)
-        if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
-    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
-    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_status s = HBM_OK;
-    for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
-    /* hbm pack's default budget (counted work) for the packing: the same figure on every run */
-    hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n, .twin = twin, .bound_buffers = bound_buffers};
-    hbm_replay_report rep;
-    if (!s) s = hbm_replay_run(&q, &rep);
-    hbmi_free(v);
-    if (s) return s;
-    s = hbm_replay_report_write(&rep, f, json);
-    for (size_t i = 0; failed && i < rep.n; i++) /* as documented: a configuration that could not run, or ran out of memory */
-        if ((rep.rows[i].status && rep.rows[i].status != HBM_ERR_NOT_AVAILABLE) || rep.rows[i].first_oom_event >= 0) *failed = 1;
-    hbm_replay_report_release(&rep);
-    return s;
-}
-
-hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                FILE *f, int json, int *failed) {
-    return run_write(t, device, configs, n, f, json, failed, 1, 100000);
-}
-
-hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const char *device,
-                                   const char *const *configs, size_t n, FILE *f, int *failed) {
-    if (failed) *failed = 0;
-    if (!ts || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
-    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    if (!n) configs = defaults, n = 2;
-    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
-    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
-    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_status s = HBM_OK;
-    fprintf(f, "%-7s %-16s %-28s %11s %11s %6s  %s\n", "device", "allocator", "configuration", "peak held", "reserved",
-            "frag", "first OOM");
-    for (size_t d = 0; d < nt && !s; d++) {
-        const hbm_trace *t = ts[d];
-        for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
-        hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n};
-        hbm_replay_report rep;
-        if (!s) s = hbm_replay_run(&q, &rep);
-        if (s) break;
-        for (size_t i = 0; i < rep.n; i++) {
-            const hbm_replay_result *r = &rep.rows[i];
-            char a[32], b[32], o[64];
-            if (r->status) snprintf(o, sizeof o, "could not run: %s", hbm_status_name(r->status));
-            else if (r->first_oom_event >= 0) snprintf(o, sizeof o, "event %" PRId64 ": %s", r->first_oom_event,
-                                                        hbm_size_xla((int64_t)r->first_oom_bytes, a));
-            else snprintf(o, sizeof o, "none");
-            fprintf(f, "%-7d %-16.16s %-28.28s %11s %11s %5.1f%%  %s\n", t->device_index, t->device, r->config,
-                    hbm_size_xla((int64_t)r->peak_in_use, a), hbm_size_xla((int64_t)r->peak_reserved, b),
-                    r->frag_at_peak * 100.0, o);
-            if (failed && ((r->status && r->status != HBM_ERR_NOT_AVAILABLE) || r->first_oom_event >= 0)) *failed = 1;
-        }
-        hbm_replay_report_release(&rep);
-    }
-    hbmi_free(v);
-    return s;
-}
-
-typedef struct replay_ctx {
-    const hbm_trace *t;
-    const char *device;
-    const char *const *configs;
-    size_t n;
-    int json;
-    int full; /* 1: the twin and the packing, as hbm replay; 0: the rows alone */
-} replay_ctx;
-
-static hbm_status emit_replay(const void *c, FILE *f) {
-    const replay_ctx *x = c;
-    if (x->full) return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
-    return run_write(x->t, x->device, x->configs, x->n, f, 1, NULL, 0, 0);
-}
-
-hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                             char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, json, 1};
-    return to_buffer(emit_replay, &x, buf, cap, len);
-}
-
-hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                  char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, 1, 0};
-    return to_buffer(emit_replay, &x, buf, cap, len);
-}
 
 typedef struct diff_ctx {
     const hbm_trace *a, *b;
@@ -461,25 +363,6 @@ hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, cha
     return to_buffer(emit_diff, &x, buf, cap, len);
 }
 
-typedef struct suggest_ctx {
-    const hbm_trace *t;
-    const char *device;
-} suggest_ctx;
-
-static hbm_status emit_suggest(const void *c, FILE *f) {
-    const suggest_ctx *x = c;
-    hbm_torch_suggestion sg;
-    char spec[160];
-    hbm_status s = x->device ? hbm_replay_device_spec(x->device, spec, sizeof spec) : HBM_OK;
-    if (!s) s = hbm_torch_suggest(x->t, x->device ? spec : NULL, &sg);
-    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
-}
-
-hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len) {
-    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    suggest_ctx x = {t, device};
-    return to_buffer(emit_suggest, &x, buf, cap, len);
-}
 
 /* --- XLA's own assignment beside the plan (protobuf inputs, hbm/proto.h) ------------------- */
 typedef struct xla_ctx { const hbm_plan *p; size_t top; int json; } xla_ctx;
