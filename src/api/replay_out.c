@@ -160,3 +160,24 @@ hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, cha
     suggest_ctx x = {t, device};
     return hbmi_format_mem(emit_suggest, &x, buf, cap, len);
 }
+
+hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
+                             char **out, size_t *len) {
+    replay_ctx x = {t, device, configs, n, json, 1};
+    return hbmi_format_string(emit_replay, &x, out, len);
+}
+
+hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                  char **out, size_t *len) {
+    replay_ctx x = {t, device, configs, n, 1, 0};
+    return hbmi_format_string(emit_replay, &x, out, len);
+}
+
+hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len) {
+    if (!t) {
+        if (out) *out = NULL;
+        return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
+    }
+    suggest_ctx x = {t, device};
+    return hbmi_format_string(emit_suggest, &x, out, len);
+}

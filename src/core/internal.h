@@ -251,6 +251,9 @@ static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f
  * whole length) through a memory stream: the library's outputs as strings, for bindings. */
 typedef hbm_status (*hbmi_emit_fn)(const void *ctx, FILE *f);
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len);
+/* What fn writes, rendered once into a string of its own size: *out NUL-terminated, *len
+ * bytes without the NUL, freed with hbm_string_free (hbm/json_api.h). */
+hbm_status hbmi_format_string(hbmi_emit_fn fn, const void *ctx, char **out, size_t *len);
 /* Text for a terminal: text's lines longer than width columns (tabs to the next multiple
  * of 8; 0 = no limit) cut in the middle with "...", so both ends survive (file:line at the
  * end of a line, its subject at the start). hbm's text is ASCII: the ellipsis is too,

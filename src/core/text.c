@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "hbm/json_api.h" /* hbm_string_free */
 
 /* Byte offset of column col in s (UTF-8: continuation bytes take no column). */
 static size_t col_offset(const char *s, size_t len, size_t col) {
@@ -51,8 +52,10 @@ const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int m
 /* set while hbmi_emit_fitted runs its writer: only then is a whole line marked */
 static _Thread_local int fitting;
 
-hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
-    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+hbm_status hbmi_format_string(hbmi_emit_fn fn, const void *ctx, char **out, size_t *len) {
+    if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    *out = NULL;
+    *len = 0;
     char *mem = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&mem, &n);
@@ -62,16 +65,31 @@ hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t c
     hbm_status s = fn(ctx, f);
     fitting = was;
     if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) {
-        if (cap) {
-            size_t k = n < cap - 1 ? n : cap - 1;
-            memcpy(buf, mem, k);
-            buf[k] = 0;
-        }
-        *len = n;
+    if (s) {
+        free(mem);
+        return s;
     }
+    *out = mem;
+    *len = n;
+    return HBM_OK;
+}
+
+void hbm_string_free(char *s) { free(s); }
+
+hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    char *mem;
+    size_t n;
+    hbm_status s = hbmi_format_string(fn, ctx, &mem, &n);
+    if (s) return s;
+    if (cap) {
+        size_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(buf, mem, k);
+        buf[k] = 0;
+    }
+    *len = n;
     free(mem);
-    return s;
+    return HBM_OK;
 }
 
 void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what) {
