@@ -8,7 +8,7 @@
 
 #include "alloc/alloc_internal.h"
 #include "alloc/torch_caching.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "hbm/size.h"
 #include "alloc/oom_report.h"
 

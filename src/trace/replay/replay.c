@@ -11,7 +11,7 @@
 #include "alloc/alloc_internal.h"
 #include "hbm/device.h"
 #include "hbm/pack.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "trace/replay/replay_internal.h"
 
 hbm_status hbmi_replay_result_fail(hbm_replay_result *r, hbm_status s) {
