@@ -18,23 +18,25 @@
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
 
-typedef hbmi_emit_fn emit_fn;
-
-static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
-    return hbmi_format_mem(fn, ctx, buf, cap, len);
+/* Each *_format call opens a sink, calls its writer once into the sink's FILE and closes
+ * the sink with the writer's status: a caller's buffer (snprintf rules, core's hbmi_mem) or
+ * a file written whole or not at all (hbm/file.h). */
+static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    return hbmi_mem_open(m);
 }
 
-/* Written whole or not at all (hbm/file.h). */
-static hbm_status to_file(emit_fn fn, const void *ctx, const char *path) {
+static hbm_status file_open(hbm_output *o, const char *path) {
     if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
-    hbm_output o;
-    hbm_status s = hbm_output_open(&o, path);
-    if (s) return s;
-    if ((s = fn(ctx, o.f))) {
-        hbm_output_abort(&o);
+    return hbm_output_open(o, path);
+}
+
+static hbm_status file_close(hbm_output *o, hbm_status s) {
+    if (s) {
+        hbm_output_abort(o);
         return s;
     }
-    return hbm_output_commit(&o);
+    return hbm_output_commit(o);
 }
 
 /* --- plans ------------------------------------------------------------------------------ */
@@ -72,13 +74,6 @@ hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o) {
     if (!strcmp(backend, "cuda") || !strcmp(backend, "rocm")) backend = "gpu";
     return hbm_backend_parse(backend, &o->backend);
 }
-
-typedef struct plan_ctx {
-    const hbm_plan *p;
-    size_t top;
-    const hbm_plan_target *t;
-    const char *title;
-} plan_ctx;
 
 static const hbm_plan_target no_target;
 
@@ -140,29 +135,11 @@ int hbm_plan_target_fails(const hbm_plan *p, const hbm_plan_target *t) {
     return hbm_plan_verdict_get(p, t->capacity, t->fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
 }
 
-static hbm_status emit_plan_text(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    return hbm_plan_write_text(x->p, f, x->top, x->t);
-}
-
-static hbm_status emit_plan_json(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    const hbm_plan_target *t = x->t ? x->t : &no_target;
-    return hbm_plan_json(x->p, f, x->top, t->capacity, t->fraction);
-}
-
-static hbm_status emit_plan_explain(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    const hbm_plan_target *t = x->t ? x->t : &no_target;
-    return hbm_plan_explain(x->p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, x->top);
-}
-
-static hbm_status emit_plan_html(const void *c, FILE *f) {
-    const plan_ctx *x = c;
+static hbm_status plan_html(const hbm_plan *p, const char *title, FILE *f) {
     hbm_plan_view_options o; /* XProf's Memory Viewer of the plan */
     hbm_plan_view_options_default(&o);
-    if (x->title) o.title = x->title;
-    return hbm_plan_view_html(x->p, &o, f);
+    if (title) o.title = title;
+    return hbm_plan_view_html(p, &o, f);
 }
 
 #define PLAN_CHECK_()                                                                 \
@@ -173,28 +150,36 @@ static hbm_status emit_plan_html(const void *c, FILE *f) {
 hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                 size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_text, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_plan_write_text(p, m.f, top, t), buf, cap, len);
 }
 
 hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                 size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_json, &c, buf, cap, len);
+    if (!t) t = &no_target;
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_plan_json(p, m.f, top, t->capacity, t->fraction), buf, cap, len);
 }
 
 hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                    size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_explain, &c, buf, cap, len);
+    if (!t) t = &no_target;
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s
+             : hbmi_mem_buffer(&m, hbm_plan_explain(p, m.f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top),
+                               buf, cap, len);
 }
 
 hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, 0, NULL, title};
-    return to_buffer(emit_plan_html, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_html(p, title, m.f), buf, cap, len);
 }
 
 hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f) {
@@ -209,23 +194,18 @@ hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o
     return s;
 }
 
-typedef struct plan_view_ctx {
-    const hbm_plan *p;
-    int json, top;
-} plan_view_ctx;
-
-static hbm_status emit_plan_view(const void *c, FILE *f) {
-    const plan_view_ctx *x = c;
+static hbm_status plan_view(const hbm_plan *p, int json, int top, FILE *f) {
     hbm_plan_view_options o;
     hbm_plan_view_options_default(&o);
-    if (x->top > 0) o.top = x->top;
-    return x->json ? hbm_plan_view_json(x->p, &o, f) : hbm_plan_view_text(x->p, &o, f);
+    if (top > 0) o.top = top;
+    return json ? hbm_plan_view_json(p, &o, f) : hbm_plan_view_text(p, &o, f);
 }
 
 hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len) {
     PLAN_CHECK_();
-    plan_view_ctx c = {p, json, top};
-    return to_buffer(emit_plan_view, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_view(p, json, top, m.f), buf, cap, len);
 }
 
 /* --- fit -------------------------------------------------------------------------------- */
@@ -238,8 +218,7 @@ hbm_status hbm_fit_write(const hbm_fit_result *r, FILE *f, int json, size_t top,
 
 /* --- traces ----------------------------------------------------------------------------- */
 
-static hbm_status emit_trace_info(const void *c, FILE *f) {
-    const hbm_trace *t = c;
+static hbm_status trace_info(const hbm_trace *t, FILE *f) {
     fputc('{', f);
     hbmi_json_trace_id(f, t);
     fprintf(f, ", \"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"truncated_at\": %" PRIu64 "}", t->capacity,
@@ -249,44 +228,40 @@ static hbm_status emit_trace_info(const void *c, FILE *f) {
 
 hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "trace info: NULL trace");
-    return to_buffer(emit_trace_info, t, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, trace_info(t, m.f), buf, cap, len);
 }
 
-typedef struct view_ctx {
-    const hbm_trace *t;
-    hbm_view_kind kind;
-    hbm_view_options o;
-} view_ctx;
-
-static hbm_status emit_view(const void *c, FILE *f) {
-    const view_ctx *x = c;
-    return x->kind == HBM_VIEW_HTML ? hbm_view_html(x->t, &x->o, f)
-                                    : hbm_view_all(x->t, x->kind == HBM_VIEW_JSON, &x->o, f);
-}
-
-static hbm_status view_setup(view_ctx *x, const hbm_trace *t, hbm_view_kind kind, int top, const char *title) {
+static hbm_status view_options(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, hbm_view_options *o) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "view: NULL trace");
     if (kind != HBM_VIEW_TEXT && kind != HBM_VIEW_JSON && kind != HBM_VIEW_HTML)
         return hbmi_error(HBM_ERR_INVALID, "view: kind %d is not text (0), json (1) or html (2)", (int)kind);
-    x->t = t;
-    x->kind = kind;
-    hbm_view_options_default(&x->o);
-    if (top >= 0) x->o.top = top;
-    if (title) x->o.title = title;
+    hbm_view_options_default(o);
+    if (top >= 0) o->top = top;
+    if (title) o->title = title;
     return HBM_OK;
+}
+
+static hbm_status view(const hbm_trace *t, hbm_view_kind kind, const hbm_view_options *o, FILE *f) {
+    return kind == HBM_VIEW_HTML ? hbm_view_html(t, o, f) : hbm_view_all(t, kind == HBM_VIEW_JSON, o, f);
 }
 
 hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
                            size_t cap, size_t *len) {
-    view_ctx x;
-    hbm_status s = view_setup(&x, t, kind, top, title);
-    return s ? s : to_buffer(emit_view, &x, buf, cap, len);
+    hbm_view_options o;
+    hbmi_mem m;
+    hbm_status s = view_options(t, kind, top, title, &o);
+    if (!s) s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, view(t, kind, &o, m.f), buf, cap, len);
 }
 
 hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path) {
-    view_ctx x;
-    hbm_status s = view_setup(&x, t, kind, top, title);
-    return s ? s : to_file(emit_view, &x, path);
+    hbm_view_options o;
+    hbm_output out;
+    hbm_status s = view_options(t, kind, top, title, &o);
+    if (!s) s = file_open(&out, path);
+    return s ? s : file_close(&out, view(t, kind, &o, out.f));
 }
 
 static const char export_formats[] = "perfetto, pprof, torch or minimalloc";
@@ -315,22 +290,13 @@ hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f) {
     return hbm_export_format_check(format);
 }
 
-typedef struct export_ctx {
-    const hbm_trace *t;
-    const char *format;
-} export_ctx;
-
-static hbm_status emit_export(const void *c, FILE *f) {
-    const export_ctx *x = c;
-    return hbm_export_write(x->t, x->format, f);
-}
-
 hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path) {
     if (!t || !format) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
     hbm_status s = hbm_export_format_check(format);
     if (s) return s;
-    export_ctx x = {t, format};
-    return to_file(emit_export, &x, path);
+    hbm_output out;
+    if ((s = file_open(&out, path))) return s;
+    return file_close(&out, hbm_export_write(t, format, out.f));
 }
 
 hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f) {
@@ -347,35 +313,25 @@ hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const
 }
 
 
-typedef struct diff_ctx {
-    const hbm_trace *a, *b;
-    int json;
-} diff_ctx;
-
-static hbm_status emit_diff(const void *c, FILE *f) {
-    const diff_ctx *x = c;
-    return hbm_diff_write(x->a, x->b, x->json ? -1 : 15, x->json, f);
-}
-
 hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len) {
     if (!a || !b) return hbmi_error(HBM_ERR_INVALID, "diff: NULL trace");
-    diff_ctx x = {a, b, json};
-    return to_buffer(emit_diff, &x, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_diff_write(a, b, json ? -1 : 15, json, m.f), buf, cap, len);
 }
 
 
 /* --- XLA's own assignment beside the plan (protobuf inputs, hbm/proto.h) ------------------- */
-typedef struct xla_ctx { const hbm_plan *p; size_t top; int json; } xla_ctx;
-static hbm_status emit_xla(const void *c, FILE *f) {
-    const xla_ctx *x = c;
-    if (!x->json) return hbm_plan_xla_text(x->p, f, x->top);
+static hbm_status plan_xla(const hbm_plan *p, size_t top, int json, FILE *f) {
+    if (!json) return hbm_plan_xla_text(p, f, top);
     fputc('{', f);
-    hbm_status s = hbm_plan_xla_json(x->p, f, x->top);
+    hbm_status s = hbm_plan_xla_json(p, f, top);
     fputs("}\n", f);
     return s;
 }
 
 hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len) {
-    xla_ctx c = {p, top, json};
-    return to_buffer(emit_xla, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_xla(p, top, json, m.f), buf, cap, len);
 }

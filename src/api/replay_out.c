@@ -114,70 +114,72 @@ hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const
     return s;
 }
 
-typedef struct replay_ctx {
-    const hbm_trace *t;
-    const char *device;
-    const char *const *configs;
-    size_t n;
-    int json;
-    int full; /* 1: the twin and the packing, as hbm replay; 0: the rows alone */
-} replay_ctx;
+/* The outputs for a caller's buffer or a string of their own size: the writer called once
+ * into core's sink (hbmi_mem), its status closing it. */
+static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    return hbmi_mem_open(m);
+}
 
-static hbm_status emit_replay(const void *c, FILE *f) {
-    const replay_ctx *x = c;
-    if (x->full) return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
-    return run_write(x->t, x->device, x->configs, x->n, f, 1, NULL, 0, 0);
+static hbm_status string_open(hbmi_mem *m, char **out, size_t *len) {
+    if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    *out = NULL;
+    *len = 0;
+    return hbmi_mem_open(m);
+}
+
+/* hbm replay --json's object without what PyTorch recorded and without the packing */
+static hbm_status rows_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n, FILE *f) {
+    return run_write(t, device, configs, n, f, 1, NULL, 0, 0);
+}
+
+static hbm_status suggest_write(const hbm_trace *t, const char *device, FILE *f) {
+    hbm_torch_suggestion sg;
+    char spec[160];
+    hbm_status s = device ? hbm_replay_device_spec(device, spec, sizeof spec) : HBM_OK;
+    if (!s) s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
+    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
 }
 
 hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
                              char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, json, 1};
-    return hbmi_format_mem(emit_replay, &x, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_replay_run_write(t, device, configs, n, m.f, json, NULL), buf, cap, len);
 }
 
 hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                   char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, 1, 0};
-    return hbmi_format_mem(emit_replay, &x, buf, cap, len);
-}
-
-typedef struct suggest_ctx {
-    const hbm_trace *t;
-    const char *device;
-} suggest_ctx;
-
-static hbm_status emit_suggest(const void *c, FILE *f) {
-    const suggest_ctx *x = c;
-    hbm_torch_suggestion sg;
-    char spec[160];
-    hbm_status s = x->device ? hbm_replay_device_spec(x->device, spec, sizeof spec) : HBM_OK;
-    if (!s) s = hbm_torch_suggest(x->t, x->device ? spec : NULL, &sg);
-    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, rows_write(t, device, configs, n, m.f), buf, cap, len);
 }
 
 hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    suggest_ctx x = {t, device};
-    return hbmi_format_mem(emit_suggest, &x, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, suggest_write(t, device, m.f), buf, cap, len);
 }
 
 hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
                              char **out, size_t *len) {
-    replay_ctx x = {t, device, configs, n, json, 1};
-    return hbmi_format_string(emit_replay, &x, out, len);
+    hbmi_mem m;
+    hbm_status s = string_open(&m, out, len);
+    return s ? s : hbmi_mem_string(&m, hbm_replay_run_write(t, device, configs, n, m.f, json, NULL), out, len);
 }
 
 hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                   char **out, size_t *len) {
-    replay_ctx x = {t, device, configs, n, 1, 0};
-    return hbmi_format_string(emit_replay, &x, out, len);
+    hbmi_mem m;
+    hbm_status s = string_open(&m, out, len);
+    return s ? s : hbmi_mem_string(&m, rows_write(t, device, configs, n, m.f), out, len);
 }
 
 hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len) {
-    if (!t) {
-        if (out) *out = NULL;
-        return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    }
-    suggest_ctx x = {t, device};
-    return hbmi_format_string(emit_suggest, &x, out, len);
+    if (out) *out = NULL;
+    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
+    hbmi_mem m;
+    hbm_status s = string_open(&m, out, len);
+    return s ? s : hbmi_mem_string(&m, suggest_write(t, device, m.f), out, len);
 }

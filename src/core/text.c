@@ -52,25 +52,40 @@ const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int m
 /* set while hbmi_emit_fitted runs its writer: only then is a whole line marked */
 static _Thread_local int fitting;
 
-hbm_status hbmi_format_string(hbmi_emit_fn fn, const void *ctx, char **out, size_t *len) {
-    if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    *out = NULL;
-    *len = 0;
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&mem, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    int was = fitting;
+hbm_status hbmi_mem_open(hbmi_mem *m) {
+    m->data = NULL;
+    m->n = 0;
+    if (!(m->f = open_memstream(&m->data, &m->n))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    m->fitting = fitting;
     fitting = 0; /* text for a buffer: no marks */
-    hbm_status s = fn(ctx, f);
-    fitting = was;
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len) {
+    fitting = m->fitting;
+    if (fclose(m->f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     if (s) {
-        free(mem);
+        free(m->data);
+        *out = NULL;
+        *len = 0;
         return s;
     }
-    *out = mem;
+    *out = m->data;
+    *len = m->n;
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_buffer(hbmi_mem *m, hbm_status s, char *buf, size_t cap, size_t *len) {
+    char *text;
+    size_t n;
+    if ((s = hbmi_mem_string(m, s, &text, &n))) return s;
+    if (cap) {
+        size_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(buf, text, k);
+        buf[k] = 0;
+    }
     *len = n;
+    free(text);
     return HBM_OK;
 }
 
@@ -78,18 +93,9 @@ void hbm_string_free(char *s) { free(s); }
 
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    char *mem;
-    size_t n;
-    hbm_status s = hbmi_format_string(fn, ctx, &mem, &n);
-    if (s) return s;
-    if (cap) {
-        size_t k = n < cap - 1 ? n : cap - 1;
-        memcpy(buf, mem, k);
-        buf[k] = 0;
-    }
-    *len = n;
-    free(mem);
-    return HBM_OK;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open(&m);
+    return s ? s : hbmi_mem_buffer(&m, fn(ctx, m.f), buf, cap, len);
 }
 
 void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what) {
