@@ -50,6 +50,9 @@ void hbmi_free(void *p);
 char *hbmi_strdup(const char *s);
 /* Grow *arr (element size elem) to hold at least need elements; doubles. */
 hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* The same, the first capacity given (arrays that stay small in their thousands: a plan's
+ * allocations start at 4). */
+hbm_status hbmi_grow_from(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* Test hook (also exported for tests, not in public headers): make the nth host allocation
  * from now fail (1 = the next one); 0 disarms. Returns how many host allocations were made

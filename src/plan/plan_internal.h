@@ -11,16 +11,13 @@ typedef struct hbmi_alloc {
     int64_t param_no;  /* -1 if not an entry parameter */
     uint8_t param_aliased, constant, tuple, live_out, heap, thread_local;
     int64_t color;     /* memory space S(n) of its values: 0 device, 5 host (HBMI_HOST_SPACE) */
-    uint32_t n_values;
-    size_t cap_values, cap_offsets; /* values and offsets grow together (hbmi_grow) */
+    uint32_t n_values, cap_values;
     uint32_t *values;  /* value ids */
     uint64_t *offsets;
-    uint32_t n_peak;
-    size_t cap_peak;
+    uint32_t n_peak, cap_peak;
     uint32_t *peak;    /* PeakMemoryLogicalBuffers: value ids */
     /* live ranges of the assigned values sorted by start, to test interference fast */
-    uint32_t n_iv;
-    size_t cap_iv;
+    uint32_t n_iv, cap_iv;
     struct hbmi_iv { int64_t start, end; uint32_t value; } *iv;
     int64_t max_len;
     uint32_t no_range; /* assigned values without a live range (interfere with all) */
@@ -44,8 +41,7 @@ struct hbm_plan {
     hbmi_df *df;
     hbm_plan_options opt;
     hbmi_alloc *allocs;
-    uint32_t n_allocs;
-    size_t cap_allocs;
+    uint32_t n_allocs, cap_allocs;
     uint32_t *value_alloc; /* per value: allocation index or UINT32_MAX */
     uint64_t *value_offset;
     hbm_plan_stats stats;
