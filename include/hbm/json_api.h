@@ -157,12 +157,10 @@ HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, con
  * big to pack); "optimal_bound_bytes" stays. */
 HBM_API hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                           char *buf, size_t cap, size_t *len);
-/* hbm_replay_format, hbm_replay_rows_format and hbm_replay_suggest_format into a string
- * of the size the output needs, so that a caller that does not know the size replays once:
- * *out is NUL-terminated, *len its bytes without the NUL; free it with hbm_string_free.
- * On failure *out is NULL. */
-HBM_API hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                     int json, char **out, size_t *len);
+/* hbm_replay_rows_format and hbm_replay_suggest_format into a string of the size the
+ * output needs, so that a caller that does not know the size replays once (hbm.Trace's
+ * replay and suggest): *out is NUL-terminated, *len its bytes without the NUL; free it
+ * with hbm_string_free. On failure *out is NULL. */
 HBM_API hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                           char **out, size_t *len);
 HBM_API hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len);

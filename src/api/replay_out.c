@@ -162,13 +162,6 @@ hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, cha
     return s ? s : hbmi_mem_buffer(&m, suggest_write(t, device, m.f), buf, cap, len);
 }
 
-hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                             char **out, size_t *len) {
-    hbmi_mem m;
-    hbm_status s = string_open(&m, out, len);
-    return s ? s : hbmi_mem_string(&m, hbm_replay_run_write(t, device, configs, n, m.f, json, NULL), out, len);
-}
-
 hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                   char **out, size_t *len) {
     hbmi_mem m;
