@@ -23,7 +23,7 @@
  * a file written whole or not at all (hbm/file.h). */
 static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    return hbmi_mem_open(m);
+    return hbmi_mem_open(m, 0);
 }
 
 static hbm_status file_open(hbm_output *o, const char *path) {
@@ -91,16 +91,9 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     return s;
 }
 
-typedef struct plan_out_ctx {
-    const hbm_plan_output *o;
-    int xla; /* XLA's own assignment came with the module */
-} plan_out_ctx;
-
-static hbm_status emit_plan_output_text(const void *c, FILE *f) {
-    const plan_out_ctx *x = c;
-    const hbm_plan_output *o = x->o;
+static hbm_status plan_output_text(const hbm_plan_output *o, int xla, FILE *f) {
     hbm_status s = hbm_plan_write_text(o->plan, f, o->top, o->target);
-    if (!s && x->xla) {
+    if (!s && xla) {
         fputc('\n', f);
         s = hbm_plan_xla_text(o->plan, f, o->top);
     }
@@ -110,13 +103,17 @@ static hbm_status emit_plan_output_text(const void *c, FILE *f) {
 
 hbm_status hbm_plan_output_write(const hbm_plan_output *o, FILE *f) {
     if (!o || !o->plan || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_output_write: NULL argument");
-    plan_out_ctx x = {o, hbm_plan_xla_same(o->plan) >= 0};
-    if (!o->json) return hbmi_emit_fitted(emit_plan_output_text, &x, f, o->width);
+    int xla = hbm_plan_xla_same(o->plan) >= 0; /* XLA's own assignment came with the module */
+    if (!o->json) { /* lines fitted to the width, advice whole */
+        hbmi_mem m;
+        hbm_status s = hbmi_mem_open(&m, 1);
+        return s ? s : hbmi_mem_fitted(&m, plan_output_text(o, xla, m.f), f, o->width);
+    }
     const hbm_plan_target *t = o->target ? o->target : &no_target;
-    if (o->pack || x.xla) /* {"plan": ..., "xla": ..., "comparison": ..., "pack": ...} */
+    if (o->pack || xla) /* {"plan": ..., "xla": ..., "comparison": ..., "pack": ...} */
         fputs("{\"plan\": ", f);
     hbm_status s = hbm_plan_json(o->plan, f, o->top, t->capacity, t->fraction);
-    if (!s && x.xla) {
+    if (!s && xla) {
         fputs(", ", f);
         s = hbm_plan_xla_json(o->plan, f, o->top);
         if (!o->pack) fputs("}\n", f);

@@ -118,14 +118,14 @@ hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const
  * into core's sink (hbmi_mem), its status closing it. */
 static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    return hbmi_mem_open(m);
+    return hbmi_mem_open(m, 0);
 }
 
 static hbm_status string_open(hbmi_mem *m, char **out, size_t *len) {
     if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
     *out = NULL;
     *len = 0;
-    return hbmi_mem_open(m);
+    return hbmi_mem_open(m, 0);
 }
 
 /* hbm replay --json's object without what PyTorch recorded and without the packing */

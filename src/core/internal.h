@@ -254,21 +254,24 @@ static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f
  * whole length) through a memory stream: the library's outputs as strings, for bindings. */
 typedef hbm_status (*hbmi_emit_fn)(const void *ctx, FILE *f);
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len);
-/* The sink behind it, for a writer called straight: hbmi_mem_open gives m.f, a FILE over
- * a growable buffer; the writer writes to it once; hbmi_mem_string or hbmi_mem_buffer
- * closes it with the writer's status s, giving the text whole (a string of its own size)
- * (*out NUL-terminated, *len bytes without the NUL, freed with hbm_string_free) or into a
- * caller's buffer (snprintf rules: *len the whole length). Either frees what the
- * writer wrote when s is not HBM_OK, and returns s. */
+/* The sink behind it and hbmi_emit_fitted, for a writer called straight: hbmi_mem_open
+ * gives m.f, a FILE over a growable buffer (marks: whole lines marked, for
+ * hbmi_mem_fitted); the writer writes to it once; hbmi_mem_string, hbmi_mem_buffer or
+ * hbmi_mem_fitted closes it with the writer's status s, giving the text whole (a string of
+ * its own size: *out NUL-terminated, *len bytes without the NUL, freed with
+ * hbm_string_free), into a caller's buffer (snprintf rules: *len the whole length), or to f
+ * with its lines fitted to width. Each frees what the writer wrote when s is not HBM_OK,
+ * and returns s. */
 typedef struct hbmi_mem {
     FILE *f;
     char *data;
     size_t n;
     int fitting; /* the width marks' state before the buffer opened */
 } hbmi_mem;
-hbm_status hbmi_mem_open(hbmi_mem *m);
+hbm_status hbmi_mem_open(hbmi_mem *m, int marks);
 hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len);
 hbm_status hbmi_mem_buffer(hbmi_mem *m, hbm_status s, char *buf, size_t cap, size_t *len);
+hbm_status hbmi_mem_fitted(hbmi_mem *m, hbm_status s, FILE *f, size_t width);
 /* Text for a terminal: text's lines longer than width columns (tabs to the next multiple
  * of 8; 0 = no limit) cut in the middle with "...", so both ends survive (file:line at the
  * end of a line, its subject at the start). hbm's text is ASCII: the ellipsis is too,

@@ -52,12 +52,12 @@ const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int m
 /* set while hbmi_emit_fitted runs its writer: only then is a whole line marked */
 static _Thread_local int fitting;
 
-hbm_status hbmi_mem_open(hbmi_mem *m) {
+hbm_status hbmi_mem_open(hbmi_mem *m, int marks) {
     m->data = NULL;
     m->n = 0;
     if (!(m->f = open_memstream(&m->data, &m->n))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     m->fitting = fitting;
-    fitting = 0; /* text for a buffer: no marks */
+    fitting = marks; /* text for a buffer: no marks; for hbmi_mem_fitted: marks */
     return HBM_OK;
 }
 
@@ -72,6 +72,15 @@ hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len) {
     }
     *out = m->data;
     *len = m->n;
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_fitted(hbmi_mem *m, hbm_status s, FILE *f, size_t width) {
+    char *text;
+    size_t n;
+    if ((s = hbmi_mem_string(m, s, &text, &n))) return s;
+    hbmi_write_fitted(f, text, n, width);
+    free(text);
     return HBM_OK;
 }
 
@@ -94,7 +103,7 @@ void hbm_string_free(char *s) { free(s); }
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
     hbmi_mem m;
-    hbm_status s = hbmi_mem_open(&m);
+    hbm_status s = hbmi_mem_open(&m, 0);
     return s ? s : hbmi_mem_buffer(&m, fn(ctx, m.f), buf, cap, len);
 }
 
@@ -148,16 +157,7 @@ void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
 }
 
 hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t width) {
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&mem, &n);
-    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    int was = fitting;
-    fitting = 1;
-    hbm_status s = fn(ctx, m);
-    fitting = was;
-    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) hbmi_write_fitted(f, mem, n, width);
-    free(mem);
-    return s;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open(&m, 1);
+    return s ? s : hbmi_mem_fitted(&m, fn(ctx, m.f), f, width);
 }
