@@ -13,7 +13,6 @@
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"
-#include "plan/plan_internal.h"
 #include "trace/trace_internal.h"
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
