@@ -293,6 +293,19 @@ static void test_trace_outputs(void) {
     CHECK(strstr(r, "\"packed_bytes\": 0,") == NULL); /* the full replay packs the svd's buffers */
     CHECK(!strncmp(strstr(rows, "\"optimal_bound_bytes\""), strstr(r, "\"optimal_bound_bytes\""), 40));
     CHECK_STATUS(hbm_replay_rows_format(t, "no-such-gpu", NULL, 0, NULL, 0, &rlen), HBM_ERR_INVALID);
+    /* the same outputs as strings of their own size: one replay, no size to guess */
+    char *str = NULL;
+    size_t slen = 0;
+    CHECK_OK(hbm_replay_rows_string(t, NULL, NULL, 0, &str, &slen));
+    CHECK(str && slen == strlen(str) && slen > 0 && str[slen - 1] == '\n');
+    CHECK(str && !strncmp(strstr(str, "\"optimal_bound_bytes\""), strstr(rows, "\"optimal_bound_bytes\""), 40));
+    hbm_string_free(str);
+    str = (char *)"x";
+    CHECK_STATUS(hbm_replay_rows_string(t, "no-such-gpu", NULL, 0, &str, &slen), HBM_ERR_INVALID);
+    CHECK(str == NULL);
+    CHECK_STATUS(hbm_replay_suggest_string(t, NULL, &str, &slen), HBM_ERR_INVALID); /* not a PyTorch snapshot */
+    CHECK(str == NULL);
+    hbm_string_free(NULL);
     free(rows);
     free(r);
     const char *cfg[] = {"allocator=vmm"};

@@ -20,6 +20,36 @@ static void test_status(void) {
     CHECK_STR(hbm_category_str((hbm_category)99), "");
 }
 
+/* The location of an error is a field of the thread's error record, set where the error is
+ * found, not read back out of the message. */
+static void test_error_record(void) {
+    char file[64];
+    int line = -1, col = -1;
+    CHECK_STATUS(hbmi_error_at(HBM_ERR_PARSE, "my model.hlo", 3, 7, "expected %s", "']'"), HBM_ERR_PARSE);
+    CHECK_STR(hbm_last_error(), "my model.hlo:3:7: expected ']'");
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 1); /* a blank in FILE */
+    CHECK_STR(file, "my model.hlo");
+    CHECK(line == 3 && col == 7);
+    hbmi_error_prefix(HBM_ERR_PARSE, "fit: the changed module does not plan: "); /* context kept apart */
+    CHECK_STR(hbm_last_error(), "fit: the changed module does not plan: my model.hlo:3:7: expected ']'");
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 1);
+    CHECK_STR(file, "my model.hlo");
+    CHECK(line == 3 && col == 7);
+    hbmi_error_at(HBM_ERR_PARSE, "log.csv", 12, 0, "too many columns");
+    CHECK_STR(hbm_last_error(), "log.csv:12: too many columns");
+    CHECK(hbm_last_error_location(NULL, 0, &line, &col) == 1);
+    CHECK(line == 12 && col == 0);
+    /* a message that only looks like a location (a value quoted from the input) has none */
+    hbmi_error(HBM_ERR_INVALID, "a.hlo:1:2: is not a device name");
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 0);
+    CHECK_STR(file, "");
+    CHECK(line == 0 && col == 0);
+    hbmi_error_at(HBM_ERR_PARSE, "x.hlo", 1, 1, "bad");
+    hbm_clear_error();
+    CHECK(hbm_last_error_location(file, sizeof file, &line, &col) == 0);
+    CHECK_STR(hbm_last_error(), "");
+}
+
 static void test_size_parse(void) {
     static const struct { const char *text; uint64_t want; } ok[] = {
         {"0", 0}, {"1048576", 1048576}, {"80GiB", 80ULL << 30}, {"80G", 80ULL << 30}, {"80 gb", 80000000000ULL},
@@ -40,7 +70,14 @@ static void test_size_parse(void) {
         uint64_t v;
         CHECK_STATUS(hbm_size_parse(bad[i], &v), HBM_ERR_INVALID);
         CHECK(strlen(hbm_last_error()) > 0);
+        /* too large (a size past 2^64 - 1) is told by *out, not by the message's words */
+        int large = !strcmp(bad[i], "99999999999999999999") || !strcmp(bad[i], "20000000000T") ||
+                    !strcmp(bad[i], "19EB") || !strcmp(bad[i], "16EiB");
+        CHECK_EQ_U64(v, large ? UINT64_MAX : 0);
     }
+    uint64_t v = 7; /* a fraction that carries past 2^64 - 1 */
+    CHECK_STATUS(hbm_size_parse("18446744073709551.9KB", &v), HBM_ERR_INVALID);
+    CHECK_EQ_U64(v, UINT64_MAX);
 }
 
 static void test_size_format(void) {
@@ -245,6 +282,7 @@ static void test_big_arrays(void) {
 
 int main(void) {
     RUN(test_status);
+    RUN(test_error_record);
     RUN(test_size_parse);
     RUN(test_size_format);
     RUN(test_map);

@@ -1,7 +1,7 @@
 /* test_oom.c - the OOM report and its diagnosis, for each cause. */
 #include "test.h"
 #include "core/internal.h"
-#include "report/oom_internal.h"
+#include "alloc/oom_report.h"
 
 typedef struct env { hbm_device *dev; hbm_allocator *a; } env;
 

@@ -168,8 +168,9 @@ static int set_value(const char *cmd, const cli_opt *o, const char *opt, const c
         char most[32];
         hbm_size_human(hi, most);
         hbm_status ps = hbm_size_parse(v, &n);
-        /* a number past what 64 bits hold, or past the option's bound: too large, not "> 0" */
-        if ((ps && strstr(hbm_last_error(), "too large")) || (!ps && n > hi)) {
+        /* a number past what 64 bits hold (saturated), or past the option's bound: too large,
+         * not "> 0" */
+        if ((ps && n == UINT64_MAX) || (!ps && n > hi)) {
             if (hi == UINT64_MAX)
                 return cli_usage_error(cmd, "%s '%s': too large: at most 2^64 - 1 bytes (%s)", opt, v, most);
             return cli_usage_error(cmd, "%s '%s': too large: at most %" PRIu64 " bytes (%s)", opt, v, hi, most);

@@ -15,6 +15,7 @@
 #include "hbm/alloc.h"
 #include "hbm/config.h"
 #include "hbm/device.h"
+#include "hbm/device_models.h"
 #include "hbm/event.h"
 #include "hbm/file.h"
 #include "hbm/fit.h"

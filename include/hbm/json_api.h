@@ -158,6 +158,15 @@ HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, con
  * big to pack); "optimal_bound_bytes" stays. */
 HBM_API hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                           char *buf, size_t cap, size_t *len);
+/* hbm_replay_rows_format and hbm_replay_suggest_format into a string of the size the
+ * output needs, so that a caller that does not know the size replays once (hbm.Trace's
+ * replay and suggest): *out is NUL-terminated, *len its bytes without the NUL; free it
+ * with hbm_string_free. On failure *out is NULL. */
+HBM_API hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
+                                          char **out, size_t *len);
+HBM_API hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len);
+/* A string an hbm_*_string call returned (NULL: nothing). */
+HBM_API void hbm_string_free(char *s);
 
 /* --- the demo --------------------------------------------------------------------------- */
 
@@ -186,14 +195,7 @@ HBM_API void hbm_demo_options_default(hbm_demo_options *o);
  * write to f failed. */
 HBM_API hbm_status hbm_demo_write(const hbm_demo_options *o, FILE *f, int *completed);
 
-/* --- errors ----------------------------------------------------------------------------- */
-
-/* Where the calling thread's last error points, when its message starts "FILE:LINE:COLUMN: "
- * (HLO syntax errors) or "FILE:LINE: " (CSV errors; column 0), FILE without blanks or
- * quotes: copies FILE into file (cut
- * to cap bytes with a NUL; file may be NULL), sets *line and *column and returns 1.
- * Otherwise returns 0 with *line = *column = 0 and file "". */
-HBM_API int hbm_last_error_location(char *file, size_t cap, int *line, int *column);
+/* hbm_last_error_location: hbm/status.h */
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,9 @@ extern "C" {
  * KB, MB, GB, TB, PB, EB = 1000^1..6 (so "40GB" is 40000000000 bytes, 37.25 GiB). A
  * bare prefix (K, M, G, T) is binary, as in ulimit, Docker and `ls -h`. Letters are
  * case-insensitive. Fractions are allowed with a unit and are rounded down to a whole
- * number of bytes. Errors name the text. */
+ * number of bytes. Errors name the text. *out is set on every call: the size; on
+ * failure 0, or UINT64_MAX when the text is a size past 2^64 - 1 bytes (too large, as
+ * opposed to malformed), so that a caller tells the two apart without reading the message. */
 HBM_API hbm_status hbm_size_parse(const char *text, uint64_t *out);
 
 /* Print a size the way XLA/TSL's HumanReadableNumBytes does: "112B", "10.0KiB",

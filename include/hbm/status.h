@@ -10,6 +10,8 @@
 #ifndef HBM_STATUS_H
 #define HBM_STATUS_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,8 +56,17 @@ HBM_API const char *hbm_status_name(hbm_status s);
 /* The calling thread's message for its most recent failure ("" if none). */
 HBM_API const char *hbm_last_error(void);
 
-/* Clear the calling thread's last-error message. */
+/* Clear the calling thread's last-error message (and its location). */
 HBM_API void hbm_clear_error(void);
+
+/* Where the calling thread's last error was found in an input, when it was found at a
+ * place of one (an HLO syntax error: FILE:LINE:COLUMN; a CSV line: FILE:LINE, column 0;
+ * the message then starts "FILE:LINE:COLUMN: " or "FILE:LINE: "): copies FILE into file
+ * (cut to cap bytes with a NUL; file may be NULL), sets *line and *column and returns 1.
+ * Otherwise returns 0 with *line = *column = 0 and file "". The location is a field of the
+ * thread's error record, set with the message; context added in front of the message
+ * later ("module m: ...") keeps it. */
+HBM_API int hbm_last_error_location(char *file, size_t cap, int *line, int *column);
 
 #ifdef __cplusplus
 }

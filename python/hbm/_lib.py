@@ -100,6 +100,10 @@ _OPTIONAL = {
     "hbm_replay_suggest_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
     # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
     "hbm_plan_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_size_t, P(c_size_t)]),
+    # the replays' outputs in strings of their own size, each computed once (issue 40)
+    "hbm_replay_rows_string": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, P(c_void_p), P(c_size_t)]),
+    "hbm_replay_suggest_string": (c_int, [c_void_p, c_char_p, P(c_void_p), P(c_size_t)]),
+    "hbm_string_free": (None, [c_void_p]),
     # hbm.replay's rows without the twin and the packing it does not return (issue 27)
     "hbm_replay_rows_format": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_char_p, c_size_t,
                                        P(c_size_t)]),
@@ -194,6 +198,17 @@ def check(status):
     if lib.hbm_last_error_location(file, len(file), ctypes.byref(line), ctypes.byref(column)):
         where = (file.value.decode("utf-8", "replace"), line.value, column.value or None)
     raise _errors.from_status(status, name, lib.hbm_status_str(status).decode(), message, where)
+
+
+def string(fn, *args):
+    """Call an hbm_*_string function (the output in a string of its own size, computed
+    once) and return it as str."""
+    out, n = c_void_p(), c_size_t(0)
+    check(fn(*args, ctypes.byref(out), ctypes.byref(n)))
+    try:
+        return ctypes.string_at(out.value, n.value).decode("utf-8", "replace")
+    finally:
+        _lib.hbm_string_free(out)
 
 
 def text(fn, *args, cap=1 << 16):

@@ -67,10 +67,14 @@ class Trace:
         bfc and platform) on device (a name or sim:SIZE; default the trace's capacity, else
         sim:80GiB). Returns the result rows of `hbm replay --json`."""
         arr = (ctypes.c_char_p * max(len(configs), 1))(*[_lib.cstr(c) for c in configs])
-        # the rows alone: no twin of the torch row, no packing (neither is returned); a
-        # buffer that holds the rows' OOM reports, so that the replay runs once
+        # the rows alone: no twin of the torch row, no packing (neither is returned), in a
+        # string of the size they need, so that the replay runs once
+        rows_string = _lib.optional("hbm_replay_rows_string")
         rows = _lib.optional("hbm_replay_rows_format")
-        if rows is not None:
+        if rows_string is not None:
+            with self._lock:
+                out = _lib.string(rows_string, self._t, _lib.cstr(device), arr, len(configs))
+        elif rows is not None:  # an older libhbm: a buffer that holds the rows' OOM reports
             out = self._call(rows, _lib.cstr(device), arr, len(configs), cap=1 << 18)
         else:  # an older libhbm
             out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1, cap=1 << 18)
@@ -78,6 +82,10 @@ class Trace:
 
     def suggest(self, device=None):
         """`hbm replay --suggest --json`: the smallest setting change that avoids the OOM."""
+        fn = _lib.optional("hbm_replay_suggest_string")
+        if fn is not None:  # the search once, in a string of its size
+            with self._lock:
+                return json.loads(_lib.string(fn, self._t, _lib.cstr(device)))
         fn = _lib.optional("hbm_replay_suggest_format")
         if fn is None:
             raise _unsupported("replay suggestion (hbm replay --suggest): hbm_replay_suggest_format is missing")

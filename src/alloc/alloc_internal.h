@@ -38,7 +38,7 @@ typedef struct hbmi_oom_record {
 } hbmi_oom_record;
 
 /* Fill a->oom's snapshot fields (top blocks, map); called with a->lock held (oom_state.c;
- * the report that reads it is src/report/oom.c). */
+ * the report that reads it is src/alloc/oom_report.c). */
 void hbmi_oom_snapshot(hbm_allocator *a);
 void hbmi_oom_record_clear(hbmi_oom_record *r);
 

@@ -380,13 +380,6 @@ static inline void tab_del_in(bfc *b, uint32_t *s, size_t home) {
     for (size_t l = home; HBMI_UNLIKELY(l != own); l = (l + TAB_LINE) & mask) b->tab[l]--;
 }
 
-/* For tests: the entry of live address addr out (it must be there). */
-static inline void tab_del(bfc *b, uint64_t addr) {
-    size_t home = 0;
-    uint32_t *s = tab_lookup(b, addr, &home);
-    tab_del_in(b, s, home);
-}
-
 /* ---- chunk records ----------------------------------------------------------------------- */
 
 /* The records are core/pool.c's slots, but their array is grown here, not by

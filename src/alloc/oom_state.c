@@ -1,7 +1,7 @@
 /* oom_state.c - what the allocator keeps of an out-of-memory failure, taken at the moment
  * it happens (under the handle's lock): the largest live blocks with their tags and a
  * 100-cell occupancy map of the reserved regions laid end to end, like BFC's. The report
- * (src/report/oom.c) reads it; nothing here formats text. */
+ * (src/alloc/oom_report.c) reads it; nothing here formats text. */
 #include <math.h>
 #include <string.h>
 

@@ -867,29 +867,20 @@ static int should_split(const torch *t, uint32_t i, uint64_t size) {
 
 void hbmi_torch_set_ordinal(void *self, int ordinal) { ((torch *)self)->ordinal = ordinal; }
 
-/* PyTorch's format_size */
-static const char *torch_size(uint64_t n, char buf[32]) {
-    if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
-    else if (n <= 1048576) snprintf(buf, 32, "%.2f KiB", (double)n / 1024.0);
-    else if (n <= 1073741824ull) snprintf(buf, 32, "%.2f MiB", (double)n / 1048576.0);
-    else snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
-    return buf;
-}
-
 static hbm_status oom(torch *t, uint64_t alloc_size) {
     uint64_t dfree = 0, dtotal = 0;
     if (hbmi_oom_quiet()) return t->st.num_ooms++, HBM_ERR_OOM;
     hbm_device_mem_info(t->dev, &dfree, &dtotal);
     char a[32], b[32], c[32], d[32], e[32], allowed[64] = "";
-    if (t->set_fraction) snprintf(allowed, sizeof allowed, "%s allowed; ", torch_size(t->allowed, e));
+    if (t->set_fraction) snprintf(allowed, sizeof allowed, "%s allowed; ", hbmi_size_torch(t->allowed, e));
     t->st.num_ooms++;
     return hbmi_error(HBM_ERR_OOM,
                       "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is "
                       "free. %sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
                       "unallocated. If reserved but unallocated memory is large try setting "
                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
-                      torch_size(alloc_size, a), t->ordinal, torch_size(dtotal, b), torch_size(dfree, c), allowed,
-                      torch_size(t->st.bytes_in_use, d), torch_size(t->total_allocated - t->st.bytes_in_use, e));
+                      hbmi_size_torch(alloc_size, a), t->ordinal, hbmi_size_torch(dtotal, b), hbmi_size_torch(dfree, c), allowed,
+                      hbmi_size_torch(t->st.bytes_in_use, d), hbmi_size_torch(t->total_allocated - t->st.bytes_in_use, e));
 }
 
 static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *tag, uint32_t tag_id, uint64_t stream,

@@ -1,7 +1,6 @@
 /* api_json.c - the library's outputs as strings and whole files (hbm/json_api.h): what the
  * CLI prints, for bindings. Each function here composes existing library calls; the
  * formats themselves live with their modules (plan/report.c, report/view_*.c, trace/). */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,28 +13,29 @@
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"
-#include "plan/plan_internal.h"
 #include "trace/trace_internal.h"
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
 
-typedef hbmi_emit_fn emit_fn;
-
-static hbm_status to_buffer(emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
-    return hbmi_format_mem(fn, ctx, buf, cap, len);
+/* Each *_format call opens a sink, calls its writer once into the sink's FILE and closes
+ * the sink with the writer's status: a caller's buffer (snprintf rules, core's hbmi_mem) or
+ * a file written whole or not at all (hbm/file.h). */
+static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    return hbmi_mem_open(m, 0);
 }
 
-/* Written whole or not at all (hbm/file.h). */
-static hbm_status to_file(emit_fn fn, const void *ctx, const char *path) {
+static hbm_status file_open(hbm_output *o, const char *path) {
     if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
-    hbm_output o;
-    hbm_status s = hbm_output_open(&o, path);
-    if (s) return s;
-    if ((s = fn(ctx, o.f))) {
-        hbm_output_abort(&o);
+    return hbm_output_open(o, path);
+}
+
+static hbm_status file_close(hbm_output *o, hbm_status s) {
+    if (s) {
+        hbm_output_abort(o);
         return s;
     }
-    return hbm_output_commit(&o);
+    return hbm_output_commit(o);
 }
 
 /* --- plans ------------------------------------------------------------------------------ */
@@ -74,13 +74,6 @@ hbm_status hbm_plan_backend_options(const char *backend, hbm_plan_options *o) {
     return hbm_backend_parse(backend, &o->backend);
 }
 
-typedef struct plan_ctx {
-    const hbm_plan *p;
-    size_t top;
-    const hbm_plan_target *t;
-    const char *title;
-} plan_ctx;
-
 static const hbm_plan_target no_target;
 
 hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm_plan_target *t) {
@@ -97,16 +90,9 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     return s;
 }
 
-typedef struct plan_out_ctx {
-    const hbm_plan_output *o;
-    int xla; /* XLA's own assignment came with the module */
-} plan_out_ctx;
-
-static hbm_status emit_plan_output_text(const void *c, FILE *f) {
-    const plan_out_ctx *x = c;
-    const hbm_plan_output *o = x->o;
+static hbm_status plan_output_text(const hbm_plan_output *o, int xla, FILE *f) {
     hbm_status s = hbm_plan_write_text(o->plan, f, o->top, o->target);
-    if (!s && x->xla) {
+    if (!s && xla) {
         fputc('\n', f);
         s = hbm_plan_xla_text(o->plan, f, o->top);
     }
@@ -116,13 +102,17 @@ static hbm_status emit_plan_output_text(const void *c, FILE *f) {
 
 hbm_status hbm_plan_output_write(const hbm_plan_output *o, FILE *f) {
     if (!o || !o->plan || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_plan_output_write: NULL argument");
-    plan_out_ctx x = {o, hbm_plan_xla_same(o->plan) >= 0};
-    if (!o->json) return hbmi_emit_fitted(emit_plan_output_text, &x, f, o->width);
+    int xla = hbm_plan_xla_same(o->plan) >= 0; /* XLA's own assignment came with the module */
+    if (!o->json) { /* lines fitted to the width, advice whole */
+        hbmi_mem m;
+        hbm_status s = hbmi_mem_open(&m, 1);
+        return s ? s : hbmi_mem_fitted(&m, plan_output_text(o, xla, m.f), f, o->width);
+    }
     const hbm_plan_target *t = o->target ? o->target : &no_target;
-    if (o->pack || x.xla) /* {"plan": ..., "xla": ..., "comparison": ..., "pack": ...} */
+    if (o->pack || xla) /* {"plan": ..., "xla": ..., "comparison": ..., "pack": ...} */
         fputs("{\"plan\": ", f);
     hbm_status s = hbm_plan_json(o->plan, f, o->top, t->capacity, t->fraction);
-    if (!s && x.xla) {
+    if (!s && xla) {
         fputs(", ", f);
         s = hbm_plan_xla_json(o->plan, f, o->top);
         if (!o->pack) fputs("}\n", f);
@@ -141,29 +131,11 @@ int hbm_plan_target_fails(const hbm_plan *p, const hbm_plan_target *t) {
     return hbm_plan_verdict_get(p, t->capacity, t->fraction, NULL) >= HBM_VERDICT_FITS_PHYSICALLY_ONLY;
 }
 
-static hbm_status emit_plan_text(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    return hbm_plan_write_text(x->p, f, x->top, x->t);
-}
-
-static hbm_status emit_plan_json(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    const hbm_plan_target *t = x->t ? x->t : &no_target;
-    return hbm_plan_json(x->p, f, x->top, t->capacity, t->fraction);
-}
-
-static hbm_status emit_plan_explain(const void *c, FILE *f) {
-    const plan_ctx *x = c;
-    const hbm_plan_target *t = x->t ? x->t : &no_target;
-    return hbm_plan_explain(x->p, f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, x->top);
-}
-
-static hbm_status emit_plan_html(const void *c, FILE *f) {
-    const plan_ctx *x = c;
+static hbm_status plan_html(const hbm_plan *p, const char *title, FILE *f) {
     hbm_plan_view_options o; /* XProf's Memory Viewer of the plan */
     hbm_plan_view_options_default(&o);
-    if (x->title) o.title = x->title;
-    return hbm_plan_view_html(x->p, &o, f);
+    if (title) o.title = title;
+    return hbm_plan_view_html(p, &o, f);
 }
 
 #define PLAN_CHECK_()                                                                 \
@@ -174,28 +146,36 @@ static hbm_status emit_plan_html(const void *c, FILE *f) {
 hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                 size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_text, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_plan_write_text(p, m.f, top, t), buf, cap, len);
 }
 
 hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                 size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_json, &c, buf, cap, len);
+    if (!t) t = &no_target;
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_plan_json(p, m.f, top, t->capacity, t->fraction), buf, cap, len);
 }
 
 hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                    size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, top, t, NULL};
-    return to_buffer(emit_plan_explain, &c, buf, cap, len);
+    if (!t) t = &no_target;
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s
+             : hbmi_mem_buffer(&m, hbm_plan_explain(p, m.f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top),
+                               buf, cap, len);
 }
 
 hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len) {
     PLAN_CHECK_();
-    plan_ctx c = {p, 0, NULL, title};
-    return to_buffer(emit_plan_html, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_html(p, title, m.f), buf, cap, len);
 }
 
 hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f) {
@@ -210,23 +190,18 @@ hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o
     return s;
 }
 
-typedef struct plan_view_ctx {
-    const hbm_plan *p;
-    int json, top;
-} plan_view_ctx;
-
-static hbm_status emit_plan_view(const void *c, FILE *f) {
-    const plan_view_ctx *x = c;
+static hbm_status plan_view(const hbm_plan *p, int json, int top, FILE *f) {
     hbm_plan_view_options o;
     hbm_plan_view_options_default(&o);
-    if (x->top > 0) o.top = x->top;
-    return x->json ? hbm_plan_view_json(x->p, &o, f) : hbm_plan_view_text(x->p, &o, f);
+    if (top > 0) o.top = top;
+    return json ? hbm_plan_view_json(p, &o, f) : hbm_plan_view_text(p, &o, f);
 }
 
 hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len) {
     PLAN_CHECK_();
-    plan_view_ctx c = {p, json, top};
-    return to_buffer(emit_plan_view, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_view(p, json, top, m.f), buf, cap, len);
 }
 
 /* --- fit -------------------------------------------------------------------------------- */
@@ -239,8 +214,7 @@ hbm_status hbm_fit_write(const hbm_fit_result *r, FILE *f, int json, size_t top,
 
 /* --- traces ----------------------------------------------------------------------------- */
 
-static hbm_status emit_trace_info(const void *c, FILE *f) {
-    const hbm_trace *t = c;
+static hbm_status trace_info(const hbm_trace *t, FILE *f) {
     fputc('{', f);
     hbmi_json_trace_id(f, t);
     fprintf(f, ", \"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"truncated_at\": %" PRIu64 "}", t->capacity,
@@ -250,44 +224,40 @@ static hbm_status emit_trace_info(const void *c, FILE *f) {
 
 hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "trace info: NULL trace");
-    return to_buffer(emit_trace_info, t, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, trace_info(t, m.f), buf, cap, len);
 }
 
-typedef struct view_ctx {
-    const hbm_trace *t;
-    hbm_view_kind kind;
-    hbm_view_options o;
-} view_ctx;
-
-static hbm_status emit_view(const void *c, FILE *f) {
-    const view_ctx *x = c;
-    return x->kind == HBM_VIEW_HTML ? hbm_view_html(x->t, &x->o, f)
-                                    : hbm_view_all(x->t, x->kind == HBM_VIEW_JSON, &x->o, f);
-}
-
-static hbm_status view_setup(view_ctx *x, const hbm_trace *t, hbm_view_kind kind, int top, const char *title) {
+static hbm_status view_options(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, hbm_view_options *o) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "view: NULL trace");
     if (kind != HBM_VIEW_TEXT && kind != HBM_VIEW_JSON && kind != HBM_VIEW_HTML)
         return hbmi_error(HBM_ERR_INVALID, "view: kind %d is not text (0), json (1) or html (2)", (int)kind);
-    x->t = t;
-    x->kind = kind;
-    hbm_view_options_default(&x->o);
-    if (top >= 0) x->o.top = top;
-    if (title) x->o.title = title;
+    hbm_view_options_default(o);
+    if (top >= 0) o->top = top;
+    if (title) o->title = title;
     return HBM_OK;
+}
+
+static hbm_status view(const hbm_trace *t, hbm_view_kind kind, const hbm_view_options *o, FILE *f) {
+    return kind == HBM_VIEW_HTML ? hbm_view_html(t, o, f) : hbm_view_all(t, kind == HBM_VIEW_JSON, o, f);
 }
 
 hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
                            size_t cap, size_t *len) {
-    view_ctx x;
-    hbm_status s = view_setup(&x, t, kind, top, title);
-    return s ? s : to_buffer(emit_view, &x, buf, cap, len);
+    hbm_view_options o;
+    hbmi_mem m;
+    hbm_status s = view_options(t, kind, top, title, &o);
+    if (!s) s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, view(t, kind, &o, m.f), buf, cap, len);
 }
 
 hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path) {
-    view_ctx x;
-    hbm_status s = view_setup(&x, t, kind, top, title);
-    return s ? s : to_file(emit_view, &x, path);
+    hbm_view_options o;
+    hbm_output out;
+    hbm_status s = view_options(t, kind, top, title, &o);
+    if (!s) s = file_open(&out, path);
+    return s ? s : file_close(&out, view(t, kind, &o, out.f));
 }
 
 static const char export_formats[] = "perfetto, pprof, torch or minimalloc";
@@ -316,22 +286,13 @@ hbm_status hbm_export_write(const hbm_trace *t, const char *format, FILE *f) {
     return hbm_export_format_check(format);
 }
 
-typedef struct export_ctx {
-    const hbm_trace *t;
-    const char *format;
-} export_ctx;
-
-static hbm_status emit_export(const void *c, FILE *f) {
-    const export_ctx *x = c;
-    return hbm_export_write(x->t, x->format, f);
-}
-
 hbm_status hbm_export_file(const hbm_trace *t, const char *format, const char *path) {
     if (!t || !format) return hbmi_error(HBM_ERR_INVALID, "export: NULL argument");
     hbm_status s = hbm_export_format_check(format);
     if (s) return s;
-    export_ctx x = {t, format};
-    return to_file(emit_export, &x, path);
+    hbm_output out;
+    if ((s = file_open(&out, path))) return s;
+    return file_close(&out, hbm_export_write(t, format, out.f));
 }
 
 hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const char *format, FILE *f) {
@@ -347,193 +308,26 @@ hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const
     return HBM_OK;
 }
 
-/* hbm_replay_run_write's replay; twin and bound_buffers as in hbm_replay_request. */
-static hbm_status run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n, FILE *f,
-                            int json, int *failed, int twin, size_t bound_buffers) {
-    if (failed) *failed = 0;
-    if (!t || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
-    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
-    /* the defaults: PyTorch's allocator for a PyTorch snapshot, JAX's two otherwise */
-    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    static const char *const torch_default[] = {"allocator=torch"};
-    if (!n && !strcmp(t->source, "torch")) configs = torch_default, n = 1;
-    else if (!n) configs = defaults, n = 2;
-    for (size_t i = 0; i < n; i++)
-        if (!configs[i]) return hbmi_error(HBM_ERR_INVALID, "replay: configuration %zu is NULL", i);
-    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
-    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_status s = HBM_OK;
-    for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
-    /* hbm pack's default budget (counted work) for the packing: the same figure on every run */
-    hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n, .twin = twin, .bound_buffers = bound_buffers};
-    hbm_replay_report rep;
-    if (!s) s = hbm_replay_run(&q, &rep);
-    hbmi_free(v);
-    if (s) return s;
-    s = hbm_replay_report_write(&rep, f, json);
-    for (size_t i = 0; failed && i < rep.n; i++) /* as documented: a configuration that could not run, or ran out of memory */
-        if ((rep.rows[i].status && rep.rows[i].status != HBM_ERR_NOT_AVAILABLE) || rep.rows[i].first_oom_event >= 0) *failed = 1;
-    hbm_replay_report_release(&rep);
-    return s;
-}
-
-hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                FILE *f, int json, int *failed) {
-    return run_write(t, device, configs, n, f, json, failed, 1, 100000);
-}
-
-hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const char *device,
-                                   const char *const *configs, size_t n, FILE *f, int *failed) {
-    if (failed) *failed = 0;
-    if (!ts || !f || (n && !configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
-    static const char *const defaults[] = {"allocator=bfc", "allocator=platform"};
-    if (!n) configs = defaults, n = 2;
-    if (n > 64) return hbmi_error(HBM_ERR_INVALID, "replay: %zu configurations, at most %d", n, 64);
-    hbm_replay_config *v = hbmi_calloc(n, sizeof *v);
-    if (!v) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
-    hbm_status s = HBM_OK;
-    fprintf(f, "%-7s %-16s %-28s %11s %11s %6s  %s\n", "device", "allocator", "configuration", "peak held", "reserved",
-            "frag", "first OOM");
-    for (size_t d = 0; d < nt && !s; d++) {
-        const hbm_trace *t = ts[d];
-        for (size_t i = 0; i < n && !s; i++) s = hbm_replay_config_make(t, configs[i], &v[i]);
-        hbm_replay_request q = {.trace = t, .device = device, .configs = v, .n = n};
-        hbm_replay_report rep;
-        if (!s) s = hbm_replay_run(&q, &rep);
-        if (s) break;
-        for (size_t i = 0; i < rep.n; i++) {
-            const hbm_replay_result *r = &rep.rows[i];
-            char a[32], b[32], o[64];
-            if (r->status) snprintf(o, sizeof o, "could not run: %s", hbm_status_name(r->status));
-            else if (r->first_oom_event >= 0) snprintf(o, sizeof o, "event %" PRId64 ": %s", r->first_oom_event,
-                                                        hbm_size_xla((int64_t)r->first_oom_bytes, a));
-            else snprintf(o, sizeof o, "none");
-            fprintf(f, "%-7d %-16.16s %-28.28s %11s %11s %5.1f%%  %s\n", t->device_index, t->device, r->config,
-                    hbm_size_xla((int64_t)r->peak_in_use, a), hbm_size_xla((int64_t)r->peak_reserved, b),
-                    r->frag_at_peak * 100.0, o);
-            if (failed && ((r->status && r->status != HBM_ERR_NOT_AVAILABLE) || r->first_oom_event >= 0)) *failed = 1;
-        }
-        hbm_replay_report_release(&rep);
-    }
-    hbmi_free(v);
-    return s;
-}
-
-typedef struct replay_ctx {
-    const hbm_trace *t;
-    const char *device;
-    const char *const *configs;
-    size_t n;
-    int json;
-    int full; /* 1: the twin and the packing, as hbm replay; 0: the rows alone */
-} replay_ctx;
-
-static hbm_status emit_replay(const void *c, FILE *f) {
-    const replay_ctx *x = c;
-    if (x->full) return hbm_replay_run_write(x->t, x->device, x->configs, x->n, f, x->json, NULL);
-    return run_write(x->t, x->device, x->configs, x->n, f, 1, NULL, 0, 0);
-}
-
-hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                             char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, json, 1};
-    return to_buffer(emit_replay, &x, buf, cap, len);
-}
-
-hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                  char *buf, size_t cap, size_t *len) {
-    replay_ctx x = {t, device, configs, n, 1, 0};
-    return to_buffer(emit_replay, &x, buf, cap, len);
-}
-
-/* --- errors ----------------------------------------------------------------------------- */
-
-/* ":DIGITS" at s; returns the position after the digits (s when none) and the value. */
-static const char *digits(const char *s, int *v) {
-    if (*s != ':' || !isdigit((unsigned char)s[1])) return s;
-    long x = 0;
-    const char *p = s + 1;
-    while (isdigit((unsigned char)*p)) {
-        if (x < 100000000) x = x * 10 + (*p - '0');
-        p++;
-    }
-    *v = (int)x;
-    return p;
-}
-
-int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
-    int l = 0, c = 0, found = 0;
-    const char *msg = hbm_last_error(), *at = NULL;
-    for (const char *p = msg; *p && !found; p++) {
-        if (isspace((unsigned char)*p) || *p == '\'' || *p == '"') break; /* FILE has none */
-        if (*p != ':' || p == msg) continue;
-        int lv = 0, cv = 0;
-        const char *q = digits(p, &lv);
-        if (q == p) continue;
-        const char *r = digits(q, &cv);
-        if (r[0] == ':' && r[1] == ' ') {
-            l = lv, c = r == q ? 0 : cv, at = p, found = 1;
-        }
-    }
-    if (file && cap) {
-        size_t n = found ? (size_t)(at - msg) : 0;
-        if (n > cap - 1) n = cap - 1;
-        memcpy(file, msg, n);
-        file[n] = 0;
-    }
-    if (line) *line = l;
-    if (column) *column = c;
-    return found;
-}
-
-typedef struct diff_ctx {
-    const hbm_trace *a, *b;
-    int json;
-} diff_ctx;
-
-static hbm_status emit_diff(const void *c, FILE *f) {
-    const diff_ctx *x = c;
-    return hbm_diff_write(x->a, x->b, x->json ? -1 : 15, x->json, f);
-}
 
 hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len) {
     if (!a || !b) return hbmi_error(HBM_ERR_INVALID, "diff: NULL trace");
-    diff_ctx x = {a, b, json};
-    return to_buffer(emit_diff, &x, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_diff_write(a, b, json ? -1 : 15, json, m.f), buf, cap, len);
 }
 
-typedef struct suggest_ctx {
-    const hbm_trace *t;
-    const char *device;
-} suggest_ctx;
-
-static hbm_status emit_suggest(const void *c, FILE *f) {
-    const suggest_ctx *x = c;
-    hbm_torch_suggestion sg;
-    char spec[160];
-    hbm_status s = x->device ? hbm_replay_device_spec(x->device, spec, sizeof spec) : HBM_OK;
-    if (!s) s = hbm_torch_suggest(x->t, x->device ? spec : NULL, &sg);
-    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
-}
-
-hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len) {
-    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    suggest_ctx x = {t, device};
-    return to_buffer(emit_suggest, &x, buf, cap, len);
-}
 
 /* --- XLA's own assignment beside the plan (protobuf inputs, hbm/proto.h) ------------------- */
-typedef struct xla_ctx { const hbm_plan *p; size_t top; int json; } xla_ctx;
-static hbm_status emit_xla(const void *c, FILE *f) {
-    const xla_ctx *x = c;
-    if (!x->json) return hbm_plan_xla_text(x->p, f, x->top);
+static hbm_status plan_xla(const hbm_plan *p, size_t top, int json, FILE *f) {
+    if (!json) return hbm_plan_xla_text(p, f, top);
     fputc('{', f);
-    hbm_status s = hbm_plan_xla_json(x->p, f, x->top);
+    hbm_status s = hbm_plan_xla_json(p, f, top);
     fputs("}\n", f);
     return s;
 }
 
 hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len) {
-    xla_ctx c = {p, top, json};
-    return to_buffer(emit_xla, &c, buf, cap, len);
+    hbmi_mem m;
+    hbm_status s = buffer_open(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, plan_xla(p, top, json, m.f), buf, cap, len);
 }

@@ -15,7 +15,7 @@
 
 #include "core/internal.h"
 #include "hbm/hbm.h"
-#include "report/oom_internal.h"
+#include "alloc/oom_report.h"
 
 /* The caller's environment with at most two variables set on top: an advised setting and,
  * when the step still runs out of memory with it, the fraction that run's report advises. */

@@ -221,7 +221,7 @@ hbm_status hbm_plan_dir_write(const hbm_plan_dir *d, int json, size_t top, FILE 
         if (ok) {
             const mod *L = &d->m[d->largest];
             char a[32], name[200];
-            hbmi_fit(name, sizeof name, L->file, 70, 1);
+            hbmi_text_fit(name, sizeof name, L->file, 70, 1);
             fprintf(f, "largest: %s needs %s (module %s)\n", name, hbm_size_xla((int64_t)L->st.peak_bytes, a), L->name);
             if (d->has_target)
                 fprintf(f, "%zu of %zu modules do not fit %s\n", d->not_fitting, ok,
@@ -233,7 +233,7 @@ hbm_status hbm_plan_dir_write(const hbm_plan_dir *d, int json, size_t top, FILE 
         for (size_t j = 0; j < show; j++) {
             const mod *m = &d->m[it[j].i];
             char a[32], b[32], c[32], e[32], name[200];
-            hbmi_fit(name, sizeof name, m->file, d->has_target ? 50 : 54, 1);
+            hbmi_text_fit(name, sizeof name, m->file, d->has_target ? 50 : 54, 1);
             fprintf(f, "  %10s %10s %10s %10s %s %s\n", hbm_size_xla((int64_t)m->st.peak_bytes, a),
                     hbm_size_xla((int64_t)m->st.argument_size_in_bytes, b), hbm_size_xla((int64_t)m->st.output_size_in_bytes, c),
                     hbm_size_xla((int64_t)m->st.temp_size_in_bytes, e), d->has_target ? (m->fails ? " no " : "yes ") : "",
@@ -250,8 +250,8 @@ hbm_status hbm_plan_dir_write(const hbm_plan_dir *d, int json, size_t top, FILE 
             for (size_t i = 0; i < d->n && shown < top; i++) {
                 if (!d->m[i].error) continue;
                 char name[200], why[200];
-                hbmi_fit(name, sizeof name, d->m[i].file, 96, 1);
-                hbmi_fit(why, sizeof why, d->m[i].error, 95, 0);
+                hbmi_text_fit(name, sizeof name, d->m[i].file, 96, 1);
+                hbmi_text_fit(why, sizeof why, d->m[i].error, 95, 0);
                 fprintf(f, " x %s\n     %s\n", name, why);
                 shown++;
             }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "hbm/config.h"
 #include "hbm/size.h"
 

@@ -85,11 +85,11 @@ hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, si
     return read_raw(path, max, (char **)data, len);
 }
 
-hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
+hbm_status hbmi_input_open(const char *path, hbmi_input *m) {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY);
     struct stat st;
-    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= HBMI_MAP_MIN &&
+    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= HBMI_INPUT_MAP_MIN &&
         (uint64_t)st.st_size <= SIZE_MAX) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p != MAP_FAILED && hbmi_is_gzip(p, (size_t)st.st_size)) { /* inflated whole, below */
@@ -109,22 +109,22 @@ hbm_status hbmi_map_file(const char *path, hbmi_mapped *m) {
     return hbmi_read_file(path, &m->data, &m->len); /* small files, pipes, no mmap: read */
 }
 
-void hbmi_mapped_progress(hbmi_mapped *m, size_t upto) {
+void hbmi_input_progress(hbmi_input *m, size_t upto) {
     if (!m || !m->mapped) return;
     long ps = sysconf(_SC_PAGESIZE);
     size_t pg = ps > 0 ? (size_t)ps : 4096, lo = upto / pg * pg;
     if (lo > m->dropped && !madvise(m->data + m->dropped, lo - m->dropped, MADV_DONTNEED)) m->dropped = lo;
-    size_t hi = upto + 2 * HBMI_MAP_WINDOW < m->len ? upto + 2 * HBMI_MAP_WINDOW : m->len;
+    size_t hi = upto + 2 * HBMI_INPUT_WINDOW < m->len ? upto + 2 * HBMI_INPUT_WINDOW : m->len;
 #ifdef MADV_POPULATE_READ /* one call maps the window's pages, where reading them would fault on each */
     size_t from = m->ready > lo ? m->ready : lo;
     from = from / pg * pg;
     if (hi > from) madvise(m->data + from, hi - from, MADV_POPULATE_READ);
 #endif
     m->ready = hi;
-    m->next = upto + HBMI_MAP_WINDOW;
+    m->next = upto + HBMI_INPUT_WINDOW;
 }
 
-void hbmi_unmap_file(hbmi_mapped *m) {
+void hbmi_input_close(hbmi_input *m) {
     if (m->mapped) munmap(m->data, m->len);
     else hbmi_free(m->data);
     memset(m, 0, sizeof *m);

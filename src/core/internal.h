@@ -27,6 +27,11 @@
 /* --- errors ------------------------------------------------------------------------- */
 /* Set the thread's last-error message and return s, so: return hbmi_error(S, "...", ...). */
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
+/* The same, for an error found at a place of an input: the message starts
+ * "FILE:LINE:COLUMN: " (column 0: "FILE:LINE: "), and the thread's error record keeps
+ * file, line and column beside it (hbm_last_error_location). line counts from 1. */
+hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t column, const char *fmt, ...)
+    HBMI_PRINTF(5, 6);
 /* Prefix the current last-error message with context ("config: " + old). Returns s. */
 hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
 /* Quiet OOMs (this thread): HBM_ERR_OOM is returned without its message (the last error
@@ -45,6 +50,9 @@ void hbmi_free(void *p);
 char *hbmi_strdup(const char *s);
 /* Grow *arr (element size elem) to hold at least need elements; doubles. */
 hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* The same, the first capacity given (arrays that stay small in their thousands: a plan's
+ * allocations start at 4). */
+hbm_status hbmi_grow_from(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* Test hook (also exported for tests, not in public headers): make the nth host allocation
  * from now fail (1 = the next one); 0 disarms. Returns how many host allocations were made
@@ -167,18 +175,18 @@ static inline unsigned char *hbmi_varint_put(unsigned char *p, uint64_t v) {
     *p++ = (unsigned char)v;
     return p;
 }
-/* A whole input read once from start to end: a regular file of HBMI_MAP_MIN bytes or more
+/* A whole input read once from start to end: a regular file of HBMI_INPUT_MAP_MIN bytes or more
  * is mapped (not NUL-terminated), others read as hbmi_read_file does. A reader at byte
- * upto calls hbmi_mapped_progress(m, upto) whenever upto >= m->next: the pages before it go
+ * upto calls hbmi_input_progress(m, upto) whenever upto >= m->next: the pages before it go
  * and the next ones are mapped ahead, so its memory holds what it built, not the file. */
-typedef struct hbmi_mapped {
+typedef struct hbmi_input {
     char *data;
     size_t len, dropped, ready, next;
     int mapped;
-} hbmi_mapped;
-#define HBMI_MAP_MIN ((size_t)1 << 20)
-#define HBMI_MAP_WINDOW ((size_t)8 << 20)
-hbm_status hbmi_map_file(const char *path, hbmi_mapped *m);
+} hbmi_input;
+#define HBMI_INPUT_MAP_MIN ((size_t)1 << 20)
+#define HBMI_INPUT_WINDOW ((size_t)8 << 20)
+hbm_status hbmi_input_open(const char *path, hbmi_input *m);
 /* The first max bytes of a file (fewer when it is shorter), NUL-terminated; as it is (a
  * gzip file is not inflated). */
 hbm_status hbmi_read_head(const char *path, size_t max, unsigned char **data, size_t *len);
@@ -191,8 +199,8 @@ hbm_status hbmi_gunzip(const void *data, size_t len, size_t max, const char *nam
 static inline int hbmi_is_gzip(const void *data, size_t len) {
     return len >= 2 && ((const unsigned char *)data)[0] == 0x1f && ((const unsigned char *)data)[1] == 0x8b;
 }
-void hbmi_mapped_progress(hbmi_mapped *m, size_t upto);
-void hbmi_unmap_file(hbmi_mapped *m);
+void hbmi_input_progress(hbmi_input *m, size_t upto);
+void hbmi_input_close(hbmi_input *m);
 /* Arrays of many megabytes (a snapshot's events, its timeline): as hbmi_grow, in mappings
  * of their own (huge pages, no copy when they grow) above a few megabytes. An array grown
  * with hbmi_big_grow is freed with hbmi_big_free and its capacity, and only so. */
@@ -208,11 +216,14 @@ void hbmi_zone_free(void *p, size_t n);
 int hbmi_streq_ci(const char *a, const char *b);
 /* Monotonic clock in nanoseconds. */
 uint64_t hbmi_now_ns(void);
+/* A size as PyTorch's OOM message prints it (its format_size): "512 bytes", "1.50 KiB",
+ * "20.00 MiB", "4.94 GiB". Returns buf. */
+char *hbmi_size_torch(uint64_t bytes, char buf[32]);
 
 /* s for a terminal column of width columns: control characters made visible ("\x1b"),
  * cut with "..." at the end, or in the middle when middle (a path keeps its file name and
  * line). Returns out. */
-const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle);
+const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int middle);
 /* A buffer in a table, as hbm plan's explanation and hbm fit list them: at indent, its size
  * in 10 columns, its share of the peak (pct >= 0) as " 12.5%", its category in 9 columns,
  * then what (cut by the caller). hbmi_buffer_where writes the lines under it, "at FILE:LINE"
@@ -243,6 +254,24 @@ static inline void hbmi_json_str(FILE *f, const char *s) { hbmi_json_write_str(f
  * whole length) through a memory stream: the library's outputs as strings, for bindings. */
 typedef hbm_status (*hbmi_emit_fn)(const void *ctx, FILE *f);
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len);
+/* The sink behind it and hbmi_emit_fitted, for a writer called straight: hbmi_mem_open
+ * gives m.f, a FILE over a growable buffer (marks: whole lines marked, for
+ * hbmi_mem_fitted); the writer writes to it once; hbmi_mem_string, hbmi_mem_buffer or
+ * hbmi_mem_fitted closes it with the writer's status s, giving the text whole (a string of
+ * its own size: *out NUL-terminated, *len bytes without the NUL, freed with
+ * hbm_string_free), into a caller's buffer (snprintf rules: *len the whole length), or to f
+ * with its lines fitted to width. Each frees what the writer wrote when s is not HBM_OK,
+ * and returns s. */
+typedef struct hbmi_mem {
+    FILE *f;
+    char *data;
+    size_t n;
+    int fitting; /* the width marks' state before the buffer opened */
+} hbmi_mem;
+hbm_status hbmi_mem_open(hbmi_mem *m, int marks);
+hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len);
+hbm_status hbmi_mem_buffer(hbmi_mem *m, hbm_status s, char *buf, size_t cap, size_t *len);
+hbm_status hbmi_mem_fitted(hbmi_mem *m, hbm_status s, FILE *f, size_t width);
 /* Text for a terminal: text's lines longer than width columns (tabs to the next multiple
  * of 8; 0 = no limit) cut in the middle with "...", so both ends survive (file:line at the
  * end of a line, its subject at the start). hbm's text is ASCII: the ellipsis is too,

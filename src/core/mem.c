@@ -71,17 +71,23 @@ char *hbmi_strdup(const char *s) {
     return d;
 }
 
-/* The capacity an array of cap elements grows to for need: doubled from 8. */
-static hbm_status grown_cap(size_t cap, size_t need, size_t elem, size_t *nc) {
-    for (*nc = cap ? cap : 8; *nc < need; *nc *= 2)
+/* The capacity an array of cap elements grows to for need: doubled from first. */
+static hbm_status grown_cap_from(size_t cap, size_t need, size_t elem, size_t first, size_t *nc) {
+    for (*nc = cap ? cap : first ? first : 1; *nc < need; *nc *= 2)
         if (*nc > SIZE_MAX / 2 / elem) return hbmi_error(HBM_ERR_NOMEM, "array of %zu elements is too large", need);
     return HBM_OK;
 }
 
-hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) {
+static hbm_status grown_cap(size_t cap, size_t need, size_t elem, size_t *nc) {
+    return grown_cap_from(cap, need, elem, 8, nc);
+}
+
+hbm_status hbmi_grow(void **arr, size_t *cap, size_t need, size_t elem) { return hbmi_grow_from(arr, cap, need, elem, 8); }
+
+hbm_status hbmi_grow_from(void **arr, size_t *cap, size_t need, size_t elem, size_t first) {
     size_t nc;
     if (need <= *cap) return HBM_OK;
-    if (grown_cap(*cap, need, elem, &nc)) return HBM_ERR_NOMEM;
+    if (grown_cap_from(*cap, need, elem, first, &nc)) return HBM_ERR_NOMEM;
     void *p = hbmi_realloc(*arr, nc * elem);
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "out of host memory growing an array to %zu elements", nc);
     *arr = p;

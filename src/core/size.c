@@ -8,8 +8,15 @@
 #include "core/internal.h"
 #include "hbm/size.h"
 
+/* A number past 2^64 - 1 bytes: the text is a size, too large (*out saturated). */
+static hbm_status too_large(const char *text, uint64_t *out) {
+    *out = UINT64_MAX;
+    return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
+}
+
 hbm_status hbm_size_parse(const char *text, uint64_t *out) {
     if (!text || !out) return hbmi_error(HBM_ERR_INVALID, "size: NULL argument");
+    *out = 0;
     const char *p = text;
     while (isspace((unsigned char)*p)) p++;
     if (!isdigit((unsigned char)*p) && *p != '.')
@@ -18,7 +25,7 @@ hbm_status hbm_size_parse(const char *text, uint64_t *out) {
     int digits = 0;
     while (isdigit((unsigned char)*p)) {
         unsigned d = (unsigned)(*p++ - '0');
-        if (whole > (UINT64_MAX - d) / 10) return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
+        if (whole > (UINT64_MAX - d) / 10) return too_large(text, out);
         whole = whole * 10 + d;
         digits++;
     }
@@ -61,7 +68,7 @@ hbm_status hbm_size_parse(const char *text, uint64_t *out) {
     if (fnum && !power) return hbmi_error(HBM_ERR_INVALID, "size '%s': a byte count must be whole", text);
     uint64_t unit = 1;
     for (int i = 0; i < power; i++) unit *= binary ? 1024 : 1000;
-    if (whole > UINT64_MAX / unit) return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
+    if (whole > UINT64_MAX / unit) return too_large(text, out);
     uint64_t v = whole * unit;
     if (fnum) {
         /* fnum/fden * unit, fden <= 1e12 so split the unit to avoid overflow */
@@ -69,7 +76,7 @@ hbm_status hbm_size_parse(const char *text, uint64_t *out) {
         uint64_t add = fnum * q;
         double rest = (double)fnum * (double)r / (double)fden;
         add += (uint64_t)floor(rest);
-        if (v > UINT64_MAX - add) return hbmi_error(HBM_ERR_INVALID, "size '%s' is too large", text);
+        if (v > UINT64_MAX - add) return too_large(text, out);
         v += add;
     }
     *out = v;
@@ -101,5 +108,15 @@ char *hbm_size_human(uint64_t bytes, char buf[32]) {
     /* one format for every size hbm prints: XLA's, which hbm's reports quote */
     if (bytes <= (uint64_t)INT64_MAX) return hbm_size_xla((int64_t)bytes, buf);
     snprintf(buf, 32, "%.2fEiB", (double)(bytes >> 40) / (double)(1 << 20));
+    return buf;
+}
+
+/* PyTorch's format_size (c10/cuda/CUDACachingAllocator.cpp), the sizes of its OOM message:
+ * "512 bytes", "1.50 KiB", "20.00 MiB", "4.94 GiB". */
+char *hbmi_size_torch(uint64_t n, char buf[32]) {
+    if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
+    else if (n <= 1048576) snprintf(buf, 32, "%.2f KiB", (double)n / 1024.0);
+    else if (n <= 1073741824ull) snprintf(buf, 32, "%.2f MiB", (double)n / 1048576.0);
+    else snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
     return buf;
 }

@@ -5,7 +5,19 @@
 #include "core/internal.h"
 
 #define HBMI_ERRBUF 1024
-static _Thread_local char hbmi_errbuf[HBMI_ERRBUF];
+
+/* The calling thread's last error, one record: its status, where in an input it was found
+ * (file, line, column; line 0: nowhere in particular) and its message. The message is
+ * written once, where the error happens; the location is set there too, beside it, and
+ * never read back out of the text. */
+typedef struct hbmi_error_record {
+    hbm_status status;
+    unsigned line, column;
+    char file[HBMI_ERRBUF];
+    char message[HBMI_ERRBUF];
+} hbmi_error_record;
+static _Thread_local hbmi_error_record hbmi_err;
+#define hbmi_errbuf hbmi_err.message
 
 const char *hbm_status_str(hbm_status s) {
     switch (s) {
@@ -31,7 +43,24 @@ const char *hbm_status_name(hbm_status s) {
 
 const char *hbm_last_error(void) { return hbmi_errbuf; }
 
-void hbm_clear_error(void) { hbmi_errbuf[0] = 0; }
+void hbm_clear_error(void) {
+    hbmi_err.status = HBM_OK;
+    hbmi_err.line = hbmi_err.column = 0;
+    hbmi_err.file[0] = hbmi_errbuf[0] = 0;
+}
+
+int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
+    int found = hbmi_err.line > 0;
+    if (file && cap) {
+        size_t n = found ? strlen(hbmi_err.file) : 0;
+        if (n > cap - 1) n = cap - 1;
+        memcpy(file, hbmi_err.file, n);
+        file[n] = 0;
+    }
+    if (line) *line = found ? (int)hbmi_err.line : 0;
+    if (column) *column = found ? (int)hbmi_err.column : 0;
+    return found;
+}
 
 static _Thread_local int hbmi_quiet_oom_;
 
@@ -46,26 +75,51 @@ int hbmi_oom_quiet_set(int on) {
 /* Messages quote names and text from files (a path, an op_name, a CSV field): their
  * control characters are made visible ("\x1b"), so that no message retitles or clears the
  * terminal it is printed to. Line breaks and tabs stay. */
-static void visible(void) {
+static void visible(char buf[HBMI_ERRBUF]) {
     char out[HBMI_ERRBUF];
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)hbmi_errbuf; *p && n + 5 < sizeof out; p++) {
+    for (const unsigned char *p = (const unsigned char *)buf; *p && n + 5 < sizeof out; p++) {
         if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
             n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
         else
             out[n++] = (char)*p;
     }
     out[n] = 0;
-    memcpy(hbmi_errbuf, out, n + 1);
+    memcpy(buf, out, n + 1);
+}
+
+/* The record's message from fmt, after prefix (NULL: none); status s, no location. */
+static void set_message(hbm_status s, const char *prefix, const char *fmt, va_list ap) {
+    size_t n = prefix ? (size_t)snprintf(hbmi_errbuf, sizeof hbmi_errbuf, "%s", prefix) : 0;
+    if (n < sizeof hbmi_errbuf) vsnprintf(hbmi_errbuf + n, sizeof hbmi_errbuf - n, fmt, ap);
+    visible(hbmi_errbuf);
+    hbmi_err.status = s;
+    hbmi_err.line = hbmi_err.column = 0;
+    hbmi_err.file[0] = 0;
 }
 
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
     if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(hbmi_errbuf, sizeof hbmi_errbuf, fmt, ap);
+    set_message(s, NULL, fmt, ap);
     va_end(ap);
-    visible();
+    return s;
+}
+
+hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t column, const char *fmt, ...) {
+    if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
+    char where[HBMI_ERRBUF];
+    if (column) snprintf(where, sizeof where, "%s:%zu:%zu: ", file, line, column);
+    else snprintf(where, sizeof where, "%s:%zu: ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(s, where, fmt, ap);
+    va_end(ap);
+    snprintf(hbmi_err.file, sizeof hbmi_err.file, "%s", file);
+    visible(hbmi_err.file);
+    hbmi_err.line = line > 0 && line <= 0x7fffffff ? (unsigned)line : 0;
+    hbmi_err.column = hbmi_err.line && column <= 0x7fffffff ? (unsigned)column : 0;
     return s;
 }
 
@@ -78,7 +132,8 @@ hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) {
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof hbmi_errbuf)
         snprintf(hbmi_errbuf + n, sizeof hbmi_errbuf - (size_t)n, "%s", old);
-    visible();
+    visible(hbmi_errbuf);
+    hbmi_err.status = s; /* the location, where the error was found, stays */
     return s;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "hbm/json_api.h" /* hbm_string_free */
 
 /* Byte offset of column col in s (UTF-8: continuation bytes take no column). */
 static size_t col_offset(const char *s, size_t len, size_t col) {
@@ -24,7 +25,7 @@ void hbmi_fputs_visible(const char *s, FILE *f) {
     }
 }
 
-const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle) {
+const char *hbmi_text_fit(char *out, size_t cap, const char *s, int width, int middle) {
     char clean[1024];
     size_t n = 0, cols = 0;
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < sizeof clean; p++) {
@@ -51,27 +52,59 @@ const char *hbmi_fit(char *out, size_t cap, const char *s, int width, int middle
 /* set while hbmi_emit_fitted runs its writer: only then is a whole line marked */
 static _Thread_local int fitting;
 
+hbm_status hbmi_mem_open(hbmi_mem *m, int marks) {
+    m->data = NULL;
+    m->n = 0;
+    if (!(m->f = open_memstream(&m->data, &m->n))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    m->fitting = fitting;
+    fitting = marks; /* text for a buffer: no marks; for hbmi_mem_fitted: marks */
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len) {
+    fitting = m->fitting;
+    if (fclose(m->f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    if (s) {
+        free(m->data);
+        *out = NULL;
+        *len = 0;
+        return s;
+    }
+    *out = m->data;
+    *len = m->n;
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_fitted(hbmi_mem *m, hbm_status s, FILE *f, size_t width) {
+    char *text;
+    size_t n;
+    if ((s = hbmi_mem_string(m, s, &text, &n))) return s;
+    hbmi_write_fitted(f, text, n, width);
+    free(text);
+    return HBM_OK;
+}
+
+hbm_status hbmi_mem_buffer(hbmi_mem *m, hbm_status s, char *buf, size_t cap, size_t *len) {
+    char *text;
+    size_t n;
+    if ((s = hbmi_mem_string(m, s, &text, &n))) return s;
+    if (cap) {
+        size_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(buf, text, k);
+        buf[k] = 0;
+    }
+    *len = n;
+    free(text);
+    return HBM_OK;
+}
+
+void hbm_string_free(char *s) { free(s); }
+
 hbm_status hbmi_format_mem(hbmi_emit_fn fn, const void *ctx, char *buf, size_t cap, size_t *len) {
     if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&mem, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    int was = fitting;
-    fitting = 0; /* text for a buffer: no marks */
-    hbm_status s = fn(ctx, f);
-    fitting = was;
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) {
-        if (cap) {
-            size_t k = n < cap - 1 ? n : cap - 1;
-            memcpy(buf, mem, k);
-            buf[k] = 0;
-        }
-        *len = n;
-    }
-    free(mem);
-    return s;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open(&m, 0);
+    return s ? s : hbmi_mem_buffer(&m, fn(ctx, m.f), buf, cap, len);
 }
 
 void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const char *category, const char *what) {
@@ -84,9 +117,9 @@ void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int lin
     char loc[512], cut[1100];
     if (file) {
         snprintf(loc, sizeof loc, "%s:%d", file, line);
-        fprintf(f, "%*sat %s\n", indent, "", hbmi_fit(cut, sizeof cut, loc, width, 1));
+        fprintf(f, "%*sat %s\n", indent, "", hbmi_text_fit(cut, sizeof cut, loc, width, 1));
     }
-    if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_fit(cut, sizeof cut, op, width, 1));
+    if (op) fprintf(f, "%*sop %s\n", indent, "", hbmi_text_fit(cut, sizeof cut, op, width, 1));
 }
 
 /* the column after the first k bytes of a line (tabs to the next multiple of 8) */
@@ -124,16 +157,7 @@ void hbmi_write_fitted(FILE *f, const char *text, size_t len, size_t width) {
 }
 
 hbm_status hbmi_emit_fitted(hbmi_emit_fn fn, const void *ctx, FILE *f, size_t width) {
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&mem, &n);
-    if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    int was = fitting;
-    fitting = 1;
-    hbm_status s = fn(ctx, m);
-    fitting = was;
-    if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    if (!s) hbmi_write_fitted(f, mem, n, width);
-    free(mem);
-    return s;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open(&m, 1);
+    return s ? s : hbmi_mem_fitted(&m, fn(ctx, m.f), f, width);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "hbm/size.h"
 
 #define MiB(x) ((uint64_t)(x) << 20)

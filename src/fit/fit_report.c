@@ -174,7 +174,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
     const hbm_fit_summary *s = &r->sum;
     char a[32], b[32], c[32], w[1100];
-    fprintf(f, "hbm fit: %s\n", hbmi_fit(w, sizeof w, s->module, width ? 88 : 1000, 1));
+    fprintf(f, "hbm fit: %s\n", hbmi_text_fit(w, sizeof w, s->module, width ? 88 : 1000, 1));
     fprintf(f, "  needs %s (%" PRIu64 " bytes): arguments %s, outputs %s, temp %s\n", hbm_size_human(s->peak_before, a),
             s->peak_before, hbm_size_human(s->argument_bytes, b), hbm_size_human(s->output_bytes, c),
             hbm_size_human(s->temp_bytes, w));
@@ -230,7 +230,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
         if (ch->kind == HBM_FIT_DONATE) snprintf(what, sizeof what, "parameter %d %s", ch->param_number, ch->shape);
         else snprintf(what, sizeof what, "%s %s", ch->instruction, ch->shape);
         fprintf(f, "%-7s %-5s %10s %10s %12s  %s\n", hbm_fit_kind_str(ch->kind), set, hbm_size_human(ch->bytes, a),
-                alone, cost, hbmi_fit(w, sizeof w, what, cell, 0));
+                alone, cost, hbmi_text_fit(w, sizeof w, what, cell, 0));
         hbmi_buffer_where(f, 10, wide, ch->source_file[0] ? ch->source_file : NULL, ch->source_line,
                           ch->op_name[0] ? ch->op_name : NULL);
         if (ch->jax && ch->jax[0]) advice(f, 10, "JAX: ", ch->jax);
@@ -251,7 +251,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
             char what[700];
             snprintf(what, sizeof what, "%s %s %s", bu->label, bu->instruction, bu->shape);
             hbmi_buffer_row(f, 2, hbm_size_human(bu->size, a), -1, hbm_category_str(bu->category),
-                            hbmi_fit(w, sizeof w, what, row, 0));
+                            hbmi_text_fit(w, sizeof w, what, row, 0));
         }
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;

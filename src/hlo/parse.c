@@ -41,7 +41,7 @@ static hbm_status fail(parser *ps, const char *what) {
     for (const char *q = at; q < ps->end && *q != '\n' && k < sizeof snip - 1; q++)
         snip[k++] = (*q >= 32 && *q < 127) ? *q : '?';
     snip[k] = 0;
-    ps->err = hbmi_error(HBM_ERR_PARSE, "%s:%u:%u: %s, found %s%s%s", ps->file, line, col, what,
+    ps->err = hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s, found %s%s%s", what,
                          k ? "'" : "end of input", snip, k ? "'" : "");
     return ps->err;
 }
@@ -54,7 +54,7 @@ static int too_large(parser *ps, const char *at, const char *what, int total) {
     where(ps, at, &line, &col);
     int n = (int)(ps->p - at);
     if (n > 80) n = 77;
-    ps->err = hbmi_error(HBM_ERR_PARSE, "%s:%u:%u: %s%.*s%s: %s", ps->file, line, col, what, n, at,
+    ps->err = hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s%.*s%s: %s", what, n, at,
                          n == 77 ? "..." : "",
                          total ? "the module's values up to it hold more than 2^63 - 1 bytes (no sum of sizes fits)"
                                : "it holds more than 2^63 - 1 bytes, the most XLA allows (its sizes are int64)");

@@ -98,7 +98,7 @@ hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, 
         while (ls < le && isspace((unsigned char)*ls)) ls++;
         if (ls == le) continue;
         if (memchr(ls, '\0', (size_t)(le - ls))) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: NUL byte in line", name, line);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "NUL byte in line");
             goto fail;
         }
         const char *fs, *fe, *q = ls;
@@ -114,20 +114,19 @@ hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, 
                 else if (field_is(fs, fe, "offset")) c = COL_OFFSET;
                 if (c >= 0) {
                     if (col[c] >= 0) {
-                        s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: column '%.*s' appears twice", name, line, (int)(fe - fs), fs);
+                        s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "column '%.*s' appears twice", (int)(fe - fs), fs);
                         goto fail;
                     }
                     col[c] = ncols;
                 }
                 if (ncols > 1000) {
-                    s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: too many columns", name, line);
+                    s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "too many columns");
                     goto fail;
                 }
             }
             if (col[COL_LOWER] < 0 || col[COL_UPPER] < 0 || col[COL_SIZE] < 0) {
-                s = hbmi_error(HBM_ERR_PARSE,
-                               "%s:%zu: header needs columns lower (or begin), upper (or end) and size, e.g. 'id,lower,upper,size'",
-                               name, line);
+                s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0,
+                                  "header needs columns lower (or begin), upper (or end) and size, e.g. 'id,lower,upper,size'");
                 goto fail;
             }
             have_header = 1;
@@ -144,32 +143,32 @@ hbm_status hbm_minimalloc_parse(const char *text, size_t len, const char *name, 
                 }
         }
         if (nf != ncols) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: %d fields, the header has %d", name, line, nf, ncols);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "%d fields, the header has %d", nf, ncols);
             goto fail;
         }
         int64_t lower, upper;
         uint64_t size, align = 0, offset = HBM_NO_OFFSET, id = tl->count;
         if (!parse_i64(f[COL_LOWER][0], f[COL_LOWER][1], &lower) || !parse_i64(f[COL_UPPER][0], f[COL_UPPER][1], &upper)) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: lower and upper must be integers", name, line);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "lower and upper must be integers");
             goto fail;
         }
         if (!parse_u64(f[COL_SIZE][0], f[COL_SIZE][1], &size) || !size) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: size must be a positive integer, got '%.*s'", name, line,
-                           (int)(f[COL_SIZE][1] - f[COL_SIZE][0]), f[COL_SIZE][0]);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "size must be a positive integer, got '%.*s'",
+                              (int)(f[COL_SIZE][1] - f[COL_SIZE][0]), f[COL_SIZE][0]);
             goto fail;
         }
         if (lower >= upper) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: empty lifetime [%" PRId64 ", %" PRId64 ") (need lower < upper)", name,
-                           line, lower, upper);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "empty lifetime [%" PRId64 ", %" PRId64 ") (need lower < upper)",
+                              lower, upper);
             goto fail;
         }
         if (col[COL_ALIGN] >= 0 && !parse_u64(f[COL_ALIGN][0], f[COL_ALIGN][1], &align)) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: alignment must be a non-negative integer", name, line);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "alignment must be a non-negative integer");
             goto fail;
         }
         if (col[COL_OFFSET] >= 0 && f[COL_OFFSET][0] != f[COL_OFFSET][1] &&
             !parse_u64(f[COL_OFFSET][0], f[COL_OFFSET][1], &offset)) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: offset must be a non-negative integer", name, line);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "offset must be a non-negative integer");
             goto fail;
         }
         hbm_tag tag = {0};

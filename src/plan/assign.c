@@ -46,16 +46,22 @@ static uint64_t color_alignment(const hbm_plan *p, int64_t color) {
 }
 
 /* --- allocations ------------------------------------------------------------------------------- */
+/* hbmi_grow for the plan's arrays, whose counts and capacities are 32-bit (a plan holds
+ * millions of allocations: their records stay small): *cap to at least need, doubled from
+ * first. 0 when out of memory. */
+static int grow32(void **arr, uint32_t *cap, size_t need, size_t elem, size_t first) {
+    size_t c = *cap;
+    if (need > UINT32_MAX || hbmi_grow_from(arr, &c, need, elem, first)) return 0;
+    *cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    return 1;
+}
 static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
-    if (a->n_values == a->cap_values) {
-        uint32_t nc = a->cap_values ? a->cap_values * 2 : 4;
-        uint32_t *nv = hbmi_realloc(a->values, sizeof *nv * nc);
-        if (!nv) return oom(c), 0;
-        a->values = nv;
-        uint64_t *no = hbmi_realloc(a->offsets, sizeof *no * nc);
-        if (!no) return oom(c), 0;
-        a->offsets = no;
-        a->cap_values = nc;
+    if (a->n_values == a->cap_values) { /* values and offsets: one capacity */
+        uint32_t cv = a->cap_values, co = a->cap_values;
+        if (!grow32((void **)&a->values, &cv, (size_t)a->n_values + 1, sizeof *a->values, 4) ||
+            !grow32((void **)&a->offsets, &co, (size_t)a->n_values + 1, sizeof *a->offsets, 4))
+            return oom(c), 0;
+        a->cap_values = cv < co ? cv : co;
     }
     a->values[a->n_values] = v;
     a->offsets[a->n_values++] = offset;
@@ -63,13 +69,7 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     if (!val->has_range) {
         a->no_range++;
     } else if (!a->heap && !c->no_index) {
-        if (a->n_iv == a->cap_iv) {
-            uint32_t nc = a->cap_iv ? a->cap_iv * 2 : 4;
-            struct hbmi_iv *ni = hbmi_realloc(a->iv, sizeof *ni * nc);
-            if (!ni) return oom(c), 0;
-            a->iv = ni;
-            a->cap_iv = nc;
-        }
+        if (!grow32((void **)&a->iv, &a->cap_iv, (size_t)a->n_iv + 1, sizeof *a->iv, 4)) return oom(c), 0;
         uint32_t pos = a->n_iv;
         while (pos && a->iv[pos - 1].start > val->start) pos--;
         memmove(&a->iv[pos + 1], &a->iv[pos], sizeof *a->iv * (a->n_iv - pos));
@@ -85,26 +85,14 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
 }
 
 static int alloc_add_peak(ctx *c, hbmi_alloc *a, uint32_t v) {
-    if (a->n_peak == a->cap_peak) {
-        uint32_t nc = a->cap_peak ? a->cap_peak * 2 : 4;
-        uint32_t *np = hbmi_realloc(a->peak, sizeof *np * nc);
-        if (!np) return oom(c), 0;
-        a->peak = np;
-        a->cap_peak = nc;
-    }
+    if (!grow32((void **)&a->peak, &a->cap_peak, (size_t)a->n_peak + 1, sizeof *a->peak, 4)) return oom(c), 0;
     a->peak[a->n_peak++] = v;
     return 1;
 }
 
 static hbmi_alloc *new_empty(ctx *c, uint64_t size) {
     hbm_plan *p = c->p;
-    if (p->n_allocs == p->cap_allocs) {
-        uint32_t nc = p->cap_allocs ? p->cap_allocs * 2 : 16;
-        hbmi_alloc *na = hbmi_realloc(p->allocs, sizeof *na * nc);
-        if (!na) return oom(c), NULL;
-        p->allocs = na;
-        p->cap_allocs = nc;
-    }
+    if (!grow32((void **)&p->allocs, &p->cap_allocs, (size_t)p->n_allocs + 1, sizeof *p->allocs, 16)) return oom(c), NULL;
     hbmi_alloc *a = &p->allocs[p->n_allocs++];
     memset(a, 0, sizeof *a);
     a->size = size;

@@ -218,7 +218,7 @@ static const char *clean(char *out, size_t cap, const char *s, size_t n, int wid
     size_t k = 0;
     for (size_t i = 0; i < n && k + 1 < sizeof tmp; i++) tmp[k++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
     tmp[k] = 0;
-    return hbmi_fit(out, cap, tmp, width, middle);
+    return hbmi_text_fit(out, cap, tmp, width, middle);
 }
 
 static void chart(FILE *f, const hbmi_memview_space *sp, const hbm_plan *p, int width, int ascii) {
@@ -275,7 +275,7 @@ static void obj_line(FILE *f, const hbm_plan *p, const hbmi_span *s, size_t rank
     hbmi_memview_describe(p, s, &d);
     char a[32], b[32], c[32], nm[64], sh[64];
     clean(nm, sizeof nm, d.instruction, strlen(d.instruction), 26, 1);
-    hbmi_fit(sh, sizeof sh, d.shape, 22, 0);
+    hbmi_text_fit(sh, sizeof sh, d.shape, 22, 0);
     fprintf(f, "  %3zu %10s %10s %9s  %-10s %-26s %s\n", rank, hs(s->size, a), hs(s->unpadded, b),
             hs(s->size - s->unpadded, c), hbmi_memview_alloc_type(p, s), nm, sh);
 }
@@ -352,7 +352,7 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
                 fprintf(f, "    instruction    %s (%s)\n", cut, d.opcode);
                 fprintf(f, "    size           %s (unpadded %s, padding %s)\n", hs(x->size, a), hs(x->unpadded, b),
                         hs(x->size - x->unpadded, c));
-                fprintf(f, "    shape          %s\n", hbmi_fit(cut, sizeof cut, d.shape, 80, 1));
+                fprintf(f, "    shape          %s\n", hbmi_text_fit(cut, sizeof cut, d.shape, 80, 1));
                 fprintf(f, "    allocation     %s, lifetime steps [%" PRId64 ", %" PRId64 ")\n",
                         hbmi_memview_alloc_type(p, x), x->s, x->e);
                 if (d.op_name[0]) fprintf(f, "    op_name        %s\n", clean(cut, sizeof cut, d.op_name, strlen(d.op_name), 80, 1));

@@ -214,7 +214,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
         double pct = s->peak_live_bytes ? 100.0 * (double)bf->size / (double)s->peak_live_bytes : 0;
         char full[512], what[256]; /* "label shape", cut to fit 100 columns */
         snprintf(full, sizeof full, "%s %s", t && t->label ? t->label : "", t && t->shape ? t->shape : "");
-        hbmi_fit(what, sizeof what, full, 63, 0);
+        hbmi_text_fit(what, sizeof what, full, 63, 0);
         hbmi_buffer_row(f, 4, hbm_size_xla((int64_t)bf->size, a), pct, t ? cat_name(t->category) : "", what);
         /* cut in the middle so that both ends survive (file:line, the op's last component) */
         if (t) hbmi_buffer_where(f, 15, 100 - 18, t->source_file, t->source_line, t->op_name);

@@ -181,7 +181,7 @@ static hbm_status contributors(const hbmi_view v[2], const file_set fs[2], contr
 
 static void side_text(FILE *f, const char *which, const hbm_trace *t, const hbmi_view *v) {
     char a[32], b[32], name[80], w[64], l1[160], l2[96];
-    hbmi_fit(name, sizeof name, t->name, 44, 1);
+    hbmi_text_fit(name, sizeof name, t->name, 44, 1);
     fprintf(f, "%s  %s (%s%s%s)\n", which, name, t->source[0] ? t->source : "hbm", t->device[0] ? ", device " : "",
             t->device);
     snprintf(l1, sizeof l1, "   peak in use %s at %s", hbm_size_xla((int64_t)v->peak_use, a),
@@ -200,12 +200,12 @@ enum { SITE_COLS = 33 };
 static void site_cut(const contrib *c, size_t n, size_t i, char *out, size_t cap) {
     const char *me = *c[i].site ? c[i].site : "-";
     size_t len = strlen(me), head = 0;
-    hbmi_fit(out, cap, me, SITE_COLS, 1);
+    hbmi_text_fit(out, cap, me, SITE_COLS, 1);
     if (len <= SITE_COLS) return;
     for (size_t j = 0; j < n; j++) {
         char other[128];
         if (j == i || !strcmp(c[j].site, me)) continue;
-        if (strcmp(hbmi_fit(other, sizeof other, c[j].site, SITE_COLS, 1), out)) continue;
+        if (strcmp(hbmi_text_fit(other, sizeof other, c[j].site, SITE_COLS, 1), out)) continue;
         size_t d = 0;
         while (me[d] && me[d] == c[j].site[d]) d++;
         if (d + 1 > head) head = d + 1;
@@ -290,7 +290,7 @@ hbm_status hbm_diff_write(const hbm_trace *a, const hbm_trace *b, int top, int j
             fprintf(f, "  %10s %10s %10s  %-30s %s\n", "change", "in A", "in B", "op", "source");
         for (size_t i = 0; i < show; i++) {
             char d[40], x[32], y[32], op[128], src[128];
-            hbmi_fit(op, sizeof op, tag_op(c[i].tag), 30, 0);
+            hbmi_text_fit(op, sizeof op, tag_op(c[i].tag), 30, 0);
             site_cut(c, show, i, src, sizeof src);
             fprintf(f, "  %10s %10s %10s  %-30s %s\n", signed_size(delta(&c[i]), d, sizeof d),
                     hbm_size_xla((int64_t)c[i].bytes[0], x), hbm_size_xla((int64_t)c[i].bytes[1], y), op, src);

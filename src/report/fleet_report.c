@@ -221,7 +221,7 @@ static void rank_row(FILE *f, const hbm_fleet *fl, const hbmi_rank *r, size_t id
     char mark[3] = "  ", name[4 * NAME_W + 8], u[32], v[32], fr[16], over[24], g[12], site[4 * SITE_W + 48], raw[700];
     mark[0] = idx == fl->worst ? 'W' : idx == fl->median ? 'M' : ' ';
     mark[1] = r->outlier ? '!' : ' ';
-    hbmi_fit(name, sizeof name, r->name + cut, NAME_W, 1);
+    hbmi_text_fit(name, sizeof name, r->name + cut, NAME_W, 1);
     snprintf(fr, sizeof fr, "%.1f%%", 100 * hbmi_rank_frag(r));
     snprintf(g, sizeof g, "G%d", r->group);
     if (r->nsites) {
@@ -229,7 +229,7 @@ static void rank_row(FILE *f, const hbm_fleet *fl, const hbmi_rank *r, size_t id
         const hbmi_site *s = &r->sites[0];
         hbm_size_xla((int64_t)s->bytes, sz);
         const char *w = *s->source ? s->source : s->op, *slash = *s->source ? strrchr(w, '/') : NULL;
-        hbmi_fit(where, sizeof where, slash ? slash + 1 : w, SITE_W - 1 - (int)strlen(sz), 1); /* the file's name */
+        hbmi_text_fit(where, sizeof where, slash ? slash + 1 : w, SITE_W - 1 - (int)strlen(sz), 1); /* the file's name */
         snprintf(site, sizeof site, "%s %s", sz, where);
         (void)raw;
     } else {
@@ -294,8 +294,8 @@ static void text_failed(const hbm_fleet *fl, FILE *f) {
         const char *e = r->error;
         size_t pl = strlen(r->name);
         if (!strncmp(e, r->name, pl) && !strncmp(e + pl, ": ", 2)) e += pl + 2; /* the path once */
-        hbmi_fit(name, sizeof name, r->name, 96, 1);
-        hbmi_fit(why, sizeof why, e, 95, 0);
+        hbmi_text_fit(name, sizeof name, r->name, 96, 1);
+        hbmi_text_fit(why, sizeof why, e, 95, 0);
         fprintf(f, " x %s\n     %s\n", name, why);
     }
 }
@@ -307,7 +307,7 @@ static void text_groups(const hbm_fleet *fl, FILE *f) {
     for (size_t g = 0; g < fl->ngroups && g < limit; g++) {
         const hbmi_group *gr = &fl->groups[g];
         char a[32], b[32], first[200], line[400];
-        hbmi_fit(first, sizeof first, fl->ranks[fl->order[gr->first]].name, 34, 1);
+        hbmi_text_fit(first, sizeof first, fl->ranks[fl->order[gr->first]].name, 34, 1);
         snprintf(line, sizeof line, "  G%-3zu %5zu rank%s %10s - %-10s %s%s", g + 1, gr->count, gr->count == 1 ? " " : "s",
                  hbm_size_xla((int64_t)gr->lo, a), hbm_size_xla((int64_t)gr->hi, b), first, gr->count > 1 ? ", ..." : "");
         fprintf(f, "%s\n", line);
@@ -318,8 +318,8 @@ static void text_groups(const hbm_fleet *fl, FILE *f) {
 static void text_diff(const hbm_fleet *fl, FILE *f) {
     const hbmi_rank *a = &fl->ranks[fl->median], *b = &fl->ranks[fl->worst];
     char an[400], bn[400];
-    hbmi_fit(an, sizeof an, a->name, 96, 1);
-    hbmi_fit(bn, sizeof bn, b->name, 96, 1);
+    hbmi_text_fit(an, sizeof an, a->name, 96, 1);
+    hbmi_text_fit(bn, sizeof bn, b->name, 96, 1);
     if (fl->worst == fl->median) {
         fprintf(f, "\none rank read: no median rank to compare with\n");
         return;
@@ -341,8 +341,8 @@ static void text_diff(const hbm_fleet *fl, FILE *f) {
         int64_t dd = (int64_t)c->bytes[1] - (int64_t)c->bytes[0];
         hbm_size_xla(dd < 0 ? -dd : dd, x);
         snprintf(d, sizeof d, "%s%s", dd > 0 ? "+" : dd < 0 ? "-" : "", x);
-        hbmi_fit(opf, sizeof opf, op, 30, 0);
-        hbmi_fit(srcf, sizeof srcf, *src ? src : "-", 32, 1);
+        hbmi_text_fit(opf, sizeof opf, op, 30, 0);
+        hbmi_text_fit(srcf, sizeof srcf, *src ? src : "-", 32, 1);
         fprintf(f, "  %11s %10s %10s  %-30s %s\n", d, hbm_size_xla((int64_t)c->bytes[0], y),
                 hbm_size_xla((int64_t)c->bytes[1], z), opf, srcf);
     }

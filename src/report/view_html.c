@@ -47,7 +47,7 @@ static void hstr(FILE *f, const char *s) { hbmi_json_write_str(f, s, HBMI_JSON_S
 /* A bounded string: cut in the middle (paths keep their file name and line). */
 static void hstr_fit(FILE *f, const char *s, int middle) {
     char buf[4 * MAX_STR];
-    hstr(f, hbmi_fit(buf, sizeof buf, s, MAX_STR, middle));
+    hstr(f, hbmi_text_fit(buf, sizeof buf, s, MAX_STR, middle));
 }
 
 /* HTML text (title) */

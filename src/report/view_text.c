@@ -79,9 +79,9 @@ static void buffer_row(FILE *f, const hbmi_view *v, size_t k, size_t idx, uint64
     const hbm_tl_buffer *bf = &v->tl->buffers[idx];
     const hbm_tag *tg = hbm_timeline_tag_at(v->tl, bf->tag);
     char a[32], op[96], shape[64], src[128], raw[300], life[48];
-    hbmi_fit(op, sizeof op, tg && tg->op_name ? tg->op_name : (tg && tg->label ? tg->label : "-"), with_shape ? 18 : 28, 0);
-    hbmi_fit(shape, sizeof shape, tg && tg->shape ? tg->shape : "-", 16, 0);
-    hbmi_fit(src, sizeof src, *hbmi_view_source(tg, raw, sizeof raw) ? raw : "-", with_shape ? 24 : 30, 1);
+    hbmi_text_fit(op, sizeof op, tg && tg->op_name ? tg->op_name : (tg && tg->label ? tg->label : "-"), with_shape ? 18 : 28, 0);
+    hbmi_text_fit(shape, sizeof shape, tg && tg->shape ? tg->shape : "-", 16, 0);
+    hbmi_text_fit(src, sizeof src, *hbmi_view_source(tg, raw, sizeof raw) ? raw : "-", with_shape ? 24 : 30, 1);
     int64_t h = (int64_t)v->t->history_start;
     if (bf->start < h) snprintf(life, sizeof life, "[before, %" PRId64 ")", hbmi_event_pos(v->t, bf->end));
     else snprintf(life, sizeof life, "[%" PRId64 ", %" PRId64 ")", hbmi_event_pos(v->t, bf->start), hbmi_event_pos(v->t, bf->end));
@@ -156,7 +156,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     hbm_status s = hbmi_view_build(t, &v);
     if (s) return s;
     char a[32], b[32], c[32], w[64], title[128];
-    hbmi_fit(title, sizeof title, o.title ? o.title : t->name, 50, 1);
+    hbmi_text_fit(title, sizeof title, o.title ? o.title : t->name, 50, 1);
     fprintf(f, "%s: %s trace, %zu events%s%s\n", title, t->source[0] ? t->source : "hbm", t->count - t->history_start,
             t->device[0] ? ", device " : "", t->device);
     if (own_trace(t)) device_line(t, f);
@@ -204,7 +204,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
         if (show) fprintf(f, "  %-56s %12s %12s %8s\n", which ? "source" : "op", "at peak", "allocated", "allocs");
         for (size_t k = 0; k < show; k++) {
             char key[128];
-            hbmi_fit(key, sizeof key, tot[k].key, 56, which);
+            hbmi_text_fit(key, sizeof key, tot[k].key, 56, which);
             fprintf(f, "  %-56s %12s %12s %8" PRIu64 "\n", key, hbm_size_xla((int64_t)tot[k].at_peak, a),
                     hbm_size_xla((int64_t)tot[k].allocated, b), tot[k].count);
         }

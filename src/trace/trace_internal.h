@@ -128,7 +128,7 @@ hbm_status hbmi_trace_curves_why(const hbm_trace *t, uint64_t **in_use, uint64_t
 hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
 
 /* Every device of a PyTorch snapshot (pickle, or JSON when json), in display order. */
-hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,
+hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_input *in,
                                 hbm_trace ***out, size_t *n);
 
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */

@@ -29,7 +29,7 @@ const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, cha
     const char *name;
     int64_t step = i >= 0 ? hbm_trace_event_step(t, (size_t)i, &name) : -1;
     char nm[48];
-    if (step >= 0 && name[0]) snprintf(buf, cap, "step %" PRId64 " (%s)", step, hbmi_fit(nm, sizeof nm, name, 40, 1));
+    if (step >= 0 && name[0]) snprintf(buf, cap, "step %" PRId64 " (%s)", step, hbmi_text_fit(nm, sizeof nm, name, 40, 1));
     else if (step >= 0) snprintf(buf, cap, "step %" PRId64, step);
     else if (n < 0) snprintf(buf, cap, "the start (before the history)");
     else if (t->has_time) snprintf(buf, cap, "event %" PRId64 " (%.6fs)", n, (double)time_ns / 1e9);

@@ -236,7 +236,7 @@ static hbm_status value(js *j, int depth, hbmi_pv **out) {
                 j->off++;
             }
             if ((s = value(j, depth + 1, &item))) return s;
-            if (j->pool->in && j->off >= j->pool->in->next) hbmi_mapped_progress(j->pool->in, j->off);
+            if (j->pool->in && j->off >= j->pool->in->next) hbmi_input_progress(j->pool->in, j->off);
             if (c == '[' && j->pool->events) { /* a snapshot's trace entries become records at once */
                 if (hbmi_pv_list_add(j->pool, v, item)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory reading JSON");
             } else if ((s = spush(j, item))) {

@@ -191,19 +191,19 @@ hbm_status hbm_trace_load_all(const char *path, hbm_trace ***out, size_t *n) {
     if (hbm_proto_path_kind(path) != HBM_PROTO_NONE || (!stat(path, &st) && S_ISDIR(st.st_mode)))
         return load_proto(path, out, n);
     /* snapshots (which can be gigabytes) are read from a mapping whose pages go once read */
-    hbmi_mapped in;
-    hbm_status s = hbmi_map_file(path, &in);
+    hbmi_input in;
+    hbm_status s = hbmi_input_open(path, &in);
     if (s) return s;
     int kind = torch_kind(in.data, in.len);
     if (kind) {
         *out = NULL;
         *n = 0;
         s = hbmi_torch_parse_all(in.data, in.len, kind == 2, path, &in, out, n);
-        hbmi_unmap_file(&in);
+        hbmi_input_close(&in);
         return s;
     }
     if (in.mapped) { /* the other readers take NUL-terminated text */
-        hbmi_unmap_file(&in);
+        hbmi_input_close(&in);
         if ((s = hbmi_read_file(path, &in.data, &in.len))) return s;
     }
     s = hbm_trace_load_all_mem(in.data, in.len, path, out, n);

@@ -785,7 +785,7 @@ static hbm_status step(pk *k, int *done) {
         if (op == 'u' ? c->type != PV_DICT || (k->sn - from) % 2 : c->type != PV_LIST)
             return perr(k, at, op == 'u' ? "SETITEMS needs a dict and key/value pairs" : "APPENDS needs a list");
         if (op == 'u' && hbmi_pv_reserve(c, k->sn - from)) return nomem();
-        if (k->pool->in && k->off >= k->pool->in->next) hbmi_mapped_progress(k->pool->in, k->off);
+        if (k->pool->in && k->off >= k->pool->in->next) hbmi_input_progress(k->pool->in, k->off);
         for (size_t i = from; i < k->sn; i++)
             if (op == 'u' ? hbmi_pv_push(c, k->stack[i]) : hbmi_pv_list_add(k->pool, c, k->stack[i])) return nomem();
         k->sn = from;

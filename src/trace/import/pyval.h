@@ -61,7 +61,7 @@ typedef struct hbmi_pvpool {
     struct hbmi_pv **kept; /* the distinct stacks (frames lists), kept */
     size_t nkept, kept_cap;
     hbmi_map shared;    /* a kept frames list object -> the kept list equal to it */
-    hbmi_mapped *in;    /* the input, when mapped: parsers let the pages they have read go */
+    hbmi_input *in;    /* the input, when mapped: parsers let the pages they have read go */
     hbm_trace_event *staged; /* entries decoded, not yet appended (PV_ENTRY values) */
     size_t nstaged, staged_cap, staged_live;
     const struct hbmi_pv *act_pv[4]; /* action strings met last, and their kinds */

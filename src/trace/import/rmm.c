@@ -108,7 +108,7 @@ hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *nam
             }
         }
         if (nf != 6) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: expected 6 comma-separated fields, found %d", name, line, nf);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "expected 6 comma-separated fields, found %d", nf);
             break;
         }
         hbm_trace_event e = {0};
@@ -124,7 +124,7 @@ hbm_status hbm_trace_parse_rmm_csv(const char *text, size_t len, const char *nam
         if (!what && parse_u64(f[4], 10, &e.size)) what = "Size: expected a byte count";
         if (!what && parse_u64(f[5], 16, &e.stream)) what = "Stream: expected a hex stream handle";
         if (what) {
-            s = hbmi_error(HBM_ERR_PARSE, "%s:%zu: %s", name, line, what);
+            s = hbmi_error_at(HBM_ERR_PARSE, name, line, 0, "%s", what);
             break;
         }
         if (!have_t0) t0 = ns, have_t0 = 1;

@@ -726,7 +726,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
     return HBM_OK;
 }
 
-hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,
+hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_input *in,
                                 hbm_trace ***out, size_t *n) {
     hbmi_pvpool pool = {.events = 1, .in = in}; /* the history as records, as it is read */
     hbmi_pv *root;

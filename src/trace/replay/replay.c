@@ -11,7 +11,7 @@
 #include "alloc/alloc_internal.h"
 #include "hbm/device.h"
 #include "hbm/pack.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "trace/replay/replay_internal.h"
 #include "trace/replay/twin_internal.h"
 

@@ -1,4 +1,4 @@
-/* oom.c - the out-of-memory report: XLA's first line, the numbers, the largest live
+/* oom_report.c - the out-of-memory report: XLA's first line, the numbers, the largest live
  * buffers with their tags, an occupancy map like BFC's, and a diagnosis that names the
  * setting to try. */
 #include <inttypes.h>
@@ -8,9 +8,9 @@
 
 #include "alloc/alloc_internal.h"
 #include "alloc/torch_caching.h"
-#include "hbm/plan.h"
+#include "hbm/device_models.h"
 #include "hbm/size.h"
-#include "report/oom_internal.h"
+#include "alloc/oom_report.h"
 
 #define MAP_WIDTH HBMI_OOM_MAP_WIDTH
 
@@ -63,15 +63,6 @@ const char *hbm_oom_cause_str(hbm_oom_cause c) {
     case HBM_OOM_CAUSE_FRAGMENTATION: return "fragmentation";
     }
     return "?";
-}
-
-/* PyTorch's format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "4.94 GiB" */
-static const char *torch_size(uint64_t n, char buf[32]) {
-    if (n <= 1024) snprintf(buf, 32, "%" PRIu64 " bytes", n);
-    else if (n <= 1048576) snprintf(buf, 32, "%.2f KiB", (double)n / 1024.0);
-    else if (n <= 1073741824ull) snprintf(buf, 32, "%.2f MiB", (double)n / 1048576.0);
-    else snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
-    return buf;
 }
 
 /* The numbers every diagnosis works from. */
@@ -278,15 +269,15 @@ static hbm_status report_write(hbm_allocator *a, FILE *f, long *advice) {
     if (torch) { /* PyTorch's own words first (CUDACachingAllocator's OutOfMemoryError) */
         char t1[32], t2[32], t3[32], t4[32], t5[32], t6[64] = "";
         uint64_t unalloc = st->bytes_reserved > st->bytes_in_use ? st->bytes_reserved - st->bytes_in_use : 0;
-        if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", torch_size(st->bytes_limit, t5));
+        if (torch_limit) snprintf(t6, sizeof t6, "%s allowed; ", hbmi_size_torch(st->bytes_limit, t5));
         char msg[640];
         snprintf(msg, sizeof msg,
                  "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                  "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
                  "unallocated. If reserved but unallocated memory is large try setting "
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
-                 torch_size(hbmi_torch_allocation_size(r.rounded), t1), a->ordinal, torch_size(r.dev_total, t2),
-                 torch_size(r.dev_free, t3), t6, torch_size(st->bytes_in_use, t4), torch_size(unalloc, t5));
+                 hbmi_size_torch(hbmi_torch_allocation_size(r.rounded), t1), a->ordinal, hbmi_size_torch(r.dev_total, t2),
+                 hbmi_size_torch(r.dev_free, t3), t6, hbmi_size_torch(st->bytes_in_use, t4), hbmi_size_torch(unalloc, t5));
         for (const char *p = msg; *p;) { /* PyTorch's one line, wrapped at spaces to 100 columns */
             size_t n = strlen(p), cut = n;
             if (n > 100)

@@ -1,10 +1,10 @@
-/* oom_internal.h - the OOM report as the library's own callers keep it once its allocator
- * is gone (oom.c): the text hbm_oom_report_write writes, and where in it the diagnosis's
+/* oom_report.h - the OOM report as the library's own callers keep it once its allocator
+ * is gone (oom_report.c): the text hbm_oom_report_write writes, and where in it the diagnosis's
  * advice begins, as the formatter wrote it. A caller that checks the advice (the replay's
  * report runs the trace again with it, hbm demo runs the step again) gives its verdict as a
  * value and the formatter puts it in the advice's place: no caller searches the text. */
-#ifndef HBM_REPORT_OOM_INTERNAL_H
-#define HBM_REPORT_OOM_INTERNAL_H
+#ifndef HBM_ALLOC_OOM_REPORT_H
+#define HBM_ALLOC_OOM_REPORT_H
 
 #include <stddef.h>
 

@@ -1,0 +1,16 @@
+/* replay_run.h - what the floors above compose from the replay engine (replay_run.c)
+ * besides hbm/replay.h: the most configurations one request replays, and the PyTorch part
+ * of a report whose rows were replayed elsewhere (hbm_replay_many's results). */
+#ifndef HBM_TRACE_REPLAY_RUN_H
+#define HBM_TRACE_REPLAY_RUN_H
+
+#include "hbm/replay.h"
+
+/* The configurations of one request, at most (hbm_replay_request.n). */
+#define HBMI_REPLAY_MAX_CONFIGS 64
+
+/* rep's trace, rows and device set: what PyTorch recorded and the first torch row's twin,
+ * on a PyTorch snapshot (rep->twin_row = -1 otherwise). */
+hbm_status hbmi_replay_twin(hbm_replay_report *rep);
+
+#endif
