@@ -119,6 +119,41 @@ hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
 hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_mapped *in,
                                 hbm_trace ***out, size_t *n);
 
+/* A PyTorch allocator's end state as a snapshot's "segments" holds it: each segment with
+ * its blocks in address order, as read (a snapshot) or as the PyTorch allocator twin left
+ * them (any other trace). The torch export writes it back (hbm_trace.torch_segs_). */
+enum { HBMI_TBLK_INACTIVE, HBMI_TBLK_ALLOCATED, HBMI_TBLK_PENDING_FREE };
+typedef struct hbmi_tblock {
+    uint64_t addr, size, requested; /* size as the allocator held it */
+    uint32_t backtrace;             /* its "frames" (hbm_trace_backtrace), 0 = [] */
+    uint32_t tag;                   /* without a backtrace: the tag's frame (hbm_trace_tag) */
+    uint8_t state;                  /* HBMI_TBLK_* */
+} hbmi_tblock;
+/* keys a segment had (written back only when it had them) */
+enum { HBMI_TSEG_DEVICE = 1, HBMI_TSEG_SIZES = 2, HBMI_TSEG_TYPE = 4, HBMI_TSEG_POOL = 8, HBMI_TSEG_EXPANDABLE = 16,
+       HBMI_TSEG_FRAMES = 32 };
+typedef struct hbmi_tseg {
+    uint64_t addr, total, allocated, active, requested, stream;
+    int64_t pool[2];     /* segment_pool_id */
+    size_t order;        /* its place in the snapshot's list (all devices) */
+    size_t first, n;     /* its blocks: hbmi_torch_segs.b[first .. first + n) */
+    uint32_t backtrace;  /* the segment's "frames" */
+    int device;
+    uint8_t small;       /* segment_type "small" (else "large") */
+    uint8_t expandable;
+    uint8_t keys;        /* HBMI_TSEG_* */
+} hbmi_tseg;
+typedef struct hbmi_torch_segs {
+    hbmi_tseg *s;
+    size_t n, cap;
+    hbmi_tblock *b;
+    size_t nb, capb;
+} hbmi_torch_segs;
+void hbmi_torch_segs_free(hbmi_torch_segs *x);
+/* The PyTorch allocator twin run on t (its allocs and frees, under the settings it was
+ * recorded with): its segments and blocks at the end, into *out (owned by the caller). */
+hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out);
+
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 

@@ -52,14 +52,14 @@ static void kv_str(hbmi_buf *b, const char *k, const char *v) {
 }
 
 static void frame(hbmi_buf *b, const hbm_tag *tg) {
+    char name[512]; /* keys in PyTorch's order: name, filename, line */
+    snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
+             tg->shape ? " " : "", tg->shape ? tg->shape : "");
     hbmi_buf_put(b, "}(", 2);
+    kv_str(b, "name", name);
     kv_str(b, "filename", tg->source_file ? tg->source_file : "??");
     hbmi_pk_str(b, "line");
     hbmi_pk_int(b, tg->source_line);
-    char name[512];
-    snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
-             tg->shape ? " " : "", tg->shape ? tg->shape : "");
-    kv_str(b, "name", name);
     hbmi_buf_byte(b, 'u'); /* SETITEMS */
 }
 
@@ -208,6 +208,52 @@ static void put_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const seg *sg,
         frames(b, m, t, a->tag, a->backtrace);
         hbmi_buf_byte(b, 'u');
         cursor = bl[k].addr + size;
+    }
+    hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
+}
+
+/* A segment of an allocator's end state (hbmi_torch_segs) with its blocks, each as the
+ * allocator held it: size, state, requested_size, frames; the segment's keys as it had them. */
+static void put_kept_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const hbmi_torch_segs *x, const hbmi_tseg *g) {
+    static const char *state[] = {"inactive", "active_allocated", "active_pending_free"};
+    hbmi_buf_put(b, "}(", 2);
+    if (g->keys & HBMI_TSEG_DEVICE) m_uint(b, m, "device", (uint64_t)g->device);
+    m_uint(b, m, "address", g->addr);
+    m_uint(b, m, "total_size", g->total);
+    if (g->keys & HBMI_TSEG_SIZES) {
+        m_uint(b, m, "allocated_size", g->allocated);
+        m_uint(b, m, "active_size", g->active);
+        m_uint(b, m, "requested_size", g->requested);
+    }
+    m_uint(b, m, "stream", g->stream);
+    if (g->keys & HBMI_TSEG_TYPE) {
+        m_str(b, m, "segment_type");
+        m_str(b, m, g->small ? "small" : "large");
+    }
+    if (g->keys & HBMI_TSEG_POOL) {
+        m_str(b, m, "segment_pool_id");
+        hbmi_buf_byte(b, '(');
+        hbmi_pk_int(b, g->pool[0]);
+        hbmi_pk_int(b, g->pool[1]);
+        hbmi_buf_byte(b, 't'); /* TUPLE */
+    }
+    if (g->keys & HBMI_TSEG_EXPANDABLE) {
+        m_str(b, m, "is_expandable");
+        hbmi_buf_byte(b, g->expandable ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
+    }
+    if (g->keys & HBMI_TSEG_FRAMES) frames(b, m, t, 0, g->backtrace);
+    m_str(b, m, "blocks");
+    hbmi_buf_put(b, "](", 2);
+    for (size_t k = g->first; k < g->first + g->n; k++) {
+        const hbmi_tblock *bl = &x->b[k];
+        hbmi_buf_put(b, "}(", 2);
+        m_uint(b, m, "address", bl->addr);
+        m_uint(b, m, "size", bl->size);
+        m_uint(b, m, "requested_size", bl->requested);
+        m_str(b, m, "state");
+        m_str(b, m, state[bl->state <= HBMI_TBLK_PENDING_FREE ? bl->state : 0]);
+        frames(b, m, t, bl->tag, bl->backtrace);
+        hbmi_buf_byte(b, 'u');
     }
     hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
 }
@@ -404,6 +450,56 @@ static int addressed_segments(const hbm_trace *t) {
     return 0;
 }
 
+typedef struct seg_ref {
+    size_t order, d, k; /* place in the file, trace, segment of its hbmi_torch_segs */
+} seg_ref;
+
+static int ref_cmp(const void *a, const void *b) {
+    const seg_ref *x = a, *y = b;
+    if (x->order != y->order) return (x->order > y->order) - (x->order < y->order);
+    return (x->d > y->d) - (x->d < y->d);
+}
+
+/* "segments": each trace's allocator end state (a snapshot's as read, in the file's order;
+ * else the PyTorch allocator twin's, hbmi_torch_twin_end_state); a trace the twin cannot
+ * run on (no allocs) keeps the blocks its events leave live (put_segments). */
+static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *traces, size_t n) {
+    hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
+    if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    hbm_status s = HBM_OK;
+    size_t total = 0, base = 0;
+    for (size_t d = 0; d < n && !s; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_;
+        if (!x) s = hbmi_torch_twin_end_state(traces[d], &own[d]);
+        x = x ? x : own[d];
+        total += x ? x->n : 0;
+    }
+    seg_ref *r = s ? NULL : hbmi_malloc((total + 1) * sizeof *r);
+    if (!s && !r) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    size_t nr = 0;
+    for (size_t d = 0; d < n && !s; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
+        for (size_t k = 0; x && k < x->n; k++)
+            r[nr++] = (seg_ref){traces[d]->torch_segs_ ? x->s[k].order : base + k, d, k};
+        if (!traces[d]->torch_segs_ && x) base += x->n;
+    }
+    if (!s) hbmi_qsort(r, nr, sizeof *r, ref_cmp);
+    for (size_t i = 0; i < nr && !s; i++) {
+        const hbmi_torch_segs *x = traces[r[i].d]->torch_segs_ ? traces[r[i].d]->torch_segs_ : own[r[i].d];
+        m->device = r[i].d;
+        put_kept_segment(b, m, traces[r[i].d], x, &x->s[r[i].k]);
+    }
+    for (size_t d = 0; d < n && !s; d++) { /* traces without an end state: their live blocks */
+        if (traces[d]->torch_segs_ || own[d]) continue;
+        m->device = d;
+        s = put_segments(b, m, traces[d], addressed_segments(traces[d]));
+    }
+    for (size_t d = 0; d < n; d++) hbmi_torch_segs_free(own[d]);
+    hbmi_free(own);
+    hbmi_free(r);
+    return s;
+}
+
 hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
     hbmi_buf b = {0};
@@ -430,12 +526,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     hbmi_buf_byte(&b, 'e');
     hbmi_pk_str(&b, "segments");
     hbmi_buf_put(&b, "](", 2);
-    for (size_t d = 0; d < n && !s; d++) {
-        const hbm_trace *t = traces[d];
-        int addressed = addressed_segments(t);
-        m.device = d;
-        s = put_segments(&b, &m, t, addressed);
-    }
+    if (!s) s = put_all_segments(&b, &m, traces, n);
     hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
     /* the keys the snapshot had, as it had them; else the settings hbm knows */
     if (!s && traces[0]->torch_keys_) hbmi_buf_put(&b, traces[0]->torch_keys_, traces[0]->torch_keys_n_);

@@ -225,6 +225,59 @@ static const hbmi_pv *stack_of(const dev_src *d, const hbm_trace_event *e) {
     return e->backtrace && e->backtrace <= d->pool->nkept ? d->pool->kept[e->backtrace - 1] : NULL;
 }
 
+/* The segment sg (place order in the snapshot's list) of t's device with its blocks, as
+ * read, into t->torch_segs_ (for the torch export). */
+static hbm_status keep_segment(hbm_trace *t, stack_cache *c, const hbmi_pv *sg, size_t order) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (hbmi_grow((void **)&x->s, &x->cap, x->n + 1, sizeof *x->s)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbmi_tseg g = {.addr = (uint64_t)hbmi_pv_int(sg, "address", 0), .total = (uint64_t)hbmi_pv_int(sg, "total_size", 0),
+                   .allocated = (uint64_t)hbmi_pv_int(sg, "allocated_size", 0),
+                   .active = (uint64_t)hbmi_pv_int(sg, "active_size", 0),
+                   .requested = (uint64_t)hbmi_pv_int(sg, "requested_size", 0),
+                   .stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), .order = order, .first = x->nb,
+                   .device = (int)hbmi_pv_int(sg, "device", 0),
+                   .expandable = hbmi_pv_int(sg, "is_expandable", 0) != 0};
+    const char *type = hbmi_pv_str(sg, "segment_type");
+    const hbmi_pv *pool = hbmi_pv_get(sg, "segment_pool_id"), *fr = hbmi_pv_get(sg, "frames");
+    g.small = type && !strcmp(type, "small");
+    g.keys = (uint8_t)((hbmi_pv_get(sg, "device") ? HBMI_TSEG_DEVICE : 0) |
+                       (hbmi_pv_get(sg, "allocated_size") ? HBMI_TSEG_SIZES : 0) | (type ? HBMI_TSEG_TYPE : 0) |
+                       (hbmi_pv_get(sg, "is_expandable") ? HBMI_TSEG_EXPANDABLE : 0) | (fr ? HBMI_TSEG_FRAMES : 0));
+    if (pool && (pool->type == PV_TUPLE || pool->type == PV_LIST) && pool->n == 2 && pool->items[0]->type == PV_INT &&
+        pool->items[1]->type == PV_INT) {
+        g.keys |= HBMI_TSEG_POOL;
+        g.pool[0] = pool->items[0]->i;
+        g.pool[1] = pool->items[1]->i;
+    }
+    hbm_status s = fr ? frames_stack(t, c, fr, &g.backtrace) : HBM_OK;
+    const hbmi_pv *blocks = hbmi_pv_get(sg, "blocks");
+    uint64_t cursor = g.addr;
+    for (size_t b = 0; !s && blocks && blocks->type == PV_LIST && b < blocks->n; b++) {
+        const hbmi_pv *bl = blocks->items[b];
+        if (hbmi_grow((void **)&x->b, &x->capb, x->nb + 1, sizeof *x->b)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        hbmi_tblock k = {.addr = (uint64_t)hbmi_pv_int(bl, "address", (int64_t)cursor),
+                         .size = (uint64_t)hbmi_pv_int(bl, "size", 0)};
+        const char *state = hbmi_pv_str(bl, "state");
+        k.state = !state ? HBMI_TBLK_INACTIVE
+                  : !strcmp(state, "active_allocated") ? HBMI_TBLK_ALLOCATED
+                  : !strcmp(state, "active_pending_free") ? HBMI_TBLK_PENDING_FREE
+                                                         : HBMI_TBLK_INACTIVE;
+        k.requested = (uint64_t)hbmi_pv_int(bl, "requested_size", 0);
+        if (!hbmi_pv_get(bl, "requested_size")) { /* older PyTorch: the last history entry's real_size */
+            const hbmi_pv *h = hbmi_pv_get(bl, "history");
+            const hbmi_pv *last = h && h->type == PV_LIST && h->n ? h->items[h->n - 1] : NULL;
+            int64_t rs = last ? hbmi_pv_int(last, "real_size", -1) : -1;
+            k.requested = rs > 0 && (uint64_t)rs <= k.size ? (uint64_t)rs : k.size;
+        }
+        cursor = k.addr + k.size;
+        s = frames_stack(t, c, block_frames(bl), &k.backtrace);
+        x->b[x->nb++] = k;
+        g.n++;
+    }
+    x->s[x->n++] = g;
+    return s;
+}
+
 static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
     const hbm_trace_event *evs = d->events ? d->events->r : NULL;
     size_t n = evs ? d->events->n : 0;
@@ -237,6 +290,8 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
     t->stacks = 1;
+    if (!t->torch_segs_ && !(t->torch_segs_ = hbmi_calloc(1, sizeof *t->torch_segs_)))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     /* pass 1: what the history holds at its end, what it frees without having allocated,
      * and whether it has times */
     int64_t t0 = -1;
@@ -298,6 +353,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             (s = get_u64(sg, "total_size", &total, t->name, "segment", i)))
             break;
         seg_total += total;
+        if ((s = keep_segment(t, &sc, sg, i))) break;
         uint64_t stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), cursor = base, key = base == UINT64_MAX ? 0 : base;
         int expandable = hbmi_pv_int(sg, "is_expandable", 0) != 0;
         if (!expandable && !hbmi_map_get(&seglive, key, NULL) && total) {
