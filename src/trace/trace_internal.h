@@ -148,6 +148,7 @@ typedef struct hbmi_torch_segs {
     size_t n, cap;
     hbmi_tblock *b;
     size_t nb, capb;
+    int64_t t0_us; /* the snapshot's first time_us (its times are kept from it), else 0 */
 } hbmi_torch_segs;
 void hbmi_torch_segs_free(hbmi_torch_segs *x);
 /* The PyTorch allocator twin run on t (its allocs and frees, under the settings it was

@@ -298,7 +298,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
         m_uint(b, m, "size", size);
         m_uint(b, m, "stream", e->stream);
-        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000);
+        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->torch_segs_ ? (uint64_t)t->torch_segs_->t0_us : 0));
         if (e->kind == HBM_EV_OOM) m_uint(b, m, "device_free", e->size);
         frames(b, m, t, tag, bt);
         hbmi_buf_byte(b, 'u');

@@ -342,6 +342,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         }
     }
     t->has_time = t0 >= 0;
+    t->torch_segs_->t0_us = t0 >= 0 ? t0 : 0;
     /* the end state: blocks active that the history does not hold, segments it never
      * allocated; reserved anchored at the segments' total */
     uint64_t seg_total = 0;
@@ -464,8 +465,13 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             ev.size = e.requested;
             ev.addr = 0;
         }
-        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED)
+        if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED) {
             s = attribute(t, &sc, stack_of(d, &e), &ev);
+        } else if (e.backtrace) { /* segment events: their stack only (the export writes it back) */
+            hbm_trace_event x = {0};
+            s = attribute(t, &sc, stack_of(d, &e), &x);
+            ev.backtrace = x.backtrace;
+        }
         t->events[t->count++] = ev; /* t->count <= pre + i: never ahead of what is read */
     }
 done:
