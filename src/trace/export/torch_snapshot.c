@@ -52,11 +52,19 @@ static void kv_str(hbmi_buf *b, const char *k, const char *v) {
 }
 
 static void frame(hbmi_buf *b, const hbm_tag *tg) {
-    char name[512]; /* keys in PyTorch's order: name, filename, line */
-    snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
-             tg->shape ? " " : "", tg->shape ? tg->shape : "");
+    /* keys in PyTorch's order: name, filename, line; the name whole (C++ frames' are long) */
+    const char *fn = tg->op_name ? tg->op_name : (tg->label ? tg->label : "?");
+    size_t nf = strlen(fn), ns = tg->shape ? strlen(tg->shape) : 0;
+    unsigned char h[5] = {'X'}; /* BINUNICODE: "op shape" */
     hbmi_buf_put(b, "}(", 2);
-    kv_str(b, "name", name);
+    hbmi_pk_str(b, "name");
+    hbmi_put32(h + 1, (uint32_t)(nf + (ns ? ns + 1 : 0)));
+    hbmi_buf_put(b, h, 5);
+    hbmi_buf_put(b, fn, nf);
+    if (ns) {
+        hbmi_buf_byte(b, ' ');
+        hbmi_buf_put(b, tg->shape, ns);
+    }
     kv_str(b, "filename", tg->source_file ? tg->source_file : "??");
     hbmi_pk_str(b, "line");
     hbmi_pk_int(b, tg->source_line);

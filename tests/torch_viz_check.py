@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""torch_viz_check.py ORIG EXPORT [ORIG EXPORT ...] - PyTorch's own snapshot reader
+(torch.cuda._memory_viz: `stats` prints segsum(), `trace` prints trace()) on each original
+and on hbm's export of it: the printed figures must be equal. One process for all pairs
+(importing torch once), calling the functions the `stats` and `trace` commands print.
+
+`trace` prints entries of actions it does not format (segment_map, segment_unmap, ...) as
+the whole dict; their "compile_context" and "user_metadata" keys are strings hbm does not
+keep, so they are left out of those lines on both sides before comparing; so are the
+history's entries of actions that are not memory events (a "snapshot" marker, "user_defined"
+annotations): hbm keeps the allocator's actions only (MEMORY_ACTIONS). Everything else is
+compared as printed; --strict compares `trace` without either. Prints one line per pair and the count; exit 1 if any differs.
+--totals ORIG_JSON EXPORT: the export's stats totals against hbm view --json's end state."""
+import ast
+import pickle
+import sys
+
+from torch.cuda import _memory_viz as mv
+
+DROP = ("compile_context", "user_metadata")
+MEMORY_ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+                  "segment_unmap", "oom"}
+STRICT = False
+
+
+def memory_only(data):
+    if STRICT:
+        return data
+    d = dict(data)
+    d["device_traces"] = [[e for e in tr if e.get("action") in MEMORY_ACTIONS] for tr in data.get("device_traces", [])]
+    return d
+
+
+def norm_trace(text):
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{'action'") and not STRICT:
+            d = ast.literal_eval(line)
+            for k in DROP:
+                d.pop(k, None)
+            line = repr(d)
+        out.append(line)
+    return out
+
+
+def first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"line {i + 1}: {x[:160]!r} vs {y[:160]!r}"
+    return f"{len(a)} lines vs {len(b)}"
+
+
+def main(args):
+    global STRICT
+    if args and args[0] == "--strict":
+        STRICT, args = True, args[1:]
+    if args and args[0] == "--totals":
+        return totals(args[1], args[2])
+    same = 0
+    pairs = list(zip(args[0::2], args[1::2]))
+    for orig, exp in pairs:
+        a, b = (pickle.load(open(p, "rb")) for p in (orig, exp))
+        why = []
+        sa, sb = mv.segsum(a).splitlines(), mv.segsum(b).splitlines()
+        if sa != sb:
+            why.append("stats " + first_diff(sa, sb))
+        ta, tb = norm_trace(mv.trace(memory_only(a))), norm_trace(mv.trace(memory_only(b)))
+        if ta != tb:
+            why.append("trace " + first_diff(ta, tb))
+        print(f"{orig}: {'equal' if not why else 'DIFFERS: ' + '; '.join(why)}")
+        same += not why
+    print(f"memory_viz stats and trace equal on {same} of {len(pairs)}")
+    return same == len(pairs)
+
+
+def totals(view_json, exp):
+    """An export of a trace that is not a snapshot (its blocks are the PyTorch allocator
+    twin's) read by memory_viz: segsum accepts it (it asserts that the blocks add up), its
+    total_allocated is what the history leaves in use (allocs less completed frees), and
+    `trace` prints as many allocs, frees and OOMs as hbm view --json counts."""
+    import json
+    import re
+    want = json.load(open(view_json))
+    data = pickle.load(open(exp, "rb"))
+    stats, tr = mv.segsum(data), mv.trace(data)
+    live = {}
+    for dev in data["device_traces"]:
+        for e in dev:
+            if e["action"] == "alloc":
+                live[e["addr"]] = e["size"]
+            elif e["action"] == "free_completed":
+                live.pop(e["addr"], None)
+    in_use = sum(live.values())
+    shown = re.search(r"total_allocated: (\S+)", stats).group(1)
+    got = {"allocs": len(re.findall(r"^\w+ = (?:MEM|seg_\d+|\w+)\[", tr, re.M)),
+           "frees": tr.count("# free completed for "), "ooms": tr.count("raise OutOfMemoryError")}
+    print(f"{exp}: memory_viz total_allocated {shown} (in use at the end {mv.Bytes(in_use)}), "
+          f"trace {got}, hbm view allocs {want['allocs']} frees {want['frees']} ooms {want['ooms']}")
+    return shown == repr(mv.Bytes(in_use)) and got == {k: want[k] for k in got}
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main(sys.argv[1:]) else 1)
