@@ -2,8 +2,9 @@
 # test_torch_roundtrip.sh - hbm's torch export as PyTorch's own reader sees it
 # (torch.cuda._memory_viz, the `stats` and `trace` commands; tests/torch_viz_check.py):
 #   - every shared snapshot and hbm's export of it print the same figures;
-#   - exports of traces that are not snapshots (an hbm trace, an RMM log) open without an
-#     error, and their totals are hbm view's.
+#   - exports of traces that are not snapshots (an hbm trace, an RMM log, an XProf memory
+#     profile) open without an error, and their totals are hbm's: bytes in use at the end,
+#     allocs, frees and OOMs.
 # PyTorch (CPU build) comes from the test tier's environment (scripts/deps.sh test, pinned
 # in python/requirements-test.txt); without it the test skips and says so. HBM_TORCH_PYTHON
 # names another python3 that has it.
@@ -26,11 +27,17 @@ Thread,Time,Action,Pointer,Size,Stream
 2,1634567890.400000,free,0x7f0000000000,1000,0x0
 1,1634567890.500000,allocate,0x7f0003000000,3145728,0x0
 CSV
-for f in "$SRC/fuzz/corpus/fuzz_trace/recorded.hbmt" "$T/r.csv"; do
+others=("$SRC/fuzz/corpus/fuzz_trace/recorded.hbmt" "$T/r.csv")
+xprof=${DATA:+$DATA/xprof/rocm_te_fused_attn.xplane.pb} # an XProf memory profile (read with protobuf-c)
+if [ -n "$xprof" ] && [ -e "$xprof" ] && "$HBM" view "$xprof" >/dev/null 2>&1; then others+=("$xprof")
+else echo "note: no XProf memory profile read (${xprof:-no shared data}; protobuf-c absent?)"; fi
+for f in "${others[@]}"; do
   b=$(basename "$f")
   "$HBM" export "$f" --format torch -o "$T/$b.pickle" 2>"$T/err" || fail "export $b: $(cat "$T/err")"
+  "$HBM" export "$f" --format perfetto -o "$T/$b.perfetto" 2>"$T/err" || fail "export $b (perfetto): $(cat "$T/err")"
   "$HBM" view "$f" --json > "$T/$b.json" || fail "view $b"
-  out=$(check --totals "$T/$b.json" "$T/$b.pickle") || fail "memory_viz on the export of $b: $out $(tail -3 "$T/py.err")"
+  out=$(check --totals "$T/$b.json" "$T/$b.perfetto" "$T/$b.pickle") ||
+    fail "memory_viz on the export of $b: $out $(tail -3 "$T/py.err")"
   echo "$out"
 done
 # the RMM log's blocks as PyTorch holds them: 1000 B in a 1024 B block (free now), 4 B in

@@ -10,7 +10,7 @@ keep, so they are left out of those lines on both sides before comparing; so are
 history's entries of actions that are not memory events (a "snapshot" marker, "user_defined"
 annotations): hbm keeps the allocator's actions only (MEMORY_ACTIONS). Everything else is
 compared as printed; --strict compares `trace` without either. Prints one line per pair and the count; exit 1 if any differs.
---totals ORIG_JSON EXPORT: the export's stats totals against hbm view --json's end state."""
+--totals VIEW_JSON PERFETTO EXPORT: an export of a trace that is not a snapshot (totals())."""
 import ast
 import pickle
 import sys
@@ -55,7 +55,7 @@ def main(args):
     if args and args[0] == "--strict":
         STRICT, args = True, args[1:]
     if args and args[0] == "--totals":
-        return totals(args[1], args[2])
+        return totals(args[1], args[2], args[3])
     same = 0
     pairs = list(zip(args[0::2], args[1::2]))
     for orig, exp in pairs:
@@ -73,30 +73,29 @@ def main(args):
     return same == len(pairs)
 
 
-def totals(view_json, exp):
+def totals(view_json, perfetto, exp):
     """An export of a trace that is not a snapshot (its blocks are the PyTorch allocator
     twin's) read by memory_viz: segsum accepts it (it asserts that the blocks add up), its
-    total_allocated is what the history leaves in use (allocs less completed frees), and
+    total_allocated is hbm's bytes in use at the end of the trace (the last "in use" counter
+    of hbm's perfetto export: the curve hbm view draws, live-before blocks included), and
     `trace` prints as many allocs, frees and OOMs as hbm view --json counts."""
     import json
     import re
     want = json.load(open(view_json))
+    if "allocs" not in want:  # an XProf profile's view: its first allocator (the one exported)
+        a = want["allocators"][0]
+        want = {"allocs": a["allocations"], "frees": a["deallocations"], "ooms": a.get("ooms", 0)}
+    ev = json.load(open(perfetto))["traceEvents"]
+    in_use = [e["args"]["bytes"] for e in ev if e.get("ph") == "C" and e["name"] == "in use"][-1]
     data = pickle.load(open(exp, "rb"))
     stats, tr = mv.segsum(data), mv.trace(data)
-    live = {}
-    for dev in data["device_traces"]:
-        for e in dev:
-            if e["action"] == "alloc":
-                live[e["addr"]] = e["size"]
-            elif e["action"] == "free_completed":
-                live.pop(e["addr"], None)
-    in_use = sum(live.values())
     shown = re.search(r"total_allocated: (\S+)", stats).group(1)
+    alloc = sum(b["requested_size"] for s in data["segments"] for b in s["blocks"] if b["state"] == "active_allocated")
     got = {"allocs": len(re.findall(r"^\w+ = (?:MEM|seg_\d+|\w+)\[", tr, re.M)),
            "frees": tr.count("# free completed for "), "ooms": tr.count("raise OutOfMemoryError")}
-    print(f"{exp}: memory_viz total_allocated {shown} (in use at the end {mv.Bytes(in_use)}), "
+    print(f"{exp}: memory_viz total_allocated {shown} ({alloc} bytes; hbm: {in_use} in use at the end), "
           f"trace {got}, hbm view allocs {want['allocs']} frees {want['frees']} ooms {want['ooms']}")
-    return shown == repr(mv.Bytes(in_use)) and got == {k: want[k] for k in got}
+    return alloc == in_use and shown == repr(mv.Bytes(in_use)) and got == {k: want[k] for k in got}
 
 
 if __name__ == "__main__":
