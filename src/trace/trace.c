@@ -38,6 +38,10 @@ void hbmi_torch_segs_free(hbmi_torch_segs *x) {
     if (!x) return;
     hbmi_free(x->s);
     hbmi_free(x->b);
+    hbmi_free(x->xb);
+    hbmi_free(x->xoff);
+    hbmi_free(x->runs);
+    hbmi_free(x->marks);
     hbmi_free(x);
 }
 

@@ -149,6 +149,26 @@ typedef struct hbmi_torch_segs {
     hbmi_tblock *b;
     size_t nb, capb;
     int64_t t0_us; /* the snapshot's first time_us (its times are kept from it), else 0 */
+    /* The history entries' keys hbm does not read ("compile_context", ...): set id (1..nx)
+     * -> pickle opcodes of its key, value pairs, xb[xoff[id - 1], xoff[id]); runs[i] = the
+     * first event (index in the trace) of a run whose entries have set id runs[i + 1]. */
+    unsigned char *xb;
+    size_t *xoff, nx;
+    uint64_t *runs;
+    size_t nruns, runs_cap; /* runs: 2 * nruns values */
+    /* Entries of other actions ("snapshot" markers, ...), not events of the trace: each
+     * written back before event pos (device: -1 = this trace's; else the index of a device
+     * without a trace of its own, whose list holds only such entries). */
+    struct hbmi_tmark {
+        size_t pos;
+        int device;
+        int has_frames;
+        int64_t time_us; /* as read; -1 none */
+        uint64_t addr, size, stream;
+        uint32_t backtrace, xid;
+        char action[48];
+    } *marks;
+    size_t nmarks, marks_cap;
 } hbmi_torch_segs;
 void hbmi_torch_segs_free(hbmi_torch_segs *x);
 /* The PyTorch allocator twin run on t (its allocs and frees, under the settings it was

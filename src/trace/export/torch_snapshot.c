@@ -266,6 +266,25 @@ static void put_kept_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const hbm
     hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
 }
 
+/* An entry's other keys as read (set id of hbmi_torch_segs), written before "frames". */
+static void put_extras(hbmi_buf *b, const hbmi_torch_segs *x, uint32_t id) {
+    if (x && id && id <= x->nx) hbmi_buf_put(b, x->xb + x->xoff[id - 1], x->xoff[id] - x->xoff[id - 1]);
+}
+
+/* An entry of another action ("snapshot", ...) as read. */
+static void put_mark(hbmi_buf *b, memo *m, const hbm_trace *t, const hbmi_torch_segs *x, const struct hbmi_tmark *mk) {
+    hbmi_buf_put(b, "}(", 2);
+    m_str(b, m, "action");
+    hbmi_pk_str(b, mk->action);
+    m_uint(b, m, "addr", mk->addr);
+    m_uint(b, m, "size", mk->size);
+    m_uint(b, m, "stream", mk->stream);
+    if (mk->time_us >= 0) m_uint(b, m, "time_us", (uint64_t)mk->time_us);
+    put_extras(b, x, mk->xid);
+    if (mk->has_frames) frames(b, m, t, 0, mk->backtrace);
+    hbmi_buf_byte(b, 'u');
+}
+
 /* The history of one device: its events from history_start on, as PyTorch names them. */
 static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed) {
     static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
@@ -274,9 +293,15 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
     size_t written = 0;
+    const hbmi_torch_segs *x = t->torch_segs_;
+    size_t mk = 0, run = 0;
+    uint32_t xid = 0;
     hbmi_buf_put(b, "](", 2);
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
+        for (; x && mk < x->nmarks && x->marks[mk].pos <= i; mk++) /* other actions before it */
+            if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
+        for (; x && run < x->nruns && x->runs[2 * run] <= i; run++) xid = (uint32_t)x->runs[2 * run + 1];
         if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_SEGMENT_UNMAP || e->kind == HBM_EV_SYNC) continue;
         uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j;
         uint32_t tag = e->tag, bt = e->backtrace;
@@ -308,10 +333,13 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         m_uint(b, m, "stream", e->stream);
         if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->torch_segs_ ? (uint64_t)t->torch_segs_->t0_us : 0));
         if (e->kind == HBM_EV_OOM) m_uint(b, m, "device_free", e->size);
+        put_extras(b, x, xid);
         frames(b, m, t, tag, bt);
         hbmi_buf_byte(b, 'u');
         if (++written % 1000 == 0) hbmi_buf_put(b, "e(", 2); /* APPENDS in batches, as Python's pickler */
     }
+    for (; !s && x && mk < x->nmarks; mk++)
+        if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
     hbmi_buf_byte(b, 'e');
     hbmi_map_destroy(&live);
     return s;
@@ -515,8 +543,12 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     hbmi_map_init(&m.idx);
     hbm_status s = HBM_OK;
     int maxdev = 0;
-    for (size_t d = 0; d < n; d++)
+    for (size_t d = 0; d < n; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_;
         if (traces[d]->device_index > maxdev) maxdev = traces[d]->device_index;
+        for (size_t k = 0; x && k < x->nmarks; k++)
+            if (x->marks[k].device > maxdev) maxdev = x->marks[k].device;
+    }
     hbmi_buf_put(&b, "\x80\x02}(", 4); /* PROTO 2, EMPTY_DICT, MARK */
     hbmi_pk_str(&b, "device_traces");
     hbmi_buf_put(&b, "](", 2); /* one list per device index, in order */
@@ -524,8 +556,15 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         const hbm_trace *t = NULL;
         for (size_t d = 0; d < n; d++)
             if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d], m.device = d;
-        if (!t) {
-            hbmi_buf_byte(&b, ']');
+        if (!t) { /* a device without a trace: the other entries kept of it, if any */
+            hbmi_buf_put(&b, "](", 2);
+            for (size_t d = 0; d < n; d++) {
+                const hbmi_torch_segs *x = traces[d]->torch_segs_;
+                m.device = d;
+                for (size_t k = 0; x && k < x->nmarks; k++)
+                    if (x->marks[k].device == dv) put_mark(&b, &m, traces[d], x, &x->marks[k]);
+            }
+            hbmi_buf_byte(&b, 'e');
             continue;
         }
         int addressed = addressed_segments(t);

@@ -452,9 +452,36 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         h->r = NULL;
         h->n = h->cap = 0;
     }
+    hbmi_torch_segs *x = t->torch_segs_;
+    uint64_t run_id = 0;
     for (size_t i = 0; i < n && !s; i++) {
         hbm_trace_event e = t->events[pre + i];
+        if (!e.kind && (e.requested & 0xffffffffu) && !e.tag) { /* another action: kept beside the events */
+            unsigned a = (unsigned)(e.requested & 0xffffffffu) - 1;
+            if (hbmi_grow((void **)&x->marks, &x->marks_cap, x->nmarks + 1, sizeof *x->marks)) {
+                s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                break;
+            }
+            struct hbmi_tmark *mk = &x->marks[x->nmarks++];
+            hbm_trace_event b = {0};
+            *mk = (struct hbmi_tmark){.pos = t->count, .device = -1, .has_frames = (e.requested & HBMI_PVEV_FRAMES) != 0,
+                                      .time_us = (int64_t)e.time_ns, .addr = e.addr, .size = e.size,
+                                      .stream = e.stream, .xid = e.thread};
+            snprintf(mk->action, sizeof mk->action, "%s", a < d->pool->nact ? d->pool->act[a] : "?");
+            s = attribute(t, &sc, stack_of(d, &e), &b);
+            mk->backtrace = b.backtrace;
+            continue;
+        }
         if (!e.kind) continue;
+        if (e.thread != run_id) { /* a run of entries with other keys starts */
+            if (hbmi_grow((void **)&x->runs, &x->runs_cap, 2 * x->nruns + 2, sizeof *x->runs)) {
+                s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                break;
+            }
+            x->runs[2 * x->nruns] = t->count;
+            x->runs[2 * x->nruns + 1] = run_id = e.thread;
+            x->nruns++;
+        }
         int64_t us = (int64_t)e.time_ns;
         hbm_trace_event ev = {.kind = e.kind,
                               .time_ns = t->has_time ? (us >= t0 ? (uint64_t)(us - t0) * 1000u : 0) : (uint64_t)i,
@@ -468,9 +495,9 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         if (ev.kind == HBM_EV_ALLOC || ev.kind == HBM_EV_FREE || ev.kind == HBM_EV_OOM || ev.kind == HBM_EV_FREE_REQUESTED) {
             s = attribute(t, &sc, stack_of(d, &e), &ev);
         } else if (e.backtrace) { /* segment events: their stack only (the export writes it back) */
-            hbm_trace_event x = {0};
-            s = attribute(t, &sc, stack_of(d, &e), &x);
-            ev.backtrace = x.backtrace;
+            hbm_trace_event seg_ev = {0};
+            s = attribute(t, &sc, stack_of(d, &e), &seg_ev);
+            ev.backtrace = seg_ev.backtrace;
         }
         t->events[t->count++] = ev; /* t->count <= pre + i: never ahead of what is read */
     }
@@ -602,6 +629,59 @@ static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
     if (n + l + 32 < cap) snprintf(buf + n, cap - n, "%sroundup_power2_divisions=%.*s", n ? "," : "", (int)l, list);
 }
 
+/* The pool's sets of other keys into t (the torch export writes them back). */
+static hbm_status keep_extras(hbm_trace *t, const hbmi_pvpool *pool) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !pool->nx || !(x->nruns || x->nmarks)) return HBM_OK;
+    size_t nb = pool->xoff[pool->nx];
+    x->xb = hbmi_malloc(nb ? nb : 1);
+    x->xoff = hbmi_malloc((pool->nx + 1) * sizeof *x->xoff);
+    if (!x->xb || !x->xoff) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    memcpy(x->xb, pool->xb, nb);
+    memcpy(x->xoff, pool->xoff, (pool->nx + 1) * sizeof *x->xoff);
+    x->nx = pool->nx;
+    return HBM_OK;
+}
+
+/* The other entries of device dv, whose trace is dropped (nothing else in it), into *o. */
+static hbm_status keep_orphans(hbmi_torch_segs **o, const hbm_trace *t, int dv) {
+    const hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !x->nmarks) return HBM_OK;
+    if (!*o && !(*o = hbmi_calloc(1, sizeof **o))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbmi_torch_segs *y = *o;
+    if (hbmi_grow((void **)&y->marks, &y->marks_cap, y->nmarks + x->nmarks, sizeof *y->marks))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t i = 0; i < x->nmarks; i++) {
+        y->marks[y->nmarks] = x->marks[i];
+        y->marks[y->nmarks].device = dv;
+        y->marks[y->nmarks++].backtrace = 0; /* (its stack was the dropped trace's) */
+    }
+    if (!y->xb && x->xb) { /* the same pool's sets in every trace */
+        y->xb = hbmi_malloc(x->xoff[x->nx] ? x->xoff[x->nx] : 1);
+        y->xoff = hbmi_malloc((x->nx + 1) * sizeof *y->xoff);
+        if (!y->xb || !y->xoff) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        memcpy(y->xb, x->xb, x->xoff[x->nx]);
+        memcpy(y->xoff, x->xoff, (x->nx + 1) * sizeof *y->xoff);
+        y->nx = x->nx;
+    }
+    return HBM_OK;
+}
+
+/* Orphan entries onto t's, after its own (device set), with t's sets of other keys. */
+static hbm_status add_orphans(hbm_trace *t, hbmi_torch_segs *o) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !o->nmarks) return HBM_OK;
+    if (hbmi_grow((void **)&x->marks, &x->marks_cap, x->nmarks + o->nmarks, sizeof *x->marks))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    memcpy(x->marks + x->nmarks, o->marks, o->nmarks * sizeof *o->marks);
+    x->nmarks += o->nmarks;
+    if (!x->xb && o->xb) {
+        x->xb = o->xb, x->xoff = o->xoff, x->nx = o->nx;
+        o->xb = NULL, o->xoff = NULL, o->nx = 0;
+    }
+    return HBM_OK;
+}
+
 static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const char *name, hbm_trace ***out,
                             size_t *nout) {
     if (!root || root->type != PV_DICT)
@@ -620,6 +700,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
             return hbmi_error(HBM_ERR_PARSE, "%s: segment %zu: device %d, expected 0 to 4096", name, i, dv);
         if (dv > maxdev) maxdev = dv;
     }
+    hbmi_torch_segs *orphans = NULL; /* other entries of devices without a trace */
     ranked *rk = hbmi_calloc((size_t)maxdev + 1, sizeof *rk);
     if (!rk) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     size_t nr = 0;
@@ -638,13 +719,14 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
         snprintf(t->device, sizeof t->device, "cuda:%d", dv);
         t->device_index = dv;
         torch_settings(root, t->torch_settings, sizeof t->torch_settings);
-        if ((s = keep_root_keys(root, t)) || (s = one_device(t, &d, segs, 0))) {
+        if ((s = keep_root_keys(root, t)) || (s = one_device(t, &d, segs, 0)) || (s = keep_extras(t, pool))) {
             hbm_trace_free(t);
             break;
         }
         rk[nr].t = t;
         rk[nr].peak = peak_in_use(t, &rk[nr].oom);
-        if (!t->count) { /* an empty history and no segments: nothing to show */
+        if (!t->count) { /* an empty history and no segments: nothing to show (its other entries are kept) */
+            s = keep_orphans(&orphans, t, dv);
             hbm_trace_free(t);
             continue;
         }
@@ -662,6 +744,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
     hbm_trace **arr = s ? NULL : hbmi_calloc(nr, sizeof *arr);
     if (!s && !arr) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     if (s) {
+        hbmi_torch_segs_free(orphans);
         for (size_t i = 0; i < nr; i++) hbm_trace_free(rk[i].t);
         hbmi_free(rk);
         return s;
@@ -669,6 +752,12 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
     hbmi_qsort(rk, nr, sizeof *rk, rank_cmp);
     for (size_t i = 0; i < nr; i++) arr[i] = rk[i].t;
     hbmi_free(rk);
+    s = orphans ? add_orphans(arr[0], orphans) : HBM_OK;
+    hbmi_torch_segs_free(orphans);
+    if (s) {
+        hbm_trace_free_all(arr, nr);
+        return s;
+    }
     *out = arr;
     *nout = nr;
     return HBM_OK;
