@@ -4,43 +4,14 @@
 and on hbm's export of it: the printed figures must be equal. One process for all pairs
 (importing torch once), calling the functions the `stats` and `trace` commands print.
 
-`trace` prints entries of actions it does not format (segment_map, segment_unmap, ...) as
-the whole dict; their "compile_context" and "user_metadata" keys are strings hbm does not
-keep, so they are left out of those lines on both sides before comparing; so are the
-history's entries of actions that are not memory events (a "snapshot" marker, "user_defined"
-annotations): hbm keeps the allocator's actions only (MEMORY_ACTIONS). Everything else is
-compared as printed; --strict compares `trace` without either. Prints one line per pair and the count; exit 1 if any differs.
+Both are compared as printed: `trace` prints entries of actions it does not format
+(segment_map, a "snapshot" marker, ...) as the whole dict, keys such as "compile_context"
+and every frame included. Prints one line per pair and the count; exit 1 if any differs.
 --totals VIEW_JSON PERFETTO EXPORT: an export of a trace that is not a snapshot (totals())."""
-import ast
 import pickle
 import sys
 
 from torch.cuda import _memory_viz as mv
-
-DROP = ("compile_context", "user_metadata")
-MEMORY_ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-                  "segment_unmap", "oom"}
-STRICT = False
-
-
-def memory_only(data):
-    if STRICT:
-        return data
-    d = dict(data)
-    d["device_traces"] = [[e for e in tr if e.get("action") in MEMORY_ACTIONS] for tr in data.get("device_traces", [])]
-    return d
-
-
-def norm_trace(text):
-    out = []
-    for line in text.splitlines():
-        if line.startswith("{'action'") and not STRICT:
-            d = ast.literal_eval(line)
-            for k in DROP:
-                d.pop(k, None)
-            line = repr(d)
-        out.append(line)
-    return out
 
 
 def first_diff(a, b):
@@ -51,9 +22,6 @@ def first_diff(a, b):
 
 
 def main(args):
-    global STRICT
-    if args and args[0] == "--strict":
-        STRICT, args = True, args[1:]
     if args and args[0] == "--totals":
         return totals(args[1], args[2], args[3])
     same = 0
@@ -64,7 +32,7 @@ def main(args):
         sa, sb = mv.segsum(a).splitlines(), mv.segsum(b).splitlines()
         if sa != sb:
             why.append("stats " + first_diff(sa, sb))
-        ta, tb = norm_trace(mv.trace(memory_only(a))), norm_trace(mv.trace(memory_only(b)))
+        ta, tb = mv.trace(a).splitlines(), mv.trace(b).splitlines()
         if ta != tb:
             why.append("trace " + first_diff(ta, tb))
         print(f"{orig}: {'equal' if not why else 'DIFFERS: ' + '; '.join(why)}")

@@ -342,8 +342,12 @@ uint32_t hbmi_pv_extra(hbmi_pvpool *p, const hbmi_pv *const *pairs, size_t n) {
         if (r < 0) return UINT32_MAX;
         if (r > 0) p->xn = pair_at; /* a value of another type: that pair is not kept */
     }
-    uint32_t id = 0;
-    if (p->xn > at) { /* the same bytes as a set kept before: that one */
+    uint32_t id = 0, last = p->xlast_id;
+    if (p->xn > at && last && p->xoff[last] - p->xoff[last - 1] == p->xn - at &&
+        !memcmp(p->xb + p->xoff[last - 1], p->xb + at, p->xn - at)) { /* the last set again */
+        p->xn = at;
+        id = last;
+    } else if (p->xn > at) { /* the same bytes as a set kept before: that one */
         uint64_t h = 0xcbf29ce484222325ull, v;
         for (size_t k = at; k < p->xn; k++) h = (h ^ p->xb[k]) * 0x100000001b3ull;
         h = (h & (UINT64_MAX >> 1)) | 1;
@@ -359,10 +363,10 @@ uint32_t hbmi_pv_extra(hbmi_pvpool *p, const hbmi_pv *const *pairs, size_t n) {
             if (hbmi_map_put(&p->xids, h, id)) return UINT32_MAX;
         }
     }
-    if (cache) {
-        memcpy(p->xlast, pairs, 2 * n * sizeof *pairs);
-        p->nxlast = 2 * n;
+    p->nxlast = 0;
+    if (id) { /* the last set (by its objects too, when they stay) */
         p->xlast_id = id;
+        if (cache) memcpy(p->xlast, pairs, 2 * n * sizeof *pairs), p->nxlast = 2 * n;
     }
     return id;
 }
