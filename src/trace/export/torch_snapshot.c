@@ -498,7 +498,7 @@ static int ref_cmp(const void *a, const void *b) {
 
 /* "segments": each trace's allocator end state (a snapshot's as read, in the file's order;
  * else the PyTorch allocator twin's, hbmi_torch_twin_end_state); a trace the twin cannot
- * run on (no allocs) keeps the blocks its events leave live (put_segments). */
+ * run on (its device does not open) keeps the blocks its events leave live (put_segments). */
 static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *traces, size_t n) {
     hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
     if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
@@ -506,7 +506,8 @@ static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *trace
     size_t total = 0, base = 0;
     for (size_t d = 0; d < n && !s; d++) {
         const hbmi_torch_segs *x = traces[d]->torch_segs_;
-        if (!x) s = hbmi_torch_twin_end_state(traces[d], &own[d]);
+        if (!x && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
+            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
         x = x ? x : own[d];
         total += x ? x->n : 0;
     }
