@@ -42,6 +42,8 @@ void hbmi_torch_segs_free(hbmi_torch_segs *x) {
     hbmi_free(x->xoff);
     hbmi_free(x->runs);
     hbmi_free(x->marks);
+    hbmi_free(x->twin_addr);
+    hbmi_free(x->twin_seg);
     hbmi_free(x);
 }
 

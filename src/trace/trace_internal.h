@@ -169,6 +169,16 @@ typedef struct hbmi_torch_segs {
         char action[48];
     } *marks;
     size_t nmarks, marks_cap;
+    /* From the twin (hbmi_torch_twin_end_state): where it placed each alloc event of the
+     * trace (twin_addr[i], 0: not placed), and its segment events, each made while it ran
+     * event pos (written before it). */
+    uint64_t *twin_addr;
+    struct hbmi_tsegev {
+        size_t pos;
+        uint8_t kind; /* HBM_EV_SEGMENT_* */
+        uint64_t addr, size, stream;
+    } *twin_seg;
+    size_t ntwin_seg, twin_seg_cap;
 } hbmi_torch_segs;
 void hbmi_torch_segs_free(hbmi_torch_segs *x);
 /* The PyTorch allocator twin run on t (its allocs and frees, under the settings it was

@@ -286,7 +286,21 @@ static void put_mark(hbmi_buf *b, memo *m, const hbm_trace *t, const hbmi_torch_
 }
 
 /* The history of one device: its events from history_start on, as PyTorch names them. */
-static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed) {
+/* A segment event of the twin (tw), at the time of event pos. */
+static void put_twin_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const struct hbmi_tsegev *g) {
+    static const char *action[] = {"", "", "", "", "segment_alloc", "segment_free", "", "", "segment_map", "segment_unmap"};
+    hbmi_buf_put(b, "}(", 2);
+    m_str(b, m, "action");
+    m_str(b, m, action[g->kind < 10 ? g->kind : 0]);
+    m_uint(b, m, "addr", g->addr);
+    m_uint(b, m, "size", g->size);
+    m_uint(b, m, "stream", g->stream);
+    if (t->has_time) m_uint(b, m, "time_us", (g->pos < t->count ? t->events[g->pos].time_ns : 0) / 1000);
+    frames(b, m, t, 0, 0);
+    hbmi_buf_byte(b, 'u');
+}
+
+static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed, const hbmi_torch_segs *tw) {
     static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
                                    "free_requested", "", "segment_map", "segment_unmap"};
     hbmi_map live; /* addr -> event index of the live alloc (for the sizes and frames of frees) */
@@ -294,7 +308,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
     hbm_status s = HBM_OK;
     size_t written = 0;
     const hbmi_torch_segs *x = t->torch_segs_;
-    size_t mk = 0, run = 0;
+    size_t mk = 0, run = 0, tseg = 0;
     uint32_t xid = 0;
     hbmi_buf_put(b, "](", 2);
     for (size_t i = 0; i < t->count && !s; i++) {
@@ -302,17 +316,26 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         for (; x && mk < x->nmarks && x->marks[mk].pos <= i; mk++) /* other actions before it */
             if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
         for (; x && run < x->nruns && x->runs[2 * run] <= i; run++) xid = (uint32_t)x->runs[2 * run + 1];
+        /* the twin's segment events made for this event, before it (the trace's own are
+         * another allocator's: left out) */
+        for (; tw && tseg < tw->ntwin_seg && tw->twin_seg[tseg].pos <= i; tseg++)
+            if (i >= t->history_start) put_twin_segment(b, m, t, &tw->twin_seg[tseg]);
         if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_SEGMENT_UNMAP || e->kind == HBM_EV_SYNC) continue;
-        uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j;
+        if (tw && (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_MAP ||
+                   e->kind == HBM_EV_SEGMENT_UNMAP))
+            continue;
+        uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j, addr = e->addr;
         uint32_t tag = e->tag, bt = e->backtrace;
         if (e->kind == HBM_EV_ALLOC) {
             size = e->requested ? e->requested : e->size;
             s = hbmi_map_put(&live, key, i);
+            if (tw && tw->twin_addr[i]) addr = tw->twin_addr[i]; /* where PyTorch put it */
         } else if (e->kind == HBM_EV_FREE || e->kind == HBM_EV_FREE_REQUESTED) {
             /* memory_viz matches frees to allocs by address and wants the size and frames */
             int found = e->kind == HBM_EV_FREE ? hbmi_map_del(&live, key, &j) : hbmi_map_get(&live, key, &j);
             if (found) {
                 const hbm_trace_event *a = &t->events[j];
+                if (tw && tw->twin_addr[j]) addr = tw->twin_addr[j];
                 size = a->requested ? a->requested : a->size;
                 if (!tag) tag = a->tag;
                 if (!bt) bt = a->backtrace;
@@ -328,7 +351,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         hbmi_buf_put(b, "}(", 2);
         m_str(b, m, "action");
         m_str(b, m, action[e->kind]);
-        m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
+        m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : addr);
         m_uint(b, m, "size", size);
         m_uint(b, m, "stream", e->stream);
         if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->torch_segs_ ? (uint64_t)t->torch_segs_->t0_us : 0));
@@ -340,6 +363,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
     }
     for (; !s && x && mk < x->nmarks; mk++)
         if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
+    for (; !s && tw && tseg < tw->ntwin_seg; tseg++) put_twin_segment(b, m, t, &tw->twin_seg[tseg]);
     hbmi_buf_byte(b, 'e');
     hbmi_map_destroy(&live);
     return s;
@@ -499,16 +523,12 @@ static int ref_cmp(const void *a, const void *b) {
 /* "segments": each trace's allocator end state (a snapshot's as read, in the file's order;
  * else the PyTorch allocator twin's, hbmi_torch_twin_end_state); a trace the twin cannot
  * run on (its device does not open) keeps the blocks its events leave live (put_segments). */
-static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *traces, size_t n) {
-    hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
-    if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *traces, size_t n,
+                                   hbmi_torch_segs *const *own) {
     hbm_status s = HBM_OK;
     size_t total = 0, base = 0;
-    for (size_t d = 0; d < n && !s; d++) {
-        const hbmi_torch_segs *x = traces[d]->torch_segs_;
-        if (!x && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
-            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
-        x = x ? x : own[d];
+    for (size_t d = 0; d < n; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
         total += x ? x->n : 0;
     }
     seg_ref *r = s ? NULL : hbmi_malloc((total + 1) * sizeof *r);
@@ -531,8 +551,6 @@ static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *trace
         m->device = d;
         s = put_segments(b, m, traces[d], addressed_segments(traces[d]));
     }
-    for (size_t d = 0; d < n; d++) hbmi_torch_segs_free(own[d]);
-    hbmi_free(own);
     hbmi_free(r);
     return s;
 }
@@ -543,6 +561,12 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     memo m = {0};
     hbmi_map_init(&m.idx);
     hbm_status s = HBM_OK;
+    /* traces that are not snapshots: the PyTorch allocator twin's run on them */
+    hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
+    if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    for (size_t d = 0; d < n && !s; d++)
+        if (!traces[d]->torch_segs_ && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
+            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     int maxdev = 0;
     for (size_t d = 0; d < n; d++) {
         const hbmi_torch_segs *x = traces[d]->torch_segs_;
@@ -555,8 +579,10 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     hbmi_buf_put(&b, "](", 2); /* one list per device index, in order */
     for (int dv = 0; dv <= maxdev && !s; dv++) {
         const hbm_trace *t = NULL;
+        const hbmi_torch_segs *tw = NULL;
         for (size_t d = 0; d < n; d++)
-            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d], m.device = d;
+            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0))
+                t = traces[d], m.device = d, tw = own[d];
         if (!t) { /* a device without a trace: the other entries kept of it, if any */
             hbmi_buf_put(&b, "](", 2);
             for (size_t d = 0; d < n; d++) {
@@ -569,12 +595,12 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
             continue;
         }
         int addressed = addressed_segments(t);
-        s = put_history(&b, &m, t, addressed);
+        s = put_history(&b, &m, t, addressed, tw);
     }
     hbmi_buf_byte(&b, 'e');
     hbmi_pk_str(&b, "segments");
     hbmi_buf_put(&b, "](", 2);
-    if (!s) s = put_all_segments(&b, &m, traces, n);
+    if (!s) s = put_all_segments(&b, &m, traces, n, own);
     hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
     /* the keys the snapshot had, as it had them; else the settings hbm knows */
     if (!s && traces[0]->torch_keys_) hbmi_buf_put(&b, traces[0]->torch_keys_, traces[0]->torch_keys_n_);
@@ -584,6 +610,8 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);
     hbmi_map_destroy(&m.idx);
+    for (size_t d = 0; d < n; d++) hbmi_torch_segs_free(own[d]);
+    hbmi_free(own);
     return s;
 }
 

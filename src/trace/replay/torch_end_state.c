@@ -63,6 +63,23 @@ oom:
     return 1;
 }
 
+typedef struct seg_ctx {
+    hbmi_torch_segs *x;
+    size_t pos; /* the event being replayed */
+    int oom;
+} seg_ctx;
+
+static void on_segment(void *user, int kind, uint64_t addr, uint64_t size, uint64_t stream, uint64_t seg) {
+    seg_ctx *c = user;
+    hbmi_torch_segs *x = c->x;
+    (void)seg;
+    if (c->oom || hbmi_grow((void **)&x->twin_seg, &x->twin_seg_cap, x->ntwin_seg + 1, sizeof *x->twin_seg)) {
+        c->oom = 1;
+        return;
+    }
+    x->twin_seg[x->ntwin_seg++] = (struct hbmi_tsegev){c->pos, (uint8_t)kind, addr, size, stream};
+}
+
 hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbmi_torch_twin_end_state: NULL argument");
     *out = NULL;
@@ -80,9 +97,15 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
     if (!s && !x) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     if (!s) s = hbm_device_open(spec, &dev);
     if (!s) s = hbm_allocator_open(dev, config, &a);
+    if (!s && !hbmi_torch_is(a)) s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy", config);
+    if (!s && !(x->twin_addr = hbmi_calloc(t->count + 1, sizeof *x->twin_addr)))
+        s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
+    seg_ctx sc = {.x = x};
+    if (!s) hbmi_torch_set_event_fn(a->self, on_segment, &sc);
     int quiet = hbmi_oom_quiet_set(1); /* an allocation the device cannot hold is left out, silently */
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
+        sc.pos = i;
         uint64_t key = e->addr == UINT64_MAX ? 0 : e->addr, addr;
         if (e->kind == HBM_EV_ALLOC) {
             uint64_t size = e->requested ? e->requested : e->size;
@@ -92,6 +115,7 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
             if (as == HBM_ERR_OOM) continue;
             s = as;
             if (!s && !(s = hbmi_map_put(&live, key, addr + 1))) s = hbmi_map_put(&at, addr, i);
+            x->twin_addr[i] = addr;
         } else if (e->kind == HBM_EV_FREE || e->kind == HBM_EV_FREE_REQUESTED) {
             if (!hbmi_map_get(&live, key, &addr)) continue;
             if (e->kind == HBM_EV_FREE_REQUESTED) {
@@ -105,6 +129,8 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
         }
     }
     hbmi_oom_quiet_set(quiet);
+    if (a && hbmi_torch_is(a)) hbmi_torch_set_event_fn(a->self, NULL, NULL);
+    if (!s && sc.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     walk_ctx c = {.t = t, .x = x, .at = &at, .pending = &pending};
     if (!s) s = hbm_allocator_walk(a, on_block, &c);
     if (!s) s = c.err;
