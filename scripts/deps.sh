@@ -8,7 +8,7 @@
 #   test: also what some tests use (pkg-config, python3 with pytest and venv, zlib's headers
 #         for gzip'd inputs, Debian's chromium for the HTML test); those tests skip, saying
 #         why, where it is missing. Then the project's Python environment build-py/venv
-#         (HBM_VENV), with JAX, libtpu, flax, optax, dask and pytest at the versions of
+#         (HBM_VENV), with JAX, libtpu, flax, optax, dask, pytest and PyTorch (CPU) at the versions of
 #         python/requirements-test.txt, from the package index; a stamp of that file's hash
 #         makes a second run do nothing, and an index that cannot be reached is a note (the
 #         tests that need JAX then skip). `make run` needs none of it.

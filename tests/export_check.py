@@ -116,9 +116,8 @@ def main():
     assert sum(1 for e in tr if e["action"] == "oom") == want["ooms"]
     for e in tr:
         assert set(e) >= {"action", "addr", "size", "stream", "time_us", "frames"}, e
-    assert len(snap["segments"]) == want["live_end"]
-    for s in snap["segments"]:
-        assert s["blocks"][0]["state"] == "active_allocated"
+    # a snapshot's "segments" are written back as read: the input's are empty
+    assert snap["segments"] == [], snap["segments"][:1]
     rows = list(csv.reader(open(sys.argv[5])))
     assert rows[0] == ["id", "lower", "upper", "size"], rows[0]
     assert len(rows) - 1 == want["buffers"], (len(rows), want)

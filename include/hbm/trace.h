@@ -108,6 +108,9 @@ typedef struct hbm_trace {
     unsigned char *torch_keys_;
     size_t torch_keys_n_;
     int torch_settings_kept_;
+    /* A snapshot's "segments" of this device with their blocks, as read (for the torch
+     * export); NULL for other sources. */
+    struct hbmi_torch_segs *torch_segs_;
 } hbm_trace;
 
 HBM_API hbm_status hbm_trace_new(hbm_trace **out);

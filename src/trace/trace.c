@@ -7,6 +7,7 @@
 #include "hbm/plan.h"
 #include "hbm/trace.h"
 #include "timeline/timeline_internal.h"
+#include "trace/trace_internal.h"
 
 const char *hbm_event_kind_str(hbm_event_kind k) {
     switch (k) {
@@ -33,6 +34,19 @@ hbm_status hbm_trace_new(hbm_trace **out) {
     return HBM_OK;
 }
 
+void hbmi_torch_segs_free(hbmi_torch_segs *x) {
+    if (!x) return;
+    hbmi_free(x->s);
+    hbmi_free(x->b);
+    hbmi_free(x->xb);
+    hbmi_free(x->xoff);
+    hbmi_free(x->runs);
+    hbmi_free(x->marks);
+    hbmi_free(x->twin_addr);
+    hbmi_free(x->twin_seg);
+    hbmi_free(x);
+}
+
 void hbm_trace_free(hbm_trace *t) {
     if (!t) return;
     hbm_trace_free_all(t->others, t->n_others);
@@ -42,6 +56,7 @@ void hbm_trace_free(hbm_trace *t) {
     hbmi_free(t->bt_index_);
     hbmi_free(t->step_names_);
     hbmi_free(t->torch_keys_);
+    hbmi_torch_segs_free(t->torch_segs_);
     hbmi_free(t);
 }
 

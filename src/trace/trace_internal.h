@@ -131,6 +131,72 @@ hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
 hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_input *in,
                                 hbm_trace ***out, size_t *n);
 
+/* A PyTorch allocator's end state as a snapshot's "segments" holds it: each segment with
+ * its blocks in address order, as read (a snapshot) or as the PyTorch allocator twin left
+ * them (any other trace). The torch export writes it back (hbm_trace.torch_segs_). */
+enum { HBMI_TBLK_INACTIVE, HBMI_TBLK_ALLOCATED, HBMI_TBLK_PENDING_FREE };
+typedef struct hbmi_tblock {
+    uint64_t addr, size, requested; /* size as the allocator held it */
+    uint32_t backtrace;             /* its "frames" (hbm_trace_backtrace), 0 = [] */
+    uint32_t tag;                   /* without a backtrace: the tag's frame (hbm_trace_tag) */
+    uint8_t state;                  /* HBMI_TBLK_* */
+} hbmi_tblock;
+/* keys a segment had (written back only when it had them) */
+enum { HBMI_TSEG_DEVICE = 1, HBMI_TSEG_SIZES = 2, HBMI_TSEG_TYPE = 4, HBMI_TSEG_POOL = 8, HBMI_TSEG_EXPANDABLE = 16,
+       HBMI_TSEG_FRAMES = 32 };
+typedef struct hbmi_tseg {
+    uint64_t addr, total, allocated, active, requested, stream;
+    int64_t pool[2];     /* segment_pool_id */
+    size_t order;        /* its place in the snapshot's list (all devices) */
+    size_t first, n;     /* its blocks: hbmi_torch_segs.b[first .. first + n) */
+    uint32_t backtrace;  /* the segment's "frames" */
+    int device;
+    uint8_t small;       /* segment_type "small" (else "large") */
+    uint8_t expandable;
+    uint8_t keys;        /* HBMI_TSEG_* */
+} hbmi_tseg;
+typedef struct hbmi_torch_segs {
+    hbmi_tseg *s;
+    size_t n, cap;
+    hbmi_tblock *b;
+    size_t nb, capb;
+    int64_t t0_us; /* the snapshot's first time_us (its times are kept from it), else 0 */
+    /* The history entries' keys hbm does not read ("compile_context", ...): set id (1..nx)
+     * -> pickle opcodes of its key, value pairs, xb[xoff[id - 1], xoff[id]); runs[i] = the
+     * first event (index in the trace) of a run whose entries have set id runs[i + 1]. */
+    unsigned char *xb;
+    size_t *xoff, nx;
+    uint64_t *runs;
+    size_t nruns, runs_cap; /* runs: 2 * nruns values */
+    /* Entries of other actions ("snapshot" markers, ...), not events of the trace: each
+     * written back before event pos (device: -1 = this trace's; else the index of a device
+     * without a trace of its own, whose list holds only such entries). */
+    struct hbmi_tmark {
+        size_t pos;
+        int device;
+        int has_frames;
+        int64_t time_us; /* as read; -1 none */
+        uint64_t addr, size, stream;
+        uint32_t backtrace, xid;
+        char action[48];
+    } *marks;
+    size_t nmarks, marks_cap;
+    /* From the twin (hbmi_torch_twin_end_state): where it placed each alloc event of the
+     * trace (twin_addr[i], 0: not placed), and its segment events, each made while it ran
+     * event pos (written before it). */
+    uint64_t *twin_addr;
+    struct hbmi_tsegev {
+        size_t pos;
+        uint8_t kind; /* HBM_EV_SEGMENT_* */
+        uint64_t addr, size, stream;
+    } *twin_seg;
+    size_t ntwin_seg, twin_seg_cap;
+} hbmi_torch_segs;
+void hbmi_torch_segs_free(hbmi_torch_segs *x);
+/* The PyTorch allocator twin run on t (its allocs and frees, under the settings it was
+ * recorded with): its segments and blocks at the end, into *out (owned by the caller). */
+hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out);
+
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
 

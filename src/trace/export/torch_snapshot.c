@@ -52,14 +52,22 @@ static void kv_str(hbmi_buf *b, const char *k, const char *v) {
 }
 
 static void frame(hbmi_buf *b, const hbm_tag *tg) {
+    /* keys in PyTorch's order: name, filename, line; the name whole (C++ frames' are long) */
+    const char *fn = tg->op_name ? tg->op_name : (tg->label ? tg->label : "?");
+    size_t nf = strlen(fn), ns = tg->shape ? strlen(tg->shape) : 0;
+    unsigned char h[5] = {'X'}; /* BINUNICODE: "op shape" */
     hbmi_buf_put(b, "}(", 2);
+    hbmi_pk_str(b, "name");
+    hbmi_put32(h + 1, (uint32_t)(nf + (ns ? ns + 1 : 0)));
+    hbmi_buf_put(b, h, 5);
+    hbmi_buf_put(b, fn, nf);
+    if (ns) {
+        hbmi_buf_byte(b, ' ');
+        hbmi_buf_put(b, tg->shape, ns);
+    }
     kv_str(b, "filename", tg->source_file ? tg->source_file : "??");
     hbmi_pk_str(b, "line");
     hbmi_pk_int(b, tg->source_line);
-    char name[512];
-    snprintf(name, sizeof name, "%s%s%s", tg->op_name ? tg->op_name : (tg->label ? tg->label : "?"),
-             tg->shape ? " " : "", tg->shape ? tg->shape : "");
-    kv_str(b, "name", name);
     hbmi_buf_byte(b, 'u'); /* SETITEMS */
 }
 
@@ -212,28 +220,122 @@ static void put_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const seg *sg,
     hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
 }
 
+/* A segment of an allocator's end state (hbmi_torch_segs) with its blocks, each as the
+ * allocator held it: size, state, requested_size, frames; the segment's keys as it had them. */
+static void put_kept_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const hbmi_torch_segs *x, const hbmi_tseg *g) {
+    static const char *state[] = {"inactive", "active_allocated", "active_pending_free"};
+    hbmi_buf_put(b, "}(", 2);
+    if (g->keys & HBMI_TSEG_DEVICE) m_uint(b, m, "device", (uint64_t)g->device);
+    m_uint(b, m, "address", g->addr);
+    m_uint(b, m, "total_size", g->total);
+    if (g->keys & HBMI_TSEG_SIZES) {
+        m_uint(b, m, "allocated_size", g->allocated);
+        m_uint(b, m, "active_size", g->active);
+        m_uint(b, m, "requested_size", g->requested);
+    }
+    m_uint(b, m, "stream", g->stream);
+    if (g->keys & HBMI_TSEG_TYPE) {
+        m_str(b, m, "segment_type");
+        m_str(b, m, g->small ? "small" : "large");
+    }
+    if (g->keys & HBMI_TSEG_POOL) {
+        m_str(b, m, "segment_pool_id");
+        hbmi_buf_byte(b, '(');
+        hbmi_pk_int(b, g->pool[0]);
+        hbmi_pk_int(b, g->pool[1]);
+        hbmi_buf_byte(b, 't'); /* TUPLE */
+    }
+    if (g->keys & HBMI_TSEG_EXPANDABLE) {
+        m_str(b, m, "is_expandable");
+        hbmi_buf_byte(b, g->expandable ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
+    }
+    if (g->keys & HBMI_TSEG_FRAMES) frames(b, m, t, 0, g->backtrace);
+    m_str(b, m, "blocks");
+    hbmi_buf_put(b, "](", 2);
+    for (size_t k = g->first; k < g->first + g->n; k++) {
+        const hbmi_tblock *bl = &x->b[k];
+        hbmi_buf_put(b, "}(", 2);
+        m_uint(b, m, "address", bl->addr);
+        m_uint(b, m, "size", bl->size);
+        m_uint(b, m, "requested_size", bl->requested);
+        m_str(b, m, "state");
+        m_str(b, m, state[bl->state <= HBMI_TBLK_PENDING_FREE ? bl->state : 0]);
+        frames(b, m, t, bl->tag, bl->backtrace);
+        hbmi_buf_byte(b, 'u');
+    }
+    hbmi_buf_put(b, "eu", 2); /* blocks APPENDS, segment SETITEMS */
+}
+
+/* An entry's other keys as read (set id of hbmi_torch_segs), written before "frames". */
+static void put_extras(hbmi_buf *b, const hbmi_torch_segs *x, uint32_t id) {
+    if (x && id && id <= x->nx) hbmi_buf_put(b, x->xb + x->xoff[id - 1], x->xoff[id] - x->xoff[id - 1]);
+}
+
+/* An entry of another action ("snapshot", ...) as read. */
+static void put_mark(hbmi_buf *b, memo *m, const hbm_trace *t, const hbmi_torch_segs *x, const struct hbmi_tmark *mk) {
+    hbmi_buf_put(b, "}(", 2);
+    m_str(b, m, "action");
+    hbmi_pk_str(b, mk->action);
+    m_uint(b, m, "addr", mk->addr);
+    m_uint(b, m, "size", mk->size);
+    m_uint(b, m, "stream", mk->stream);
+    if (mk->time_us >= 0) m_uint(b, m, "time_us", (uint64_t)mk->time_us);
+    put_extras(b, x, mk->xid);
+    if (mk->has_frames) frames(b, m, t, 0, mk->backtrace);
+    hbmi_buf_byte(b, 'u');
+}
+
 /* The history of one device: its events from history_start on, as PyTorch names them. */
-static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed) {
+/* A segment event of the twin (tw), at the time of event pos. */
+static void put_twin_segment(hbmi_buf *b, memo *m, const hbm_trace *t, const struct hbmi_tsegev *g) {
+    static const char *action[] = {"", "", "", "", "segment_alloc", "segment_free", "", "", "segment_map", "segment_unmap"};
+    hbmi_buf_put(b, "}(", 2);
+    m_str(b, m, "action");
+    m_str(b, m, action[g->kind < 10 ? g->kind : 0]);
+    m_uint(b, m, "addr", g->addr);
+    m_uint(b, m, "size", g->size);
+    m_uint(b, m, "stream", g->stream);
+    if (t->has_time) m_uint(b, m, "time_us", (g->pos < t->count ? t->events[g->pos].time_ns : 0) / 1000);
+    frames(b, m, t, 0, 0);
+    hbmi_buf_byte(b, 'u');
+}
+
+static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addressed, const hbmi_torch_segs *tw) {
     static const char *action[] = {"", "alloc", "free_completed", "oom", "segment_alloc", "segment_free",
                                    "free_requested", "", "segment_map", "segment_unmap"};
     hbmi_map live; /* addr -> event index of the live alloc (for the sizes and frames of frees) */
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
     size_t written = 0;
+    const hbmi_torch_segs *x = t->torch_segs_;
+    size_t mk = 0, run = 0, tseg = 0;
+    uint32_t xid = 0;
     hbmi_buf_put(b, "](", 2);
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
+        for (; x && mk < x->nmarks && x->marks[mk].pos <= i; mk++) /* other actions before it */
+            if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
+        for (; x && run < x->nruns && x->runs[2 * run] <= i; run++) xid = (uint32_t)x->runs[2 * run + 1];
+        /* the twin's segment events made for this event, before it (the trace's own are
+         * another allocator's: left out) */
+        for (; tw && tseg < tw->ntwin_seg && tw->twin_seg[tseg].pos <= i; tseg++)
+            if (i >= t->history_start) put_twin_segment(b, m, t, &tw->twin_seg[tseg]);
         if (e->kind < HBM_EV_ALLOC || e->kind > HBM_EV_SEGMENT_UNMAP || e->kind == HBM_EV_SYNC) continue;
-        uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j;
+        if (tw && (e->kind == HBM_EV_SEGMENT_ALLOC || e->kind == HBM_EV_SEGMENT_FREE || e->kind == HBM_EV_SEGMENT_MAP ||
+                   e->kind == HBM_EV_SEGMENT_UNMAP))
+            continue;
+        uint64_t size = e->size, key = e->addr == UINT64_MAX ? 0 : e->addr, j, addr = e->addr;
         uint32_t tag = e->tag, bt = e->backtrace;
         if (e->kind == HBM_EV_ALLOC) {
             size = e->requested ? e->requested : e->size;
             s = hbmi_map_put(&live, key, i);
+            if (tw && tw->twin_addr[i]) addr = tw->twin_addr[i]; /* where PyTorch put it */
         } else if (e->kind == HBM_EV_FREE || e->kind == HBM_EV_FREE_REQUESTED) {
             /* memory_viz matches frees to allocs by address and wants the size and frames */
             int found = e->kind == HBM_EV_FREE ? hbmi_map_del(&live, key, &j) : hbmi_map_get(&live, key, &j);
             if (found) {
                 const hbm_trace_event *a = &t->events[j];
+                if (tw && tw->twin_addr[j]) addr = tw->twin_addr[j];
                 size = a->requested ? a->requested : a->size;
                 if (!tag) tag = a->tag;
                 if (!bt) bt = a->backtrace;
@@ -249,15 +351,19 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         hbmi_buf_put(b, "}(", 2);
         m_str(b, m, "action");
         m_str(b, m, action[e->kind]);
-        m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : e->addr);
+        m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : addr);
         m_uint(b, m, "size", size);
         m_uint(b, m, "stream", e->stream);
-        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000);
+        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->torch_segs_ ? (uint64_t)t->torch_segs_->t0_us : 0));
         if (e->kind == HBM_EV_OOM) m_uint(b, m, "device_free", e->size);
+        put_extras(b, x, xid);
         frames(b, m, t, tag, bt);
         hbmi_buf_byte(b, 'u');
         if (++written % 1000 == 0) hbmi_buf_put(b, "e(", 2); /* APPENDS in batches, as Python's pickler */
     }
+    for (; !s && x && mk < x->nmarks; mk++)
+        if (x->marks[mk].device < 0) put_mark(b, m, t, x, &x->marks[mk]);
+    for (; !s && tw && tseg < tw->ntwin_seg; tseg++) put_twin_segment(b, m, t, &tw->twin_seg[tseg]);
     hbmi_buf_byte(b, 'e');
     hbmi_map_destroy(&live);
     return s;
@@ -404,38 +510,97 @@ static int addressed_segments(const hbm_trace *t) {
     return 0;
 }
 
+typedef struct seg_ref {
+    size_t order, d, k; /* place in the file, trace, segment of its hbmi_torch_segs */
+} seg_ref;
+
+static int ref_cmp(const void *a, const void *b) {
+    const seg_ref *x = a, *y = b;
+    if (x->order != y->order) return (x->order > y->order) - (x->order < y->order);
+    return (x->d > y->d) - (x->d < y->d);
+}
+
+/* "segments": each trace's allocator end state (a snapshot's as read, in the file's order;
+ * else the PyTorch allocator twin's, hbmi_torch_twin_end_state); a trace the twin cannot
+ * run on (its device does not open) keeps the blocks its events leave live (put_segments). */
+static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *traces, size_t n,
+                                   hbmi_torch_segs *const *own) {
+    hbm_status s = HBM_OK;
+    size_t total = 0, base = 0;
+    for (size_t d = 0; d < n; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
+        total += x ? x->n : 0;
+    }
+    seg_ref *r = s ? NULL : hbmi_malloc((total + 1) * sizeof *r);
+    if (!s && !r) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    size_t nr = 0;
+    for (size_t d = 0; d < n && !s; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
+        for (size_t k = 0; x && k < x->n; k++)
+            r[nr++] = (seg_ref){traces[d]->torch_segs_ ? x->s[k].order : base + k, d, k};
+        if (!traces[d]->torch_segs_ && x) base += x->n;
+    }
+    if (!s) hbmi_qsort(r, nr, sizeof *r, ref_cmp);
+    for (size_t i = 0; i < nr && !s; i++) {
+        const hbmi_torch_segs *x = traces[r[i].d]->torch_segs_ ? traces[r[i].d]->torch_segs_ : own[r[i].d];
+        m->device = r[i].d;
+        put_kept_segment(b, m, traces[r[i].d], x, &x->s[r[i].k]);
+    }
+    for (size_t d = 0; d < n && !s; d++) { /* traces without an end state: their live blocks */
+        if (traces[d]->torch_segs_ || own[d]) continue;
+        m->device = d;
+        s = put_segments(b, m, traces[d], addressed_segments(traces[d]));
+    }
+    hbmi_free(r);
+    return s;
+}
+
 hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
     hbmi_buf b = {0};
     memo m = {0};
     hbmi_map_init(&m.idx);
     hbm_status s = HBM_OK;
+    /* traces that are not snapshots: the PyTorch allocator twin's run on them */
+    hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
+    if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
+    for (size_t d = 0; d < n && !s; d++)
+        if (!traces[d]->torch_segs_ && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
+            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     int maxdev = 0;
-    for (size_t d = 0; d < n; d++)
+    for (size_t d = 0; d < n; d++) {
+        const hbmi_torch_segs *x = traces[d]->torch_segs_;
         if (traces[d]->device_index > maxdev) maxdev = traces[d]->device_index;
+        for (size_t k = 0; x && k < x->nmarks; k++)
+            if (x->marks[k].device > maxdev) maxdev = x->marks[k].device;
+    }
     hbmi_buf_put(&b, "\x80\x02}(", 4); /* PROTO 2, EMPTY_DICT, MARK */
     hbmi_pk_str(&b, "device_traces");
     hbmi_buf_put(&b, "](", 2); /* one list per device index, in order */
     for (int dv = 0; dv <= maxdev && !s; dv++) {
         const hbm_trace *t = NULL;
+        const hbmi_torch_segs *tw = NULL;
         for (size_t d = 0; d < n; d++)
-            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0)) t = traces[d], m.device = d;
-        if (!t) {
-            hbmi_buf_byte(&b, ']');
+            if (traces[d]->device_index == dv || (n == 1 && traces[d]->device_index < 0))
+                t = traces[d], m.device = d, tw = own[d];
+        if (!t) { /* a device without a trace: the other entries kept of it, if any */
+            hbmi_buf_put(&b, "](", 2);
+            for (size_t d = 0; d < n; d++) {
+                const hbmi_torch_segs *x = traces[d]->torch_segs_;
+                m.device = d;
+                for (size_t k = 0; x && k < x->nmarks; k++)
+                    if (x->marks[k].device == dv) put_mark(&b, &m, traces[d], x, &x->marks[k]);
+            }
+            hbmi_buf_byte(&b, 'e');
             continue;
         }
         int addressed = addressed_segments(t);
-        s = put_history(&b, &m, t, addressed);
+        s = put_history(&b, &m, t, addressed, tw);
     }
     hbmi_buf_byte(&b, 'e');
     hbmi_pk_str(&b, "segments");
     hbmi_buf_put(&b, "](", 2);
-    for (size_t d = 0; d < n && !s; d++) {
-        const hbm_trace *t = traces[d];
-        int addressed = addressed_segments(t);
-        m.device = d;
-        s = put_segments(&b, &m, t, addressed);
-    }
+    if (!s) s = put_all_segments(&b, &m, traces, n, own);
     hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
     /* the keys the snapshot had, as it had them; else the settings hbm knows */
     if (!s && traces[0]->torch_keys_) hbmi_buf_put(&b, traces[0]->torch_keys_, traces[0]->torch_keys_n_);
@@ -445,6 +610,8 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);
     hbmi_map_destroy(&m.idx);
+    for (size_t d = 0; d < n; d++) hbmi_torch_segs_free(own[d]);
+    hbmi_free(own);
     return s;
 }
 

@@ -19,7 +19,7 @@ struct hbm_memprof {
     int from_file;
     char *buf;        /* the file's bytes (map.data) */
     size_t len;
-    hbmi_mapped map;  /* a file mapped, or read (small files, gzip); open_mem: a copy */
+    hbmi_input map;   /* a file mapped, or read (small files, gzip); open_mem: a copy */
     hbmi_arena arena; /* strings, active allocations */
     hbm_memprof_event *ev; /* each allocator's events in time order (after reading) */
     size_t nev, evcap;

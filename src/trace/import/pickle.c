@@ -592,6 +592,9 @@ static int entry_fast(pk *k, hbm_status *st) {
     if (q >= len || p[q++] != '(') return 0;
     hbm_trace_event r = {.time_ns = UINT64_MAX}; /* time_us -1: none */
     hbmi_pv *frames = NULL;
+    const hbmi_pv *actv = NULL, *xp[8]; /* the action; other keys' (key, value) pairs, kept for the export */
+    hbmi_pv xtmp[4];                   /* their values written inline */
+    size_t nxp = 0;
     unsigned seen = 0;
     while (q < len && p[q] != 'u') {
         hbmi_pv *key = read_at(k, &q), *v;
@@ -599,26 +602,34 @@ static int entry_fast(pk *k, hbm_status *st) {
         if (f < 0 || (f < F_OTHER && (seen >> f & 1)) || q >= len) return 0;
         seen |= 1u << f;
         int64_t x = 0;
-        if (f == F_OTHER) { /* skipped: a plain value not stored for reading back */
+        if (f == F_OTHER) { /* a plain value not stored for reading back: kept for the export */
+            hbmi_pv *t = nxp < 8 ? &xtmp[nxp / 2] : NULL, *val = t;
+            if (t) memset(t, 0, sizeof *t);
             if (p[q] == 'h' || p[q] == 'j') {
-                if (!read_at(k, &q)) return 0;
+                if (!(val = read_at(k, &q))) return 0;
             } else if (p[q] == 'N' || p[q] == 0x88 || p[q] == 0x89) {
+                if (t) t->type = p[q] == 'N' ? PV_NONE : PV_BOOL, t->i = p[q] == 0x88;
                 q++;
             } else if (p[q] == 0x8c || p[q] == 'X') {
                 size_t w = p[q] == 0x8c ? 1 : 4;
                 if (len - q - 1 < w) return 0;
                 size_t n = (size_t)le(p + q + 1, (int)w);
                 if (n > len - q - 1 - w) return 0;
+                if (t) t->type = PV_STR, t->s = (char *)(p + q + 1 + w), t->len = n;
                 q += 1 + w + n;
                 if (put_at(k, &q, top) != SIZE_MAX) return 0;
             } else if (!int_at(k, &q, &x)) {
                 return 0;
+            } else if (t) {
+                t->type = PV_INT, t->i = x;
             }
+            if (nxp < 8) xp[nxp++] = key, xp[nxp++] = val;
             continue;
         }
         if (f == F_ACTION) {
             if (!(v = read_at(k, &q)) || v->type != PV_STR) return 0;
             r.kind = hbmi_pv_action_kind(k->pool, v);
+            actv = v;
         } else if (f == F_FRAMES) {
             if (p[q] == ']') {
                 size_t end;
@@ -639,6 +650,8 @@ static int entry_fast(pk *k, hbm_status *st) {
         if (f == F_DFREE) r.requested = (uint64_t)x;
     }
     if (q >= len || !(seen >> F_ACTION & 1)) return 0;
+    if (nxp && (r.thread = hbmi_pv_extra(k->pool, xp, nxp / 2)) == UINT32_MAX) return *st = nomem(), 1;
+    if (!r.kind) r.requested = hbmi_pv_other_action(k->pool, actv, seen >> F_FRAMES & 1);
     if (frames && frames->n) {
         hbmi_pv *kept = hbmi_pv_keep_stack_index(k->pool, frames, &r.backtrace);
         if (!kept) return *st = nomem(), 1;

@@ -67,6 +67,9 @@ void hbmi_pvpool_free(hbmi_pvpool *p) {
     hbmi_free(p->kept);
     hbmi_free(p->staged);
     hbmi_free(p->work);
+    hbmi_free(p->xb);
+    hbmi_free(p->xoff);
+    hbmi_map_destroy(&p->xids);
     memset(p, 0, sizeof *p);
 }
 
@@ -269,28 +272,116 @@ static int to_record(hbmi_pvpool *p, hbmi_pv *list, const hbmi_pv *d) {
     hbm_trace_event r = {0};
     const hbmi_pv *addr = NULL, *size = NULL, *stream = NULL, *time = NULL, *dfree = NULL;
     hbmi_pv *frames = NULL;
+    const hbmi_pv *actv = NULL, *xp[8]; /* other keys' (key, value) pairs, kept for the export */
+    size_t nxp = 0;
     int action = 0;
     for (size_t i = 0; i + 1 < d->n; i += 2) { /* the first of each key, as hbmi_pv_get */
         const hbmi_pv *k = d->items[i];
         hbmi_pv *v = d->items[i + 1];
         if (k->type != PV_STR) continue;
 #define KEY_(name, var) (k->len == sizeof name - 1 && !memcmp(k->s, name, sizeof name - 1) && !(var))
-        if (KEY_("action", action)) action = 1, r.kind = v->type == PV_STR ? action_kind(v) : 0;
+        if (KEY_("action", action)) action = 1, r.kind = v->type == PV_STR ? action_kind(v) : 0, actv = v;
         else if (KEY_("addr", addr)) addr = v;
         else if (KEY_("size", size)) size = v;
         else if (KEY_("stream", stream)) stream = v;
         else if (KEY_("time_us", time)) time = v;
         else if (KEY_("device_free", dfree)) dfree = v;
         else if (KEY_("frames", frames)) frames = v;
+        else if (nxp < 8) xp[nxp++] = k, xp[nxp++] = v;
 #undef KEY_
     }
+    if (nxp && (r.thread = hbmi_pv_extra(p, xp, nxp / 2)) == UINT32_MAX) return -1;
     num(&r, addr, 'a', &r.addr);
     num(&r, size, 's', &r.size);
     r.stream = (uint64_t)int_or(stream, 0);
     r.time_ns = (uint64_t)int_or(time, -1);
     if (!r.tag) r.requested = (uint64_t)int_or(dfree, 0);
+    if (!r.kind) r.requested = hbmi_pv_other_action(p, actv, frames != NULL);
     if (frames && frames->type == PV_LIST && frames->n && !hbmi_pv_keep_stack_index(p, frames, &r.backtrace)) return -1;
     return append_event(list, &r);
+}
+
+static int xput(hbmi_pvpool *p, const void *d, size_t n) {
+    if (hbmi_grow((void **)&p->xb, &p->xcap, p->xn + n, 1)) return -1;
+    memcpy(p->xb + p->xn, d, n);
+    p->xn += n;
+    return 0;
+}
+
+/* A str / int / bool / None value as pickle opcodes; 1 for another type, -1 out of memory. */
+static int xvalue(hbmi_pvpool *p, const hbmi_pv *v) {
+    unsigned char h[10];
+    switch (v ? v->type : PV_FREE_) {
+    case PV_NONE: return xput(p, "N", 1);
+    case PV_BOOL: h[0] = v->i ? 0x88 : 0x89; return xput(p, h, 1);
+    case PV_INT: {
+        h[0] = 0x8a, h[1] = 8; /* LONG1, 8 bytes little-endian */
+        for (int i = 0; i < 8; i++) h[2 + i] = (unsigned char)((uint64_t)v->i >> (8 * i));
+        return xput(p, h, 10);
+    }
+    case PV_STR: {
+        if (v->len > UINT32_MAX) return 1;
+        h[0] = 'X';
+        for (int i = 0; i < 4; i++) h[1 + i] = (unsigned char)(v->len >> (8 * i));
+        return xput(p, h, 5) || xput(p, v->s, v->len) ? -1 : 0;
+    }
+    default: return 1;
+    }
+}
+
+uint32_t hbmi_pv_extra(hbmi_pvpool *p, const hbmi_pv *const *pairs, size_t n) {
+    if (!n) return 0;
+    int cache = 2 * n <= sizeof p->xlast / sizeof p->xlast[0]; /* objects that stay (memo): their set again */
+    for (size_t i = 0; i < 2 * n && cache; i++) cache = pairs[i]->keep;
+    if (cache && 2 * n == p->nxlast && !memcmp(pairs, p->xlast, 2 * n * sizeof *pairs)) return p->xlast_id;
+    size_t at = p->xn;
+    for (size_t i = 0; i < n; i++) {
+        size_t pair_at = p->xn;
+        int r = pairs[2 * i]->type == PV_STR ? xvalue(p, pairs[2 * i]) : 1;
+        if (!r) r = xvalue(p, pairs[2 * i + 1]);
+        if (r < 0) return UINT32_MAX;
+        if (r > 0) p->xn = pair_at; /* a value of another type: that pair is not kept */
+    }
+    uint32_t id = 0, last = p->xlast_id;
+    if (p->xn > at && last && p->xoff[last] - p->xoff[last - 1] == p->xn - at &&
+        !memcmp(p->xb + p->xoff[last - 1], p->xb + at, p->xn - at)) { /* the last set again */
+        p->xn = at;
+        id = last;
+    } else if (p->xn > at) { /* the same bytes as a set kept before: that one */
+        uint64_t h = 0xcbf29ce484222325ull, v;
+        for (size_t k = at; k < p->xn; k++) h = (h ^ p->xb[k]) * 0x100000001b3ull;
+        h = (h & (UINT64_MAX >> 1)) | 1;
+        if (hbmi_map_get(&p->xids, h, &v) && p->xoff[v] - p->xoff[v - 1] == p->xn - at &&
+            !memcmp(p->xb + p->xoff[v - 1], p->xb + at, p->xn - at)) {
+            id = (uint32_t)v;
+            p->xn = at;
+        } else {
+            if (hbmi_grow((void **)&p->xoff, &p->xoff_cap, p->nx + 2, sizeof *p->xoff)) return UINT32_MAX;
+            p->xoff[0] = 0;
+            p->xoff[++p->nx] = p->xn;
+            id = (uint32_t)p->nx;
+            if (hbmi_map_put(&p->xids, h, id)) return UINT32_MAX;
+        }
+    }
+    p->nxlast = 0;
+    if (id) { /* the last set (by its objects too, when they stay) */
+        p->xlast_id = id;
+        if (cache) memcpy(p->xlast, pairs, 2 * n * sizeof *pairs), p->nxlast = 2 * n;
+    }
+    return id;
+}
+
+uint64_t hbmi_pv_other_action(hbmi_pvpool *p, const hbmi_pv *action, int has_frames) {
+    if (!action || action->type != PV_STR || action->len >= sizeof p->act[0]) return 0;
+    unsigned k = 0;
+    while (k < p->nact && (strlen(p->act[k]) != action->len || memcmp(p->act[k], action->s, action->len))) k++;
+    if (k == p->nact) {
+        if (p->nact == sizeof p->act / sizeof p->act[0]) return 0;
+        memcpy(p->act[k], action->s, action->len);
+        p->act[k][action->len] = 0;
+        p->nact++;
+    }
+    return (k + 1) | (has_frames ? HBMI_PVEV_FRAMES : 0);
 }
 
 /* A trace entry: a dict whose "action" is a str. */

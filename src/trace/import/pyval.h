@@ -68,7 +68,30 @@ typedef struct hbmi_pvpool {
     uint8_t act_kind[4];
     hbmi_pv **work;     /* values to give back (an explicit stack: nesting may be deep) */
     size_t work_cap;
+    /* An entry's keys the importer does not read ("compile_context", "user_metadata": str,
+     * int, bool or None values), kept for the torch export: the distinct sets, each as
+     * pickle opcodes of its key, value pairs (protocol 2) in xb[xoff[id - 1], xoff[id]);
+     * the record's thread is its id (0: none). A record of another action (kind 0:
+     * "snapshot", ...) has in requested its name's place in act + 1, | HBMI_PVEV_FRAMES when
+     * it had "frames". */
+    unsigned char *xb;
+    size_t xn, xcap;
+    size_t *xoff;       /* nx + 1 offsets */
+    size_t nx, xoff_cap;
+    hbmi_map xids;      /* hash of a set's bytes -> its id */
+    const hbmi_pv *xlast[8]; /* the last set's key, value objects (memo reads repeat them) */
+    size_t nxlast;
+    uint32_t xlast_id;
+    char act[16][48];   /* names of the other actions met */
+    unsigned nact;
 } hbmi_pvpool;
+#define HBMI_PVEV_FRAMES (1ull << 32)
+
+/* The id of the set of other keys pairs[0..2n) (key, value objects), 0 when there are none
+ * or a value is of a type not kept; UINT32_MAX out of memory. */
+uint32_t hbmi_pv_extra(hbmi_pvpool *p, const hbmi_pv *const *pairs, size_t n);
+/* requested of a record of another action (see above); 0 when the name is not kept. */
+uint64_t hbmi_pv_other_action(hbmi_pvpool *p, const hbmi_pv *action, int has_frames);
 
 #define HBMI_PV_SLAB 4096
 

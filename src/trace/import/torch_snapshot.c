@@ -295,6 +295,59 @@ static int u64_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The segment sg (place order in the snapshot's list) of t's device with its blocks, as
+ * read, into t->torch_segs_ (for the torch export). */
+static hbm_status keep_segment(hbm_trace *t, stack_cache *c, const hbmi_pv *sg, size_t order) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (hbmi_grow((void **)&x->s, &x->cap, x->n + 1, sizeof *x->s)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbmi_tseg g = {.addr = (uint64_t)hbmi_pv_int(sg, "address", 0), .total = (uint64_t)hbmi_pv_int(sg, "total_size", 0),
+                   .allocated = (uint64_t)hbmi_pv_int(sg, "allocated_size", 0),
+                   .active = (uint64_t)hbmi_pv_int(sg, "active_size", 0),
+                   .requested = (uint64_t)hbmi_pv_int(sg, "requested_size", 0),
+                   .stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), .order = order, .first = x->nb,
+                   .device = (int)hbmi_pv_int(sg, "device", 0),
+                   .expandable = hbmi_pv_int(sg, "is_expandable", 0) != 0};
+    const char *type = hbmi_pv_str(sg, "segment_type");
+    const hbmi_pv *pool = hbmi_pv_get(sg, "segment_pool_id"), *fr = hbmi_pv_get(sg, "frames");
+    g.small = type && !strcmp(type, "small");
+    g.keys = (uint8_t)((hbmi_pv_get(sg, "device") ? HBMI_TSEG_DEVICE : 0) |
+                       (hbmi_pv_get(sg, "allocated_size") ? HBMI_TSEG_SIZES : 0) | (type ? HBMI_TSEG_TYPE : 0) |
+                       (hbmi_pv_get(sg, "is_expandable") ? HBMI_TSEG_EXPANDABLE : 0) | (fr ? HBMI_TSEG_FRAMES : 0));
+    if (pool && (pool->type == PV_TUPLE || pool->type == PV_LIST) && pool->n == 2 && pool->items[0]->type == PV_INT &&
+        pool->items[1]->type == PV_INT) {
+        g.keys |= HBMI_TSEG_POOL;
+        g.pool[0] = pool->items[0]->i;
+        g.pool[1] = pool->items[1]->i;
+    }
+    hbm_status s = fr ? frames_stack(t, c, fr, &g.backtrace) : HBM_OK;
+    const hbmi_pv *blocks = hbmi_pv_get(sg, "blocks");
+    uint64_t cursor = g.addr;
+    for (size_t b = 0; !s && blocks && blocks->type == PV_LIST && b < blocks->n; b++) {
+        const hbmi_pv *bl = blocks->items[b];
+        if (hbmi_grow((void **)&x->b, &x->capb, x->nb + 1, sizeof *x->b)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        hbmi_tblock k = {.addr = (uint64_t)hbmi_pv_int(bl, "address", (int64_t)cursor),
+                         .size = (uint64_t)hbmi_pv_int(bl, "size", 0)};
+        const char *state = hbmi_pv_str(bl, "state");
+        k.state = !state ? HBMI_TBLK_INACTIVE
+                  : !strcmp(state, "active_allocated") ? HBMI_TBLK_ALLOCATED
+                  : !strcmp(state, "active_pending_free") ? HBMI_TBLK_PENDING_FREE
+                                                         : HBMI_TBLK_INACTIVE;
+        k.requested = (uint64_t)hbmi_pv_int(bl, "requested_size", 0);
+        if (!hbmi_pv_get(bl, "requested_size")) { /* older PyTorch: the last history entry's real_size */
+            const hbmi_pv *h = hbmi_pv_get(bl, "history");
+            const hbmi_pv *last = h && h->type == PV_LIST && h->n ? h->items[h->n - 1] : NULL;
+            int64_t rs = last ? hbmi_pv_int(last, "real_size", -1) : -1;
+            k.requested = rs > 0 && (uint64_t)rs <= k.size ? (uint64_t)rs : k.size;
+        }
+        cursor = k.addr + k.size;
+        s = frames_stack(t, c, block_frames(bl), &k.backtrace);
+        x->b[x->nb++] = k;
+        g.n++;
+    }
+    x->s[x->n++] = g;
+    return s;
+}
+
 static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs, int only_device) {
     const hbm_trace_event *evs = d->events ? d->events->r : NULL;
     size_t n = evs ? d->events->n : 0;
@@ -308,6 +361,8 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
     t->stacks = 1;
+    if (!t->torch_segs_ && !(t->torch_segs_ = hbmi_calloc(1, sizeof *t->torch_segs_)))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     /* pass 1: what the history holds at its end, what it frees without having allocated,
      * and whether it has times */
     int64_t t0 = -1;
@@ -363,6 +418,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     }
     hbmi_free(mapped.b);
     t->has_time = t0 >= 0;
+    t->torch_segs_->t0_us = t0 >= 0 ? t0 : 0;
     /* the end state: blocks active that the history does not hold, segments it never
      * allocated; reserved anchored at the segments' total */
     uint64_t seg_total = 0;
@@ -374,6 +430,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
             (s = get_u64(sg, "total_size", &total, t->name, "segment", i)))
             break;
         seg_total += total;
+        if ((s = keep_segment(t, &sc, sg, i))) break;
         uint64_t stream = (uint64_t)hbmi_pv_int(sg, "stream", 0), cursor = base, key = base == UINT64_MAX ? 0 : base;
         int expandable = hbmi_pv_int(sg, "is_expandable", 0) != 0;
         if (!expandable && !hbmi_map_get(&seglive, key, NULL) && total) {
@@ -508,9 +565,36 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         h->r = NULL;
         h->n = h->cap = 0;
     }
+    hbmi_torch_segs *x = t->torch_segs_;
+    uint64_t run_id = 0;
     for (size_t i = 0; i < n && !s; i++) {
         hbm_trace_event e = t->events[pre + i];
+        if (!e.kind && (e.requested & 0xffffffffu) && !e.tag) { /* another action: kept beside the events */
+            unsigned a = (unsigned)(e.requested & 0xffffffffu) - 1;
+            if (hbmi_grow((void **)&x->marks, &x->marks_cap, x->nmarks + 1, sizeof *x->marks)) {
+                s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                break;
+            }
+            struct hbmi_tmark *mk = &x->marks[x->nmarks++];
+            hbm_trace_event b = {0};
+            *mk = (struct hbmi_tmark){.pos = t->count, .device = -1, .has_frames = (e.requested & HBMI_PVEV_FRAMES) != 0,
+                                      .time_us = (int64_t)e.time_ns, .addr = e.addr, .size = e.size,
+                                      .stream = e.stream, .xid = e.thread};
+            snprintf(mk->action, sizeof mk->action, "%s", a < d->pool->nact ? d->pool->act[a] : "?");
+            s = attribute(t, &sc, stack_of(d, &e), &b);
+            mk->backtrace = b.backtrace;
+            continue;
+        }
         if (!e.kind) continue;
+        if (e.thread != run_id) { /* a run of entries with other keys starts */
+            if (hbmi_grow((void **)&x->runs, &x->runs_cap, 2 * x->nruns + 2, sizeof *x->runs)) {
+                s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+                break;
+            }
+            x->runs[2 * x->nruns] = t->count;
+            x->runs[2 * x->nruns + 1] = run_id = e.thread;
+            x->nruns++;
+        }
         int64_t us = (int64_t)e.time_ns;
         hbm_trace_event ev = {.kind = e.kind,
                               .time_ns = t->has_time ? (us >= t0 ? (uint64_t)(us - t0) * 1000u : 0) : (uint64_t)i,
@@ -654,6 +738,59 @@ static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
     if (n + l + 32 < cap) snprintf(buf + n, cap - n, "%sroundup_power2_divisions=%.*s", n ? "," : "", (int)l, list);
 }
 
+/* The pool's sets of other keys into t (the torch export writes them back). */
+static hbm_status keep_extras(hbm_trace *t, const hbmi_pvpool *pool) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !pool->nx || !(x->nruns || x->nmarks)) return HBM_OK;
+    size_t nb = pool->xoff[pool->nx];
+    x->xb = hbmi_malloc(nb ? nb : 1);
+    x->xoff = hbmi_malloc((pool->nx + 1) * sizeof *x->xoff);
+    if (!x->xb || !x->xoff) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    memcpy(x->xb, pool->xb, nb);
+    memcpy(x->xoff, pool->xoff, (pool->nx + 1) * sizeof *x->xoff);
+    x->nx = pool->nx;
+    return HBM_OK;
+}
+
+/* The other entries of device dv, whose trace is dropped (nothing else in it), into *o. */
+static hbm_status keep_orphans(hbmi_torch_segs **o, const hbm_trace *t, int dv) {
+    const hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !x->nmarks) return HBM_OK;
+    if (!*o && !(*o = hbmi_calloc(1, sizeof **o))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    hbmi_torch_segs *y = *o;
+    if (hbmi_grow((void **)&y->marks, &y->marks_cap, y->nmarks + x->nmarks, sizeof *y->marks))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    for (size_t i = 0; i < x->nmarks; i++) {
+        y->marks[y->nmarks] = x->marks[i];
+        y->marks[y->nmarks].device = dv;
+        y->marks[y->nmarks++].backtrace = 0; /* (its stack was the dropped trace's) */
+    }
+    if (!y->xb && x->xb) { /* the same pool's sets in every trace */
+        y->xb = hbmi_malloc(x->xoff[x->nx] ? x->xoff[x->nx] : 1);
+        y->xoff = hbmi_malloc((x->nx + 1) * sizeof *y->xoff);
+        if (!y->xb || !y->xoff) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+        memcpy(y->xb, x->xb, x->xoff[x->nx]);
+        memcpy(y->xoff, x->xoff, (x->nx + 1) * sizeof *y->xoff);
+        y->nx = x->nx;
+    }
+    return HBM_OK;
+}
+
+/* Orphan entries onto t's, after its own (device set), with t's sets of other keys. */
+static hbm_status add_orphans(hbm_trace *t, hbmi_torch_segs *o) {
+    hbmi_torch_segs *x = t->torch_segs_;
+    if (!x || !o->nmarks) return HBM_OK;
+    if (hbmi_grow((void **)&x->marks, &x->marks_cap, x->nmarks + o->nmarks, sizeof *x->marks))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
+    memcpy(x->marks + x->nmarks, o->marks, o->nmarks * sizeof *o->marks);
+    x->nmarks += o->nmarks;
+    if (!x->xb && o->xb) {
+        x->xb = o->xb, x->xoff = o->xoff, x->nx = o->nx;
+        o->xb = NULL, o->xoff = NULL, o->nx = 0;
+    }
+    return HBM_OK;
+}
+
 static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const char *name, hbm_trace ***out,
                             size_t *nout) {
     if (!root || root->type != PV_DICT)
@@ -672,6 +809,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
             return hbmi_error(HBM_ERR_PARSE, "%s: segment %zu: device %d, expected 0 to 4096", name, i, dv);
         if (dv > maxdev) maxdev = dv;
     }
+    hbmi_torch_segs *orphans = NULL; /* other entries of devices without a trace */
     ranked *rk = hbmi_calloc((size_t)maxdev + 1, sizeof *rk);
     if (!rk) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     size_t nr = 0;
@@ -690,13 +828,14 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
         snprintf(t->device, sizeof t->device, "cuda:%d", dv);
         t->device_index = dv;
         torch_settings(root, t->torch_settings, sizeof t->torch_settings);
-        if ((s = keep_root_keys(root, t)) || (s = one_device(t, &d, segs, 0))) {
+        if ((s = keep_root_keys(root, t)) || (s = one_device(t, &d, segs, 0)) || (s = keep_extras(t, pool))) {
             hbm_trace_free(t);
             break;
         }
         rk[nr].t = t;
         rk[nr].peak = peak_in_use(t, &rk[nr].oom);
-        if (!t->count) { /* an empty history and no segments: nothing to show */
+        if (!t->count) { /* an empty history and no segments: nothing to show (its other entries are kept) */
+            s = keep_orphans(&orphans, t, dv);
             hbm_trace_free(t);
             continue;
         }
@@ -714,6 +853,7 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
     hbm_trace **arr = s ? NULL : hbmi_calloc(nr, sizeof *arr);
     if (!s && !arr) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     if (s) {
+        hbmi_torch_segs_free(orphans);
         for (size_t i = 0; i < nr; i++) hbm_trace_free(rk[i].t);
         hbmi_free(rk);
         return s;
@@ -721,6 +861,12 @@ static hbm_status from_tree(const hbmi_pvpool *pool, const hbmi_pv *root, const 
     hbmi_qsort(rk, nr, sizeof *rk, rank_cmp);
     for (size_t i = 0; i < nr; i++) arr[i] = rk[i].t;
     hbmi_free(rk);
+    s = orphans ? add_orphans(arr[0], orphans) : HBM_OK;
+    hbmi_torch_segs_free(orphans);
+    if (s) {
+        hbm_trace_free_all(arr, nr);
+        return s;
+    }
     *out = arr;
     *nout = nr;
     return HBM_OK;

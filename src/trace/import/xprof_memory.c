@@ -909,7 +909,7 @@ hbm_status hbm_memprof_open(const char *path, hbm_memprof **out) {
     snprintf(mp->path, sizeof mp->path, "%s", path);
     if (hbm_proto_path_kind(path) == HBM_PROTO_PROFILE_DIR) hbmi_proto_find_profile(path, mp->path, sizeof mp->path);
     /* mapped, not copied: the reader walks the host plane's events and skips the rest */
-    hbm_status s = hbmi_map_file(mp->path, &mp->map);
+    hbm_status s = hbmi_input_open(mp->path, &mp->map);
     if (s) {
         hbm_memprof_close(mp);
         return s;
@@ -945,7 +945,7 @@ void hbm_memprof_close(hbm_memprof *mp) {
     hbmi_free(mp->order);
     hbmi_free(mp->al);
     hbmi_free(mp->ex);
-    hbmi_unmap_file(&mp->map);
+    hbmi_input_close(&mp->map);
     hbmi_free(mp);
 }
 
