@@ -37,6 +37,15 @@ check "no placeholder" test "$(grep -c 'donate_argnums=\.\.\.\|\.\.\.)' <<<"$out
 check "--width 0 cuts nothing" test "$(grep -c '\.\.\.$' <<<"$out")" -eq 0
 
 # --width narrows tables, not advice: wrapped lines join to the same words
+# the XLA-side set misses 4 MiB, the carry in host memory (a JAX-side policy) reaches it:
+# said as what fits, and the exit status is 0; at 1 MiB nothing does
+out4=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 4MiB --framework-limit 1 --width 0); rc=$?
+check "4 MiB: exit 0 (a residual in host memory fits)" test $rc -eq 0
+check "4 MiB: what fits, named" has "What fits: the scan residual f32[6,64,256] (the layer's input, scan at fit_scan.py:16, above) in host memory, by its checkpoint policy in the JAX code: the module plans to 3.88MiB, under the target by 127.8KiB. The set of XLA-side changes alone reaches 4.19MiB, 192.3KiB over it." "$out4"
+check "4 MiB: not 'nothing fits'" bash -c '! grep -q "Nothing within the limits fits" <<<"$1"' _ "$out4"
+j=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 4MiB --framework-limit 1 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["fits"], d["residual_fits"], d["residual_alone"], d["residual_peak_bytes"] <= d["target_bytes"])')
+check "4 MiB JSON: the set misses, the residual alone fits ($j)" test "$j" = "False True True True"
+check "1 MiB: nothing fits" grep -q "Nothing within the limits fits" <<<"$out"
 narrow=$("$HBM" fit "$D/fit_scan_train.hlo" --capacity 1MiB --framework-limit 1 --width 60)
 check "--width 60: advice lines wrapped" grep -q '^    names_which_can_be_offloaded=\["layer_input"\],$' <<<"$narrow"
 words() { grep -A12 '^  change: x = checkpoint_name(x, "layer_input")' | sed '/^  takes off/,$d' | tr -s ' \n' ' '; }

@@ -103,6 +103,12 @@ typedef struct hbm_fit_summary {
     int fits;                 /* the chosen set's re-planned peak <= target */
     size_t n_changes;         /* candidates listed */
     const char *setting;      /* the framework setting that fits it, or "" */
+    /* When the set misses: the lowest planned peak with a scan residual in host memory (a
+     * checkpoint policy in the JAX code), alone or with the set besides; 0 when none was
+     * planned. residual_fits: that peak <= target (then exit status 0 too). */
+    uint64_t residual_peak;
+    int residual_alone;       /* residual_peak is the residual alone, no XLA-side change */
+    int residual_fits;
 } hbm_fit_summary;
 
 /* Fit module m (parsed, ideally scheduled) to o->target_bytes. m is not changed. */

@@ -790,6 +790,19 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
             hbmi_free(both);
         }
     }
+    /* the route through a residual: in host memory alone (a JAX-side change only) when that
+     * fits, else the lowest planned peak, with the set besides or not */
+    uint64_t alone = 0, with = 0;
+    size_t ka = 0, kw = 0;
+    for (size_t k = 0; !r->sum.fits && k < r->n_res; k++) {
+        const hbmi_jax_residual *x = &r->res[k];
+        if (x->host_peak && (!alone || x->host_peak < alone)) alone = x->host_peak, ka = k;
+        if (x->with_set_peak && (!with || x->with_set_peak < with)) with = x->with_set_peak, kw = k;
+    }
+    r->sum.residual_alone = alone && (alone <= target || !with || alone <= with);
+    r->sum.residual_peak = r->sum.residual_alone ? alone : with;
+    r->best_res = r->sum.residual_alone ? ka : kw;
+    r->sum.residual_fits = r->sum.residual_peak && r->sum.residual_peak <= target;
     r->sum.n_changes = r->n_ch;
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     hbmi_free(ed);

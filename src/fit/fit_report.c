@@ -173,7 +173,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
     int cell = width ? 48 : 1000, wide = width ? 86 : 1000, row = width ? 76 : 1000; /* width 0: nothing cut */
     if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
     const hbm_fit_summary *s = &r->sum;
-    char a[32], b[32], c[32], w[1100];
+    char a[32], b[32], c[32], d[32], w[1100];
     fprintf(f, "hbm fit: %s\n", hbmi_text_fit(w, sizeof w, s->module, width ? 88 : 1000, 1));
     fprintf(f, "  needs %s (%" PRIu64 " bytes): arguments %s, outputs %s, temp %s\n", hbm_size_human(s->peak_before, a),
             s->peak_before, hbm_size_human(s->argument_bytes, b), hbm_size_human(s->output_bytes, c),
@@ -239,12 +239,24 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
         advice(f, 0, "",
                "\nCheck a change in JAX: jax.ad_checkpoint.print_saved_residuals(f, *args) lists what autodiff saves; "
                "jax.jit(f).lower(*args).compile().memory_analysis() gives XLA's bytes.");
-    if (!s->fits) {
-        const hbm_fit_set *best = s->chosen == HBM_FIT_REMAT_XLA ? &s->xla : &s->hbm;
+    if (!s->fits && s->residual_fits) {
+        const hbmi_jax_residual *x = &r->res[r->best_res];
+        char t[1400], where[600];
+        if (x->source_file[0]) snprintf(where, sizeof where, " at %s:%d", x->source_file, x->source_line);
+        else where[0] = 0;
+        snprintf(t, sizeof t,
+                 "\nWhat fits: the scan residual %s (%s%s%s, above) in host memory, by its checkpoint policy in "
+                 "the JAX code%s: the module plans to %s, under the target by %s. The set of XLA-side changes "
+                 "alone reaches %s, %s over it.",
+                 x->shape, x->carry ? "the layer's input" : "computed", x->carry && where[0] ? ", scan" : "", where,
+                 s->residual_alone ? "" : ", with the chosen set besides", hbm_size_human(s->residual_peak, a),
+                 hbm_size_human(s->target_bytes - s->residual_peak, b), hbm_size_human(r->final_peak, c),
+                 hbm_size_human(r->final_peak > s->target_bytes ? r->final_peak - s->target_bytes : 0, d));
+        advice(f, 0, "", t);
+    } else if (!s->fits) {
         fprintf(f, "\nNothing within the limits fits: the best set reaches %s, %s over the target.\n",
                 hbm_size_human(r->final_peak, a),
                 hbm_size_human(r->final_peak > s->target_bytes ? r->final_peak - s->target_bytes : 0, b));
-        (void)best;
         if (r->n_left) fprintf(f, "Left at its peak, untouched by any change (largest first):\n");
         for (size_t i = 0; i < r->n_left; i++) {
             const hbm_plan_buffer *bu = &r->left[i];
@@ -340,6 +352,8 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
             r->xla_before, r->xla_after, r->n_candidates, r->n_plans, r->seconds);
     fprintf(f, ",\n  \"setting\": ");
     jstr(f, s->setting);
+    fprintf(f, ",\n  \"residual_peak_bytes\": %" PRIu64 ",\n  \"residual_alone\": %s,\n  \"residual_fits\": %s",
+            s->residual_peak, s->residual_alone ? "true" : "false", s->residual_fits ? "true" : "false");
     jset(f, "hbm", &s->hbm);
     jset(f, "xla", &s->xla);
     fprintf(f, ",\n  \"changes\": [");
