@@ -36,16 +36,8 @@ import sys
 import tempfile
 import time
 
-NO_NET_ENV = {
-    "TPU_SKIP_MDS_QUERY": "1",
-    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
-    "TPU_WORKER_HOSTNAMES": "localhost",
-    "TPU_WORKER_ID": "0",
-    "TPU_ACCELERATOR_TYPE": "v5litepod-4",
-    "JAX_PLATFORMS": "cpu",
-    "GRPC_VERBOSITY": "ERROR",
-    "TF_CPP_MIN_LOG_LEVEL": "3",
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xla_zoo import NO_NET_ENV  # noqa: E402  the environment that keeps libtpu from asking any server
 MARK = "HBM_REMAT_TRUTH_NETNS"
 TOPOLOGY = "v5e:1x1"
 # what XLA:TPU's out-of-memory error names as the available HBM of one v5e chip
