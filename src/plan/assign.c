@@ -533,7 +533,7 @@ static int cmp_tlkey(const void *a, const void *b) {
     return x->v < y->v ? -1 : x->v > y->v;
 }
 
-/* XLA:TPU's v5p heap (measured, docs/tpu.md Rules): the simulation's events in their order,
+/* XLA:TPU's HBM heap (measured, docs/tpu.md Rules): the simulation's events in their order,
  * as an allocator would serve them. An Alloc takes the smallest free chunk that holds it at
  * the chunk's (aligned) start, ties to the lowest; what is left past the next aligned offset
  * stays a free chunk, and the block keeps the rest of the chunk when nothing is left; with no
@@ -710,7 +710,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     int use_temporal = hs_temporal < hs_spatial;
     *heap_size = use_temporal ? hs_temporal : hs_spatial;
     uint64_t *off_seq = NULL; /* per group root, HBM_PLAN_HEAP_SEQUENTIAL */
-    if (c->p->opt.heap == HBM_PLAN_HEAP_SEQUENTIAL && c->p->opt.backend == HBM_BACKEND_TPU && color == 0) {
+    if (c->p->opt.heap == HBM_PLAN_HEAP_SEQUENTIAL && color == 0) {
         off_seq = hbmi_calloc(nv + 1, sizeof *off_seq);
         if (!off_seq || !heap_sequential(c, s, color_alignment(c->p, color), off_seq, heap_size)) {
             if (!off_seq) oom(c);
@@ -1238,8 +1238,6 @@ hbm_status hbm_plan_options_for_device(hbm_plan_options *o, const char *device) 
     o->backend = HBM_BACKEND_TPU;
     /* v4 and v5e round a tuple's table to 512 bytes, v5p and v6e to 32 */
     o->tuple_align = !strcmp(dm->name, "TPU-v5p") || !strcmp(dm->name, "TPU-v6e") ? 32 : 512;
-    /* v5p packs its HBM temp heap in allocation order (docs/tpu.md, Rules) */
-    o->heap = !strcmp(dm->name, "TPU-v5p") ? HBM_PLAN_HEAP_SEQUENTIAL : HBM_PLAN_HEAP_BEST_OF;
     return HBM_OK;
 }
 
@@ -1508,6 +1506,8 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
     if (o && o->alignment && ((o->alignment & (o->alignment - 1)) || o->alignment > HBM_PLAN_ALIGNMENT_MAX))
         return hbmi_error(HBM_ERR_INVALID, "plan: alignment %" PRIu64 " is not a power of two up to %" PRIu64 " (1GiB)",
                           o->alignment, HBM_PLAN_ALIGNMENT_MAX);
+    if (o && o->heap > HBM_PLAN_HEAP_SEQUENTIAL)
+        return hbmi_error(HBM_ERR_INVALID, "plan: heap %u is not a heap packing (0 to %u)", o->heap, HBM_PLAN_HEAP_SEQUENTIAL);
     hbm_plan *p = hbmi_calloc(1, sizeof *p);
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     hbm_plan_options_default(&p->opt);
@@ -1537,6 +1537,9 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         if (!o || !o->pointer_size || o->pointer_size == 8) p->opt.pointer_size = 4;
         if (!p->opt.tuple_align) p->opt.tuple_align = 512;
     }
+    /* XLA:TPU packs its HBM temp heap sequentially (v4, v5e, v5p, v6e; docs/tpu.md, Rules) */
+    if (p->opt.heap == HBM_PLAN_HEAP_DEFAULT)
+        p->opt.heap = p->opt.backend == HBM_BACKEND_TPU ? HBM_PLAN_HEAP_SEQUENTIAL : HBM_PLAN_HEAP_BEST_OF;
     hbm_status s = hbmi_df_run(m, p->opt.pointer_size, p->opt.tuple_align, &p->df);
     if (s != HBM_OK) {
         hbm_plan_free(p);
