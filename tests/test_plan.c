@@ -462,6 +462,72 @@ static hbm_plan_stats tpu_stats(const char *text, const char *device) {
     return st;
 }
 
+/* XLA:TPU packs its HBM temp heap in allocation order (docs/tpu.md, Rules): a freed 512-byte
+ * block does not take an 8 KiB buffer, however much alignment gap follows it: the buffer goes
+ * on top; blocks freed later merge across the gap. Events: A a, A b, A r, F a, A c, F b, A d,
+ * F r. Sequential: a at 0, b 16K, r 32K, c 48K (the chunk a left is 512 bytes), d 0 (the
+ * chunks of a and b merged): 57,344 bytes, 65,536 counted. Best of spatial and temporal: c 0,
+ * d 16K, r 32K: 33,280 bytes, 49,152 counted. */
+static uint64_t tpu_heap_temp(const char *text, const char *device, unsigned heap) {
+    uint64_t temp = UINT64_MAX;
+    hbm_hlo_module *m = NULL;
+    hbm_plan *p = NULL;
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.heap = heap;
+    hbm_plan_stats st;
+    if (hbm_plan_options_for_device(&o, device) == HBM_OK && hbm_hlo_parse(text, strlen(text), "t.hlo", &m) == HBM_OK &&
+        hbm_plan_run(m, &o, &p) == HBM_OK && hbm_plan_get_stats(p, &st) == HBM_OK)
+        temp = st.temp_size_in_bytes;
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
+    return temp;
+}
+
+static void test_tpu_sequential_heap(void) {
+    const char *text = "HloModule m, is_scheduled=true\n"
+                       "%add (x: f32[], y: f32[]) -> f32[] {\n"
+                       "  %x = f32[]{:T(128)} parameter(0)\n"
+                       "  %y = f32[]{:T(128)} parameter(1)\n"
+                       "  ROOT %s = f32[]{:T(128)} add(%x, %y)\n"
+                       "}\n"
+                       "ENTRY e {\n"
+                       "  q = f32[128]{0:T(128)} parameter(0)\n"
+                       "  z = f32[]{:T(128)} constant(0)\n"
+                       "  a = f32[128]{0:T(128)} negate(q)\n"
+                       "  b = f32[128]{0:T(128)} exponential(q)\n"
+                       "  r = f32[]{:T(128)} reduce(a, z), dimensions={0}, to_apply=%add\n"
+                       "  c = f32[16,128]{1,0:T(8,128)} broadcast(b), dimensions={1}\n"
+                       "  d = f32[16,128]{1,0:T(8,128)} broadcast(r), dimensions={}\n"
+                       "  ROOT o = f32[16,128]{1,0:T(8,128)} multiply(c, d)\n"
+                       "}\n";
+    hbm_plan_stats st = tpu_stats(text, "TPU-v5p");
+    CHECK_EQ_U64(st.argument_size_in_bytes, 512);
+    CHECK_EQ_U64(st.output_size_in_bytes, 8192);
+    const char *tpus[] = {"TPU-v4", "TPU-v5e", "TPU-v5p", "TPU-v6e"};
+    for (size_t i = 0; i < sizeof tpus / sizeof *tpus; i++) {
+        CHECK_EQ_U64(tpu_heap_temp(text, tpus[i], HBM_PLAN_HEAP_DEFAULT), 65536);
+        CHECK_EQ_U64(tpu_heap_temp(text, tpus[i], HBM_PLAN_HEAP_SEQUENTIAL), 65536);
+        CHECK_EQ_U64(tpu_heap_temp(text, tpus[i], HBM_PLAN_HEAP_BEST_OF), 49152);
+    }
+    /* without a device: the TPU backend read from the layouts, its heap */
+    hbm_hlo_module *m = NULL;
+    hbm_plan *p = NULL;
+    CHECK_OK(hbm_hlo_parse(text, strlen(text), "t.hlo", &m));
+    CHECK_OK(hbm_plan_run(m, NULL, &p));
+    CHECK_OK(hbm_plan_get_stats(p, &st));
+    CHECK_EQ_U64(st.temp_size_in_bytes, 65536);
+    hbm_plan_free(p);
+    p = NULL;
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.heap = 3;
+    CHECK_STATUS(hbm_plan_run(m, &o, &p), HBM_ERR_INVALID);
+    CHECK_CONTAINS(hbm_last_error(), "heap 3");
+    CHECK(p == NULL);
+    hbm_hlo_module_free(m);
+}
+
 static void test_tpu_tuple_tables_and_temp(void) {
     /* the table of t is the only temp: not counted; the output tuple's table is */
     const char *tables = "HloModule m, is_scheduled=true\n"
@@ -1236,6 +1302,7 @@ int main(void) {
     RUN(test_tpu_oom_text);
     RUN(test_tpu_oom_text_captured);
     RUN(test_tpu_tuple_tables_and_temp);
+    RUN(test_tpu_sequential_heap);
     RUN(test_cpu_fusion_shares_equal_shapes_only);
     RUN(test_async_dus_in_place);
     RUN(test_call_to_apply_is_called);

@@ -54,7 +54,18 @@ typedef struct hbm_plan_options {
     hbm_backend backend;   /* AUTO: detected */
     unsigned tuple_align;  /* a tuple's table rounds up to this many bytes; 0 = the backend's
                             * (XLA:TPU: 512 on v4 and v5e, 32 on v5p and v6e; else none) */
+    unsigned heap;         /* how the device temp heap is packed: HBM_PLAN_HEAP_*; 0 = the
+                            * backend's (XLA:TPU sequential, docs/tpu.md; else best of) */
 } hbm_plan_options;
+
+/* hbm_plan_options.heap */
+#define HBM_PLAN_HEAP_DEFAULT 0u
+/* XLA's GlobalDecreasingSizeBestFitHeap, spatial and temporal, the smaller (GPU, CPU) */
+#define HBM_PLAN_HEAP_BEST_OF 1u
+/* the values in the order the heap simulation allocates them, each put in the smallest free
+ * chunk that holds it, else on top of the heap; freed chunks merge with their neighbours
+ * (XLA:TPU, measured) */
+#define HBM_PLAN_HEAP_SEQUENTIAL 2u
 
 HBM_API void hbm_plan_options_default(hbm_plan_options *o);
 /* The rules of the chip a known device name ('hbm devices') stands for: a TPU sets the TPU

@@ -29,7 +29,7 @@ c_double = ctypes.c_double
 class PlanOptions(ctypes.Structure):
     """hbm_plan_options (hbm/plan.h)."""
     _fields_ = [("alignment", c_uint64), ("pointer_size", ctypes.c_uint), ("backend", ctypes.c_int),
-                ("tuple_align", ctypes.c_uint)]
+                ("tuple_align", ctypes.c_uint), ("heap", ctypes.c_uint)]
 
 
 class PlanTarget(ctypes.Structure):

@@ -521,6 +521,98 @@ static int cmp_tlkey(const void *a, const void *b) {
     return x->v < y->v ? -1 : x->v > y->v;
 }
 
+/* XLA:TPU's HBM heap (measured, docs/tpu.md Rules): the simulation's events in their order,
+ * as an allocator would serve them. An Alloc takes the smallest free chunk that holds it at
+ * the chunk's (aligned) start, ties to the lowest; what is left past the next aligned offset
+ * stays a free chunk, and the block keeps the rest of the chunk when nothing is left; with no
+ * chunk that holds it, it goes on top of the heap at the next aligned offset. The last Free of
+ * a group returns its block: it merges with the free chunks it touches (a gap shorter than the
+ * alignment between them counts as touching) and, reaching the top, lowers the top. Offsets
+ * per group root into off[]; the heap's size is the highest top. */
+typedef struct fchunk {
+    uint64_t a, b; /* [a, b) */
+} fchunk;
+
+static int heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64_t *heap_size) {
+    const hbmi_df *df = c->df;
+    uint32_t nv = df->n_values;
+    size_t *last = hbmi_malloc(sizeof *last * (nv + 1));
+    uint64_t *ext = hbmi_malloc(sizeof *ext * (nv + 1));
+    uint8_t *placed = hbmi_calloc(nv + 1, 1);
+    fchunk *fc = NULL;
+    size_t n_fc = 0, cap_fc = 0;
+    int ok = 0;
+    uint64_t top = 0, hw = 0;
+    if (!last || !ext || !placed) {
+        oom(c);
+        goto out;
+    }
+    for (uint32_t v = 0; v < nv; v++) last[v] = SIZE_MAX;
+    for (size_t i = 0; i < s->n_ev; i++)
+        if (s->ev[i].kind == 'F') last[groot(s, s->ev[i].value)] = i;
+    for (size_t i = 0; i < s->n_ev; i++) {
+        const event *e = &s->ev[i];
+        uint32_t r = groot(s, e->value);
+        uint64_t size = s->gsize[r];
+        if (!size) continue;
+        if (e->kind == 'A' && !placed[r]) {
+            size_t best = SIZE_MAX;
+            for (size_t k = 0; k < n_fc; k++) {
+                if (fc[k].a + size > fc[k].b) continue;
+                if (best == SIZE_MAX || fc[k].b - fc[k].a < fc[best].b - fc[best].a ||
+                    (fc[k].b - fc[k].a == fc[best].b - fc[best].a && fc[k].a < fc[best].a))
+                    best = k;
+            }
+            if (best != SIZE_MAX) {
+                uint64_t o = fc[best].a, rest = hbmi_align_up(o + size, align);
+                off[r] = o;
+                if (rest < fc[best].b) {
+                    ext[r] = o + size;
+                    fc[best].a = rest;
+                } else {
+                    ext[r] = fc[best].b;
+                    fc[best] = fc[--n_fc];
+                }
+            } else {
+                off[r] = hbmi_align_up(top, align);
+                top = ext[r] = off[r] + size;
+                if (top > hw) hw = top;
+            }
+            placed[r] = 1;
+        } else if (e->kind == 'F' && last[r] == i && placed[r]) {
+            uint64_t a = off[r], b = ext[r];
+            for (size_t k = 0; k < n_fc;) {
+                if ((fc[k].b <= a && hbmi_align_up(fc[k].b, align) >= a) || (b <= fc[k].a && hbmi_align_up(b, align) >= fc[k].a)) {
+                    if (fc[k].a < a) a = fc[k].a;
+                    if (fc[k].b > b) b = fc[k].b;
+                    fc[k] = fc[--n_fc];
+                    k = 0;
+                    continue;
+                }
+                k++;
+            }
+            if (hbmi_align_up(b, align) >= top) {
+                top = a;
+            } else {
+                if (hbmi_grow((void **)&fc, &cap_fc, n_fc + 1, sizeof *fc) != HBM_OK) {
+                    oom(c);
+                    goto out;
+                }
+                fc[n_fc].a = a;
+                fc[n_fc++].b = b;
+            }
+        }
+    }
+    *heap_size = hw;
+    ok = 1;
+out:
+    hbmi_free(last);
+    hbmi_free(ext);
+    hbmi_free(placed);
+    hbmi_free(fc);
+    return ok;
+}
+
 /* Pack the simulated values as GlobalDecreasingSizeBestFitHeap does, spatial and temporal,
  * keep the smaller; the intervals are in event time, [alloc or share event, free event]. */
 static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *heap_size) {
@@ -605,13 +697,26 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     }
     int use_temporal = hs_temporal < hs_spatial;
     *heap_size = use_temporal ? hs_temporal : hs_spatial;
-    for (size_t i = 0; i < m; i++) {
-        uint64_t off = use_temporal ? tl->buffers[i].offset : off_spatial[i];
-        if (!alloc_add_value(c, a, tl_value[i], off)) {
+    uint64_t *off_seq = NULL; /* per group root, HBM_PLAN_HEAP_SEQUENTIAL */
+    if (c->p->opt.heap == HBM_PLAN_HEAP_SEQUENTIAL && color == 0) {
+        off_seq = hbmi_calloc(nv + 1, sizeof *off_seq);
+        if (!off_seq || !heap_sequential(c, s, color_alignment(c->p, color), off_seq, heap_size)) {
+            if (!off_seq) oom(c);
+            hbmi_free(off_seq);
             hbmi_free(tl_value);
             goto out;
         }
     }
+    for (size_t i = 0; i < m; i++) {
+        uint64_t off = off_seq ? off_seq[groot(s, tl_value[i])] : use_temporal ? tl->buffers[i].offset : off_spatial[i];
+        if (off_seq) tl->buffers[i].offset = off;
+        if (!alloc_add_value(c, a, tl_value[i], off)) {
+            hbmi_free(off_seq);
+            hbmi_free(tl_value);
+            goto out;
+        }
+    }
+    hbmi_free(off_seq);
     hbmi_free(tl_value);
     ok = 1;
 out:
@@ -1389,6 +1494,8 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
     if (o && o->alignment && ((o->alignment & (o->alignment - 1)) || o->alignment > HBM_PLAN_ALIGNMENT_MAX))
         return hbmi_error(HBM_ERR_INVALID, "plan: alignment %" PRIu64 " is not a power of two up to %" PRIu64 " (1GiB)",
                           o->alignment, HBM_PLAN_ALIGNMENT_MAX);
+    if (o && o->heap > HBM_PLAN_HEAP_SEQUENTIAL)
+        return hbmi_error(HBM_ERR_INVALID, "plan: heap %u is not a heap packing (0 to %u)", o->heap, HBM_PLAN_HEAP_SEQUENTIAL);
     hbm_plan *p = hbmi_calloc(1, sizeof *p);
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     hbm_plan_options_default(&p->opt);
@@ -1397,6 +1504,7 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
         p->opt.backend = o->backend;
         p->opt.tuple_align = o->tuple_align;
+        p->opt.heap = o->heap;
     }
     p->m = m;
     p->backend_evidence = 'o';
@@ -1417,6 +1525,9 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
         if (!o || !o->pointer_size || o->pointer_size == 8) p->opt.pointer_size = 4;
         if (!p->opt.tuple_align) p->opt.tuple_align = 512;
     }
+    /* XLA:TPU packs its HBM temp heap sequentially (v4, v5e, v5p, v6e; docs/tpu.md, Rules) */
+    if (p->opt.heap == HBM_PLAN_HEAP_DEFAULT)
+        p->opt.heap = p->opt.backend == HBM_BACKEND_TPU ? HBM_PLAN_HEAP_SEQUENTIAL : HBM_PLAN_HEAP_BEST_OF;
     hbm_status s = hbmi_df_run(m, p->opt.pointer_size, p->opt.tuple_align, &p->df);
     if (s != HBM_OK) {
         hbm_plan_free(p);
