@@ -779,6 +779,9 @@ static void tpu_oom_text(const char *rows, uint64_t capacity, char **res) {
 static void test_tpu_oom_text_captured(void) {
     char *out;
     tpu_oom_text("180224", 16128ull << 20, &out);
+    if (out) /* what JAX raised, then libtpu's log, on the captured case */
+        CHECK_CONTAINS(out, "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total memory "
+                            "required for HLO temporaries (17.00G) exceeds available HBM (15.75G). HLO module: jit_f.\n");
     if (out)
         CHECK_CONTAINS(out, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 17.00G of "
                             "15.75G hbm. Exceeded hbm capacity by 1.25G. HLO module: jit_f.\n");

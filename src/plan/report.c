@@ -423,6 +423,12 @@ hbm_status hbm_plan_report_tpu(const hbm_plan *p, FILE *f, uint64_t capacity, si
      * "Total hbm usage >=" is reserved + program + arguments, and the program is global +
      * HLO temp (+ scoped, overlays) without the outputs */
     uint64_t program = global + temp, used = args + (outs > shared ? outs - shared : 0) + program;
+    /* what JAX raises (libtpu 0.0.52: the error's text names Used as "HLO temporaries"), then
+     * what libtpu's log reads */
+    fprintf(f,
+            "RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total memory required "
+            "for HLO temporaries (%s) exceeds available HBM (%s). HLO module: %.*s.\n",
+            tpu_sz(used, a), tpu_sz(capacity, b), (int)p->m->name.n, p->m->name.p);
     fprintf(f, "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used %s of %s hbm.",
             tpu_sz(used, a), tpu_sz(capacity, b));
     if (used > capacity) fprintf(f, " Exceeded hbm capacity by %s.", tpu_sz(used - capacity, a));
