@@ -202,6 +202,9 @@ static void test_error_positions(void) {
     check_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0), sharding={devices=[2]<=[2]]\n}\n", "t.hlo:3:",
                 "bracket");
     check_error("HloModule m\nENTRY e {\n}\n", "t.hlo:3:2:", "no instructions");
+    /* a ',' after a computation's '}' with no attribute name after it */
+    check_error("HloModule m\nENTRY e {\n  ROOT a = f32[] constant(0)\n}, =1\n", "t.hlo:4:4:",
+                "expected a computation attribute, found '=1'");
 }
 
 /* A shape of more bytes than an int64 counts (XLA's limit) and a module whose values add up

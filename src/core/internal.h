@@ -27,6 +27,13 @@
 /* --- errors ------------------------------------------------------------------------- */
 /* Set the thread's last-error message and return s, so: return hbmi_error(S, "...", ...). */
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
+/* Inside: every function that can fail returns hbm_status, raising its error with
+ * hbmi_error or hbmi_error_at where it happens; a caller passes a failure on with TRY. */
+#define TRY(expr)                       \
+    do {                                \
+        hbm_status try_s_ = (expr);     \
+        if (try_s_) return try_s_;      \
+    } while (0)
 /* The same, for an error found at a place of an input: the message starts
  * "FILE:LINE:COLUMN: " (column 0: "FILE:LINE: "), and the thread's error record keeps
  * file, line and column beside it (hbm_last_error_location). line counts from 1. */

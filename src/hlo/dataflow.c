@@ -8,23 +8,21 @@
 
 typedef struct dfb {
     hbmi_df *df;
-    hbm_status err;
     uint32_t *seq;     /* sequential computations, callees first */
     uint32_t n_seq;
     uint8_t *phi;      /* per position: defined by a phi (SSA form), or NULL */
 } dfb;
 
-static void *dalloc(dfb *b, size_t n) {
-    void *p = hbmi_arena_alloc(&b->df->arena, n ? n : 1);
-    if (!p && !b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory in the dataflow");
-    return p;
-}
+/* n bytes of the dataflow's arena; NULL (the caller returns arena_oom) when there are none */
+static void *dalloc(dfb *b, size_t n) { return hbmi_arena_alloc(&b->df->arena, n ? n : 1); }
+static hbm_status arena_oom(void) { return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory in the dataflow"); }
+static hbm_status oom(void) { return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"); }
 
 static hbmi_instr *I(const hbmi_df *df, uint32_t gid) { return hbmi_df_instr(df, gid); }
 static uint32_t G(const hbmi_df *df, uint32_t comp, uint32_t idx) { return df->comp_base[comp] + idx; }
 
 /* --- computation kinds and the call graph --------------------------------------------------- */
-static int classify(dfb *b) {
+static hbm_status classify(dfb *b) {
     hbm_hlo_module *m = b->df->m;
     uint32_t *stack = hbmi_malloc(sizeof *stack * (m->n_comps + 1) * 2);
     uint8_t *state = hbmi_calloc(m->n_comps, 1);
@@ -32,8 +30,7 @@ static int classify(dfb *b) {
     if (!stack || !state || !b->seq) {
         hbmi_free(stack);
         hbmi_free(state);
-        if (!b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-        return 0;
+        return b->seq ? oom() : arena_oom();
     }
     /* mark fusion / embedded / async computations from every caller */
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
@@ -82,23 +79,27 @@ static int classify(dfb *b) {
     }
     hbmi_free(stack);
     hbmi_free(state);
-    return 1;
+    return HBM_OK;
 }
 
 /* --- users and post order ----------------------------------------------------------------------- */
-static int build_users(dfb *b, hbmi_comp *c) {
+static hbm_status build_users(dfb *b, hbmi_comp *c) {
     uint32_t *cnt = hbmi_calloc(c->n + 1, sizeof *cnt);
-    if (!cnt) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    if (!cnt) return oom();
+    hbm_status st = HBM_OK;
     for (uint32_t i = 0; i < c->n; i++)
         for (uint32_t k = 0; k < c->ins[i].n_ops; k++) c->ins[c->ins[i].ops[k]].n_users++;
     for (uint32_t i = 0; i < c->n; i++) {
         hbmi_instr *in = &c->ins[i];
         if (in->n_users) {
             in->users = dalloc(b, sizeof *in->users * in->n_users);
-            if (!in->users) break;
+            if (!in->users) {
+                st = arena_oom();
+                break;
+            }
         }
     }
-    for (uint32_t i = 0; i < c->n && !b->err; i++)
+    for (uint32_t i = 0; i < c->n && !st; i++)
         for (uint32_t k = 0; k < c->ins[i].n_ops; k++) {
             uint32_t o = c->ins[i].ops[k];
             uint32_t j = cnt[o];
@@ -110,20 +111,19 @@ static int build_users(dfb *b, hbmi_comp *c) {
             c->ins[o].users[cnt[o]++] = i;
         }
     hbmi_free(cnt);
-    return !b->err;
+    return st;
 }
 
 /* XLA's MakeInstructionPostOrder (without control/channel dependencies): DFS from each
  * user-less instruction in text order, first operand first. Writes order[] (indices). */
-static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
+static hbm_status post_order(hbmi_comp *c, uint32_t *order) {
     uint8_t *vis = hbmi_calloc(c->n, 1);
     uint32_t cap = c->n + 16, sp = 0, n = 0;
     uint32_t *st = hbmi_malloc(sizeof *st * cap);
     if (!vis || !st) {
         hbmi_free(vis);
         hbmi_free(st);
-        b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-        return 0;
+        return oom();
     }
     for (uint32_t r = 0; r < c->n; r++) {
         if (c->ins[r].n_users) continue;
@@ -145,8 +145,7 @@ static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
                 if (hbmi_grow((void **)&st, &ncap, sp + in->n_ops + 1, sizeof *st) != HBM_OK) {
                     hbmi_free(vis);
                     hbmi_free(st);
-                    b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-                    return 0;
+                    return oom();
                 }
                 cap = (uint32_t)ncap;
             }
@@ -159,7 +158,7 @@ static int post_order(dfb *b, hbmi_comp *c, uint32_t *order) {
         if (vis[i] != 2) order[n++] = i;
     hbmi_free(vis);
     hbmi_free(st);
-    return 1;
+    return HBM_OK;
 }
 
 /* --- value definition --------------------------------------------------------------------------- */
@@ -225,21 +224,22 @@ static int vs_contains(const hbmi_vset *s, uint32_t v) {
     return 0;
 }
 
-/* dst |= src; returns 1 if dst grew, -1 on OOM */
-static int vs_union(dfb *b, hbmi_vset *dst, const hbmi_vset *src) {
-    if (dst == src || !src->n) return 0;
+/* dst |= src; sets *grew when dst grew */
+static hbm_status vs_union(dfb *b, hbmi_vset *dst, const hbmi_vset *src, int *grew) {
+    if (dst == src || !src->n) return HBM_OK;
     uint32_t add = 0;
     for (uint32_t i = 0; i < src->n; i++)
         if (!vs_contains(dst, hbmi_vset_at(src, i))) add++;
-    if (!add) return 0;
+    if (!add) return HBM_OK;
     if (dst->n == 0 && src->n == 1) {
         dst->n = 1;
         dst->one = src->one;
-        return 1;
+        *grew = 1;
+        return HBM_OK;
     }
     uint32_t n = dst->n + add;
     uint32_t *arr = dalloc(b, sizeof *arr * n);
-    if (!arr) return -1;
+    if (!arr) return arena_oom();
     uint32_t k = 0;
     for (uint32_t i = 0; i < dst->n; i++) arr[k++] = hbmi_vset_at(dst, i);
     for (uint32_t i = 0; i < src->n; i++) {
@@ -259,29 +259,28 @@ static int vs_union(dfb *b, hbmi_vset *dst, const hbmi_vset *src) {
     }
     dst->n = k;
     dst->many = arr;
-    return 1;
+    *grew = 1;
+    return HBM_OK;
 }
 
 static hbmi_vset *VS(hbmi_df *df, uint32_t gid, uint32_t node) { return &df->vs[I(df, gid)->pos_base + node]; }
 
 /* dst[gid_d, node_d + t] |= src[gid_s, node_s + t] for t over count nodes */
-static int flow(dfb *b, int *changed, uint32_t gd, uint32_t nd, uint32_t gs, uint32_t ns, uint32_t count) {
+static hbm_status flow(dfb *b, int *changed, uint32_t gd, uint32_t nd, uint32_t gs, uint32_t ns, uint32_t count) {
     hbmi_df *df = b->df;
     const hbmi_instr *d = I(df, gd), *s = I(df, gs);
     for (uint32_t t = 0; t < count; t++) {
         if (nd + t >= d->shape->nodes || ns + t >= s->shape->nodes) break;
         if (b->phi && b->phi[d->pos_base + nd + t]) continue; /* its phi is its only value */
-        int r = vs_union(b, VS(df, gd, nd + t), VS(df, gs, ns + t));
-        if (r < 0) return 0;
-        if (r) *changed = 1;
+        TRY(vs_union(b, VS(df, gd, nd + t), VS(df, gs, ns + t), changed));
     }
-    return 1;
+    return HBM_OK;
 }
 
 static uint32_t nodes_of(const hbmi_shape *s) { return s->nodes; }
 
 /* One propagation step for instruction idx of computation ci. */
-static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
+static hbm_status propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     hbmi_comp *c = &m->comps[ci];
@@ -292,12 +291,12 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
     switch (in->op) {
     case HOP_TUPLE:
         for (uint32_t i = 0; i < in->n_ops && i < s->n; i++)
-            if (!flow(b, ch, g, hbmi_shape_child(s, i), G(df, ci, in->ops[i]), 0, s->elems[i].nodes)) return 0;
-        return 1;
+            TRY(flow(b, ch, g, hbmi_shape_child(s, i), G(df, ci, in->ops[i]), 0, s->elems[i].nodes));
+        return HBM_OK;
     case HOP_GTE: {
-        if (!in->n_ops) return 1;
+        if (!in->n_ops) return HBM_OK;
         const hbmi_shape *os = I(df, o0)->shape;
-        if (os->prim != HBMI_PRIM_TUPLE || in->gte_index < 0 || (uint64_t)in->gte_index >= os->n) return 1;
+        if (os->prim != HBMI_PRIM_TUPLE || in->gte_index < 0 || (uint64_t)in->gte_index >= os->n) return HBM_OK;
         return flow(b, ch, g, 0, o0, hbmi_shape_child(os, (uint32_t)in->gte_index), nodes_of(s));
     }
     case HOP_BITCAST:
@@ -309,7 +308,7 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
         return in->n_ops ? flow(b, ch, g, 0, o0, 0, nodes_of(s)) : 1;
     case HOP_ASYNC_DONE:
     case HOP_COPY_DONE: {
-        if (in->n_ops != 1) return 1;
+        if (in->n_ops != 1) return HBM_OK;
         const hbmi_shape *os = I(df, o0)->shape;
         if (os->prim != HBMI_PRIM_TUPLE || os->n < 2) return flow(b, ch, g, 0, o0, 0, nodes_of(s));
         uint32_t which = in->op == HOP_COPY_DONE ? 0 : 1;
@@ -317,34 +316,32 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
         if (in->op == HOP_ASYNC_DONE && s->prim == HBMI_PRIM_TUPLE) { /* the elements, not the table */
             const hbmi_shape *ss = &os->elems[which];
             for (uint32_t i = 0; i < s->n && ss->prim == HBMI_PRIM_TUPLE && i < ss->n; i++)
-                if (!flow(b, ch, g, hbmi_shape_child(s, i), o0, src + hbmi_shape_child(ss, i), s->elems[i].nodes))
-                    return 0;
-            return 1;
+                TRY(flow(b, ch, g, hbmi_shape_child(s, i), o0, src + hbmi_shape_child(ss, i), s->elems[i].nodes));
+            return HBM_OK;
         }
         return flow(b, ch, g, 0, o0, src, nodes_of(s));
     }
     case HOP_ASYNC_START:
     case HOP_LEGACY_START: {
-        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return 1;
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return HBM_OK;
         const hbmi_shape *e0 = &s->elems[0];
         if (e0->prim == HBMI_PRIM_TUPLE) {
             for (uint32_t i = 0; i < in->n_ops && i < e0->n; i++)
-                if (!flow(b, ch, g, 1 + hbmi_shape_child(e0, i), G(df, ci, in->ops[i]), 0, e0->elems[i].nodes))
-                    return 0;
-            return 1;
+                TRY(flow(b, ch, g, 1 + hbmi_shape_child(e0, i), G(df, ci, in->ops[i]), 0, e0->elems[i].nodes));
+            return HBM_OK;
         }
         return flow(b, ch, g, 1, o0, 0, e0->nodes);
     }
     case HOP_COPY_START:
-        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return 1;
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 2 || !in->n_ops) return HBM_OK;
         return flow(b, ch, g, hbmi_shape_child(s, 1), o0, 0, s->elems[1].nodes);
     case HOP_SEND:
-        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return HBM_OK;
         return flow(b, ch, g, 1, o0, 0, s->elems[0].nodes);
     case HOP_RECV_DONE: {
-        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return 1;
+        if (s->prim != HBMI_PRIM_TUPLE || s->n < 1 || !in->n_ops) return HBM_OK;
         const hbmi_shape *os = I(df, o0)->shape;
-        if (os->prim != HBMI_PRIM_TUPLE || os->n < 1) return 1;
+        if (os->prim != HBMI_PRIM_TUPLE || os->n < 1) return HBM_OK;
         return flow(b, ch, g, 1, o0, 1, s->elems[0].nodes);
     }
     case HOP_WHILE: {
@@ -353,19 +350,18 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
             if (in->called_role[k] == 'b') body = in->called[k];
             if (in->called_role[k] == 'w') cond = in->called[k];
         }
-        if (!in->n_ops) return 1;
+        if (!in->n_ops) return HBM_OK;
         uint32_t n = nodes_of(s);
-        if (!flow(b, ch, g, 0, o0, 0, n)) return 0;
+        TRY(flow(b, ch, g, 0, o0, 0, n));
         if (body != UINT32_MAX) {
             hbmi_comp *bc = &m->comps[body];
             uint32_t root = G(df, body, bc->root);
-            if (!flow(b, ch, g, 0, root, 0, n)) return 0;
-            if (bc->n_params && !flow(b, ch, G(df, body, bc->params[0]), 0, g, 0, n)) return 0;
+            TRY(flow(b, ch, g, 0, root, 0, n));
+            if (bc->n_params) TRY(flow(b, ch, G(df, body, bc->params[0]), 0, g, 0, n));
         }
-        if (cond != UINT32_MAX && m->comps[cond].n_params &&
-            !flow(b, ch, G(df, cond, m->comps[cond].params[0]), 0, g, 0, n))
-            return 0;
-        return 1;
+        if (cond != UINT32_MAX && m->comps[cond].n_params)
+            TRY(flow(b, ch, G(df, cond, m->comps[cond].params[0]), 0, g, 0, n));
+        return HBM_OK;
     }
     case HOP_CALL:
     case HOP_CONDITIONAL: {
@@ -378,18 +374,18 @@ static int propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
                 uint32_t opi = in->op == HOP_CALL ? first + p : first;
                 if (opi >= in->n_ops) break;
                 uint32_t pg = G(df, cc, callee->params[p]);
-                if (!flow(b, ch, pg, 0, G(df, ci, in->ops[opi]), 0, nodes_of(I(df, pg)->shape))) return 0;
+                TRY(flow(b, ch, pg, 0, G(df, ci, in->ops[opi]), 0, nodes_of(I(df, pg)->shape)));
                 if (in->op == HOP_CONDITIONAL) break;
             }
-            if (!flow(b, ch, g, 0, G(df, cc, callee->root), 0, nodes_of(s))) return 0;
+            TRY(flow(b, ch, g, 0, G(df, cc, callee->root), 0, nodes_of(s)));
         }
-        return 1;
+        return HBM_OK;
     }
-    default: return 1; /* defined everywhere it does not flow */
+    default: return HBM_OK; /* defined everywhere it does not flow */
     }
 }
 
-static int define_values(dfb *b) {
+static hbm_status define_values(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     /* positions */
@@ -400,27 +396,26 @@ static int define_values(dfb *b) {
             c->ins[i].pos_base = npos;
             c->ins[i].analyzed = 1;
             if (npos > UINT32_MAX - c->ins[i].shape->nodes)
-                return b->err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: module too large"), 0;
+                return hbmi_error(HBM_ERR_UNSUPPORTED, "plan: module too large");
             npos += c->ins[i].shape->nodes;
         }
     }
     df->n_pos = npos;
     df->vs = hbmi_calloc(npos ? npos : 1, sizeof *df->vs);
-    if (!df->vs) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    if (!df->vs) return oom();
     /* post order of every sequential computation; XLA numbers positions with the entry
      * first (reverse post order of the call graph), wrapped async computations after */
     uint32_t **orders = hbmi_calloc(b->n_seq + 1, sizeof *orders);
-    if (!orders) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
-    int ok = 1;
+    if (!orders) return oom();
+    hbm_status st = HBM_OK;
     uint32_t acc = 0;
-    for (uint32_t s = b->n_seq; ok && s-- > 0;) {
+    for (uint32_t s = b->n_seq; !st && s-- > 0;) {
         hbmi_comp *c = &m->comps[b->seq[s]];
         orders[s] = hbmi_malloc(sizeof *orders[s] * c->n);
         if (!orders[s]) {
-            b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-            ok = 0;
-        } else if (!post_order(b, c, orders[s])) {
-            ok = 0;
+            st = oom();
+        } else if ((st = post_order(c, orders[s]))) {
+            break;
         } else {
             for (uint32_t t = 0; t < c->n; t++) c->ins[orders[s][t]].post = acc + t;
             acc += c->n;
@@ -430,11 +425,11 @@ static int define_values(dfb *b) {
      * instructions in post order */
     size_t cap = 0;
     uint32_t wrapped_post = acc;
-    for (uint32_t s = 0; ok && s < b->n_seq; s++) {
+    for (uint32_t s = 0; !st && s < b->n_seq; s++) {
         uint32_t ci = b->seq[s];
         hbmi_comp *c = &m->comps[ci];
-        for (int pass = 0; ok && pass < 2; pass++)
-            for (uint32_t t = 0; ok && t < c->n; t++) {
+        for (int pass = 0; !st && pass < 2; pass++)
+            for (uint32_t t = 0; !st && t < c->n; t++) {
                 hbmi_instr *in = &c->ins[orders[s][t]];
                 uint32_t lo = 0, hi = in->shape->nodes;
                 if (pass == 0) {
@@ -445,8 +440,7 @@ static int define_values(dfb *b) {
                 for (uint32_t k = lo; k < hi; k++) {
                     if (pass == 1 && !defines(m, c, in, k)) continue;
                     if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
-                        b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-                        ok = 0;
+                        st = oom();
                         break;
                     }
                     hbmi_value *v = &df->values[df->n_values];
@@ -471,16 +465,15 @@ static int define_values(dfb *b) {
             }
     }
     /* phi values (SSA form), numbered after the others as XLA numbers them */
-    for (uint32_t s = 0; ok && b->phi && s < b->n_seq; s++) {
+    for (uint32_t s = 0; !st && b->phi && s < b->n_seq; s++) {
         uint32_t ci = b->seq[s];
         hbmi_comp *c = &m->comps[ci];
-        for (uint32_t i = 0; ok && i < c->n; i++) {
+        for (uint32_t i = 0; !st && i < c->n; i++) {
             hbmi_instr *in = &c->ins[i];
             for (uint32_t k = 0; k < in->shape->nodes; k++) {
                 if (!b->phi[in->pos_base + k]) continue;
                 if (hbmi_grow((void **)&df->values, &cap, (size_t)df->n_values + 1, sizeof *df->values) != HBM_OK) {
-                    b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-                    ok = 0;
+                    st = oom();
                     break;
                 }
                 hbmi_value *v = &df->values[df->n_values];
@@ -498,7 +491,7 @@ static int define_values(dfb *b) {
     }
     for (uint32_t s = 0; s < b->n_seq; s++) hbmi_free(orders[s]);
     hbmi_free(orders);
-    return ok;
+    return st;
 }
 
 /* The while loops' and their bodies' parameters, their body roots', their conditions'
@@ -508,8 +501,8 @@ static int define_values(dfb *b) {
  * condition parameter each define a phi value there; where the body passes the element
  * through unchanged the phi resolves to the loop's input (OptimizePhiValues). The non-SSA
  * solution says which: a phi where the union of the init and body-root values has several.
- * Returns the number of phi positions marked in b->phi, -1 on OOM. */
-static int64_t mark_phis(dfb *b) {
+ * *marked: the number of phi positions marked in b->phi. */
+static hbm_status mark_phis(dfb *b, int64_t *marked) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     int64_t n = 0;
@@ -532,7 +525,7 @@ static int64_t mark_phis(dfb *b) {
                 if (df->vs[in->pos_base + k].n < 2) continue;
                 if (!b->phi) {
                     b->phi = hbmi_calloc(df->n_pos + 1, 1);
-                    if (!b->phi) return -1;
+                    if (!b->phi) return oom();
                 }
                 b->phi[in->pos_base + k] = 1;
                 if (k < bp->shape->nodes) b->phi[bp->pos_base + k] = 1;
@@ -541,41 +534,40 @@ static int64_t mark_phis(dfb *b) {
             }
         }
     }
-    return n;
+    *marked = n;
+    return HBM_OK;
 }
 
-static int solve(dfb *b) {
+static hbm_status solve(dfb *b) {
     hbmi_df *df = b->df;
     for (int iter = 0; iter < 1000; iter++) {
         int changed = 0;
         for (uint32_t s = b->n_seq; s-- > 0;) { /* callers first */
             uint32_t ci = b->seq[s];
             hbmi_comp *c = &df->m->comps[ci];
-            for (uint32_t i = 0; i < c->n; i++)
-                if (!propagate(b, ci, i, &changed)) return 0;
+            for (uint32_t i = 0; i < c->n; i++) TRY(propagate(b, ci, i, &changed));
         }
-        if (!changed) return 1;
+        if (!changed) return HBM_OK;
     }
-    b->err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: dataflow did not converge");
-    return 0;
+    return hbmi_error(HBM_ERR_UNSUPPORTED, "plan: dataflow did not converge");
 }
 
 /* --- flattened schedule (HloLiveRange::FlattenSchedule) --------------------------------------------- */
-static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
+static hbm_status flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     hbmi_comp *c = &m->comps[ci];
-    if (done[ci] || depth > 256) return 1;
+    if (done[ci] || depth > 256) return HBM_OK;
     done[ci] = 1;
     c->span_start = df->n_flat;
     /* is_scheduled=true: the text order is the schedule; otherwise XLA's post order */
     uint32_t *order = NULL;
     if (!m->is_scheduled) {
         order = hbmi_malloc(sizeof *order * c->n);
-        if (!order || !post_order(b, c, order)) {
+        hbm_status st = order ? post_order(c, order) : oom();
+        if (st) {
             hbmi_free(order);
-            if (!b->err) b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-            return 0;
+            return st;
         }
     }
     for (uint32_t t = 0; t < c->n; t++) {
@@ -583,17 +575,23 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
         hbmi_instr *in = &c->ins[i];
         if (in->op == HOP_WHILE) {
             for (int pass = 0; pass < 2; pass++)
-                for (uint32_t k = 0; k < in->n_called; k++)
-                    if (in->called_role[k] == (pass ? 'b' : 'w') && !flatten(b, in->called[k], done, depth + 1)) {
+                for (uint32_t k = 0; k < in->n_called; k++) {
+                    if (in->called_role[k] != (pass ? 'b' : 'w')) continue;
+                    hbm_status st = flatten(b, in->called[k], done, depth + 1);
+                    if (st) {
                         hbmi_free(order);
-                        return 0;
+                        return st;
                     }
-        } else if (in->op == HOP_CALL || in->op == HOP_CONDITIONAL) {
-            for (uint32_t k = 0; k < in->n_called; k++)
-                if (m->comps[in->called[k]].kind == 'S' && !flatten(b, in->called[k], done, depth + 1)) {
-                    hbmi_free(order);
-                    return 0;
                 }
+        } else if (in->op == HOP_CALL || in->op == HOP_CONDITIONAL) {
+            for (uint32_t k = 0; k < in->n_called; k++) {
+                if (m->comps[in->called[k]].kind != 'S') continue;
+                hbm_status st = flatten(b, in->called[k], done, depth + 1);
+                if (st) {
+                    hbmi_free(order);
+                    return st;
+                }
+            }
         }
         if (in->op == HOP_ASYNC_START && hbmi_df_async_wrapped(m, in)) {
             /* the wrapped computation (parameters, then the op) runs before the start */
@@ -607,7 +605,7 @@ static int flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
     }
     c->span_end = df->n_flat;
     hbmi_free(order);
-    return 1;
+    return HBM_OK;
 }
 
 /* --- positions, uses, live ranges ------------------------------------------------------------------- */
@@ -642,7 +640,7 @@ int hbmi_param_node_aliased(const hbm_hlo_module *m, int64_t param, uint32_t nod
     return 0;
 }
 
-static int uses_and_ranges(dfb *b) {
+static hbm_status uses_and_ranges(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     uint32_t nv = df->n_values;
@@ -650,16 +648,20 @@ static int uses_and_ranges(dfb *b) {
     if (!npos || !nuse) {
         hbmi_free(npos);
         hbmi_free(nuse);
-        return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+        return oom();
     }
-    for (int pass = 0; pass < 2 && !b->err; pass++) {
+    hbm_status st = HBM_OK;
+    for (int pass = 0; pass < 2 && !st; pass++) {
         if (pass == 1) {
             for (uint32_t v = 0; v < nv; v++) {
                 df->values[v].pos = dalloc(b, sizeof(uint32_t) * npos[v]);
                 df->values[v].uses = dalloc(b, sizeof(uint32_t) * nuse[v]);
-                if (b->err) break;
+                if (!df->values[v].pos || !df->values[v].uses) {
+                    st = arena_oom();
+                    break;
+                }
             }
-            if (b->err) break;
+            if (st) break;
         }
         for (uint32_t s = 0; s < b->n_seq; s++) {
             uint32_t ci = b->seq[s];
@@ -695,7 +697,7 @@ static int uses_and_ranges(dfb *b) {
     }
     hbmi_free(npos);
     hbmi_free(nuse);
-    if (b->err) return 0;
+    TRY(st);
     int64_t end_time = df->n_flat;
     for (uint32_t v = 0; v < nv; v++) {
         hbmi_value *val = &df->values[v];
@@ -745,7 +747,7 @@ static int uses_and_ranges(dfb *b) {
         val->start = start;
         val->end = end;
     }
-    return 1;
+    return HBM_OK;
 }
 
 /* --- alias analysis: HloBuffers ------------------------------------------------------------------------ */
@@ -831,12 +833,12 @@ static int async_wraps_dus(const hbm_hlo_module *m, const hbmi_instr *in) {
     return 0;
 }
 
-static int alias_buffers(dfb *b) {
+static hbm_status alias_buffers(dfb *b) {
     hbmi_df *df = b->df;
     hbm_hlo_module *m = df->m;
     uint32_t nv = df->n_values;
     uint32_t *p = hbmi_malloc(sizeof *p * (nv + 1));
-    if (!p) return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+    if (!p) return oom();
     for (uint32_t v = 0; v < nv; v++) p[v] = v;
     /* values sharing a position */
     for (uint32_t i = 0; i < df->n_pos; i++)
@@ -919,7 +921,7 @@ static int alias_buffers(dfb *b) {
     uint32_t *bid = hbmi_malloc(sizeof *bid * (nv + 1));
     if (!bid) {
         hbmi_free(p);
-        return b->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"), 0;
+        return oom();
     }
     uint32_t nb = 0;
     for (uint32_t v = 0; v < nv; v++) {
@@ -929,14 +931,16 @@ static int alias_buffers(dfb *b) {
     }
     df->n_buffers = nb;
     df->buffers = dalloc(b, sizeof *df->buffers * (nb ? nb : 1));
+    hbm_status st = df->buffers ? HBM_OK : arena_oom();
     if (df->buffers) {
         for (uint32_t v = 0; v < nv; v++) df->buffers[df->values[v].buffer].n_values++;
-        for (uint32_t i = 0; i < nb && !b->err; i++) {
+        for (uint32_t i = 0; i < nb && !st; i++) {
             df->buffers[i].values = dalloc(b, sizeof(uint32_t) * df->buffers[i].n_values);
+            if (!df->buffers[i].values) st = arena_oom();
             df->buffers[i].n_values = 0;
             df->buffers[i].min_post = UINT32_MAX;
         }
-        for (uint32_t v = 0; v < nv && !b->err; v++) {
+        for (uint32_t v = 0; v < nv && !st; v++) {
             hbmi_buffer *bf = &df->buffers[df->values[v].buffer];
             bf->values[bf->n_values++] = v;
             if (df->values[v].size > bf->size) bf->size = df->values[v].size;
@@ -944,14 +948,14 @@ static int alias_buffers(dfb *b) {
         }
         /* live out: a value at a position of the entry root */
         const hbmi_instr *ri = I(df, rootg);
-        for (uint32_t k = 0; k < ri->shape->nodes && !b->err; k++) {
+        for (uint32_t k = 0; k < ri->shape->nodes && !st; k++) {
             const hbmi_vset *set = &df->vs[ri->pos_base + k];
             for (uint32_t t = 0; t < set->n; t++) df->buffers[df->values[hbmi_vset_at(set, t)].buffer].live_out = 1;
         }
     }
     hbmi_free(bid);
     hbmi_free(p);
-    return !b->err;
+    return st;
 }
 
 /* --- sharing rules ---------------------------------------------------------------------------------- */
@@ -1260,7 +1264,8 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_
     df->m = m;
     df->pointer_size = pointer_size;
     df->tuple_align = tuple_align;
-    dfb b = {df, HBM_OK, NULL, 0, NULL};
+    dfb b = {df, NULL, 0, NULL};
+    hbm_status st = HBM_OK;
     reset_module(m);
     uint64_t n = 0;
     df->comp_base = hbmi_malloc(sizeof *df->comp_base * m->n_comps);
@@ -1268,7 +1273,7 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_
         df->comp_base[ci] = (uint32_t)n;
         n += m->comps[ci].n;
     }
-    if (n >= UINT32_MAX) b.err = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: too many instructions");
+    if (n >= UINT32_MAX) st = hbmi_error(HBM_ERR_UNSUPPORTED, "plan: too many instructions");
     df->n_gid = (uint32_t)n;
     df->gid_comp = hbmi_malloc(sizeof(uint32_t) * (n + 1));
     df->gid_idx = hbmi_malloc(sizeof(uint32_t) * (n + 1));
@@ -1284,63 +1289,62 @@ hbm_status hbmi_df_run(hbm_hlo_module *m, unsigned pointer_size, unsigned tuple_
             }
     if (slots > UINT32_MAX) slots = UINT32_MAX;
     df->flat = hbmi_malloc(sizeof(uint32_t) * slots);
-    if (!b.err && (!df->comp_base || !df->gid_comp || !df->gid_idx || !df->flat))
-        b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-    for (uint32_t ci = 0; !b.err && ci < m->n_comps; ci++)
+    if (!st && (!df->comp_base || !df->gid_comp || !df->gid_idx || !df->flat)) st = oom();
+    for (uint32_t ci = 0; !st && ci < m->n_comps; ci++)
         for (uint32_t i = 0; i < m->comps[ci].n; i++) {
             df->gid_comp[df->comp_base[ci] + i] = ci;
             df->gid_idx[df->comp_base[ci] + i] = i;
         }
-    if (!b.err) classify(&b);
+    if (!st) st = classify(&b);
     /* users for every computation (fusion analysis needs them too); parameters by number */
-    for (uint32_t ci = 0; !b.err && ci < m->n_comps; ci++) {
+    for (uint32_t ci = 0; !st && ci < m->n_comps; ci++) {
         hbmi_comp *c = &m->comps[ci];
-        if (!build_users(&b, c)) break;
+        if ((st = build_users(&b, c))) break;
         int64_t maxp = -1;
         for (uint32_t i = 0; i < c->n; i++)
             if (c->ins[i].op == HOP_PARAMETER && c->ins[i].param_no > maxp) maxp = c->ins[i].param_no;
         if (maxp >= 0 && maxp < (int64_t)c->n) {
             c->n_params = (uint32_t)maxp + 1;
             c->params = dalloc(&b, sizeof *c->params * c->n_params);
-            if (!c->params) break;
+            if (!c->params) {
+                st = arena_oom();
+                break;
+            }
             for (uint32_t i = 0; i < c->n_params; i++) c->params[i] = 0;
             for (uint32_t i = 0; i < c->n; i++)
                 if (c->ins[i].op == HOP_PARAMETER && c->ins[i].param_no >= 0) c->params[c->ins[i].param_no] = i;
         } else if (maxp >= (int64_t)c->n) {
-            b.err = hbmi_error(HBM_ERR_PARSE, "%s: computation %.*s: parameter(%lld) but only %u instructions",
-                               m->path, (int)c->name.n, c->name.p, (long long)maxp, c->n);
+            st = hbmi_error(HBM_ERR_PARSE, "%s: computation %.*s: parameter(%lld) but only %u instructions", m->path,
+                            (int)c->name.n, c->name.p, (long long)maxp, c->n);
         }
     }
-    if (!b.err) define_values(&b);
-    if (!b.err) solve(&b);
-    if (!b.err) { /* SSA form: again with the loops' phi values */
-        int64_t phis = mark_phis(&b);
-        if (phis < 0) {
-            b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-        } else if (phis) {
-            hbmi_free(df->vs);
-            hbmi_free(df->values);
-            df->vs = NULL;
-            df->values = NULL;
-            df->n_values = 0;
-            if (define_values(&b)) solve(&b);
-        }
+    if (!st) st = define_values(&b);
+    if (!st) st = solve(&b);
+    int64_t phis = 0;
+    if (!st) st = mark_phis(&b, &phis);
+    if (!st && phis) { /* SSA form: again with the loops' phi values */
+        hbmi_free(df->vs);
+        hbmi_free(df->values);
+        df->vs = NULL;
+        df->values = NULL;
+        df->n_values = 0;
+        st = define_values(&b);
+        if (!st) st = solve(&b);
     }
-    if (!b.err) {
+    if (!st) {
         uint8_t *done = hbmi_calloc(m->n_comps, 1);
-        if (!done) b.err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
+        if (!done) st = oom();
         else {
-            flatten(&b, m->entry, done, 0);
+            st = flatten(&b, m->entry, done, 0);
             hbmi_free(done);
         }
     }
-    if (!b.err) uses_and_ranges(&b);
-    if (!b.err) alias_buffers(&b);
+    if (!st) st = uses_and_ranges(&b);
+    if (!st) st = alias_buffers(&b);
     hbmi_free(b.phi);
-    if (b.err) {
-        hbm_status s = b.err;
+    if (st) {
         hbmi_df_free(df);
-        return s;
+        return st;
     }
     *out = df;
     return HBM_OK;

@@ -12,7 +12,6 @@ typedef struct parser {
     const char *p, *end, *base;
     const char *file;
     hbm_hlo_module *m;
-    hbm_status err; /* first error; parsing stops there */
     int depth;      /* shape nesting, bounded against hostile input */
     uint64_t total; /* bytes of every instruction's shape so far, checked against HBMI_MAX_BYTES */
     uint32_t tuple_refs; /* "#N" of operands "%x#N" read in the current computation */
@@ -32,7 +31,6 @@ static void where(const parser *ps, const char *at, uint32_t *line, uint32_t *co
 }
 
 static hbm_status fail(parser *ps, const char *what) {
-    if (ps->err) return ps->err;
     uint32_t line, col;
     const char *at = ps->p < ps->end ? ps->p : ps->end;
     where(ps, at, &line, &col);
@@ -41,36 +39,29 @@ static hbm_status fail(parser *ps, const char *what) {
     for (const char *q = at; q < ps->end && *q != '\n' && k < sizeof snip - 1; q++)
         snip[k++] = (*q >= 32 && *q < 127) ? *q : '?';
     snip[k] = 0;
-    ps->err = hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s, found %s%s%s", what,
+    return hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s, found %s%s%s", what,
                          k ? "'" : "end of input", snip, k ? "'" : "");
-    return ps->err;
 }
 
 /* A size beyond HBMI_MAX_BYTES: the shape [at, ps->p) ("what" before it), or with total,
  * the module's values up to the instruction at at: an error naming it and its line. */
-static int too_large(parser *ps, const char *at, const char *what, int total) {
-    if (ps->err) return 0;
+static hbm_status too_large(parser *ps, const char *at, const char *what, int total) {
     uint32_t line, col;
     where(ps, at, &line, &col);
     int n = (int)(ps->p - at);
     if (n > 80) n = 77;
-    ps->err = hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s%.*s%s: %s", what, n, at,
+    return hbmi_error_at(HBM_ERR_PARSE, ps->file, line, col, "%s%.*s%s: %s", what, n, at,
                          n == 77 ? "..." : "",
                          total ? "the module's values up to it hold more than 2^63 - 1 bytes (no sum of sizes fits)"
                                : "it holds more than 2^63 - 1 bytes, the most XLA allows (its sizes are int64)");
-    return 0;
 }
 
 static hbm_status nomem(parser *ps) {
-    if (!ps->err) ps->err = hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory while parsing", ps->file);
-    return ps->err;
+    return hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory while parsing", ps->file);
 }
 
-static void *alloc(parser *ps, size_t n) {
-    void *r = hbmi_arena_alloc(&ps->m->arena, n ? n : 1);
-    if (!r) nomem(ps);
-    return r;
-}
+/* n bytes of the module's arena; NULL (the caller returns nomem) when there are none */
+static void *alloc(parser *ps, size_t n) { return hbmi_arena_alloc(&ps->m->arena, n ? n : 1); }
 
 /* --- scanning --------------------------------------------------------------------------- */
 static void skip_ws(parser *ps) {
@@ -105,11 +96,7 @@ static int accept(parser *ps, char c) {
     return 0;
 }
 
-static int expect(parser *ps, char c, const char *what) {
-    if (accept(ps, c)) return 1;
-    fail(ps, what);
-    return 0;
-}
+static hbm_status expect(parser *ps, char c, const char *what) { return accept(ps, c) ? HBM_OK : fail(ps, what); }
 
 static int is_name_char(int c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -131,51 +118,47 @@ static hbmi_str name(parser *ps) {
 static int word_is_(hbmi_str s, const char *w, size_t n) { return n == s.n && !memcmp(s.p, w, n); }
 #define word_is(s, w) word_is_((s), (w), sizeof(w) - 1)
 
-static int parse_int(parser *ps, int64_t *out) {
+static hbm_status parse_int(parser *ps, int64_t *out) {
     skip_ws(ps);
     const char *p = ps->p;
     int neg = 0;
     if (p < ps->end && (*p == '-' || *p == '+')) neg = *p++ == '-';
-    if (p >= ps->end || *p < '0' || *p > '9') return fail(ps, "expected an integer"), 0;
+    if (p >= ps->end || *p < '0' || *p > '9') return fail(ps, "expected an integer");
     uint64_t v = 0;
     while (p < ps->end && *p >= '0' && *p <= '9') {
         unsigned d = (unsigned)(*p++ - '0');
         if (v > (UINT64_MAX / 2 - d) / 10) {
             ps->p = p;
-            return fail(ps, "integer too large"), 0;
+            return fail(ps, "integer too large");
         }
         v = v * 10 + d;
     }
     ps->p = p;
     *out = neg ? -(int64_t)v : (int64_t)v;
-    return 1;
+    return HBM_OK;
 }
 
 /* Skip a string literal starting at ps->p (which is '"'). */
-static int skip_string(parser *ps) {
+static hbm_status skip_string(parser *ps) {
     const char *p = ps->p + 1, *e = ps->end;
     while (p < e && *p != '"') p += (*p == '\\' && p + 1 < e) ? 2 : 1;
-    if (p >= e) return fail(ps, "unterminated string"), 0;
+    if (p >= e) return fail(ps, "unterminated string");
     ps->p = p + 1;
-    return 1;
+    return HBM_OK;
 }
 
-static hbmi_str string_lit(parser *ps) {
-    hbmi_str s = {0, 0};
-    if (peek(ps) != '"') {
-        fail(ps, "expected a string");
-        return s;
-    }
+static hbm_status string_lit(parser *ps, hbmi_str *s) {
+    if (peek(ps) != '"') return fail(ps, "expected a string");
     const char *b = ps->p + 1;
-    if (!skip_string(ps)) return s;
-    s.p = b;
-    s.n = (uint32_t)(ps->p - 1 - b);
-    return s;
+    TRY(skip_string(ps));
+    s->p = b;
+    s->n = (uint32_t)(ps->p - 1 - b);
+    return HBM_OK;
 }
 
 /* Skip one attribute value: balanced (), [], {}, strings; stops at a depth-0 ',' or newline,
  * or a depth-0 closer it did not open. */
-static int skip_value(parser *ps) {
+static hbm_status skip_value(parser *ps) {
     char stack[64];
     int d = 0;
     const char *p = ps->p, *e = ps->end;
@@ -185,7 +168,7 @@ static int skip_value(parser *ps) {
         char c = *p;
         if (c == '"') {
             ps->p = p;
-            if (!skip_string(ps)) return 0;
+            TRY(skip_string(ps));
             p = ps->p;
             continue;
         }
@@ -198,14 +181,14 @@ static int skip_value(parser *ps) {
         if (c == '(' || c == '[' || c == '{') {
             if (d == (int)sizeof stack) {
                 ps->p = p;
-                return fail(ps, "value nested too deeply"), 0;
+                return fail(ps, "value nested too deeply");
             }
             stack[d++] = c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (c == ')' || c == ']' || c == '}') {
             if (!d) break;
             if (stack[d - 1] != c) {
                 ps->p = p;
-                return fail(ps, "mismatched bracket in attribute value"), 0;
+                return fail(ps, "mismatched bracket in attribute value");
             }
             d--;
         } else if (!d && (c == ',' || c == '\n')) {
@@ -214,13 +197,13 @@ static int skip_value(parser *ps) {
         p++;
     }
     ps->p = p;
-    if (d) return fail(ps, "unbalanced brackets in attribute value"), 0;
-    if (p == start) return fail(ps, "expected an attribute value"), 0;
-    return 1;
+    if (d) return fail(ps, "unbalanced brackets in attribute value");
+    if (p == start) return fail(ps, "expected an attribute value");
+    return HBM_OK;
 }
 
 /* Skip one bracketed group starting at ps->p ('(', '[' or '{'), strings inside included. */
-static int skip_group(parser *ps) {
+static hbm_status skip_group(parser *ps) {
     char stack[64];
     int d = 0;
     const char *p = ps->p, *e = ps->end;
@@ -228,30 +211,30 @@ static int skip_group(parser *ps) {
         char c = *p;
         if (c == '"') {
             ps->p = p;
-            if (!skip_string(ps)) return 0;
+            TRY(skip_string(ps));
             p = ps->p;
             continue;
         }
         if (c == '(' || c == '[' || c == '{') {
             if (d == (int)sizeof stack) {
                 ps->p = p;
-                return fail(ps, "nested too deeply"), 0;
+                return fail(ps, "nested too deeply");
             }
             stack[d++] = c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (c == ')' || c == ']' || c == '}') {
             if (!d || stack[d - 1] != c) {
                 ps->p = p;
-                return fail(ps, "mismatched bracket"), 0;
+                return fail(ps, "mismatched bracket");
             }
             if (--d == 0) {
                 ps->p = p + 1;
-                return 1;
+                return HBM_OK;
             }
         }
         p++;
     }
     ps->p = p;
-    return fail(ps, "unbalanced brackets"), 0;
+    return fail(ps, "unbalanced brackets");
 }
 
 /* --- shapes ------------------------------------------------------------------------------- */
@@ -310,7 +293,7 @@ uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n
     return elems;
 }
 
-static int parse_layout(parser *ps, hbmi_shape *s) {
+static hbm_status parse_layout(parser *ps, hbmi_shape *s) {
     /* {1,0:T(8,128)(2,1)E(4)S(1)} ; ps->p is after '{' */
     int64_t m2m[64], tiles[64];
     uint32_t n_m2m = 0, n_tile_dims = 0, tile_len[16], n_tiles = 0;
@@ -322,21 +305,22 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
             ps->p++;
             if (tiles_ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles, &split);
             s->layout_key = hbmi_layout_key(m2m, n_m2m);
-            return 1;
+            return HBM_OK;
         }
         if (c == 'S' && ps->p + 2 < ps->end && ps->p[1] == 'C' && ps->p[2] == '(') { /* SC(0:952) */
             ps->p += 3;
             int64_t v;
-            if (!parse_int(ps, &v) || !expect(ps, ':', "expected ':' in a split config")) return 0;
+            TRY(parse_int(ps, &v));
+            TRY(expect(ps, ':', "expected ':' in a split config"));
             if (split.dim >= 0) tiles_ok = 0; /* more than one split: not seen; size unknown */
             split.dim = v;
             while (peek(ps) != ')') {
-                if (!parse_int(ps, &v)) return 0;
+                TRY(parse_int(ps, &v));
                 if (split.n_idx < 16) split.idx[split.n_idx++] = v;
                 else tiles_ok = 0;
                 if (!accept(ps, ',')) break;
             }
-            if (!expect(ps, ')', "expected ')' closing a split config")) return 0;
+            TRY(expect(ps, ')', "expected ')' closing a split config"));
             continue;
         }
         if (c == ',') {
@@ -350,7 +334,7 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         }
         if (c >= '0' && c <= '9') {
             int64_t v;
-            if (!parse_int(ps, &v)) return 0;
+            TRY(parse_int(ps, &v));
             if (in_m2m) {
                 if (n_m2m < 64 && v >= 0 && (uint64_t)v < s->n) m2m[n_m2m++] = v;
                 else tiles_ok = 0;
@@ -360,7 +344,8 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         if ((c == 'E' || c == 'S') && ps->p + 1 < ps->end && ps->p[1] == '(') {
             ps->p += 2;
             int64_t v;
-            if (!parse_int(ps, &v) || !expect(ps, ')', "expected ')' in layout")) return 0;
+            TRY(parse_int(ps, &v));
+            TRY(expect(ps, ')', "expected ')' in layout"));
             if (c == 'E') s->elem_bits = (uint16_t)(v > 0 && v < 64 ? v : 0);
             else s->memory_space = v;
             continue;
@@ -376,13 +361,13 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
                         ps->p++;
                         tiles_ok = 0;
                     } else {
-                        if (!parse_int(ps, &v)) return 0;
+                        TRY(parse_int(ps, &v));
                         if (v <= 0 || n_tile_dims >= 64) tiles_ok = 0;
                         else tiles[n_tile_dims++] = v, k++;
                     }
                     if (!accept(ps, ',')) break;
                 }
-                if (!expect(ps, ')', "expected ')' closing a tile")) return 0;
+                TRY(expect(ps, ')', "expected ')' closing a tile"));
                 if (n_tiles < 16 && k && k <= 16) tile_len[n_tiles++] = k;
                 else tiles_ok = 0;
             }
@@ -391,7 +376,7 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
         if (c >= 'A' && c <= 'Z') { /* L(...), D(...), #(...) etc. */
             ps->p++;
             while (peek(ps) == '(') {
-                if (!skip_group(ps)) return 0;
+                TRY(skip_group(ps));
             }
             continue;
         }
@@ -399,13 +384,13 @@ static int parse_layout(parser *ps, hbmi_shape *s) {
             ps->p++;
             continue;
         }
-        return fail(ps, "unexpected character in layout"), 0;
+        return fail(ps, "unexpected character in layout");
     }
 }
 
-static int parse_shape(parser *ps, hbmi_shape *s);
+static hbm_status parse_shape(parser *ps, hbmi_shape *s);
 
-static int parse_tuple_shape(parser *ps, hbmi_shape *s) {
+static hbm_status parse_tuple_shape(parser *ps, hbmi_shape *s) {
     /* after '(' */
     hbmi_shape tmp[16];
     hbmi_shape *elems = tmp;
@@ -415,39 +400,39 @@ static int parse_tuple_shape(parser *ps, hbmi_shape *s) {
         for (;;) {
             if (n == cap) {
                 hbmi_shape *ne = alloc(ps, sizeof *ne * cap * 2);
-                if (!ne) return 0;
+                if (!ne) return nomem(ps);
                 memcpy(ne, elems, sizeof *ne * n);
                 elems = ne;
                 cap *= 2;
             }
             memset(&elems[n], 0, sizeof elems[n]);
-            if (!parse_shape(ps, &elems[n])) return 0;
+            TRY(parse_shape(ps, &elems[n]));
             n++;
             if (!accept(ps, ',')) break;
         }
     }
-    if (!expect(ps, ')', "expected ')' closing a tuple shape")) return 0;
+    TRY(expect(ps, ')', "expected ')' closing a tuple shape"));
     s->n = n;
     s->elems = alloc(ps, sizeof *s->elems * (n ? n : 1));
-    if (!s->elems) return 0;
+    if (!s->elems) return nomem(ps);
     memcpy(s->elems, elems, sizeof *elems * n);
     s->nodes = 1;
     for (uint32_t i = 0; i < n; i++) {
-        if (s->nodes > UINT32_MAX / 2) return fail(ps, "tuple shape too large"), 0;
+        if (s->nodes > UINT32_MAX / 2) return fail(ps, "tuple shape too large");
         s->nodes += elems[i].nodes;
     }
-    return 1;
+    return HBM_OK;
 }
 
-static int parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
+static hbm_status parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
     int pr = hbmi_prim_lookup(prim.p, prim.n);
     if (pr < 0) {
         ps->p = prim.p;
-        return fail(ps, "unknown element type"), 0;
+        return fail(ps, "unknown element type");
     }
     s->prim = (uint8_t)pr;
     s->nodes = 1;
-    if (!expect(ps, '[', "expected '[' after the element type")) return 0;
+    TRY(expect(ps, '[', "expected '[' after the element type"));
     int64_t tmp[64];
     uint32_t n = 0;
     if (peek(ps) != ']') {
@@ -462,31 +447,31 @@ static int parse_array_shape(parser *ps, hbmi_shape *s, hbmi_str prim) {
                 ps->p++;
                 s->dynamic = 1;
                 v = 0;
-            } else if (!parse_int(ps, &v)) {
-                return 0;
+            } else {
+                TRY(parse_int(ps, &v));
             }
-            if (v < 0) return fail(ps, "negative dimension"), 0;
-            if (n == 64) return fail(ps, "too many dimensions"), 0;
+            if (v < 0) return fail(ps, "negative dimension");
+            if (n == 64) return fail(ps, "too many dimensions");
             tmp[n++] = v;
             if (!accept(ps, ',')) break;
         }
     }
-    if (!expect(ps, ']', "expected ']' closing the dimensions")) return 0;
+    TRY(expect(ps, ']', "expected ']' closing the dimensions"));
     s->n = n;
     if (n) {
         s->dims = alloc(ps, sizeof *s->dims * n);
-        if (!s->dims) return 0;
+        if (!s->dims) return nomem(ps);
         memcpy(s->dims, tmp, sizeof *tmp * n);
     }
     /* a layout follows directly ("f32[2]{0}"), not after whitespace */
     if (ps->p < ps->end && *ps->p == '{') {
         ps->p++;
-        if (!parse_layout(ps, s)) return 0;
+        TRY(parse_layout(ps, s));
     }
     /* XLA's ValidateShapeSize (xla/shape_util.cc): the byte size must fit an int64 (f32[2^62,4] does
      * not); every sum of sizes after it is then bounded (see parse_instruction) */
     if (hbmi_shape_bytes(s, 8) > HBMI_MAX_BYTES) return too_large(ps, prim.p, "shape ", 0);
-    return 1;
+    return HBM_OK;
 }
 
 /* Bytes of a value of shape s: its arrays and tuple pointer tables; UINT64_MAX on overflow. */
@@ -499,28 +484,28 @@ static uint64_t value_bytes(const hbmi_shape *s) {
     return b;
 }
 
-static int parse_shape(parser *ps, hbmi_shape *s) {
-    if (++ps->depth > 64) return fail(ps, "shape nested too deeply"), 0;
-    int ok;
+static hbm_status parse_shape(parser *ps, hbmi_shape *s) {
+    if (++ps->depth > 64) return fail(ps, "shape nested too deeply");
+    hbm_status st;
     if (accept(ps, '(')) {
-        ok = parse_tuple_shape(ps, s);
+        st = parse_tuple_shape(ps, s);
     } else {
         hbmi_str prim = name(ps);
-        if (!prim.n) { fail(ps, "expected a shape"); ok = 0; }
-        else ok = parse_array_shape(ps, s, prim);
+        if (!prim.n) st = fail(ps, "expected a shape");
+        else st = parse_array_shape(ps, s, prim);
     }
     ps->depth--;
-    return ok;
+    return st;
 }
 
 /* --- attributes ----------------------------------------------------------------------------- */
-static int parse_index(parser *ps, int32_t *idx, uint8_t *len) {
+static hbm_status parse_index(parser *ps, int32_t *idx, uint8_t *len) {
     /* {} or {1,0} */
     *len = 0;
-    if (!expect(ps, '{', "expected '{' starting a shape index")) return 0;
+    TRY(expect(ps, '{', "expected '{' starting a shape index"));
     while (peek(ps) != '}') {
         int64_t v;
-        if (!parse_int(ps, &v)) return 0;
+        TRY(parse_int(ps, &v));
         if (*len < HBMI_MAX_INDEX) idx[(*len)++] = (int32_t)v;
         if (!accept(ps, ',')) break;
     }
@@ -529,14 +514,14 @@ static int parse_index(parser *ps, int32_t *idx, uint8_t *len) {
 
 /* {{}: (0, {}), {1}: (1, {0}, may-alias)} for output_to_operand_aliasing and
  * input_output_alias; {(0, {}), (1, {})} for buffer_donor. */
-static int parse_alias_list(parser *ps, hbmi_alias **out, uint32_t *n_out, int donor) {
+static hbm_status parse_alias_list(parser *ps, hbmi_alias **out, uint32_t *n_out, int donor) {
     hbmi_alias tmp[32], *list = tmp;
     uint32_t n = 0, cap = 32;
-    if (!expect(ps, '{', "expected '{' starting an alias list")) return 0;
+    TRY(expect(ps, '{', "expected '{' starting an alias list"));
     while (peek(ps) != '}') {
         if (n == cap) {
             hbmi_alias *nl = alloc(ps, sizeof *nl * cap * 2);
-            if (!nl) return 0;
+            if (!nl) return nomem(ps);
             memcpy(nl, list, sizeof *nl * n);
             list = nl;
             cap *= 2;
@@ -544,47 +529,48 @@ static int parse_alias_list(parser *ps, hbmi_alias **out, uint32_t *n_out, int d
         hbmi_alias *a = &list[n];
         memset(a, 0, sizeof *a);
         if (!donor) {
-            if (!parse_index(ps, a->out, &a->out_len) || !expect(ps, ':', "expected ':' in an alias"))
-                return 0;
+            TRY(parse_index(ps, a->out, &a->out_len));
+            TRY(expect(ps, ':', "expected ':' in an alias"));
         }
-        if (!expect(ps, '(', "expected '(' in an alias") || !parse_int(ps, &a->operand) ||
-            !expect(ps, ',', "expected ',' in an alias") || !parse_index(ps, a->in, &a->in_len))
-            return 0;
+        TRY(expect(ps, '(', "expected '(' in an alias"));
+        TRY(parse_int(ps, &a->operand));
+        TRY(expect(ps, ',', "expected ',' in an alias"));
+        TRY(parse_index(ps, a->in, &a->in_len));
         if (accept(ps, ',')) { /* may-alias / must-alias */
             hbmi_str kind = name(ps);
-            if (!kind.n) return fail(ps, "expected may-alias or must-alias"), 0;
+            if (!kind.n) return fail(ps, "expected may-alias or must-alias");
         }
-        if (!expect(ps, ')', "expected ')' closing an alias")) return 0;
+        TRY(expect(ps, ')', "expected ')' closing an alias"));
         n++;
         if (!accept(ps, ',')) break;
     }
-    if (!expect(ps, '}', "expected '}' closing an alias list")) return 0;
+    TRY(expect(ps, '}', "expected '}' closing an alias list"));
     *out = alloc(ps, sizeof **out * (n ? n : 1));
-    if (!*out) return 0;
+    if (!*out) return nomem(ps);
     memcpy(*out, list, sizeof *list * n);
     *n_out = n;
-    return 1;
+    return HBM_OK;
 }
 
-static int parse_metadata(parser *ps, hbmi_instr *in) {
-    if (!expect(ps, '{', "expected '{' after metadata=")) return 0;
+static hbm_status parse_metadata(parser *ps, hbmi_instr *in) {
+    TRY(expect(ps, '{', "expected '{' after metadata="));
     while (peek(ps) != '}') {
         hbmi_str key = name(ps);
-        if (!key.n) return fail(ps, "expected a metadata key"), 0;
-        if (!expect(ps, '=', "expected '=' after a metadata key")) return 0;
+        if (!key.n) return fail(ps, "expected a metadata key");
+        TRY(expect(ps, '=', "expected '=' after a metadata key"));
         if (peek(ps) == '"') {
-            hbmi_str v = string_lit(ps);
-            if (ps->err) return 0;
+            hbmi_str v;
+            TRY(string_lit(ps, &v));
             if (word_is(key, "op_name")) in->meta_op_name = v;
             else if (word_is(key, "source_file")) in->meta_source_file = v;
         } else if (word_is(key, "source_line")) {
             int64_t v;
-            if (!parse_int(ps, &v)) return 0;
+            TRY(parse_int(ps, &v));
             in->meta_source_line = (int32_t)(v > 0 && v < INT32_MAX ? v : 0);
         } else {
             const char *b = ps->p;
             while (ps->p < ps->end && *ps->p != ' ' && *ps->p != '}' && *ps->p != '\n') ps->p++;
-            if (ps->p == b) return fail(ps, "expected a metadata value"), 0;
+            if (ps->p == b) return fail(ps, "expected a metadata value");
             if (word_is(key, "stack_frame_id") && *b >= '1' && *b <= '9') { /* else no frame */
                 int64_t v = 0;
                 for (const char *q = b; q < ps->p && *q >= '0' && *q <= '9' && v < INT32_MAX; q++) v = v * 10 + (*q - '0');
@@ -594,14 +580,14 @@ static int parse_metadata(parser *ps, hbmi_instr *in) {
         accept(ps, ',');
     }
     ps->p++;
-    return 1;
+    return HBM_OK;
 }
 
-static int add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t role) {
+static hbm_status add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t role) {
     uint32_t n = in->n_called;
     hbmi_str *names = alloc(ps, sizeof *names * (n + 1));
     uint8_t *roles = alloc(ps, n + 1);
-    if (!names || !roles) return 0;
+    if (!names || !roles) return nomem(ps);
     if (n) {
         memcpy(names, in->called_names, sizeof *names * n);
         memcpy(roles, in->called_role, n);
@@ -611,28 +597,28 @@ static int add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t role) {
     in->called_names = names;
     in->called_role = roles;
     in->n_called = n + 1;
-    return 1;
+    return HBM_OK;
 }
 
-static int parse_called(parser *ps, hbmi_instr *in, uint8_t role) {
+static hbm_status parse_called(parser *ps, hbmi_instr *in, uint8_t role) {
     if (accept(ps, '{')) {
         while (peek(ps) != '}') {
             hbmi_str nm = name(ps);
-            if (!nm.n) return fail(ps, "expected a computation name"), 0;
-            if (!add_called(ps, in, nm, role)) return 0;
+            if (!nm.n) return fail(ps, "expected a computation name");
+            TRY(add_called(ps, in, nm, role));
             if (!accept(ps, ',')) break;
         }
         return expect(ps, '}', "expected '}' closing a computation list");
     }
     hbmi_str nm = name(ps);
-    if (!nm.n) return fail(ps, "expected a computation name"), 0;
+    if (!nm.n) return fail(ps, "expected a computation name");
     return add_called(ps, in, nm, role);
 }
 
-static int parse_attribute(parser *ps, hbmi_instr *in) {
+static hbm_status parse_attribute(parser *ps, hbmi_instr *in) {
     hbmi_str key = name(ps);
-    if (!key.n) return fail(ps, "expected an attribute name"), 0;
-    if (!expect(ps, '=', "expected '=' after an attribute name")) return 0;
+    if (!key.n) return fail(ps, "expected an attribute name");
+    TRY(expect(ps, '=', "expected '=' after an attribute name"));
     if (word_is(key, "metadata")) return parse_metadata(ps, in);
     if (word_is(key, "calls") || word_is(key, "called_computations")) return parse_called(ps, in, 'c');
     if (word_is(key, "body")) return parse_called(ps, in, 'b');
@@ -642,22 +628,19 @@ static int parse_attribute(parser *ps, hbmi_instr *in) {
         return parse_called(ps, in, 'k');
     if (word_is(key, "to_apply")) return parse_called(ps, in, 'a');
     if (word_is(key, "select") || word_is(key, "scatter")) return parse_called(ps, in, 'a'); /* select-and-scatter */
-    if (word_is(key, "custom_call_target")) {
-        in->target = string_lit(ps);
-        return !ps->err;
-    }
+    if (word_is(key, "custom_call_target")) return string_lit(ps, &in->target);
     if (word_is(key, "output_to_operand_aliasing")) return parse_alias_list(ps, &in->alias, &in->n_alias, 0);
     if (word_is(key, "kind")) {
         hbmi_str k = name(ps);
         if (k.n >= 2 && k.p[0] == 'k') in->fusion_kind = k.p[1];
-        return k.n ? 1 : (fail(ps, "expected a fusion kind"), 0);
+        return k.n ? HBM_OK : fail(ps, "expected a fusion kind");
     }
     if (word_is(key, "index") && in->op == HOP_GTE) return parse_int(ps, &in->gte_index);
     return skip_value(ps);
 }
 
 /* --- instructions ------------------------------------------------------------------------------ */
-static int parse_operands(parser *ps, hbmi_instr *in) {
+static hbm_status parse_operands(parser *ps, hbmi_instr *in) {
     /* after '(' */
     hbmi_str tmp[16], *names = tmp;
     uint32_t n = 0, cap = 16;
@@ -666,7 +649,7 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         return skip_group(ps);
     }
     if (in->op == HOP_PARAMETER) {
-        if (!parse_int(ps, &in->param_no)) return 0;
+        TRY(parse_int(ps, &in->param_no));
         return expect(ps, ')', "expected ')' after the parameter number");
     }
     while (peek(ps) != ')') {
@@ -674,25 +657,25 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         if (c == '(') { /* tuple-shaped operand */
             hbmi_shape sh;
             memset(&sh, 0, sizeof sh);
-            if (!parse_shape(ps, &sh)) return 0;
+            TRY(parse_shape(ps, &sh));
         } else {
             const char *save = ps->p;
             hbmi_str w = name(ps);
-            if (!w.n) return fail(ps, "expected an operand"), 0;
+            if (!w.n) return fail(ps, "expected an operand");
             if (ps->p < ps->end && *ps->p == '[' && hbmi_prim_lookup(w.p, w.n) >= 0 && *save != '%') {
                 hbmi_shape sh;
                 memset(&sh, 0, sizeof sh);
-                if (!parse_array_shape(ps, &sh, w)) return 0;
+                TRY(parse_array_shape(ps, &sh, w));
             } else {
                 ps->p = save;
             }
         }
         hbmi_str nm = name(ps);
-        if (!nm.n) return fail(ps, "expected an operand name"), 0;
+        if (!nm.n) return fail(ps, "expected an operand name");
         /* "%x#1": element 1 of x's tuple, as newer XLA prints an operand that older ones
          * printed as a get-tuple-element instruction (expand_tuple_refs); "%x#1#0" nests */
         while (ps->p + 1 < ps->end && *ps->p == '#' && ps->p[1] >= '0' && ps->p[1] <= '9') {
-            if (ps->tuple_refs == UINT32_MAX) return fail(ps, "too many tuple element operands"), 0;
+            if (ps->tuple_refs == UINT32_MAX) return fail(ps, "too many tuple element operands");
             ps->tuple_refs++;
             ps->p++;
             while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
@@ -700,7 +683,7 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         }
         if (n == cap) {
             hbmi_str *nn = alloc(ps, sizeof *nn * cap * 2);
-            if (!nn) return 0;
+            if (!nn) return nomem(ps);
             memcpy(nn, names, sizeof *nn * n);
             names = nn;
             cap *= 2;
@@ -708,18 +691,18 @@ static int parse_operands(parser *ps, hbmi_instr *in) {
         names[n++] = nm;
         if (!accept(ps, ',')) break;
     }
-    if (!expect(ps, ')', "expected ')' closing the operand list")) return 0;
+    TRY(expect(ps, ')', "expected ')' closing the operand list"));
     in->n_ops = n;
     if (n) {
         in->op_names = alloc(ps, sizeof *names * n);
         in->ops = alloc(ps, sizeof *in->ops * n);
-        if (!in->op_names || !in->ops) return 0;
+        if (!in->op_names || !in->ops) return nomem(ps);
         memcpy(in->op_names, names, sizeof *names * n);
     }
-    return 1;
+    return HBM_OK;
 }
 
-static int parse_instruction(parser *ps, hbmi_instr *in) {
+static hbm_status parse_instruction(parser *ps, hbmi_instr *in) {
     skip_ws(ps);
     in->off = (size_t)(ps->p - ps->base);
     hbmi_str nm = name(ps);
@@ -727,28 +710,29 @@ static int parse_instruction(parser *ps, hbmi_instr *in) {
         in->is_root = 1;
         nm = name(ps);
     }
-    if (!nm.n) return fail(ps, "expected an instruction name"), 0;
+    if (!nm.n) return fail(ps, "expected an instruction name");
     in->name = nm;
     in->param_no = -1;
     in->gte_index = -1;
     in->time = -1;
-    if (!expect(ps, '=', "expected '=' after the instruction name")) return 0;
+    TRY(expect(ps, '=', "expected '=' after the instruction name"));
     in->shape = alloc(ps, sizeof *in->shape);
-    if (!in->shape || !parse_shape(ps, in->shape)) return 0;
+    if (!in->shape) return nomem(ps);
+    TRY(parse_shape(ps, in->shape));
     /* the module's values together stay below 2^63 bytes, so that no sum of them (an
      * allocation, the temp heap, a total) can overflow on its way */
     uint64_t b = value_bytes(in->shape);
     ps->total = b > UINT64_MAX - ps->total ? UINT64_MAX : ps->total + b;
     if (ps->total > HBMI_MAX_BYTES) return too_large(ps, in->name.p - (in->name.p[-1] == '%'), "", 1);
     hbmi_str opc = name(ps);
-    if (!opc.n) return fail(ps, "expected an opcode"), 0;
+    if (!opc.n) return fail(ps, "expected an opcode");
     in->opcode = opc;
     in->op = (uint8_t)hbmi_op_lookup(opc.p, opc.n);
-    if (!expect(ps, '(', "expected '(' after the opcode")) return 0;
-    if (!parse_operands(ps, in)) return 0;
+    TRY(expect(ps, '(', "expected '(' after the opcode"));
+    TRY(parse_operands(ps, in));
     while (accept(ps, ','))
-        if (!parse_attribute(ps, in)) return 0;
-    return 1;
+        TRY(parse_attribute(ps, in));
+    return HBM_OK;
 }
 
 /* --- name tables ---------------------------------------------------------------------------------- */
@@ -764,13 +748,13 @@ typedef struct name_table {
 } name_table;
 
 /* An empty table with room for n names. */
-static int table_init(parser *ps, name_table *t, uint32_t n) {
+static hbm_status table_init(parser *ps, name_table *t, uint32_t n) {
     uint32_t cap = 16;
     while (cap < n * 2u + 2) cap *= 2;
     t->slot = hbmi_calloc(cap, sizeof *t->slot);
-    if (!t->slot) return nomem(ps), 0;
+    if (!t->slot) return nomem(ps);
     t->mask = cap - 1;
-    return 1;
+    return HBM_OK;
 }
 
 static void table_put(name_table *t, hbmi_str s, uint32_t id) {
@@ -779,10 +763,10 @@ static void table_put(name_table *t, hbmi_str s, uint32_t id) {
     t->slot[h] = id + 1;
 }
 
-static int table_build(parser *ps, name_table *t, uint32_t n, hbmi_str (*get)(void *, uint32_t), void *ctx) {
-    if (!table_init(ps, t, n)) return 0;
+static hbm_status table_build(parser *ps, name_table *t, uint32_t n, hbmi_str (*get)(void *, uint32_t), void *ctx) {
+    TRY(table_init(ps, t, n));
     for (uint32_t i = 0; i < n; i++) table_put(t, get(ctx, i), i);
-    return 1;
+    return HBM_OK;
 }
 
 static int64_t table_find(const name_table *t, hbmi_str s, hbmi_str (*get)(void *, uint32_t), void *ctx) {
@@ -813,22 +797,22 @@ static hbmi_str expanding_name(void *ctx, uint32_t id) { return expanding_at(ctx
  * for them: an instruction "x#N = get-tuple-element(x), index=N", placed just before its
  * first user, one per name in a computation. A get-tuple-element defines no buffer (it
  * aliases the element), so the plan is the same as for the module printed the old way. */
-static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
+static hbm_status expand_tuple_refs(parser *ps, hbmi_comp *c) {
     uint32_t extra = ps->tuple_refs; /* at most one instruction per "#N" read */
     ps->tuple_refs = 0;
-    if (!extra) return 1;
-    if (extra > UINT32_MAX - c->n) return fail(ps, "too many instructions"), 0;
+    if (!extra) return HBM_OK;
+    if (extra > UINT32_MAX - c->n) return fail(ps, "too many instructions");
     hbmi_instr *out = alloc(ps, sizeof *out * (c->n + extra));
-    if (!out) return 0;
+    if (!out) return nomem(ps);
     name_table t; /* the names written (a use may come before its definition), then those made here */
-    if (!table_init(ps, &t, c->n + extra)) return 0;
+    TRY(table_init(ps, &t, c->n + extra));
     expanding e = {c, out};
     for (uint32_t i = 0; i < c->n; i++) table_put(&t, c->ins[i].name, i);
     uint32_t n = 0, root = 0;
-    int ok = 1;
-    for (uint32_t i = 0; i < c->n && ok; i++) {
+    hbm_status st = HBM_OK;
+    for (uint32_t i = 0; i < c->n && !st; i++) {
         hbmi_instr *in = &c->ins[i];
-        for (uint32_t k = 0; k < in->n_ops && ok; k++) {
+        for (uint32_t k = 0; k < in->n_ops && !st; k++) {
             hbmi_str full = in->op_names[k];
             uint32_t cut = 0;
             while (cut < full.n && full.p[cut] != '#') cut++;
@@ -846,9 +830,8 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                     }
                     if (!sh || sh->prim != HBMI_PRIM_TUPLE || idx < 0 || idx >= (int64_t)sh->n) {
                         ps->p = full.p;
-                        fail(ps, !sh ? "operand is not defined in this computation"
-                                     : "operand element (#N) is not in the tuple shape of the instruction it names");
-                        ok = 0;
+                        st = fail(ps, !sh ? "operand is not defined in this computation"
+                                          : "operand element (#N) is not in the tuple shape of the instruction it names");
                         break;
                     }
                     hbmi_instr *g = &out[n];
@@ -863,7 +846,7 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                     g->op_names = alloc(ps, sizeof *g->op_names);
                     g->ops = alloc(ps, sizeof *g->ops);
                     if (!g->op_names || !g->ops) {
-                        ok = 0;
+                        st = nomem(ps);
                         break;
                     }
                     g->op_names[0] = base;
@@ -876,63 +859,61 @@ static int expand_tuple_refs(parser *ps, hbmi_comp *c) {
                 cut = end;
             }
         }
-        if (!ok) break;
+        if (st) break;
         if (i == c->root) root = n;
         out[n++] = *in;
     }
-    if (ok) {
+    if (!st) {
         ps->m->tuple_refs = 1;
         c->root = root;
         c->ins = out;
         c->n = n;
     }
     hbmi_free(t.slot);
-    return ok;
+    return st;
 }
 
-static int resolve_operands(parser *ps, hbmi_comp *c) {
-    if (!expand_tuple_refs(ps, c)) return 0;
+static hbm_status resolve_operands(parser *ps, hbmi_comp *c) {
+    TRY(expand_tuple_refs(ps, c));
     name_table t;
-    if (!table_build(ps, &t, c->n, instr_name, c)) return 0;
-    int ok = 1;
-    for (uint32_t i = 0; i < c->n && ok; i++) {
+    TRY(table_build(ps, &t, c->n, instr_name, c));
+    hbm_status st = HBM_OK;
+    for (uint32_t i = 0; i < c->n && !st; i++) {
         hbmi_instr *in = &c->ins[i];
         for (uint32_t k = 0; k < in->n_ops; k++) {
             int64_t j = table_find(&t, in->op_names[k], instr_name, c);
             if (j < 0 || (uint32_t)j == i) {
                 ps->p = in->op_names[k].p;
-                fail(ps, j < 0 ? "operand is not defined in this computation" : "instruction uses itself");
-                ok = 0;
+                st = fail(ps, j < 0 ? "operand is not defined in this computation" : "instruction uses itself");
                 break;
             }
             in->ops[k] = (uint32_t)j;
         }
     }
     hbmi_free(t.slot);
-    return ok;
+    return st;
 }
 
-static int resolve_computations(parser *ps) {
+static hbm_status resolve_computations(parser *ps) {
     hbm_hlo_module *m = ps->m;
     name_table t;
-    if (!table_build(ps, &t, m->n_comps, comp_name, m)) return 0;
-    int ok = 1;
-    for (uint32_t ci = 0; ci < m->n_comps && ok; ci++) {
+    TRY(table_build(ps, &t, m->n_comps, comp_name, m));
+    hbm_status st = HBM_OK;
+    for (uint32_t ci = 0; ci < m->n_comps && !st; ci++) {
         hbmi_comp *c = &m->comps[ci];
-        for (uint32_t i = 0; i < c->n && ok; i++) {
+        for (uint32_t i = 0; i < c->n && !st; i++) {
             hbmi_instr *in = &c->ins[i];
             if (!in->n_called) continue;
             in->called = alloc(ps, sizeof *in->called * in->n_called);
             if (!in->called) {
-                ok = 0;
+                st = nomem(ps);
                 break;
             }
             for (uint32_t k = 0; k < in->n_called; k++) {
                 int64_t j = table_find(&t, in->called_names[k], comp_name, m);
                 if (j < 0 || (uint32_t)j == ci) {
                     ps->p = in->called_names[k].p;
-                    fail(ps, j < 0 ? "called computation is not defined" : "computation calls itself");
-                    ok = 0;
+                    st = fail(ps, j < 0 ? "called computation is not defined" : "computation calls itself");
                     break;
                 }
                 in->called[k] = (uint32_t)j;
@@ -940,46 +921,47 @@ static int resolve_computations(parser *ps) {
         }
     }
     hbmi_free(t.slot);
-    return ok;
+    return st;
 }
 
 /* --- computations and the module ------------------------------------------------------------------ */
-static int parse_computation(parser *ps, hbmi_comp *c) {
+static hbm_status parse_computation(parser *ps, hbmi_comp *c) {
     hbmi_str nm = name(ps);
     if (word_is(nm, "ENTRY")) {
         c->is_entry = 1;
         nm = name(ps);
     }
-    if (!nm.n) return fail(ps, "expected a computation name"), 0;
+    if (!nm.n) return fail(ps, "expected a computation name");
     c->name = nm;
     if (peek(ps) == '(') {
-        if (!skip_group(ps)) return 0; /* (param: shape, ...) */
+        TRY(skip_group(ps)); /* (param: shape, ...) */
         if (peek(ps) == '-' && ps->p + 1 < ps->end && ps->p[1] == '>') {
             ps->p += 2;
             hbmi_shape sh;
             memset(&sh, 0, sizeof sh);
-            if (!parse_shape(ps, &sh)) return 0;
+            TRY(parse_shape(ps, &sh));
         }
     }
-    if (!expect(ps, '{', "expected '{' opening the computation body")) return 0;
+    TRY(expect(ps, '{', "expected '{' opening the computation body"));
     ps->tuple_refs = 0;
     hbmi_instr tmp[64], *ins = tmp;
     uint32_t n = 0, cap = 64;
     int has_root = 0;
+    hbm_status st;
     while (peek(ps) != '}') {
         /* every early return below frees the growing array: it is not in the arena */
         if (peek(ps) < 0) {
-            fail(ps, "expected '}' closing the computation");
+            st = fail(ps, "expected '}' closing the computation");
             goto fail_body;
         }
         if (n == cap) {
             if (cap > UINT32_MAX / 4) {
-                fail(ps, "too many instructions");
+                st = fail(ps, "too many instructions");
                 goto fail_body;
             }
             hbmi_instr *ni = hbmi_malloc(sizeof *ni * cap * 2);
             if (!ni) {
-                nomem(ps);
+                st = nomem(ps);
                 goto fail_body;
             }
             memcpy(ni, ins, sizeof *ni * n);
@@ -988,7 +970,7 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
             cap *= 2;
         }
         memset(&ins[n], 0, sizeof ins[n]);
-        if (!parse_instruction(ps, &ins[n])) goto fail_body;
+        if ((st = parse_instruction(ps, &ins[n]))) goto fail_body;
         if (ins[n].is_root) {
             c->root = n;
             has_root = 1;
@@ -998,7 +980,7 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
     ps->p++; /* '}' */
     if (!n) {
         if (ins != tmp) hbmi_free(ins);
-        return fail(ps, "computation has no instructions"), 0;
+        return fail(ps, "computation has no instructions");
     }
     if (!has_root) {
         c->root = n - 1;
@@ -1008,25 +990,25 @@ static int parse_computation(parser *ps, hbmi_comp *c) {
     c->ins = alloc(ps, sizeof *c->ins * n);
     if (c->ins) memcpy(c->ins, ins, sizeof *ins * n);
     if (ins != tmp) hbmi_free(ins);
-    if (!c->ins) return 0;
+    if (!c->ins) return nomem(ps);
     /* ", execution_thread="parallel"" and friends after the closing brace */
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
     while (ps->p < ps->end && *ps->p == ',') {
         ps->p++;
         hbmi_str key = name(ps);
-        if (!key.n || !expect(ps, '=', "expected '=' after a computation attribute")) return 0;
+        if (!key.n) return fail(ps, "expected a computation attribute");
+        TRY(expect(ps, '=', "expected '=' after a computation attribute"));
         if (word_is(key, "execution_thread")) {
-            c->exec_thread = string_lit(ps);
-            if (ps->err) return 0;
-        } else if (!skip_value(ps)) {
-            return 0;
+            TRY(string_lit(ps, &c->exec_thread));
+        } else {
+            TRY(skip_value(ps));
         }
         while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
     }
     return resolve_operands(ps, c);
 fail_body:
     if (ins != tmp) hbmi_free(ins);
-    return 0;
+    return st;
 }
 
 static int is_section_keyword(hbmi_str w) {
@@ -1038,50 +1020,50 @@ static void skip_line(parser *ps) {
     while (ps->p < ps->end && *ps->p != '\n') ps->p++;
 }
 
-static int parse_header(parser *ps) {
+static hbm_status parse_header(parser *ps) {
     hbm_hlo_module *m = ps->m;
     hbmi_str kw = name(ps);
     if (!word_is(kw, "HloModule")) {
         /* another kind of file (a snapshot, a profile, a CSV) is named, not quoted */
         hbm_file_kind k = hbm_file_sniff(ps->base, (size_t)(ps->end - ps->base));
-        if (k == HBM_FILE_EMPTY) return ps->err = hbmi_error(HBM_ERR_PARSE, "%s: empty file", ps->file), 0;
+        if (k == HBM_FILE_EMPTY) return hbmi_error(HBM_ERR_PARSE, "%s: empty file", ps->file);
         if (k != HBM_FILE_UNKNOWN && k != HBM_FILE_HLO)
-            return ps->err = hbmi_error(HBM_ERR_PARSE, "%s is %s, not an HLO module (text)", ps->file,
-                                        hbm_file_kind_str(k)), 0;
+            return hbmi_error(HBM_ERR_PARSE, "%s is %s, not an HLO module (text)", ps->file, hbm_file_kind_str(k));
         ps->p = kw.p ? kw.p : ps->p;
-        return fail(ps, "expected 'HloModule'"), 0;
+        return fail(ps, "expected 'HloModule'");
     }
     m->name = name(ps);
-    if (!m->name.n) return fail(ps, "expected the module name"), 0;
+    if (!m->name.n) return fail(ps, "expected the module name");
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
     while (ps->p < ps->end && *ps->p == ',') {
         ps->p++;
         hbmi_str key = name(ps);
-        if (!key.n) return fail(ps, "expected a module attribute"), 0;
-        if (!expect(ps, '=', "expected '=' after a module attribute")) return 0;
+        if (!key.n) return fail(ps, "expected a module attribute");
+        TRY(expect(ps, '=', "expected '=' after a module attribute"));
         if (word_is(key, "is_scheduled")) {
             hbmi_str v = name(ps);
             m->is_scheduled = word_is(v, "true");
         } else if (word_is(key, "input_output_alias")) {
-            if (!parse_alias_list(ps, &m->io_alias, &m->n_io_alias, 0)) return 0;
+            TRY(parse_alias_list(ps, &m->io_alias, &m->n_io_alias, 0));
         } else if (word_is(key, "buffer_donor")) {
-            if (!parse_alias_list(ps, &m->donors, &m->n_donors, 1)) return 0;
-        } else if (!skip_value(ps)) {
-            return 0;
+            TRY(parse_alias_list(ps, &m->donors, &m->n_donors, 1));
+        } else {
+            TRY(skip_value(ps));
         }
         while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t')) ps->p++;
     }
-    return 1;
+    return HBM_OK;
 }
 
-static int parse_module(parser *ps) {
+static hbm_status parse_module(parser *ps) {
     hbm_hlo_module *m = ps->m;
-    if (!parse_header(ps)) return 0;
+    TRY(parse_header(ps));
     hbmi_comp *comps = NULL;
     size_t cap = 0;
     uint32_t n = 0;
-    int ok = 1, entry = -1;
-    while (ok && peek(ps) >= 0) {
+    int entry = -1;
+    hbm_status st = HBM_OK;
+    while (!st && peek(ps) >= 0) {
         const char *save = ps->p;
         hbmi_str w = name(ps);
         if (is_section_keyword(w)) { /* stack-frame tables: "FileNames\n1 \"a.py\"\n..." */
@@ -1095,35 +1077,30 @@ static int parse_module(parser *ps) {
         }
         ps->p = save;
         if (hbmi_grow((void **)&comps, &cap, (size_t)n + 1, sizeof *comps) != HBM_OK) {
-            ok = 0;
-            nomem(ps);
+            st = nomem(ps);
             break;
         }
         memset(&comps[n], 0, sizeof comps[n]);
         comps[n].off = (size_t)(ps->p - ps->base);
-        if (!parse_computation(ps, &comps[n])) {
-            ok = 0;
-            break;
-        }
+        if ((st = parse_computation(ps, &comps[n]))) break;
         if (comps[n].is_entry) {
             if (entry >= 0) {
                 ps->p = save;
-                fail(ps, "second ENTRY computation");
-                ok = 0;
+                st = fail(ps, "second ENTRY computation");
                 break;
             }
             entry = (int)n;
         }
         n++;
     }
-    if (ok && !n) { fail(ps, "expected a computation"); ok = 0; }
-    if (ok) {
+    if (!st && !n) st = fail(ps, "expected a computation");
+    if (!st) {
         m->comps = alloc(ps, sizeof *comps * n);
         if (m->comps) memcpy(m->comps, comps, sizeof *comps * n);
-        else ok = 0;
+        else st = nomem(ps);
     }
     hbmi_free(comps);
-    if (!ok) return 0;
+    if (st) return st;
     m->n_comps = n;
     m->entry = entry >= 0 ? (uint32_t)entry : n - 1; /* XLA: the last one is the entry */
     m->comps[m->entry].is_entry = 1;
@@ -1144,10 +1121,10 @@ hbm_status hbm_hlo_parse(const char *text, size_t len, const char *nm, hbm_hlo_m
     m->text[len] = 0;
     m->len = len;
     snprintf(m->path, sizeof m->path, "%s", nm ? nm : "<hlo>");
-    parser ps = {m->text, m->text + len, m->text, m->path, m, HBM_OK, 0, 0, 0};
+    parser ps = {m->text, m->text + len, m->text, m->path, m, 0, 0, 0};
     if (len >= 3 && !memcmp(m->text, "\xef\xbb\xbf", 3)) ps.p += 3; /* a UTF-8 byte-order mark (Windows editors) */
-    if (!parse_module(&ps)) {
-        hbm_status s = ps.err ? ps.err : HBM_ERR_PARSE;
+    hbm_status s = parse_module(&ps);
+    if (s) {
         hbm_hlo_module_free(m);
         return s;
     }
@@ -1170,7 +1147,7 @@ void hbm_hlo_module_free(hbm_hlo_module *m) {
 }
 
 void hbmi_hlo_where(const hbm_hlo_module *m, size_t off, uint32_t *line, uint32_t *col) {
-    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, HBM_OK, 0, 0, 0};
+    parser ps = {m->text, m->text + m->len, m->text, m->path, NULL, 0, 0, 0};
     where(&ps, m->text + (off < m->len ? off : m->len), line, col);
 }
 
@@ -1230,12 +1207,12 @@ hbm_status hbm_hlo_shape_bytes(const char *shape, unsigned pointer_size, uint64_
     hbm_hlo_module tmpm;
     memset(&tmpm, 0, sizeof tmpm);
     size_t len = strlen(shape);
-    parser ps = {shape, shape + len, shape, "shape", &tmpm, HBM_OK, 0, 0, 0};
+    parser ps = {shape, shape + len, shape, "shape", &tmpm, 0, 0, 0};
     hbmi_shape s;
     memset(&s, 0, sizeof s);
-    int ok = parse_shape(&ps, &s);
-    if (ok && peek(&ps) >= 0) { fail(&ps, "unexpected text after the shape"); ok = 0; }
-    if (ok) *bytes = hbmi_shape_bytes(&s, pointer_size);
+    hbm_status st = parse_shape(&ps, &s);
+    if (!st && peek(&ps) >= 0) st = fail(&ps, "unexpected text after the shape");
+    if (!st) *bytes = hbmi_shape_bytes(&s, pointer_size);
     hbmi_arena_free(&tmpm.arena);
-    return ok ? HBM_OK : ps.err;
+    return st;
 }

@@ -422,7 +422,6 @@ static int64_t dense_get(const dense *d, int64_t id) {
 typedef struct conv {
     hbm_hlo_module *m;
     const char *file;
-    hbm_status err;
     idref *comps, *ins;  /* by id */
     size_t n_comps, n_ins;
     const Hbmpb__StackFrameIndexProto *frames;
@@ -433,20 +432,15 @@ typedef struct conv {
     size_t *comp_base;
 } conv;
 
-static int fail(conv *c, hbm_status s, const char *fmt, const char *a, long long b) {
-    if (!c->err) {
-        char what[512];
-        snprintf(what, sizeof what, fmt, a, b);
-        c->err = hbmi_error(s, "%s: module '%.*s': %s", c->file, (int)c->m->name.n, c->m->name.p, what);
-    }
-    return 0;
+static hbm_status fail(conv *c, hbm_status s, const char *fmt, const char *a, long long b) {
+    char what[512];
+    snprintf(what, sizeof what, fmt, a, b);
+    return hbmi_error(s, "%s: module '%.*s': %s", c->file, (int)c->m->name.n, c->m->name.p, what);
 }
 
-static void *cv_alloc(conv *c, size_t n) {
-    void *r = hbmi_arena_alloc(&c->m->arena, n ? n : 1);
-    if (!r && !c->err) c->err = hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory", c->file);
-    return r;
-}
+/* n bytes of the module's arena; NULL (the caller returns nomem) when there are none */
+static void *cv_alloc(conv *c, size_t n) { return hbmi_arena_alloc(&c->m->arena, n ? n : 1); }
+static hbm_status nomem(const conv *c) { return hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory", c->file); }
 
 static hbmi_str S(const char *s) {
     size_t n = strlen(s);
@@ -464,7 +458,7 @@ static int prim_of(int32_t t) {
     return t >= 0 && t < 35 ? map[t] : -1;
 }
 
-static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int depth, uint8_t *tiled) {
+static hbm_status conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int depth, uint8_t *tiled) {
     if (depth > 64) return fail(c, HBM_ERR_PARSE, "%sshape nested too deeply", "", 0);
     if (sp->element_type == 13) { /* TUPLE */
         s->prim = HBMI_PRIM_TUPLE;
@@ -472,14 +466,14 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
         if (n > UINT32_MAX / 2) return fail(c, HBM_ERR_PARSE, "%stuple shape too large", "", 0);
         s->n = (uint32_t)n;
         s->elems = cv_alloc(c, sizeof *s->elems * n);
-        if (!s->elems) return 0;
+        if (!s->elems) return nomem(c);
         s->nodes = 1;
         for (size_t i = 0; i < n; i++) {
-            if (!conv_shape(c, sp->tuple_shapes[i], &s->elems[i], depth + 1, tiled)) return 0;
+            TRY(conv_shape(c, sp->tuple_shapes[i], &s->elems[i], depth + 1, tiled));
             if (s->nodes > UINT32_MAX / 2 - s->elems[i].nodes) return fail(c, HBM_ERR_PARSE, "%stuple shape too large", "", 0);
             s->nodes += s->elems[i].nodes;
         }
-        return 1;
+        return HBM_OK;
     }
     int pr = prim_of(sp->element_type);
     if (pr < 0) return fail(c, HBM_ERR_UNSUPPORTED, "%selement type %lld (xla.PrimitiveType) is not one hbm sizes", "",
@@ -491,7 +485,7 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
     s->n = (uint32_t)n;
     if (n) {
         s->dims = cv_alloc(c, sizeof *s->dims * n);
-        if (!s->dims) return 0;
+        if (!s->dims) return nomem(c);
         for (size_t i = 0; i < n; i++) {
             if (sp->dimensions[i] < 0) return fail(c, HBM_ERR_PARSE, "%snegative dimension %lld", "", sp->dimensions[i]);
             s->dims[i] = sp->dimensions[i];
@@ -500,7 +494,7 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
     for (size_t i = 0; i < sp->n_is_dynamic_dimension; i++)
         if (sp->is_dynamic_dimension[i]) s->dynamic = 1;
     const Hbmpb__LayoutProto *l = sp->layout;
-    if (!l) return 1;
+    if (!l) return HBM_OK;
     s->elem_bits = (uint16_t)(l->element_size_in_bits > 0 && l->element_size_in_bits < 64 ? l->element_size_in_bits : 0);
     s->memory_space = l->memory_space;
     int64_t m2m[64], tiles[64];
@@ -512,7 +506,7 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
         else ok = 0;
     }
     s->layout_key = hbmi_layout_key(m2m, n_m2m);
-    if (!l->n_tiles) return 1;
+    if (!l->n_tiles) return HBM_OK;
     *tiled = 1;
     /* the tiled size as the text parser computes it from "{1,0:T(8,128)(2,1)}" */
     for (size_t t = 0; t < l->n_tiles && ok; t++) {
@@ -526,7 +520,7 @@ static int conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s, int d
         if (ok) tile_len[n_tiles++] = (uint32_t)k;
     }
     if (ok) s->tiled_elems = hbmi_tiled_elements(s, m2m, n_m2m, tiles, tile_len, n_tiles, NULL);
-    return 1;
+    return HBM_OK;
 }
 
 /* the role the text parser gives each called computation of an instruction */
@@ -541,7 +535,8 @@ static uint8_t called_role(const hbmi_instr *in, size_t k) {
     }
 }
 
-/* s as the HLO text writes it (C escapes), which the planner's reports undo */
+/* s as the HLO text writes it (C escapes), which the planner's reports undo; s as it is
+ * when there is no host memory for the copy */
 static hbmi_str S_esc(conv *c, const char *s) {
     size_t n = strcspn(s, "\\\"\n\t"), extra = 0;
     if (!s[n]) return S(s); /* nothing to escape: the common case */
@@ -602,17 +597,14 @@ static void meta(conv *c, hbmi_instr *in, const Hbmpb__OpMetadata *md) {
     in->meta_source_line = line > 0 && line < INT32_MAX ? line : 0;
 }
 
-static int conv_alias(conv *c, const int64_t *out, size_t n_out, int64_t operand, const int64_t *in, size_t n_in,
-                      hbmi_alias *a) {
-    (void)c;
+static void conv_alias(const int64_t *out, size_t n_out, int64_t operand, const int64_t *in, size_t n_in, hbmi_alias *a) {
     memset(a, 0, sizeof *a);
     for (size_t i = 0; i < n_out && a->out_len < HBMI_MAX_INDEX; i++) a->out[a->out_len++] = (int32_t)out[i];
     for (size_t i = 0; i < n_in && a->in_len < HBMI_MAX_INDEX; i++) a->in[a->in_len++] = (int32_t)in[i];
     a->operand = operand;
-    return 1;
 }
 
-static int conv_instr(conv *c, hbmi_instr *in, const Hbmpb__HloInstructionProto *ip, uint8_t *tiled) {
+static hbm_status conv_instr(conv *c, hbmi_instr *in, const Hbmpb__HloInstructionProto *ip, uint8_t *tiled) {
     in->name = S(ip->name);
     in->opcode = S(ip->opcode);
     in->op = (uint8_t)hbmi_op_lookup(in->opcode.p, in->opcode.n);
@@ -624,30 +616,31 @@ static int conv_instr(conv *c, hbmi_instr *in, const Hbmpb__HloInstructionProto 
     meta(c, in, ip->metadata);
     if (!ip->shape) return fail(c, HBM_ERR_PARSE, "instruction '%s' has no shape", ip->name, 0);
     in->shape = cv_alloc(c, sizeof *in->shape);
-    if (!in->shape || !conv_shape(c, ip->shape, in->shape, 0, tiled)) return 0;
+    if (!in->shape) return nomem(c);
+    TRY(conv_shape(c, ip->shape, in->shape, 0, tiled));
     if (in->op == HOP_PARAMETER && in->param_no < 0)
         return fail(c, HBM_ERR_PARSE, "parameter '%s' has number %lld", ip->name, in->param_no);
     if (ip->n_output_operand_aliasing) {
         in->n_alias = (uint32_t)ip->n_output_operand_aliasing;
         in->alias = cv_alloc(c, sizeof *in->alias * in->n_alias);
-        if (!in->alias) return 0;
+        if (!in->alias) return nomem(c);
         for (uint32_t k = 0; k < in->n_alias; k++) {
             const Hbmpb__OutputOperandAliasing *a = ip->output_operand_aliasing[k];
-            conv_alias(c, a->output_shape_index, a->n_output_shape_index, a->operand_index, a->operand_shape_index,
+            conv_alias(a->output_shape_index, a->n_output_shape_index, a->operand_index, a->operand_shape_index,
                        a->n_operand_shape_index, &in->alias[k]);
         }
     }
-    return 1;
+    return HBM_OK;
 }
 
 /* Instruction order of computation ci: its schedule when there is one (the order XLA prints
  * a scheduled module in), else the proto's (operands before users). */
-static int comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb__HloScheduleProto__InstructionSequence *seq,
+static hbm_status comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb__HloScheduleProto__InstructionSequence *seq,
                       uint32_t *order) {
     size_t n = cp->n_instructions;
     if (!seq) {
         for (size_t j = 0; j < n; j++) order[j] = (uint32_t)j;
-        return 1;
+        return HBM_OK;
     }
     idref *t = NULL;
     uint8_t *used = hbmi_calloc(n ? n : 1, 1);
@@ -661,8 +654,8 @@ static int comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb
         hbmi_qsort(t, n, sizeof *t, cmp_idref);
     }
     size_t k = 0;
-    int ok = 1;
-    for (size_t q = 0; q < seq->n_instruction_ids && ok; q++) {
+    hbm_status st = HBM_OK;
+    for (size_t q = 0; q < seq->n_instruction_ids && !st; q++) {
         idref d1;
         const idref *r = NULL;
         if (t) {
@@ -672,21 +665,21 @@ static int comp_order(conv *c, const Hbmpb__HloComputationProto *cp, const Hbmpb
             if (at >= 0) d1 = (idref){seq->instruction_ids[q], 0, (uint32_t)at}, r = &d1;
         }
         if (!r || used[r->idx]) {
-            ok = fail(c, HBM_ERR_PARSE, "the schedule of '%s' names instruction id %lld twice or not in it", cp->name,
+            st = fail(c, HBM_ERR_PARSE, "the schedule of '%s' names instruction id %lld twice or not in it", cp->name,
                       seq->instruction_ids[q]);
             break;
         }
         used[r->idx] = 1;
         order[k++] = r->idx;
     }
-    for (size_t j = 0; j < n && ok; j++) /* unscheduled ones (none in XLA's output) after */
+    for (size_t j = 0; j < n && !st; j++) /* unscheduled ones (none in XLA's output) after */
         if (!used[j]) order[k++] = (uint32_t)j;
     hbmi_free(t);
     hbmi_free(used);
-    return ok;
+    return st;
 }
 
-static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
+static hbm_status conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     hbm_hlo_module *m = c->m;
     m->name = S(mp->name);
     size_t nc = mp->n_computations;
@@ -700,7 +693,7 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     const Hbmpb__HloScheduleProto__InstructionSequence **seq = hbmi_calloc(nc, sizeof *seq);
     if (!m->comps || !c->comps || !seq) {
         hbmi_free(seq);
-        return fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
+        return !m->comps ? nomem(c) : fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     }
     m->n_comps = (uint32_t)nc;
     size_t total = 0;
@@ -718,14 +711,15 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
         }
         m->is_scheduled = mp->schedule->n_sequences > 0;
     }
-    int ok = 1;
+    hbm_status st = HBM_OK;
     c->ins = hbmi_malloc(sizeof *c->ins * (total ? total : 1));
     c->tiled = hbmi_calloc(total ? total : 1, 1);
     c->src = cv_alloc(c, sizeof *c->src * (total ? total : 1)); /* kept: the module's whole text is made from it */
     c->comp_base = hbmi_malloc(sizeof *c->comp_base * nc);
-    if (!c->ins || !c->tiled || !c->src || !c->comp_base) ok = fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
+    if (!c->ins || !c->tiled || !c->src || !c->comp_base)
+        st = !c->src ? nomem(c) : fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
     size_t g = 0;
-    for (size_t ci = 0; ci < nc && ok; ci++) {
+    for (size_t ci = 0; ci < nc && !st; ci++) {
         const Hbmpb__HloComputationProto *cp = mp->computations[ci];
         hbmi_comp *cc = &m->comps[ci];
         c->comp_base[ci] = g;
@@ -733,7 +727,7 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
         cc->exec_thread = S(cp->execution_thread);
         size_t n = cp->n_instructions;
         if (!n) {
-            ok = fail(c, HBM_ERR_PARSE, "computation '%s' has no instructions", cp->name, 0);
+            st = fail(c, HBM_ERR_PARSE, "computation '%s' has no instructions", cp->name, 0);
             break;
         }
         cc->n = (uint32_t)n;
@@ -741,25 +735,25 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
         uint32_t *order = hbmi_malloc(sizeof *order * n);
         if (!cc->ins || !order) {
             hbmi_free(order);
-            ok = fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
+            st = !cc->ins ? nomem(c) : fail(c, HBM_ERR_NOMEM, "%sout of host memory", "", 0);
             break;
         }
-        ok = comp_order(c, cp, seq[ci], order);
-        for (size_t j = 0; j < n && ok; j++) {
+        st = comp_order(c, cp, seq[ci], order);
+        for (size_t j = 0; j < n && !st; j++) {
             const Hbmpb__HloInstructionProto *ip = cp->instructions[order[j]];
             c->ins[g] = (idref){ip->id, (uint32_t)ci, (uint32_t)j};
             c->src[g] = ip;
-            ok = conv_instr(c, &cc->ins[j], ip, &c->tiled[g]);
+            st = conv_instr(c, &cc->ins[j], ip, &c->tiled[g]);
             g++;
         }
         hbmi_free(order);
     }
     hbmi_free(seq);
-    if (!ok) return 0;
+    TRY(st);
     c->n_ins = g;
     hbmi_qsort(c->ins, g, sizeof *c->ins, cmp_idref);
     /* operands, called computations and the root, by id */
-    for (size_t ci = 0; ci < nc && ok; ci++) {
+    for (size_t ci = 0; ci < nc; ci++) {
         const Hbmpb__HloComputationProto *cp = mp->computations[ci];
         hbmi_comp *cc = &m->comps[ci];
         if (!dense_build(&c->dn, c->src + c->comp_base[ci], NULL, cc->n))
@@ -768,13 +762,13 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
         const idref *root = c->dn.on ? NULL : find_id(c->ins, g, cp->root_id, (uint32_t)ci);
         cc->root = at >= 0 ? (uint32_t)at : root ? root->idx : cc->n - 1; /* as the text parser: else the last */
         cc->ins[cc->root].is_root = 1;
-        for (uint32_t j = 0; j < cc->n && ok; j++) {
+        for (uint32_t j = 0; j < cc->n; j++) {
             hbmi_instr *in = &cc->ins[j];
             const Hbmpb__HloInstructionProto *ip = c->src[c->comp_base[ci] + j];
             if (ip->n_operand_ids) {
                 in->n_ops = (uint32_t)ip->n_operand_ids;
                 in->ops = cv_alloc(c, sizeof *in->ops * in->n_ops);
-                if (!in->ops) return 0;
+                if (!in->ops) return nomem(c);
                 for (uint32_t k = 0; k < in->n_ops; k++) {
                     int64_t op = -1;
                     if (c->dn.on) {
@@ -795,7 +789,7 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
                 in->n_called = (uint32_t)ncall;
                 in->called = cv_alloc(c, sizeof *in->called * ncall);
                 in->called_role = cv_alloc(c, ncall);
-                if (!in->called || !in->called_role) return 0;
+                if (!in->called || !in->called_role) return nomem(c);
                 for (size_t k = 0; k < ncall; k++) {
                     const idref *r = find_id(c->comps, nc, ip->called_computation_ids[k], UINT32_MAX);
                     if (!r) return fail(c, HBM_ERR_PARSE, "'%s' calls computation id %lld, which is not in the module",
@@ -820,10 +814,10 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     if (io && io->n_entries) {
         m->n_io_alias = (uint32_t)io->n_entries;
         m->io_alias = cv_alloc(c, sizeof *m->io_alias * io->n_entries);
-        if (!m->io_alias) return 0;
+        if (!m->io_alias) return nomem(c);
         for (size_t k = 0; k < io->n_entries; k++) {
             const Hbmpb__HloInputOutputAliasProto__AliasEntryProto *a = io->entries[k];
-            conv_alias(c, a->output_shape_index, a->n_output_shape_index, a->parameter_number, a->parameter_shape_index,
+            conv_alias(a->output_shape_index, a->n_output_shape_index, a->parameter_number, a->parameter_shape_index,
                        a->n_parameter_shape_index, &m->io_alias[k]);
         }
     }
@@ -831,12 +825,12 @@ static int conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
     if (bd && bd->n_entries) {
         m->n_donors = (uint32_t)bd->n_entries;
         m->donors = cv_alloc(c, sizeof *m->donors * bd->n_entries);
-        if (!m->donors) return 0;
+        if (!m->donors) return nomem(c);
         for (size_t k = 0; k < bd->n_entries; k++)
-            conv_alias(c, NULL, 0, bd->entries[k]->parameter_number, bd->entries[k]->parameter_shape_index,
+            conv_alias(NULL, 0, bd->entries[k]->parameter_number, bd->entries[k]->parameter_shape_index,
                        bd->entries[k]->n_parameter_shape_index, &m->donors[k]);
     }
-    return ok;
+    return HBM_OK;
 }
 
 /* --- XLA's buffer assignment --------------------------------------------------------------------- */
@@ -962,15 +956,15 @@ out:
     return found;
 }
 
-static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
+static hbm_status attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbm_hlo_module *m = c->m;
     hbmi_xla *x = cv_alloc(c, sizeof *x);
-    if (!x) return 0;
+    if (!x) return nomem(c);
     alloc_stats(ba->buffer_allocations, ba->n_buffer_allocations, &x->st);
     size_t n = ba->n_logical_buffers;
     if (n > UINT32_MAX / 2) return fail(c, HBM_ERR_PARSE, "%stoo many logical buffers", "", 0);
     x->lbufs = cv_alloc(c, sizeof *x->lbufs * n);
-    if (!x->lbufs) return 0;
+    if (!x->lbufs) return nomem(c);
     x->n_lbufs = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
         const Hbmpb__LogicalBufferProto *lb = ba->logical_buffers[i];
@@ -1039,7 +1033,7 @@ static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
         replay(x, best, best_at, ref, canon, &at);
         uint32_t k = 0;
         for (uint32_t i = 0; i < x->n_lbufs; i++) k += ref[i] > 0;
-        x->peak = cv_alloc(c, sizeof *x->peak * k);
+        x->peak = cv_alloc(c, sizeof *x->peak * k); /* none: the module comes without its peak buffers */
         if (x->peak) {
             for (uint32_t i = 0; i < x->n_lbufs; i++)
                 if (ref[i]) x->peak[x->n_peak++] = i;
@@ -1050,10 +1044,9 @@ static int attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     }
     hbmi_free(ref);
     hbmi_free(canon);
-    if (!x->peak && best && !c->err) return 0;
     x->alignment = seen_alignment(x, ba);
     m->xla = x;
-    return 1;
+    return HBM_OK;
 }
 
 static size_t put(char *t, size_t k, const char *s, size_t n) {
@@ -1092,7 +1085,7 @@ static size_t fa_put(char *t, size_t k, const Hbmpb__FrontendAttributes *fa) {
  * %parallel_ computations; an instruction's attributes): one line per instruction with
  * those, at in->off. The whole HLO text, which hbm fit edits, is made when asked
  * (hbmi_proto_text, src/hlo/proto_text.c): it answers those questions the same. */
-static int synth_text(conv *c, const Hbmpb__HloModuleProto *mp) {
+static hbm_status synth_text(conv *c, const Hbmpb__HloModuleProto *mp) {
     hbm_hlo_module *m = c->m;
     size_t len = 1 + fa_len(mp->frontend_attributes) + 2;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
@@ -1140,7 +1133,7 @@ static int synth_text(conv *c, const Hbmpb__HloModuleProto *mp) {
     t[k] = 0;
     m->text = t;
     m->len = k;
-    return 1;
+    return HBM_OK;
 }
 
 static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_hlo_module **out);
@@ -1188,8 +1181,9 @@ static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_h
     const Hbmpb__HloModuleProto *mp = NULL;
     const Hbmpb__BufferAssignmentProto *ba = NULL;
     const ProtobufCMessageDescriptor *d = pm->module_only ? &hbmpb__hlo_module_proto__descriptor : &hbmpb__hlo_proto__descriptor;
+    hbm_status st = HBM_OK;
     if (!wire_ok(pm->data, pm->len, d, 0)) {
-        fail(&c, HBM_ERR_PARSE, pm->module_only ? "%snot a valid xla.HloModuleProto (truncated, corrupt or nested too deeply)" : "%snot a valid xla.HloProto (truncated, corrupt or nested too deeply)", "", 0);
+        st = fail(&c, HBM_ERR_PARSE, pm->module_only ? "%snot a valid xla.HloModuleProto (truncated, corrupt or nested too deeply)" : "%snot a valid xla.HloProto (truncated, corrupt or nested too deeply)", "", 0);
     } else if (pm->module_only) {
         mp = hbmpb__hlo_module_proto__unpack(&al, pm->len, pm->data);
     } else {
@@ -1197,15 +1191,15 @@ static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_h
         if (hp) {
             mp = hp->hlo_module;
             ba = hp->buffer_assignment;
-            if (!mp) fail(&c, HBM_ERR_PARSE, "%sthe xla.HloProto holds no module (hlo_module)", "", 0);
+            if (!mp) st = fail(&c, HBM_ERR_PARSE, "%sthe xla.HloProto holds no module (hlo_module)", "", 0);
         }
     }
-    if (!c.err && !mp)
-        fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
-    int ok = !c.err && conv_module(&c, mp);
-    if (ok && ba) ok = attach_xla(&c, ba);
-    if (ok && look_around) ok = synth_text(&c, mp); /* a module read for its alignment alone needs no text */
-    if (ok) {
+    if (!st && !mp)
+        st = fail(&c, HBM_ERR_PARSE, "not a valid %s (truncated or corrupt)", pm->module_only ? "xla.HloModuleProto" : "xla.HloProto", 0);
+    if (!st) st = conv_module(&c, mp);
+    if (!st && ba) st = attach_xla(&c, ba);
+    if (!st && look_around) st = synth_text(&c, mp); /* a module read for its alignment alone needs no text */
+    if (!st) {
         m->pb_module = mp;
         m->pb_ins = (const void **)c.src;
     }
@@ -1215,10 +1209,9 @@ static hbm_status load(const hbm_proto_file *f, size_t i, int look_around, hbm_h
     hbmi_free(c.frame_files);
     hbmi_free(c.tiled);
     hbmi_free(c.comp_base);
-    if (!ok) {
-        hbm_status s = c.err ? c.err : hbmi_error(HBM_ERR_NOMEM, "%s: out of host memory", f->path);
+    if (st) {
         hbm_hlo_module_free(m);
-        return s;
+        return st;
     }
     if (look_around && m->xla && !m->xla->alignment && (m->xla->alignment = file_alignment(f, i)))
         m->xla->alignment_other = 1;

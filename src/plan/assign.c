@@ -14,7 +14,6 @@
 typedef struct ctx {
     hbm_plan *p;
     hbmi_df *df;
-    hbm_status err;
     uint32_t *alloc_indices; /* XLA's allocation_indices */
     uint32_t n_ai;
     size_t cap_ai;
@@ -22,10 +21,7 @@ typedef struct ctx {
     int no_index;            /* after the reuse phase: no interference index needed */
 } ctx;
 
-static hbm_status oom(ctx *c) {
-    if (!c->err) c->err = hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
-    return c->err;
-}
+static hbm_status oom(void) { return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory"); }
 
 static hbmi_instr *VI(const hbmi_df *df, uint32_t v) { return hbmi_df_instr(df, df->values[v].gid); }
 
@@ -48,19 +44,18 @@ static uint64_t color_alignment(const hbm_plan *p, int64_t color) {
 /* --- allocations ------------------------------------------------------------------------------- */
 /* hbmi_grow for the plan's arrays, whose counts and capacities are 32-bit (a plan holds
  * millions of allocations: their records stay small): *cap to at least need, doubled from
- * first. 0 when out of memory. */
-static int grow32(void **arr, uint32_t *cap, size_t need, size_t elem, size_t first) {
+ * first. */
+static hbm_status grow32(void **arr, uint32_t *cap, size_t need, size_t elem, size_t first) {
     size_t c = *cap;
-    if (need > UINT32_MAX || hbmi_grow_from(arr, &c, need, elem, first)) return 0;
+    if (need > UINT32_MAX || hbmi_grow_from(arr, &c, need, elem, first)) return oom();
     *cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
-    return 1;
+    return HBM_OK;
 }
-static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
+static hbm_status alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     if (a->n_values == a->cap_values) { /* values and offsets: one capacity */
         uint32_t cv = a->cap_values, co = a->cap_values;
-        if (!grow32((void **)&a->values, &cv, (size_t)a->n_values + 1, sizeof *a->values, 4) ||
-            !grow32((void **)&a->offsets, &co, (size_t)a->n_values + 1, sizeof *a->offsets, 4))
-            return oom(c), 0;
+        TRY(grow32((void **)&a->values, &cv, (size_t)a->n_values + 1, sizeof *a->values, 4));
+        TRY(grow32((void **)&a->offsets, &co, (size_t)a->n_values + 1, sizeof *a->offsets, 4));
         a->cap_values = cv < co ? cv : co;
     }
     a->values[a->n_values] = v;
@@ -69,7 +64,7 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     if (!val->has_range) {
         a->no_range++;
     } else if (!a->heap && !c->no_index) {
-        if (!grow32((void **)&a->iv, &a->cap_iv, (size_t)a->n_iv + 1, sizeof *a->iv, 4)) return oom(c), 0;
+        TRY(grow32((void **)&a->iv, &a->cap_iv, (size_t)a->n_iv + 1, sizeof *a->iv, 4));
         uint32_t pos = a->n_iv;
         while (pos && a->iv[pos - 1].start > val->start) pos--;
         memmove(&a->iv[pos + 1], &a->iv[pos], sizeof *a->iv * (a->n_iv - pos));
@@ -81,41 +76,42 @@ static int alloc_add_value(ctx *c, hbmi_alloc *a, uint32_t v, uint64_t offset) {
     }
     c->p->value_alloc[v] = (uint32_t)(a - c->p->allocs);
     c->p->value_offset[v] = offset;
-    return 1;
+    return HBM_OK;
 }
 
-static int alloc_add_peak(ctx *c, hbmi_alloc *a, uint32_t v) {
-    if (!grow32((void **)&a->peak, &a->cap_peak, (size_t)a->n_peak + 1, sizeof *a->peak, 4)) return oom(c), 0;
+static hbm_status alloc_add_peak(hbmi_alloc *a, uint32_t v) {
+    TRY(grow32((void **)&a->peak, &a->cap_peak, (size_t)a->n_peak + 1, sizeof *a->peak, 4));
     a->peak[a->n_peak++] = v;
-    return 1;
+    return HBM_OK;
 }
 
-static hbmi_alloc *new_empty(ctx *c, uint64_t size) {
+static hbm_status new_empty(ctx *c, uint64_t size, hbmi_alloc **out) {
     hbm_plan *p = c->p;
-    if (!grow32((void **)&p->allocs, &p->cap_allocs, (size_t)p->n_allocs + 1, sizeof *p->allocs, 16)) return oom(c), NULL;
+    TRY(grow32((void **)&p->allocs, &p->cap_allocs, (size_t)p->n_allocs + 1, sizeof *p->allocs, 16));
     hbmi_alloc *a = &p->allocs[p->n_allocs++];
     memset(a, 0, sizeof *a);
     a->size = size;
     a->param_no = -1;
-    return a;
+    *out = a;
+    return HBM_OK;
 }
 
-static hbmi_alloc *new_alloc(ctx *c, const hbmi_buffer *b) {
-    hbmi_alloc *a = new_empty(c, b->size);
-    if (!a) return NULL;
+static hbm_status new_alloc(ctx *c, const hbmi_buffer *b, hbmi_alloc **out) {
+    hbmi_alloc *a;
+    TRY(new_empty(c, b->size, &a));
     a->color = value_color(c->df, b->values[0]);
-    for (uint32_t i = 0; i < b->n_values; i++)
-        if (!alloc_add_value(c, a, b->values[i], 0)) return NULL;
-    if (!alloc_add_peak(c, a, b->values[0])) return NULL;
+    for (uint32_t i = 0; i < b->n_values; i++) TRY(alloc_add_value(c, a, b->values[i], 0));
+    TRY(alloc_add_peak(a, b->values[0]));
     a->live_out = b->live_out;
-    return a;
+    *out = a;
+    return HBM_OK;
 }
 
-static int push_ai(ctx *c, uint32_t idx) {
+static hbm_status push_ai(ctx *c, uint32_t idx) {
     if (hbmi_grow((void **)&c->alloc_indices, &c->cap_ai, (size_t)c->n_ai + 1, sizeof *c->alloc_indices) != HBM_OK)
-        return oom(c), 0;
+        return oom();
     c->alloc_indices[c->n_ai++] = idx;
-    return 1;
+    return HBM_OK;
 }
 
 /* node of value v at position instruction gid */
@@ -147,17 +143,19 @@ static int live_range_interferes(const hbm_plan *p, const hbmi_df *df, uint32_t 
     return 1;
 }
 
-static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
+/* Put buffer b into allocation a where XLA's rules allow it: *assigned says whether it did. */
+static hbm_status maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b, int *assigned) {
     const hbmi_df *df = c->df;
-    if (b->size > a->size) return 0;
-    if (value_color(df, b->values[0]) != a->color) return 0;
-    if ((a->param_no >= 0 && !a->param_aliased) || a->constant) return 0; /* read-only */
-    if (a->tuple) return 0;                                                 /* not reusable */
+    *assigned = 0;
+    if (b->size > a->size) return HBM_OK;
+    if (value_color(df, b->values[0]) != a->color) return HBM_OK;
+    if ((a->param_no >= 0 && !a->param_aliased) || a->constant) return HBM_OK; /* read-only */
+    if (a->tuple) return HBM_OK;                                                 /* not reusable */
     /* pairwise LiveRangeInterferes, looking only at assigned values that can overlap */
     for (uint32_t j = 0; j < b->n_values; j++) {
         uint32_t nv = b->values[j];
         const hbmi_value *v = &df->values[nv];
-        if (a->n_values && (a->no_range || !v->has_range)) return 0;
+        if (a->n_values && (a->no_range || !v->has_range)) return HBM_OK;
         /* last interval starting at or before v->end */
         uint32_t lo = 0, hi = a->n_iv;
         while (lo < hi) {
@@ -168,55 +166,55 @@ static int maybe_assign(ctx *c, hbmi_alloc *a, const hbmi_buffer *b) {
         for (uint32_t i = lo; i-- > 0;) {
             if (a->iv[i].start + a->max_len < v->start) break;
             if (a->iv[i].end < v->start) continue;
-            if (live_range_interferes(c->p, df, nv, a->iv[i].value)) return 0;
+            if (live_range_interferes(c->p, df, nv, a->iv[i].value)) return HBM_OK;
         }
         const hbmi_instr *ni = VI(df, nv);
         if (ni->op == HOP_COPY) {
             for (uint32_t i = 0; i < a->n_values; i++) {
                 const hbmi_value *av = &df->values[a->values[i]];
                 for (uint32_t k = 0; k < av->n_pos; k++)
-                    if (hbmi_df_is_user_of(df, v->gid, av->pos[k])) return 0;
+                    if (hbmi_df_is_user_of(df, v->gid, av->pos[k])) return HBM_OK;
             }
         }
     }
-    if (b->live_out && a->size != b->size) return 0;
-    for (uint32_t j = 0; j < b->n_values; j++)
-        if (!alloc_add_value(c, a, b->values[j], 0)) return 0;
+    if (b->live_out && a->size != b->size) return HBM_OK;
+    for (uint32_t j = 0; j < b->n_values; j++) TRY(alloc_add_value(c, a, b->values[j], 0));
     if (b->live_out) a->live_out = 1;
-    return 1;
+    *assigned = 1;
+    return HBM_OK;
 }
 
 /* BufferAssigner::AssignSingleHloBuffer */
-static int assign_single(ctx *c, uint32_t bi) {
+static hbm_status assign_single(ctx *c, uint32_t bi) {
     hbmi_df *df = c->df;
     hbm_plan *p = c->p;
     const hbmi_buffer *b = &df->buffers[bi];
     for (uint32_t i = 0; i < b->n_values; i++) {
         const hbmi_value *v = &df->values[b->values[i]];
         if (v->constant) {
-            hbmi_alloc *a = new_alloc(c, b);
-            if (!a) return 0;
+            hbmi_alloc *a;
+            TRY(new_alloc(c, b, &a));
             a->constant = 1;
-            return 1;
+            return HBM_OK;
         }
         if (v->entry_param) {
-            hbmi_alloc *a = new_alloc(c, b);
-            if (!a) return 0;
+            hbmi_alloc *a;
+            TRY(new_alloc(c, b, &a));
             a->param_no = VI(df, b->values[i])->param_no;
             a->param_aliased =
                 (uint8_t)hbmi_param_node_aliased(df->m, a->param_no, v->node, hbmi_df_instr(df, v->gid)->shape);
-            if (a->param_aliased && !push_ai(c, (uint32_t)(a - p->allocs))) return 0;
-            return 1;
+            if (a->param_aliased) TRY(push_ai(c, (uint32_t)(a - p->allocs)));
+            return HBM_OK;
         }
     }
     for (uint32_t i = 0; i < b->n_values; i++) {
         uint32_t vid = b->values[i];
         const hbmi_value *v = &df->values[vid];
         if (v->is_tuple) {
-            hbmi_alloc *a = new_alloc(c, b);
-            if (!a) return 0;
+            hbmi_alloc *a;
+            TRY(new_alloc(c, b, &a));
             a->tuple = 1;
-            return 1;
+            return HBM_OK;
         }
         const hbmi_instr *vin = VI(df, vid);
         int top = v->wrapped ? v->node == hbmi_shape_child(vin->shape, 1) : v->node == 0;
@@ -229,8 +227,9 @@ static int assign_single(ctx *c, uint32_t bi) {
                 for (uint32_t t = 0; t < set->n; t++) {
                     uint32_t ai = p->value_alloc[hbmi_vset_at(set, t)];
                     if (ai == UINT32_MAX) continue;
-                    if (maybe_assign(c, &p->allocs[ai], b)) return 1;
-                    if (c->err) return 0;
+                    int done;
+                    TRY(maybe_assign(c, &p->allocs[ai], b, &done));
+                    if (done) return HBM_OK;
                 }
             }
         }
@@ -244,15 +243,16 @@ static int assign_single(ctx *c, uint32_t bi) {
          * (docs/tpu.md, rule 6) */
         const hbmi_alloc *cand = &p->allocs[c->alloc_indices[k]];
         if (p->opt.backend == HBM_BACKEND_TPU && !b->live_out && cand->live_out) continue;
-        if (maybe_assign(c, &p->allocs[c->alloc_indices[k]], b)) return 1;
-        if (c->err) return 0;
+        int done;
+        TRY(maybe_assign(c, &p->allocs[c->alloc_indices[k]], b, &done));
+        if (done) return HBM_OK;
     }
     if (!b->live_out) {
         for (uint32_t i = 0; i < b->n_values; i++) c->delayed[b->values[i]] = 1;
-        return 1;
+        return HBM_OK;
     }
-    hbmi_alloc *a = new_alloc(c, b);
-    if (!a) return 0;
+    hbmi_alloc *a;
+    TRY(new_alloc(c, b, &a));
     return push_ai(c, (uint32_t)(a - p->allocs));
 }
 
@@ -271,13 +271,13 @@ typedef struct sim {
     uint64_t *gsize;       /* per root: size */
 } sim;
 
-static int emit(ctx *c, sim *s, char kind, uint32_t v, uint32_t with) {
-    if (hbmi_grow((void **)&s->ev, &s->cap_ev, s->n_ev + 1, sizeof *s->ev) != HBM_OK) return oom(c), 0;
+static hbm_status emit(sim *s, char kind, uint32_t v, uint32_t with) {
+    if (hbmi_grow((void **)&s->ev, &s->cap_ev, s->n_ev + 1, sizeof *s->ev) != HBM_OK) return oom();
     s->ev[s->n_ev].kind = kind;
     s->ev[s->n_ev].value = v;
     s->ev[s->n_ev].with = with;
     s->n_ev++;
-    return 1;
+    return HBM_OK;
 }
 
 static uint32_t groot(sim *s, uint32_t v) {
@@ -307,7 +307,7 @@ static int tpu_heap_share(const hbm_plan *p, const hbmi_instr *user, const hbmi_
 }
 
 /* HeapSimulator::RunComputation for the values with in_set[v]: Alloc/Free/ShareWith events. */
-static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
+static hbm_status simulate(ctx *c, const uint8_t *in_set, sim *s) {
     hbmi_df *df = c->df;
     uint32_t nv = df->n_values, T = df->n_flat + 1;
     uint32_t *vals = hbmi_malloc(sizeof *vals * (nv + 1));
@@ -318,10 +318,10 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
     s->first_alloc = hbmi_calloc(df->n_buffers + 1, sizeof *s->first_alloc);
     s->group = hbmi_malloc(sizeof *s->group * (nv + 1));
     s->gsize = hbmi_malloc(sizeof *s->gsize * (nv + 1));
-    int ok = 0;
+    hbm_status st = HBM_OK;
     if (!vals || !def_cnt || !free_cnt || !def_list || !free_list || !freed_pending || !end || !s->first_alloc ||
         !s->group || !s->gsize) {
-        oom(c);
+        st = oom();
         goto out;
     }
     uint32_t n = 0;
@@ -348,7 +348,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
         if (!dpos || !fpos) {
             hbmi_free(dpos);
             hbmi_free(fpos);
-            oom(c);
+            st = oom();
             goto out;
         }
         memcpy(dpos, def_cnt, sizeof *dpos * (T + 1));
@@ -371,7 +371,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                 uint32_t w = s->first_alloc[val->buffer] - 1;
                 uint32_t r = groot(s, w);
                 s->group[v] = r;
-                if (!emit(c, s, 'S', v, w)) goto out;
+                if ((st = emit(s, 'S', v, w))) goto out;
                 continue;
             }
             int shared = 0;
@@ -392,12 +392,12 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                             if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node) &&
                                 !tpu_heap_share(c->p, in, oi, ovv->node, val->node))
                                 continue;
-                            if (!emit(c, s, 'F', ov, 0)) goto out;
+                            if ((st = emit(s, 'F', ov, 0))) goto out;
                             freed_pending[ov] = 0;
                             uint32_t r = groot(s, ov);
                             s->group[v] = r;
                             if (s->gsize[v] > s->gsize[r]) s->gsize[r] = s->gsize[v];
-                            if (!emit(c, s, 'S', v, ov)) goto out;
+                            if ((st = emit(s, 'S', v, ov))) goto out;
                             end[ov] = val->end;
                             shared = 1;
                         }
@@ -405,7 +405,7 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
                 }
             }
             if (!shared) {
-                if (!emit(c, s, 'A', v, 0)) goto out;
+                if ((st = emit(s, 'A', v, 0))) goto out;
                 s->first_alloc[val->buffer] = v + 1;
             }
         }
@@ -413,10 +413,9 @@ static int simulate(ctx *c, const uint8_t *in_set, sim *s) {
             uint32_t v = free_list[k];
             if (!freed_pending[v]) continue;
             freed_pending[v] = 0;
-            if (!emit(c, s, 'F', v, 0)) goto out;
+            if ((st = emit(s, 'F', v, 0))) goto out;
         }
     }
-    ok = 1;
 out:
     hbmi_free(vals);
     hbmi_free(def_cnt);
@@ -425,7 +424,7 @@ out:
     hbmi_free(free_list);
     hbmi_free(freed_pending);
     hbmi_free(end);
-    return ok;
+    return st;
 }
 
 static void sim_free(sim *s) {
@@ -456,7 +455,7 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* ComputePeakMemoryLogicalBuffers: the values live at the first point of maximal live size,
  * counting a colocated group once. */
-static int heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
+static hbm_status heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
     const hbmi_df *df = c->df;
     uint32_t nv = df->n_values;
     uint32_t *live_cnt = hbmi_calloc(nv + 1, sizeof *live_cnt); /* per group root */
@@ -466,7 +465,7 @@ static int heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
         hbmi_free(live_cnt);
         hbmi_free(rep);
         hbmi_free(in_live);
-        return oom(c), 0;
+        return oom();
     }
     int64_t cur = 0, best = 0;
     size_t best_at = 0;
@@ -499,15 +498,15 @@ static int heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
         }
         if (!best) break;
     }
-    int ok = 1;
+    hbm_status st = HBM_OK;
     if (best)
-        for (uint32_t v = 0; v < nv && ok; v++)
-            if (in_live[v]) ok = alloc_add_peak(c, a, v);
-    if (ok && a->n_peak) hbmi_qsort(a->peak, a->n_peak, sizeof *a->peak, cmp_u32);
+        for (uint32_t v = 0; v < nv && !st; v++)
+            if (in_live[v]) st = alloc_add_peak(a, v);
+    if (!st && a->n_peak) hbmi_qsort(a->peak, a->n_peak, sizeof *a->peak, cmp_u32);
     hbmi_free(live_cnt);
     hbmi_free(rep);
     hbmi_free(in_live);
-    return ok;
+    return st;
 }
 
 typedef struct tlkey {
@@ -533,7 +532,7 @@ typedef struct fchunk {
     uint64_t a, b; /* [a, b) */
 } fchunk;
 
-static int heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64_t *heap_size) {
+static hbm_status heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64_t *heap_size) {
     const hbmi_df *df = c->df;
     uint32_t nv = df->n_values;
     size_t *last = hbmi_malloc(sizeof *last * (nv + 1));
@@ -541,10 +540,10 @@ static int heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64
     uint8_t *placed = hbmi_calloc(nv + 1, 1);
     fchunk *fc = NULL;
     size_t n_fc = 0, cap_fc = 0;
-    int ok = 0;
+    hbm_status st = HBM_OK;
     uint64_t top = 0, hw = 0;
     if (!last || !ext || !placed) {
-        oom(c);
+        st = oom();
         goto out;
     }
     for (uint32_t v = 0; v < nv; v++) last[v] = SIZE_MAX;
@@ -595,7 +594,7 @@ static int heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64
                 top = a;
             } else {
                 if (hbmi_grow((void **)&fc, &cap_fc, n_fc + 1, sizeof *fc) != HBM_OK) {
-                    oom(c);
+                    st = oom();
                     goto out;
                 }
                 fc[n_fc].a = a;
@@ -604,18 +603,17 @@ static int heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off, uint64
         }
     }
     *heap_size = hw;
-    ok = 1;
 out:
     hbmi_free(last);
     hbmi_free(ext);
     hbmi_free(placed);
     hbmi_free(fc);
-    return ok;
+    return st;
 }
 
 /* Pack the simulated values as GlobalDecreasingSizeBestFitHeap does, spatial and temporal,
  * keep the smaller; the intervals are in event time, [alloc or share event, free event]. */
-static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *heap_size) {
+static hbm_status heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *heap_size) {
     const hbmi_df *df = c->df;
     uint32_t nv = df->n_values;
     int64_t *st = hbmi_malloc(sizeof *st * (nv + 1)), *en = hbmi_malloc(sizeof *en * (nv + 1));
@@ -624,10 +622,10 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     tlkey *keys = hbmi_malloc(sizeof *keys * (s->n_ev + 1));
     uint64_t *off_spatial = NULL;
     hbm_timeline *tl = NULL;
-    int ok = 0;
+    hbm_status rc = HBM_OK;
     *heap_size = 0;
     if (!st || !en || !primary || !prim_of || !keys || hbm_timeline_new(&tl) != HBM_OK) {
-        oom(c);
+        rc = oom();
         goto out;
     }
     uint32_t n = 0;
@@ -651,12 +649,12 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     }
     hbmi_qsort(keys, n, sizeof *keys, cmp_tlkey);
     if (hbm_timeline_reserve(tl, n) != HBM_OK) {
-        oom(c);
+        rc = oom();
         goto out;
     }
     uint32_t *tl_value = hbmi_malloc(sizeof *tl_value * (n + 1));
     if (!tl_value) {
-        oom(c);
+        rc = oom();
         goto out;
     }
     size_t m = 0;
@@ -664,7 +662,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
         uint32_t v = keys[i].v;
         uint64_t size = s->gsize[groot(s, v)];
         if (!size) { /* zero-sized: offset 0, no interval */
-            if (!alloc_add_value(c, a, v, 0)) {
+            if ((rc = alloc_add_value(c, a, v, 0))) {
                 hbmi_free(tl_value);
                 goto out;
             }
@@ -673,7 +671,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
         size_t idx;
         if (hbm_timeline_add(tl, size, st[v], en[v], NULL, &idx) != HBM_OK) {
             hbmi_free(tl_value);
-            oom(c);
+            rc = oom();
             goto out;
         }
         tl->buffers[idx].id = prim_of[groot(s, v)];
@@ -684,15 +682,14 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     off_spatial = hbmi_malloc(sizeof *off_spatial * (m + 1));
     if (!off_spatial) {
         hbmi_free(tl_value);
-        oom(c);
+        rc = oom();
         goto out;
     }
-    hbm_status rc = hbmi_xla_best_fit(tl, 0, &hs_spatial);
+    rc = hbmi_xla_best_fit(tl, 0, &hs_spatial);
     for (size_t i = 0; rc == HBM_OK && i < m; i++) off_spatial[i] = tl->buffers[i].offset;
     if (rc == HBM_OK) rc = hbmi_xla_best_fit(tl, 1, &hs_temporal);
     if (rc != HBM_OK) {
         hbmi_free(tl_value);
-        c->err = rc;
         goto out;
     }
     int use_temporal = hs_temporal < hs_spatial;
@@ -700,8 +697,8 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     uint64_t *off_seq = NULL; /* per group root, HBM_PLAN_HEAP_SEQUENTIAL */
     if (c->p->opt.heap == HBM_PLAN_HEAP_SEQUENTIAL && color == 0) {
         off_seq = hbmi_calloc(nv + 1, sizeof *off_seq);
-        if (!off_seq || !heap_sequential(c, s, color_alignment(c->p, color), off_seq, heap_size)) {
-            if (!off_seq) oom(c);
+        rc = off_seq ? heap_sequential(c, s, color_alignment(c->p, color), off_seq, heap_size) : oom();
+        if (rc) {
             hbmi_free(off_seq);
             hbmi_free(tl_value);
             goto out;
@@ -710,7 +707,7 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     for (size_t i = 0; i < m; i++) {
         uint64_t off = off_seq ? off_seq[groot(s, tl_value[i])] : use_temporal ? tl->buffers[i].offset : off_spatial[i];
         if (off_seq) tl->buffers[i].offset = off;
-        if (!alloc_add_value(c, a, tl_value[i], off)) {
+        if ((rc = alloc_add_value(c, a, tl_value[i], off))) {
             hbmi_free(off_seq);
             hbmi_free(tl_value);
             goto out;
@@ -718,9 +715,8 @@ static int heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64_t *hea
     }
     hbmi_free(off_seq);
     hbmi_free(tl_value);
-    ok = 1;
 out:
-    if (ok && tl && (!c->p->heap_tl || *heap_size > c->p->heap_tl_size)) { /* keep it for hbm_plan_pack_temp */
+    if (!rc && tl && (!c->p->heap_tl || *heap_size > c->p->heap_tl_size)) { /* keep it for hbm_plan_pack_temp */
         hbm_timeline_free(c->p->heap_tl);
         c->p->heap_tl = tl;
         c->p->heap_tl_size = *heap_size;
@@ -733,7 +729,7 @@ out:
     hbmi_free(primary);
     hbmi_free(prim_of);
     hbmi_free(keys);
-    return ok;
+    return rc;
 }
 
 /* Bytes of value v that only pad its layout's tiles. */
@@ -768,7 +764,7 @@ static int tl_defines(const hbmi_instr *in, uint32_t k) {
  * allocation of its own (constants a constant allocation). They follow the heap in XLA's
  * allocation list, which decides where CombineTempAllocations puts each temp allocation,
  * and they count in XLA's "Total bytes used" but in none of memory_analysis()'s figures. */
-static int thread_locals(ctx *c) {
+static hbm_status thread_locals(ctx *c) {
     hbm_hlo_module *m = c->df->m;
     uint32_t n = m->n_comps;
     uint8_t *mark = hbmi_calloc(n + 1, 1); /* bit 1: global, bit 2: thread-local */
@@ -776,7 +772,7 @@ static int thread_locals(ctx *c) {
     if (!mark || !queue) {
         hbmi_free(mark);
         hbmi_free(queue);
-        return oom(c), 0;
+        return oom();
     }
     uint32_t qh = 0, qt = 0;
     queue[qt++] = m->entry;
@@ -799,24 +795,25 @@ static int thread_locals(ctx *c) {
             }
         }
     }
-    int ok = 1;
-    for (uint32_t ci = 0; ci < n && ok; ci++) {
+    hbm_status st = HBM_OK;
+    for (uint32_t ci = 0; ci < n && !st; ci++) {
         const hbmi_comp *cp = &m->comps[ci];
         if (mark[ci] != 2 || cp->kind == 'F') continue;
-        for (uint32_t i = 0; i < cp->n && ok; i++) {
+        for (uint32_t i = 0; i < cp->n && !st; i++) {
             const hbmi_instr *in = &cp->ins[i];
-            for (uint32_t k = 0; k < in->shape->nodes && ok; k++) {
+            for (uint32_t k = 0; k < in->shape->nodes && !st; k++) {
                 if (!tl_defines(in, k)) continue;
-                hbmi_alloc *a = new_empty(c, hbmi_df_shape_bytes(c->df, hbmi_shape_node(in->shape, k)));
-                if (!a) ok = 0;
-                else if (in->op == HOP_CONSTANT) a->constant = 1;
+                hbmi_alloc *a;
+                st = new_empty(c, hbmi_df_shape_bytes(c->df, hbmi_shape_node(in->shape, k)), &a);
+                if (st) break;
+                if (in->op == HOP_CONSTANT) a->constant = 1;
                 else a->thread_local = 1;
             }
         }
     }
     hbmi_free(mark);
     hbmi_free(queue);
-    return ok;
+    return st;
 }
 
 /* --- CombineTempAllocations ------------------------------------------------------------------------ */
@@ -826,7 +823,7 @@ static void swap_alloc(hbmi_alloc *x, hbmi_alloc *y) {
     *y = t;
 }
 
-static int combine_temps(ctx *c) {
+static hbm_status combine_temps(ctx *c) {
     hbm_plan *p = c->p;
     /* std::partition (not stable), as libstdc++/libc++ implement it for random access */
     uint32_t first = 0, last = p->n_allocs;
@@ -839,7 +836,7 @@ static int combine_temps(ctx *c) {
         swap_alloc(&p->allocs[first], &p->allocs[last]);
         first++;
     }
-    if (first >= p->n_allocs) return 1;
+    if (first >= p->n_allocs) return HBM_OK;
     /* each temp allocation joins the first one of its memory space */
     uint32_t kept = first;
     for (uint32_t i = first; i < p->n_allocs; i++) {
@@ -854,10 +851,8 @@ static int combine_temps(ctx *c) {
         }
         uint64_t base = hbmi_align_up(comb->size, color_alignment(p, comb->color));
         comb->size = base + t->size;
-        for (uint32_t k = 0; k < t->n_values; k++)
-            if (!alloc_add_value(c, comb, t->values[k], base + t->offsets[k])) return 0;
-        for (uint32_t k = 0; k < t->n_peak; k++)
-            if (!alloc_add_peak(c, comb, t->peak[k])) return 0;
+        for (uint32_t k = 0; k < t->n_values; k++) TRY(alloc_add_value(c, comb, t->values[k], base + t->offsets[k]));
+        for (uint32_t k = 0; k < t->n_peak; k++) TRY(alloc_add_peak(comb, t->peak[k]));
         comb->heap |= t->heap;
         hbmi_free(t->values);
         hbmi_free(t->offsets);
@@ -871,16 +866,17 @@ static int combine_temps(ctx *c) {
     p->n_allocs = kept;
     for (uint32_t j = first; j < kept; j++)
         for (uint32_t k = 0; k < p->allocs[j].n_values; k++) p->value_alloc[p->allocs[j].values[k]] = j;
-    return 1;
+    return HBM_OK;
 }
 
 /* --- peak buffers (TopKPeakBuffers) ------------------------------------------------------------------ */
-static const char *intern(ctx *c, const char *s, size_t n) {
+static hbm_status intern(ctx *c, const char **out, const char *s, size_t n) {
     char *r = hbmi_arena_alloc(&c->p->strings, n + 1);
-    if (!r) return oom(c), "";
+    if (!r) return oom();
     memcpy(r, s, n);
     r[n] = 0;
-    return r;
+    *out = r;
+    return HBM_OK;
 }
 
 /* HLO text escapes strings C-style (\\' \\" \\\\ \\n); XLA's report prints them raw. */
@@ -928,7 +924,7 @@ void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char
     snprintf(buf, cap, "%.*s", (int)n, in->opcode.p);
 }
 
-static int rank_peaks(ctx *c) {
+static hbm_status rank_peaks(ctx *c) {
     hbm_plan *p = c->p;
     const hbmi_df *df = c->df;
     enum { K = 64 };
@@ -969,14 +965,14 @@ static int rank_peaks(ctx *c) {
         o->size = top[i].size;
         if (val->wrapped) hbmi_plan_wrapped_label(df->m, in, buf, sizeof buf);
         else hbmi_plan_label(in, buf, sizeof buf);
-        o->label = intern(c, buf, strlen(buf));
+        TRY(intern(c, &o->label, buf, strlen(buf)));
         hbmi_shape_print(hbmi_shape_node(in->shape, val->node), buf, sizeof buf);
-        o->shape = intern(c, buf, strlen(buf));
-        o->instruction = intern(c, in->name.p, in->name.n);
+        TRY(intern(c, &o->shape, buf, strlen(buf)));
+        TRY(intern(c, &o->instruction, in->name.p, in->name.n));
         hbmi_plan_unescape(buf, sizeof buf, in->meta_op_name.p ? in->meta_op_name.p : "", in->meta_op_name.n);
-        o->op_name = intern(c, buf, strlen(buf));
+        TRY(intern(c, &o->op_name, buf, strlen(buf)));
         hbmi_plan_unescape(buf, sizeof buf, in->meta_source_file.p ? in->meta_source_file.p : "", in->meta_source_file.n);
-        o->source_file = intern(c, buf, strlen(buf));
+        TRY(intern(c, &o->source_file, buf, strlen(buf)));
         o->source_line = in->meta_source_line;
         o->param_number = val->entry_param ? (int)in->param_no : -1;
         o->padding = hbmi_plan_value_padding(df, top[i].v);
@@ -984,9 +980,8 @@ static int rank_peaks(ctx *c) {
                       : a->constant    ? HBM_CAT_CONSTANT
                       : a->live_out    ? HBM_CAT_OUTPUT
                                        : HBM_CAT_TEMP;
-        if (c->err) return 0;
     }
-    return 1;
+    return HBM_OK;
 }
 
 /* --- the timeline of the plan --------------------------------------------------------------------- */
@@ -1030,14 +1025,14 @@ static int cmp_span(const void *x, const void *y) {
  * the values colocated with it) whose live ranges overlap are one span, at their largest
  * size, named by the largest of them. So the spans live at any step never exceed the
  * allocations that hold them, and the sum of those live at the peak is the peak. */
-static int build_spans(ctx *c) {
+static hbm_status build_spans(ctx *c) {
     hbm_plan *p = c->p;
     const hbmi_df *df = p->df;
     int64_t T = df->n_flat ? df->n_flat : 1;
     size_t n = 0;
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) n += p->allocs[ai].n_values + 1;
     hbmi_span *sp = hbmi_malloc(sizeof *sp * (n + 1));
-    if (!sp) return oom(c), 0;
+    if (!sp) return oom();
     n = 0;
     for (uint32_t ai = 0; ai < p->n_allocs; ai++) {
         const hbmi_alloc *a = &p->allocs[ai];
@@ -1080,20 +1075,20 @@ static int build_spans(ctx *c) {
     hbmi_free(p->spans);
     p->spans = sp;
     p->n_spans = m;
-    return 1;
+    return HBM_OK;
 }
 
 /* The step where the most device bytes are live (the spans of build_spans in S(0); host
  * memory and the other spaces left out), and the peak of the device temp allocations alone. */
-static int peak_step(ctx *c) {
+static hbm_status peak_step(ctx *c) {
     hbm_plan *p = c->p;
-    if (!build_spans(c)) return 0;
+    TRY(build_spans(c));
     int64_t T = p->df->n_flat ? p->df->n_flat : 1;
     int64_t *delta = hbmi_calloc((size_t)T + 2, sizeof *delta), *tdelta = hbmi_calloc((size_t)T + 2, sizeof *tdelta);
     if (!delta || !tdelta) {
         hbmi_free(delta);
         hbmi_free(tdelta);
-        return oom(c), 0;
+        return oom();
     }
     for (size_t i = 0; i < p->n_spans; i++) {
         const hbmi_span *sp = &p->spans[i];
@@ -1121,7 +1116,7 @@ static int peak_step(ctx *c) {
     p->stats.peak_live_bytes = best > 0 ? (uint64_t)best : 0;
     p->stats.n_steps = p->df->n_flat;
     p->temp_live_peak = (uint64_t)tbest;
-    return 1;
+    return HBM_OK;
 }
 
 static hbm_status build_timeline(hbm_plan *p) {
@@ -1363,7 +1358,7 @@ void hbm_plan_free(hbm_plan *p) {
     hbmi_free(p);
 }
 
-static int run(ctx *c) {
+static hbm_status run(ctx *c) {
     hbm_plan *p = c->p;
     hbmi_df *df = c->df;
     uint32_t nb = df->n_buffers, nv = df->n_values;
@@ -1373,18 +1368,20 @@ static int run(ctx *c) {
     uint32_t *order = hbmi_malloc(sizeof *order * (nb + 1));
     if (!p->value_alloc || !p->value_offset || !c->delayed || !order) {
         hbmi_free(order);
-        return oom(c), 0;
+        return oom();
     }
     for (uint32_t v = 0; v < nv; v++) p->value_alloc[v] = UINT32_MAX;
     for (uint32_t i = 0; i < nb; i++) order[i] = i;
     bsort_df = df;
     hbmi_qsort(order, nb, sizeof *order, cmp_buffers);
     bsort_df = NULL;
-    for (uint32_t i = 0; i < nb; i++)
-        if (!assign_single(c, order[i])) {
+    for (uint32_t i = 0; i < nb; i++) {
+        hbm_status st = assign_single(c, order[i]);
+        if (st) {
             hbmi_free(order);
-            return 0;
+            return st;
         }
+    }
     hbmi_free(order);
     c->no_index = 1;
     /* the temp heap */
@@ -1392,7 +1389,7 @@ static int run(ctx *c) {
     memset(&s, 0, sizeof s);
     /* one heap per memory space (SplitBuffersByColor), in increasing order */
     uint8_t *in_color = hbmi_malloc(nv + 1);
-    if (!in_color) return oom(c), 0;
+    if (!in_color) return oom();
     int64_t color = -1;
     for (;;) {
         int64_t next = INT64_MAX;
@@ -1401,17 +1398,16 @@ static int run(ctx *c) {
         if (next == INT64_MAX) break;
         color = next;
         for (uint32_t v = 0; v < nv; v++) in_color[v] = c->delayed[v] && value_color(df, v) == color;
-        if (!simulate(c, in_color, &s)) {
-            sim_free(&s);
-            hbmi_free(in_color);
-            return 0;
-        }
-        hbmi_alloc *h = new_empty(c, 0);
+        hbmi_alloc *h = NULL;
         uint64_t hs = 0;
-        if (!h || !heap_pack(c, &s, h, color, &hs) || !heap_peak_values(c, &s, h)) {
+        hbm_status st = simulate(c, in_color, &s);
+        if (!st) st = new_empty(c, 0, &h);
+        if (!st) st = heap_pack(c, &s, h, color, &hs);
+        if (!st) st = heap_peak_values(c, &s, h);
+        if (st) {
             sim_free(&s);
             hbmi_free(in_color);
-            return 0;
+            return st;
         }
         h->heap = 1;
         h->color = color;
@@ -1424,7 +1420,8 @@ static int run(ctx *c) {
     }
     hbmi_free(in_color);
     p->stats.temp_fragmentation_bytes = (int64_t)p->temp_heap_size - (int64_t)p->temp_heap_live;
-    if (!thread_locals(c) || !combine_temps(c)) return 0;
+    TRY(thread_locals(c));
+    TRY(combine_temps(c));
     if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != 'o')
         for (uint32_t i = 0; i < p->n_allocs; i++) {
             hbmi_alloc *a = &p->allocs[i];
@@ -1477,15 +1474,16 @@ static int run(ctx *c) {
     /* total fragmentation: total allocation minus the whole-module minimum (all values
      * except constants, no fragmentation) */
     uint8_t *all = hbmi_malloc(nv + 1);
-    if (!all) return oom(c), 0;
+    if (!all) return oom();
     for (uint32_t v = 0; v < nv; v++) all[v] = !df->values[v].constant;
     memset(&s, 0, sizeof s);
-    int ok = simulate(c, all, &s);
-    if (ok) st->total_fragmentation_bytes = (int64_t)st->total_allocation_bytes - (int64_t)nofrag_peak(df, &s);
+    hbm_status rc = simulate(c, all, &s);
+    if (!rc) st->total_fragmentation_bytes = (int64_t)st->total_allocation_bytes - (int64_t)nofrag_peak(df, &s);
     sim_free(&s);
     hbmi_free(all);
-    if (!ok) return 0;
-    return rank_peaks(c) && peak_step(c);
+    TRY(rc);
+    TRY(rank_peaks(c));
+    return peak_step(c);
 }
 
 hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan **out) {
@@ -1539,12 +1537,11 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
      * of the same size through a bitcast, XLA:CPU gives none (a dot f32[1,5] read by a
      * fusion of f32[5] keeps its own temp buffer in its dumps, JAX 0.10.2) */
     p->df->fusion_shapes_equal = p->opt.backend == HBM_BACKEND_CPU;
-    ctx c = {p, p->df, HBM_OK, NULL, 0, 0, NULL, 0};
-    int ok = run(&c);
+    ctx c = {p, p->df, NULL, 0, 0, NULL, 0};
+    s = run(&c);
     hbmi_free(c.alloc_indices);
     hbmi_free(c.delayed);
-    if (!ok) {
-        s = c.err ? c.err : hbmi_error(HBM_ERR_CORRUPT, "plan: failed");
+    if (s) {
         hbm_plan_free(p);
         return s;
     }
