@@ -1,0 +1,663 @@
+/* fit_recompute.c - a scan residual recomputed in the backward loop, as an edited module.
+ *
+ * For a residual computed in the forward body (not the carry), the module is written with
+ * (a) its stacked buffer [L, ...] cut to one layer [1, ...] wherever the two loops carry it
+ * (tuples, parameters, get-tuple-elements, the forward update in place and its fusion), the
+ * forward loop starting from a one-layer slice of the buffer it started from; (b) the backward
+ * body computing the slice again before its reader: the forward body's instructions from the
+ * layer's input and weights, cloned, with the layer's input read from the carry's own residual,
+ * the loop-invariant weights from the backward loop's tuple and the layer index L-1-i (JAX's
+ * scan transposes to a reverse scan: jax/_src/lax/control_flow/loops.py, _scan_transpose runs
+ * scan_p with reverse=not reverse). The reader gets the recomputed slice as a [1, ...] array:
+ * its dynamic-slice of one layer at any index clamps to index 0 (XLA's DynamicSlice semantics,
+ * xla/hlo/ir/hlo_instructions.h), so it reads the recomputed value.
+ * The text is edited in place: a list of replacements of spans of the module's text. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/fit_result.h"
+
+typedef struct patch {
+    size_t a, b; /* replace text [a, b) */
+    char *s;
+    size_t seq;
+} patch;
+
+typedef struct rc {
+    const hbm_hlo_module *m;
+    patch *p;
+    size_t n, cap;
+    int nomem;
+    char *why;
+    size_t why_cap;
+} rc;
+
+static void add(rc *r, size_t a, size_t b, const char *s) {
+    if (r->nomem) return;
+    if (hbmi_grow((void **)&r->p, &r->cap, r->n + 1, sizeof *r->p)) {
+        r->nomem = 1;
+        return;
+    }
+    size_t k = strlen(s);
+    char *c = hbmi_malloc(k + 1);
+    if (!c) {
+        r->nomem = 1;
+        return;
+    }
+    memcpy(c, s, k + 1);
+    r->p[r->n] = (patch){a, b, c, r->n};
+    r->n++;
+}
+
+static int nchar(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-' || c == '$';
+}
+
+/* skip blanks and index comments in [p, e) */
+static const char *blank(const char *p, const char *e) {
+    while (p < e) {
+        if (*p == ' ') p++;
+        else if (*p == '/' && p + 1 < e && p[1] == '*') {
+            const char *q = p + 2;
+            while (q + 1 < e && !(q[0] == '*' && q[1] == '/')) q++;
+            p = q + 2;
+        } else break;
+    }
+    return p;
+}
+
+/* item idx of a comma list at depth 0 of [s, e) (s after an opening bracket): [*a, *b) */
+static int item(const char *s, const char *e, int64_t idx, const char **a, const char **b) {
+    int depth = 0;
+    int64_t k = 0;
+    const char *p = s;
+    while (p < e && k < idx) {
+        if (*p == '(' || *p == '{' || *p == '[') depth++;
+        else if (*p == ')' || *p == '}' || *p == ']') {
+            if (!depth) return 0;
+            depth--;
+        } else if (*p == ',' && !depth) k++;
+        p++;
+    }
+    if (k != idx) return 0;
+    p = blank(p, e);
+    const char *q = p;
+    for (depth = 0; q < e; q++) {
+        if (*q == '(' || *q == '{' || *q == '[') depth++;
+        else if (*q == ')' || *q == '}' || *q == ']') {
+            if (!depth) break;
+            depth--;
+        } else if (*q == ',' && !depth) break;
+    }
+    *a = p, *b = q;
+    return 1;
+}
+
+/* the shape text of an instruction: [*a, *b) */
+static int shape_span(const hbm_hlo_module *m, const hbmi_instr *in, const char **a, const char **b) {
+    if (in->synthetic) return 0;
+    const char *p = m->text + in->off;
+    while (*p && *p != '=') p++;
+    if (!*p) return 0;
+    p++;
+    while (*p == ' ') p++;
+    const char *q = in->opcode.p;
+    while (q > p && q[-1] == ' ') q--;
+    *a = p, *b = q;
+    return q > p;
+}
+
+/* in the shape text [a, b) (element idx of a tuple, -1: the array), the first dimension: the
+ * span of its digits, replaced by "1" */
+static int shrink(rc *r, const char *a, const char *b, int64_t idx) {
+    if (idx >= 0) {
+        if (a >= b || *a != '(') return 0;
+        if (!item(a + 1, b, idx, &a, &b)) return 0;
+    }
+    const char *l = memchr(a, '[', (size_t)(b - a));
+    if (!l) return 0;
+    const char *d = l + 1, *e = d;
+    while (e < b && *e >= '0' && *e <= '9') e++;
+    if (e == d) return 0;
+    add(r, (size_t)(d - r->m->text), (size_t)(e - r->m->text), "1");
+    return 1;
+}
+
+static int shrink_ins(rc *r, const hbmi_instr *in, int64_t idx) {
+    const char *a, *b;
+    return shape_span(r->m, in, &a, &b) && shrink(r, a, b, idx);
+}
+
+/* the signature of computation c: parameter p's shape (p >= 0) or the result's (p < 0) */
+static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, const char **a, const char **b) {
+    const char *s = m->text + c->off, *end = m->text + c->ins[0].off;
+    while (s < end && *s != '(') s++;
+    if (s >= end) return 0;
+    const char *q = s + 1;
+    int depth = 0;
+    const char *close = NULL;
+    for (const char *x = q; x < end; x++) {
+        if (*x == '(' || *x == '{' || *x == '[') depth++;
+        else if (*x == ')' || *x == '}' || *x == ']') {
+            if (!depth) {
+                close = x;
+                break;
+            }
+            depth--;
+        }
+    }
+    if (!close) return 0;
+    if (p >= 0) {
+        const char *ia, *ib;
+        if (!item(q, close, p, &ia, &ib)) return 0;
+        const char *col = memchr(ia, ':', (size_t)(ib - ia));
+        if (!col) return 0;
+        *a = blank(col + 1, ib);
+        *b = ib;
+        return 1;
+    }
+    const char *ar = close + 1;
+    while (ar < end && (*ar == ' ' || *ar == '-' || *ar == '>')) ar++;
+    const char *br = end;
+    while (br > ar && br[-1] != '{') br--;
+    if (br > ar) br--;
+    while (br > ar && br[-1] == ' ') br--;
+    *a = ar, *b = br;
+    return br > ar;
+}
+
+static int shrink_sig(rc *r, const hbmi_comp *c, int64_t p, int64_t idx) {
+    const char *a, *b;
+    return sig_span(r->m, c, p, &a, &b) && shrink(r, a, b, idx);
+}
+
+/* the start of instruction in's line */
+static size_t line_start(const hbm_hlo_module *m, const hbmi_instr *in) {
+    size_t o = in->off;
+    while (o > 0 && m->text[o - 1] != '\n') o--;
+    return o;
+}
+
+/* operand j's name token in instruction in's operand list: [*a, *b) */
+static int operand_name(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t j, const char **a, const char **b) {
+    const char *p = in->opcode.p + in->opcode.n, *e = m->text + m->len;
+    if (p >= e || *p != '(') return 0;
+    const char *ia, *ib;
+    if (!item(p + 1, e, j, &ia, &ib)) return 0;
+    const char *t = ia;
+    if (t < ib && *t == '%') t++;
+    const char *q = t;
+    while (q < ib && nchar((unsigned char)*q)) q++;
+    *a = ia, *b = q;
+    return q > t;
+}
+
+static int fail(rc *r, const char *msg) {
+    if (r->why && r->why_cap) snprintf(r->why, r->why_cap, "%s", msg);
+    return 0;
+}
+
+static const hbmi_instr *strip(const hbmi_comp *c, const hbmi_instr *x) {
+    for (int k = 0; k < 16 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; k++) x = &c->ins[x->ops[0]];
+    return x;
+}
+
+static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, int role) {
+    for (uint32_t q = 0; q < w->n_called; q++)
+        if (w->called_role ? w->called_role[q] == role : role == 'b') return &m->comps[w->called[q]];
+    return NULL;
+}
+
+/* element k of loop w (computation c) shrunk to one layer along the loop and through its
+ * body and condition; the forward loop's update in place too (fwd) */
+static int shrink_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_instr *w = &c->ins[wi];
+    if (!shrink_ins(r, w, k)) return fail(r, "the loop's shape text is not as expected");
+    const hbmi_instr *t = w->n_ops ? &c->ins[w->ops[0]] : NULL;
+    if (!t || t->op != HOP_TUPLE || !shrink_ins(r, t, k)) return fail(r, "the loop's operand is not a tuple");
+    for (uint32_t i = 0; i < c->n; i++) {
+        const hbmi_instr *g = &c->ins[i];
+        if (g->op == HOP_GTE && g->n_ops && g->ops[0] == wi && g->gte_index == k && !g->synthetic) shrink_ins(r, g, -1);
+    }
+    if (fwd) { /* its start: one layer of the buffer it started from */
+        const hbmi_instr *init = &c->ins[t->ops[k]];
+        const hbmi_shape *sh = init->shape;
+        const char *a, *b, *na, *nb;
+        if (!shape_span(m, init, &a, &b) || !operand_name(m, t, (uint32_t)k, &na, &nb))
+            return fail(r, "the loop's first buffer has no shape text");
+        char line[1024];
+        int o = snprintf(line, sizeof line, "  %%%.*s.one = ", (int)init->name.n, init->name.p);
+        const char *l = memchr(a, '[', (size_t)(b - a)), *d = l ? l + 1 : b;
+        while (d < b && *d >= '0' && *d <= '9') d++;
+        if (!l) return fail(r, "the loop's first buffer has no dimensions");
+        o += snprintf(line + o, sizeof line - (size_t)o, "%.*s1%.*s slice(%%%.*s), slice={", (int)(l + 1 - a), a,
+                      (int)(b - d), d, (int)init->name.n, init->name.p);
+        for (uint32_t q = 0; q < sh->n && o < (int)sizeof line - 40; q++)
+            o += snprintf(line + o, sizeof line - (size_t)o, "%s[0:%lld]", q ? ", " : "",
+                          (long long)(q ? sh->dims[q] : 1));
+        snprintf(line + o, sizeof line - (size_t)o, "}\n");
+        add(r, line_start(m, t), line_start(m, t), line);
+        char nm[300];
+        snprintf(nm, sizeof nm, "%%%.*s.one", (int)init->name.n, init->name.p);
+        add(r, (size_t)(na - m->text), (size_t)(nb - m->text), nm);
+    }
+    for (int role = 'b'; role; role = role == 'b' ? 'w' : 0) {
+        const hbmi_comp *b = body_of(m, w, role);
+        if (!b || !b->n_params) continue;
+        const hbmi_instr *pa = &b->ins[b->params[0]];
+        if (!shrink_ins(r, pa, k) || !shrink_sig(r, b, 0, k)) return fail(r, "a loop parameter's text is not as expected");
+        for (uint32_t i = 0; i < b->n; i++) {
+            const hbmi_instr *g = &b->ins[i];
+            if (g->op == HOP_GTE && g->n_ops && g->ops[0] == b->params[0] && g->gte_index == k && !g->synthetic)
+                shrink_ins(r, g, -1);
+        }
+        if (role != 'b') continue;
+        const hbmi_instr *root = &b->ins[b->root];
+        if (root->op != HOP_TUPLE || !shrink_ins(r, root, k) || !shrink_sig(r, b, -1, k))
+            return fail(r, "the loop body's root is not a tuple");
+        if (!fwd) continue;
+        /* the update in place: bitcasts and copies, then the DUS or its fusion */
+        const hbmi_instr *x = &b->ins[root->ops[k]];
+        for (int hop = 0; hop < 8 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; hop++) {
+            shrink_ins(r, x, -1);
+            x = &b->ins[x->ops[0]];
+        }
+        if (x->op == HOP_DUS) {
+            shrink_ins(r, x, -1);
+        } else if (x->op == HOP_FUSION && x->n_called && x->shape->prim != HBMI_PRIM_TUPLE) {
+            shrink_ins(r, x, -1);
+            const hbmi_comp *f = &m->comps[x->called[0]];
+            const hbmi_instr *y = &f->ins[f->root];
+            shrink_sig(r, f, -1, -1);
+            for (int hop = 0; hop < 8 && (y->op == HOP_BITCAST || y->op == HOP_COPY) && y->n_ops; hop++) {
+                shrink_ins(r, y, -1);
+                y = &f->ins[y->ops[0]];
+            }
+            if (y->op != HOP_DUS || !y->n_ops) return fail(r, "the stacking fusion's root is not an update in place");
+            shrink_ins(r, y, -1);
+            const hbmi_instr *buf = strip(f, &f->ins[y->ops[0]]);
+            if (buf->op != HOP_PARAMETER) return fail(r, "the stacking fusion's buffer is not its parameter");
+            shrink_ins(r, buf, -1);
+            shrink_sig(r, f, buf->param_no, -1);
+        } else {
+            return fail(r, "the forward loop stacks it through a multi-output fusion");
+        }
+    }
+    return 1;
+}
+
+/* "known_induction_variable":{"tuple_index":"N"} in the loop's backend config, else element 0 */
+static int64_t induction(const hbm_hlo_module *m, const hbmi_comp *c, uint32_t wi) {
+    const hbmi_instr *w = &c->ins[wi];
+    size_t end = wi + 1 < c->n ? c->ins[wi + 1].off : m->len;
+    const char *s = m->text + w->off;
+    static const char key[] = "\"known_induction_variable\":{\"tuple_index\":\"";
+    for (const char *p = s; p + sizeof key - 1 < m->text + end; p++)
+        if (!memcmp(p, key, sizeof key - 1)) return strtoll(p + sizeof key - 1, NULL, 10);
+    return 0;
+}
+
+/* x is element e of body b's parameter (through bitcasts and copies): e, else -1 */
+static int64_t elem_of(const hbmi_comp *b, const hbmi_instr *x) {
+    x = strip(b, x);
+    return x->op == HOP_GTE && x->n_ops && b->ins[x->ops[0]].op == HOP_PARAMETER && b->n_params &&
+                   x->ops[0] == b->params[0]
+               ? x->gte_index
+               : -1;
+}
+
+/* in slices element e of body b's parameter along its first dimension: a dynamic-slice, or a
+ * fusion whose root (through bitcasts) is one of a fusion parameter that is that element: e,
+ * else -1 */
+static int64_t slice_of(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_instr *in) {
+    static const char ds[] = "dynamic-slice";
+    if (in->opcode.n == sizeof ds - 1 && !memcmp(in->opcode.p, ds, sizeof ds - 1) && in->n_ops)
+        return elem_of(b, &b->ins[in->ops[0]]);
+    if (in->op != HOP_FUSION || !in->n_called || in->shape->prim == HBMI_PRIM_TUPLE) return -1;
+    const hbmi_comp *f = &m->comps[in->called[0]];
+    const hbmi_instr *y = strip(f, &f->ins[f->root]);
+    if (!(y->opcode.n == sizeof ds - 1 && !memcmp(y->opcode.p, ds, sizeof ds - 1) && y->n_ops)) return -1;
+    const hbmi_instr *p = strip(f, &f->ins[y->ops[0]]);
+    if (p->op != HOP_PARAMETER || p->param_no < 0 || (uint64_t)p->param_no >= in->n_ops) return -1;
+    return elem_of(b, &b->ins[in->ops[p->param_no]]);
+}
+
+/* element e of the forward loop (operand tuple ft, body fb) is loop-invariant (the body passes
+ * it on) and the backward loop (operand tuple bt) starts from the same value: its element
+ * there, else -1 */
+static int64_t invariant(const hbmi_comp *c, const hbmi_comp *fb, const hbmi_instr *ft, const hbmi_instr *bt,
+                         int64_t e) {
+    const hbmi_instr *fr = &fb->ins[fb->root];
+    if (fr->op != HOP_TUPLE || (uint64_t)e >= fr->n_ops || (uint64_t)e >= ft->n_ops || elem_of(fb, &fb->ins[fr->ops[e]]) != e)
+        return -1;
+    for (uint32_t j = 0; j < bt->n_ops; j++)
+        if (strip(c, &c->ins[bt->ops[j]]) == strip(c, &c->ins[ft->ops[e]])) return j;
+    return -1;
+}
+
+typedef struct mapped {
+    char name[320]; /* what the backward body reads for a forward body instruction */
+} mapped;
+
+/* one cloned line: instruction in of computation c renamed NAME.recompute, its operands renamed
+ * by map (per instruction of c; empty: the operand's own clone name) */
+static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char **out, size_t *on) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_instr *in = &c->ins[i];
+    size_t e = i + 1 < c->n ? c->ins[i + 1].off : m->len;
+    const char *s = m->text + in->off, *lim = m->text + e;
+    while (lim > s && (lim[-1] == '\n' || lim[-1] == ' ' || lim[-1] == '\r')) lim--;
+    FILE *f = open_memstream(out, on);
+    if (!f) {
+        r->nomem = 1;
+        return;
+    }
+    fprintf(f, "  %s", map[i].name);
+    const char *p = in->name.p + in->name.n;
+    const char *oa = in->opcode.p + in->opcode.n, *ob = oa;
+    int depth = 0;
+    for (; ob < lim; ob++) {
+        if (*ob == '(') depth++;
+        else if (*ob == ')' && --depth == 0) {
+            ob++;
+            break;
+        }
+    }
+    fwrite(p, 1, (size_t)(oa - p), f);
+    for (p = oa; p < ob;) {
+        if (*p == '%') {
+            const char *t = p + 1, *q = t;
+            while (q < ob && nchar((unsigned char)*q)) q++;
+            const char *to = NULL;
+            for (uint32_t k = 0; k < in->n_ops && !to; k++) {
+                hbmi_str nm = c->ins[in->ops[k]].name;
+                if (nm.n == (uint32_t)(q - t) && !memcmp(nm.p, t, nm.n)) to = map[in->ops[k]].name + 1;
+            }
+            fputc('%', f);
+            if (to) fputs(to, f);
+            else fwrite(t, 1, (size_t)(q - t), f);
+            p = q;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    fwrite(ob, 1, (size_t)(lim - ob), f);
+    fputc('\n', f);
+    if (fclose(f)) r->nomem = 1;
+}
+
+static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_comp *c = &m->comps[x->comp];
+    const hbmi_comp *fb = &m->comps[x->fwd_body], *bb = &m->comps[x->bwd_body];
+    uint32_t bwd = UINT32_MAX;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->ins[i].name.n == strlen(x->backward_loop) && !memcmp(c->ins[i].name.p, x->backward_loop, c->ins[i].name.n))
+            bwd = i;
+    if (bwd == UINT32_MAX) return fail(r, "the backward loop is not found");
+    if (x->carry) return fail(r, "it is the scan's carry: recomputing it is recomputing the layers before it");
+    if (x->value_ins == UINT32_MAX)
+        return fail(r, "it is computed inside the fusion that stacks it, not by an instruction the backward loop can clone");
+    const hbmi_instr *fw = &c->ins[x->loop_ins], *bw = &c->ins[bwd];
+    const hbmi_instr *ft = &c->ins[fw->ops[0]], *bt = &c->ins[bw->ops[0]];
+    if (!bb->n_params || !fb->n_params) return fail(r, "a loop body has no parameter");
+    /* the forward body's instructions that compute it, back to the loop's elements */
+    uint8_t *cone = hbmi_calloc(fb->n + 1, 1);
+    mapped *map = hbmi_calloc(fb->n + 1, sizeof *map);
+    if (!cone || !map) {
+        hbmi_free(cone);
+        hbmi_free(map);
+        r->nomem = 1;
+        return 0;
+    }
+    int ok = 1;
+    cone[x->value_ins] = 1;
+    uint32_t first_reader = UINT32_MAX; /* where the clones go: before the backward body's first reader */
+    for (uint32_t i = 0; i < bb->n && first_reader == UINT32_MAX; i++) {
+        const hbmi_instr *g = &bb->ins[i];
+        if (g->op == HOP_GTE && g->n_ops && g->ops[0] == bb->params[0] && g->gte_index == x->bwd_index)
+            for (uint32_t u = 0; u < g->n_users; u++)
+                if (!bb->ins[g->users[u]].is_root && g->users[u] < first_reader) first_reader = g->users[u];
+    }
+    for (uint32_t i = fb->n; i-- > 0;) { /* operands come before users */
+        if (!cone[i]) continue;
+        const hbmi_instr *in = &fb->ins[i];
+        if (in->op == HOP_GTE && in->n_ops && in->ops[0] == fb->params[0]) continue;
+        /* the layer's slice of a loop-invariant stacked input (a weight): JAX's scan slices each
+         * of its xs once per iteration, and the backward loop's own slice of the same input, of
+         * the same shape, before the reader, is the same layer's */
+        int64_t e = slice_of(m, fb, in);
+        int64_t eb = e >= 0 ? invariant(c, fb, ft, bt, e) : -1;
+        uint32_t twin = UINT32_MAX;
+        for (uint32_t j = 0; eb >= 0 && j < first_reader && j < bb->n && twin == UINT32_MAX; j++)
+            if (slice_of(m, bb, &bb->ins[j]) == eb && hbmi_shape_bytes(bb->ins[j].shape, 8) == hbmi_shape_bytes(in->shape, 8) &&
+                bb->ins[j].shape->n == in->shape->n)
+                twin = j;
+        if (twin != UINT32_MAX) {
+            cone[i] = 2;
+            snprintf(map[i].name, sizeof map[i].name, "%%%.*s", (int)bb->ins[twin].name.n, bb->ins[twin].name.p);
+            continue;
+        }
+        if (in->op == HOP_PARAMETER) {
+            ok = fail(r, "it reads the loop's whole tuple");
+            break;
+        }
+        for (uint32_t k = 0; k < in->n_ops; k++) cone[in->ops[k]] = 1;
+    }
+    const char *bp = bb->ins[bb->params[0]].name.p;
+    int bpn = (int)bb->ins[bb->params[0]].name.n;
+    char pre[160];
+    snprintf(pre, sizeof pre, "%.*s.recompute", (int)fb->ins[x->value_ins].name.n, fb->ins[x->value_ins].name.p);
+    int64_t iv_f = induction(m, c, x->loop_ins), iv_b = induction(m, c, bwd);
+    char *lines = NULL;
+    size_t nl = 0;
+    FILE *L = open_memstream(&lines, &nl);
+    if (!L) ok = 0, r->nomem = 1;
+    for (uint32_t i = 0; ok && i < fb->n; i++) {
+        if (cone[i] != 1) continue;
+        const hbmi_instr *in = &fb->ins[i];
+        if (in->op == HOP_COPY && in->n_ops) { /* copy insertion's, for the carried buffer: the value itself */
+            memcpy(map[i].name, map[in->ops[0]].name, sizeof map[i].name);
+            continue;
+        }
+        if (!(in->op == HOP_GTE && in->n_ops && in->ops[0] == fb->params[0])) {
+            snprintf(map[i].name, sizeof map[i].name, "%%%.*s.recompute", (int)in->name.n, in->name.p);
+            continue;
+        }
+        int64_t e = in->gte_index;
+        const char *sa, *sb;
+        if (!shape_span(m, in, &sa, &sb)) {
+            ok = fail(r, "a loop element has no shape text");
+            break;
+        }
+        if (e == iv_f) {
+            snprintf(map[i].name, sizeof map[i].name, "%%%s.layer", pre);
+        } else {
+            /* loop-invariant: the forward body passes it on, the backward loop starts from the same value */
+            int64_t eb = invariant(c, fb, ft, bt, e);
+            const hbmi_jax_residual *saved = NULL;
+            for (size_t q = 0; eb < 0 && q < n_all && !saved; q++)
+                if (all[q].carry && all[q].comp == x->comp && all[q].loop_ins == x->loop_ins && all[q].carry_elem == e &&
+                    all[q].bwd_body == x->bwd_body)
+                    saved = &all[q];
+            uint32_t twin = UINT32_MAX; /* the backward body's own slice of it, before the reader */
+            for (uint32_t j = 0; saved && j < first_reader && j < bb->n && twin == UINT32_MAX; j++)
+                if (slice_of(m, bb, &bb->ins[j]) == (int64_t)saved->bwd_index &&
+                    hbmi_shape_bytes(bb->ins[j].shape, 8) == hbmi_shape_bytes(in->shape, 8))
+                    twin = j;
+            if (eb >= 0) {
+                snprintf(map[i].name, sizeof map[i].name, "%%%s.in%lld", pre, (long long)e);
+                fprintf(L, "  %s = %.*s get-tuple-element(%%%.*s), index=%lld\n", map[i].name, (int)(sb - sa), sa, bpn,
+                        bp, (long long)eb);
+            } else if (twin != UINT32_MAX) {
+                snprintf(map[i].name, sizeof map[i].name, "%%%.*s", (int)bb->ins[twin].name.n, bb->ins[twin].name.p);
+            } else if (saved) {
+                /* the layer's input: one layer of the carry's own residual */
+                const char *wa, *wb;
+                if (!shape_span(m, bw, &wa, &wb) || !item(wa + 1, wb, saved->bwd_index, &wa, &wb)) {
+                    ok = fail(r, "the backward loop's shape text is not as expected");
+                    break;
+                }
+                const char *l = memchr(wa, '[', (size_t)(wb - wa)), *d = l ? l + 1 : wb;
+                while (d < wb && *d >= '0' && *d <= '9') d++;
+                snprintf(map[i].name, sizeof map[i].name, "%%%s.in%lld", pre, (long long)e);
+                fprintf(L, "  %s.all = %.*s get-tuple-element(%%%.*s), index=%u\n", map[i].name, (int)(wb - wa), wa, bpn,
+                        bp, saved->bwd_index);
+                fprintf(L, "  %s.one = %.*s1%.*s dynamic-slice(%s.all, %%%s.layer", map[i].name, (int)(l + 1 - wa), wa,
+                        (int)(wb - d), d, map[i].name, pre);
+                const hbmi_shape *sh = &fw->shape->elems[saved->index];
+                for (uint32_t q = 1; q < sh->n; q++) fprintf(L, ", %%%s.zero", pre);
+                fprintf(L, "), dynamic_slice_sizes={1");
+                for (uint32_t q = 1; q < sh->n; q++) fprintf(L, ",%lld", (long long)sh->dims[q]);
+                fprintf(L, "}\n  %s = %.*s bitcast(%s.one)\n", map[i].name, (int)(sb - sa), sa, map[i].name);
+            } else {
+                char why[256];
+                snprintf(why, sizeof why,
+                         "it needs element %lld of the forward loop (%.*s), which the backward loop does not hold",
+                         (long long)e, (int)(sb - sa), sa);
+                ok = fail(r, why);
+                break;
+            }
+        }
+    }
+    char *head = NULL;
+    size_t nh = 0;
+    if (ok) { /* the layer index L-1-i, a zero, then the clones in the forward body's order */
+        FILE *H = open_memstream(&head, &nh);
+        if (!H) {
+            ok = 0, r->nomem = 1;
+        } else {
+            fprintf(H, "  %%%s.i = s32[] get-tuple-element(%%%.*s), index=%lld\n", pre, bpn, bp, (long long)iv_b);
+            fprintf(H, "  %%%s.last = s32[] constant(%lld)\n", pre, (long long)(x->layers - 1));
+            fprintf(H, "  %%%s.layer = s32[] subtract(%%%s.last, %%%s.i)\n", pre, pre, pre);
+            fprintf(H, "  %%%s.zero = s32[] constant(0)\n", pre);
+            if (fclose(H)) ok = 0, r->nomem = 1;
+        }
+    }
+    if (L && fclose(L)) ok = 0, r->nomem = 1;
+    char *clones = NULL;
+    size_t ncl = 0;
+    FILE *C = ok ? open_memstream(&clones, &ncl) : NULL;
+    if (ok && !C) ok = 0, r->nomem = 1;
+    for (uint32_t i = 0; ok && i < fb->n; i++) {
+        if (cone[i] != 1 || (fb->ins[i].op == HOP_GTE && fb->ins[i].ops[0] == fb->params[0]) ||
+            (fb->ins[i].op == HOP_COPY && fb->ins[i].n_ops))
+            continue;
+        char *ln = NULL;
+        size_t n = 0;
+        clone_line(r, fb, i, map, &ln, &n);
+        if (ln) fputs(ln, C);
+        free(ln);
+    }
+    /* the slice as the reader reads one layer of the buffer */
+    const hbmi_instr *v = &fb->ins[x->value_ins];
+    const char *va, *vb;
+    if (ok && shape_span(m, v, &va, &vb)) {
+        const hbmi_shape *sh = &fw->shape->elems[x->index];
+        const char *wa, *wb;
+        if (shape_span(m, fw, &wa, &wb) && item(wa + 1, wb, x->index, &wa, &wb)) {
+            const char *l = memchr(wa, '[', (size_t)(wb - wa)), *d = l ? l + 1 : wb;
+            while (d < wb && *d >= '0' && *d <= '9') d++;
+            if (l) fprintf(C, "  %%%s.one = %.*s1%.*s bitcast(%s)\n", pre, (int)(l + 1 - wa), wa, (int)(wb - d), d,
+                           map[x->value_ins].name);
+            else ok = fail(r, "the residual's shape text has no dimensions");
+        } else {
+            ok = fail(r, "the forward loop's shape text is not as expected");
+        }
+        (void)sh;
+    }
+    if (C && fclose(C)) ok = 0, r->nomem = 1;
+    /* the readers in the backward body: the recomputed slice instead of the buffer */
+    uint32_t first = UINT32_MAX;
+    for (uint32_t i = 0; ok && i < bb->n; i++) {
+        const hbmi_instr *g = &bb->ins[i];
+        if (!(g->op == HOP_GTE && g->n_ops && g->ops[0] == bb->params[0] && g->gte_index == x->bwd_index)) continue;
+        for (uint32_t u = 0; ok && u < g->n_users; u++) {
+            const hbmi_instr *us = &bb->ins[g->users[u]];
+            if (us->op == HOP_TUPLE && us->is_root) continue;
+            if (us->op != HOP_FUSION && !(us->opcode.n == 13 && !memcmp(us->opcode.p, "dynamic-slice", 13))) {
+                ok = fail(r, "the backward loop reads it other than by a dynamic-slice or a fusion");
+                break;
+            }
+            if (g->users[u] < first) first = g->users[u];
+            for (uint32_t j = 0; j < us->n_ops; j++) {
+                if (us->ops[j] != i) continue;
+                const char *na, *nb;
+                char nm[200];
+                snprintf(nm, sizeof nm, "%%%s.one", pre);
+                if (!operand_name(m, us, j, &na, &nb)) {
+                    ok = fail(r, "a reader's operand text is not as expected");
+                    break;
+                }
+                add(r, (size_t)(na - m->text), (size_t)(nb - m->text), nm);
+                if (us->op == HOP_FUSION && us->n_called) {
+                    const hbmi_comp *f = &m->comps[us->called[0]];
+                    if (j < f->n_params) {
+                        shrink_ins(r, &f->ins[f->params[j]], -1);
+                        shrink_sig(r, f, j, -1);
+                    }
+                }
+            }
+        }
+    }
+    if (ok && first == UINT32_MAX) ok = fail(r, "the backward body does not read it");
+    if (ok) {
+        size_t at = line_start(m, &bb->ins[first]);
+        add(r, at, at, head);
+        add(r, at, at, lines ? lines : "");
+        add(r, at, at, clones ? clones : "");
+    }
+    free(head);
+    free(lines);
+    free(clones);
+    hbmi_free(cone);
+    hbmi_free(map);
+    if (!ok) return 0;
+    return shrink_loop(r, c, x->loop_ins, x->index, 1) && shrink_loop(r, c, bwd, x->bwd_index, 0);
+}
+
+static int cmp_patch(const void *a, const void *b) {
+    const patch *x = a, *y = b;
+    if (x->a != y->a) return x->a < y->a ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
+                                    size_t n_all, char **text, size_t *len, char *why, size_t why_cap) {
+    *text = NULL;
+    *len = 0;
+    if (why && why_cap) why[0] = 0;
+    rc r = {.m = m, .why = why, .why_cap = why_cap};
+    int ok = build(&r, x, all, n_all);
+    hbm_status s = HBM_OK;
+    if (r.nomem) {
+        s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+    } else if (!ok) {
+        s = HBM_ERR_UNSUPPORTED;
+    } else {
+        hbmi_qsort(r.p, r.n, sizeof *r.p, cmp_patch);
+        FILE *f = open_memstream(text, len);
+        if (!f) {
+            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        } else {
+            size_t cur = 0;
+            for (size_t k = 0; k < r.n; k++) {
+                if (r.p[k].a < cur) continue; /* the same span twice: once */
+                fwrite(m->text + cur, 1, r.p[k].a - cur, f);
+                fputs(r.p[k].s, f);
+                cur = r.p[k].b;
+            }
+            fwrite(m->text + cur, 1, m->len - cur, f);
+            if (fclose(f)) s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        }
+        if (s) {
+            free(*text);
+            *text = NULL;
+        }
+    }
+    for (size_t k = 0; k < r.n; k++) hbmi_free(r.p[k].s);
+    hbmi_free(r.p);
+    return s;
+}
