@@ -27,7 +27,7 @@ check "the carry" has "  the layer's input, the scan's carry (loop while.12 writ
 check "the change for the carry" has '  change: x = checkpoint_name(x, "layer_input") first in the scanned body, and policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["layer_input"], offload_src="device", offload_dst="pinned_host") on its jax.checkpoint: the input goes to host memory, the layer is recomputed from it' "$out"
 check "in host memory: planned" has "  takes off: 383.9KiB (393152 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 3.88MiB, over the target by 2.88MiB; no extra FLOPs, 384.0KiB each way over the host link (about 25 us at A100's 32 GB/s)" "$out"
 check "the carry in host memory: planned" has "  takes off: 384.0KiB (393216 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 3.88MiB, over the target by 2.88MiB; no extra FLOPs, 384.0KiB each way over the host link (about 25 us at A100's 32 GB/s)" "$out"
-check "recomputed: verified by the edited module" has "             319.9KiB (327608 bytes) recomputed instead, verified: the module with the backward loop computing it again plans to a peak of 3.94MiB, over the target by 2.94MiB; 50.3 MFLOP more" "$out"
+check "recomputed: verified by the edited module" has "             384.0KiB (393208 bytes) recomputed instead, verified: the module with the backward loop computing it again plans to a peak of 3.88MiB, over the target by 2.88MiB; 50.3 MFLOP more" "$out"
 check "donation by the argument's name" has "          JAX: jax.jit(f, donate_argnames=(\"params\",)): donates argument params (params['w'] is HLO parameter 0)" "$out"
 check "argument in host memory" has "          JAX: keep argument batch['x'] (HLO parameter 1) in host memory: pass it as jax.device_put(x, s.with_memory_kind('pinned_host')) (s: its sharding; the same for its in_shardings entry) and inside f read it through jax.device_put(x, s.with_memory_kind('device'))" "$out"
 check "the residual's buffer points to its policy" has "          JAX: the scan over 6 layers saves it for the backward pass: the change is the policy named above" "$out"
@@ -63,7 +63,7 @@ x = [x for x in r if not x["carry"]][0]
 assert x["layers"] == 6 and x["per_layer"] == "f32[64,256]" and x["source_line"] == 10, x
 assert x["bytes"] == 393216 and x["estimated_bytes_off"] == 327680, x
 assert x["verified"] is True and x["host_peak_bytes"] == 4063516 and d["bytes_before"] == 4456668, x
-assert x["recompute_peak_bytes"] == 4456668 - 327608 and x["recompute_not_planned"] == "", x' <<<"$json"
+assert x["recompute_peak_bytes"] == 4456668 - 393208 and x["recompute_not_planned"] == "", x' <<<"$json"
 fi
 
 # --- MaxText's names: the remat_policy value, not checkpoint_name ------------------------

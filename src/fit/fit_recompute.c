@@ -30,6 +30,8 @@ typedef struct rc {
     int nomem;
     char *why;
     size_t why_cap;
+    char *comps, *comps_kept; /* copies of fused computations the clones call */
+    size_t n_comps, n_kept;
 } rc;
 
 static void add(rc *r, size_t a, size_t b, const char *s) {
@@ -209,80 +211,151 @@ static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, in
     return NULL;
 }
 
-/* element k of loop w (computation c) shrunk to one layer along the loop and through its
- * body and condition; the forward loop's update in place too (fwd) */
-static int shrink_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd) {
+/* the tuple's item idx removed from the text [a, b) (a tuple shape or an operand list, a at
+ * its opening parenthesis): with the comma before it, or after it for the first */
+static int drop_item(rc *r, const char *a, const char *b, int64_t idx) {
+    if (a >= b || *a != '(') return 0;
+    const char *ia, *ib;
+    if (!item(a + 1, b, idx, &ia, &ib)) return 0;
+    const char *from = ia, *to = ib;
+    if (idx > 0) {
+        while (from > a + 1 && from[-1] != ',') from--;
+        if (from > a + 1) from--;
+    } else {
+        while (to < b && (*to == ',' || *to == ' ')) to++;
+    }
+    add(r, (size_t)(from - r->m->text), (size_t)(to - r->m->text), "");
+    return 1;
+}
+
+static int drop_shape_item(rc *r, const hbmi_instr *in, int64_t idx) {
+    const char *a, *b;
+    return shape_span(r->m, in, &a, &b) && drop_item(r, a, b, idx);
+}
+
+static int drop_sig_item(rc *r, const hbmi_comp *c, int64_t p, int64_t idx) {
+    const char *a, *b;
+    return sig_span(r->m, c, p, &a, &b) && drop_item(r, a, b, idx);
+}
+
+static int drop_operand(rc *r, const hbmi_instr *in, int64_t idx) {
+    const char *p = in->opcode.p + in->opcode.n, *e = r->m->text + r->m->len;
+    const char *q = p;
+    for (int depth = 0; q < e; q++) {
+        if (*q == '(') depth++;
+        else if (*q == ')' && --depth == 0) break;
+    }
+    return drop_item(r, p, q + 1, idx);
+}
+
+/* instruction i of c deleted: its line */
+static void drop_line(rc *r, const hbmi_comp *c, uint32_t i) {
+    size_t a = line_start(r->m, &c->ins[i]), b;
+    if (i + 1 < c->n) {
+        b = line_start(r->m, &c->ins[i + 1]);
+    } else {
+        b = c->ins[i].off;
+        while (b < r->m->len && r->m->text[b] != '\n') b++;
+        if (b < r->m->len) b++;
+    }
+    if (b > a) add(r, a, b, "");
+}
+
+/* computation f deleted: from its header's line to its closing brace's */
+static void drop_comp(rc *r, const hbmi_comp *f) {
+    size_t a = f->off;
+    while (a < r->m->len && (r->m->text[a] == '\n' || r->m->text[a] == ' ')) a++;
+    while (a > 0 && r->m->text[a - 1] != '\n') a--;
+    size_t b = f->ins[f->n - 1].off;
+    while (b < r->m->len && r->m->text[b] != '\n') b++; /* the last instruction's line */
+    if (b < r->m->len) b++;
+    while (b < r->m->len && r->m->text[b] != '\n') b++; /* the brace's */
+    if (b < r->m->len) b++;
+    if (b < r->m->len && r->m->text[b] == '\n') b++; /* the blank line after it */
+    add(r, a, b, "");
+}
+
+/* a get-tuple-element's index=N past the element dropped: N-1 */
+static void renumber(rc *r, const hbmi_instr *g, int64_t k) {
+    if (g->gte_index <= k || g->synthetic) return;
+    const char *p = g->opcode.p, *e = r->m->text + r->m->len;
+    static const char key[] = "index=";
+    for (; p + sizeof key - 1 < e && *p != '\n'; p++)
+        if (!memcmp(p, key, sizeof key - 1) && (p[-1] == ' ' || p[-1] == ',')) {
+            const char *d = p + sizeof key - 1, *q = d;
+            while (q < e && *q >= '0' && *q <= '9') q++;
+            char t[24];
+            snprintf(t, sizeof t, "%lld", (long long)(g->gte_index - 1));
+            add(r, (size_t)(d - r->m->text), (size_t)(q - r->m->text), t);
+            return;
+        }
+}
+
+/* element k of loop w (computation c) dropped: from the loop's shape and its operand tuple, its
+ * body's and condition's parameter and signature, the body's root; the get-tuple-elements of
+ * later elements renumbered. fwd: the forward loop, whose update in place (and the fusion
+ * that does it) goes, with the buffer it started from when nothing else reads that. Every
+ * reader of the element must be gone: the update in place (fwd), the tuple's pass-through. */
+static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd, int64_t iv) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *w = &c->ins[wi];
-    if (!shrink_ins(r, w, k)) return fail(r, "the loop's shape text is not as expected");
+    if (iv > k) return fail(r, "the loop's index comes after the element in its tuple");
+    if (!drop_shape_item(r, w, k)) return fail(r, "the loop's shape text is not as expected");
     const hbmi_instr *t = w->n_ops ? &c->ins[w->ops[0]] : NULL;
-    if (!t || t->op != HOP_TUPLE || !shrink_ins(r, t, k)) return fail(r, "the loop's operand is not a tuple");
+    if (!t || t->op != HOP_TUPLE || !drop_shape_item(r, t, k) || !drop_operand(r, t, k))
+        return fail(r, "the loop's operand is not a tuple");
+    if (fwd) {
+        const hbmi_instr *init = &c->ins[t->ops[k]];
+        if (init->n_users == 1 && init->op != HOP_PARAMETER && !init->synthetic) drop_line(r, c, t->ops[k]);
+    }
     for (uint32_t i = 0; i < c->n; i++) {
         const hbmi_instr *g = &c->ins[i];
-        if (g->op == HOP_GTE && g->n_ops && g->ops[0] == wi && g->gte_index == k && !g->synthetic) shrink_ins(r, g, -1);
-    }
-    if (fwd) { /* its start: one layer of the buffer it started from */
-        const hbmi_instr *init = &c->ins[t->ops[k]];
-        const hbmi_shape *sh = init->shape;
-        const char *a, *b, *na, *nb;
-        if (!shape_span(m, init, &a, &b) || !operand_name(m, t, (uint32_t)k, &na, &nb))
-            return fail(r, "the loop's first buffer has no shape text");
-        char line[1024];
-        int o = snprintf(line, sizeof line, "  %%%.*s.one = ", (int)init->name.n, init->name.p);
-        const char *l = memchr(a, '[', (size_t)(b - a)), *d = l ? l + 1 : b;
-        while (d < b && *d >= '0' && *d <= '9') d++;
-        if (!l) return fail(r, "the loop's first buffer has no dimensions");
-        o += snprintf(line + o, sizeof line - (size_t)o, "%.*s1%.*s slice(%%%.*s), slice={", (int)(l + 1 - a), a,
-                      (int)(b - d), d, (int)init->name.n, init->name.p);
-        for (uint32_t q = 0; q < sh->n && o < (int)sizeof line - 40; q++)
-            o += snprintf(line + o, sizeof line - (size_t)o, "%s[0:%lld]", q ? ", " : "",
-                          (long long)(q ? sh->dims[q] : 1));
-        snprintf(line + o, sizeof line - (size_t)o, "}\n");
-        add(r, line_start(m, t), line_start(m, t), line);
-        char nm[300];
-        snprintf(nm, sizeof nm, "%%%.*s.one", (int)init->name.n, init->name.p);
-        add(r, (size_t)(na - m->text), (size_t)(nb - m->text), nm);
+        if (g->op != HOP_GTE || !g->n_ops || g->ops[0] != wi) continue;
+        if (g->gte_index == k) {
+            for (uint32_t u = 0; u < g->n_users; u++) /* only the backward loop's tuple reads it */
+                if (!fwd || c->ins[g->users[u]].op != HOP_TUPLE) return fail(r, "something else reads the buffer after the loop");
+            if (!g->synthetic) drop_line(r, c, i);
+        } else {
+            renumber(r, g, k);
+        }
     }
     for (int role = 'b'; role; role = role == 'b' ? 'w' : 0) {
         const hbmi_comp *b = body_of(m, w, role);
         if (!b || !b->n_params) continue;
         const hbmi_instr *pa = &b->ins[b->params[0]];
-        if (!shrink_ins(r, pa, k) || !shrink_sig(r, b, 0, k)) return fail(r, "a loop parameter's text is not as expected");
+        if (!drop_shape_item(r, pa, k) || !drop_sig_item(r, b, 0, k))
+            return fail(r, "a loop parameter's text is not as expected");
+        const hbmi_instr *root = &b->ins[b->root];
+        uint32_t keep_reader = UINT32_MAX; /* the forward update in place */
+        if (role == 'b' && fwd && root->op == HOP_TUPLE && (uint64_t)k < root->n_ops) keep_reader = root->ops[k];
         for (uint32_t i = 0; i < b->n; i++) {
             const hbmi_instr *g = &b->ins[i];
-            if (g->op == HOP_GTE && g->n_ops && g->ops[0] == b->params[0] && g->gte_index == k && !g->synthetic)
-                shrink_ins(r, g, -1);
+            if (g->op != HOP_GTE || !g->n_ops || g->ops[0] != b->params[0]) continue;
+            if (g->gte_index != k) {
+                renumber(r, g, k);
+                continue;
+            }
+            if (!g->synthetic) drop_line(r, b, i);
         }
         if (role != 'b') continue;
-        const hbmi_instr *root = &b->ins[b->root];
-        if (root->op != HOP_TUPLE || !shrink_ins(r, root, k) || !shrink_sig(r, b, -1, k))
+        if (root->op != HOP_TUPLE || !drop_shape_item(r, root, k) || !drop_operand(r, root, k) ||
+            !drop_sig_item(r, b, -1, k))
             return fail(r, "the loop body's root is not a tuple");
         if (!fwd) continue;
-        /* the update in place: bitcasts and copies, then the DUS or its fusion */
-        const hbmi_instr *x = &b->ins[root->ops[k]];
-        for (int hop = 0; hop < 8 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; hop++) {
-            shrink_ins(r, x, -1);
-            x = &b->ins[x->ops[0]];
-        }
-        if (x->op == HOP_DUS) {
-            shrink_ins(r, x, -1);
-        } else if (x->op == HOP_FUSION && x->n_called && x->shape->prim != HBMI_PRIM_TUPLE) {
-            shrink_ins(r, x, -1);
-            const hbmi_comp *f = &m->comps[x->called[0]];
-            const hbmi_instr *y = &f->ins[f->root];
-            shrink_sig(r, f, -1, -1);
-            for (int hop = 0; hop < 8 && (y->op == HOP_BITCAST || y->op == HOP_COPY) && y->n_ops; hop++) {
-                shrink_ins(r, y, -1);
-                y = &f->ins[y->ops[0]];
+        /* the update in place: bitcasts and copies, then the DUS or its fusion, deleted */
+        uint32_t xi = keep_reader;
+        for (int hop = 0; hop < 8 && xi != UINT32_MAX; hop++) {
+            const hbmi_instr *x = &b->ins[xi];
+            if (x->n_users != 1) return fail(r, "the update in place has other readers");
+            drop_line(r, b, xi);
+            if ((x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops) {
+                xi = x->ops[0];
+                continue;
             }
-            if (y->op != HOP_DUS || !y->n_ops) return fail(r, "the stacking fusion's root is not an update in place");
-            shrink_ins(r, y, -1);
-            const hbmi_instr *buf = strip(f, &f->ins[y->ops[0]]);
-            if (buf->op != HOP_PARAMETER) return fail(r, "the stacking fusion's buffer is not its parameter");
-            shrink_ins(r, buf, -1);
-            shrink_sig(r, f, buf->param_no, -1);
-        } else {
-            return fail(r, "the forward loop stacks it through a multi-output fusion");
+            if (x->op != HOP_DUS && !(x->op == HOP_FUSION && x->shape->prim != HBMI_PRIM_TUPLE))
+                return fail(r, "the forward loop stacks it through a multi-output fusion");
+            if (x->op == HOP_FUSION && x->n_called) drop_comp(r, &m->comps[x->called[0]]);
+            break;
         }
     }
     return 1;
@@ -341,6 +414,51 @@ typedef struct mapped {
     char name[320]; /* what the backward body reads for a forward body instruction */
 } mapped;
 
+/* the text of computation f with its name and its instructions' names suffixed ".recompute",
+ * added to r->comps (written before the backward body) */
+static void copy_comp(rc *r, const hbmi_comp *f) {
+    const hbm_hlo_module *m = r->m;
+    size_t a = f->off;
+    while (a < m->len && (m->text[a] == '\n' || m->text[a] == ' ')) a++;
+    size_t b = f->ins[f->n - 1].off;
+    while (b < m->len && m->text[b] != '\n') b++;
+    if (b < m->len) b++;
+    while (b < m->len && m->text[b] != '\n') b++;
+    if (b < m->len) b++;
+    FILE *o = open_memstream(&r->comps, &r->n_comps);
+    if (!o) {
+        r->nomem = 1;
+        return;
+    }
+    if (r->comps_kept) fwrite(r->comps_kept, 1, r->n_kept, o);
+    const char *p = m->text + a, *e = m->text + b, *hdr_end = m->text + f->ins[0].off;
+    while (p < e) {
+        if (!nchar((unsigned char)*p) || (p > m->text + a && nchar((unsigned char)p[-1]))) {
+            fputc(*p++, o);
+            continue;
+        }
+        const char *q = p;
+        while (q < e && nchar((unsigned char)*q)) q++;
+        int hit = 0, pct = p > m->text && p[-1] == '%';
+        if (pct && (size_t)(q - p) == f->name.n && !memcmp(p, f->name.p, f->name.n)) hit = 1;
+        for (uint32_t i = 0; i < f->n && !hit; i++)
+            if ((size_t)(q - p) == f->ins[i].name.n && !memcmp(p, f->ins[i].name.p, f->ins[i].name.n))
+                hit = pct || (p < hdr_end && q < e && *q == ':');
+        fwrite(p, 1, (size_t)(q - p), o);
+        if (hit) fputs(".recompute", o);
+        p = q;
+    }
+    fputc('\n', o);
+    if (fclose(o)) {
+        r->nomem = 1;
+        return;
+    }
+    free(r->comps_kept);
+    r->comps_kept = r->comps;
+    r->n_kept = r->n_comps;
+    r->comps = NULL;
+}
+
 /* one cloned line: instruction in of computation c renamed NAME.recompute, its operands renamed
  * by map (per instruction of c; empty: the operand's own clone name) */
 static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char **out, size_t *on) {
@@ -383,7 +501,22 @@ static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char 
             fputc(*p++, f);
         }
     }
-    fwrite(ob, 1, (size_t)(lim - ob), f);
+    const char *cl = NULL; /* a fusion's computation: its own copy (a fused computation has one caller) */
+    hbmi_str cn = {0};
+    if (in->op == HOP_FUSION && in->n_called) {
+        cn = m->comps[in->called[0]].name;
+        for (const char *q = ob; q + 7 + cn.n <= lim && !cl; q++)
+            if (!memcmp(q, "calls=%", 7) && !memcmp(q + 7, cn.p, cn.n) && (q + 7 + cn.n == lim || !nchar((unsigned char)q[7 + cn.n])))
+                cl = q + 7 + cn.n;
+    }
+    if (cl) {
+        fwrite(ob, 1, (size_t)(cl - ob), f);
+        fputs(".recompute", f);
+        fwrite(cl, 1, (size_t)(lim - cl), f);
+        copy_comp(r, &m->comps[in->called[0]]);
+    } else {
+        fwrite(ob, 1, (size_t)(lim - ob), f);
+    }
     fputc('\n', f);
     if (fclose(f)) r->nomem = 1;
 }
@@ -490,7 +623,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             if (eb >= 0) {
                 snprintf(map[i].name, sizeof map[i].name, "%%%s.in%lld", pre, (long long)e);
                 fprintf(L, "  %s = %.*s get-tuple-element(%%%.*s), index=%lld\n", map[i].name, (int)(sb - sa), sa, bpn,
-                        bp, (long long)eb);
+                        bp, (long long)(eb > x->bwd_index ? eb - 1 : eb));
             } else if (twin != UINT32_MAX) {
                 snprintf(map[i].name, sizeof map[i].name, "%%%.*s", (int)bb->ins[twin].name.n, bb->ins[twin].name.p);
             } else if (saved) {
@@ -504,7 +637,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                 while (d < wb && *d >= '0' && *d <= '9') d++;
                 snprintf(map[i].name, sizeof map[i].name, "%%%s.in%lld", pre, (long long)e);
                 fprintf(L, "  %s.all = %.*s get-tuple-element(%%%.*s), index=%u\n", map[i].name, (int)(wb - wa), wa, bpn,
-                        bp, saved->bwd_index);
+                        bp, saved->bwd_index > x->bwd_index ? saved->bwd_index - 1 : saved->bwd_index);
                 fprintf(L, "  %s.one = %.*s1%.*s dynamic-slice(%s.all, %%%s.layer", map[i].name, (int)(l + 1 - wa), wa,
                         (int)(wb - d), d, map[i].name, pre);
                 const hbmi_shape *sh = &fw->shape->elems[saved->index];
@@ -529,7 +662,8 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         if (!H) {
             ok = 0, r->nomem = 1;
         } else {
-            fprintf(H, "  %%%s.i = s32[] get-tuple-element(%%%.*s), index=%lld\n", pre, bpn, bp, (long long)iv_b);
+            fprintf(H, "  %%%s.i = s32[] get-tuple-element(%%%.*s), index=%lld\n", pre, bpn, bp,
+                    (long long)(iv_b > x->bwd_index ? iv_b - 1 : iv_b));
             fprintf(H, "  %%%s.last = s32[] constant(%lld)\n", pre, (long long)(x->layers - 1));
             fprintf(H, "  %%%s.layer = s32[] subtract(%%%s.last, %%%s.i)\n", pre, pre, pre);
             fprintf(H, "  %%%s.zero = s32[] constant(0)\n", pre);
@@ -603,6 +737,12 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         }
     }
     if (ok && first == UINT32_MAX) ok = fail(r, "the backward body does not read it");
+    if (ok && r->comps_kept) { /* before the backward body's header */
+        size_t at = bb->off;
+        while (at < m->len && (m->text[at] == '\n' || m->text[at] == ' ')) at++;
+        while (at > 0 && m->text[at - 1] != '\n') at--;
+        add(r, at, at, r->comps_kept);
+    }
     if (ok) {
         size_t at = line_start(m, &bb->ins[first]);
         add(r, at, at, head);
@@ -615,7 +755,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     hbmi_free(cone);
     hbmi_free(map);
     if (!ok) return 0;
-    return shrink_loop(r, c, x->loop_ins, x->index, 1) && shrink_loop(r, c, bwd, x->bwd_index, 0);
+    return drop_loop(r, c, x->loop_ins, x->index, 1, iv_f) && drop_loop(r, c, bwd, x->bwd_index, 0, iv_b);
 }
 
 static int cmp_patch(const void *a, const void *b) {
@@ -657,6 +797,7 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
             *text = NULL;
         }
     }
+    free(r.comps_kept);
     for (size_t k = 0; k < r.n; k++) hbmi_free(r.p[k].s);
     hbmi_free(r.p);
     return s;
