@@ -1,17 +1,19 @@
 /* fit_recompute.c - a scan residual recomputed in the backward loop, as an edited module.
  *
  * For a residual computed in the forward body (not the carry), the module is written with
- * (a) its stacked buffer [L, ...] cut to one layer [1, ...] wherever the two loops carry it
- * (tuples, parameters, get-tuple-elements, the forward update in place and its fusion), the
- * forward loop starting from a one-layer slice of the buffer it started from; (b) the backward
- * body computing the slice again before its reader: the forward body's instructions from the
- * layer's input and weights, cloned, with the layer's input read from the carry's own residual,
- * the loop-invariant weights from the backward loop's tuple and the layer index L-1-i (JAX's
- * scan transposes to a reverse scan: jax/_src/lax/control_flow/loops.py, _scan_transpose runs
- * scan_p with reverse=not reverse). The reader gets the recomputed slice as a [1, ...] array:
- * its dynamic-slice of one layer at any index clamps to index 0 (XLA's DynamicSlice semantics,
- * xla/hlo/ir/hlo_instructions.h), so it reads the recomputed value.
- * The text is edited in place: a list of replacements of spans of the module's text. */
+ * (a) its element dropped from both loops (the loops' and their operand tuples' shapes and
+ * operands, their bodies' and conditions' parameters and signatures, the bodies' roots; the
+ * get-tuple-elements of later elements renumbered) and the forward body's update in place
+ * deleted, with its fusion's computation; (b) the backward body computing the slice again
+ * before its reader: the forward body's instructions from the layer's input and weights,
+ * cloned (a cloned fusion calls its own copy of its computation), with the layer's input read
+ * from the carry's own residual, the loop-invariant weights from the backward loop's tuple (or
+ * the backward body's own slice of them) and the layer index L-1-i (JAX's scan transposes to
+ * a reverse scan: jax/_src/lax/control_flow/loops.py, _scan_transpose runs scan_p with
+ * reverse=not reverse). The reader gets the recomputed slice as a [1, ...] array: its
+ * dynamic-slice of one layer at any index clamps to index 0 (XLA's DynamicSlice semantics),
+ * so it reads the recomputed value. The text is edited in place: a list of replacements of
+ * spans of the module's text, written in order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -464,7 +466,10 @@ static void copy_comp(rc *r, const hbmi_comp *f) {
 static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char **out, size_t *on) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *in = &c->ins[i];
-    size_t e = i + 1 < c->n ? c->ins[i + 1].off : m->len;
+    size_t e = in->off; /* to the next instruction, or the end of the last one's line */
+    if (i + 1 < c->n) e = c->ins[i + 1].off;
+    else
+        while (e < m->len && m->text[e] != '\n') e++;
     const char *s = m->text + in->off, *lim = m->text + e;
     while (lim > s && (lim[-1] == '\n' || lim[-1] == ' ' || lim[-1] == '\r')) lim--;
     FILE *f = open_memstream(out, on);
@@ -524,6 +529,7 @@ static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char 
 static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
     const hbm_hlo_module *m = r->m;
     const hbmi_comp *c = &m->comps[x->comp];
+    if (x->fwd_body >= m->n_comps || x->bwd_body >= m->n_comps) return fail(r, "a loop body is not found");
     const hbmi_comp *fb = &m->comps[x->fwd_body], *bb = &m->comps[x->bwd_body];
     uint32_t bwd = UINT32_MAX;
     for (uint32_t i = 0; i < c->n; i++)
@@ -534,6 +540,8 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     if (x->value_ins == UINT32_MAX)
         return fail(r, "it is computed inside the fusion that stacks it, not by an instruction the backward loop can clone");
     const hbmi_instr *fw = &c->ins[x->loop_ins], *bw = &c->ins[bwd];
+    if (!fw->n_ops || !bw->n_ops || c->ins[fw->ops[0]].op != HOP_TUPLE || c->ins[bw->ops[0]].op != HOP_TUPLE)
+        return fail(r, "a loop's operand is not a tuple");
     const hbmi_instr *ft = &c->ins[fw->ops[0]], *bt = &c->ins[bw->ops[0]];
     if (!bb->n_params || !fb->n_params) return fail(r, "a loop body has no parameter");
     /* the forward body's instructions that compute it, back to the loop's elements */
