@@ -933,7 +933,10 @@ static void test_scan_recompute(void) {
     char *text = NULL;
     size_t len = 0;
     char why[200];
+    hbm_plan *pl = NULL; /* the module's users live with a plan of it */
+    CHECK_OK(hbm_plan_run(m, NULL, &pl));
     CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, why, sizeof why));
+    hbm_plan_free(pl);
     CHECK(text && strstr(text, "%fw = (s32[], f32[8,16]{1,0}, f32[4,8,16]{2,1,0}, f32[4,16,16]{2,1,0}) while(%t0)"));
     CHECK(text && strstr(text, "tuple(%c0, %x0, %buf2, %w0)"));
     CHECK(text && strstr(text, "  %rx = f32[4,8,16]{2,1,0} get-tuple-element(%p), index=2\n"));
