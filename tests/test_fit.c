@@ -988,6 +988,57 @@ static void test_scan_recompute(void) {
     hbm_fit_free(r);
     hbm_hlo_module_free(m);
     hbmi_free(b);
+
+    /* the value computed inside the fusion that stacks it (v * 2 there): cloned as a fusion of
+     * the instructions that compute it, the update in place left out */
+    static const char stack[] =
+        "%stack (s0: f32[4,8,16], s1: f32[8,16], s2: s32[]) -> f32[4,8,16] {\n"
+        "  %s0 = f32[4,8,16]{2,1,0} parameter(0)\n"
+        "  %s1 = f32[8,16]{1,0} parameter(1)\n"
+        "  %s2 = s32[] parameter(2)\n"
+        "  %sc = f32[] constant(2)\n"
+        "  %sb = f32[8,16]{1,0} broadcast(%sc), dimensions={}\n"
+        "  %sm = f32[8,16]{1,0} multiply(%s1, %sb)\n"
+        "  %smb = f32[1,8,16]{2,1,0} bitcast(%sm)\n"
+        "  %sz = s32[] constant(0)\n"
+        "  ROOT %sd = f32[4,8,16]{2,1,0} dynamic-update-slice(%s0, %smb, %s2, %sz, %sz), "
+        "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n"
+        "}\n\n";
+    static const char dus[] = "  %rv2 = f32[4,8,16]{2,1,0} dynamic-update-slice(%rv, %vb, %i, %zero, %zero), "
+                              "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n";
+    static const char fus[] = "  %rv2 = f32[4,8,16]{2,1,0} fusion(%rv, %v, %i), kind=kLoop, calls=%stack, "
+                              "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n";
+    const char *fb_at = strstr(scan_hlo, "%fb ("), *dus_at = strstr(scan_hlo, dus);
+    CHECK(fb_at && dus_at);
+    if (!fb_at || !dus_at) return;
+    size_t cap = sizeof scan_hlo + sizeof stack + sizeof fus;
+    b = hbmi_malloc(cap);
+    if (!b) return;
+    snprintf(b, cap, "%.*s%s%.*s%s%s", (int)(fb_at - scan_hlo), scan_hlo, stack, (int)(dus_at - fb_at), fb_at, fus,
+             dus_at + strlen(dus));
+    CHECK_OK(hbm_hlo_parse(b, strlen(b), "t", &m));
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    x = NULL;
+    for (size_t k = 0; k < r->n_res; k++)
+        if (!r->res[k].carry) x = &r->res[k];
+    CHECK(x && x->recompute_peak > 0);
+    CHECK(x && !x->why_estimate[0]);
+    if (x) {
+        CHECK_OK(hbm_plan_run(m, NULL, &pl));
+        CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, why, sizeof why));
+        hbm_plan_free(pl);
+        CHECK(text && strstr(text, "%stack.recompute (s1.recompute: f32[8,16]{1,0}) -> f32[8,16]{1,0} {\n"
+                                   "  %s1.recompute = f32[8,16]{1,0} parameter(0)\n"));
+        CHECK(text && strstr(text, "  ROOT %sm.recompute = f32[8,16]{1,0} multiply(%s1.recompute, %sb.recompute)\n"));
+        CHECK(text && strstr(text, "  %rv2.recompute = f32[8,16]{1,0} fusion(%v.recompute), kind=kLoop, calls=%stack.recompute\n"));
+        CHECK(text && !strstr(text, "calls=%stack,"));
+        uint64_t pk2 = text ? peak_of(text, len) : 0;
+        CHECK(pk2 && pk2 == x->recompute_peak);
+        free(text);
+    }
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    hbmi_free(b);
 }
 
 /* a generated module of about 2 MB: one advice within 5 s */

@@ -526,6 +526,93 @@ static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char 
     if (fclose(f)) r->nomem = 1;
 }
 
+/* The value computed inside the stacking fusion in (instruction i of c; its computation f,
+ * the value vu, its instructions marked in inner), as a fusion of its own: a copy of f with
+ * only those instructions, vu its root, the parameters it reads renumbered in order, called
+ * with the matching operands (renamed by map). */
+static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *f, const hbmi_instr *vu,
+                        const uint8_t *inner, mapped *map, FILE *C) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_instr *in = &c->ins[i];
+    char *t = NULL;
+    size_t tn = 0;
+    FILE *o = open_memstream(&t, &tn);
+    if (!o) {
+        r->nomem = 1;
+        return;
+    }
+    const char *va, *vb;
+    shape_span(m, vu, &va, &vb);
+    fprintf(o, "%%%.*s.recompute (", (int)f->name.n, f->name.p);
+    int64_t np = 0;
+    for (uint32_t p = 0; p < f->n_params; p++) {
+        const hbmi_instr *q = &f->ins[f->params[p]];
+        if (!inner[f->params[p]]) continue;
+        const char *a, *b;
+        shape_span(m, q, &a, &b);
+        fprintf(o, "%s%.*s.recompute: %.*s", np++ ? ", " : "", (int)q->name.n, q->name.p, (int)(b - a), a);
+    }
+    fprintf(o, ") -> %.*s {\n", (int)(vb - va), va);
+    mapped *fm = hbmi_calloc(f->n + 1, sizeof *fm);
+    if (!fm) {
+        fclose(o);
+        free(t);
+        r->nomem = 1;
+        return;
+    }
+    for (uint32_t k = 0; k < f->n; k++)
+        snprintf(fm[k].name, sizeof fm[k].name, "%%%.*s.recompute", (int)f->ins[k].name.n, f->ins[k].name.p);
+    np = 0;
+    for (uint32_t k = 0; k < f->n; k++) {
+        if (!inner[k]) continue;
+        const hbmi_instr *q = &f->ins[k];
+        if (q->op == HOP_PARAMETER) {
+            const char *a, *b;
+            shape_span(m, q, &a, &b);
+            int64_t pn = 0; /* its number among the parameters kept */
+            for (uint32_t p = 0; p < f->n_params && f->params[p] != k; p++) pn += inner[f->params[p]];
+            fprintf(o, "  %s = %.*s parameter(%lld)\n", fm[k].name, (int)(b - a), a, (long long)pn);
+            continue;
+        }
+        char *ln = NULL;
+        size_t n = 0;
+        clone_line(r, f, k, fm, &ln, &n);
+        if (ln) fprintf(o, "%s%s", q == vu ? "  ROOT " : "", q == vu ? ln + 2 : ln);
+        free(ln);
+    }
+    fprintf(o, "}\n\n");
+    hbmi_free(fm);
+    if (fclose(o)) {
+        free(t);
+        r->nomem = 1;
+        return;
+    }
+    /* kept with the other copies, before the backward body */
+    char *all = NULL;
+    size_t an = 0;
+    FILE *a2 = open_memstream(&all, &an);
+    if (!a2) {
+        free(t);
+        r->nomem = 1;
+        return;
+    }
+    if (r->comps_kept) fwrite(r->comps_kept, 1, r->n_kept, a2);
+    fwrite(t, 1, tn, a2);
+    free(t);
+    if (fclose(a2)) {
+        r->nomem = 1;
+        return;
+    }
+    free(r->comps_kept);
+    r->comps_kept = all;
+    r->n_kept = an;
+    fprintf(C, "  %s = %.*s fusion(", map[i].name, (int)(vb - va), va);
+    np = 0;
+    for (uint32_t p = 0; p < f->n_params && p < in->n_ops; p++)
+        if (inner[f->params[p]]) fprintf(C, "%s%s", np++ ? ", " : "", map[in->ops[p]].name);
+    fprintf(C, "), kind=kLoop, calls=%%%.*s.recompute\n", (int)f->name.n, f->name.p);
+}
+
 static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
     const hbm_hlo_module *m = r->m;
     const hbmi_comp *c = &m->comps[x->comp];
@@ -537,8 +624,32 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             bwd = i;
     if (bwd == UINT32_MAX) return fail(r, "the backward loop is not found");
     if (x->carry) return fail(r, "it is the scan's carry: recomputing it is recomputing the layers before it");
-    if (x->value_ins == UINT32_MAX)
-        return fail(r, "it is computed inside the fusion that stacks it, not by an instruction the backward loop can clone");
+    /* the value: the forward body's instruction, or inside the fusion that stacks it (vf: that
+     * fusion's computation, vu: the value there) */
+    uint32_t vi = x->value_ins;
+    const hbmi_comp *vf = NULL;
+    const hbmi_instr *vu = NULL;
+    if (vi == UINT32_MAX) {
+        const hbmi_instr *root = &fb->ins[fb->root];
+        if (root->op != HOP_TUPLE || x->index >= root->n_ops) return fail(r, "the forward body's root is not a tuple");
+        uint32_t wi = root->ops[x->index];
+        for (int hop = 0; hop < 8 && (fb->ins[wi].op == HOP_BITCAST || fb->ins[wi].op == HOP_COPY) && fb->ins[wi].n_ops; hop++)
+            wi = fb->ins[wi].ops[0];
+        const hbmi_instr *wr = &fb->ins[wi];
+        if (wr->op != HOP_FUSION || !wr->n_called || wr->shape->prim == HBMI_PRIM_TUPLE)
+            return fail(r, "it is computed inside a multi-output fusion that stacks it with other values");
+        vf = &m->comps[wr->called[0]];
+        const hbmi_instr *y = &vf->ins[vf->root];
+        for (int hop = 0; hop < 8 && (y->op == HOP_BITCAST || y->op == HOP_COPY) && y->n_ops; hop++) y = &vf->ins[y->ops[0]];
+        if (y->op != HOP_DUS || y->n_ops < 2) return fail(r, "the stacking fusion's root is not an update in place");
+        vu = &vf->ins[y->ops[1]];
+        for (int hop = 0; hop < 8 && vu->n_ops &&
+                          (vu->op == HOP_BITCAST || vu->op == HOP_COPY || (vu->opcode.n == 16 && !memcmp(vu->opcode.p, "reduce-precision", 16)));
+             hop++)
+            vu = &vf->ins[vu->ops[0]];
+        if (vu->op == HOP_PARAMETER) return fail(r, "the stacking fusion saves a value it does not compute");
+        vi = wi;
+    }
     const hbmi_instr *fw = &c->ins[x->loop_ins], *bw = &c->ins[bwd];
     if (!fw->n_ops || !bw->n_ops || c->ins[fw->ops[0]].op != HOP_TUPLE || c->ins[bw->ops[0]].op != HOP_TUPLE)
         return fail(r, "a loop's operand is not a tuple");
@@ -554,7 +665,20 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         return 0;
     }
     int ok = 1;
-    cone[x->value_ins] = 1;
+    cone[vi] = 1;
+    uint8_t *inner = vf ? hbmi_calloc(vf->n + 1, 1) : NULL; /* the value's instructions inside the fusion */
+    if (vf && !inner) {
+        hbmi_free(cone);
+        hbmi_free(map);
+        r->nomem = 1;
+        return 0;
+    }
+    if (vf) {
+        inner[vu - vf->ins] = 1;
+        for (uint32_t i = vf->n; i-- > 0;)
+            if (inner[i])
+                for (uint32_t k = 0; k < vf->ins[i].n_ops; k++) inner[vf->ins[i].ops[k]] = 1;
+    }
     uint32_t first_reader = UINT32_MAX; /* where the clones go: before the backward body's first reader */
     for (uint32_t i = 0; i < bb->n && first_reader == UINT32_MAX; i++) {
         const hbmi_instr *g = &bb->ins[i];
@@ -585,12 +709,13 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             ok = fail(r, "it reads the loop's whole tuple");
             break;
         }
-        for (uint32_t k = 0; k < in->n_ops; k++) cone[in->ops[k]] = 1;
+        for (uint32_t k = 0; k < in->n_ops; k++) /* the stacking fusion: the operands the value reads */
+            if (!(vf && i == vi) || (k < vf->n_params && inner[vf->params[k]])) cone[in->ops[k]] = 1;
     }
     const char *bp = bb->ins[bb->params[0]].name.p;
     int bpn = (int)bb->ins[bb->params[0]].name.n;
     char pre[160];
-    snprintf(pre, sizeof pre, "%.*s.recompute", (int)fb->ins[x->value_ins].name.n, fb->ins[x->value_ins].name.p);
+    snprintf(pre, sizeof pre, "%.*s.recompute", (int)fb->ins[vi].name.n, fb->ins[vi].name.p);
     int64_t iv_f = induction(m, c, x->loop_ins), iv_b = induction(m, c, bwd);
     char *lines = NULL;
     size_t nl = 0;
@@ -687,6 +812,10 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         if (cone[i] != 1 || (fb->ins[i].op == HOP_GTE && fb->ins[i].ops[0] == fb->params[0]) ||
             (fb->ins[i].op == HOP_COPY && fb->ins[i].n_ops))
             continue;
+        if (vf && i == vi) {
+            clone_inner(r, fb, i, vf, vu, inner, map, C);
+            continue;
+        }
         char *ln = NULL;
         size_t n = 0;
         clone_line(r, fb, i, map, &ln, &n);
@@ -694,7 +823,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         free(ln);
     }
     /* the slice as the reader reads one layer of the buffer */
-    const hbmi_instr *v = &fb->ins[x->value_ins];
+    const hbmi_instr *v = &fb->ins[vi];
     const char *va, *vb;
     if (ok && shape_span(m, v, &va, &vb)) {
         const hbmi_shape *sh = &fw->shape->elems[x->index];
@@ -703,7 +832,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             const char *l = memchr(wa, '[', (size_t)(wb - wa)), *d = l ? l + 1 : wb;
             while (d < wb && *d >= '0' && *d <= '9') d++;
             if (l) fprintf(C, "  %%%s.one = %.*s1%.*s bitcast(%s)\n", pre, (int)(l + 1 - wa), wa, (int)(wb - d), d,
-                           map[x->value_ins].name);
+                           map[vi].name);
             else ok = fail(r, "the residual's shape text has no dimensions");
         } else {
             ok = fail(r, "the forward loop's shape text is not as expected");
@@ -762,6 +891,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     free(clones);
     hbmi_free(cone);
     hbmi_free(map);
+    hbmi_free(inner);
     if (!ok) return 0;
     return drop_loop(r, c, x->loop_ins, x->index, 1, iv_f) && drop_loop(r, c, bwd, x->bwd_index, 0, iv_b);
 }
