@@ -935,8 +935,11 @@ static void test_scan_recompute(void) {
     char why[200];
     hbm_plan *pl = NULL; /* the module's users live with a plan of it */
     CHECK_OK(hbm_plan_run(m, NULL, &pl));
-    CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, why, sizeof why));
+    uint64_t flops = 0;
+    CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, &flops, why, sizeof why));
     hbm_plan_free(pl);
+    CHECK(flops == 4 * 2 * 8 * 16 * 16); /* the dot again in each of the 4 layers; the bitcast is free */
+    CHECK(x->recompute_flops == flops);
     CHECK(text && strstr(text, "%fw = (s32[], f32[8,16]{1,0}, f32[4,8,16]{2,1,0}, f32[4,16,16]{2,1,0}) while(%t0)"));
     CHECK(text && strstr(text, "tuple(%c0, %x0, %buf2, %w0)"));
     CHECK(text && strstr(text, "  %rx = f32[4,8,16]{2,1,0} get-tuple-element(%p), index=2\n"));
@@ -1025,7 +1028,7 @@ static void test_scan_recompute(void) {
     CHECK(x && !x->why_estimate[0]);
     if (x) {
         CHECK_OK(hbm_plan_run(m, NULL, &pl));
-        CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, why, sizeof why));
+        CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
         hbm_plan_free(pl);
         CHECK(text && strstr(text, "%stack.recompute (s1.recompute: f32[8,16]{1,0}) -> f32[8,16]{1,0} {\n"
                                    "  %s1.recompute = f32[8,16]{1,0} parameter(0)\n"));

@@ -79,7 +79,8 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
 static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
     char *text = NULL;
     size_t len = 0;
-    hbm_status s = hbmi_jax_recompute_write(r->m, x, r->res, r->n_res, &text, &len, x->why_estimate,
+    uint64_t flops = 0;
+    hbm_status s = hbmi_jax_recompute_write(r->m, x, r->res, r->n_res, &text, &len, &flops, x->why_estimate,
                                             sizeof x->why_estimate);
     if (s == HBM_ERR_NOMEM) return s;
     if (s) return HBM_OK;
@@ -91,6 +92,7 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
         hbm_plan_stats st;
         hbm_plan_get_stats(p2, &st);
         x->recompute_peak = st.peak_bytes;
+        x->recompute_flops = flops; /* what the written module computes again */
     } else if (s != HBM_ERR_NOMEM) {
         snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
         s = HBM_OK;

@@ -34,6 +34,7 @@ typedef struct rc {
     size_t why_cap;
     char *comps, *comps_kept; /* copies of fused computations the clones call */
     size_t n_comps, n_kept;
+    uint64_t flops; /* of the clones, once */
 } rc;
 
 static void add(rc *r, size_t a, size_t b, const char *s) {
@@ -814,8 +815,11 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             continue;
         if (vf && i == vi) {
             clone_inner(r, fb, i, vf, vu, inner, map, C);
+            for (uint32_t k = 0; k < vf->n; k++)
+                if (inner[k]) r->flops += hbmi_fit_instr_flops(m, vf, &vf->ins[k]);
             continue;
         }
+        r->flops += hbmi_fit_instr_flops(m, fb, &fb->ins[i]);
         char *ln = NULL;
         size_t n = 0;
         clone_line(r, fb, i, map, &ln, &n);
@@ -903,12 +907,14 @@ static int cmp_patch(const void *a, const void *b) {
 }
 
 hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
-                                    size_t n_all, char **text, size_t *len, char *why, size_t why_cap) {
+                                    size_t n_all, char **text, size_t *len, uint64_t *flops, char *why, size_t why_cap) {
     *text = NULL;
     *len = 0;
+    if (flops) *flops = 0;
     if (why && why_cap) why[0] = 0;
     rc r = {.m = m, .why = why, .why_cap = why_cap};
     int ok = build(&r, x, all, n_all);
+    if (ok && flops) *flops = r.flops * (uint64_t)(x->layers > 0 ? x->layers : 0);
     hbm_status s = HBM_OK;
     if (r.nomem) {
         s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");

@@ -65,10 +65,12 @@ struct hbm_fit_result {
 size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual *x, hbmi_fit_edit *e, size_t cap);
 /* The module with residual x's buffer cut to one layer and the backward loop computing the
  * slice again (fit_recompute.c), into *text (malloc'ed); all: every residual found (the
- * carry's own residual gives the layer's input). HBM_ERR_UNSUPPORTED with why set when the
+ * carry's own residual gives the layer's input); *flops: the clones', once per layer.
+ * HBM_ERR_UNSUPPORTED with why set when the
  * backward loop does not hold what it is computed from. */
 hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
-                                    size_t n_all, char **text, size_t *len, char *why, size_t why_cap);
+                                    size_t n_all, char **text, size_t *len, uint64_t *flops, char *why,
+                                    size_t why_cap);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
 /* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
