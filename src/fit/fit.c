@@ -74,6 +74,36 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     return s;
 }
 
+/* Residual x recomputed by the backward loop (fit_recompute.c), planned: x->recompute_peak,
+ * or why it is not in x->why_estimate. Only running out of host memory is an error. */
+static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t flops = 0;
+    hbm_status s = hbmi_jax_recompute_write(r->m, x, r->res, r->n_res, &text, &len, &flops, x->why_estimate,
+                                            sizeof x->why_estimate);
+    if (s == HBM_ERR_NOMEM) return s;
+    if (s) return HBM_OK;
+    hbm_hlo_module *m2 = NULL;
+    hbm_plan *p2 = NULL;
+    s = hbm_hlo_parse(text, len, r->m->path[0] ? r->m->path : "fit", &m2);
+    if (!s) s = hbm_plan_run(m2, &r->popt, &p2);
+    if (!s) {
+        hbm_plan_stats st;
+        hbm_plan_get_stats(p2, &st);
+        x->recompute_peak = st.peak_bytes;
+        x->recompute_flops = flops; /* what the written module computes again */
+    } else if (s != HBM_ERR_NOMEM) {
+        snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
+        s = HBM_OK;
+    }
+    hbm_plan_free(p2);
+    hbm_hlo_module_free(m2);
+    free(text);
+    r->n_plans++;
+    return s;
+}
+
 /* Whether the module has HLO text behind its instructions: every change fit makes is written
  * into that text (a module read from protobuf gets its whole text from hbmi_proto_text). */
 static int has_text(const hbm_hlo_module *m) {
@@ -658,6 +688,7 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         size_t nh = hbmi_jax_residual_edits(m, &r->res[k], he, 64);
         uint64_t hp = 0;
         if (nh && !verify(r, he, nh, &hp, NULL, NULL, NULL, NULL)) r->res[k].host_peak = hp;
+        if (!r->res[k].carry && (s = recompute(r, &r->res[k]))) goto fail;
     }
     const hbmi_fit_rates *rates = hbmi_fit_rates_for(o.device, st.backend);
     r->rates = rates;

@@ -230,6 +230,8 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
                 for (uint32_t e = 0; e < root->n_ops && j < 0; e++)
                     if (e != k && carried(b, val, e)) j = e;
                 x->carry = j >= 0; /* the slice saved is a carried value: the layer's input */
+                x->carry_elem = j;
+                x->value_ins = !x->carry && val >= b->ins && val < b->ins + b->n ? (uint32_t)(val - b->ins) : UINT32_MAX;
                 const hbmi_instr *src = x->carry ? dus : val;
                 x->op_name = op_str(r, x->carry ? &dus->meta_op_name : &val->meta_op_name);
                 char file[512];

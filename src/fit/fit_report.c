@@ -155,6 +155,25 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                               "plans to %s, the peak as it is",
                  hbm_size_human(x->host_peak, c));
         advice(f, 2, "takes off: ", t);
+    } else if (!x->carry && x->recompute_peak) {
+        char fl[32] = "", c[32], d[32];
+        if (x->recompute_flops) {
+            char g[24];
+            snprintf(fl, sizeof fl, "; %s more", flops_human(x->recompute_flops, g, sizeof g));
+        }
+        uint64_t rp = x->recompute_peak;
+        if (rp < before)
+            snprintf(t, sizeof t,
+                     "%s (%llu bytes) recomputed instead, verified: the module with the backward loop computing "
+                     "it again plans to a peak of %s, %s the target by %s%s",
+                     hbm_size_human(before - rp, b), (unsigned long long)(before - rp), hbm_size_human(rp, c),
+                     rp <= target ? "under" : "over", hbm_size_human(rp <= target ? target - rp : rp - target, d), fl);
+        else
+            snprintf(t, sizeof t,
+                     "nothing recomputed instead, verified: the module with the backward loop computing it again "
+                     "plans to %s%s",
+                     hbm_size_human(rp, c), fl);
+        advice(f, 2, x->host_peak && x->host_peak < before ? "           " : "takes off: ", t);
     } else if (!x->carry || !x->host_peak) {
         char fl[32] = "";
         if (!x->carry && x->recompute_flops) {
@@ -162,9 +181,9 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
             snprintf(fl, sizeof fl, "; %s more", flops_human(x->recompute_flops, g, sizeof g));
         }
         snprintf(t, sizeof t, "up to %s (%llu bytes: the buffer less the one layer the backward loop holds)%s, "
-                              "estimated, not verified by planning%s",
+                              "estimated, not verified by planning%s%s%s",
                  hbm_size_human(x->estimate, b), (unsigned long long)x->estimate,
-                 x->carry ? "" : " recomputed instead", fl);
+                 x->carry ? "" : " recomputed instead", fl, x->why_estimate[0] ? ": " : "", x->why_estimate);
         advice(f, 2, x->host_peak && x->host_peak < before ? "           " : "takes off: ", t);
     }
 }
@@ -397,8 +416,11 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
                    ", \"verified\": %s, ",
                 x->source_line, x->at_peak ? "true" : "false", x->estimate, x->host_peak ? "true" : "false");
         fprintf(f, "\"host_peak_bytes\": %" PRIu64 ", \"with_set_peak_bytes\": %" PRIu64
-                   ", \"recompute_flops\": %" PRIu64 ", \"maxtext_name\": ",
-                x->host_peak, x->with_set_peak, x->recompute_flops);
+                   ", \"recompute_flops\": %" PRIu64 ", \"recompute_peak_bytes\": %" PRIu64
+                   ", \"recompute_not_planned\": ",
+                x->host_peak, x->with_set_peak, x->recompute_flops, x->recompute_peak);
+        jstr(f, x->why_estimate);
+        fprintf(f, ", \"maxtext_name\": ");
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
     }

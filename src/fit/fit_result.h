@@ -16,6 +16,11 @@ typedef struct hbmi_jax_residual {
     uint64_t bytes;                   /* the whole buffer */
     const char *shape, *per_layer;    /* "bf16[32,4,8192,4096]", "bf16[4,8192,4096]" */
     int carry;                        /* the slice saved is a carried value: the layer's input */
+    int64_t carry_elem;               /* carry: the loop element it is (-1: not the carry) */
+    uint32_t value_ins;               /* not the carry: the forward body instruction that computes
+                                       * it (UINT32_MAX: inside the stacking fusion) */
+    uint64_t recompute_peak;          /* planned peak with the backward loop recomputing it (0: not) */
+    char why_estimate[200];           /* why it is not planned recomputed ("" : it is, or not tried) */
     const char *op_name;              /* what computes the slice (or the update, for a carry) */
     const char *source_file;
     int source_line;
@@ -58,6 +63,14 @@ struct hbm_fit_result {
 /* The edits that put residual x's buffer in host memory (S(5)): into e (cap), their count, 0
  * when they do not fit in cap or the loop is not found. */
 size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual *x, hbmi_fit_edit *e, size_t cap);
+/* The module with residual x's buffer cut to one layer and the backward loop computing the
+ * slice again (fit_recompute.c), into *text (malloc'ed); all: every residual found (the
+ * carry's own residual gives the layer's input); *flops: the clones', once per layer.
+ * HBM_ERR_UNSUPPORTED with why set when the
+ * backward loop does not hold what it is computed from. */
+hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
+                                    size_t n_all, char **text, size_t *len, uint64_t *flops, char *why,
+                                    size_t why_cap);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
 /* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
