@@ -196,7 +196,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
                     r->first_oom_time_ns = e->time_ns;
                     r->first_oom_bytes = size;
                     if (h && h->on_first_oom) h->on_first_oom(h->user, a, r);
-                    quiet = hbmi_oom_quiet_set(1); /* the later ones: no message */
+                    quiet = hbmi_allocator_set_quiet(a, 1); /* the later ones: no message */
                 }
                 r->last_oom_event = (int64_t)i;
                 r->last_oom_time_ns = e->time_ns;
@@ -242,7 +242,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     }
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     r->events = t->count;
-    if (r->ooms) hbmi_oom_quiet_set(quiet);
+    if (r->ooms) hbmi_allocator_set_quiet(a, quiet);
     if (!s) {
         ops->stats(self, &st);
         r->peak_reserved = st.peak_bytes_reserved;
