@@ -15,8 +15,8 @@
 /* What every configuration's replay of one trace shares. */
 typedef struct hbmi_replay_plan {
     const hbm_trace *t;
-    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none); an alloc's address in
-                             the current replay + 1 (0: none) */
+    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none); an alloc's is the
+                             pairing's scratch. Written by hbmi_replay_prepare only */
     uint64_t lower_bound; /* the most bytes live at once (hbm_replay_bounds_get's) */
     size_t nbuffers;      /* the buffers of hbm_trace_to_timeline (non-zero sizes) */
 } hbmi_replay_plan;
@@ -34,7 +34,8 @@ typedef struct hbmi_replay_hooks {
 } hbmi_replay_hooks;
 
 /* Replay p's trace against cfg on a fresh device opened from device_spec; r->config gets
- * cfg->text. h may be NULL. Returns r->status. */
+ * cfg->text. h may be NULL. Returns r->status. p is only read (the replay keeps its own
+ * addresses): one plan serves several replays, nested (a hook's) or on other threads. */
 hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
                            const hbmi_replay_hooks *h, hbm_replay_result *r);
 
