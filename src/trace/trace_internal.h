@@ -8,6 +8,33 @@
 #include "core/internal.h"
 #include "hbm/trace.h"
 
+/* hbm's own state of a trace (hbm_trace.priv_), allocated with it by hbm_trace_new. */
+struct hbmi_trace_priv {
+    size_t cap; /* of hbm_trace.events */
+    struct hbmi_tagtab *tags;
+    /* A trace made from an HLO module's plan (hbm_plan_trace): steps is 1 and event i is at
+     * schedule step time_ns / 1000 + step0, whose instruction is step_names[step] (n_steps
+     * of them): positions read "step N (name)", as hbm plan counts, not "event N". */
+    int steps;
+    int64_t step0;
+    char **step_names;
+    size_t n_steps;
+    uint64_t *bt_frames; /* all backtraces' frames, concatenated */
+    size_t bt_nframes, bt_cap;
+    uint64_t *bt_index;  /* backtrace id i (1-based): frames at bt_index[2i-2], count bt_index[2i-1] */
+    size_t bt_count, bt_index_cap;
+    /* A PyTorch snapshot's root keys hbm keeps as they were read, for the torch export to
+     * write back: "allocator_settings" (defaults too, every key PyTorch wrote) and
+     * "external_annotations", as pickle opcodes of key, value pairs (protocol 2, for a
+     * SETITEMS); NULL when the snapshot had neither. torch_settings_kept: it had the first. */
+    unsigned char *torch_keys;
+    size_t torch_keys_n;
+    int torch_settings_kept;
+    /* A snapshot's "segments" of this device with their blocks, as read (for the torch
+     * export); NULL for other sources. */
+    struct hbmi_torch_segs *torch_segs;
+};
+
 #define HBMI_TRACE_MAGIC "HBMTRACE"
 /* Version 2 added the sync event (type 7), version 3 segment_map / segment_unmap (8, 9);
  * readers accept 1 to 3, writers write 3. */
@@ -133,7 +160,7 @@ hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const ch
 
 /* A PyTorch allocator's end state as a snapshot's "segments" holds it: each segment with
  * its blocks in address order, as read (a snapshot) or as the PyTorch allocator twin left
- * them (any other trace). The torch export writes it back (hbm_trace.torch_segs_). */
+ * them (any other trace). The torch export writes it back (hbm_trace.priv_->torch_segs). */
 enum { HBMI_TBLK_INACTIVE, HBMI_TBLK_ALLOCATED, HBMI_TBLK_PENDING_FREE };
 typedef struct hbmi_tblock {
     uint64_t addr, size, requested; /* size as the allocator held it */
@@ -211,14 +238,14 @@ static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
 /* An event's position as the user counts it: its schedule step in a plan's trace
  * (hbm_plan_trace; i == count: the step after the last), else hbmi_event_number. */
 static inline int64_t hbmi_event_pos(const hbm_trace *t, int64_t i) {
-    if (t->steps_ && i >= 0) {
-        if ((size_t)i >= t->count) return t->count ? (int64_t)(t->events[t->count - 1].time_ns / 1000u) + t->step0_ : 0;
-        return (int64_t)(t->events[i].time_ns / 1000u) + t->step0_;
+    if (t->priv_->steps && i >= 0) {
+        if ((size_t)i >= t->count) return t->count ? (int64_t)(t->events[t->count - 1].time_ns / 1000u) + t->priv_->step0 : 0;
+        return (int64_t)(t->events[i].time_ns / 1000u) + t->priv_->step0;
     }
     return hbmi_event_number(t, i);
 }
 /* "step N" or "event N": the unit hbmi_event_pos counts in. */
-static inline const char *hbmi_event_unit(const hbm_trace *t) { return t->steps_ ? "step" : "event"; }
+static inline const char *hbmi_event_unit(const hbm_trace *t) { return t->priv_->steps ? "step" : "event"; }
 /* "event N (1.234567s)" (time_ns, when the trace has times), "event N", "step N
  * (instruction)" in a plan's trace (hbm_plan_trace), or "the start (before the history)": it
  * reads after "at". Returns buf. */

@@ -169,7 +169,7 @@ hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curv
 void hbmi_json_plan_peak(FILE *f, const hbm_trace *t) {
     uint64_t peak = 0;
     size_t at = 0;
-    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    if (!t->priv_->steps || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
     fprintf(f, ", \"peak_live_bytes\": %" PRIu64, peak);
     hbmi_json_step(f, t, (int64_t)at, "peak");
 }
@@ -178,7 +178,7 @@ void hbmi_text_plan_peak(FILE *f, const hbm_trace *t) {
     uint64_t peak = 0;
     size_t at = 0;
     char a[32], w[80];
-    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    if (!t->priv_->steps || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
     fprintf(f, "%-28s %11s  (at %s, as hbm plan counts)\n", "peak of live bytes", hbm_size_xla((int64_t)peak, a),
             hbmi_event_when(t, (int64_t)at, 0, w, sizeof w));
 }
