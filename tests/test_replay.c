@@ -315,7 +315,7 @@ typedef struct nested_ctx {
 static void replay_again(void *user, hbm_allocator *a, hbm_replay_result *r) {
     (void)a, (void)r;
     nested_ctx *c = user;
-    c->inner_status = hbmi_replay_one(c->plan, "sim:1MiB", c->cfg, NULL, &c->inner);
+    c->inner_status = hbmi_replay_one(c->plan, NULL, "sim:1MiB", c->cfg, NULL, &c->inner);
 }
 
 static void test_plan_shared_by_nested_replay(void) {
@@ -337,7 +337,7 @@ static void test_plan_shared_by_nested_replay(void) {
     nested_ctx c = {.plan = &plan, .cfg = &cfg, .inner_status = HBM_ERR_INVALID};
     hbmi_replay_hooks h = {.on_first_oom = replay_again, .user = &c};
     hbm_replay_result r;
-    CHECK_OK(hbmi_replay_one(&plan, "sim:1GiB", &cfg, &h, &r));
+    CHECK_OK(hbmi_replay_one(&plan, NULL, "sim:1GiB", &cfg, &h, &r));
     CHECK_OK(c.inner_status);
     CHECK_EQ_U64(c.inner.ooms, 3); /* A, B and C: none fits in 1 MiB */
     CHECK_EQ_U64(r.ooms, 1);       /* B only: A was freed, so C fits */

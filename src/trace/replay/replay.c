@@ -129,8 +129,8 @@ void hbmi_replay_plan_free(hbmi_replay_plan *p) {
     hbmi_free(p->slot);
     p->slot = NULL;
 }
-hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
-                           const hbmi_replay_hooks *h, hbm_replay_result *r) {
+hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const char *device_spec,
+                           const hbm_replay_config *cfg, const hbmi_replay_hooks *h, hbm_replay_result *r) {
     const hbm_trace *t = p->t;
     const uint64_t *slot = p->slot; /* the pairing, read only: p serves any number of replays */
     memset(r, 0, sizeof *r);
@@ -161,7 +161,8 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     const hbm_tag **tagp = hbmi_calloc((size_t)ntags + 1, sizeof *tagp);
     /* per alloc event: its address in this replay + 1 (0: not allocated here); a free reads
      * its alloc's, which the loop wrote before it */
-    uint64_t *addrs = hbmi_malloc(t->count * sizeof *addrs + 1);
+    size_t addrs_bytes = (t->count + 1) * sizeof(uint64_t); /* huge pages when large: read at random */
+    uint64_t *addrs = scratch ? scratch : hbmi_zone_alloc(addrs_bytes);
     if (!tagid || !tagp || !addrs) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
     for (uint32_t i = 1; !s && i <= ntags; i++) {
         tagp[i] = hbm_trace_tag(t, i);
@@ -256,7 +257,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     } else {
         hbmi_replay_result_fail(r, s);
     }
-    hbmi_free(addrs);
+    if (addrs && addrs != scratch) hbmi_zone_free(addrs, addrs_bytes);
     hbmi_free(tagid);
     hbmi_free(tagp);
     hbm_allocator_close(a);
