@@ -5,21 +5,25 @@
 
 #include "timeline/timeline_internal.h"
 
-/* hbm's own state of a timeline (hbm_timeline.priv_), allocated with it. */
+/* hbm's own state of a timeline (hbm_timeline.priv_), in the same allocation. */
 struct hbmi_timeline_priv {
     size_t cap; /* of hbm_timeline.buffers */
     struct hbmi_tagtab *tags;
 };
+typedef struct timeline_alloc {
+    hbm_timeline pub;
+    struct hbmi_timeline_priv priv;
+} timeline_alloc;
 
 hbm_status hbm_timeline_new(hbm_timeline **out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "timeline: NULL out");
-    hbm_timeline *tl = hbmi_calloc(1, sizeof *tl);
-    if (tl && !(tl->priv_ = hbmi_calloc(1, sizeof *tl->priv_))) hbmi_free(tl), tl = NULL;
-    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a timeline");
+    timeline_alloc *both = hbmi_calloc(1, sizeof *both);
+    if (!both) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a timeline");
+    hbm_timeline *tl = &both->pub;
+    tl->priv_ = &both->priv;
     hbm_status s = hbmi_tagtab_new(&tl->priv_->tags);
     if (s) {
-        hbmi_free(tl->priv_);
-        hbmi_free(tl);
+        hbmi_free(both);
         return s;
     }
     *out = tl;
@@ -30,8 +34,7 @@ void hbm_timeline_free(hbm_timeline *tl) {
     if (!tl) return;
     hbmi_tagtab_free(tl->priv_->tags);
     hbmi_big_free(tl->buffers, tl->priv_->cap, sizeof *tl->buffers);
-    hbmi_free(tl->priv_);
-    hbmi_free(tl);
+    hbmi_free(tl); /* and its priv_, in the same allocation */
 }
 
 hbm_status hbm_timeline_reserve(hbm_timeline *tl, size_t n) {

@@ -22,13 +22,16 @@ const char *hbm_event_kind_str(hbm_event_kind k) {
 hbm_status hbm_trace_new(hbm_trace **out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_new: NULL out");
     *out = NULL;
-    hbm_trace *t = hbmi_calloc(1, sizeof *t);
-    if (t && !(t->priv_ = hbmi_calloc(1, sizeof *t->priv_))) hbmi_free(t), t = NULL;
-    if (!t) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace");
+    struct trace_alloc { /* the trace and its priv_ in one allocation */
+        hbm_trace pub;
+        struct hbmi_trace_priv priv;
+    } *both = hbmi_calloc(1, sizeof *both);
+    if (!both) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace");
+    hbm_trace *t = &both->pub;
+    t->priv_ = &both->priv;
     hbm_status s = hbmi_tagtab_new(&t->priv_->tags);
     if (s) {
-        hbmi_free(t->priv_);
-        hbmi_free(t);
+        hbmi_free(both);
         return s;
     }
     t->has_time = 1;
@@ -59,8 +62,7 @@ void hbm_trace_free(hbm_trace *t) {
     hbmi_free(t->priv_->step_names);
     hbmi_free(t->priv_->torch_keys);
     hbmi_torch_segs_free(t->priv_->torch_segs);
-    hbmi_free(t->priv_);
-    hbmi_free(t);
+    hbmi_free(t); /* and its priv_, in the same allocation */
 }
 
 void hbm_trace_free_all(hbm_trace **traces, size_t n) {
