@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
         if (write_pickle(t, pk)) die("writing the pickle");
         double mb = file_mb(pk);
         printf("bench_snapshot: %zu events, %zu stacks, a %.0f MB pickle, frames shared through the memo (%.0f bytes "
-               "per event; generated and written in %.1f s)\n", t->count, t->bt_count_, mb, mb * 1e6 / (double)t->count,
+               "per event; generated and written in %.1f s)\n", t->count, t->priv_->bt_count, mb, mb * 1e6 / (double)t->count,
                (double)(hbmi_now_ns() - t0) / 1e9);
         hbm_trace_free(t);
         views(hbm, pk, html, dir, mb);
@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
         double mb = file_mb(pk);
         printf("bench_snapshot: %zu entries (%zu events), %zu stacks of 40-80 frames, a %.0f MB pickle with frames "
                "written anew in every entry (%.0f bytes per entry; generated and written in %.1f s)\n", entries,
-               t->count, t->bt_count_, mb, mb * 1e6 / (double)entries, (double)(hbmi_now_ns() - t0) / 1e9);
+               t->count, t->priv_->bt_count, mb, mb * 1e6 / (double)entries, (double)(hbmi_now_ns() - t0) / 1e9);
         hbm_trace_free(t);
         views(hbm, pk, html, dir, mb);
         replays(pk);

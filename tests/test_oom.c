@@ -1,5 +1,6 @@
 /* test_oom.c - the OOM report and its diagnosis, for each cause. */
 #include "test.h"
+#include "alloc/alloc_internal.h"
 #include "core/internal.h"
 #include "alloc/oom_report.h"
 
@@ -266,6 +267,35 @@ static void test_advice_kept_beside(void) {
     hbmi_oom_text_free(&x);
 }
 
+/* Quiet belongs to one allocator handle (its policy and its device): a quiet allocator's OOM
+ * leaves the last error as it was, while another allocator on the same thread still says
+ * why it failed, for each policy. */
+static void test_quiet_per_allocator(void) {
+    static const char *const cfgs[] = {"allocator=bfc", "allocator=bfc,limit=8GiB", "allocator=platform",
+                                       "allocator=torch", "allocator=cuda_async", "allocator=vmm"};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        env q, l;
+        CHECK_OK(open_env(&q, "sim:1GiB", cfgs[i]));
+        CHECK_OK(open_env(&l, "sim:1GiB", cfgs[i]));
+        uint64_t addr;
+        CHECK(hbmi_allocator_set_quiet(q.a, 1) == 0);
+        hbmi_error(HBM_ERR_INVALID, "before the quiet OOM");
+        CHECK_STATUS(hbm_alloc(q.a, 4ULL << 30, NULL, &addr), HBM_ERR_OOM);
+        CHECK_STR(hbm_last_error(), "before the quiet OOM");
+        /* the other allocator is not quiet */
+        CHECK_STATUS(hbm_alloc(l.a, 4ULL << 30, NULL, &addr), HBM_ERR_OOM);
+        CHECK(strcmp(hbm_last_error(), "before the quiet OOM") != 0);
+        CHECK(hbm_last_error()[0] != 0);
+        /* and the quiet one speaks again once set back */
+        CHECK(hbmi_allocator_set_quiet(q.a, 0) == 1);
+        hbmi_error(HBM_ERR_INVALID, "before the loud OOM");
+        CHECK_STATUS(hbm_alloc(q.a, 4ULL << 30, NULL, &addr), HBM_ERR_OOM);
+        CHECK(strcmp(hbm_last_error(), "before the loud OOM") != 0);
+        close_env(&l);
+        close_env(&q);
+    }
+}
+
 int main(void) {
     RUN(test_no_oom_yet);
     RUN(test_limit);
@@ -276,5 +306,6 @@ int main(void) {
     RUN(test_bfc_fraction);
     RUN(test_bfc_fragmentation);
     RUN(test_advice_kept_beside);
+    RUN(test_quiet_per_allocator);
     return test_done();
 }

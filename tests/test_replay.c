@@ -1,6 +1,7 @@
 /* test_replay.c - the what-if replay against allocator configurations. */
 #include <unistd.h>
 
+#include "trace/replay/replay_internal.h"
 #include "trace/trace_internal.h"
 #include "test.h"
 
@@ -302,6 +303,51 @@ static void test_bound_is_timeline_peak(void) {
     hbm_trace_free(w);
 }
 
+/* One prepared plan serves a replay nested in another's hook: the inner replay, on a device
+ * too small for the first buffer, must not change what the outer one frees. */
+typedef struct nested_ctx {
+    const hbmi_replay_plan *plan;
+    const hbm_replay_config *cfg;
+    hbm_replay_result inner;
+    hbm_status inner_status;
+} nested_ctx;
+
+static void replay_again(void *user, hbm_allocator *a, hbm_replay_result *r) {
+    (void)a, (void)r;
+    nested_ctx *c = user;
+    c->inner_status = hbmi_replay_one(c->plan, NULL, "sim:1MiB", c->cfg, NULL, &c->inner);
+}
+
+static void test_plan_shared_by_nested_replay(void) {
+    hbm_trace *t;
+    CHECK_OK(hbm_trace_new(&t));
+    const uint64_t mib600 = 600ULL << 20;
+    const hbm_trace_event ev[] = {
+        {.kind = HBM_EV_ALLOC, .time_ns = 1, .addr = 0x1000, .size = mib600, .requested = mib600}, /* A */
+        {.kind = HBM_EV_ALLOC, .time_ns = 2, .addr = 0x2000, .size = mib600, .requested = mib600}, /* B: OOM */
+        {.kind = HBM_EV_FREE, .time_ns = 3, .addr = 0x1000},                                       /* A */
+        {.kind = HBM_EV_ALLOC, .time_ns = 4, .addr = 0x3000, .size = mib600, .requested = mib600}, /* C: fits */
+        {.kind = HBM_EV_FREE, .time_ns = 5, .addr = 0x3000},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) CHECK_OK(hbm_trace_add(t, &ev[i]));
+    hbm_replay_config cfg;
+    CHECK_OK(hbm_replay_config_make(t, "allocator=platform", &cfg));
+    hbmi_replay_plan plan;
+    CHECK_OK(hbmi_replay_prepare(t, &plan));
+    nested_ctx c = {.plan = &plan, .cfg = &cfg, .inner_status = HBM_ERR_INVALID};
+    hbmi_replay_hooks h = {.on_first_oom = replay_again, .user = &c};
+    hbm_replay_result r;
+    CHECK_OK(hbmi_replay_one(&plan, NULL, "sim:1GiB", &cfg, &h, &r));
+    CHECK_OK(c.inner_status);
+    CHECK_EQ_U64(c.inner.ooms, 3); /* A, B and C: none fits in 1 MiB */
+    CHECK_EQ_U64(r.ooms, 1);       /* B only: A was freed, so C fits */
+    CHECK_EQ_U64(r.frees, 2);
+    hbm_replay_result_release(&c.inner);
+    hbm_replay_result_release(&r);
+    hbmi_replay_plan_free(&plan);
+    hbm_trace_free(t);
+}
+
 int main(void) {
     RUN(test_platform_fits);
     RUN(test_platform_oom);
@@ -311,5 +357,6 @@ int main(void) {
     RUN(test_streams);
     RUN(test_all_policies);
     RUN(test_bound_is_timeline_peak);
+    RUN(test_plan_shared_by_nested_replay);
     return test_done();
 }

@@ -11,3 +11,10 @@ echo "$out"
 n=$(grep -c ' bytes, ' <<<"$out")
 [ "$n" -ge 4 ] || fail "expected the 4 mirrored structs (hbm_plan_options, hbm_plan_target, hbm_fit_options, hbm_fleet_options), found $n"
 echo "ok: $n structs, C and Python agree"
+# A public struct shows no private state: hbm's own fields sit behind one opaque pointer
+# (priv_); a trailing underscore is left only to padding (pad_, reserved_).
+priv=$(grep -nE '^[[:space:]]+[^/*#(]*[A-Za-z0-9]_[[:space:]]*(;|,|\[)' "$SRC"/include/hbm/*.h |
+       grep -vE '[^A-Za-z0-9_](priv_|pad_|reserved_)[[:space:]]*(;|\[)' || true)
+[ -z "$priv" ] || fail "public struct fields named as private (move them behind priv_):
+$priv"
+echo "ok: no private-named fields in include/hbm beyond priv_, pad_, reserved_"

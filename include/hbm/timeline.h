@@ -44,10 +44,9 @@ typedef struct hbm_tl_buffer {
 typedef struct hbm_timeline {
     hbm_tl_buffer *buffers; /* count entries, in insertion order */
     size_t count;
-    size_t cap_;
     char clock[16];          /* unit of start/end: "step", "event", "us", "" */
     char name[64];           /* what it came from (module name, trace file) */
-    struct hbmi_tagtab *tags_;
+    struct hbmi_timeline_priv *priv_; /* hbm's own: the buffers' capacity, the tag table */
 } hbm_timeline;
 
 HBM_API hbm_status hbm_timeline_new(hbm_timeline **out);

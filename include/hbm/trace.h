@@ -63,7 +63,6 @@ typedef struct hbm_trace_event {
 typedef struct hbm_trace {
     hbm_trace_event *events; /* count entries, in order */
     size_t count;
-    size_t cap_;
     char name[128];          /* where it came from */
     char source[32];         /* "hbm", "rmm", "torch" */
     char device[64];         /* device name, if known */
@@ -89,28 +88,9 @@ typedef struct hbm_trace {
     /* The allocator settings the snapshot was recorded with, as hbm config items for
      * allocator=torch ("expandable_segments=true,max_split_size_mb=128"), "" when none. */
     char torch_settings[160];
-    struct hbmi_tagtab *tags_;
-    /* A trace made from an HLO module's plan (hbm_plan_trace): steps_ is 1 and event i is at
-     * schedule step time_ns / 1000 + step0_, whose instruction is step_names_[step] (n_steps_
-     * of them): positions read "step N (name)", as hbm plan counts, not "event N". */
-    int steps_;
-    int64_t step0_;
-    char **step_names_;
-    size_t n_steps_;
-    uint64_t *bt_frames_;    /* all backtraces' frames, concatenated */
-    size_t bt_nframes_, bt_cap_;
-    uint64_t *bt_index_;     /* backtrace id i (1-based): frames at bt_index_[2i-2], count bt_index_[2i-1] */
-    size_t bt_count_, bt_index_cap_;
-    /* A PyTorch snapshot's root keys hbm keeps as they were read, for the torch export to
-     * write back: "allocator_settings" (defaults too, every key PyTorch wrote) and
-     * "external_annotations", as pickle opcodes of key, value pairs (protocol 2, for a
-     * SETITEMS); NULL when the snapshot had neither. settings_kept_: it had the first. */
-    unsigned char *torch_keys_;
-    size_t torch_keys_n_;
-    int torch_settings_kept_;
-    /* A snapshot's "segments" of this device with their blocks, as read (for the torch
-     * export); NULL for other sources. */
-    struct hbmi_torch_segs *torch_segs_;
+    /* hbm's own state of the trace (the events' capacity, the tag table, backtraces, a plan's
+     * steps, a PyTorch snapshot's kept keys and segments): src/trace/trace_internal.h. */
+    struct hbmi_trace_priv *priv_;
 } hbm_trace;
 
 HBM_API hbm_status hbm_trace_new(hbm_trace **out);

@@ -57,7 +57,20 @@ struct hbm_allocator {
     hbm_oom_fn oom_fn;
     void *oom_user;
     int ordinal; /* the CUDA device number PyTorch's words name ("GPU 1"): 0 unless told */
+    int quiet;   /* OOMs without their message (hbmi_allocator_set_quiet) */
 };
+/* Quiet OOMs on a: its policy and its device return HBM_ERR_OOM without a message (the last
+ * error stays as it was) and skip what they compute only for the message, for a caller that
+ * counts failures past the first (a replay). Returns the old setting. The setting belongs to
+ * a, its policy's state and its device: other allocators keep theirs. */
+int hbmi_allocator_set_quiet(hbm_allocator *a, int on);
+/* Each policy's part of it: sets its own flag and returns 1 when a runs that policy, else 0. */
+int hbmi_bfc_set_quiet(hbm_allocator *a, int on);
+int hbmi_platform_set_quiet(hbm_allocator *a, int on);
+int hbmi_torch_set_quiet(hbm_allocator *a, int on);
+int hbmi_async_set_quiet(hbm_allocator *a, int on);
+int hbmi_async_cuda_set_quiet(hbm_allocator *a, int on);
+int hbmi_vmm_set_quiet(hbm_allocator *a, int on);
 /* The device number a's out-of-memory text names (PyTorch's "GPU N": a replay of a snapshot
  * of cuda:N says N), for the wrapper's report and the torch policy's own message. */
 void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal);

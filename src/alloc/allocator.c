@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc/alloc_internal.h"
+#include "device/device_alloc.h"
 
 static const struct {
     hbm_allocator_kind kind;
@@ -24,6 +25,15 @@ const uint64_t *hbmi_policy_in_use(const hbm_allocator *a) {
     if (!p) p = hbmi_platform_in_use(a);
     if (!p) p = hbmi_async_in_use(a);
     return p;
+}
+
+int hbmi_allocator_set_quiet(hbm_allocator *a, int on) {
+    int old = a->quiet;
+    a->quiet = on;
+    (void)(hbmi_torch_set_quiet(a, on) || hbmi_bfc_set_quiet(a, on) || hbmi_platform_set_quiet(a, on) ||
+           hbmi_async_set_quiet(a, on) || hbmi_async_cuda_set_quiet(a, on) || hbmi_vmm_set_quiet(a, on));
+    if (a->dev) hbmi_device_set_quiet(a->dev, on);
+    return old;
 }
 
 hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self) {
@@ -101,7 +111,7 @@ static __attribute__((noinline, cold)) hbm_status alloc_oom(hbm_allocator *a, hb
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", hbm_last_error());
     record_oom(a, size, tag_id);
-    hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
+    if (!a->quiet) hbmi_error(HBM_ERR_OOM, "%s", msg); /* mem_info may have touched it */
     hbm_oom_fn fn = a->oom_fn;
     void *user = a->oom_user;
     hbmi_lock_release(&a->lock, how);

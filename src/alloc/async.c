@@ -79,6 +79,7 @@ typedef struct apool {
     size_t nfree;
     hbmi_map live; /* addr -> block index */
     hbm_stats st;
+    int quiet; /* hbmi_allocator_set_quiet */
 } apool;
 
 static uint64_t async_rounded(void *self, uint64_t size) {
@@ -264,7 +265,7 @@ static hbm_status grow(apool *p, uint64_t need, uint32_t *out) {
     if (seg > room && need <= room) seg = room / ASYNC_ROUND * ASYNC_ROUND; /* the last, partial segment */
     if (seg > room) {
         char a[32], b[32], c[32];
-        if (hbmi_oom_quiet()) return HBM_ERR_OOM; /* a replay's later OOMs: no message is read */
+        if (p->quiet) return HBM_ERR_OOM; /* a replay's later OOMs: no message is read */
         return hbmi_error(HBM_ERR_OOM, "cuda_async: a %s segment would take the pool past its size %s (%s held)",
                           hbm_size_human(seg, a), hbm_size_human(p->st.bytes_limit, b),
                           hbm_size_human(p->st.bytes_reserved, c));
@@ -348,7 +349,7 @@ static hbm_status async_alloc_stream(void *self, uint64_t size, const hbm_tag *t
     if (need > p->st.bytes_limit || p->st.bytes_in_use > p->st.bytes_limit - need) {
         p->st.num_ooms++;
         char a[32], b[32], c[32];
-        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
+        if (p->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "cuda_async: %s more would pass the pool size %s (%s in use)",
                           hbm_size_human(need, a), hbm_size_human(p->st.bytes_limit, b),
                           hbm_size_human(p->st.bytes_in_use, c));
@@ -445,6 +446,12 @@ static void async_reset_peaks(void *self) { hbmi_stats_reset_peaks(&((apool *)se
 
 /* The bytes-in-use counter, for a replay's peak check (alloc_internal.h). */
 static const hbm_allocator_ops async_ops;
+int hbmi_async_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &async_ops) return 0;
+    ((apool *)a->self)->quiet = on;
+    return 1;
+}
+
 const uint64_t *hbmi_async_in_use(const hbm_allocator *a) {
     return a->ops == &async_ops ? &((const apool *)a->self)->st.bytes_in_use : NULL;
 }

@@ -17,6 +17,7 @@ typedef struct cpool {
     hbmi_CUmemoryPool pool;
     hbmi_blocktab live;
     hbm_stats st;
+    int quiet; /* hbmi_allocator_set_quiet */
 } cpool;
 
 static uint64_t cp_rounded(void *self, uint64_t size) {
@@ -39,6 +40,7 @@ static hbm_status cp_alloc_stream(void *self, uint64_t size, const hbm_tag *tag,
     char a[32], b[32];
     if (held > p->st.bytes_limit || p->st.bytes_in_use > p->st.bytes_limit - held) {
         p->st.num_ooms++;
+        if (p->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "cuda_async: %s more would pass the pool size %s", hbm_size_human(held, a),
                           hbm_size_human(p->st.bytes_limit, b));
     }
@@ -200,4 +202,10 @@ hbm_status hbmi_async_cuda_create(hbm_device *dev, const hbm_config *cfg, uint64
     *ops = &cuda_async_ops;
     *self = p;
     return HBM_OK;
+}
+
+int hbmi_async_cuda_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &cuda_async_ops) return 0;
+    ((cpool *)a->self)->quiet = on;
+    return 1;
 }

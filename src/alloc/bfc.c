@@ -110,6 +110,7 @@ typedef struct bfc {
     uint32_t heads[BFC_FL * BFC_SL];
 
     hbm_stats st;
+    int quiet; /* hbmi_allocator_set_quiet */
 } bfc;
 
 /* ---- size classes ---------------------------------------------------------------------- */
@@ -450,7 +451,7 @@ static hbm_status bfc_extend(bfc *b, uint64_t need) {
     avail -= avail % q;
     if (need > avail) {
         char h1[32], h2[32];
-        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
+        if (b->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "bfc: the limit of %s leaves %s to grow by", hbm_size_human(b->st.bytes_limit, h1),
                           hbm_size_human(avail, h2));
     }
@@ -538,7 +539,7 @@ static uint64_t bfc_rounded(void *self, uint64_t size) {
 static hbm_status bfc_oom(bfc *b, uint64_t size, uint64_t need, const char *why) {
     char h1[32], h2[32], h3[32], h4[32], h5[32];
     b->st.num_ooms++;
-    if (hbmi_oom_quiet()) return HBM_ERR_OOM;
+    if (b->quiet) return HBM_ERR_OOM;
     uint64_t lf = largest_free(b);
     return hbmi_error(HBM_ERR_OOM,
                       "bfc: out of memory trying to allocate %s (rounded to %" PRIu64 "): %s in use, %s held of a "
@@ -563,7 +564,7 @@ static __attribute__((noinline)) hbm_status bfc_grow(bfc *b, uint64_t size, uint
     }
     if (s == HBM_ERR_OOM) {
         char why[256] = "";
-        if (!hbmi_oom_quiet()) snprintf(why, sizeof why, "%s", hbm_last_error());
+        if (!b->quiet) snprintf(why, sizeof why, "%s", hbm_last_error());
         return bfc_oom(b, size, need, why);
     }
     if (s) return s;
@@ -881,6 +882,12 @@ static void bfc_destroy(void *self) {
 static const hbm_allocator_ops bfc_ops = {
     .name = "bfc", .alloc = bfc_alloc, .free = bfc_free, .stats = bfc_stats, .reset_peaks = bfc_reset_peaks,
     .check = bfc_check, .walk = bfc_walk, .trim = bfc_trim, .rounded_size = bfc_rounded, .destroy = bfc_destroy};
+
+int hbmi_bfc_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &bfc_ops) return 0;
+    ((bfc *)a->self)->quiet = on;
+    return 1;
+}
 
 const uint64_t *hbmi_bfc_in_use(const hbm_allocator *a) {
     return a->ops == &bfc_ops ? &((const bfc *)a->self)->st.bytes_in_use : NULL;

@@ -13,6 +13,7 @@ typedef struct platform {
     uint64_t granularity;
     hbmi_blocktab live;
     hbm_stats st;
+    int quiet; /* hbmi_allocator_set_quiet */
 } platform;
 
 static uint64_t plat_rounded(void *self, uint64_t size) {
@@ -26,7 +27,7 @@ static hbm_status plat_alloc(void *self, uint64_t size, const hbm_tag *tag, uint
     if (held > p->st.bytes_limit || p->st.bytes_in_use > p->st.bytes_limit - held) {
         p->st.num_ooms++;
         char a[32], b[32];
-        if (hbmi_oom_quiet()) return HBM_ERR_OOM;
+        if (p->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "platform: %s more would pass the limit of %s", hbm_size_human(held, a),
                           hbm_size_human(p->st.bytes_limit, b));
     }
@@ -97,6 +98,12 @@ static const hbm_allocator_ops platform_ops = {
     .name = "platform", .alloc = plat_alloc, .free = plat_free, .stats = plat_stats,
     .reset_peaks = plat_reset_peaks, .check = plat_check, .walk = plat_walk, .trim = NULL,
     .rounded_size = plat_rounded, .destroy = plat_destroy};
+
+int hbmi_platform_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &platform_ops) return 0;
+    ((platform *)a->self)->quiet = on;
+    return 1;
+}
 
 const uint64_t *hbmi_platform_in_use(const hbm_allocator *a) {
     return a->ops == &platform_ops ? &((const platform *)a->self)->st.bytes_in_use : NULL;

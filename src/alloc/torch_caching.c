@@ -143,6 +143,7 @@ typedef struct torch {
     void *addr_user;
     hbmi_map segdev; /* segment address -> device address, where addr_fn placed it */
     uint64_t va_next; /* where the next expandable segment's virtual range goes */
+    int quiet;        /* hbmi_allocator_set_quiet */
 } torch;
 
 static const hbm_allocator_ops torch_ops;
@@ -715,7 +716,7 @@ static void release_block(torch *t, uint32_t i) {
  * memory fraction) says no; *out is in no set. */
 static hbm_status alloc_block(torch *t, tpool *p, uint64_t stream, uint64_t size, uint64_t alloc_size, uint32_t *out) {
     if (t->set_fraction && t->total_allocated + alloc_size > t->allowed)
-        return hbmi_oom_quiet() ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
+        return t->quiet ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "torch: the memory fraction allows %" PRIu64 " bytes", t->allowed);
     if (t->expandable) return alloc_expandable(t, p, stream, size, out);
     hbm_status s = reserve(t, 1);
     uint64_t addr, at;
@@ -869,7 +870,7 @@ void hbmi_torch_set_ordinal(void *self, int ordinal) { ((torch *)self)->ordinal 
 
 static hbm_status oom(torch *t, uint64_t alloc_size) {
     uint64_t dfree = 0, dtotal = 0;
-    if (hbmi_oom_quiet()) return t->st.num_ooms++, HBM_ERR_OOM;
+    if (t->quiet) return t->st.num_ooms++, HBM_ERR_OOM;
     hbm_device_mem_info(t->dev, &dfree, &dtotal);
     char a[32], b[32], c[32], d[32], e[32], allowed[64] = "";
     if (t->set_fraction) snprintf(allowed, sizeof allowed, "%s allowed; ", hbmi_size_torch(t->allowed, e));
@@ -1221,6 +1222,12 @@ void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal) {
     if (!a) return;
     a->ordinal = ordinal < 0 ? 0 : ordinal;
     if (hbmi_torch_is(a)) hbmi_torch_set_ordinal(a->self, a->ordinal);
+}
+
+int hbmi_torch_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &torch_ops) return 0;
+    ((torch *)a->self)->quiet = on;
+    return 1;
 }
 
 const uint64_t *hbmi_torch_in_use(const hbm_allocator *a) {

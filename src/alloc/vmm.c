@@ -65,6 +65,7 @@ typedef struct vmm {
     hbmi_map refs;   /* page index -> live blocks touching it (only pages with refs > 0) */
     uint64_t idle_pages; /* mapped pages with no live block */
     hbm_stats st;
+    int quiet; /* hbmi_allocator_set_quiet */
 } vmm;
 
 /* ---- the physical side: sim twin or CUDA ------------------------------------------------ */
@@ -228,6 +229,7 @@ static hbm_status map_pages(vmm *v, uint64_t lo, uint64_t hi) {
     room = (v->st.bytes_limit - v->st.bytes_reserved) / v->page;
     if (missing > room) {
         char a[32], b[32], c[32];
+        if (v->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "vmm: %" PRIu64 " more pages (%s) would pass the limit %s (%s mapped, all in use)",
                           missing, hbm_size_human(missing * v->page, a), hbm_size_human(v->st.bytes_limit, b),
                           hbm_size_human(v->st.bytes_reserved, c));
@@ -322,6 +324,7 @@ static hbm_status vmm_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     char a[32], b[32];
     if (need > v->st.bytes_limit || v->st.bytes_in_use > v->st.bytes_limit - need) {
         v->st.num_ooms++;
+        if (v->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "vmm: %s more would pass the limit %s", hbm_size_human(need, a),
                           hbm_size_human(v->st.bytes_limit, b));
     }
@@ -338,6 +341,7 @@ static hbm_status vmm_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
     }
     if (!found) {
         v->st.num_ooms++;
+        if (v->quiet) return HBM_ERR_OOM;
         return hbmi_error(HBM_ERR_OOM, "vmm: no free virtual range of %s in the %s reservation", hbm_size_human(need, a),
                           hbm_size_human(v->va_size, b));
     }
@@ -610,4 +614,10 @@ hbm_status hbmi_vmm_create(hbm_device *dev, const hbm_config *cfg, uint64_t byte
     *ops = &vmm_ops;
     *self = v;
     return HBM_OK;
+}
+
+int hbmi_vmm_set_quiet(hbm_allocator *a, int on) {
+    if (a->ops != &vmm_ops) return 0;
+    ((vmm *)a->self)->quiet = on;
+    return 1;
 }

@@ -13,7 +13,7 @@
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include "hbm/trace.h"
 #include "hbm/view.h"
 #include "report/fleet_model.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 void hbm_fleet_options_default(hbm_fleet_options *o) {
     memset(o, 0, sizeof *o);

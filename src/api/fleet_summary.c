@@ -7,7 +7,7 @@
 
 #include "report/fleet_model.h"
 #include "trace/import/pyval.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 void hbmi_rank_free(hbmi_rank *r) {
     hbmi_free(r->name);

@@ -41,11 +41,6 @@ hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t col
     HBMI_PRINTF(5, 6);
 /* Prefix the current last-error message with context ("config: " + old). Returns s. */
 hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
-/* Quiet OOMs (this thread): HBM_ERR_OOM is returned without its message (the last error
- * stays as it was), for callers that count failures past the first (a replay). Policies
- * skip what they compute only for the message. hbmi_oom_quiet_set returns the old value. */
-int hbmi_oom_quiet(void);
-int hbmi_oom_quiet_set(int on);
 
 /* --- host memory, with SQLite-style fault injection ------------------------------------ */
 /* All metadata allocations of libhbm go through these. When a test arms the fault

@@ -62,16 +62,6 @@ int hbm_last_error_location(char *file, size_t cap, int *line, int *column) {
     return found;
 }
 
-static _Thread_local int hbmi_quiet_oom_;
-
-int hbmi_oom_quiet(void) { return hbmi_quiet_oom_; }
-
-int hbmi_oom_quiet_set(int on) {
-    int old = hbmi_quiet_oom_;
-    hbmi_quiet_oom_ = on;
-    return old;
-}
-
 /* Messages quote names and text from files (a path, an op_name, a CSV field): their
  * control characters are made visible ("\x1b"), so that no message retitles or clears the
  * terminal it is printed to. Line breaks and tabs stay. */
@@ -99,7 +89,6 @@ static void set_message(hbm_status s, const char *prefix, const char *fmt, va_li
 }
 
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
-    if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
     va_list ap;
     va_start(ap, fmt);
     set_message(s, NULL, fmt, ap);
@@ -108,7 +97,6 @@ hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
 }
 
 hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t column, const char *fmt, ...) {
-    if (s == HBM_ERR_OOM && hbmi_quiet_oom_) return s;
     char where[HBMI_ERRBUF];
     if (column) snprintf(where, sizeof where, "%s:%zu:%zu: ", file, line, column);
     else snprintf(where, sizeof where, "%s:%zu: ", file, line);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "device/device_alloc.h"
 #include "device/device_internal.h"
 #include "hbm/size.h"
 
@@ -22,6 +23,7 @@ struct hbm_device {
     uint64_t external;    /* bytes held by "other processes" (sim free=) */
     uint64_t fail_at, fail_after, fail_every;
     hbm_device_counters c;
+    int quiet; /* hbmi_device_set_quiet */
 };
 
 static hbm_status parse_u64_opt(const char *spec, const char *key, const char *val, uint64_t *out) {
@@ -184,21 +186,23 @@ static int injected_failure(hbm_device *dev, uint64_t n) {
            (dev->fail_every && n % dev->fail_every == 0);
 }
 
+void hbmi_device_set_quiet(hbm_device *dev, int on) { dev->quiet = on; }
+
 hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) {
     if (!dev || !addr_out) return hbmi_error(HBM_ERR_INVALID, "hbm_device_alloc: NULL argument");
     if (size == 0) return hbmi_error(HBM_ERR_INVALID, "hbm_device_alloc: size 0");
     uint64_t g = dev->info.granularity;
-    if (size > UINT64_MAX - g) return hbmi_error(HBM_ERR_OOM, "device %s: %" PRIu64 " bytes can never fit", dev->info.name, size);
+    if (size > UINT64_MAX - g) return dev->quiet ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "device %s: %" PRIu64 " bytes can never fit", dev->info.name, size);
     uint64_t acct = hbmi_align_up(size, g);
     pthread_mutex_lock(&dev->lock);
     uint64_t n = ++dev->c.alloc_calls;
     hbm_status s = HBM_OK;
     if (injected_failure(dev, n)) {
-        s = hbmi_error(HBM_ERR_OOM, "device %s: injected failure of raw allocation #%" PRIu64, dev->info.name, n);
+        s = dev->quiet ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "device %s: injected failure of raw allocation #%" PRIu64, dev->info.name, n);
     } else if (dev->c.bytes_in_use + dev->external + acct > dev->info.total_bytes) {
         char a[32], f[32];
         uint64_t used = dev->c.bytes_in_use + dev->external;
-        s = hbmi_oom_quiet() ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "device %s: cannot allocate %s, %s free", dev->info.name, hbm_size_human(acct, a),
+        s = dev->quiet ? HBM_ERR_OOM : hbmi_error(HBM_ERR_OOM, "device %s: cannot allocate %s, %s free", dev->info.name, hbm_size_human(acct, a),
                        hbm_size_human(used < dev->info.total_bytes ? dev->info.total_bytes - used : 0, f));
     } else if ((s = hbmi_map_reserve(&dev->live, dev->live.count + 1)) == HBM_OK) {
         uint64_t addr = 0;

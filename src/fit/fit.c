@@ -199,7 +199,7 @@ static const char *donate_text(hbm_fit_result *r, const hbm_fit_change *c, uint3
 
 static hbm_status donations(hbm_fit_result *r, const hbm_plan *p) {
     const hbm_hlo_module *m = r->m;
-    const hbmi_df *df = p->df;
+    const hbmi_df *df = hbmi_plan_df(p);
     const hbmi_comp *e = &m->comps[m->entry];
     const hbmi_instr *root = &e->ins[e->root];
     uint32_t base = df->comp_base[m->entry];
@@ -647,7 +647,8 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     r->popt = o.plan;
     r->popt.backend = st.backend; /* the changed modules get the same rules */
     o.fraction = hbm_plan_fraction(p, o.fraction); /* --capacity alone: the backend's own default */
-    if (p->alignment_from == 'x') r->popt.alignment = p->opt.alignment; /* XLA's, from its assignment */
+    uint64_t xla_alignment = hbmi_plan_xla_alignment(p); /* XLA's, from its assignment */
+    if (xla_alignment) r->popt.alignment = xla_alignment;
     r->sum.module = hbm_hlo_module_name(m);
     r->sum.peak_before = st.peak_bytes;
     r->sum.argument_bytes = st.argument_size_in_bytes;

@@ -6,7 +6,7 @@
 #define HBM_FIT_INTERNAL_H
 
 #include "hbm/fit.h"
-#include "plan/plan_internal.h"
+#include "plan/plan_fit.h"
 
 /* One change as the writer applies it. Remat: a clone of instruction `ins` placed before
  * instruction `at` of the same computation, read by the users at or after `at`; `drop` when the original is left

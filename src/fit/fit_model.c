@@ -212,14 +212,11 @@ int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_i
 /* a device buffer that is neither a parameter, a constant nor thread-local (temp, or placed
  * in an output allocation); with movable, also not an output itself (not live out) */
 static int device_value(const hbm_plan *p, uint32_t v, int movable) {
-    uint32_t a = p->value_alloc[v];
-    if (a == UINT32_MAX) return 0;
-    const hbmi_alloc *al = &p->allocs[a];
-    /* device memory only: host memory S(5) and other spaces (TPU S(1)) are out of the device figures */
-    if (al->color != 0 || al->param_no >= 0 || al->constant || al->thread_local) return 0;
-    const hbmi_value *val = &p->df->values[v];
+    if (!hbmi_plan_value_in_device_temp(p, v)) return 0;
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbmi_value *val = &df->values[v];
     if (val->entry_param || val->constant) return 0;
-    return !movable || !p->df->buffers[val->buffer].live_out;
+    return !movable || !df->buffers[val->buffer].live_out;
 }
 #define temp_device(p, v) device_value(p, v, 1)
 
@@ -339,8 +336,8 @@ static int cmp_use(const void *a, const void *b) {
 static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i, int remat,
                               int offload, uint64_t min_bytes) {
     const hbm_plan *p = mo->p;
-    const hbmi_df *df = p->df;
-    const hbm_hlo_module *m = p->m;
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbm_hlo_module *m = hbmi_plan_module(p);
     const hbmi_comp *c = &m->comps[ci];
     const hbmi_instr *in = &c->ins[i];
     if (in->is_root || in->time < 0 || !in->n_users || in->shape->memory_space) return HBM_OK;
@@ -456,8 +453,8 @@ static hbm_status value_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint3
 static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t g, uint32_t v,
                                 int64_t def_time, uint32_t def_ins, uint64_t min_bytes) {
     const hbm_plan *p = mo->p;
-    const hbmi_df *df = p->df;
-    const hbmi_comp *c = &p->m->comps[ci];
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbmi_comp *c = &hbmi_plan_module(p)->comps[ci];
     const hbmi_instr *gi = &c->ins[g];
     if (gi->is_root || gi->time < 0 || gi->shape->prim == HBMI_PRIM_TUPLE || gi->shape->memory_space ||
         gi->shape->n < 1 || gi->n_users > 64 || !temp_device(p, v) || !df->values[v].has_range)
@@ -499,8 +496,8 @@ static hbm_status offload_spans(hbmi_fit_model *mo, const hbmi_fit_rates *r, uin
 static hbm_status alias_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, uint32_t ci, uint32_t i,
                                       uint64_t min_bytes) {
     const hbm_plan *p = mo->p;
-    const hbmi_df *df = p->df;
-    const hbmi_comp *c = &p->m->comps[ci];
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbmi_comp *c = &hbmi_plan_module(p)->comps[ci];
     const hbmi_instr *in = &c->ins[i];
     if (in->is_root || in->time < 0 || in->shape->memory_space) return HBM_OK;
     uint32_t gid = df->comp_base[ci] + i;
@@ -540,8 +537,8 @@ static hbm_status alias_offload_cands(hbmi_fit_model *mo, const hbmi_fit_rates *
 static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const uint8_t *donated,
                               uint64_t min_bytes) {
     const hbm_plan *p = mo->p;
-    const hbmi_df *df = p->df;
-    const hbm_hlo_module *m = p->m;
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbm_hlo_module *m = hbmi_plan_module(p);
     const hbmi_comp *c = &m->comps[m->entry];
     for (uint32_t pn = 0; pn < c->n_params; pn++) {
         uint32_t i = c->params[pn];
@@ -616,9 +613,9 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
                                 const uint8_t *donated, hbmi_fit_model *mo) {
     memset(mo, 0, sizeof *mo);
     mo->p = p;
-    mo->m = p->m;
-    const hbmi_df *df = p->df;
-    const hbm_hlo_module *m = p->m;
+    mo->m = hbmi_plan_module(p);
+    const hbmi_df *df = hbmi_plan_df(p);
+    const hbm_hlo_module *m = hbmi_plan_module(p);
     uint32_t n = df->n_flat;
     mo->n = n;
     mo->live = hbmi_calloc((size_t)n + 2, sizeof *mo->live);
@@ -652,7 +649,8 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
         mo->live_xla[t] += mo->live_xla[t - 1];
     }
 
-    hbm_plan_stats st = p->stats;
+    hbm_plan_stats st;
+    hbm_plan_get_stats(p, &st);
     mo->fixed = st.peak_bytes - st.temp_size_in_bytes;
     mo->args = st.argument_size_in_bytes;
     const hbmi_shape *rs = m->comps[m->entry].ins[m->comps[m->entry].root].shape;

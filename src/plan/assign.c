@@ -37,7 +37,7 @@ static int64_t value_color(const hbmi_df *df, uint32_t v) {
  * --alignment given by the user holds everywhere. */
 #define HBMI_TPU_HBM_ALIGN 16384u
 static uint64_t color_alignment(const hbm_plan *p, int64_t color) {
-    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != 'o' && color == 0) return HBMI_TPU_HBM_ALIGN;
+    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != HBMI_ALIGN_OPTION && color == 0) return HBMI_TPU_HBM_ALIGN;
     return p->opt.alignment;
 }
 
@@ -1296,19 +1296,19 @@ static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_
  * command buffers, the GPU scheduler's scheduling_name metadata and its fusion names mean
  * GPU; the CPU runtime's calls, %parallel_ computations, outer_dimension_partitions, ops
  * XLA:GPU would have wrapped in a fusion and fusions not named the GPU's way mean CPU.
- * *evidence: 'f' file name, 'c' content, 0 nothing (GPU assumed). */
-static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
+ * *evidence: the file name, the content, or none (GPU assumed). */
+static hbm_backend detect_backend(const hbm_hlo_module *m, hbmi_backend_evidence *evidence) {
     if (m->backend_hint) { /* a profile names its devices */
-        *evidence = 'c';
+        *evidence = HBMI_EVIDENCE_CONTENT;
         return m->backend_hint == 't' ? HBM_BACKEND_TPU : m->backend_hint == 'c' ? HBM_BACKEND_CPU : HBM_BACKEND_GPU;
     }
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
-    *evidence = 'f';
+    *evidence = HBMI_EVIDENCE_FILE_NAME;
     if (strstr(base, "tpu")) return HBM_BACKEND_TPU;
     if (strstr(base, "gpu") || strstr(base, ".sm_")) return HBM_BACKEND_GPU;
     if (strstr(base, "cpu")) return HBM_BACKEND_CPU;
-    *evidence = 'c';
+    *evidence = HBMI_EVIDENCE_CONTENT;
     if (text_has(m, ":T(")) return HBM_BACKEND_TPU;
     if (text_has(m, "custom_call_target=\"__cublas") || text_has(m, "custom_call_target=\"__cudnn") ||
         text_has(m, "custom_call_target=\"cusolver") || text_has(m, "custom_call_target=\"__cusolver") ||
@@ -1325,7 +1325,7 @@ static hbm_backend detect_backend(const hbm_hlo_module *m, char *evidence) {
      * is not XLA:CPU's) */
     if (m->is_scheduled && scan_names(m, m->entry, 0, &gpu_names)) return HBM_BACKEND_CPU;
     if (gpu_names) return HBM_BACKEND_GPU;
-    *evidence = 0;
+    *evidence = HBMI_EVIDENCE_NONE;
     return HBM_BACKEND_GPU;
 }
 
@@ -1422,7 +1422,7 @@ static hbm_status run(ctx *c) {
     p->stats.temp_fragmentation_bytes = (int64_t)p->temp_heap_size - (int64_t)p->temp_heap_live;
     TRY(thread_locals(c));
     TRY(combine_temps(c));
-    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != 'o')
+    if (p->opt.backend == HBM_BACKEND_TPU && p->alignment_from != HBMI_ALIGN_OPTION)
         for (uint32_t i = 0; i < p->n_allocs; i++) {
             hbmi_alloc *a = &p->allocs[i];
             if (a->color != 0 || !hbmi_alloc_is_temp(a)) continue;
@@ -1498,23 +1498,23 @@ hbm_status hbm_plan_run(hbm_hlo_module *m, const hbm_plan_options *o, hbm_plan *
     if (!p) return hbmi_error(HBM_ERR_NOMEM, "plan: out of host memory");
     hbm_plan_options_default(&p->opt);
     if (o) {
-        if (o->alignment) p->opt.alignment = o->alignment, p->alignment_from = 'o';
+        if (o->alignment) p->opt.alignment = o->alignment, p->alignment_from = HBMI_ALIGN_OPTION;
         if (o->pointer_size) p->opt.pointer_size = o->pointer_size;
         p->opt.backend = o->backend;
         p->opt.tuple_align = o->tuple_align;
         p->opt.heap = o->heap;
     }
     p->m = m;
-    p->backend_evidence = 'o';
+    p->backend_evidence = HBMI_EVIDENCE_OPTION;
     if (p->opt.backend == HBM_BACKEND_AUTO) p->opt.backend = detect_backend(m, &p->backend_evidence);
     /* XLA:GPU aligns buffers to kXlaAllocatedBufferAlignBytes: 128 bytes, 256 in builds since
      * mid-2025, which a file with XLA's own assignment shows (src/hlo/proto_read.c); XLA:CPU
      * slices its temp buffer at 64 (cpu_function_runtime::Align) */
     if (!p->opt.alignment && p->opt.backend == HBM_BACKEND_GPU && m->xla && m->xla->alignment)
-        p->opt.alignment = m->xla->alignment, p->alignment_from = 'x';
+        p->opt.alignment = m->xla->alignment, p->alignment_from = HBMI_ALIGN_XLA;
     /* operands written "%x#N" are the print form of XLA builds from 2026, which align to 256 */
     if (!p->opt.alignment && p->opt.backend == HBM_BACKEND_GPU && m->tuple_refs)
-        p->opt.alignment = 256, p->alignment_from = 't';
+        p->opt.alignment = 256, p->alignment_from = HBMI_ALIGN_TEXT;
     if (!p->opt.alignment) p->opt.alignment = p->opt.backend == HBM_BACKEND_CPU ? 64 : 128;
     p->stats.backend = p->opt.backend;
     /* XLA:TPU: a tuple's table holds 4 bytes an element, rounded up to 512 (v4, v5e) or 32

@@ -5,6 +5,23 @@
 
 #include "hbm/plan.h"
 #include "hlo/dataflow.h"
+#include "plan/plan_fit.h"
+
+/* How the plan knows its backend. */
+typedef enum hbmi_backend_evidence {
+    HBMI_EVIDENCE_NONE = 0,  /* nothing told: GPU assumed */
+    HBMI_EVIDENCE_OPTION,    /* the caller's option */
+    HBMI_EVIDENCE_FILE_NAME, /* the dump's file name */
+    HBMI_EVIDENCE_CONTENT    /* the module's content, or a profile's devices */
+} hbmi_backend_evidence;
+
+/* Where the plan's alignment came from. */
+typedef enum hbmi_alignment_from {
+    HBMI_ALIGN_BACKEND = 0, /* the backend's default */
+    HBMI_ALIGN_OPTION,      /* the caller's option */
+    HBMI_ALIGN_XLA,         /* XLA's own assignment in the file */
+    HBMI_ALIGN_TEXT         /* the text's print form (operands "%x#N") */
+} hbmi_alignment_from;
 
 typedef struct hbmi_alloc {
     uint64_t size;
@@ -57,9 +74,8 @@ struct hbm_plan {
     hbm_timeline *heap_tl;   /* the largest heap simulation's input, for repacking (ids:
                                 colocated values share one) */
     uint64_t heap_tl_size;
-    char backend_evidence; /* 'o' option, 'f' file name, 'c' content, 0 none (GPU assumed) */
-    char alignment_from;   /* 'o' option, 'x' XLA's own assignment in the file, 't' the text's
-                              print form (operands "%x#N"), 0 the backend's */
+    hbmi_backend_evidence backend_evidence;
+    hbmi_alignment_from alignment_from;
 };
 
 #define HBMI_HOST_SPACE 5
@@ -78,9 +94,6 @@ uint64_t hbmi_plan_value_padding(const hbmi_df *df, uint32_t v);
 void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap);
 /* Node k of in's shape as the module's text writes it, layout included ("f32[8,128]{1,0:T(8,128)}"). */
 void hbmi_plan_shape_text(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t k, char *buf, size_t cap);
-
-/* HLO text's C-style string escapes undone (\' \" \\ \n), into dst (NUL-terminated). */
-void hbmi_plan_unescape(char *dst, size_t cap, const char *src, size_t n);
 
 /* Printable label of a value's defining instruction (XLA's HloOpcodeString). */
 const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap);

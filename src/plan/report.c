@@ -122,18 +122,18 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
     static const char *const rules[] = {"", "GPU", "CPU", "TPU"};
     fprintf(f, "  Rules: XLA:%s buffer assignment, %" PRIu64 "-byte alignment%s%s.\n",
             rules[s->backend <= HBM_BACKEND_TPU ? s->backend : 1], p->opt.alignment,
-            p->alignment_from == 'x'   ? (p->m && p->m->xla && p->m->xla->alignment_other
+            p->alignment_from == HBMI_ALIGN_XLA      ? (p->m && p->m->xla && p->m->xla->alignment_other
                                               ? " (XLA's build, as other modules show)"
                                               : " (XLA's build, as its assignment shows)")
-            : p->alignment_from == 't' ? " (XLA 2026 print form: operands %x#N)"
+            : p->alignment_from == HBMI_ALIGN_TEXT ? " (XLA 2026 print form: operands %x#N)"
                                        : "",
             s->backend != HBM_BACKEND_TPU ? ""
-            : p->alignment_from == 'o'    ? ", buffers padded to their layout tiles"
+            : p->alignment_from == HBMI_ALIGN_OPTION ? ", buffers padded to their layout tiles"
                                           : ", buffers padded to their layout tiles, HBM temp buffers at 16 KiB");
-    if (!p->backend_evidence && s->estimate)
+    if (p->backend_evidence == HBMI_EVIDENCE_NONE && s->estimate)
         fprintf(f, "    (assumed: the backend is unknown, nothing in the module says which XLA compiler will\n"
                    "    compile it, and the module is not optimized; --backend cpu or tpu if not XLA:GPU)\n");
-    else if (!p->backend_evidence)
+    else if (p->backend_evidence == HBMI_EVIDENCE_NONE)
         fprintf(f, "    (assumed: nothing in the module says which XLA compiler made it; --backend cpu or tpu\n"
                    "    if not XLA:GPU)\n");
     fprintf(f, "  The executable needs %s (%" PRIu64 " bytes) of device memory:\n    arguments %s + outputs %s",
@@ -283,9 +283,9 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     fprintf(f, ",\n  \"estimate\": %s,\n  \"backend\": \"%s\"", s->estimate ? "true" : "false",
             hbm_backend_str(s->backend));
     fprintf(f, ",\n  \"backend_from\": \"%s\"",
-            p->backend_evidence == 'o'   ? "option"
-            : p->backend_evidence == 'f' ? "file name"
-            : p->backend_evidence == 'c' ? "content"
+            p->backend_evidence == HBMI_EVIDENCE_OPTION      ? "option"
+            : p->backend_evidence == HBMI_EVIDENCE_FILE_NAME ? "file name"
+            : p->backend_evidence == HBMI_EVIDENCE_CONTENT   ? "content"
                                          : "assumed");
     /* the one figure most scripts want, under a name that says it: peak_bytes' value
      * (total_bytes is XLA's "Total bytes used", host and other memory spaces included) */

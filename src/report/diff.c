@@ -7,7 +7,7 @@
 
 #include "hbm/size.h"
 #include "report/view_internal.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 typedef hbmi_contrib contrib;
 

@@ -8,7 +8,7 @@
 #include "core/internal.h"
 #include "hbm/size.h"
 #include "report/view_internal.h"
-#include "trace/import/memprof_internal.h"
+#include "trace/import/memprof_view.h"
 
 static const char *sure_str(hbm_memprof_sure s) {
     return s == HBM_MEMPROF_SURE ? "sure" : s == HBM_MEMPROF_LIKELY ? "likely" : "unknown";
@@ -47,21 +47,29 @@ static void spark(FILE *f, const char *label, const hbm_memprof_event *ev, size_
     fprintf(f, "  max %s\n", sz(top, b));
 }
 
+static const char *attr_note(const hbm_memprof *mp) {
+    hbmi_memprof_holds h;
+    hbmi_memprof_holds_get(mp, &h);
+    return h.attr_note;
+}
+
 static void what_it_holds(const hbm_memprof *mp, FILE *f) {
     fprintf(f, "%s: no memory profile: the host plane ('/host:CPU') records no MemoryAllocation or "
                "MemoryDeallocation events",
-            mp->path);
-    if (!mp->has_host) fputs(" (the profile has no host plane)", f);
-    fprintf(f, ".\nIt holds %zu planes, %zu of them devices%s.\n", mp->n_planes, mp->n_device_planes,
-            mp->has_metadata ? ", and the compiled modules ('/host:metadata')" : "");
+            hbm_memprof_path(mp));
+    hbmi_memprof_holds h;
+    hbmi_memprof_holds_get(mp, &h);
+    if (!h.has_host) fputs(" (the profile has no host plane)", f);
+    fprintf(f, ".\nIt holds %zu planes, %zu of them devices%s.\n", h.n_planes, h.n_device_planes,
+            h.has_metadata ? ", and the compiled modules ('/host:metadata')" : "");
 }
 
 static void table_all(const hbm_memprof *mp, FILE *f) {
     char b[5][32];
     fprintf(f, "%-7s %-16s %7s %11s %11s %11s %6s %11s\n", "device", "allocator", "events", "peak", "reserved",
             "capacity", "frag", "peak stat");
-    for (size_t a = 0; a < mp->nal; a++) {
-        const hbm_memprof_summary *s = &mp->al[a];
+    for (size_t a = 0; a < hbm_memprof_allocator_count(mp); a++) {
+        const hbm_memprof_summary *s = hbm_memprof_allocator(mp, a);
         fprintf(f, "%-7d %-16s %7zu %11s %11s %11s %5.1f%% %11s\n", s->device_index, s->allocator, s->n_events,
                 sz(s->peak_bytes_in_use, b[0]), sz(s->peak_reserved, b[1]), sz(s->memory_capacity, b[2]),
                 s->peak_fragmentation * 100.0, sz(s->max_peak_bytes_in_use, b[3]));
@@ -71,8 +79,8 @@ static void table_all(const hbm_memprof *mp, FILE *f) {
 
 static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t top, int width, int ascii, FILE *f) {
     char b[6][32];
-    const hbm_memprof_event *ev = mp->ev + s->first_event;
-    fprintf(f, "Memory profile of %s (device %d) in %s\n", s->allocator, s->device_index, mp->path);
+    const hbm_memprof_event *ev = hbm_memprof_events(mp, NULL) + s->first_event;
+    fprintf(f, "Memory profile of %s (device %d) in %s\n", s->allocator, s->device_index, hbm_memprof_path(mp));
     fprintf(f, "  %zu events: %zu allocations, %zu deallocations, over %.3f ms\n", s->n_events, s->n_allocations,
             s->n_deallocations, ms(s->last_time_ps - s->first_time_ps));
     fprintf(f, "  peak in use       %s at %.3f ms (step %" PRId64 ", event %zu): the largest bytes_allocated + bytes_reserved\n",
@@ -101,7 +109,7 @@ static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
     fprintf(f, "  %10s %10s  %-7s %-9s %-28s %s\n", "size", "requested", "sure", "kind", "made by", "shape / dtype / region");
     for (size_t k = 0; k < show; k++) {
         const hbm_memprof_active *a = &s->active[k];
-        const hbm_memprof_event *e = &mp->ev[a->event];
+        const hbm_memprof_event *e = &hbm_memprof_events(mp, NULL)[a->event];
         char who[64], what[160];
         snprintf(who, sizeof who, "%s%s", a->module[0] ? a->module : "-", a->current ? " (running)" : "");
         int w = snprintf(what, sizeof what, "%s", a->shape[0] ? a->shape : "");
@@ -131,16 +139,16 @@ static void text_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
                 sz(s->kept_bytes, c[8]), sz(s->unmapped_bytes, c[9]));
         for (size_t k = 0; k < show; k++)
             if (s->active[k].why[0])
-                fprintf(f, "  %s: %s\n", sz(mp->ev[s->active[k].event].allocation_bytes, b[0]), s->active[k].why);
-    } else if (mp->attr_note[0]) {
-        fprintf(f, "Not attributed: %s\n", mp->attr_note);
+                fprintf(f, "  %s: %s\n", sz(hbm_memprof_events(mp, NULL)[s->active[k].event].allocation_bytes, b[0]), s->active[k].why);
+    } else if (attr_note(mp)[0]) {
+        fprintf(f, "Not attributed: %s\n", attr_note(mp));
     } else if (s->attributed) {
         fprintf(f, "Not attributed: no module with a program_id ran after the peak's allocation\n");
     }
 }
 
 static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t top, FILE *f) {
-    const hbm_memprof_event *ev = mp->ev + s->first_event;
+    const hbm_memprof_event *ev = hbm_memprof_events(mp, NULL) + s->first_event;
     fputs("{\"allocator\":", f);
     hbmi_json_str(f, s->allocator);
     fprintf(f, ",\"device_index\":%d,\"events\":%zu,\"allocations\":%zu,\"deallocations\":%zu", s->device_index,
@@ -174,7 +182,7 @@ static void json_one(const hbm_memprof *mp, const hbm_memprof_summary *s, size_t
     size_t show = s->n_active < top ? s->n_active : top;
     for (size_t k = 0; k < show; k++) {
         const hbm_memprof_active *a = &s->active[k];
-        const hbm_memprof_event *e = &mp->ev[a->event];
+        const hbm_memprof_event *e = &hbm_memprof_events(mp, NULL)[a->event];
         fprintf(f, "%s{\"allocation_bytes\":%" PRIu64 ",\"requested_bytes\":%" PRIu64 ",\"address\":%" PRIu64
                    ",\"time_ps\":%" PRId64 ",\"step\":%" PRId64 ",\"data_type\":%lld,\"tensor_shape\":",
                 k ? "," : "", e->allocation_bytes, e->requested_bytes, e->addr, e->time_ps - s->first_time_ps,
@@ -217,33 +225,36 @@ hbm_status hbm_memprof_write(const hbm_memprof *mp, int device, int json, size_t
     if (device >= 0 && (only = hbm_memprof_find_device(mp, device)) < 0) {
         char have[256] = "";
         size_t k = 0;
-        for (size_t a = 0; a < mp->nal && k + 24 < sizeof have; a++)
-            k += (size_t)snprintf(have + k, sizeof have - k, "%s%d", a ? ", " : "", mp->al[a].device_index);
-        return hbmi_error(HBM_ERR_INVALID, "%s: no allocator of device %d in the memory profile (it has %s)", mp->path,
-                          device, mp->nal ? have : "none");
+        for (size_t a = 0; a < hbm_memprof_allocator_count(mp) && k + 24 < sizeof have; a++)
+            k += (size_t)snprintf(have + k, sizeof have - k, "%s%d", a ? ", " : "", hbm_memprof_allocator(mp, a)->device_index);
+        return hbmi_error(HBM_ERR_INVALID, "%s: no allocator of device %d in the memory profile (it has %s)", hbm_memprof_path(mp),
+                          device, hbm_memprof_allocator_count(mp) ? have : "none");
     }
     if (json) {
+        hbmi_memprof_holds h;
+        hbmi_memprof_holds_get(mp, &h);
         fputs("{\"file\":", f);
-        hbmi_json_str(f, mp->path);
+        hbmi_json_str(f, hbm_memprof_path(mp));
         fprintf(f, ",\"memory_profile\":%s,\"planes\":%zu,\"device_planes\":%zu,\"module_events\":%zu,"
                    "\"modules\":%zu,\"modules_planned\":%zu,\"allocators\":[",
-                mp->nal ? "true" : "false", mp->n_planes, mp->n_device_planes, mp->nex, mp->n_modules, mp->n_planned);
+                hbm_memprof_allocator_count(mp) ? "true" : "false", h.n_planes, h.n_device_planes,
+                hbm_memprof_execution_count(mp), h.n_modules, h.n_planned);
         int first = 1;
-        for (size_t a = 0; a < mp->nal; a++) {
+        for (size_t a = 0; a < hbm_memprof_allocator_count(mp); a++) {
             if (only >= 0 && (size_t)only != a) continue;
             if (!first) fputc(',', f);
             first = 0;
-            json_one(mp, &mp->al[a], top, f);
+            json_one(mp, hbm_memprof_allocator(mp, a), top, f);
         }
         fputs("]}\n", f);
         return ferror(f) ? hbmi_error(HBM_ERR_IO, "write error") : HBM_OK;
     }
-    if (!mp->nal) what_it_holds(mp, f);
-    if (only < 0 && mp->nal > 1) table_all(mp, f);
-    for (size_t a = 0; a < mp->nal; a++) {
+    if (!hbm_memprof_allocator_count(mp)) what_it_holds(mp, f);
+    if (only < 0 && hbm_memprof_allocator_count(mp) > 1) table_all(mp, f);
+    for (size_t a = 0; a < hbm_memprof_allocator_count(mp); a++) {
         if (only >= 0 && (size_t)only != a) continue;
         if (a && only < 0) fputc('\n', f);
-        text_one(mp, &mp->al[a], top, width, ascii, f);
+        text_one(mp, hbm_memprof_allocator(mp, a), top, width, ascii, f);
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "write error") : HBM_OK;
 }
@@ -263,7 +274,7 @@ typedef struct page_ctx {
 static hbm_status page_fill(void *ctx, const char *name, size_t n, FILE *f) {
     const page_ctx *c = ctx;
     if (hbmi_page_marker_is(name, n, "TITLE")) {
-        for (const char *p = c->mp->path; *p; p++) {
+        for (const char *p = hbm_memprof_path(c->mp); *p; p++) {
             if (*p == '<') fputs("&lt;", f);
             else if (*p == '>') fputs("&gt;", f);
             else if (*p == '&') fputs("&amp;", f);

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "hbm/replay.h"
 #include "hbm/size.h"
 #include "report/replay_render.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 
 #include "hbm/size.h"
 #include "report/view_internal.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 #define MAX_COLS 16384       /* curve columns per device (each keeps its highest event) */
 #define MAX_PEAK_ROWS 5000   /* rows of the table of buffers live at the peak, per device */
@@ -418,13 +418,15 @@ static hbm_status write_device(FILE *f, const hbm_trace *t, const caps *cp) {
             ", \"reserved\": %" PRIu64 "}, \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64
             ", \"first_oom\": %" PRId64 ", \"live_at_peak\": %zu, \"live_at_peak_bytes\": %" PRIu64,
             v.peak_res, v.allocs, v.frees, v.ooms, v.first_oom, v.n_at_peak, v.at_peak_bytes);
-    if (t->steps_) { /* a plan's trace: each event's schedule step and each step's instruction */
+    if (hbmi_trace_is_plan(t)) { /* a plan's trace: each event's schedule step and each step's instruction */
         fputs(",\n\"steps\": [", f);
         for (size_t i = 0; i < t->count; i++) fprintf(f, "%s%" PRId64, i ? "," : "", hbmi_event_pos(t, (int64_t)i));
         fputs("], \"step_names\": [", f);
-        for (size_t k = 0; k < t->n_steps_; k++) {
+        size_t n_steps;
+        const char *const *names = hbmi_trace_step_names(t, &n_steps);
+        for (size_t k = 0; k < n_steps; k++) {
             if (k) fputc(',', f);
-            hstr(f, t->step_names_[k]);
+            hstr(f, names[k]);
         }
         fputc(']', f);
     }

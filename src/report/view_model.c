@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "report/view_internal.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 const char *hbmi_view_source(const hbm_tag *tg, char *buf, size_t cap) {
     buf[0] = 0;

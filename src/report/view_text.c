@@ -4,7 +4,7 @@
 
 #include "hbm/size.h"
 #include "report/view_internal.h"
-#include "trace/trace_internal.h"
+#include "trace/trace_view.h"
 
 void hbm_view_options_default(hbm_view_options *o) {
     memset(o, 0, sizeof *o);
@@ -185,7 +185,7 @@ hbm_status hbm_view_text(const hbm_trace *t, const hbm_view_options *o_in, FILE 
     size_t from = t->history_start ? t->history_start - 1 : 0;
     sparkline(f, "in use", v.use + from, t->count - from, scale, o.width, o.ascii);
     sparkline(f, v.has_segments ? "reserved" : "reserved*", v.res + from, t->count - from, scale, o.width, o.ascii);
-    if (t->steps_) /* a plan's trace: the schedule's steps */
+    if (hbmi_trace_is_plan(t)) /* a plan's trace: the schedule's steps */
         fprintf(f, "  %-10s step %" PRId64 " .. step %" PRId64 "   (allocs and frees in schedule order; reserved = in use)\n\n", "",
                 hbmi_event_pos(t, 0), t->count ? hbmi_event_pos(t, (int64_t)t->count - 1) : 0);
     else
@@ -219,8 +219,8 @@ static void json_buf(FILE *f, const hbmi_view *v, size_t k) {
     const hbm_tag *tg = hbm_timeline_tag_at(v->tl, bf->tag);
     char src[300];
     fprintf(f, "{\"size\": %" PRIu64 ", \"start\": %" PRId64 ", \"end\": %" PRId64 ", \"op\": ", bf->size,
-            v->t->steps_ ? hbmi_event_pos(v->t, bf->start) : hbmi_event_number(v->t, bf->start),
-            v->t->steps_ ? hbmi_event_pos(v->t, bf->end) : bf->end - (int64_t)v->t->history_start);
+            hbmi_trace_is_plan(v->t) ? hbmi_event_pos(v->t, bf->start) : hbmi_event_number(v->t, bf->start),
+            hbmi_trace_is_plan(v->t) ? hbmi_event_pos(v->t, bf->end) : bf->end - (int64_t)v->t->history_start);
     hbmi_json_str(f, tg && tg->op_name ? tg->op_name : "");
     fputs(", \"shape\": ", f);
     hbmi_json_str(f, tg && tg->shape ? tg->shape : "");

@@ -5,13 +5,25 @@
 
 #include "timeline/timeline_internal.h"
 
+/* hbm's own state of a timeline (hbm_timeline.priv_), in the same allocation. */
+struct hbmi_timeline_priv {
+    size_t cap; /* of hbm_timeline.buffers */
+    struct hbmi_tagtab *tags;
+};
+typedef struct timeline_alloc {
+    hbm_timeline pub;
+    struct hbmi_timeline_priv priv;
+} timeline_alloc;
+
 hbm_status hbm_timeline_new(hbm_timeline **out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "timeline: NULL out");
-    hbm_timeline *tl = hbmi_calloc(1, sizeof *tl);
-    if (!tl) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a timeline");
-    hbm_status s = hbmi_tagtab_new(&tl->tags_);
+    timeline_alloc *both = hbmi_calloc(1, sizeof *both);
+    if (!both) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a timeline");
+    hbm_timeline *tl = &both->pub;
+    tl->priv_ = &both->priv;
+    hbm_status s = hbmi_tagtab_new(&tl->priv_->tags);
     if (s) {
-        hbmi_free(tl);
+        hbmi_free(both);
         return s;
     }
     *out = tl;
@@ -20,17 +32,17 @@ hbm_status hbm_timeline_new(hbm_timeline **out) {
 
 void hbm_timeline_free(hbm_timeline *tl) {
     if (!tl) return;
-    hbmi_tagtab_free(tl->tags_);
-    hbmi_big_free(tl->buffers, tl->cap_, sizeof *tl->buffers);
-    hbmi_free(tl);
+    hbmi_tagtab_free(tl->priv_->tags);
+    hbmi_big_free(tl->buffers, tl->priv_->cap, sizeof *tl->buffers);
+    hbmi_free(tl); /* and its priv_, in the same allocation */
 }
 
 hbm_status hbm_timeline_reserve(hbm_timeline *tl, size_t n) {
-    return hbmi_big_grow((void **)&tl->buffers, &tl->cap_, tl->count + n, sizeof *tl->buffers);
+    return hbmi_big_grow((void **)&tl->buffers, &tl->priv_->cap, tl->count + n, sizeof *tl->buffers);
 }
 
 hbm_status hbm_timeline_intern(hbm_timeline *tl, const hbm_tag *tag, uint32_t *tag_out) {
-    return hbmi_tagtab_intern(tl->tags_, tag, tag_out);
+    return hbmi_tagtab_intern(tl->priv_->tags, tag, tag_out);
 }
 
 hbm_status hbm_timeline_add(hbm_timeline *tl, uint64_t size, int64_t start, int64_t end,
@@ -42,7 +54,7 @@ hbm_status hbm_timeline_add(hbm_timeline *tl, uint64_t size, int64_t start, int6
     hbm_status s = hbm_timeline_reserve(tl, 1);
     if (s) return s;
     uint32_t t = 0;
-    s = hbmi_tagtab_intern(tl->tags_, tag, &t);
+    s = hbmi_tagtab_intern(tl->priv_->tags, tag, &t);
     if (s) return s;
     size_t i = tl->count++;
     tl->buffers[i] = (hbm_tl_buffer){.id = i, .size = size, .start = start, .end = end,
@@ -52,12 +64,12 @@ hbm_status hbm_timeline_add(hbm_timeline *tl, uint64_t size, int64_t start, int6
 }
 
 const hbm_tag *hbm_timeline_tag_at(const hbm_timeline *tl, uint32_t tag) {
-    return tl ? hbmi_tagtab_get(tl->tags_, tag) : NULL;
+    return tl ? hbmi_tagtab_get(tl->priv_->tags, tag) : NULL;
 }
 
 const hbm_tag *hbm_timeline_tag(const hbm_timeline *tl, size_t i) {
     if (!tl || i >= tl->count) return NULL;
-    return hbmi_tagtab_get(tl->tags_, tl->buffers[i].tag);
+    return hbmi_tagtab_get(tl->priv_->tags, tl->buffers[i].tag);
 }
 
 static int event_cmp(const void *a, const void *b) {

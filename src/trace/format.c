@@ -198,7 +198,7 @@ hbm_status hbm_trace_write(const hbm_trace *t, const char *path) {
         s = w_meta(w, "history_start", v);
     }
     for (uint32_t i = 1; !s && i <= hbm_trace_tag_count(t); i++) s = hbm_trace_writer_tag(w, i, hbm_trace_tag(t, i));
-    for (uint32_t i = 1; !s && i <= t->bt_count_; i++) {
+    for (uint32_t i = 1; !s && i <= t->priv_->bt_count; i++) {
         size_t n;
         const uint64_t *fr = hbm_trace_backtrace(t, i, &n);
         s = hbm_trace_writer_backtrace(w, i, fr, n);
@@ -386,7 +386,7 @@ hbm_status hbm_trace_parse(const void *data, size_t len, const char *name, hbm_t
     snprintf(r.t->name, sizeof r.t->name, "%s", name);
     snprintf(r.t->source, sizeof r.t->source, "hbm");
     /* reserve for the likely event count up front: records are mostly events */
-    s = hbmi_big_grow((void **)&r.t->events, &r.t->cap_, (len - hsize) / 12 + 1, sizeof *r.t->events);
+    s = hbmi_big_grow((void **)&r.t->events, &r.t->priv_->cap, (len - hsize) / 12 + 1, sizeof *r.t->events);
     hbmi_ev_state st = {0, 0};
     /* version 1 had types 1-6, version 2 added 7, version 3 added 8 and 9 */
     unsigned last_event = ver >= 3 ? HBM_EV_SEGMENT_UNMAP : ver == 2 ? HBM_EV_SYNC : HBM_EV_FREE_REQUESTED;

@@ -22,11 +22,16 @@ const char *hbm_event_kind_str(hbm_event_kind k) {
 hbm_status hbm_trace_new(hbm_trace **out) {
     if (!out) return hbmi_error(HBM_ERR_INVALID, "hbm_trace_new: NULL out");
     *out = NULL;
-    hbm_trace *t = hbmi_calloc(1, sizeof *t);
-    if (!t) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace");
-    hbm_status s = hbmi_tagtab_new(&t->tags_);
+    struct trace_alloc { /* the trace and its priv_ in one allocation */
+        hbm_trace pub;
+        struct hbmi_trace_priv priv;
+    } *both = hbmi_calloc(1, sizeof *both);
+    if (!both) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a trace");
+    hbm_trace *t = &both->pub;
+    t->priv_ = &both->priv;
+    hbm_status s = hbmi_tagtab_new(&t->priv_->tags);
     if (s) {
-        hbmi_free(t);
+        hbmi_free(both);
         return s;
     }
     t->has_time = 1;
@@ -50,14 +55,14 @@ void hbmi_torch_segs_free(hbmi_torch_segs *x) {
 void hbm_trace_free(hbm_trace *t) {
     if (!t) return;
     hbm_trace_free_all(t->others, t->n_others);
-    hbmi_tagtab_free(t->tags_);
-    hbmi_big_free(t->events, t->cap_, sizeof *t->events);
-    hbmi_free(t->bt_frames_);
-    hbmi_free(t->bt_index_);
-    hbmi_free(t->step_names_);
-    hbmi_free(t->torch_keys_);
-    hbmi_torch_segs_free(t->torch_segs_);
-    hbmi_free(t);
+    hbmi_tagtab_free(t->priv_->tags);
+    hbmi_big_free(t->events, t->priv_->cap, sizeof *t->events);
+    hbmi_free(t->priv_->bt_frames);
+    hbmi_free(t->priv_->bt_index);
+    hbmi_free(t->priv_->step_names);
+    hbmi_free(t->priv_->torch_keys);
+    hbmi_torch_segs_free(t->priv_->torch_segs);
+    hbmi_free(t); /* and its priv_, in the same allocation */
 }
 
 void hbm_trace_free_all(hbm_trace **traces, size_t n) {
@@ -67,8 +72,8 @@ void hbm_trace_free_all(hbm_trace **traces, size_t n) {
 }
 
 hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e) {
-    if (HBMI_UNLIKELY(t->count == t->cap_)) {
-        hbm_status s = hbmi_big_grow((void **)&t->events, &t->cap_, t->count + 1, sizeof *t->events);
+    if (HBMI_UNLIKELY(t->count == t->priv_->cap)) {
+        hbm_status s = hbmi_big_grow((void **)&t->events, &t->priv_->cap, t->count + 1, sizeof *t->events);
         if (s) return s;
     }
     t->events[t->count++] = *e;
@@ -76,32 +81,32 @@ hbm_status hbm_trace_add(hbm_trace *t, const hbm_trace_event *e) {
 }
 
 hbm_status hbm_trace_intern(hbm_trace *t, const hbm_tag *tag, uint32_t *id_out) {
-    return hbmi_tagtab_intern(t->tags_, tag, id_out);
+    return hbmi_tagtab_intern(t->priv_->tags, tag, id_out);
 }
 
-const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id) { return t ? hbmi_tagtab_get(t->tags_, id) : NULL; }
-uint32_t hbm_trace_tag_count(const hbm_trace *t) { return t ? hbmi_tagtab_count(t->tags_) : 0; }
+const hbm_tag *hbm_trace_tag(const hbm_trace *t, uint32_t id) { return t ? hbmi_tagtab_get(t->priv_->tags, id) : NULL; }
+uint32_t hbm_trace_tag_count(const hbm_trace *t) { return t ? hbmi_tagtab_count(t->priv_->tags) : 0; }
 
 hbm_status hbm_trace_add_backtrace(hbm_trace *t, const uint64_t *frames, size_t n, uint32_t *id_out) {
-    if (t->bt_count_ >= UINT32_MAX - 1) return hbmi_error(HBM_ERR_NOMEM, "trace: too many backtraces");
-    hbm_status s = hbmi_grow((void **)&t->bt_frames_, &t->bt_cap_, t->bt_nframes_ + n + 1, sizeof *t->bt_frames_);
-    if (!s) s = hbmi_grow((void **)&t->bt_index_, &t->bt_index_cap_, 2 * t->bt_count_ + 2, sizeof *t->bt_index_);
+    if (t->priv_->bt_count >= UINT32_MAX - 1) return hbmi_error(HBM_ERR_NOMEM, "trace: too many backtraces");
+    hbm_status s = hbmi_grow((void **)&t->priv_->bt_frames, &t->priv_->bt_cap, t->priv_->bt_nframes + n + 1, sizeof *t->priv_->bt_frames);
+    if (!s) s = hbmi_grow((void **)&t->priv_->bt_index, &t->priv_->bt_index_cap, 2 * t->priv_->bt_count + 2, sizeof *t->priv_->bt_index);
     if (s) return s;
-    if (n) memcpy(t->bt_frames_ + t->bt_nframes_, frames, n * sizeof *frames);
-    t->bt_index_[2 * t->bt_count_] = t->bt_nframes_;
-    t->bt_index_[2 * t->bt_count_ + 1] = n;
-    t->bt_nframes_ += n;
-    *id_out = (uint32_t)++t->bt_count_;
+    if (n) memcpy(t->priv_->bt_frames + t->priv_->bt_nframes, frames, n * sizeof *frames);
+    t->priv_->bt_index[2 * t->priv_->bt_count] = t->priv_->bt_nframes;
+    t->priv_->bt_index[2 * t->priv_->bt_count + 1] = n;
+    t->priv_->bt_nframes += n;
+    *id_out = (uint32_t)++t->priv_->bt_count;
     return HBM_OK;
 }
 
 const uint64_t *hbm_trace_backtrace(const hbm_trace *t, uint32_t id, size_t *n) {
-    if (!t || id == 0 || id > t->bt_count_) {
+    if (!t || id == 0 || id > t->priv_->bt_count) {
         if (n) *n = 0;
         return NULL;
     }
-    if (n) *n = (size_t)t->bt_index_[2 * id - 1];
-    return t->bt_frames_ + t->bt_index_[2 * id - 2];
+    if (n) *n = (size_t)t->priv_->bt_index[2 * id - 1];
+    return t->priv_->bt_frames + t->priv_->bt_index[2 * id - 2];
 }
 
 static int u64_cmp(const void *a, const void *b) {
@@ -196,10 +201,10 @@ hbm_status hbm_trace_from_timeline(const hbm_timeline *tl, hbm_trace **out) {
     t->has_time = 0; /* schedule steps, not times */
     hbmi_tl_event *p = NULL;
     s = hbmi_timeline_events(tl, &p);
-    if (!s) s = hbmi_big_grow((void **)&t->events, &t->cap_, 2 * tl->count, sizeof *t->events);
+    if (!s) s = hbmi_big_grow((void **)&t->events, &t->priv_->cap, 2 * tl->count, sizeof *t->events);
     int64_t t0 = tl->count && p ? p[0].t : 0; /* the earliest start */
-    t->steps_ = !strcmp(tl->clock, "step");
-    t->step0_ = t0;
+    t->priv_->steps = !strcmp(tl->clock, "step");
+    t->priv_->step0 = t0;
     for (size_t i = 0; !s && i < 2 * tl->count; i++) {
         const hbm_tl_buffer *b = &tl->buffers[p[i].buf];
         /* plan offsets are relative to different allocations: use a unique address per buffer */
@@ -245,17 +250,17 @@ hbm_status hbm_plan_trace(const hbm_plan *p, hbm_trace **out) {
         names[i] = at;
         at += k;
     }
-    t->step_names_ = names;
-    t->n_steps_ = n;
+    t->priv_->step_names = names;
+    t->priv_->n_steps = n;
     *out = t;
     return HBM_OK;
 }
 
 int64_t hbm_trace_event_step(const hbm_trace *t, size_t i, const char **name) {
     if (name) *name = "";
-    if (!t || !t->steps_ || i >= t->count) return -1;
-    int64_t step = (int64_t)(t->events[i].time_ns / 1000u) + t->step0_;
-    if (name && step >= 0 && (size_t)step < t->n_steps_) *name = t->step_names_[step];
+    if (!t || !t->priv_->steps || i >= t->count) return -1;
+    int64_t step = (int64_t)(t->events[i].time_ns / 1000u) + t->priv_->step0;
+    if (name && step >= 0 && (size_t)step < t->priv_->n_steps) *name = t->priv_->step_names[step];
     return step;
 }
 

@@ -7,6 +7,34 @@
 
 #include "core/internal.h"
 #include "hbm/trace.h"
+#include "trace/trace_view.h"
+
+/* hbm's own state of a trace (hbm_trace.priv_), allocated with it by hbm_trace_new. */
+struct hbmi_trace_priv {
+    size_t cap; /* of hbm_trace.events */
+    struct hbmi_tagtab *tags;
+    /* A trace made from an HLO module's plan (hbm_plan_trace): steps is 1 and event i is at
+     * schedule step time_ns / 1000 + step0, whose instruction is step_names[step] (n_steps
+     * of them): positions read "step N (name)", as hbm plan counts, not "event N". */
+    int steps;
+    int64_t step0;
+    char **step_names;
+    size_t n_steps;
+    uint64_t *bt_frames; /* all backtraces' frames, concatenated */
+    size_t bt_nframes, bt_cap;
+    uint64_t *bt_index;  /* backtrace id i (1-based): frames at bt_index[2i-2], count bt_index[2i-1] */
+    size_t bt_count, bt_index_cap;
+    /* A PyTorch snapshot's root keys hbm keeps as they were read, for the torch export to
+     * write back: "allocator_settings" (defaults too, every key PyTorch wrote) and
+     * "external_annotations", as pickle opcodes of key, value pairs (protocol 2, for a
+     * SETITEMS); NULL when the snapshot had neither. torch_settings_kept: it had the first. */
+    unsigned char *torch_keys;
+    size_t torch_keys_n;
+    int torch_settings_kept;
+    /* A snapshot's "segments" of this device with their blocks, as read (for the torch
+     * export); NULL for other sources. */
+    struct hbmi_torch_segs *torch_segs;
+};
 
 #define HBMI_TRACE_MAGIC "HBMTRACE"
 /* Version 2 added the sync event (type 7), version 3 segment_map / segment_unmap (8, 9);
@@ -90,15 +118,6 @@ hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int i
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
-/* The device a trace is replayed and viewed on when none is given: the one its header
- * names (the capacity, or the meta device_bytes that replaces it: docs/trace-format.md),
- * else hbm's default, a simulated 80 GiB device. *why (may be NULL) says which in the
- * words hbm replay and hbm view print. */
-#define HBMI_DEVICE_FROM_HEADER "from the trace header"
-#define HBMI_DEVICE_DEFAULT "default, the trace names no device"
-#define HBMI_DEVICE_DEFAULT_BYTES (80ull << 30)
-uint64_t hbmi_trace_device_bytes(const hbm_trace *t, const char **why);
-
 /* A growable byte buffer for exporters. */
 typedef struct hbmi_buf {
     unsigned char *p;
@@ -115,25 +134,13 @@ void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
 
 /* (JSON strings: hbmi_json_str, core/internal.h) */
 
-/* Live-bytes sweeps shared by exporters and views: bytes in use (sum of sizes of blocks
- * live after each event) and reserved (segment events; or in use when the trace has
- * none). Arrays of t->count entries, owned by the caller (hbmi_free). */
-hbm_status hbmi_trace_curves(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments);
-/* The same, and the first event no allocator can have produced, in words, into why ("" when
- * the history is consistent): an allocation of a block that is live, a free of one that is
- * not (past a rebuilt start), bytes in use above the bytes reserved. */
-hbm_status hbmi_trace_curves_why(const hbm_trace *t, uint64_t **in_use, uint64_t **reserved, int *has_segments,
-                                 char *why, size_t cap);
-/* The peak of bytes in use, as hbmi_trace_curves counts it, without the arrays. */
-hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak);
-
 /* Every device of a PyTorch snapshot (pickle, or JSON when json), in display order. */
 hbm_status hbmi_torch_parse_all(const void *data, size_t len, int json, const char *name, hbmi_input *in,
                                 hbm_trace ***out, size_t *n);
 
 /* A PyTorch allocator's end state as a snapshot's "segments" holds it: each segment with
  * its blocks in address order, as read (a snapshot) or as the PyTorch allocator twin left
- * them (any other trace). The torch export writes it back (hbm_trace.torch_segs_). */
+ * them (any other trace). The torch export writes it back (hbm_trace.priv_->torch_segs). */
 enum { HBMI_TBLK_INACTIVE, HBMI_TBLK_ALLOCATED, HBMI_TBLK_PENDING_FREE };
 typedef struct hbmi_tblock {
     uint64_t addr, size, requested; /* size as the allocator held it */
@@ -199,42 +206,6 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out);
 
 /* all[pick] with the other n - 1 traces attached as its others (the array is reused). */
 hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
-
-/* "name": ..., "source": ..., "device": ... of a trace (JSON members, no braces). */
-void hbmi_json_trace_id(FILE *f, const hbm_trace *t);
-
-/* An event's number as the user sees it: counted from the history's first event; -1 for
- * the state rebuilt before a snapshot's history (events [0, history_start)). */
-static inline int64_t hbmi_event_number(const hbm_trace *t, int64_t i) {
-    return i < (int64_t)t->history_start ? -1 : i - (int64_t)t->history_start;
-}
-/* An event's position as the user counts it: its schedule step in a plan's trace
- * (hbm_plan_trace; i == count: the step after the last), else hbmi_event_number. */
-static inline int64_t hbmi_event_pos(const hbm_trace *t, int64_t i) {
-    if (t->steps_ && i >= 0) {
-        if ((size_t)i >= t->count) return t->count ? (int64_t)(t->events[t->count - 1].time_ns / 1000u) + t->step0_ : 0;
-        return (int64_t)(t->events[i].time_ns / 1000u) + t->step0_;
-    }
-    return hbmi_event_number(t, i);
-}
-/* "step N" or "event N": the unit hbmi_event_pos counts in. */
-static inline const char *hbmi_event_unit(const hbm_trace *t) { return t->steps_ ? "step" : "event"; }
-/* "event N (1.234567s)" (time_ns, when the trace has times), "event N", "step N
- * (instruction)" in a plan's trace (hbm_plan_trace), or "the start (before the history)": it
- * reads after "at". Returns buf. */
-const char *hbmi_event_when(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
-/* The same without the instruction's name ("step N"), for narrow columns. */
-const char *hbmi_event_when_short(const hbm_trace *t, int64_t i, uint64_t time_ns, char *buf, size_t cap);
-
-/* In a plan's trace, `, "KEY_step": N, "KEY_instruction": "name"` for event i (JSON
- * members after others); nothing for another trace. */
-void hbmi_json_step(FILE *f, const hbm_trace *t, int64_t i, const char *key);
-
-/* A plan's trace (hbm_plan_trace): its peak of live bytes and where, as JSON members
- * (`, "peak_live_bytes": N, "peak_step": S, "peak_instruction": "..."`) or as a line of
- * replay's table; nothing for another trace. */
-void hbmi_json_plan_peak(FILE *f, const hbm_trace *t);
-void hbmi_text_plan_peak(FILE *f, const hbm_trace *t);
 
 /* The tracking adaptor (recorder.c): a policy that records every call of the
  * inner one into path. On failure the inner policy is untouched (the caller destroys it).

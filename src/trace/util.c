@@ -7,6 +7,23 @@
 #include "hbm/size.h"
 #include "trace/trace_internal.h"
 
+int64_t hbmi_event_pos(const hbm_trace *t, int64_t i) {
+    if (t->priv_->steps && i >= 0) {
+        if ((size_t)i >= t->count) return t->count ? (int64_t)(t->events[t->count - 1].time_ns / 1000u) + t->priv_->step0 : 0;
+        return (int64_t)(t->events[i].time_ns / 1000u) + t->priv_->step0;
+    }
+    return hbmi_event_number(t, i);
+}
+
+const char *hbmi_event_unit(const hbm_trace *t) { return t->priv_->steps ? "step" : "event"; }
+
+int hbmi_trace_is_plan(const hbm_trace *t) { return t->priv_->steps; }
+
+const char *const *hbmi_trace_step_names(const hbm_trace *t, size_t *n) {
+    *n = t->priv_->steps ? t->priv_->n_steps : 0;
+    return t->priv_->steps ? (const char *const *)t->priv_->step_names : NULL;
+}
+
 void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n) {
     if (b->oom) return;
     if (hbmi_grow((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
@@ -169,7 +186,7 @@ hbm_status hbmi_trace_peak_use(const hbm_trace *t, uint64_t *peak) { return curv
 void hbmi_json_plan_peak(FILE *f, const hbm_trace *t) {
     uint64_t peak = 0;
     size_t at = 0;
-    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    if (!t->priv_->steps || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
     fprintf(f, ", \"peak_live_bytes\": %" PRIu64, peak);
     hbmi_json_step(f, t, (int64_t)at, "peak");
 }
@@ -178,7 +195,7 @@ void hbmi_text_plan_peak(FILE *f, const hbm_trace *t) {
     uint64_t peak = 0;
     size_t at = 0;
     char a[32], w[80];
-    if (!t->steps_ || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
+    if (!t->priv_->steps || curves(t, NULL, NULL, NULL, &peak, &at, NULL, 0) || !peak) return;
     fprintf(f, "%-28s %11s  (at %s, as hbm plan counts)\n", "peak of live bytes", hbm_size_xla((int64_t)peak, a),
             hbmi_event_when(t, (int64_t)at, 0, w, sizeof w));
 }

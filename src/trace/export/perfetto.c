@@ -28,7 +28,7 @@ static hbm_status write_device(const hbm_trace *t, int pid, FILE *f) {
         const hbm_trace_event *e = &t->events[i];
         int64_t ev = hbmi_event_number(t, (int64_t)i);
         if (ev < 0) ev = 0; /* the rebuilt state sits at 0 */
-        double us = t->steps_ ? (double)hbmi_event_pos(t, (int64_t)i) : t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
+        double us = t->priv_->steps ? (double)hbmi_event_pos(t, (int64_t)i) : t->has_time ? (double)e->time_ns / 1000.0 : (double)ev;
         if (use[i] != last_use || i + 1 == t->count) {
             fprintf(f, ",\n{\"name\": \"in use\", \"ph\": \"C\", \"ts\": %.3f, \"pid\": %d, \"args\": {\"bytes\": %" PRIu64 "}}",
                     us, pid, use[i]);
@@ -39,7 +39,7 @@ static hbm_status write_device(const hbm_trace *t, int pid, FILE *f) {
                     us, pid, res[i]);
             last_res = res[i];
         }
-        if (t->steps_ && i == peak_i && use[i]) { /* a plan's: where hbm plan puts its peak */
+        if (t->priv_->steps && i == peak_i && use[i]) { /* a plan's: where hbm plan puts its peak */
             fprintf(f, ",\n{\"name\": \"peak of live bytes\", \"ph\": \"i\", \"s\": \"p\", \"ts\": %.3f, \"pid\": %d, "
                        "\"args\": {\"bytes\": %" PRIu64, us, pid, use[i]);
             hbmi_json_step(f, t, (int64_t)i, "peak");
@@ -67,7 +67,7 @@ hbm_status hbm_export_perfetto(const hbm_trace *t, FILE *f) {
     if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_perfetto: NULL argument");
     fputs("{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": ", f);
     hbmi_json_str(f, t->name);
-    fputs(t->steps_     ? ", \"clock\": \"schedule step (an HLO module's plan): 1 us = 1 step\""
+    fputs(t->priv_->steps     ? ", \"clock\": \"schedule step (an HLO module's plan): 1 us = 1 step\""
           : t->has_time ? ", \"clock\": \"time\""
                         : ", \"clock\": \"event number (the trace has no times): 1 us = 1 event\"",
           f);

@@ -307,7 +307,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
     hbmi_map_init(&live);
     hbm_status s = HBM_OK;
     size_t written = 0;
-    const hbmi_torch_segs *x = t->torch_segs_;
+    const hbmi_torch_segs *x = t->priv_->torch_segs;
     size_t mk = 0, run = 0, tseg = 0;
     uint32_t xid = 0;
     hbmi_buf_put(b, "](", 2);
@@ -354,7 +354,7 @@ static hbm_status put_history(hbmi_buf *b, memo *m, const hbm_trace *t, int addr
         m_uint(b, m, "addr", e->kind == HBM_EV_OOM ? 0 : addr);
         m_uint(b, m, "size", size);
         m_uint(b, m, "stream", e->stream);
-        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->torch_segs_ ? (uint64_t)t->torch_segs_->t0_us : 0));
+        if (t->has_time) m_uint(b, m, "time_us", e->time_ns / 1000 + (t->priv_->torch_segs ? (uint64_t)t->priv_->torch_segs->t0_us : 0));
         if (e->kind == HBM_EV_OOM) m_uint(b, m, "device_free", e->size);
         put_extras(b, x, xid);
         frames(b, m, t, tag, bt);
@@ -528,26 +528,26 @@ static hbm_status put_all_segments(hbmi_buf *b, memo *m, hbm_trace *const *trace
     hbm_status s = HBM_OK;
     size_t total = 0, base = 0;
     for (size_t d = 0; d < n; d++) {
-        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
+        const hbmi_torch_segs *x = traces[d]->priv_->torch_segs ? traces[d]->priv_->torch_segs : own[d];
         total += x ? x->n : 0;
     }
     seg_ref *r = s ? NULL : hbmi_malloc((total + 1) * sizeof *r);
     if (!s && !r) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     size_t nr = 0;
     for (size_t d = 0; d < n && !s; d++) {
-        const hbmi_torch_segs *x = traces[d]->torch_segs_ ? traces[d]->torch_segs_ : own[d];
+        const hbmi_torch_segs *x = traces[d]->priv_->torch_segs ? traces[d]->priv_->torch_segs : own[d];
         for (size_t k = 0; x && k < x->n; k++)
-            r[nr++] = (seg_ref){traces[d]->torch_segs_ ? x->s[k].order : base + k, d, k};
-        if (!traces[d]->torch_segs_ && x) base += x->n;
+            r[nr++] = (seg_ref){traces[d]->priv_->torch_segs ? x->s[k].order : base + k, d, k};
+        if (!traces[d]->priv_->torch_segs && x) base += x->n;
     }
     if (!s) hbmi_qsort(r, nr, sizeof *r, ref_cmp);
     for (size_t i = 0; i < nr && !s; i++) {
-        const hbmi_torch_segs *x = traces[r[i].d]->torch_segs_ ? traces[r[i].d]->torch_segs_ : own[r[i].d];
+        const hbmi_torch_segs *x = traces[r[i].d]->priv_->torch_segs ? traces[r[i].d]->priv_->torch_segs : own[r[i].d];
         m->device = r[i].d;
         put_kept_segment(b, m, traces[r[i].d], x, &x->s[r[i].k]);
     }
     for (size_t d = 0; d < n && !s; d++) { /* traces without an end state: their live blocks */
-        if (traces[d]->torch_segs_ || own[d]) continue;
+        if (traces[d]->priv_->torch_segs || own[d]) continue;
         m->device = d;
         s = put_segments(b, m, traces[d], addressed_segments(traces[d]));
     }
@@ -565,11 +565,11 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
     if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     for (size_t d = 0; d < n && !s; d++)
-        if (!traces[d]->torch_segs_ && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
+        if (!traces[d]->priv_->torch_segs && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
             s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     int maxdev = 0;
     for (size_t d = 0; d < n; d++) {
-        const hbmi_torch_segs *x = traces[d]->torch_segs_;
+        const hbmi_torch_segs *x = traces[d]->priv_->torch_segs;
         if (traces[d]->device_index > maxdev) maxdev = traces[d]->device_index;
         for (size_t k = 0; x && k < x->nmarks; k++)
             if (x->marks[k].device > maxdev) maxdev = x->marks[k].device;
@@ -586,7 +586,7 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
         if (!t) { /* a device without a trace: the other entries kept of it, if any */
             hbmi_buf_put(&b, "](", 2);
             for (size_t d = 0; d < n; d++) {
-                const hbmi_torch_segs *x = traces[d]->torch_segs_;
+                const hbmi_torch_segs *x = traces[d]->priv_->torch_segs;
                 m.device = d;
                 for (size_t k = 0; x && k < x->nmarks; k++)
                     if (x->marks[k].device == dv) put_mark(&b, &m, traces[d], x, &x->marks[k]);
@@ -603,8 +603,8 @@ hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
     if (!s) s = put_all_segments(&b, &m, traces, n, own);
     hbmi_buf_byte(&b, 'e'); /* segments APPENDS */
     /* the keys the snapshot had, as it had them; else the settings hbm knows */
-    if (!s && traces[0]->torch_keys_) hbmi_buf_put(&b, traces[0]->torch_keys_, traces[0]->torch_keys_n_);
-    if (!s && traces[0]->torch_settings[0] && !traces[0]->torch_settings_kept_) s = put_settings(&b, traces[0]);
+    if (!s && traces[0]->priv_->torch_keys) hbmi_buf_put(&b, traces[0]->priv_->torch_keys, traces[0]->priv_->torch_keys_n);
+    if (!s && traces[0]->torch_settings[0] && !traces[0]->priv_->torch_settings_kept) s = put_settings(&b, traces[0]);
     hbmi_buf_put(&b, "u.", 2); /* root SETITEMS, STOP */
     if (!s && (b.oom || m.oom)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");

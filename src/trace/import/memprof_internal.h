@@ -1,5 +1,5 @@
-/* memprof_internal.h - the memory profile's reader (xprof_memory.c), attribution
- * (memprof_attr.c) and rendering (src/report/memprof_report.c) share this. */
+/* memprof_internal.h - the memory profile's reader (xprof_memory.c) and attribution
+ * (memprof_attr.c) share this; the renderer reads memprof_view.h. */
 #ifndef HBM_MEMPROF_INTERNAL_H
 #define HBM_MEMPROF_INTERNAL_H
 

@@ -296,9 +296,9 @@ static int u64_cmp(const void *a, const void *b) {
 }
 
 /* The segment sg (place order in the snapshot's list) of t's device with its blocks, as
- * read, into t->torch_segs_ (for the torch export). */
+ * read, into t->priv_->torch_segs (for the torch export). */
 static hbm_status keep_segment(hbm_trace *t, stack_cache *c, const hbmi_pv *sg, size_t order) {
-    hbmi_torch_segs *x = t->torch_segs_;
+    hbmi_torch_segs *x = t->priv_->torch_segs;
     if (hbmi_grow((void **)&x->s, &x->cap, x->n + 1, sizeof *x->s)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     hbmi_tseg g = {.addr = (uint64_t)hbmi_pv_int(sg, "address", 0), .total = (uint64_t)hbmi_pv_int(sg, "total_size", 0),
                    .allocated = (uint64_t)hbmi_pv_int(sg, "allocated_size", 0),
@@ -361,7 +361,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     stack_cache sc;
     memset(&sc, 0, sizeof sc);
     t->stacks = 1;
-    if (!t->torch_segs_ && !(t->torch_segs_ = hbmi_calloc(1, sizeof *t->torch_segs_)))
+    if (!t->priv_->torch_segs && !(t->priv_->torch_segs = hbmi_calloc(1, sizeof *t->priv_->torch_segs)))
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     /* pass 1: what the history holds at its end, what it frees without having allocated,
      * and whether it has times */
@@ -418,7 +418,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     }
     hbmi_free(mapped.b);
     t->has_time = t0 >= 0;
-    t->torch_segs_->t0_us = t0 >= 0 ? t0 : 0;
+    t->priv_->torch_segs->t0_us = t0 >= 0 ? t0 : 0;
     /* the end state: blocks active that the history does not hold, segments it never
      * allocated; reserved anchored at the segments' total */
     uint64_t seg_total = 0;
@@ -550,7 +550,7 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
     /* pass 2: the history itself, converted in place in its array, after the prelude */
     size_t pre = t->count;
     if (!s && n && d->shared) { /* one list for several devices (pickle memo): a copy each */
-        if ((s = hbmi_big_grow((void **)&t->events, &t->cap_, pre + n, sizeof *t->events))) goto done;
+        if ((s = hbmi_big_grow((void **)&t->events, &t->priv_->cap, pre + n, sizeof *t->events))) goto done;
         memcpy(t->events + pre, evs, n * sizeof *t->events);
     } else if (!s && n) {
         hbmi_pvevs *h = d->events;
@@ -559,13 +559,13 @@ static hbm_status one_device(hbm_trace *t, const dev_src *d, const hbmi_pv *segs
         h->cap = cap;
         memmove(h->r + pre, h->r, n * sizeof *h->r);
         if (pre) memcpy(h->r, t->events, pre * sizeof *h->r);
-        hbmi_big_free(t->events, t->cap_, sizeof *t->events);
+        hbmi_big_free(t->events, t->priv_->cap, sizeof *t->events);
         t->events = h->r;
-        t->cap_ = h->cap;
+        t->priv_->cap = h->cap;
         h->r = NULL;
         h->n = h->cap = 0;
     }
-    hbmi_torch_segs *x = t->torch_segs_;
+    hbmi_torch_segs *x = t->priv_->torch_segs;
     uint64_t run_id = 0;
     for (size_t i = 0; i < n && !s; i++) {
         hbm_trace_event e = t->events[pre + i];
@@ -676,7 +676,7 @@ static int pk_value(hbmi_buf *b, const hbmi_pv *v, int depth) {
     }
 }
 
-/* The root keys kept as read (hbm_trace.torch_keys_) into t; a value hbm cannot write back
+/* The root keys kept as read (hbm_trace.priv_->torch_keys) into t; a value hbm cannot write back
  * is left out (the export then writes what it knows of it). */
 static hbm_status keep_root_keys(const hbmi_pv *root, hbm_trace *t) {
     static const char *keys[] = {"allocator_settings", "external_annotations"};
@@ -690,15 +690,15 @@ static hbm_status keep_root_keys(const hbmi_pv *root, hbm_trace *t) {
             b.n = at;
             continue;
         }
-        if (!k) t->torch_settings_kept_ = 1;
+        if (!k) t->priv_->torch_settings_kept = 1;
     }
     if (b.oom) {
         hbmi_buf_free(&b);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     }
     if (!b.n) hbmi_buf_free(&b);
-    t->torch_keys_ = b.n ? b.p : NULL;
-    t->torch_keys_n_ = b.n;
+    t->priv_->torch_keys = b.n ? b.p : NULL;
+    t->priv_->torch_keys_n = b.n;
     return HBM_OK;
 }
 
@@ -740,7 +740,7 @@ static void torch_settings(const hbmi_pv *root, char *buf, size_t cap) {
 
 /* The pool's sets of other keys into t (the torch export writes them back). */
 static hbm_status keep_extras(hbm_trace *t, const hbmi_pvpool *pool) {
-    hbmi_torch_segs *x = t->torch_segs_;
+    hbmi_torch_segs *x = t->priv_->torch_segs;
     if (!x || !pool->nx || !(x->nruns || x->nmarks)) return HBM_OK;
     size_t nb = pool->xoff[pool->nx];
     x->xb = hbmi_malloc(nb ? nb : 1);
@@ -754,7 +754,7 @@ static hbm_status keep_extras(hbm_trace *t, const hbmi_pvpool *pool) {
 
 /* The other entries of device dv, whose trace is dropped (nothing else in it), into *o. */
 static hbm_status keep_orphans(hbmi_torch_segs **o, const hbm_trace *t, int dv) {
-    const hbmi_torch_segs *x = t->torch_segs_;
+    const hbmi_torch_segs *x = t->priv_->torch_segs;
     if (!x || !x->nmarks) return HBM_OK;
     if (!*o && !(*o = hbmi_calloc(1, sizeof **o))) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     hbmi_torch_segs *y = *o;
@@ -778,7 +778,7 @@ static hbm_status keep_orphans(hbmi_torch_segs **o, const hbm_trace *t, int dv) 
 
 /* Orphan entries onto t's, after its own (device set), with t's sets of other keys. */
 static hbm_status add_orphans(hbm_trace *t, hbmi_torch_segs *o) {
-    hbmi_torch_segs *x = t->torch_segs_;
+    hbmi_torch_segs *x = t->priv_->torch_segs;
     if (!x || !o->nmarks) return HBM_OK;
     if (hbmi_grow((void **)&x->marks, &x->marks_cap, x->nmarks + o->nmarks, sizeof *x->marks))
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory");

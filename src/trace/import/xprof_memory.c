@@ -14,6 +14,7 @@
 #include "hbm/proto.h"
 #include "hlo/hlo_internal.h"
 #include "trace/import/memprof_internal.h"
+#include "trace/import/memprof_view.h"
 
 /* --- the wire format ------------------------------------------------------------------- */
 typedef struct wfield {
@@ -960,6 +961,16 @@ int hbm_memprof_find_device(const hbm_memprof *mp, int d) {
     return -1;
 }
 size_t hbm_memprof_execution_count(const hbm_memprof *mp) { return mp ? mp->nex : 0; }
+
+void hbmi_memprof_holds_get(const hbm_memprof *mp, hbmi_memprof_holds *out) {
+    out->n_planes = mp->n_planes;
+    out->n_device_planes = mp->n_device_planes;
+    out->has_host = mp->has_host;
+    out->has_metadata = mp->has_metadata;
+    out->n_modules = mp->n_modules;
+    out->n_planned = mp->n_planned;
+    out->attr_note = mp->attr_note;
+}
 
 hbm_status hbmi_memprof_read_execs(hbm_memprof *mp) {
     if (mp->execs_read) return HBM_OK;

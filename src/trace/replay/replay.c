@@ -49,7 +49,7 @@ static void frag_at(hbm_replay_result *r, const hbm_stats *st) {
  * still live at the end (an address allocated again without a free loses its first
  * alloc, there as here); its bytes count from its alloc to its free, and at equal times
  * frees come first, which in event order they always do. The allocs' slots mark the
- * buffers (the replays overwrite them). *nbuf: the buffers of non-zero size (the
+ * buffers. *nbuf: the buffers of non-zero size (the
  * timeline's count). Needed only when an address was allocated again without a free:
  * otherwise every alloc is a buffer and the pairing pass counts the bound itself. */
 static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live, uint64_t *peak_out, size_t *nbuf_out) {
@@ -74,7 +74,8 @@ static void lower_bound(const hbm_trace *t, uint64_t *slot, const hbmi_map *live
 }
 
 /* One slot per event: a free's holds the index + 1 of the alloc it frees (0 when none: a
- * block from before the trace); an alloc's is the replays' scratch. And the lower bound.
+ * block from before the trace); an alloc's is pairing scratch, read by no replay. And the
+ * lower bound.
  * While pairing, an alloc's slot holds its bytes (so a free reads them from the slot it
  * marks, not from the alloc's event: one cache miss, not two), then 1 once a free pairs
  * with it, 0 when a later alloc at its address replaced it: non-zero marks a buffer. */
@@ -128,10 +129,10 @@ void hbmi_replay_plan_free(hbmi_replay_plan *p) {
     hbmi_free(p->slot);
     p->slot = NULL;
 }
-hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
-                           const hbmi_replay_hooks *h, hbm_replay_result *r) {
+hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const char *device_spec,
+                           const hbm_replay_config *cfg, const hbmi_replay_hooks *h, hbm_replay_result *r) {
     const hbm_trace *t = p->t;
-    uint64_t *slot = p->slot;
+    const uint64_t *slot = p->slot; /* the pairing, read only: p serves any number of replays */
     memset(r, 0, sizeof *r);
     hbmi_strlcpy_cut(r->config, sizeof r->config, cfg->text);
     r->first_oom_event = r->last_oom_event = -1;
@@ -158,7 +159,11 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     uint32_t ntags = hbm_trace_tag_count(t);
     uint32_t *tagid = hbmi_calloc((size_t)ntags + 1, sizeof *tagid);
     const hbm_tag **tagp = hbmi_calloc((size_t)ntags + 1, sizeof *tagp);
-    if (!tagid || !tagp) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
+    /* per alloc event: its address in this replay + 1 (0: not allocated here); a free reads
+     * its alloc's, which the loop wrote before it */
+    size_t addrs_bytes = (t->count + 1) * sizeof(uint64_t); /* huge pages when large: read at random */
+    uint64_t *addrs = scratch ? scratch : hbmi_zone_alloc(addrs_bytes);
+    if (!tagid || !tagp || !addrs) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
     for (uint32_t i = 1; !s && i <= ntags; i++) {
         tagp[i] = hbm_trace_tag(t, i);
         s = hbmi_tagtab_intern(a->tags, tagp[i], &tagid[i]);
@@ -183,7 +188,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
         const hbm_trace_event *e = &t->events[i];
         if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
             uint64_t size = e->requested ? e->requested : e->size, addr;
-            slot[i] = 0; /* 0: not allocated here (failed or empty) */
+            addrs[i] = 0; /* 0: not allocated here (failed or empty) */
             if (!size) continue;
             uint32_t tg = e->tag <= ntags ? tagid[e->tag] : 0;
             const hbm_tag *tag = e->tag <= ntags ? tagp[e->tag] : NULL;
@@ -196,7 +201,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
                     r->first_oom_time_ns = e->time_ns;
                     r->first_oom_bytes = size;
                     if (h && h->on_first_oom) h->on_first_oom(h->user, a, r);
-                    quiet = hbmi_oom_quiet_set(1); /* the later ones: no message */
+                    quiet = hbmi_allocator_set_quiet(a, 1); /* the later ones: no message */
                 }
                 r->last_oom_event = (int64_t)i;
                 r->last_oom_time_ns = e->time_ns;
@@ -218,9 +223,9 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
                 r->frees++;
                 continue;
             }
-            slot[i] = addr + 1; /* +1 so that address 0 is told apart from "none" */
+            addrs[i] = addr + 1; /* +1 so that address 0 is told apart from "none" */
         } else if (e->kind == HBM_EV_FREE && slot[i]) {
-            uint64_t addr = slot[slot[i] - 1];
+            uint64_t addr = addrs[slot[i] - 1];
             if (!addr) continue; /* its allocation failed here */
             if ((s = ops->free_stream ? ops->free_stream(self, addr - 1, e->stream) : ops->free(self, addr - 1))) break;
             r->frees++;
@@ -242,7 +247,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     }
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     r->events = t->count;
-    if (r->ooms) hbmi_oom_quiet_set(quiet);
+    if (r->ooms) hbmi_allocator_set_quiet(a, quiet);
     if (!s) {
         ops->stats(self, &st);
         r->peak_reserved = st.peak_bytes_reserved;
@@ -252,6 +257,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, c
     } else {
         hbmi_replay_result_fail(r, s);
     }
+    if (addrs && addrs != scratch) hbmi_zone_free(addrs, addrs_bytes);
     hbmi_free(tagid);
     hbmi_free(tagp);
     hbm_allocator_close(a);

@@ -15,8 +15,9 @@
 /* What every configuration's replay of one trace shares. */
 typedef struct hbmi_replay_plan {
     const hbm_trace *t;
-    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none); an alloc's address in
-                             the current replay + 1 (0: none) */
+    uint64_t *slot;       /* per event: a free's alloc index + 1 (0: none), written by
+                             hbmi_replay_prepare; an alloc's is the pairing's scratch, which
+                             the plan's owner may lend to one replay at a time (its scratch) */
     uint64_t lower_bound; /* the most bytes live at once (hbm_replay_bounds_get's) */
     size_t nbuffers;      /* the buffers of hbm_trace_to_timeline (non-zero sizes) */
 } hbmi_replay_plan;
@@ -34,9 +35,13 @@ typedef struct hbmi_replay_hooks {
 } hbmi_replay_hooks;
 
 /* Replay p's trace against cfg on a fresh device opened from device_spec; r->config gets
- * cfg->text. h may be NULL. Returns r->status. */
-hbm_status hbmi_replay_one(const hbmi_replay_plan *p, const char *device_spec, const hbm_replay_config *cfg,
-                           const hbmi_replay_hooks *h, hbm_replay_result *r);
+ * cfg->text. h may be NULL. Returns r->status. p is only read: one plan serves several
+ * replays, nested (a hook's) or on other threads. The replay keeps each alloc's address at
+ * the alloc's index of scratch: NULL, an array of its own; else the caller's, written at
+ * alloc events' indices only, so p->slot itself when the caller owns p and runs its
+ * replays one after another (warm memory: no array to allocate per configuration). */
+hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const char *device_spec,
+                           const hbm_replay_config *cfg, const hbmi_replay_hooks *h, hbm_replay_result *r);
 
 /* s into buf[cap], cut at cap - 1 bytes (a configuration into a result's config). */
 static inline void hbmi_strlcpy_cut(char *buf, size_t cap, const char *s) {

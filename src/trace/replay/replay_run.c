@@ -44,6 +44,7 @@ hbm_status hbm_replay_config_make(const hbm_trace *t, const char *config, hbm_re
 
 typedef struct rows_ctx {
     const hbmi_replay_plan *plan;
+    uint64_t *scratch; /* the plan's alloc slots, lent to its replays, which run in turn */
     const char *device;
     int report;             /* the first OOM's report and its checked advice */
     hbm_oom_diagnosis diag; /* of the current row's first OOM */
@@ -80,7 +81,7 @@ static void check_advice(rows_ctx *c, const hbm_replay_config *cfg, hbm_replay_r
     memset(&v, 0, sizeof v);
     hbmi_replay_hooks stop = {.stop_at_first_oom = 1}; /* where it fails first is all the verdict needs */
     if (strlen(cfg->text) + 1 + strlen(item) >= 400 || hbm_config_apply(&with->cfg, item) ||
-        hbmi_replay_one(c->plan, c->device, with, &stop, &v)) {
+        hbmi_replay_one(c->plan, c->scratch, c->device, with, &stop, &v)) {
         /* only advice that completes its replay is printed: this one could not be tried */
         snprintf(verdict, sizeof verdict, "  No setting advised: %s could not be tried on this replay (%s).\n", env,
                  hbm_last_error());
@@ -111,7 +112,7 @@ static hbm_status run_rows(rows_ctx *c, const hbm_replay_config *cfgs, size_t n,
     for (size_t i = 0; i < n; i++) {
         memset(&c->diag, 0, sizeof c->diag);
         hbmi_replay_hooks h = {.on_first_oom = c->report ? on_first_oom : NULL, .user = c};
-        hbm_status rs = hbmi_replay_one(c->plan, c->device, &cfgs[i], &h, &res[i]);
+        hbm_status rs = hbmi_replay_one(c->plan, c->scratch, c->device, &cfgs[i], &h, &res[i]);
         if (!rs && c->report && c->diag.config[0]) check_advice(c, &cfgs[i], &res[i]);
         if (rs && !first) first = rs;
     }
@@ -139,7 +140,7 @@ static hbm_status replay_values(const hbm_trace *t, const char *device_spec, con
     }
     /* hbm pack's default budget of counted work for the packing: the same figure on every run */
     if (bounds && hbmi_replay_bounds(&plan, 0, max_buffers, bounds)) memset(bounds, 0, sizeof *bounds);
-    rows_ctx ctx = {.plan = &plan, .device = device_spec, .report = reports};
+    rows_ctx ctx = {.plan = &plan, .scratch = plan.slot, .device = device_spec, .report = reports};
     s = run_rows(&ctx, cfgs, n, results);
     hbmi_replay_plan_free(&plan);
     return s;

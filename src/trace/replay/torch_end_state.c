@@ -102,7 +102,8 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     seg_ctx sc = {.x = x};
     if (!s) hbmi_torch_set_event_fn(a->self, on_segment, &sc);
-    int quiet = hbmi_oom_quiet_set(1); /* an allocation the device cannot hold is left out, silently */
+    /* an allocation the device cannot hold is left out, silently */
+    int quiet = a ? hbmi_allocator_set_quiet(a, 1) : 0;
     for (size_t i = 0; i < t->count && !s; i++) {
         const hbm_trace_event *e = &t->events[i];
         sc.pos = i;
@@ -128,7 +129,7 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
             s = hbm_free_stream(a, addr - 1, e->stream);
         }
     }
-    hbmi_oom_quiet_set(quiet);
+    if (a) hbmi_allocator_set_quiet(a, quiet);
     if (a && hbmi_torch_is(a)) hbmi_torch_set_event_fn(a->self, NULL, NULL);
     if (!s && sc.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     walk_ctx c = {.t = t, .x = x, .at = &at, .pending = &pending};

@@ -225,7 +225,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
     hbm_stats st;
     hbmi_torch_set_event_fn(self, on_twin_event, c);
     hbmi_torch_set_addr_fn(self, place_segment, c);
-    int quiet = hbmi_oom_quiet_set(1); /* the history's OOMs are counted: no message is read */
+    int quiet = hbmi_allocator_set_quiet(a, 1); /* the history's OOMs are counted: no message is read */
     c->grew = 1; /* the seeded segments */
     for (size_t i = 0; i < t->count && !s && !c->err; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -285,7 +285,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
         }
     }
-    hbmi_oom_quiet_set(quiet);
+    hbmi_allocator_set_quiet(a, quiet);
     if (!s) compare(c, pending, npend); /* decisions after the last alloc */
     hbmi_torch_set_event_fn(self, NULL, NULL);
     hbmi_torch_set_addr_fn(self, NULL, NULL);

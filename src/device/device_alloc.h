@@ -1,0 +1,12 @@
+/* src/device/device_alloc.h - what an allocator handle sets on the device it allocates from,
+ * beyond hbm/device.h. */
+#ifndef HBM_DEVICE_ALLOC_H
+#define HBM_DEVICE_ALLOC_H
+
+#include "hbm/device.h"
+
+/* Quiet OOMs on dev: hbm_device_alloc returns HBM_ERR_OOM for want of room without a message
+ * (the last error stays as it was). Set by hbmi_allocator_set_quiet for its device. */
+void hbmi_device_set_quiet(hbm_device *dev, int on);
+
+#endif
