@@ -38,23 +38,18 @@ const char *hbmi_fit_str(hbm_fit_result *r, const char *p, size_t n) {
     return s;
 }
 
-/* Plan module m with edits e: the changed module's peak (and its text when keep). */
-static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
-                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
-    char *text;
-    size_t len;
-    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
-    if (s) return s;
+/* Parse and plan a changed module's text with r's rules: its peak, and the plan and module
+ * when plan_out (else freed). Counts one plan. */
+static hbm_status plan_text(hbm_fit_result *r, const char *text, size_t len, uint64_t *peak, hbm_plan **plan_out,
+                            hbm_hlo_module **mod_out) {
     hbm_hlo_module *m2 = NULL;
     hbm_plan *p2 = NULL;
-    s = hbm_hlo_parse(text, len, r->m->path[0] ? r->m->path : "fit", &m2);
+    hbm_status s = hbm_hlo_parse(text, len, r->m->path[0] ? r->m->path : "fit", &m2);
     if (!s) s = hbm_plan_run(m2, &r->popt, &p2);
     if (!s) {
         hbm_plan_stats st;
         hbm_plan_get_stats(p2, &st);
         *peak = st.peak_bytes;
-    } else {
-        s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
     }
     if (plan_out && !s) {
         *plan_out = p2;
@@ -63,6 +58,19 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
         hbm_plan_free(p2);
         hbm_hlo_module_free(m2);
     }
+    r->n_plans++;
+    return s;
+}
+
+/* Plan module m with edits e: the changed module's peak (and its text when keep). */
+static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
+                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
+    if (s) return s;
+    s = plan_text(r, text, len, peak, plan_out, mod_out);
+    if (s) s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
     if (keep && !s) {
         free(*keep);
         *keep = text;
@@ -70,7 +78,6 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     } else {
         free(text);
     }
-    r->n_plans++;
     return s;
 }
 
@@ -84,23 +91,16 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
                                             sizeof x->why_estimate);
     if (s == HBM_ERR_NOMEM) return s;
     if (s) return HBM_OK;
-    hbm_hlo_module *m2 = NULL;
-    hbm_plan *p2 = NULL;
-    s = hbm_hlo_parse(text, len, r->m->path[0] ? r->m->path : "fit", &m2);
-    if (!s) s = hbm_plan_run(m2, &r->popt, &p2);
+    uint64_t peak = 0;
+    s = plan_text(r, text, len, &peak, NULL, NULL);
     if (!s) {
-        hbm_plan_stats st;
-        hbm_plan_get_stats(p2, &st);
-        x->recompute_peak = st.peak_bytes;
+        x->recompute_peak = peak;
         x->recompute_flops = flops; /* what the written module computes again */
     } else if (s != HBM_ERR_NOMEM) {
         snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
         s = HBM_OK;
     }
-    hbm_plan_free(p2);
-    hbm_hlo_module_free(m2);
     free(text);
-    r->n_plans++;
     return s;
 }
 
