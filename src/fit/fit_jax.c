@@ -8,21 +8,15 @@
 #include "fit/fit_result.h"
 
 /* --- the name stack ----------------------------------------------------------------------- */
-static int has(const char *s, size_t n, const char *w) {
-    size_t k = strlen(w);
-    for (size_t i = 0; i + k <= n; i++)
-        if (!memcmp(s + i, w, k)) return 1;
-    return 0;
-}
 
 /* JAX names the backward pass "transpose(jvp(...))" and the forward "jvp(...)" (jax/_src/
  * interpreters/ad.py, the name-stack transforms); recomputed ops sit under
  * "checkpoint/rematted_computation" (jax/_src/ad_checkpoint.py). */
 int hbmi_jax_pass(const char *op, size_t n) {
     if (!op || !n) return HBMI_JAX_OTHER;
-    if (has(op, n, "rematted_computation")) return HBMI_JAX_REMAT;
-    if (has(op, n, "transpose(")) return HBMI_JAX_BWD;
-    if (has(op, n, "jvp(")) return HBMI_JAX_FWD;
+    if (hbmi_span_has(op, n, "rematted_computation")) return HBMI_JAX_REMAT;
+    if (hbmi_span_has(op, n, "transpose(")) return HBMI_JAX_BWD;
+    if (hbmi_span_has(op, n, "jvp(")) return HBMI_JAX_FWD;
     return HBMI_JAX_OTHER;
 }
 

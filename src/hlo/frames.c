@@ -9,10 +9,15 @@
 
 #include "hlo/hlo_internal.h"
 
-static int has_n(const char *s, size_t n, const char *w) {
+int hbmi_span_has(const char *s, size_t n, const char *w) {
     size_t k = strlen(w);
-    for (size_t i = 0; i + k <= n; i++)
-        if (!memcmp(s + i, w, k)) return 1;
+    if (!k) return 1;
+    for (size_t i = 0; i + k <= n; i++) { /* i: the next place w could start */
+        const char *q = memchr(s + i, w[0], n - k + 1 - i);
+        if (!q) return 0;
+        i = (size_t)(q - s);
+        if (!memcmp(q, w, k)) return 1;
+    }
     return 0;
 }
 
@@ -23,8 +28,10 @@ int hbmi_hlo_wrapper_file(const char *f, size_t n) {
         if (n >= t && !memcmp(f + n - t, tail[k], t)) return 1;
     }
     /* JAX's, Flax's and any installed library's frames: the user's line is a caller's */
-    return has_n(f, n, "/jax/_src/") || has_n(f, n, "/site-packages/") || has_n(f, n, "/dist-packages/") ||
-           has_n(f, n, "/flax/core/") || has_n(f, n, "/flax/linen/");
+    static const char *const lib[] = {"/jax/_src/", "/site-packages/", "/dist-packages/", "/flax/core/", "/flax/linen/"};
+    for (size_t k = 0; k < sizeof lib / sizeof *lib; k++)
+        if (hbmi_span_has(f, n, lib[k])) return 1;
+    return 0;
 }
 
 long hbmi_hlo_frame_walk(hbmi_frame_get get, const void *tables, long frame, hbmi_frame *out) {

@@ -238,6 +238,10 @@ typedef struct hbmi_split {
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
                              const uint32_t *tile_len, uint32_t n_tiles, const hbmi_split *split);
 
+/* Whether the n bytes at s (not terminated) contain the word w: names in op_name, file paths,
+ * a module's text. */
+int hbmi_span_has(const char *s, size_t n, const char *w);
+
 /* --- source lines from stack frames (src/hlo/frames.c) ------------------------------------ */
 /* One frame of a module's stack-frame tables: its file (file_len bytes, not terminated; as
  * the text writes it, or the protobuf's string), the file's id, the line, the parent frame. */

@@ -1235,12 +1235,7 @@ hbm_status hbm_backend_parse(const char *s, hbm_backend *out) {
     return hbmi_error(HBM_ERR_INVALID, "backend '%s': expected gpu, cpu, tpu or auto", s ? s : "");
 }
 
-static int text_has(const hbm_hlo_module *m, const char *needle) {
-    size_t k = strlen(needle);
-    for (const char *q = m->text; (q = memchr(q, needle[0], m->len - (size_t)(q - m->text))) != NULL; q++)
-        if ((size_t)(m->text + m->len - q) >= k && !memcmp(q, needle, k)) return 1;
-    return 0;
-}
+static int text_has(const hbm_hlo_module *m, const char *needle) { return hbmi_span_has(m->text, m->len, needle); }
 
 static int str_is(hbmi_str s, const char *w) { return s.n == strlen(w) && !memcmp(s.p, w, s.n); }
 static int str_starts(hbmi_str s, const char *w) { return s.n >= strlen(w) && !memcmp(s.p, w, strlen(w)); }
