@@ -207,36 +207,50 @@ static void shape_text(const emitter *em, const hbmi_instr *in, const char **s, 
     *s = p, *e = q;
 }
 
-/* Element idx of the tuple shape text [ts, te): [*s, *e), its index comment skipped. */
-static void elem_span(const char *ts, const char *te, int64_t idx, const char **s, const char **e) {
-    {
-        if (ts < te && *ts == '(') ts++;
-        int depth = 0;
-        for (int64_t k = 0; ts < te; ts++) { /* to the start of element idx */
-            if (k == idx) break;
-            if (*ts == '(' || *ts == '{' || *ts == '[') depth++;
-            else if (*ts == ')' || *ts == '}' || *ts == ']') depth--;
-            else if (*ts == ',' && !depth) k++;
-        }
-        while (ts < te && (*ts == ' ' || *ts == '/')) { /* blanks and an index comment */
-            if (*ts == '/' && ts + 1 < te && ts[1] == '*') {
-                const char *c = ts + 2;
-                while (c + 1 < te && !(c[0] == '*' && c[1] == '/')) c++;
-                ts = c + 2;
-            } else {
-                ts++;
-            }
-        }
-        const char *q = ts;
-        for (depth = 0; q < te; q++) {
-            if (*q == '(' || *q == '{' || *q == '[') depth++;
-            else if (*q == ')' || *q == '}' || *q == ']') {
-                if (!depth) break;
-                depth--;
-            } else if (*q == ',' && !depth) break;
-        }
-        *s = ts, *e = q;
+/* Blanks and index comments skipped in [p, e). */
+const char *hbmi_fit_blank(const char *p, const char *e) {
+    while (p < e) {
+        if (*p == ' ') p++;
+        else if (*p == '/' && p + 1 < e && p[1] == '*') {
+            const char *q = p + 2;
+            while (q + 1 < e && !(q[0] == '*' && q[1] == '/')) q++;
+            p = q + 2;
+        } else break;
     }
+    return p;
+}
+
+int hbmi_fit_list_item(const char *s, const char *e, int64_t idx, const char **a, const char **b) {
+    int depth = 0;
+    int64_t k = 0;
+    const char *p = s;
+    while (p < e && k < idx) {
+        if (*p == '(' || *p == '{' || *p == '[') depth++;
+        else if (*p == ')' || *p == '}' || *p == ']') {
+            if (!depth) return 0;
+            depth--;
+        } else if (*p == ',' && !depth) k++;
+        p++;
+    }
+    if (k != idx) return 0;
+    p = hbmi_fit_blank(p, e);
+    const char *q = p;
+    for (depth = 0; q < e; q++) {
+        if (*q == '(' || *q == '{' || *q == '[') depth++;
+        else if (*q == ')' || *q == '}' || *q == ']') {
+            if (!depth) break;
+            depth--;
+        } else if (*q == ',' && !depth) break;
+    }
+    *a = p, *b = q;
+    return 1;
+}
+
+/* Element idx of the tuple shape text [ts, te): [*s, *e), its index comment skipped; empty
+ * at te when there is no such element. */
+static void elem_span(const char *ts, const char *te, int64_t idx, const char **s, const char **e) {
+    if (ts < te && *ts == '(') ts++;
+    if (!hbmi_fit_list_item(ts, te, idx, s, e)) *s = *e = te;
 }
 
 /* The shape text of instruction in ("f32[4,8]{1,0}") and the same in host memory space. */

@@ -30,6 +30,11 @@ hbm_status hbmi_fit_write(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_
 /* Every computation written line by line, no edit (the writer's round-trip check). */
 hbm_status hbmi_fit_write_all(const hbm_hlo_module *m, FILE *f);
 /* Write into a malloc'ed buffer (*text, *len). */
+/* Item idx of a comma list at depth 0 of [s, e) (s after its opening bracket), blanks and an
+ * index comment skipped: [*a, *b); 0 when the list has no such item. */
+int hbmi_fit_list_item(const char *s, const char *e, int64_t idx, const char **a, const char **b);
+/* [p, e) past blanks and index comments (the "index=5" comments XLA writes in tuple shapes). */
+const char *hbmi_fit_blank(const char *p, const char *e);
 hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, char **text, size_t *len);
 
 /* The candidate as the model sees it: steps (entry instruction indices) [lo, hi] where it

@@ -59,46 +59,6 @@ static int nchar(int c) {
            c == '-' || c == '$';
 }
 
-/* skip blanks and index comments in [p, e) */
-static const char *blank(const char *p, const char *e) {
-    while (p < e) {
-        if (*p == ' ') p++;
-        else if (*p == '/' && p + 1 < e && p[1] == '*') {
-            const char *q = p + 2;
-            while (q + 1 < e && !(q[0] == '*' && q[1] == '/')) q++;
-            p = q + 2;
-        } else break;
-    }
-    return p;
-}
-
-/* item idx of a comma list at depth 0 of [s, e) (s after an opening bracket): [*a, *b) */
-static int item(const char *s, const char *e, int64_t idx, const char **a, const char **b) {
-    int depth = 0;
-    int64_t k = 0;
-    const char *p = s;
-    while (p < e && k < idx) {
-        if (*p == '(' || *p == '{' || *p == '[') depth++;
-        else if (*p == ')' || *p == '}' || *p == ']') {
-            if (!depth) return 0;
-            depth--;
-        } else if (*p == ',' && !depth) k++;
-        p++;
-    }
-    if (k != idx) return 0;
-    p = blank(p, e);
-    const char *q = p;
-    for (depth = 0; q < e; q++) {
-        if (*q == '(' || *q == '{' || *q == '[') depth++;
-        else if (*q == ')' || *q == '}' || *q == ']') {
-            if (!depth) break;
-            depth--;
-        } else if (*q == ',' && !depth) break;
-    }
-    *a = p, *b = q;
-    return 1;
-}
-
 /* the shape text of an instruction: [*a, *b) */
 static int shape_span(const hbm_hlo_module *m, const hbmi_instr *in, const char **a, const char **b) {
     if (in->synthetic) return 0;
@@ -118,7 +78,7 @@ static int shape_span(const hbm_hlo_module *m, const hbmi_instr *in, const char 
 static int shrink(rc *r, const char *a, const char *b, int64_t idx) {
     if (idx >= 0) {
         if (a >= b || *a != '(') return 0;
-        if (!item(a + 1, b, idx, &a, &b)) return 0;
+        if (!hbmi_fit_list_item(a + 1, b, idx, &a, &b)) return 0;
     }
     const char *l = memchr(a, '[', (size_t)(b - a));
     if (!l) return 0;
@@ -155,10 +115,10 @@ static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, cons
     if (!close) return 0;
     if (p >= 0) {
         const char *ia, *ib;
-        if (!item(q, close, p, &ia, &ib)) return 0;
+        if (!hbmi_fit_list_item(q, close, p, &ia, &ib)) return 0;
         const char *col = memchr(ia, ':', (size_t)(ib - ia));
         if (!col) return 0;
-        *a = blank(col + 1, ib);
+        *a = hbmi_fit_blank(col + 1, ib);
         *b = ib;
         return 1;
     }
@@ -189,7 +149,7 @@ static int operand_name(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t 
     const char *p = in->opcode.p + in->opcode.n, *e = m->text + m->len;
     if (p >= e || *p != '(') return 0;
     const char *ia, *ib;
-    if (!item(p + 1, e, j, &ia, &ib)) return 0;
+    if (!hbmi_fit_list_item(p + 1, e, j, &ia, &ib)) return 0;
     const char *t = ia;
     if (t < ib && *t == '%') t++;
     const char *q = t;
@@ -219,7 +179,7 @@ static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, in
 static int drop_item(rc *r, const char *a, const char *b, int64_t idx) {
     if (a >= b || *a != '(') return 0;
     const char *ia, *ib;
-    if (!item(a + 1, b, idx, &ia, &ib)) return 0;
+    if (!hbmi_fit_list_item(a + 1, b, idx, &ia, &ib)) return 0;
     const char *from = ia, *to = ib;
     if (idx > 0) {
         while (from > a + 1 && from[-1] != ',') from--;
@@ -763,7 +723,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             } else if (saved) {
                 /* the layer's input: one layer of the carry's own residual */
                 const char *wa, *wb;
-                if (!shape_span(m, bw, &wa, &wb) || !item(wa + 1, wb, saved->bwd_index, &wa, &wb)) {
+                if (!shape_span(m, bw, &wa, &wb) || !hbmi_fit_list_item(wa + 1, wb, saved->bwd_index, &wa, &wb)) {
                     ok = fail(r, "the backward loop's shape text is not as expected");
                     break;
                 }
@@ -832,7 +792,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     if (ok && shape_span(m, v, &va, &vb)) {
         const hbmi_shape *sh = &fw->shape->elems[x->index];
         const char *wa, *wb;
-        if (shape_span(m, fw, &wa, &wb) && item(wa + 1, wb, x->index, &wa, &wb)) {
+        if (shape_span(m, fw, &wa, &wb) && hbmi_fit_list_item(wa + 1, wb, x->index, &wa, &wb)) {
             const char *l = memchr(wa, '[', (size_t)(wb - wa)), *d = l ? l + 1 : wb;
             while (d < wb && *d >= '0' && *d <= '9') d++;
             if (l) fprintf(C, "  %%%s.one = %.*s1%.*s bitcast(%s)\n", pre, (int)(l + 1 - wa), wa, (int)(wb - d), d,
