@@ -374,6 +374,11 @@ static hbm_status read_memory_event(hbm_memprof *mp, const plane_meta *pm, const
     return HBM_OK;
 }
 
+/* A line's timestamp (ns) as the picoseconds its events' offsets add to, saturated. */
+static int64_t ns_to_ps(int64_t ns) {
+    return ns > INT64_MAX / 1000 ? INT64_MAX : ns < INT64_MIN / 1000 ? INT64_MIN : ns * 1000;
+}
+
 static int64_t add_ps(int64_t a, int64_t b) {
     if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return b > 0 ? INT64_MAX : INT64_MIN;
     return a + b;
@@ -394,7 +399,7 @@ static hbm_status read_line(hbm_memprof *mp, const wfield *lf, const plane_meta 
         while ((q = wnext(f.b, f.n, &j, &g)) > 0)
             if (g.num == 3 && g.wire == 0) ts_ns = (int64_t)g.v;
         if (q < 0) return hbmi_error(HBM_ERR_PARSE, "%s: line %zu of a plane is truncated or corrupt", mp->path, line);
-        int64_t base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
+        int64_t base = ns_to_ps(ts_ns);
         size_t evno = 0;
         j = 0;
         while ((q = wnext(f.b, f.n, &j, &g)) > 0) {
@@ -492,6 +497,21 @@ static int is_mem_id(const plane_meta *pm, uint64_t mid) {
     return (pm->has_alloc && mid == pm->alloc_id) || (pm->has_dealloc && mid == pm->dealloc_id);
 }
 
+/* A line's field other than an event (tag 0x22), in the fast passes below: the timestamp
+ * read into *base (ps). 0: the line goes the slow way (a damaged field, a second timestamp,
+ * for the last one counts for events before it too, or an event behind a tag of more bytes
+ * than it needs). */
+static int line_field_fast(const uint8_t *b, size_t n, size_t *j, int64_t *base, int *have_ts) {
+    wfield g;
+    if (wnext(b, n, j, &g) <= 0) return 0;
+    if (g.num == 3 && g.wire == 0) {
+        if (*have_ts) return 0;
+        *base = ns_to_ps((int64_t)g.v);
+        *have_ts = 1;
+    }
+    return !(g.num == 4 && g.wire == 2);
+}
+
 /* One line's memory events in one pass, the common case: each event costs its tag, its
  * length and its first field (the metadata id, first as TSL writes events), so most are
  * skipped unread. 1: done; 0: the line is unusual (a memory event before the line's
@@ -538,15 +558,7 @@ static int read_line_fast(hbm_memprof *mp, const uint8_t *b, size_t n, const pla
             evno++;
             continue;
         }
-        wfield g;
-        if (wnext(b, n, &j, &g) <= 0) goto slow;
-        if (g.num == 3 && g.wire == 0) {
-            if (have_ts) goto slow; /* a second timestamp: the last one counts, for events before it too */
-            int64_t ts_ns = (int64_t)g.v;
-            base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
-            have_ts = 1;
-        }
-        if (g.num == 4 && g.wire == 2) goto slow; /* an event behind a tag of more bytes than it needs */
+        if (!line_field_fast(b, n, &j, &base, &have_ts)) goto slow;
     }
     return 1;
 slow:
@@ -611,15 +623,7 @@ static int read_line_execs_fast(hbm_memprof *mp, const uint8_t *b, size_t n, con
             x->device = host ? -1 : device;
             continue;
         }
-        wfield g;
-        if (wnext(b, n, &j, &g) <= 0) goto slow;
-        if (g.num == 3 && g.wire == 0) {
-            if (have_ts) goto slow;
-            int64_t ts_ns = (int64_t)g.v;
-            base = ts_ns > INT64_MAX / 1000 ? INT64_MAX : ts_ns < INT64_MIN / 1000 ? INT64_MIN : ts_ns * 1000;
-            have_ts = 1;
-        }
-        if (g.num == 4 && g.wire == 2) goto slow;
+        if (!line_field_fast(b, n, &j, &base, &have_ts)) goto slow;
     }
     return 1;
 slow:
