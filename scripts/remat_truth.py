@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xla_zoo import NO_NET_ENV  # noqa: E402  the environment that keeps libtpu from asking any server
+from xla_zoo import rerun_in_netns  # noqa: E402  TPU compiles run offline, as the zoo's do
 MARK = "HBM_REMAT_TRUTH_NETNS"
 TOPOLOGY = "v5e:1x1"
 # what XLA:TPU's out-of-memory error names as the available HBM of one v5e chip
@@ -329,17 +329,8 @@ def main():
     if not names:
         ap.error(f"no case matches {a.match!r} (cases: {', '.join(CASES)})")
     if os.environ.get(MARK) != "1":
-        try:
-            ok = subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0
-        except OSError:
-            ok = False
-        if not ok:
-            print("remat_truth.py: `unshare --net` does not work here; TPU compiles are refused without"
-                  " a private network namespace", file=sys.stderr)
-            return 2
-        env = dict(os.environ, **NO_NET_ENV, **{MARK: "1"})
-        return subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
-                              env=env).returncode
+        return rerun_in_netns(__file__, MARK, "remat_truth.py: `unshare --net` does not work here; TPU compiles"
+                                              " are refused without a private network namespace")
     os.makedirs(a.out, exist_ok=True)
     results = [run_case(c, a) for c in names]
     with open(os.path.join(a.out, "summary.json.tmp"), "w") as f:

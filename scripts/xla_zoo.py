@@ -537,6 +537,22 @@ def cache_key(a):
     return h.hexdigest()[:16]
 
 
+def rerun_in_netns(script, mark, refusal):
+    """Run script again with this process's arguments in a private network namespace
+    (`unshare --net`, loopback only), NO_NET_ENV and mark=1 in its environment: its exit
+    status; 2, with refusal printed, where `unshare --net` does not work here."""
+    try:
+        ok = subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    if not ok:
+        print(refusal, file=sys.stderr)
+        return 2
+    env = dict(os.environ, **NO_NET_ENV, **{mark: "1"})
+    return subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(script)] + sys.argv[1:],
+                          env=env).returncode
+
+
 def in_netns():
     return os.environ.get(MARK) == "1"
 
@@ -586,18 +602,9 @@ def main():
         except (OSError, ValueError):
             pass
     if any(t != "cpu" for t in targets) and not in_netns():
-        env = dict(os.environ, **NO_NET_ENV, **{MARK: "1"})
-        try:
-            ok = subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0
-        except OSError:
-            ok = False
-        if not ok:
-            print("xla_zoo.py: `unshare --net` does not work here (root, or user namespaces, needed);"
-                  " TPU compiles are refused without a private network namespace (--only cpu works)",
-                  file=sys.stderr)
-            return 2
-        return subprocess.run(["unshare", "--net", sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
-                              env=env).returncode
+        return rerun_in_netns(__file__, MARK,
+                              "xla_zoo.py: `unshare --net` does not work here (root, or user namespaces, needed);"
+                              " TPU compiles are refused without a private network namespace (--only cpu works)")
     for k, v in NO_NET_ENV.items():
         os.environ.setdefault(k, v)
     import multiprocessing as mp
