@@ -171,10 +171,11 @@ static void test_bfc_fraction(void) {
     CHECK_CONTAINS(r, "1.   40.00GiB");
     CHECK_CONTAINS(r, "op=params [weight]");
     CHECK_CONTAINS(r, "Diagnosis: framework limit.");
-    CHECK_CONTAINS(r, "Try: XLA_PYTHON_CLIENT_MEM_FRACTION=.79"); /* 63 GiB of 80 = .7875 */
+    /* 63 GiB of 80 = .7875: .79 holds it under XLA's rule, not 0.43 % lower (JAX 0.11 on an H200) */
+    CHECK_CONTAINS(r, "Try: XLA_PYTHON_CLIENT_MEM_FRACTION=.80");
     hbm_oom_diagnosis d;
     CHECK_OK(hbm_oom_diagnose(e.a, &d));
-    CHECK_STR(d.config, "fraction=.79");
+    CHECK_STR(d.config, "fraction=.80");
     close_env(&e);
     CHECK_OK(open_env(&e, "sim:80GiB", "allocator=bfc,fraction=.79"));
     CHECK_OK(hbm_alloc(e.a, 40ULL << 30, &w, &p[0]));

@@ -236,6 +236,9 @@ void hbmi_buffer_row(FILE *f, int indent, const char *size, double pct, const ch
  * does and the string says by how much), or as lines of plan's verdict. */
 int hbmi_fraction_setting(char *buf, size_t n, uint64_t need, uint64_t total);
 void hbmi_fraction_advice(FILE *f, uint64_t need, uint64_t total, const char *indent);
+/* hbm_xla_gpu_limit less the 0.43 % JAX 0.11 gave under it on the H200 measured (docs/gpu.md):
+ * the figure an advised fraction must hold the need under. */
+uint64_t hbmi_xla_gpu_limit_seen(uint64_t total, double fraction);
 void hbmi_buffer_where(FILE *f, int indent, int width, const char *file, int line, const char *op);
 /* Write text taken from a file to f, whole, its control characters made visible ("\x1b"):
  * printed, an op_name cannot retitle or clear the terminal. */
