@@ -10,6 +10,7 @@
 
 #include "core/internal.h"
 #include "fit/fit_result.h"
+#include "fit/fit_terms.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"
@@ -90,8 +91,13 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     return s;
 }
 
+/* After a negative verdict, the peak in JAX's terms (fit/fit_terms.h). */
+static hbm_status jax_terms(hbm_status s, const hbm_plan *p, const hbm_plan_target *t, FILE *f, size_t width) {
+    return !s && hbm_plan_target_fails(p, t) ? hbmi_fit_terms_write(p, f, width) : s;
+}
+
 static hbm_status plan_output_text(const hbm_plan_output *o, int xla, FILE *f) {
-    hbm_status s = hbm_plan_write_text(o->plan, f, o->top, o->target);
+    hbm_status s = jax_terms(hbm_plan_write_text(o->plan, f, o->top, o->target), o->plan, o->target, f, o->width);
     if (!s && xla) {
         fputc('\n', f);
         s = hbm_plan_xla_text(o->plan, f, o->top);
@@ -148,7 +154,7 @@ hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_ta
     PLAN_CHECK_();
     hbmi_mem m;
     hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, hbm_plan_write_text(p, m.f, top, t), buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, jax_terms(hbm_plan_write_text(p, m.f, top, t), p, t, m.f, 0), buf, cap, len);
 }
 
 hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
@@ -167,7 +173,10 @@ hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan
     hbmi_mem m;
     hbm_status s = buffer_open(&m, buf, cap, len);
     return s ? s
-             : hbmi_mem_buffer(&m, hbm_plan_explain(p, m.f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top),
+             : hbmi_mem_buffer(&m,
+                               jax_terms(hbm_plan_explain(p, m.f, t->capacity, t->fraction,
+                                                          t->capacity ? t->device_name : NULL, top),
+                                         p, t, m.f, 0),
                                buf, cap, len);
 }
 

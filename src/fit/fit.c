@@ -852,6 +852,33 @@ fail:
     return s;
 }
 
+/* A module JAX compiled: some op_name in its name stack begins with jit( or pjit(. */
+static int from_jax(const hbm_hlo_module *m) {
+    for (uint32_t c = 0; c < m->n_comps; c++)
+        for (uint32_t i = 0; i < m->comps[c].n; i++) {
+            const hbmi_str *o = &m->comps[c].ins[i].meta_op_name;
+            if ((o->n > 4 && !memcmp(o->p, "jit(", 4)) || (o->n > 5 && !memcmp(o->p, "pjit(", 5))) return 1;
+        }
+    return 0;
+}
+
+hbm_status hbmi_fit_terms_run(const hbm_plan *p, hbm_fit_result **out) {
+    *out = NULL;
+    const hbm_hlo_module *m = hbmi_plan_module(p);
+    if (!m || !from_jax(m)) return HBM_OK;
+    hbm_fit_result *r = hbmi_calloc(1, sizeof *r);
+    if (!r) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for fit's terms");
+    r->m = (hbm_hlo_module *)m; /* read only: the residuals are found, nothing is changed */
+    r->has_backward = hbmi_jax_has_backward(m);
+    hbm_status s = r->has_backward ? hbmi_jax_residuals(r, p) : HBM_OK;
+    if (s) {
+        hbm_fit_free(r);
+        return s;
+    }
+    *out = r;
+    return HBM_OK;
+}
+
 void hbm_fit_free(hbm_fit_result *r) {
     if (!r) return;
     hbmi_free(r->ch);

@@ -55,8 +55,8 @@ static void advice(FILE *f, int indent, const char *label, const char *text) {
 }
 
 /* What the scan over L layers saves, and the change that stops saving it. */
-static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
-    char a[32], b[32], t[1400], where[600];
+static void residual_names(FILE *f, const hbmi_jax_residual *x) {
+    char a[32], t[1400], where[600];
     snprintf(t, sizeof t, "\nThe scan over %lld layers saves %s per layer for its backward pass (%s, %s%s):",
              (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
              x->at_peak ? ", at the peak" : "");
@@ -120,6 +120,19 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                  nm, x->source_file[0] ? "at" : "in", where, nm, nm);
         advice(f, 2, "change: ", t);
     }
+}
+
+static void no_backward_text(FILE *f) {
+    advice(f, 0, "",
+           "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
+           "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
+           "(memory_kind='pinned_host'), a smaller batch or sequence.");
+}
+
+/* The residual named, then what each change takes off, verified by planning where it was. */
+static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
+    char a[32], b[32], t[1400];
+    residual_names(f, x);
     uint64_t before = r->sum.peak_before, target = r->sum.target_bytes;
     if (x->host_peak && x->host_peak < before) {
         char c[32], d[32];
@@ -227,11 +240,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
         }
     }
     for (size_t i = 0; i < r->n_res; i++) residual_text(f, r, &r->res[i]);
-    if (!r->has_backward)
-        advice(f, 0, "",
-               "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
-               "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
-               "(memory_kind='pinned_host'), a smaller batch or sequence.");
+    if (!r->has_backward) no_backward_text(f);
     size_t shown = 0;
     for (size_t i = 0; i < r->n_ch && shown < top; i++) {
         const hbm_fit_change *ch = &r->ch[i];
@@ -461,4 +470,41 @@ hbm_status hbm_fit_json_format(const hbm_fit_result *r, char *buf, size_t cap, s
 }
 hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len) {
     return to_buffer(emit_hlo, r, 0, buf, cap, len);
+}
+
+/* plan's explanation in JAX's terms (fit_terms.h): what autodiff saves, named, and the change
+ * that stops saving it; the bytes each change takes off are hbm fit's to verify. */
+static void terms_text(const hbm_fit_result *r, FILE *f) {
+    if (!r->has_backward) {
+        no_backward_text(f);
+        return;
+    }
+    for (size_t i = 0; i < r->n_res; i++) {
+        char a[32], t[300];
+        residual_names(f, &r->res[i]);
+        snprintf(t, sizeof t,
+                 "up to %s (the buffer less the one layer the backward loop holds), estimated; hbm fit plans the "
+                 "module with each change and says what it takes off",
+                 hbm_size_human(r->res[i].estimate, a));
+        advice(f, 2, "takes off: ", t);
+    }
+}
+
+hbm_status hbmi_fit_terms_write(const hbm_plan *p, FILE *f, size_t width) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "fit terms: NULL argument");
+    hbm_fit_result *r = NULL;
+    hbm_status s = hbmi_fit_terms_run(p, &r);
+    if (s || !r) return s;
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&mem, &n);
+    if (!m) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    else {
+        terms_text(r, m);
+        if (fclose(m)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+        else write_wrapped(f, mem, n, width);
+    }
+    free(mem);
+    hbm_fit_free(r);
+    return s;
 }

@@ -71,6 +71,10 @@ size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual 
 hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
                                     size_t n_all, char **text, size_t *len, uint64_t *flops, char *why,
                                     size_t why_cap);
+/* plan's explanation in JAX's terms (fit_terms.h): a result holding only whether the module
+ * has a backward pass and its scan residuals, nothing planned; *out NULL for a module JAX did
+ * not compile (no op_name begins with jit( or pjit(). */
+hbm_status hbmi_fit_terms_run(const hbm_plan *p, hbm_fit_result **out);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
 /* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
