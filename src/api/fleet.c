@@ -215,7 +215,8 @@ static hbmi_stat stat_of(double *v, size_t n) {
     return (hbmi_stat){v[0], v[(n - 1) / 2], v[n - 1]};
 }
 
-double hbmi_fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved) {
+/* Over the median of peak in use (or reserved) as a fraction: (x - median) / median. */
+static double fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved) {
     double med = reserved ? f->res.median : f->use.median;
     double x = (double)(reserved ? r->peak_res : r->peak_use);
     return med > 0 ? (x - med) / med : 0.0;
@@ -292,7 +293,9 @@ static hbm_status reduce(hbm_fleet *f) {
         g->count++;
         g->hi = r->peak_use;
         r->group = (int)f->ngroups;
-        r->outlier = (hbmi_fleet_over(f, r, 0) > f->o.margin) | (hbmi_fleet_over(f, r, 1) > f->o.margin) << 1;
+        r->over[0] = fleet_over(f, r, 0);
+        r->over[1] = fleet_over(f, r, 1);
+        r->outlier = (r->over[0] > f->o.margin) | (r->over[1] > f->o.margin) << 1;
     }
     return diff_of(f);
 }

@@ -36,6 +36,7 @@ typedef struct hbmi_rank {
     /* set by the reduction */
     int group;         /* 1-based; 0 when it failed */
     int outlier;       /* bit 0: in use, bit 1: reserved over the median by more than the margin */
+    double over[2];    /* in use [0] and reserved [1] over the fleet's median, as a fraction */
 } hbmi_rank;
 
 typedef struct hbmi_stat {
@@ -67,8 +68,6 @@ struct hbm_fleet {
 /* The fragmentation at the peak: a profile's own (XProf's stat at the peak event), else
  * (reserved - in use) / reserved at the peak of bytes in use; 0 when nothing reserved. */
 double hbmi_rank_frag(const hbmi_rank *r);
-/* Over the median of peak in use (or reserved) as a fraction: (x - median) / median. */
-double hbmi_fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved);
 
 /* The summary of a trace's figures into r (name etc. left to the caller). */
 hbm_status hbmi_rank_from_trace(const hbm_trace *t, hbmi_rank *r);
