@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "hlo/hlo_internal.h"
-#include "report/fleet_model.h"
+#include "api/fleet_read.h"
 #include "test.h"
 
 /* --- a small XSpace writer ------------------------------------------------------------- */

@@ -15,7 +15,7 @@
 #include "hbm/proto.h"
 #include "hbm/trace.h"
 #include "hbm/view.h"
-#include "report/fleet_model.h"
+#include "api/fleet_read.h"
 #include "trace/trace_view.h"
 
 void hbm_fleet_options_default(hbm_fleet_options *o) {
