@@ -4,6 +4,7 @@
  * owned hbm_replay_report that report/replay_report.c writes without computing anything.
  * --suggest (PyTorch settings that avoid the OOM) is a request of its own kind here. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,8 +203,13 @@ void hbm_replay_report_release(hbm_replay_report *r) {
     r->n = 0;
 }
 
+static atomic_size_t requests_run; /* hbmi_replay_requests */
+
+size_t hbmi_replay_requests(void) { return atomic_load_explicit(&requests_run, memory_order_relaxed); }
+
 hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     if (!q || !out || !q->trace || (q->n && !q->configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
+    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     memset(out, 0, sizeof *out);
     out->twin_row = -1;
     out->trace = q->trace;
@@ -235,6 +241,7 @@ static void add_candidate(hbm_torch_suggestion *s, const char *base, const char 
 
 hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
+    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     memset(out, 0, sizeof *out);
     out->best = -1;
     if (strcmp(t->source, "torch"))

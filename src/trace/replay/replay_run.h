@@ -13,4 +13,9 @@
  * on a PyTorch snapshot (rep->twin_row = -1 otherwise). */
 hbm_status hbmi_replay_twin(hbm_replay_report *rep);
 
+/* How many requests the engine has run in this process (hbm_replay_run and
+ * hbm_torch_suggest, each counted once, whatever their configurations): what a test reads
+ * to see that an output computed its replay once. */
+size_t hbmi_replay_requests(void);
+
 #endif
