@@ -146,7 +146,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const c
         hbm_device_close(dev);
         return s;
     }
-    s = hbm_allocator_open_config(dev, &cfg->cfg, &a);
+    s = hbmi_replay_allocator_open(dev, &cfg->cfg, &a);
     if (s) {
         hbmi_replay_result_fail(r, s);
         hbm_device_close(dev);
@@ -338,4 +338,13 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     if (s) return s;
     hbmi_free(slot);
     return bounds_pack(t, timeout_s, max_buffers, nbuf, out);
+}
+
+hbm_status hbmi_replay_allocator_open(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out) {
+    *out = NULL;
+    const hbm_allocator_ops *ops;
+    void *self;
+    hbm_status s = hbmi_policy_open(dev, cfg, &ops, &self);
+    if (!s) s = hbmi_recorder_over(cfg, dev, &ops, &self);
+    return s ? s : hbm_allocator_wrap(ops, self, dev, cfg, out);
 }
