@@ -145,6 +145,11 @@ HBM_API hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t 
  * configurations. */
 HBM_API hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                         FILE *f, int json, int *failed);
+/* `hbm replay --suggest` (json: --json): hbm_torch_suggest on device (a name or sim:SIZE,
+ * NULL: the trace's own capacity, else the history's peak reserved), then its table or
+ * JSON. *failed (may be NULL) is set when no setting avoids the OOM. A trace that is not a
+ * PyTorch snapshot is HBM_ERR_INVALID. */
+HBM_API hbm_status hbm_replay_suggest_write(const hbm_trace *t, const char *device, FILE *f, int json, int *failed);
 /* `hbm replay` of a file with several devices (a profile's allocators): each of the nt
  * traces replayed against the configurations as hbm_replay_run_write does (without the
  * bound and the packing), one table of all: device, allocator, configuration, peak held,

@@ -23,6 +23,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     rep.rows = (hbm_replay_result *)r; /* read only */
     char dflt[sizeof rep.device];
     if (!hbm_replay_default_device(t, dflt, sizeof dflt, &rep.device_why)) rep.device_is_default = !strcmp(dflt, device_spec);
+    hbmi_replay_device_words(rep.device, rep.device_words, sizeof rep.device_words);
     rep.n = n;
     if (bounds) rep.bounds = *bounds;
     hbm_status s = hbmi_replay_twin(&rep);
@@ -122,12 +123,16 @@ static hbm_status rows_write(const hbm_trace *t, const char *device, const char 
     return run_write(t, device, configs, n, f, 1, NULL, 0, 0);
 }
 
-static hbm_status suggest_write(const hbm_trace *t, const char *device, FILE *f) {
+hbm_status hbm_replay_suggest_write(const hbm_trace *t, const char *device, FILE *f, int json, int *failed) {
+    if (failed) *failed = 0;
+    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL argument");
     hbm_torch_suggestion sg;
     char spec[160];
     hbm_status s = device ? hbm_replay_device_spec(device, spec, sizeof spec) : HBM_OK;
     if (!s) s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
-    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
+    if (!s) s = hbm_torch_suggest_write(&sg, f, json);
+    if (!s && failed) *failed = sg.best < 0;
+    return s;
 }
 
 hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
@@ -149,5 +154,5 @@ hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, cha
     hbm_status s = hbmi_mem_open_string(&m, out, len);
     if (s) return s;
     if (!t) s = hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    return hbmi_mem_string(&m, s ? s : suggest_write(t, device, m.f), out, len);
+    return hbmi_mem_string(&m, s ? s : hbm_replay_suggest_write(t, device, m.f, 1, NULL), out, len);
 }

@@ -152,22 +152,8 @@ static int row_label(const char *cfg, const char *recorded, char *out, size_t ca
     return columns(short_) > 28;
 }
 
-/* The device of a spec in words, as the device itself reads the spec:
- * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
- * device of 80.00GiB"; a spec that does not open as it is. */
-static const char *device_words(const char *spec, char *buf, size_t cap) {
-    hbm_device *d;
-    hbm_device_info info;
-    char sz[32];
-    if (hbm_device_open(spec, &d)) return spec;
-    hbm_status s = hbm_device_info_get(d, &info);
-    hbm_device_close(d);
-    if (s) return spec;
-    hbm_size_human(info.total_bytes, sz);
-    if (!strncmp(info.name, "sim:", 4)) snprintf(buf, cap, "a simulated device of %s", sz); /* no name= given */
-    else snprintf(buf, cap, "%s (%s)", info.name, sz);
-    return buf;
-}
+/* The device in words, as the engine found it (the spec, when nobody did). */
+static const char *device_words(const char *words, const char *spec) { return words[0] ? words : spec; }
 
 /* The JSON members "recorded": {...}, "match": {...} (a leading ", "): the one writer of
  * what PyTorch did and the twin's match, for hbm replay --json and hbm_torch_replay_write. */
@@ -275,7 +261,7 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     if (t->history_start)
         fprintf(f, " after %zu rebuilt from %s", t->history_start,
                 strcmp(t->source, "xprof") ? "its segments" : "what was in use before its first event");
-    fprintf(f, ")\n  on %s", device_words(rep->device, w, sizeof w));
+    fprintf(f, ")\n  on %s", device_words(rep->device_words, rep->device));
     if (rep->device_is_default) fprintf(f, " (%s; --device sets another)", rep->device_why);
     fputc('\n', f);
     if (tw >= 0) {
@@ -369,8 +355,7 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fputs("]}\n", f);
         return HBM_OK;
     }
-    char w[160];
-    fprintf(f, "on %s:\n", device_words(s->device, w, sizeof w));
+    fprintf(f, "on %s:\n", device_words(s->device_words, s->device));
     if (s->best == 0) {
         fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
     } else if (s->best > 0) {

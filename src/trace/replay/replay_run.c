@@ -222,6 +222,7 @@ hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     else if (!s) snprintf(out->device, sizeof out->device, "%s", dflt);
     if (s) return s;
     out->device_is_default = !strcmp(dflt, out->device);
+    hbmi_replay_device_words(out->device, out->device_words, sizeof out->device_words);
     if (!(out->rows = hbmi_calloc(q->n + 1, sizeof *out->rows))) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     out->n = q->n;
     replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers); /* failures are in rows */
@@ -257,6 +258,7 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
                           t->name, t->device[0] ? ", device " : "", t->device, t->history_start);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
+    hbmi_replay_device_words(out->device, out->device_words, sizeof out->device_words);
     /* the base: allocator=torch under the recorded settings; whether they have
      * expandable segments, as the configuration reads them */
     char base[sizeof out->c[0].config];
