@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """callwalk.py - the rooms a call walk crosses, measured on the project's own build.
 
-    scripts/callwalk.py BUILD [--entry FN ...] [--check] [--max-rooms N] [--source DIR]
+    scripts/callwalk.py BUILD [--entry FN ...] [--check] [--max-rooms N] [--library] [--source DIR]
 
 BUILD is a CMake build folder of this tree (it holds compile_commands.json). Every unit of
 src/ and tools/ is compiled again, as compile_commands.json says, with GCC's
@@ -278,6 +278,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="exit 1 on an upward call or a walk over --max-rooms")
     ap.add_argument("--max-rooms", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--library", action="store_true",
+                    help="also list the upward calls of the whole library, reachable from the entries or not")
     ap.add_argument("--source", help="the source tree BUILD was configured from (default: this script's)")
     args = ap.parse_args()
     root = os.path.realpath(args.source or os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -311,6 +313,17 @@ def main():
                   f"({room_of(defs[g][0], root)}, {rel(defs[g][0], root)}:{defs[g][1]})")
         if w["up"] or w["walk"] > args.max_rooms:
             bad = 1
+    if args.library:
+        up = []
+        for f, cs in calls.items():
+            a = room_of(defs[f][0], root) if f in defs else None
+            for g, site in cs:
+                b = room_of(defs[g][0], root) if g in defs else None
+                if a and b and FLOOR[a] < FLOOR[b]:
+                    up.append((site, f, g, a, b))
+        print(f"\nthe whole library: {len(up)} upward calls (reached from the entries or not)")
+        for site, f, g, a, b in sorted(up):
+            print(f"    {rel(site, root)}: {short(f)} ({a}) -> {short(g)} ({b})")
     if args.check and bad:
         print(f"\ncallwalk: FAIL: an upward call, or a walk over {args.max_rooms} rooms")
         return 1
