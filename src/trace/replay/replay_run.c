@@ -242,7 +242,6 @@ static void add_candidate(hbm_torch_suggestion *s, const char *base, const char 
 
 hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_torch_suggestion *out) {
     if (!t || !out) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_suggest: NULL argument");
-    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     memset(out, 0, sizeof *out);
     out->best = -1;
     if (strcmp(t->source, "torch"))
@@ -256,6 +255,7 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
                           "setting to suggest; its %zu blocks are only the state when the snapshot was taken (record "
                           "the history with torch.cuda.memory._record_memory_history() before the run)",
                           t->name, t->device[0] ? ", device " : "", t->device, t->history_start);
+    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
     hbmi_replay_device_words(out->device, out->device_words, sizeof out->device_words);
