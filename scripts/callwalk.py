@@ -110,12 +110,12 @@ def compile_units(todo, tmp, jobs):
             if a in ("-o", "-MF", "-MT", "-MQ"):
                 skip = True
                 continue
-            if a in ("-MD", "-MMD", "-Werror", "-c") or a.startswith("-fsanitize") or a.startswith("-O") \
+            if a in ("-MD", "-MMD", "-Werror", "-c", "-S") or a.startswith("-fsanitize") or a.startswith("-O") \
                     or a.startswith("-g") or a == f or os.path.realpath(os.path.join(directory, a)) == f:
                 continue
             args.append(a)
-        obj = os.path.join(tmp, "u%d.o" % k)
-        args += ["-O0", "-w", "-fcallgraph-info", "-c", f, "-o", obj]
+        obj = os.path.join(tmp, "u%d.s" % k)  # -S: the call graph needs no assembler
+        args += ["-O0", "-w", "-fcallgraph-info", "-S", f, "-o", obj]
         r = subprocess.run(args, cwd=directory, capture_output=True, text=True)
         if r.returncode and "callgraph-info" in r.stderr:
             print(f"callwalk: {argv[0]} has no -fcallgraph-info (GCC 10 or later has it): nothing measured")
