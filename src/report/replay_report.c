@@ -1,6 +1,7 @@
 /* replay_report.c - a replay's result written: the table or the JSON object of an
- * hbm_replay_report (the engine, trace/replay/replay_run.c, built it), and --suggest's
- * table. Nothing here replays or searches: each function writes what it is given. */
+ * hbm_replay_report (the engine, trace/replay/replay_run.c, built it), the twin's match
+ * (hbm_torch_match_write, _explain), and --suggest's table. Nothing here replays or
+ * searches: each function writes what it is given. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,6 @@ hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m,
     }
     return HBM_OK;
 }
-
 
 static void col_size(char *buf, size_t cap, uint64_t v) {
     char h[32];
