@@ -446,39 +446,17 @@ hbm_status hbm_fleet_summary_file(const char *input, const char *out) {
     return hbm_output_commit(&o);
 }
 
-/* text into buf with snprintf's rules */
-static hbm_status to_buffer(char *text, size_t n, char *buf, size_t cap, size_t *len) {
-    *len = n;
-    if (cap) {
-        size_t k = n < cap - 1 ? n : cap - 1;
-        memcpy(buf, text, k);
-        buf[k] = 0;
-    }
-    return HBM_OK;
-}
-
-hbm_status hbm_fleet_summary_format(const char *input, char *buf, size_t cap, size_t *len) {
-    if (!input || !len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "hbm_fleet_summary_format: NULL argument");
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    hbm_status s = summary_to(input, f);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = to_buffer(text, n, buf, cap, len);
-    free(text);
-    return s;
+hbm_status hbm_fleet_summary_string(const char *input, char **out, size_t *len) {
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!input) s = hbmi_error(HBM_ERR_INVALID, "hbm_fleet_summary_string: NULL argument");
+    return hbmi_mem_string(&m, s ? s : summary_to(input, m.f), out, len);
 }
 
 hbm_status hbm_fleet_format(const hbm_fleet *fl, hbm_fleet_form form, char *buf, size_t cap, size_t *len) {
     if (!fl || !len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "hbm_fleet_format: NULL argument");
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    hbm_status s = hbm_fleet_write(fl, form, f);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = to_buffer(text, n, buf, cap, len);
-    free(text);
-    return s;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_fleet_write(fl, form, m.f), buf, cap, len);
 }

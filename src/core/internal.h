@@ -274,6 +274,11 @@ typedef struct hbmi_mem {
     int fitting; /* the width marks' state before the buffer opened */
 } hbmi_mem;
 hbm_status hbmi_mem_open(hbmi_mem *m, int marks);
+/* hbmi_mem_open(m, 0) for a *_format call's buffer (len, and buf when cap > 0, given)
+ * or a *_string call's string (out and len given; *out NULL and *len 0 until it closes):
+ * HBM_ERR_INVALID naming the NULL argument otherwise. */
+hbm_status hbmi_mem_open_buffer(hbmi_mem *m, char *buf, size_t cap, size_t *len);
+hbm_status hbmi_mem_open_string(hbmi_mem *m, char **out, size_t *len);
 hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len);
 hbm_status hbmi_mem_buffer(hbmi_mem *m, hbm_status s, char *buf, size_t cap, size_t *len);
 hbm_status hbmi_mem_fitted(hbmi_mem *m, hbm_status s, FILE *f, size_t width);

@@ -358,3 +358,17 @@ hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags
     if (s) return s; /* wrap destroyed the recorder, which closed inner: as documented, it owns inner */
     return HBM_OK;
 }
+
+hbm_status hbmi_recorder_over(const hbm_config *cfg, hbm_device *dev, const hbm_allocator_ops **ops, void **self) {
+    if (!cfg->trace[0]) return HBM_OK;
+    const hbm_allocator_ops *rops; /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
+    void *rself;
+    hbm_status s = hbmi_recorder_create(*ops, *self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
+    if (s) {
+        (*ops)->destroy(*self);
+        return s;
+    }
+    *ops = rops;
+    *self = rself;
+    return HBM_OK;
+}

@@ -212,5 +212,10 @@ hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
  * hbm_allocator_open (allocator_open.c) composes it over the policy. */
 hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
                                 unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
+/* The recorder over a policy just opened when cfg asks for one (trace=PATH or HBM_TRACE):
+ * *ops and *self become the recorder's; without trace= nothing changes. On failure the
+ * inner policy is destroyed. What hbm_allocator_open, and the replay on its own floor,
+ * compose between the policy (hbmi_policy_open) and the handle (hbm_allocator_wrap). */
+hbm_status hbmi_recorder_over(const hbm_config *cfg, hbm_device *dev, const hbm_allocator_ops **ops, void **self);
 
 #endif

@@ -8,6 +8,7 @@
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
+#include "trace/replay/replay_internal.h"
 #include "trace/replay/twin_internal.h"
 #include "trace/trace_internal.h"
 
@@ -547,8 +548,10 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
     hbmi_twin_segs_init(&c.rec);
+    hbm_config cfg;
     hbm_status s = hbm_device_open(out->device, &dev);
-    if (!s) s = hbm_allocator_open(dev, out->config, &a);
+    if (!s) s = hbm_config_resolve(out->config, &cfg);
+    if (!s) s = hbmi_replay_allocator_open(dev, &cfg, &a);
     if (!s && !hbmi_torch_is(a))
         s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
     if (!s && !empty_run) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
@@ -566,62 +569,6 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbm_allocator_close(a);
     hbm_device_close(dev);
     return s ? hbmi_error(s, "%s", why) : s;
-}
-
-static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
-
-hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
-    if (!m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_write: NULL argument");
-    if (json) {
-        fprintf(f,
-                "{\"segments\": [%" PRIu64 ", %" PRIu64 "], \"addresses\": [%" PRIu64 ", %" PRIu64 "], \"twin_segment_events\": %" PRIu64
-                ", \"ooms\": [%" PRIu64 ", %" PRIu64 "], \"empty_cache_calls\": %" PRIu64 ", \"first_segment_diff\": %" PRId64
-                ", \"first_address_diff\": %" PRId64 ", \"allocs_in_segments_before_history\": %" PRIu64 "}",
-                m->segments_same, m->segments_recorded, m->allocs_same, m->allocs, m->segments_twin, m->ooms_twin,
-                m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
-        return HBM_OK;
-    }
-    /* (none recorded: nothing to match, not 0/0 = 100%) */
-    if (m->segments_recorded)
-        fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same, m->segments_recorded,
-                pct(m->segments_same, m->segments_recorded));
-    else
-        fputs("segments: none recorded", f);
-    if (m->allocs)
-        fprintf(f, ", addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->allocs_same, m->allocs, pct(m->allocs_same, m->allocs));
-    else
-        fputs(", addresses: no allocations", f);
-    return HBM_OK;
-}
-
-hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f) {
-    if (!t || !m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_explain: NULL argument");
-    char a[32];
-    size_t hs = t->history_start, nh = t->count - hs;
-    if (m->first_segment_diff >= 0 && (size_t)m->first_segment_diff < nh) {
-        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_segment_diff];
-        fprintf(f, "  first segment difference: event %" PRId64 ", PyTorch's %s of %s at 0x%" PRIx64
-                   ": the twin made another decision there", m->first_segment_diff, hbm_event_kind_str((hbm_event_kind)e->kind),
-                hbm_size_xla((int64_t)e->size, a), e->addr);
-        if (m->segments_twin != m->segments_recorded)
-            fprintf(f, " (%" PRIu64 " segment events by the twin, %" PRIu64 " recorded)", m->segments_twin, m->segments_recorded);
-        fputc('\n', f);
-    }
-    if (m->first_alloc_diff >= 0 && (size_t)m->first_alloc_diff < nh) {
-        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_alloc_diff];
-        fprintf(f, "  first address difference: event %" PRId64 ", %s of %s at 0x%" PRIx64 ": ", m->first_alloc_diff,
-                hbm_event_kind_str((hbm_event_kind)e->kind), hbm_size_xla((int64_t)(e->requested ? e->requested : e->size), a),
-                e->addr);
-        if (m->allocs_before_history)
-            fprintf(f, "%" PRIu64 " allocations land in segments reserved before the history that the snapshot's end "
-                       "state no longer holds (their blocks then are unknown)\n", m->allocs_before_history);
-        else if (e->kind == HBM_EV_ALLOC && m->ooms_twin > m->ooms_recorded)
-            fprintf(f, "the twin ran out of memory there (device too small?)\n");
-        else
-            fprintf(f, "the twin placed it elsewhere (a decision before it differs, or the state rebuilt at the "
-                       "history's start does)\n");
-    }
-    return HBM_OK;
 }
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
