@@ -36,6 +36,9 @@ int hbmi_fit_list_item(const char *s, const char *e, int64_t idx, const char **a
 /* [p, e) past blanks and index comments (the "index=5" comments XLA writes in tuple shapes). */
 const char *hbmi_fit_blank(const char *p, const char *e);
 hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, char **text, size_t *len);
+/* A name for a line the writer adds: base + suffix, unique in m (".1", ".2" ...); a clone of a
+ * clone counts on as XLA names it ("x.remat" -> "x.remat2"). Malloc'ed; NULL out of memory. */
+char *hbmi_fit_fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix);
 
 /* The candidate as the model sees it: steps (entry instruction indices) [lo, hi] where it
  * takes `bytes` off, and the operand extensions it adds (remat). */
