@@ -431,7 +431,9 @@ static int walk_build(xwalk *w) {
             if (b == NONE) return -1;
             const hbmi_value *val = &df->values[v];
             w->bf[b].def = i;
-            w->bf[b].size = hbmi_plan_value_in_device_temp(p, v) && !val->entry_param && !val->constant
+            /* AllocatedSize: a parameter's buffer is the caller's (0), as is an output's */
+            w->bf[b].size = hbmi_plan_value_in_device_temp(p, v) && !val->entry_param && !val->constant &&
+                                    in->op != HOP_PARAMETER
                                 ? (int64_t)val->size
                                 : 0;
             w->bf[b].index = nd == 0 ? -1 : -2;
