@@ -16,7 +16,13 @@
  * only when that is not enough). Candidates are values read directly or through bitcasts and
  * get-tuple-elements (XLA's supported indirect users; a multi-output fusion is cloned whole);
  * values read through a tuple or a while (loop-carried) and outputs are not. When the walk ends above
- * the limit XLA warns "Can't reduce memory use below ...", written here the same way. */
+ * the limit XLA warns "Can't reduce memory use below ...", written here the same way.
+ *
+ * That walk over fit's candidates is the GPU baseline's. The TPU baseline (rule->lists) is
+ * XLA's walk as written, on per-computation instruction lists that clones join (below: a
+ * clone before the earliest unplaced reader of the value or of its operands, cloned again
+ * later, a callee walked with its own limit); its clones are kept in mo->xc and written in
+ * rounds by hbmi_fit_xla_write. */
 #include <stdio.h>
 #include <string.h>
 
