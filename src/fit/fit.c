@@ -81,6 +81,28 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     return s;
 }
 
+/* Plan XLA's set: the clones of its walk on the instruction lists when it made them (written
+ * in rounds, fit_xla.c), else its candidates. */
+static size_t gather(hbm_fit_result *r, hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don);
+static hbm_status xla_verify(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, uint64_t *peak, char **keep,
+                             size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    if (!mo->n_xc) return verify(r, ed, gather(r, mo, 1, ed, 0), peak, keep, keep_len, plan_out, mod_out);
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_xla_write(mo, &text, &len);
+    if (s) return s;
+    s = plan_text(r, text, len, peak, plan_out, mod_out);
+    if (s) s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
+    if (keep && !s) {
+        free(*keep);
+        *keep = text;
+        *keep_len = len;
+    } else {
+        free(text);
+    }
+    return s;
+}
+
 /* Residual x recomputed by the backward loop (fit_recompute.c), planned: x->recompute_peak,
  * or why it is not in x->why_estimate. Only running out of host memory is an error. */
 static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
@@ -486,7 +508,7 @@ static hbm_status run_hbm(hbm_fit_result *r, hbmi_fit_model *mo, double timeout,
 static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed) {
     hbm_fit_set *set = &r->sum.xla;
     uint64_t t0 = hbmi_now_ns();
-    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after};
+    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after, 0};
     int64_t limit;
     if (r->popt.backend == HBM_BACKEND_TPU) {
         /* XLA:TPU's post-optimization rematerialization, as libtpu logs it: limit = 95 % of
@@ -500,6 +522,7 @@ static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *
         rule.count_args = 0;
         rule.min_remat_bytes = 10u << 20;
         rule.shown_outputs = (int64_t)mo->outputs_all;
+        rule.lists = 1; /* the walk as XLA writes it: clones placed and cloned again (docs/fit.md) */
     } else {
         /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %,
          * then HloRematerialization::Run takes the module's output size off */
@@ -509,9 +532,8 @@ static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *
     if (limit < 0) limit = 0;
     r->xla_limit = limit;
     hbmi_fit_xla(mo, limit, &rule, set->xla_message, sizeof set->xla_message);
-    size_t n = gather(r, mo, 1, ed, 0);
     uint64_t peak = 0;
-    hbm_status s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);
+    hbm_status s = xla_verify(r, mo, ed, &peak, NULL, NULL, NULL, NULL);
     if (s) return s;
     set->found = 1;
     set->peak_bytes = peak;
@@ -796,7 +818,8 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         uint64_t peak;
         hbm_plan *p2;
         hbm_hlo_module *m2;
-        s = verify(r, ed, n, &peak, &r->text, &r->text_len, &p2, &m2);
+        if (xla && mo.n_xc) s = xla_verify(r, &mo, ed, &peak, &r->text, &r->text_len, &p2, &m2);
+        else s = verify(r, ed, n, &peak, &r->text, &r->text_len, &p2, &m2);
         if (s) goto fail;
         untouchable(r, p2);
         hbm_plan_free(p2);
