@@ -62,14 +62,10 @@ static hbm_status plan_text(hbm_fit_result *r, const char *text, size_t len, uin
     return s;
 }
 
-/* Plan module m with edits e: the changed module's peak (and its text when keep). */
-static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
-                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
-    char *text;
-    size_t len;
-    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
-    if (s) return s;
-    s = plan_text(r, text, len, peak, plan_out, mod_out);
+/* Plan a changed module's text (taken: kept in *keep when keep, else freed): its peak. */
+static hbm_status plan_changed(hbm_fit_result *r, char *text, size_t len, uint64_t *peak, char **keep,
+                               size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    hbm_status s = plan_text(r, text, len, peak, plan_out, mod_out);
     if (s) s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
     if (keep && !s) {
         free(*keep);
@@ -81,6 +77,15 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
     return s;
 }
 
+/* Plan module m with edits e: the changed module's peak (and its text when keep). */
+static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
+                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
+    return s ? s : plan_changed(r, text, len, peak, keep, keep_len, plan_out, mod_out);
+}
+
 /* Plan XLA's set: the clones of its walk on the instruction lists when it made them (written
  * in rounds, fit_xla.c), else its candidates. */
 static size_t gather(hbm_fit_result *r, hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don);
@@ -90,17 +95,7 @@ static hbm_status xla_verify(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edi
     char *text;
     size_t len;
     hbm_status s = hbmi_fit_xla_write(mo, &text, &len);
-    if (s) return s;
-    s = plan_text(r, text, len, peak, plan_out, mod_out);
-    if (s) s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
-    if (keep && !s) {
-        free(*keep);
-        *keep = text;
-        *keep_len = len;
-    } else {
-        free(text);
-    }
-    return s;
+    return s ? s : plan_changed(r, text, len, peak, keep, keep_len, plan_out, mod_out);
 }
 
 /* Residual x recomputed by the backward loop (fit_recompute.c), planned: x->recompute_peak,
