@@ -206,7 +206,14 @@ hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) 
                        hbm_size_human(used < dev->info.total_bytes ? dev->info.total_bytes - used : 0, f));
     } else if ((s = hbmi_map_reserve(&dev->live, dev->live.count + 1)) == HBM_OK) {
         uint64_t addr = 0;
-        s = dev->ops->alloc(dev->ctx, acct, &addr);
+        if (dev->quiet) { /* the device's own failure (sim's address space, host's mmap) leaves no message */
+            hbmi_error_record kept;
+            hbmi_error_save(&kept);
+            s = dev->ops->alloc(dev->ctx, acct, &addr);
+            if (s == HBM_ERR_OOM) hbmi_error_restore(&kept);
+        } else {
+            s = dev->ops->alloc(dev->ctx, acct, &addr);
+        }
         if (!s) {
             hbmi_map_put(&dev->live, addr, acct); /* cannot fail: reserved above */
             dev->c.bytes_in_use += acct;
