@@ -534,6 +534,19 @@ static uint64_t try_merge(torch *t, uint32_t dst, uint32_t src1) {
 
 static tes *es_of(torch *t, uint32_t i) { return &t->es[t->b[i].es - 1]; }
 
+/* A new expandable segment of npages pages for stream and pool (small), its base not set
+ * yet: the last slot given back, else a new one (t->es has room for it). */
+static uint32_t es_new(torch *t, uint64_t page, uint64_t npages, uint64_t stream, int small) {
+    uint32_t e = UINT32_MAX;
+    for (size_t k = 0; k < t->nes; k++)
+        if (!t->es[k].live) e = (uint32_t)k;
+    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    tes *x = &t->es[e];
+    *x = (tes){.page = page, .npages = npages, .stream = stream, .small = small, .live = 1};
+    hbmi_map_init(&x->pages);
+    return e;
+}
+
 /* find_expandable_block: the lowest address of a segment of this stream and pool where
  * free and unmapped blocks together have size bytes; else a new segment. */
 static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t size, uint32_t *out) {
@@ -552,18 +565,8 @@ static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t 
     uint64_t space = t->dev_total + t->dev_total / 8; /* PyTorch reserves 1 1/8 of the device */
     uint64_t npages = (space + page - 1) / page;
     if (!npages) npages = 1;
-    uint32_t e = UINT32_MAX;
-    for (size_t k = 0; k < t->nes; k++)
-        if (!t->es[k].live) e = (uint32_t)k;
-    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    uint32_t e = es_new(t, page, npages, stream, p->small);
     tes *x = &t->es[e];
-    memset(x, 0, sizeof *x);
-    x->page = page;
-    x->npages = npages;
-    x->stream = stream;
-    x->small = p->small;
-    x->live = 1;
-    hbmi_map_init(&x->pages);
     uint64_t span = npages * page, at;
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_MAP, size < span ? hbmi_align_up(size, page) : span, span, &at))
         x->base = at;
@@ -1378,14 +1381,9 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
         hbmi_free(all);
         return s;
     }
-    uint32_t e = UINT32_MAX;
-    for (size_t k = 0; k < t->nes; k++)
-        if (!t->es[k].live) e = (uint32_t)k;
-    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    uint32_t e = es_new(t, page, npages, stream, small);
     tes *x = &t->es[e];
-    memset(x, 0, sizeof *x);
-    *x = (tes){.base = base, .page = page, .npages = npages, .stream = stream, .small = small, .live = 1};
-    hbmi_map_init(&x->pages);
+    x->base = base;
     if ((s = hbmi_map_reserve(&x->pages, pages))) return s;
     for (size_t r = 0; r < nruns && !s; r++) /* the physical pages, as map_block takes them */
         for (uint64_t k = (runs[r].addr - base) / page; k < (runs[r].addr + runs[r].size - base) / page && !s; k++) {
