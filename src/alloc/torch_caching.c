@@ -547,6 +547,30 @@ static uint32_t es_new(torch *t, uint64_t page, uint64_t npages, uint64_t stream
     return e;
 }
 
+/* A new neighbour of block i (its stream, segment and pool), linked in: carve_front's holds
+ * the first size bytes from i's address, before i; carve_back's the size bytes at addr,
+ * after i, in the given state. Block i's own address and size are the caller's to change;
+ * t->b has room for the new block (reserve). */
+static uint32_t carve_front(torch *t, uint32_t i, uint64_t size) {
+    uint32_t f = new_block(t);
+    tblk *y = &t->b[i];
+    t->b[f] = (tblk){.addr = y->addr, .size = size, .stream = y->stream, .seg = y->seg, .es = y->es,
+                     .small = y->small, .prev = y->prev, .next = i + 1};
+    if (y->prev) t->b[y->prev - 1].next = f + 1;
+    y->prev = f + 1;
+    return f;
+}
+
+static uint32_t carve_back(torch *t, uint32_t i, uint64_t addr, uint64_t size, uint8_t state) {
+    uint32_t f = new_block(t);
+    tblk *y = &t->b[i];
+    t->b[f] = (tblk){.addr = addr, .size = size, .stream = y->stream, .seg = y->seg, .es = y->es, .state = state,
+                     .small = y->small, .prev = i + 1, .next = y->next};
+    if (y->next) t->b[y->next - 1].prev = f + 1;
+    y->next = f + 1;
+    return f;
+}
+
 /* find_expandable_block: the lowest address of a segment of this stream and pool where
  * free and unmapped blocks together have size bytes; else a new segment. */
 static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t size, uint32_t *out) {
@@ -611,13 +635,8 @@ static hbm_status map_block(torch *t, uint32_t i, uint64_t size) {
     set_erase(t, &p->unmapped, 0, i);
     t->b[i].state = T_FREE;
     if (mapped < t->b[i].size) {
-        uint32_t r = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[r] = (tblk){.addr = y->addr + mapped, .size = y->size - mapped, .stream = y->stream, .seg = y->seg,
-                         .es = y->es, .state = T_UNMAPPED, .small = y->small, .prev = i + 1, .next = y->next};
-        if (y->next) t->b[y->next - 1].prev = r + 1;
-        y->next = r + 1;
-        y->size = mapped;
+        uint32_t r = carve_back(t, i, t->b[i].addr + mapped, t->b[i].size - mapped, T_UNMAPPED);
+        t->b[i].size = mapped;
         set_insert(t, &p->unmapped, 0, r);
     }
     try_merge(t, i, t->b[i].prev);
@@ -661,24 +680,8 @@ static hbm_status unmap_block(torch *t, uint32_t i) {
     fs_erase(t, &p->blocks, i);
     uint64_t at = x->base + lo * x->page, n = (hi - lo) * x->page;
     uint64_t before = at - t->b[i].addr, after = t->b[i].size - before - n;
-    if (before) {
-        uint32_t f = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[f] = (tblk){.addr = y->addr, .size = before, .stream = y->stream, .seg = y->seg, .es = y->es,
-                         .small = y->small, .prev = y->prev, .next = i + 1};
-        if (y->prev) t->b[y->prev - 1].next = f + 1;
-        y->prev = f + 1;
-        insert_free(t, f);
-    }
-    if (after) {
-        uint32_t f = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[f] = (tblk){.addr = at + n, .size = after, .stream = y->stream, .seg = y->seg, .es = y->es,
-                         .small = y->small, .prev = i + 1, .next = y->next};
-        if (y->next) t->b[y->next - 1].prev = f + 1;
-        y->next = f + 1;
-        insert_free(t, f);
-    }
+    if (before) insert_free(t, carve_front(t, i, before));
+    if (after) insert_free(t, carve_back(t, i, at + n, after, T_UNUSED));
     t->b[i].addr = at;
     t->b[i].size = n;
     t->b[i].state = T_UNMAPPED;
@@ -914,12 +917,8 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
         return s;
     }
     if (should_split(t, i, size)) { /* the request takes the front; the rest stays cached */
-        uint32_t n = new_block(t);
+        uint32_t n = carve_front(t, i, size);
         tblk *x = &t->b[i];
-        t->b[n] = (tblk){.addr = x->addr, .size = size, .stream = x->stream, .seg = x->seg, .es = x->es,
-                         .small = x->small, .prev = x->prev, .next = i + 1};
-        if (x->prev) t->b[x->prev - 1].next = n + 1;
-        x->prev = n + 1;
         x->addr += size;
         x->size -= size;
         insert_free(t, i);
