@@ -79,8 +79,17 @@ static void set_message(hbm_status s, const char *prefix, const char *fmt, va_li
     hbmi_err.file[0] = 0;
 }
 
-void hbmi_error_save(hbmi_error_record *out) { *out = hbmi_err; }
-void hbmi_error_restore(const hbmi_error_record *in) { hbmi_err = *in; }
+/* Records are copied as far as their strings go (a message is mostly short, the buffers are
+ * 1 KiB each): a quiet allocator saves one on each call to its device. */
+static void record_copy(hbmi_error_record *to, const hbmi_error_record *from) {
+    to->status = from->status;
+    to->line = from->line;
+    to->column = from->column;
+    memcpy(to->file, from->file, strnlen(from->file, sizeof from->file - 1) + 1);
+    memcpy(to->message, from->message, strnlen(from->message, sizeof from->message - 1) + 1);
+}
+void hbmi_error_save(hbmi_error_record *out) { record_copy(out, &hbmi_err); }
+void hbmi_error_restore(const hbmi_error_record *in) { record_copy(&hbmi_err, in); }
 
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
     va_list ap;
