@@ -605,29 +605,16 @@ static hbm_status write_all(hbmi_buf *b, memo *m, hbm_trace *const *traces, size
     return hbmi_buf_put(b, "u.", 2); /* root SETITEMS, STOP */
 }
 
-hbm_status hbm_export_torch_all(hbm_trace *const *traces, size_t n, FILE *f) {
-    if (!traces || !n || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
+int hbmi_trace_has_torch_segs(const hbm_trace *t) { return t && t->priv_->torch_segs != NULL; }
+
+hbm_status hbmi_export_torch_write(hbm_trace *const *traces, size_t n, hbmi_torch_segs *const *own, FILE *f) {
+    if (!traces || !n || !own || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
     hbmi_buf b = {.what = "a snapshot"};
     memo m = {0};
     hbmi_map_init(&m.idx);
-    hbm_status s = HBM_OK;
-    /* traces that are not snapshots: the PyTorch allocator twin's run on them */
-    hbmi_torch_segs **own = hbmi_calloc(n, sizeof *own);
-    if (!own) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
-    for (size_t d = 0; d < n && !s; d++)
-        if (!traces[d]->priv_->torch_segs && hbmi_torch_twin_end_state(traces[d], &own[d]) == HBM_ERR_NOMEM)
-            s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a snapshot");
-    if (!s) s = write_all(&b, &m, traces, n, own);
+    hbm_status s = write_all(&b, &m, traces, n, own);
     if (!s && fwrite(b.p, 1, b.n, f) != b.n) s = hbmi_error(HBM_ERR_IO, "writing the snapshot failed");
     hbmi_buf_free(&b);
     hbmi_map_destroy(&m.idx);
-    for (size_t d = 0; d < n; d++) hbmi_torch_segs_free(own[d]);
-    hbmi_free(own);
     return s;
-}
-
-hbm_status hbm_export_torch(const hbm_trace *t, FILE *f) {
-    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_torch: NULL argument");
-    hbm_trace *one = (hbm_trace *)t;
-    return hbm_export_torch_all(&one, 1, f);
 }
