@@ -55,6 +55,7 @@ struct hbm_fit_result {
     int has_backward;          /* some op_name under transpose(...): autodiff saved values */
     hbmi_jax_residual *res;    /* scan residuals */
     size_t best_res;           /* the one of sum.residual_peak (when that is not 0) */
+    size_t recompute_res;      /* the one of sum.recompute_peak (when that is not 0) */
     size_t n_res, cap_res;
     hbm_plan_buffer left[5];   /* the largest buffers at the final peak no change touched */
     size_t n_left;
