@@ -333,10 +333,13 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
         }
         fputc(0, o);
     }
-    /* the result: the elements left */
+    /* the result: the elements left (the signature's, the fusion's, the root tuple's shape) */
     uint32_t left = UINT32_MAX;
-    for (int pass = 0; ok && pass < 2; pass++) {
-        const char *la = (pass ? fa : ra) + 1, *lb = pass ? fb2 : rb;
+    const char *ta = NULL, *tb = NULL, *ua = NULL, *ub = NULL;
+    if (ok && R->n_ops > 2 && (!shape_span(m, R, &ta, &tb) || !ops_span(m, R, &ua, &ub) || *ta != '('))
+        ok = fail(r, "the stacking fusion's root is not as expected");
+    for (int pass = 0; ok && pass < (R->n_ops > 2 ? 3 : 2); pass++) {
+        const char *la = (pass == 2 ? ta : pass ? fa : ra) + 1, *lb = pass == 2 ? tb : pass ? fb2 : rb;
         while (lb > la && lb[-1] != ')') lb--;
         if (lb > la) lb--;
         if (R->n_ops > 2) fputc('(', o);
@@ -355,7 +358,8 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
     }
     if (fclose(o)) ok = 0, r->nomem = 1;
     if (ok) {
-        const char *sig = t, *ops = sig + strlen(sig) + 1, *res = ops + strlen(ops) + 1, *fsh = res + strlen(res) + 1;
+        const char *sig = t, *ops = sig + strlen(sig) + 1, *res = ops + strlen(ops) + 1, *fsh = res + strlen(res) + 1,
+                   *rsh = fsh + strlen(fsh) + 1;
         add(r, (size_t)(sq - m->text), (size_t)(sc - m->text), sig);
         add(r, (size_t)(oa - m->text), (size_t)(ob - m->text), ops);
         add(r, (size_t)(ra - m->text), (size_t)(rb - m->text), res);
@@ -374,13 +378,8 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
             }
         }
         if (R->n_ops > 2) { /* the tuple of those left */
-            const char *ta, *tb, *ua, *ub;
-            if (!shape_span(m, R, &ta, &tb) || !ops_span(m, R, &ua, &ub)) {
-                ok = fail(r, "the stacking fusion's root is not as expected");
-            } else {
-                add(r, (size_t)(ta - m->text), (size_t)(tb - m->text), res);
-                if (!drop_item(r, ua - 1, ub + 1, d)) ok = fail(r, "the stacking fusion's root is not as expected");
-            }
+            add(r, (size_t)(ta - m->text), (size_t)(tb - m->text), rsh);
+            if (!drop_item(r, ua - 1, ub + 1, d)) ok = fail(r, "the stacking fusion's root is not as expected");
         } else { /* the one left is the root */
             const hbmi_instr *k = &f->ins[R->ops[left]];
             if (k->is_root || k->op == HOP_PARAMETER) {
