@@ -91,6 +91,8 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
                                             sizeof x->why_estimate);
     if (s == HBM_ERR_NOMEM) return s;
     if (s) return HBM_OK;
+    memcpy(x->recompute_note, x->why_estimate, sizeof x->recompute_note);
+    x->why_estimate[0] = 0;
     uint64_t peak = 0;
     s = plan_text(r, text, len, &peak, NULL, NULL);
     if (!s) {

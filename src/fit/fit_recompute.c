@@ -32,6 +32,7 @@ typedef struct rc {
     int nomem;
     char *why;
     size_t why_cap;
+    char note[256]; /* how the clones read an input when that is not the value itself */
     char *comps, *comps_kept; /* copies of fused computations the clones call */
     size_t n_comps, n_kept;
     uint64_t flops; /* of the clones, once */
@@ -940,6 +941,17 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                         ok = fail(r, "the layer's input has no dimensions");
                         break;
                     }
+                    char held[48], want[48];
+                    hbmi_shape one = *sh;
+                    one.n = one.n ? one.n - 1 : 0;
+                    one.dims = sh->dims + (sh->n ? 1 : 0);
+                    one.tiled_elems = 0;
+                    hbmi_shape_print(&one, held, sizeof held);
+                    hbmi_shape_print(in->shape, want, sizeof want);
+                    snprintf(r->note, sizeof r->note,
+                             "the clone reads the layer's input %s from the %s copy the backward loop holds, converted "
+                             "back (rounded)",
+                             want, held);
                     fprintf(L, "  %s.wide = %.*s[1%s%.*s] convert(%s.one)\n", map[i].name, (int)(lb - sa), sa,
                             rb > lb + 1 ? "," : "", (int)(rb - lb - 1), lb + 1, map[i].name);
                     fprintf(L, "  %s = %.*s bitcast(%s.wide)\n", map[i].name, (int)(sb - sa), sa, map[i].name);
@@ -1080,6 +1092,7 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
     rc r = {.m = m, .why = why, .why_cap = why_cap};
     int ok = build(&r, x, all, n_all);
     if (ok && flops) *flops = r.flops * (uint64_t)(x->layers > 0 ? x->layers : 0);
+    if (ok && why && why_cap) snprintf(why, why_cap, "%s", r.note);
     hbm_status s = HBM_OK;
     if (r.nomem) {
         s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");

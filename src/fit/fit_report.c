@@ -165,9 +165,10 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
         if (rp < before)
             snprintf(t, sizeof t,
                      "%s (%llu bytes) recomputed instead, verified: the module with the backward loop computing "
-                     "it again plans to a peak of %s, %s the target by %s%s",
+                     "it again plans to a peak of %s, %s the target by %s%s%s%s",
                      hbm_size_human(before - rp, b), (unsigned long long)(before - rp), hbm_size_human(rp, c),
-                     rp <= target ? "under" : "over", hbm_size_human(rp <= target ? target - rp : rp - target, d), fl);
+                     rp <= target ? "under" : "over", hbm_size_human(rp <= target ? target - rp : rp - target, d), fl,
+                     x->recompute_note[0] ? "; " : "", x->recompute_note);
         else
             snprintf(t, sizeof t,
                      "nothing recomputed instead, verified: the module with the backward loop computing it again "
@@ -444,6 +445,8 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
                    ", \"recompute_not_planned\": ",
                 x->host_peak, x->with_set_peak, x->recompute_flops, x->recompute_peak);
         jstr(f, x->why_estimate);
+        fprintf(f, ", \"recompute_note\": ");
+        jstr(f, x->recompute_note);
         fprintf(f, ", \"maxtext_name\": ");
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
