@@ -1126,6 +1126,49 @@ static void test_scan_recompute_multi(void) {
     CHECK(pk < su.peak_before);
     printf("  multi-output fusion, 2 outputs: %llu -> %llu bytes\n", (unsigned long long)su.peak_before,
            (unsigned long long)pk);
+    CHECK(!su.recompute_fits && su.recompute_peak == pk); /* 1 KiB: not reached */
+    hbm_fit_free(r);
+    /* a target the recompute module reaches and no residual in host memory does: that route
+     * is what fits, and the module emitted is the one planned */
+    o.target_bytes = pk;
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    CHECK_OK(hbm_fit_get_summary(r, &su));
+    CHECK(!su.fits && su.recompute_fits && su.recompute_peak == pk);
+    char *emitted = NULL, *shown = NULL;
+    size_t ne = 0, ns = 0;
+    FILE *f = open_memstream(&emitted, &ne);
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_OK(hbm_fit_emit(r, f));
+        fclose(f);
+    }
+    CHECK(emitted && ne == len && !memcmp(emitted, text, len));
+    f = open_memstream(&shown, &ns);
+    if (f) {
+        CHECK_OK(hbm_fit_write(r, f, 0, 12, 0));
+        fclose(f);
+    }
+    /* here the residual in host memory fits too (a lower peak): that is what fits */
+    CHECK(su.residual_fits && su.residual_peak < pk);
+    CHECK(shown && strstr(shown, "\nWhat fits: the scan residual f32[4,8,16] (computed, above) in host memory"));
+    CHECK(shown && strstr(shown, "\nhbm fit --emit writes the module with the backward loop recomputing the scan "
+                                 "residual f32[4,8,16], planned to "));
+    free(shown);
+    shown = NULL;
+    /* the renderer, where only the recompute reaches the target */
+    r->sum.residual_fits = 0;
+    f = open_memstream(&shown, &ns);
+    if (f) {
+        CHECK_OK(hbm_fit_write(r, f, 0, 12, 0));
+        fclose(f);
+    }
+    CHECK(shown && strstr(shown, "\nWhat fits: the scan residual f32[4,8,16] (f32[8,16] per layer, above) recomputed by "
+                                 "the backward loop, by its checkpoint policy in the JAX code: the module plans to "));
+    CHECK(shown && strstr(shown, "\nhbm fit --emit writes the module with the backward loop recomputing the scan "
+                                 "residual f32[4,8,16], planned to "));
+    CHECK(shown && !strstr(shown, "Nothing within the limits fits"));
+    free(emitted);
+    free(shown);
     free(text);
     text = NULL;
     hbm_fit_free(r);

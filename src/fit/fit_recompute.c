@@ -278,8 +278,10 @@ static int ops_span(const hbm_hlo_module *m, const hbmi_instr *in, const char **
 }
 
 /* The multi-output fusion fi of body b, whose element d stacked the residual, left with its
- * other elements, as XLA's rematerialization narrows a multi-output fusion to the outputs it
- * needs (xla/hlo/transforms/simplifiers/hlo_rematerialization.cc): its computation keeps the
+ * other elements. XLA's rematerialization clones a multi-output fusion whole and reads the
+ * element it needs through a new get-tuple-element (gte.remat, RematerializeInstructions in
+ * xla/hlo/transforms/simplifiers/hlo_rematerialization.cc); here the stacked buffer, its
+ * operand, is dropped from the loop, so the fusion cannot stay whole: its computation keeps the
  * instructions those elements read, the parameters among them renumbered in order (signature,
  * parameter(N) and the fusion's operands), its root the one element left (an instruction of
  * its own: ROOT) or the tuple of those left; the fusion's shape follows, and its elements'
