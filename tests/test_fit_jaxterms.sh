@@ -82,6 +82,7 @@ check "TPU/Flax: --emit writes the recompute module" has "hbm fit --emit writes 
 # the emitted module is the one planned: hbm plan of it is the figure fit printed
 "$HBM" fit "$SRC/tests/fit_jax/flax_scan_tpu.hlo" --capacity 100MiB --framework-limit 1 --json --emit "$T/recompute.hlo" >"$T/recompute.json"
 check "TPU/Flax: fit's JSON names the recompute route" grep -q '"recompute_residual_peak_bytes": 84645384,' "$T/recompute.json"
+check "TPU/Flax: fit's JSON, the emitted module's peak" grep -q '"emitted_peak_bytes": 84645384,' "$T/recompute.json"
 check "TPU/Flax: the emitted module has the clone in the backward body" grep -q "^  %bitcast_dynamic-update-slice_fusion.6.recompute = f32\[16,512,1024\]{2,1,0:T(8,128)} fusion(" "$T/recompute.hlo"
 check "TPU/Flax: hbm plan of the emitted module = the figure printed" grep -q '"peak_bytes": 84645384,' <<<"$("$HBM" plan "$T/recompute.hlo" --json)"
 # at 1 MiB nothing reaches the target: --emit writes the XLA-side set, as before

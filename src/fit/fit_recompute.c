@@ -296,7 +296,8 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
     if (R->op != HOP_TUPLE || (uint64_t)d >= R->n_ops || R->n_ops < 2) return fail(r, "the stacking fusion's root is not a tuple");
     for (uint32_t u = 0; u < F->n_users; u++) {
         const hbmi_instr *g = &b->ins[F->users[u]];
-        if (g->op != HOP_GTE || g->synthetic) return fail(r, "the stacking fusion's tuple is read other than by get-tuple-element");
+        if (g->op != HOP_GTE || (g->synthetic && g->gte_index != d))
+            return fail(r, "the stacking fusion's tuple is read other than by a get-tuple-element of its own line");
     }
     uint8_t *keep = hbmi_calloc(f->n + 1, 1);
     int64_t *num = hbmi_calloc(f->n_params + 1, sizeof *num);
@@ -476,7 +477,7 @@ static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd,
         for (int hop = 0; hop < 8 && xi != UINT32_MAX; hop++) {
             const hbmi_instr *x = &b->ins[xi];
             if (x->n_users != 1) return fail(r, "the update in place has other readers");
-            drop_line(r, b, xi);
+            if (!x->synthetic) drop_line(r, b, xi); /* "%fusion#N" in the root has no line */
             if ((x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops) {
                 xi = x->ops[0];
                 continue;

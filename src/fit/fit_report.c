@@ -398,6 +398,9 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
             s->residual_peak, s->residual_alone ? "true" : "false", s->residual_fits ? "true" : "false");
     fprintf(f, ",\n  \"recompute_residual_peak_bytes\": %" PRIu64 ",\n  \"recompute_residual_fits\": %s",
             s->recompute_peak, s->recompute_fits ? "true" : "false");
+    /* what hbm_fit_emit writes plans to this: the recompute module, else the set's */
+    fprintf(f, ",\n  \"emitted_peak_bytes\": %" PRIu64,
+            !s->fits && s->recompute_fits ? s->recompute_peak : r->final_peak ? r->final_peak : s->peak_before);
     jset(f, "hbm", &s->hbm);
     jset(f, "xla", &s->xla);
     fprintf(f, ",\n  \"changes\": [");
