@@ -100,6 +100,7 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
         x->recompute_flops = flops; /* what the written module computes again */
     } else if (s != HBM_ERR_NOMEM) {
         snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
+        x->recompute_note[0] = 0;
         s = HBM_OK;
     }
     free(text);
