@@ -66,6 +66,7 @@ import json,sys; d=json.load(open(sys.argv[1])); b,a,who=int(sys.argv[2]),int(sy
 assert d["bytes_before"]==b, (d["bytes_before"],b)
 assert d["bytes_after"]==a, (d["bytes_after"],a)
 assert d[who]["peak_bytes"]==a, (d[who]["peak_bytes"],a)
+assert d["emitted_peak_bytes"]==a, (d["emitted_peak_bytes"],a)
 ' "$tmp/agree.json" "$before" "$after" $who
         check "$(basename "$f") $who: text before = hbm plan" grep -q "^  needs .* ($before bytes)" "$tmp/agree.txt"
         if [ -z "${HBM_SANITIZE:-}" ] && [ -e "$BUILD/libhbm.so" ]; then

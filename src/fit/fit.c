@@ -108,6 +108,8 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
                                             sizeof x->why_estimate);
     if (s == HBM_ERR_NOMEM) return s;
     if (s) return HBM_OK;
+    memcpy(x->recompute_note, x->why_estimate, sizeof x->recompute_note);
+    x->why_estimate[0] = 0;
     uint64_t peak = 0;
     s = plan_text(r, text, len, &peak, NULL, NULL);
     if (!s) {
@@ -115,6 +117,7 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
         x->recompute_flops = flops; /* what the written module computes again */
     } else if (s != HBM_ERR_NOMEM) {
         snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
+        x->recompute_note[0] = 0;
         s = HBM_OK;
     }
     free(text);
@@ -855,6 +858,27 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     r->sum.residual_peak = r->sum.residual_alone ? alone : with;
     r->best_res = r->sum.residual_alone ? ka : kw;
     r->sum.residual_fits = r->sum.residual_peak && r->sum.residual_peak <= target;
+    /* the route through recomputing a residual: the lowest planned; when it reaches the
+     * target, its module is the one --emit writes (written again: the text planned) */
+    for (size_t k = 0; !r->sum.fits && k < r->n_res; k++) {
+        const hbmi_jax_residual *x = &r->res[k];
+        if (!x->carry && x->recompute_peak && (!r->sum.recompute_peak || x->recompute_peak < r->sum.recompute_peak))
+            r->sum.recompute_peak = x->recompute_peak, r->recompute_res = k;
+    }
+    r->sum.recompute_fits = r->sum.recompute_peak && r->sum.recompute_peak <= target;
+    if (r->sum.recompute_fits) {
+        char *text = NULL, why[200];
+        size_t len = 0;
+        s = hbmi_jax_recompute_write(m, &r->res[r->recompute_res], r->res, r->n_res, &text, &len, NULL, why, sizeof why);
+        if (s == HBM_ERR_NOMEM) goto fail;
+        if (s) { /* it was written once: the same module cannot be refused now */
+            s = hbmi_error(HBM_ERR_CORRUPT, "fit: the recompute module is refused on writing it again: %s", why);
+            goto fail;
+        }
+        free(r->text);
+        r->text = text;
+        r->text_len = len;
+    }
     r->sum.n_changes = r->n_ch;
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     hbmi_free(ed);
