@@ -25,6 +25,8 @@ typedef struct emitter {
     const hbmi_fit_edit *ed;
     size_t n_ed;
     int32_t *by_ins;  /* per entry instruction: the edit of its value, -1 */
+    int32_t *same;    /* per edit: the next edit cloning the same instruction (readers given), -1 */
+    uint32_t reader;  /* the line being written: its instruction, or n + edit (a clone line) */
     char **name1;     /* per edit: the clone, or the value back on the device */
     char **name2;     /* offload: the host copy (copy-done to host) */
     int32_t *alias_k;   /* per instruction: the remat edit whose value it aliases (bitcast, gte), -1 */
@@ -118,6 +120,12 @@ static const char *renamed(const emitter *em, uint32_t o, uint32_t pos, int64_t 
         nm = em->alias_name[em->base + o];
     }
     if (k < 0) return NULL;
+    if (em->ed[k].rd && nm == em->name1[k]) { /* the readers are given: this line's clone, if any */
+        for (; k >= 0; k = em->same[k])
+            for (uint32_t j = 0; j < em->ed[k].n_rd; j++)
+                if (em->ed[k].rd[j] == em->reader) return em->name1[k];
+        return NULL;
+    }
     const hbmi_fit_edit *d = &em->ed[k];
     if (d->kind != HBM_FIT_REMATERIALIZE && d->kind != HBM_FIT_OFFLOAD) return NULL;
     if (self == (int64_t)o) return NULL;
@@ -496,9 +504,27 @@ static void write_header_alias(emitter *em, const char *t, const char *hend, con
     fwrite(nm, 1, (size_t)(hend - nm), em->f);
 }
 
-static int cmp_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+char *hbmi_fit_clone_name(const hbm_hlo_module *m, const hbmi_fit_edit *ed, size_t k) {
+    hbmi_str nm = m->comps[ed[k].comp].ins[ed[k].ins].name;
+    char *s = hbmi_fit_fresh_name(m, nm, ".remat");
+    if (!s) return NULL;
+    uint32_t before = 0; /* earlier edits cloning the same instruction */
+    for (size_t j = 0; j < k; j++)
+        before += ed[j].kind == HBM_FIT_REMATERIALIZE && ed[j].comp == ed[k].comp && ed[j].ins == ed[k].ins;
+    if (!before) return s;
+    size_t cap = strlen(s) + 24;
+    char *t = hbmi_malloc(cap);
+    if (!t) {
+        hbmi_free(s);
+        return NULL;
+    }
+    /* the k-th: NAME.remat.k, unique in m (the earlier ones took NAME.remat ... .k-1) */
+    for (uint32_t d = before; d < 1000000; d++) {
+        snprintf(t, cap, "%s.%u", s, d);
+        if (!name_taken(m, t)) break;
+    }
+    hbmi_free(s);
+    return t;
 }
 
 /* Write computation c's instructions with their edits (from the start of its first
@@ -513,12 +539,18 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
         size_t no = 0;
         for (size_t k = 0; k < n_ed; k++)
             if ((ed[k].kind == HBM_FIT_REMATERIALIZE || ed[k].kind == HBM_FIT_OFFLOAD) && ed[k].comp == c &&
-                ed[k].at == i)
-                order[no++] = ed[k].ins;
-        hbmi_qsort(order, no, sizeof *order, cmp_u32);
+                ed[k].at == i) {
+                size_t j = no++; /* edits, by instruction then in their order */
+                while (j > 0 && ed[order[j - 1]].ins > ed[k].ins) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = (uint32_t)k;
+            }
         for (size_t j = 0; j < no; j++) {
-            int32_t k = em->by_ins[em->base + order[j]];
+            int32_t k = (int32_t)order[j];
             if (ed[k].kind == HBM_FIT_REMATERIALIZE) {
+                em->reader = n + (uint32_t)k;
                 write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
                 for (uint32_t a = 0; a < n; a++) /* its aliases' clones, in order (an element read as
                                                      "%clone#N" needs no line) */
@@ -529,6 +561,7 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
             }
         }
         int32_t k = em->by_ins[em->base + i];
+        em->reader = i;
         if (k >= 0 && ed[k].kind == HBMI_FIT_HOST_ELEM) write_host_elem(em, i, ed[k].out);
         else if (k >= 0 && ed[k].kind == HBM_FIT_OFFLOAD && ed[k].from == UINT32_MAX) write_param_host(em, i);
         else if (!(k >= 0 && ed[k].kind == HBM_FIT_REMATERIALIZE && ed[k].drop) && !em->alias_drop[em->base + i] &&
@@ -556,25 +589,40 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
             total += m->comps[c].n;
         }
     em.by_ins = hbmi_malloc(sizeof *em.by_ins * (total + 1));
+    em.same = hbmi_malloc(sizeof *em.same * (n_ed + 1));
     em.name1 = hbmi_calloc(n_ed + 1, sizeof *em.name1);
     em.name2 = hbmi_calloc(n_ed + 1, sizeof *em.name2);
     uint32_t *order = hbmi_malloc(sizeof *order * (n_ed + 1));
     em.alias_k = hbmi_malloc(sizeof *em.alias_k * (total + 1));
     em.alias_name = hbmi_calloc(total + 1, sizeof *em.alias_name);
     em.alias_drop = hbmi_calloc(total + 1, 1);
-    if (!base || !edited || !em.by_ins || !em.name1 || !em.name2 || !order || !em.alias_k || !em.alias_name ||
+    if (!base || !edited || !em.by_ins || !em.same || !em.name1 || !em.name2 || !order || !em.alias_k || !em.alias_name ||
         !em.alias_drop) {
         s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
         goto out;
     }
     for (uint32_t i = 0; i < total; i++) em.by_ins[i] = em.alias_k[i] = -1;
+    for (size_t k = 0; k < n_ed; k++) em.same[k] = -1;
     for (size_t k = 0; k < n_ed; k++) {
         const hbmi_fit_edit *d = &ed[k];
         if (d->kind == HBM_FIT_DONATE || d->kind == HBM_FIT_SETTING) continue;
-        if (d->comp >= m->n_comps || d->ins >= m->comps[d->comp].n || d->at >= m->comps[d->comp].n ||
-            em.by_ins[base[d->comp] + d->ins] >= 0) {
+        if (d->comp >= m->n_comps || d->ins >= m->comps[d->comp].n || d->at >= m->comps[d->comp].n) {
             s = hbmi_error(HBM_ERR_INVALID, "fit: bad edit of instruction %u", d->ins);
             goto out;
+        }
+        int32_t prev = em.by_ins[base[d->comp] + d->ins];
+        if (prev >= 0) { /* a second clone of one instruction: both with their readers given */
+            while (em.same[prev] >= 0) prev = em.same[prev];
+            if (d->kind != HBM_FIT_REMATERIALIZE || !d->rd || ed[prev].kind != HBM_FIT_REMATERIALIZE || !ed[prev].rd) {
+                s = hbmi_error(HBM_ERR_INVALID, "fit: bad edit of instruction %u", d->ins);
+                goto out;
+            }
+            em.same[prev] = (int32_t)k;
+            if (!(em.name1[k] = hbmi_fit_clone_name(m, ed, k))) {
+                s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+                goto out;
+            }
+            continue;
         }
         em.by_ins[base[d->comp] + d->ins] = (int32_t)k;
         edited[d->comp] = 1;
@@ -602,7 +650,7 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
         }
         if (d->kind == HBM_FIT_OFFLOAD && d->from != UINT32_MAX && d->from < d->ins)
             em.alias_drop[base[d->comp] + d->ins] = 1; /* written after `from` instead */
-        if (d->kind == HBM_FIT_REMATERIALIZE) {
+        if (d->kind == HBM_FIT_REMATERIALIZE && !d->rd) {
             int early = 0, late = 0;
             em.e = &m->comps[d->comp];
             if ((s = mark_aliases(&em, &m->comps[d->comp], base[d->comp], d->ins, (int32_t)k, 0, &early, &late)))
@@ -664,6 +712,7 @@ out:
     hbmi_free(em.name1);
     hbmi_free(em.name2);
     hbmi_free(em.by_ins);
+    hbmi_free(em.same);
     hbmi_free(order);
     hbmi_free(base);
     hbmi_free(edited);

@@ -23,6 +23,11 @@ typedef struct hbmi_fit_edit {
     uint32_t ins, from, at;
     int64_t param;
     int32_t out;
+    /* remat, when set: the clone's readers, no other (an instruction of the computation, or
+     * its instruction count + j for the clone line of edit j of the same write); several edits
+     * may then clone one instruction (XLA's walk cloned it twice in one round) */
+    const uint32_t *rd;
+    uint32_t n_rd;
 } hbmi_fit_edit;
 
 /* Write module m with the edits applied as HLO text to f. */
@@ -39,6 +44,9 @@ hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, s
 /* A name for a line the writer adds: base + suffix, unique in m (".1", ".2" ...); a clone of a
  * clone counts on as XLA names it ("x.remat" -> "x.remat2"). Malloc'ed; NULL out of memory. */
 char *hbmi_fit_fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix);
+/* The name the writer gives remat edit k of ed: NAME.remat as hbmi_fit_fresh_name makes it; a
+ * further clone of an instruction earlier edits clone too (given readers): NAME.remat.1 ... */
+char *hbmi_fit_clone_name(const hbm_hlo_module *m, const hbmi_fit_edit *ed, size_t k);
 
 /* The candidate as the model sees it: steps (entry instruction indices) [lo, hi] where it
  * takes `bytes` off, and the operand extensions it adds (remat). */
@@ -68,8 +76,11 @@ typedef struct hbmi_fit_cand {
  * users (a move: the source is not written). */
 typedef struct hbmi_fit_xla_clone {
     uint32_t comp, ins, src, at_ins, at_src;
+    uint32_t rd, n_rd; /* its readers when the walk ended: xrd[rd, rd + n_rd) */
     uint8_t gen, src_dead;
 } hbmi_fit_xla_clone;
+/* A reader in xrd: an instruction of the clone's computation, or HBMI_XLA_REC | a clone record. */
+#define HBMI_XLA_REC 0x80000000u
 
 typedef struct hbmi_fit_model {
     const hbm_plan *p;
@@ -86,6 +97,8 @@ typedef struct hbmi_fit_model {
     hbmi_fit_cand *cand;
     hbmi_fit_xla_clone *xc; /* XLA's walk on the instruction lists (a TPU module): its clones */
     uint32_t n_xc;
+    uint32_t *xrd;          /* the clones' readers (hbmi_fit_xla_clone.rd) */
+    uint32_t n_xrd;
 } hbmi_fit_model;
 
 /* Device rates for the cost of a change (fit_model.c's table, sources in docs/fit.md). */

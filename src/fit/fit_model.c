@@ -705,6 +705,7 @@ void hbmi_fit_model_free(hbmi_fit_model *mo) {
     hbmi_free(mo->depth);
     hbmi_free(mo->cand);
     hbmi_free(mo->xc);
+    hbmi_free(mo->xrd);
     memset(mo, 0, sizeof *mo);
 }
 

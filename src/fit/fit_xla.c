@@ -278,7 +278,7 @@ typedef struct xctx {
     int64_t entry_base; /* the entry's tracker starts here (the GPU rule counts the arguments) */
     int64_t *peak;      /* per computation: its peak as the tracker counts it */
     uint8_t *state;     /* per computation: 1 peak known, 2 rematerialized */
-    uint32_t cap_xc;
+    uint32_t cap_xc, cap_xrd;
     hbm_status err;
 } xctx;
 
@@ -710,6 +710,32 @@ static int64_t callee_usage(const xwalk *w, uint32_t y) {
     return u;
 }
 
+/* The readers of item y when the walk ended, appended to mo->xrd: an instruction of the
+ * module, a clone by its record; through the get-tuple-elements and bitcasts the walk added,
+ * their readers. */
+static int clone_readers(xwalk *w, uint32_t y, int depth) {
+    hbmi_fit_model *mo = w->x->mo;
+    for (uint32_t u = 0; u < w->n_it; u++) {
+        const xitem *t = &w->it[u];
+        if (u == y || t->killed || !vhas(&t->ops, y)) continue;
+        uint32_t id = NONE;
+        if (t->src == NONE && t->ins != NONE) id = t->ins;
+        else if (t->rec != NONE) id = HBMI_XLA_REC | t->rec;
+        else if (t->alias && depth < 16) {
+            if (clone_readers(w, u, depth + 1)) return -1;
+            continue;
+        }
+        if (id == NONE) continue;
+        if (mo->n_xrd == w->x->cap_xrd) {
+            size_t cap = w->x->cap_xrd;
+            if (hbmi_grow((void **)&mo->xrd, &cap, (size_t)mo->n_xrd + 1, sizeof *mo->xrd)) return -1;
+            w->x->cap_xrd = (uint32_t)cap;
+        }
+        mo->xrd[mo->n_xrd++] = id;
+    }
+    return 0;
+}
+
 /* The clones of a walked computation as records of mo->xc: each placed before the first item
  * after it that the round writing it has (no alias, an earlier generation, not yet dropped). */
 static int keep_clones(xwalk *w) {
@@ -736,6 +762,9 @@ static int keep_clones(xwalk *w) {
         r->src_dead = (uint8_t)uses_empty(w, it->src, 0);
         r->at_ins = w->c->root;
         r->at_src = NONE;
+        r->rd = mo->n_xrd;
+        if (clone_readers(w, y, 0)) return -1;
+        r->n_rd = mo->n_xrd - r->rd;
         for (uint32_t z = it->next; z != NONE; z = w->it[z].next) {
             const xitem *t = &w->it[z];
             if (t->alias || t->ins == NONE || t->gen >= it->gen) continue;
@@ -857,6 +886,9 @@ static void xla_lists(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule
     hbmi_free(mo->xc);
     mo->xc = NULL;
     mo->n_xc = 0;
+    hbmi_free(mo->xrd);
+    mo->xrd = NULL;
+    mo->n_xrd = 0;
     *before = *after = 0;
     if (!x.peak || !x.state || walk_comp(&x, m->entry, 0, 0)) goto out;
     *before = *after = x.peak[m->entry];
@@ -889,17 +921,25 @@ hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len
         if (mo->xc[k].gen > gens) gens = mo->xc[k].gen;
     char **name = hbmi_calloc(mo->n_xc + 1, sizeof *name);
     hbmi_fit_edit *ed = hbmi_malloc(sizeof *ed * (mo->n_xc + 1));
-    uint32_t *eff = hbmi_malloc(sizeof *eff * (mo->n_xc + 1));
-    if (!name || !ed || !eff) {
+    uint32_t *edk = hbmi_malloc(sizeof *edk * (mo->n_xc + 1));
+    uint32_t *rdb = hbmi_malloc(sizeof *rdb * (mo->n_xrd + 1));
+    uint8_t *twin = hbmi_calloc(mo->n_xc + 1, 1);
+    if (!name || !ed || !edk || !rdb || !twin) {
         hbmi_free(name);
         hbmi_free(ed);
-        hbmi_free(eff);
+        hbmi_free(edk);
+        hbmi_free(rdb);
+        hbmi_free(twin);
         return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
     }
-    /* a value its own clones made live again can be cloned twice in one generation (the clone
-     * of a reader reads it); the writer takes one clone of a line per round: the second is
-     * written as the first (eff) */
-    for (uint32_t k = 0; k < mo->n_xc; k++) eff[k] = k;
+    /* a value its own clones made live again can be cloned twice in one round (a clone of
+     * one of its readers reads it again): such clones are written each with the readers the
+     * walk gave it (twin) */
+    for (uint32_t k = 0; k < mo->n_xc; k++)
+        for (uint32_t j = 0; j < k; j++)
+            if (mo->xc[j].gen == mo->xc[k].gen && mo->xc[j].comp == mo->xc[k].comp && mo->xc[j].src == mo->xc[k].src &&
+                (mo->xc[k].src != NONE || mo->xc[j].ins == mo->xc[k].ins))
+                twin[j] = twin[k] = 1;
     const hbm_hlo_module *cur = mo->m;
     hbm_hlo_module *own = NULL;
     hbmi_df *own_df = NULL;
@@ -910,21 +950,12 @@ hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len
         size_t n = 0;
         for (uint32_t k = 0; k < mo->n_xc && !s; k++) {
             const hbmi_fit_xla_clone *r = &mo->xc[k];
+            edk[k] = NONE;
             if (r->gen != g) continue;
             const hbmi_comp *c0 = &mo->m->comps[r->comp], *c = &cur->comps[r->comp];
             char buf[512];
-            uint32_t sk = r->src == NONE ? NONE : eff[r->src];
-            uint32_t twin = NONE;
-            for (uint32_t j = 0; j < k && twin == NONE; j++)
-                if (mo->xc[j].gen == g && eff[j] == j && mo->xc[j].comp == r->comp &&
-                    (mo->xc[j].src == NONE ? NONE : eff[mo->xc[j].src]) == sk && (sk != NONE || mo->xc[j].ins == r->ins))
-                    twin = j;
-            if (twin != NONE) {
-                eff[k] = twin;
-                continue;
-            }
-            const char *src = sk == NONE ? NULL : name[sk];
-            const char *at = r->at_src == NONE ? NULL : name[eff[r->at_src]];
+            const char *src = r->src == NONE ? NULL : name[r->src];
+            const char *at = r->at_src == NONE ? NULL : name[r->at_src];
             if (!src) {
                 snprintf(buf, sizeof buf, "%.*s", (int)c0->ins[r->ins].name.n, c0->ins[r->ins].name.p);
                 src = buf;
@@ -939,19 +970,46 @@ hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len
                 s = hbmi_error(HBM_ERR_INVALID, "fit: XLA's clone of %s before %s has no place in round %u", src, at, g);
                 break;
             }
-            hbmi_str sn = {.p = src, .n = (uint32_t)strlen(src)};
-            name[k] = hbmi_fit_fresh_name(cur, sn, ".remat");
-            if (!name[k]) {
-                s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
-                break;
-            }
             memset(&ed[n], 0, sizeof ed[n]);
             ed[n].kind = HBM_FIT_REMATERIALIZE;
             ed[n].drop = r->src_dead;
             ed[n].comp = r->comp;
             ed[n].ins = si;
             ed[n].at = ai;
-            n++;
+            /* the name the writer gives it (a second clone of one line: NAME.remat.1) */
+            if (!(name[k] = hbmi_fit_clone_name(cur, ed, n))) s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            edk[k] = (uint32_t)n++;
+        }
+        /* the twins' readers, as lines of this round's module: the readers the walk left to the
+         * clone and to the clones later rounds make of it (those take theirs from it then); an
+         * instruction, a clone written in a round before, or the clone line of an edit of this
+         * one (its computation's count + the edit); a clone of a later round is written from
+         * its source's line */
+        size_t nb = 0;
+        for (uint32_t k = 0; k < mo->n_xc && !s; k++) {
+            const hbmi_fit_xla_clone *r = &mo->xc[k];
+            if (edk[k] == NONE || !twin[k]) continue;
+            const hbmi_comp *c0 = &mo->m->comps[r->comp], *c = &cur->comps[r->comp];
+            ed[edk[k]].rd = rdb + nb;
+            for (uint32_t e = 0; e < mo->n_xc; e++) {
+                uint32_t a = e;
+                while (a != NONE && mo->xc[a].gen > g) a = mo->xc[a].src;
+                if (a != k) continue;
+                for (uint32_t q = 0; q < mo->xc[e].n_rd && nb < mo->n_xrd; q++) {
+                    uint32_t id = mo->xrd[mo->xc[e].rd + q], to = NONE;
+                    if (!(id & HBMI_XLA_REC)) {
+                        char nb2[512];
+                        snprintf(nb2, sizeof nb2, "%.*s", (int)c0->ins[id].name.n, c0->ins[id].name.p);
+                        to = find_name(c, nb2);
+                    } else {
+                        uint32_t j = id & ~HBMI_XLA_REC;
+                        if (mo->xc[j].gen < g && name[j]) to = find_name(c, name[j]);
+                        else if (mo->xc[j].gen == g && edk[j] != NONE) to = c->n + edk[j];
+                    }
+                    if (to != NONE) rdb[nb++] = to;
+                }
+            }
+            ed[edk[k]].n_rd = (uint32_t)(rdb + nb - ed[edk[k]].rd);
         }
         if (s) break;
         free(t);
@@ -971,7 +1029,9 @@ hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len
     for (uint32_t k = 0; k < mo->n_xc; k++) hbmi_free(name[k]);
     hbmi_free(name);
     hbmi_free(ed);
-    hbmi_free(eff);
+    hbmi_free(edk);
+    hbmi_free(rdb);
+    hbmi_free(twin);
     hbmi_df_free(own_df);
     hbm_hlo_module_free(own);
     if (s) {
