@@ -27,6 +27,16 @@ typedef struct emitter {
     int32_t *by_ins;  /* per entry instruction: the edit of its value, -1 */
     int32_t *same;    /* per edit: the next edit cloning the same instruction (readers given), -1 */
     uint32_t reader;  /* the line being written: its instruction, or n + edit (a clone line) */
+    /* the aliases (get-tuple-elements, bitcasts) of a value cloned with given readers: per
+     * entry its edit, the alias, its clone's name, whether a reader reads it */
+    uint32_t n_xa;
+    size_t cap_xa;
+    struct xalias {
+        uint32_t k, ins;
+        char *name;
+        uint8_t used;
+    } *xa;
+    int32_t xa_line; /* writing the alias lines of this edit, -1 */
     char **name1;     /* per edit: the clone, or the value back on the device */
     char **name2;     /* offload: the host copy (copy-done to host) */
     int32_t *alias_k;   /* per instruction: the remat edit whose value it aliases (bitcast, gte), -1 */
@@ -112,7 +122,18 @@ static void operand_span(const hbmi_instr *in, const char *lim, const char **a, 
 
 /* The name operand o is read under at a line placed before original instruction pos (clone
  * lines: `self` is the value cloned or reloaded, clones at one place go in instruction order). */
+static int reads(const emitter *em, uint32_t k, uint32_t rd) {
+    for (uint32_t j = 0; j < em->ed[k].n_rd; j++)
+        if (em->ed[k].rd[j] == rd) return 1;
+    return 0;
+}
+
 static const char *renamed(const emitter *em, uint32_t o, uint32_t pos, int64_t self) {
+    if (em->xa_line >= 0 && em->ed[em->xa_line].ins == o) return em->name1[em->xa_line];
+    for (uint32_t a = 0; a < em->n_xa; a++) /* an alias of a value cloned with given readers */
+        if (em->xa[a].ins == o && em->ed[em->xa[a].k].comp == (uint32_t)(em->e - em->m->comps) &&
+            (em->xa_line >= 0 ? (int32_t)em->xa[a].k == em->xa_line : reads(em, em->xa[a].k, em->reader)))
+            return em->xa[a].name;
     int32_t k = em->by_ins[em->base + o];
     const char *nm = k >= 0 ? em->name1[k] : NULL;
     if (k < 0 && em->alias_k[em->base + o] >= 0 && em->alias_name[em->base + o]) {
@@ -122,8 +143,7 @@ static const char *renamed(const emitter *em, uint32_t o, uint32_t pos, int64_t 
     if (k < 0) return NULL;
     if (em->ed[k].rd && nm == em->name1[k]) { /* the readers are given: this line's clone, if any */
         for (; k >= 0; k = em->same[k])
-            for (uint32_t j = 0; j < em->ed[k].n_rd; j++)
-                if (em->ed[k].rd[j] == em->reader) return em->name1[k];
+            if (reads(em, (uint32_t)k, em->reader)) return em->name1[k];
         return NULL;
     }
     const hbmi_fit_edit *d = &em->ed[k];
@@ -160,6 +180,60 @@ static hbm_status mark_aliases(emitter *em, const hbmi_comp *c, uint32_t base, u
         } else {
             *early = 1;
         }
+    }
+    return HBM_OK;
+}
+
+/* The aliases of the value edit k clones, with given readers (below a, depth levels down):
+ * entries of em->xa, named NAME.remat unique among lines and entries (an element read as
+ * "%x#N": the clone's name and #N), used when a reader or a used alias reads it. */
+static hbm_status given_aliases(emitter *em, const hbmi_comp *c, uint32_t k, uint32_t a, const char *up, int depth,
+                                int *used) {
+    const hbmi_instr *in = &c->ins[a];
+    for (uint32_t u = 0; u < in->n_users && depth < 8; u++) {
+        uint32_t ui = in->users[u];
+        const hbmi_instr *x = &c->ins[ui];
+        if (!is_alias(x) && !x->synthetic) continue;
+        if (hbmi_grow((void **)&em->xa, &em->cap_xa, (size_t)em->n_xa + 1, sizeof *em->xa))
+            return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        uint32_t e = em->n_xa++;
+        memset(&em->xa[e], 0, sizeof em->xa[e]);
+        em->xa[e].k = k;
+        em->xa[e].ins = ui;
+        char *nm;
+        if (x->synthetic) {
+            size_t cap = strlen(up) + 24;
+            nm = hbmi_malloc(cap);
+            if (nm) snprintf(nm, cap, "%s#%lld", up, (long long)x->gte_index);
+        } else {
+            char *b = hbmi_fit_fresh_name(em->m, x->name, ".remat");
+            nm = b;
+            for (uint32_t d = 1; nm && d < 1000000; d++) {
+                int clash = 0;
+                for (uint32_t q = 0; q < e && !clash; q++) clash = em->xa[q].name && !strcmp(em->xa[q].name, nm);
+                for (uint32_t q = 0; q < (uint32_t)em->n_ed && !clash; q++)
+                    clash = em->name1[q] && !strcmp(em->name1[q], nm);
+                if (!clash) break;
+                if (nm != b) hbmi_free(nm);
+                size_t cap = strlen(b) + 24;
+                nm = hbmi_malloc(cap);
+                if (nm) snprintf(nm, cap, "%s.%u", b, d);
+                if (nm && name_taken(em->m, nm)) clash = 1;
+            }
+            if (nm != b) hbmi_free(b);
+        }
+        em->xa[e].name = nm;
+        if (!nm) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        int deeper = 0;
+        hbm_status s = given_aliases(em, c, k, ui, nm, depth + 1, &deeper);
+        if (s) return s;
+        for (uint32_t j = 0; j < em->ed[k].n_rd && !deeper; j++) { /* a reader reads it */
+            uint32_t r = em->ed[k].rd[j];
+            const hbmi_instr *ri = r < c->n ? &c->ins[r] : r - c->n < em->n_ed ? &c->ins[em->ed[r - c->n].ins] : NULL;
+            for (uint32_t q = 0; ri && q < ri->n_ops && !deeper; q++) deeper = ri->ops[q] == ui;
+        }
+        em->xa[e].used = (uint8_t)deeper;
+        *used |= deeper;
     }
     return HBM_OK;
 }
@@ -552,6 +626,11 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
             if (ed[k].kind == HBM_FIT_REMATERIALIZE) {
                 em->reader = n + (uint32_t)k;
                 write_line(em, ed[k].ins, i, em->name1[k], ed[k].ins);
+                em->xa_line = k; /* the aliases its readers read, in order */
+                for (uint32_t a = 0; a < em->n_xa; a++)
+                    if ((int32_t)em->xa[a].k == k && em->xa[a].used && !em->e->ins[em->xa[a].ins].synthetic)
+                        write_line(em, em->xa[a].ins, i, em->xa[a].name, em->xa[a].ins);
+                em->xa_line = -1;
                 for (uint32_t a = 0; a < n; a++) /* its aliases' clones, in order (an element read as
                                                      "%clone#N" needs no line) */
                     if (em->alias_k[em->base + a] == k && em->alias_name[em->base + a] && !em->e->ins[a].synthetic)
@@ -578,7 +657,7 @@ static void write_comp(emitter *em, uint32_t c, uint32_t *order) {
 
 static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, size_t n_ed, int all, FILE *f) {
     if (!m || !f || (n_ed && !ed)) return hbmi_error(HBM_ERR_INVALID, "fit: no module or file");
-    emitter em = {.m = m, .ed = ed, .n_ed = n_ed, .f = f};
+    emitter em = {.m = m, .ed = ed, .n_ed = n_ed, .f = f, .xa_line = -1};
     uint32_t total = 0;
     hbm_status s = HBM_OK;
     uint32_t *base = hbmi_malloc(sizeof *base * (m->n_comps + 1));
@@ -622,6 +701,9 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
                 s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
                 goto out;
             }
+            int used = 0;
+            em.e = &m->comps[d->comp];
+            if ((s = given_aliases(&em, &m->comps[d->comp], (uint32_t)k, d->ins, em.name1[k], 0, &used))) goto out;
             continue;
         }
         em.by_ins[base[d->comp] + d->ins] = (int32_t)k;
@@ -650,6 +732,11 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
         }
         if (d->kind == HBM_FIT_OFFLOAD && d->from != UINT32_MAX && d->from < d->ins)
             em.alias_drop[base[d->comp] + d->ins] = 1; /* written after `from` instead */
+        if (d->kind == HBM_FIT_REMATERIALIZE && d->rd) {
+            int used = 0;
+            em.e = &m->comps[d->comp];
+            if ((s = given_aliases(&em, &m->comps[d->comp], (uint32_t)k, d->ins, em.name1[k], 0, &used))) goto out;
+        }
         if (d->kind == HBM_FIT_REMATERIALIZE && !d->rd) {
             int early = 0, late = 0;
             em.e = &m->comps[d->comp];
@@ -713,6 +800,8 @@ out:
     hbmi_free(em.name2);
     hbmi_free(em.by_ins);
     hbmi_free(em.same);
+    for (uint32_t a = 0; a < em.n_xa; a++) hbmi_free(em.xa[a].name);
+    hbmi_free(em.xa);
     hbmi_free(order);
     hbmi_free(base);
     hbmi_free(edited);
