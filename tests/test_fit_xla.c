@@ -197,9 +197,67 @@ static void test_while_limit(void) {
     hbm_hlo_module_free(m);
 }
 
+/* A value cloned twice in one round (limit 95 % of the capacity less the 8 MiB argument and
+ * the 8 MiB output: 64 MiB; a, 8 MiB, is under the 10 MiB of a candidate). Live MiB per step:
+ * a 8, v 24, y 56, p 72 (over). At p: v (reduced 16, its reader y placed: cost 64/16) and y
+ * (in use by p): v. v.remat goes before the earliest unplaced reader of v (t) or of a (r):
+ * before t; 56. At q (88): v is dead (reduced 0), y gives 32 less v made live again, 16, cost
+ * 4, p is in use: y. y.remat reads v, so v is live again: 72, still over. Now v (16, its
+ * reader y placed: cost 4) is cloned a second time, in the same round as v.remat: v.remat.1
+ * (XLA's NameUniquer on a second "v.remat") takes y.remat's read and goes before the earliest
+ * unplaced reader of it (y.remat, before w) or of a (v.remat, before t): before v.remat; 56.
+ * At t (a, z, v.remat.1, v.remat, t: 72) v.remat.1 has no reader placed, a move (cost 0):
+ * v.remat.1.remat (Clone's rule: ".1" is no number after ".remat") before the earliest unplaced
+ * reader of it (y.remat) or of a (r): before y.remat; v.remat.1 is left without readers and is
+ * not written. At y.remat (a, t, v.remat.1.remat, y.remat: 72) nothing is left (t brings back
+ * z and v.remat: reduced < 0) nor at w (72): 72 + 8 = 80 MiB after, 104 + 8 = 112 before.
+ * So t reads v.remat and y.remat v.remat.1.remat; the module plans to 8 + 72 + 8 = 88 MiB.
+ * The writer used to write v.remat.1 as v.remat, read by y.remat before it was defined. */
+#define M32 "f32[2048,4096]{1,0}"
+static const char twin_hlo[] =
+    "HloModule xla_twin, is_scheduled=true, entry_computation_layout={(" M8 ")->" M8 "}\n"
+    "\n"
+    "ENTRY %main (x: f32[2048,1024]) -> f32[2048,1024] {\n"
+    "  %x = " M8 " parameter(0)\n"
+    "  %a = " M8 " exponential(%x)\n"
+    "  %v = " M16 " dot(%a, %a), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    "  %y = " M32 " concatenate(%v, %v), dimensions={1}\n"
+    "  %p = " M16 " slice(%y), slice={[0:2048], [0:2048]}\n"
+    "  %q = " M32 " concatenate(%p, %p), dimensions={1}\n"
+    "  %z = " M16 " slice(%q), slice={[0:2048], [2048:4096]}\n"
+    "  %t = " M16 " add(%z, %v)\n"
+    "  %w = " M16 " slice(%y), slice={[0:2048], [2048:4096]}\n"
+    "  %u = " M16 " add(%t, %w)\n"
+    "  ROOT %r = " M8 " dot(%u, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "}\n";
+
+static void test_twice_in_a_round(void) {
+    const uint64_t cap = (uint64_t)(80 * MiB * 100 + 94) / 95;
+    hbm_fit_result *r;
+    hbm_hlo_module *m;
+    char *out;
+    tpu_xla(twin_hlo, cap, &r, &m, &out);
+    CHECK(r->xla_limit == 64 * MiB);
+    CHECK(r->xla_before == 112 * MiB && r->xla_after == 80 * MiB);
+    CHECK(chosen(r, "v") == 1001 && chosen(r, "y") == 1001); /* v and y, nothing else */
+    long vr = line_of(out, "v.remat"), t = line_of(out, "t"), v1 = line_of(out, "v.remat.1.remat");
+    long yr = line_of(out, "y.remat"), w = line_of(out, "w");
+    CHECK(line_of(out, "z") < vr && vr < t && t < v1 && v1 < yr && yr < w);
+    CHECK(line_of(out, "v.remat.1") < 0 && line_of(out, "y") > 0);
+    CHECK(out && strstr(out, "%t = " M16 " add(%z, %v.remat)\n"));
+    CHECK(out && strstr(out, "%y.remat = " M32 " concatenate(%v.remat.1.remat, %v.remat.1.remat)"));
+    hbm_fit_summary sm;
+    CHECK_OK(hbm_fit_get_summary(r, &sm));
+    CHECK(sm.xla.found && sm.xla.peak_bytes == (uint64_t)(88 * MiB));
+    free(out);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+}
+
 int main(void) {
     RUN(test_clone_names);
     RUN(test_operand_place);
     RUN(test_while_limit);
+    RUN(test_twice_in_a_round);
     return test_done();
 }
