@@ -24,6 +24,7 @@
  * later, a callee walked with its own limit); its clones are kept in mo->xc and written in
  * rounds by hbmi_fit_xla_write. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fit/fit_internal.h"
@@ -912,6 +913,69 @@ static uint32_t find_name(const hbmi_comp *c, const char *nm) {
     return NONE;
 }
 
+/* HloDCE after the walk (HloRematerialization::Run runs it; HloPassFix<HloDCE> in newer
+ * versions): a line the writer added that nothing reads is removed, again until none is left
+ * (a clone read only by a clone that was moved on, whose own line is not written). */
+static hbm_status drop_unread(const hbm_hlo_module *orig, char **t, size_t *tl) {
+    for (int pass = 0; pass < 64; pass++) {
+        hbm_hlo_module *m2 = NULL;
+        hbm_status s = hbm_hlo_parse(*t, *tl, "fit", &m2);
+        if (s) return s;
+        const char *x = m2->text;
+        size_t n = m2->len, w = 0, from = 0, gone = 0;
+        char *o = malloc(n + 1);
+        if (!o) {
+            hbm_hlo_module_free(m2);
+            return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+        }
+        for (uint32_t c = 0; c < m2->n_comps && c < orig->n_comps; c++) {
+            const hbmi_comp *cp = &m2->comps[c];
+            uint32_t *rd = hbmi_calloc(cp->n + 1, sizeof *rd); /* readers (the parse leaves users unset) */
+            if (!rd) {
+                free(o);
+                hbm_hlo_module_free(m2);
+                return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            }
+            for (uint32_t i = 0; i < cp->n; i++)
+                for (uint32_t k = 0; k < cp->ins[i].n_ops; k++)
+                    if (cp->ins[i].ops[k] < cp->n) rd[cp->ins[i].ops[k]]++;
+            for (uint32_t i = 0; i < cp->n; i++) {
+                const hbmi_instr *in = &cp->ins[i];
+                if (in->is_root || in->synthetic || rd[i] || in->off >= n) continue;
+                char nm[512];
+                snprintf(nm, sizeof nm, "%.*s", (int)in->name.n, in->name.p);
+                if (!strstr(nm, ".remat") || find_name(&orig->comps[c], nm) != NONE) continue;
+                size_t a = in->off, b;
+                while (a > 0 && x[a - 1] != '\n') a--;
+                if (i + 1 < cp->n && cp->ins[i + 1].off > in->off) {
+                    b = cp->ins[i + 1].off;
+                    while (b > in->off && x[b - 1] != '\n') b--;
+                } else {
+                    const char *e = memchr(x + in->off, '\n', n - in->off);
+                    b = e ? (size_t)(e - x) + 1 : n;
+                }
+                if (a < from) continue;
+                memcpy(o + w, x + from, a - from);
+                w += a - from;
+                from = b;
+                gone++;
+            }
+            hbmi_free(rd);
+        }
+        memcpy(o + w, x + from, n - from);
+        w += n - from;
+        hbm_hlo_module_free(m2);
+        if (!gone) {
+            free(o);
+            return HBM_OK;
+        }
+        free(*t);
+        *t = o;
+        *tl = w;
+    }
+    return HBM_OK;
+}
+
 hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len) {
     *text = NULL;
     *len = 0;
@@ -1034,6 +1098,7 @@ hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len
     hbmi_free(twin);
     hbmi_df_free(own_df);
     hbm_hlo_module_free(own);
+    if (!s && t) s = drop_unread(mo->m, &t, &tl);
     if (s) {
         free(t);
         return s;
