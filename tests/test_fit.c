@@ -911,6 +911,34 @@ static const char scan_hlo[] =
     "  ROOT %out = f32[4,16,16]{2,1,0} get-tuple-element(%bwl), index=2\n"
     "}\n";
 
+/* every host allocation of the recompute writer failing in turn: the first failure returns
+ * at once (no allocation after it), out of host memory with fit's message and no text; the
+ * others, and the call with none failing, write the same text */
+static void recompute_faults(const hbm_hlo_module *m, const hbm_fit_result *r, const hbmi_jax_residual *x,
+                             const char *want, size_t want_len) {
+    size_t points = 0;
+    for (uint64_t n = 1; n < 100000; n++) {
+        char *text = NULL, why[200];
+        size_t len = 0;
+        hbm_debug_fail_host_alloc(n);
+        hbm_status s = hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why);
+        uint64_t made = hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            CHECK(text && len == want_len && !memcmp(text, want, len));
+            free(text);
+            break;
+        }
+        points++;
+        CHECK_STATUS(s, HBM_ERR_NOMEM);
+        CHECK_STR(hbm_last_error(), "fit: out of host memory");
+        CHECK(made == n);
+        if (made != n) printf("  failure %llu of the writer: %llu allocations\n", (unsigned long long)n, (unsigned long long)made);
+        CHECK(text == NULL);
+    }
+    CHECK(points > 0);
+    printf("  recompute writer: %zu allocations, each failing in turn\n", points);
+}
+
 static void test_scan_recompute(void) {
     hbm_hlo_module *m;
     CHECK_OK(hbm_hlo_parse(scan_hlo, strlen(scan_hlo), "t", &m));
@@ -937,6 +965,7 @@ static void test_scan_recompute(void) {
     CHECK_OK(hbm_plan_run(m, NULL, &pl));
     uint64_t flops = 0;
     CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, &flops, why, sizeof why));
+    if (text) recompute_faults(m, r, x, text, len);
     hbm_plan_free(pl);
     CHECK(flops == 4 * 2 * 8 * 16 * 16); /* the dot again in each of the 4 layers; the bitcast is free */
     CHECK(x->recompute_flops == flops);
@@ -1029,6 +1058,7 @@ static void test_scan_recompute(void) {
     if (x) {
         CHECK_OK(hbm_plan_run(m, NULL, &pl));
         CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
+        if (text) recompute_faults(m, r, x, text, len);
         hbm_plan_free(pl);
         CHECK(text && strstr(text, "%stack.recompute (s1.recompute: f32[8,16]{1,0}) -> f32[8,16]{1,0} {\n"
                                    "  %s1.recompute = f32[8,16]{1,0} parameter(0)\n"));
@@ -1106,6 +1136,7 @@ static void test_scan_recompute_multi(void) {
         hbm_plan *pl = NULL;
         CHECK_OK(hbm_plan_run(m, NULL, &pl));
         CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
+        if (text) recompute_faults(m, r, x, text, len);
         hbm_plan_free(pl);
     }
     /* the forward body: the fusion narrowed to the output read on */
@@ -1209,6 +1240,7 @@ static void test_scan_recompute_multi(void) {
         hbm_plan *pl = NULL;
         CHECK_OK(hbm_plan_run(m, NULL, &pl));
         CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
+        if (text) recompute_faults(m, r, x, text, len);
         hbm_plan_free(pl);
     }
     CHECK(text && strstr(text, "%stack3 (s1: f32[8,16]) -> (f32[8,16], f32[8,16]) {\n"));

@@ -29,7 +29,6 @@ typedef struct rc {
     const hbm_hlo_module *m;
     patch *p;
     size_t n, cap;
-    int nomem;
     char *why;
     size_t why_cap;
     char note[256]; /* how the clones read an input when that is not the value itself */
@@ -38,21 +37,23 @@ typedef struct rc {
     uint64_t flops; /* of the clones, once */
 } rc;
 
-static void add(rc *r, size_t a, size_t b, const char *s) {
-    if (r->nomem) return;
-    if (hbmi_grow((void **)&r->p, &r->cap, r->n + 1, sizeof *r->p)) {
-        r->nomem = 1;
-        return;
-    }
+static hbm_status oom(void) { return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory"); }
+
+/* a module this writer cannot edit: why, for the caller's reasons, and the status */
+static hbm_status fail(rc *r, const char *msg) {
+    if (r->why && r->why_cap) snprintf(r->why, r->why_cap, "%s", msg);
+    return hbmi_error(HBM_ERR_UNSUPPORTED, "fit: the residual is not recomputed: %s", msg);
+}
+
+static hbm_status add(rc *r, size_t a, size_t b, const char *s) {
+    if (hbmi_grow((void **)&r->p, &r->cap, r->n + 1, sizeof *r->p)) return oom();
     size_t k = strlen(s);
     char *c = hbmi_malloc(k + 1);
-    if (!c) {
-        r->nomem = 1;
-        return;
-    }
+    if (!c) return oom();
     memcpy(c, s, k + 1);
     r->p[r->n] = (patch){a, b, c, r->n};
     r->n++;
+    return HBM_OK;
 }
 
 static int nchar(int c) {
@@ -75,24 +76,23 @@ static int shape_span(const hbm_hlo_module *m, const hbmi_instr *in, const char 
 }
 
 /* in the shape text [a, b) (element idx of a tuple, -1: the array), the first dimension: the
- * span of its digits, replaced by "1" */
-static int shrink(rc *r, const char *a, const char *b, int64_t idx) {
+ * span of its digits, replaced by "1"; a shape with no first dimension is left as it is */
+static hbm_status shrink(rc *r, const char *a, const char *b, int64_t idx) {
     if (idx >= 0) {
-        if (a >= b || *a != '(') return 0;
-        if (!hbmi_fit_list_item(a + 1, b, idx, &a, &b)) return 0;
+        if (a >= b || *a != '(') return HBM_OK;
+        if (!hbmi_fit_list_item(a + 1, b, idx, &a, &b)) return HBM_OK;
     }
     const char *l = memchr(a, '[', (size_t)(b - a));
-    if (!l) return 0;
+    if (!l) return HBM_OK;
     const char *d = l + 1, *e = d;
     while (e < b && *e >= '0' && *e <= '9') e++;
-    if (e == d) return 0;
-    add(r, (size_t)(d - r->m->text), (size_t)(e - r->m->text), "1");
-    return 1;
+    if (e == d) return HBM_OK;
+    return add(r, (size_t)(d - r->m->text), (size_t)(e - r->m->text), "1");
 }
 
-static int shrink_ins(rc *r, const hbmi_instr *in, int64_t idx) {
+static hbm_status shrink_ins(rc *r, const hbmi_instr *in, int64_t idx) {
     const char *a, *b;
-    return shape_span(r->m, in, &a, &b) && shrink(r, a, b, idx);
+    return shape_span(r->m, in, &a, &b) ? shrink(r, a, b, idx) : HBM_OK;
 }
 
 /* the parameter list of computation c's signature: [*q, *close), inside its parentheses */
@@ -141,9 +141,9 @@ static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, cons
     return br > ar;
 }
 
-static int shrink_sig(rc *r, const hbmi_comp *c, int64_t p, int64_t idx) {
+static hbm_status shrink_sig(rc *r, const hbmi_comp *c, int64_t p, int64_t idx) {
     const char *a, *b;
-    return sig_span(r->m, c, p, &a, &b) && shrink(r, a, b, idx);
+    return sig_span(r->m, c, p, &a, &b) ? shrink(r, a, b, idx) : HBM_OK;
 }
 
 /* the start of instruction in's line */
@@ -167,11 +167,6 @@ static int operand_name(const hbm_hlo_module *m, const hbmi_instr *in, uint32_t 
     return q > t;
 }
 
-static int fail(rc *r, const char *msg) {
-    if (r->why && r->why_cap) snprintf(r->why, r->why_cap, "%s", msg);
-    return 0;
-}
-
 static const hbmi_instr *strip(const hbmi_comp *c, const hbmi_instr *x) {
     for (int k = 0; k < 16 && (x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops; k++) x = &c->ins[x->ops[0]];
     return x;
@@ -184,11 +179,12 @@ static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, in
 }
 
 /* the tuple's item idx removed from the text [a, b) (a tuple shape or an operand list, a at
- * its opening parenthesis): with the comma before it, or after it for the first */
-static int drop_item(rc *r, const char *a, const char *b, int64_t idx) {
-    if (a >= b || *a != '(') return 0;
+ * its opening parenthesis): with the comma before it, or after it for the first; a text not
+ * as expected fails with why */
+static hbm_status drop_item(rc *r, const char *a, const char *b, int64_t idx, const char *why) {
+    if (a >= b || *a != '(') return fail(r, why);
     const char *ia, *ib;
-    if (!hbmi_fit_list_item(a + 1, b, idx, &ia, &ib)) return 0;
+    if (!hbmi_fit_list_item(a + 1, b, idx, &ia, &ib)) return fail(r, why);
     const char *from = ia, *to = ib;
     if (idx > 0) {
         while (from > a + 1 && from[-1] != ',') from--;
@@ -196,32 +192,31 @@ static int drop_item(rc *r, const char *a, const char *b, int64_t idx) {
     } else {
         while (to < b && (*to == ',' || *to == ' ')) to++;
     }
-    add(r, (size_t)(from - r->m->text), (size_t)(to - r->m->text), "");
-    return 1;
+    return add(r, (size_t)(from - r->m->text), (size_t)(to - r->m->text), "");
 }
 
-static int drop_shape_item(rc *r, const hbmi_instr *in, int64_t idx) {
+static hbm_status drop_shape_item(rc *r, const hbmi_instr *in, int64_t idx, const char *why) {
     const char *a, *b;
-    return shape_span(r->m, in, &a, &b) && drop_item(r, a, b, idx);
+    return shape_span(r->m, in, &a, &b) ? drop_item(r, a, b, idx, why) : fail(r, why);
 }
 
-static int drop_sig_item(rc *r, const hbmi_comp *c, int64_t p, int64_t idx) {
+static hbm_status drop_sig_item(rc *r, const hbmi_comp *c, int64_t p, int64_t idx, const char *why) {
     const char *a, *b;
-    return sig_span(r->m, c, p, &a, &b) && drop_item(r, a, b, idx);
+    return sig_span(r->m, c, p, &a, &b) ? drop_item(r, a, b, idx, why) : fail(r, why);
 }
 
-static int drop_operand(rc *r, const hbmi_instr *in, int64_t idx) {
+static hbm_status drop_operand(rc *r, const hbmi_instr *in, int64_t idx, const char *why) {
     const char *p = in->opcode.p + in->opcode.n, *e = r->m->text + r->m->len;
     const char *q = p;
     for (int depth = 0; q < e; q++) {
         if (*q == '(') depth++;
         else if (*q == ')' && --depth == 0) break;
     }
-    return drop_item(r, p, q + 1, idx);
+    return drop_item(r, p, q + 1, idx, why);
 }
 
 /* instruction i of c deleted: its line */
-static void drop_line(rc *r, const hbmi_comp *c, uint32_t i) {
+static hbm_status drop_line(rc *r, const hbmi_comp *c, uint32_t i) {
     size_t a = line_start(r->m, &c->ins[i]), b;
     if (i + 1 < c->n) {
         b = line_start(r->m, &c->ins[i + 1]);
@@ -230,11 +225,11 @@ static void drop_line(rc *r, const hbmi_comp *c, uint32_t i) {
         while (b < r->m->len && r->m->text[b] != '\n') b++;
         if (b < r->m->len) b++;
     }
-    if (b > a) add(r, a, b, "");
+    return b > a ? add(r, a, b, "") : HBM_OK;
 }
 
 /* computation f deleted: from its header's line to its closing brace's */
-static void drop_comp(rc *r, const hbmi_comp *f) {
+static hbm_status drop_comp(rc *r, const hbmi_comp *f) {
     size_t a = f->off;
     while (a < r->m->len && (r->m->text[a] == '\n' || r->m->text[a] == ' ')) a++;
     while (a > 0 && r->m->text[a - 1] != '\n') a--;
@@ -244,12 +239,12 @@ static void drop_comp(rc *r, const hbmi_comp *f) {
     while (b < r->m->len && r->m->text[b] != '\n') b++; /* the brace's */
     if (b < r->m->len) b++;
     if (b < r->m->len && r->m->text[b] == '\n') b++; /* the blank line after it */
-    add(r, a, b, "");
+    return add(r, a, b, "");
 }
 
 /* a get-tuple-element's index=N past the element dropped: N-1 */
-static void renumber(rc *r, const hbmi_instr *g, int64_t k) {
-    if (g->gte_index <= k || g->synthetic) return;
+static hbm_status renumber(rc *r, const hbmi_instr *g, int64_t k) {
+    if (g->gte_index <= k || g->synthetic) return HBM_OK;
     const char *p = g->opcode.p, *e = r->m->text + r->m->len;
     static const char key[] = "index=";
     for (; p + sizeof key - 1 < e && *p != '\n'; p++)
@@ -258,9 +253,9 @@ static void renumber(rc *r, const hbmi_instr *g, int64_t k) {
             while (q < e && *q >= '0' && *q <= '9') q++;
             char t[24];
             snprintf(t, sizeof t, "%lld", (long long)(g->gte_index - 1));
-            add(r, (size_t)(d - r->m->text), (size_t)(q - r->m->text), t);
-            return;
+            return add(r, (size_t)(d - r->m->text), (size_t)(q - r->m->text), t);
         }
+    return HBM_OK;
 }
 
 /* the operand list of instruction in: [*a, *b), inside its parentheses */
@@ -287,7 +282,7 @@ static int ops_span(const hbm_hlo_module *m, const hbmi_instr *in, const char **
  * its own: ROOT) or the tuple of those left; the fusion's shape follows, and its elements'
  * get-tuple-elements are renumbered, or with one element left read the fusion itself (a
  * bitcast of the same shape). The get-tuple-element of element d is already deleted. */
-static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
+static hbm_status narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *F = &b->ins[fi];
     if (F->op != HOP_FUSION || !F->n_called) return fail(r, "the stacking fusion is not a fusion");
@@ -300,37 +295,36 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
             return fail(r, "the stacking fusion's tuple is read other than by a get-tuple-element of its own line");
     }
     uint8_t *keep = hbmi_calloc(f->n + 1, 1);
-    int64_t *num = hbmi_calloc(f->n_params + 1, sizeof *num);
+    int64_t *num = keep ? hbmi_calloc(f->n_params + 1, sizeof *num) : NULL;
     char *t = NULL;
     size_t tn = 0;
     FILE *o = keep && num ? open_memstream(&t, &tn) : NULL;
     if (!o) {
         hbmi_free(keep);
         hbmi_free(num);
-        r->nomem = 1;
-        return 0;
+        return oom();
     }
     for (uint32_t j = 0; j < R->n_ops; j++)
         if (j != d) keep[R->ops[j]] = 1;
     for (uint32_t i = f->n; i-- > 0;) /* operands come before users */
         if (keep[i] && i != f->root)
             for (uint32_t k = 0; k < f->ins[i].n_ops; k++) keep[f->ins[i].ops[k]] = 1;
-    int ok = 1;
+    hbm_status s = HBM_OK;
     int64_t np = 0;
     for (uint32_t p = 0; p < f->n_params; p++) num[p] = keep[f->params[p]] ? np++ : -1;
     const char *sq, *sc, *oa, *ob, *ra, *rb, *fa, *fb2;
     if (!sig_params(m, f, &sq, &sc) || !ops_span(m, F, &oa, &ob) || !sig_span(m, f, -1, &ra, &rb) ||
         !shape_span(m, F, &fa, &fb2) || *fa != '(' || *ra != '(')
-        ok = fail(r, "the stacking fusion's text is not as expected");
+        s = fail(r, "the stacking fusion's text is not as expected");
     /* the signature's parameters and the fusion's operands, those kept */
-    for (int pass = 0; ok && pass < 2; pass++) {
+    for (int pass = 0; !s && pass < 2; pass++) {
         const char *la = pass ? oa : sq, *lb = pass ? ob : sc;
         np = 0;
-        for (uint32_t p = 0; ok && p < f->n_params; p++) {
+        for (uint32_t p = 0; !s && p < f->n_params; p++) {
             const char *ia, *ib;
             if (num[p] < 0) continue;
             if (!hbmi_fit_list_item(la, lb, p, &ia, &ib)) {
-                ok = fail(r, "the stacking fusion's parameters are not as expected");
+                s = fail(r, "the stacking fusion's parameters are not as expected");
                 break;
             }
             fprintf(o, "%s%.*s", np++ ? ", " : "", (int)(ib - ia), ia);
@@ -340,18 +334,18 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
     /* the result: the elements left (the signature's, the fusion's, the root tuple's shape) */
     uint32_t left = UINT32_MAX;
     const char *ta = NULL, *tb = NULL, *ua = NULL, *ub = NULL;
-    if (ok && R->n_ops > 2 && (!shape_span(m, R, &ta, &tb) || !ops_span(m, R, &ua, &ub) || *ta != '('))
-        ok = fail(r, "the stacking fusion's root is not as expected");
-    for (int pass = 0; ok && pass < (R->n_ops > 2 ? 3 : 2); pass++) {
+    if (!s && R->n_ops > 2 && (!shape_span(m, R, &ta, &tb) || !ops_span(m, R, &ua, &ub) || *ta != '('))
+        s = fail(r, "the stacking fusion's root is not as expected");
+    for (int pass = 0; !s && pass < (R->n_ops > 2 ? 3 : 2); pass++) {
         const char *la = (pass == 2 ? ta : pass ? fa : ra) + 1, *lb = pass == 2 ? tb : pass ? fb2 : rb;
         while (lb > la && lb[-1] != ')') lb--;
         if (lb > la) lb--;
         if (R->n_ops > 2) fputc('(', o);
-        for (uint32_t j = 0, w = 0; ok && j < R->n_ops; j++) {
+        for (uint32_t j = 0, w = 0; !s && j < R->n_ops; j++) {
             const char *ia, *ib;
             if (j == d) continue;
             if (!hbmi_fit_list_item(la, lb, j, &ia, &ib)) {
-                ok = fail(r, "the stacking fusion's shape is not as expected");
+                s = fail(r, "the stacking fusion's shape is not as expected");
                 break;
             }
             fprintf(o, "%s%.*s", w++ ? ", " : "", (int)(ib - ia), ia);
@@ -360,44 +354,44 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
         if (R->n_ops > 2) fputc(')', o);
         fputc(0, o);
     }
-    if (fclose(o)) ok = 0, r->nomem = 1;
-    if (ok) {
+    if (fclose(o) && !s) s = oom();
+    if (!s) {
         const char *sig = t, *ops = sig + strlen(sig) + 1, *res = ops + strlen(ops) + 1, *fsh = res + strlen(res) + 1,
                    *rsh = fsh + strlen(fsh) + 1;
-        add(r, (size_t)(sq - m->text), (size_t)(sc - m->text), sig);
-        add(r, (size_t)(oa - m->text), (size_t)(ob - m->text), ops);
-        add(r, (size_t)(ra - m->text), (size_t)(rb - m->text), res);
-        add(r, (size_t)(fa - m->text), (size_t)(fb2 - m->text), fsh);
+        if ((s = add(r, (size_t)(sq - m->text), (size_t)(sc - m->text), sig)) ||
+            (s = add(r, (size_t)(oa - m->text), (size_t)(ob - m->text), ops)) ||
+            (s = add(r, (size_t)(ra - m->text), (size_t)(rb - m->text), res)) ||
+            (s = add(r, (size_t)(fa - m->text), (size_t)(fb2 - m->text), fsh)))
+            goto out;
         for (uint32_t i = 0; i < f->n; i++) {
             const hbmi_instr *in = &f->ins[i];
             if (i == f->root) continue;
             if (!keep[i]) {
-                drop_line(r, f, i);
+                if ((s = drop_line(r, f, i))) goto out;
             } else if (in->op == HOP_PARAMETER && num[in->param_no] != in->param_no) {
                 const char *d0 = in->opcode.p + in->opcode.n + 1, *d1 = d0;
                 while (*d1 >= '0' && *d1 <= '9') d1++;
                 char nb[24];
                 snprintf(nb, sizeof nb, "%lld", (long long)num[in->param_no]);
-                add(r, (size_t)(d0 - m->text), (size_t)(d1 - m->text), nb);
+                if ((s = add(r, (size_t)(d0 - m->text), (size_t)(d1 - m->text), nb))) goto out;
             }
         }
         if (R->n_ops > 2) { /* the tuple of those left */
-            add(r, (size_t)(ta - m->text), (size_t)(tb - m->text), rsh);
-            if (!drop_item(r, ua - 1, ub + 1, d)) ok = fail(r, "the stacking fusion's root is not as expected");
+            if (!(s = add(r, (size_t)(ta - m->text), (size_t)(tb - m->text), rsh)))
+                s = drop_item(r, ua - 1, ub + 1, d, "the stacking fusion's root is not as expected");
         } else { /* the one left is the root */
             const hbmi_instr *k = &f->ins[R->ops[left]];
             if (k->is_root || k->op == HOP_PARAMETER) {
-                ok = fail(r, "the stacking fusion passes a parameter through");
+                s = fail(r, "the stacking fusion passes a parameter through");
             } else {
-                drop_line(r, f, f->root);
-                add(r, k->off, k->off, "ROOT ");
+                if (!(s = drop_line(r, f, f->root))) s = add(r, k->off, k->off, "ROOT ");
             }
         }
-        for (uint32_t u = 0; ok && u < F->n_users; u++) {
+        for (uint32_t u = 0; !s && u < F->n_users; u++) {
             const hbmi_instr *g = &b->ins[F->users[u]];
             if (g->gte_index == d) continue;
             if (R->n_ops > 2) {
-                renumber(r, g, d);
+                s = renumber(r, g, d);
                 continue;
             }
             static const char key[] = "index=";
@@ -405,20 +399,21 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
             for (; p + sizeof key - 1 < e && *p != '\n'; p++)
                 if (!memcmp(p, key, sizeof key - 1)) break;
             if (p + sizeof key - 1 >= e || *p == '\n') {
-                ok = fail(r, "a get-tuple-element's text is not as expected");
+                s = fail(r, "a get-tuple-element's text is not as expected");
                 break;
             }
             p += sizeof key - 1;
             while (*p >= '0' && *p <= '9') p++;
             char nb[200];
             snprintf(nb, sizeof nb, "bitcast(%%%.*s)", (int)F->name.n, F->name.p);
-            add(r, (size_t)(g->opcode.p - m->text), (size_t)(p - m->text), nb);
+            s = add(r, (size_t)(g->opcode.p - m->text), (size_t)(p - m->text), nb);
         }
     }
+out:
     free(t);
     hbmi_free(keep);
     hbmi_free(num);
-    return ok;
+    return s;
 }
 
 /* element k of loop w (computation c) dropped: from the loop's shape and its operand tuple, its
@@ -426,17 +421,18 @@ static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
  * later elements renumbered. fwd: the forward loop, whose update in place (and the fusion
  * that does it) goes, with the buffer it started from when nothing else reads that. Every
  * reader of the element must be gone: the update in place (fwd), the tuple's pass-through. */
-static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd, int64_t iv) {
+static hbm_status drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd, int64_t iv) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *w = &c->ins[wi];
     if (iv > k) return fail(r, "the loop's index comes after the element in its tuple");
-    if (!drop_shape_item(r, w, k)) return fail(r, "the loop's shape text is not as expected");
+    TRY(drop_shape_item(r, w, k, "the loop's shape text is not as expected"));
     const hbmi_instr *t = w->n_ops ? &c->ins[w->ops[0]] : NULL;
-    if (!t || t->op != HOP_TUPLE || !drop_shape_item(r, t, k) || !drop_operand(r, t, k))
-        return fail(r, "the loop's operand is not a tuple");
+    if (!t || t->op != HOP_TUPLE) return fail(r, "the loop's operand is not a tuple");
+    TRY(drop_shape_item(r, t, k, "the loop's operand is not a tuple"));
+    TRY(drop_operand(r, t, k, "the loop's operand is not a tuple"));
     if (fwd) {
         const hbmi_instr *init = &c->ins[t->ops[k]];
-        if (init->n_users == 1 && init->op != HOP_PARAMETER && !init->synthetic) drop_line(r, c, t->ops[k]);
+        if (init->n_users == 1 && init->op != HOP_PARAMETER && !init->synthetic) TRY(drop_line(r, c, t->ops[k]));
     }
     for (uint32_t i = 0; i < c->n; i++) {
         const hbmi_instr *g = &c->ins[i];
@@ -444,17 +440,17 @@ static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd,
         if (g->gte_index == k) {
             for (uint32_t u = 0; u < g->n_users; u++) /* only the backward loop's tuple reads it */
                 if (!fwd || c->ins[g->users[u]].op != HOP_TUPLE) return fail(r, "something else reads the buffer after the loop");
-            if (!g->synthetic) drop_line(r, c, i);
+            if (!g->synthetic) TRY(drop_line(r, c, i));
         } else {
-            renumber(r, g, k);
+            TRY(renumber(r, g, k));
         }
     }
     for (int role = 'b'; role; role = role == 'b' ? 'w' : 0) {
         const hbmi_comp *b = body_of(m, w, role);
         if (!b || !b->n_params) continue;
         const hbmi_instr *pa = &b->ins[b->params[0]];
-        if (!drop_shape_item(r, pa, k) || !drop_sig_item(r, b, 0, k))
-            return fail(r, "a loop parameter's text is not as expected");
+        TRY(drop_shape_item(r, pa, k, "a loop parameter's text is not as expected"));
+        TRY(drop_sig_item(r, b, 0, k, "a loop parameter's text is not as expected"));
         const hbmi_instr *root = &b->ins[b->root];
         uint32_t keep_reader = UINT32_MAX; /* the forward update in place */
         if (role == 'b' && fwd && root->op == HOP_TUPLE && (uint64_t)k < root->n_ops) keep_reader = root->ops[k];
@@ -462,38 +458,40 @@ static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd,
             const hbmi_instr *g = &b->ins[i];
             if (g->op != HOP_GTE || !g->n_ops || g->ops[0] != b->params[0]) continue;
             if (g->gte_index != k) {
-                renumber(r, g, k);
+                TRY(renumber(r, g, k));
                 continue;
             }
-            if (!g->synthetic) drop_line(r, b, i);
+            if (!g->synthetic) TRY(drop_line(r, b, i));
         }
         if (role != 'b') continue;
-        if (root->op != HOP_TUPLE || !drop_shape_item(r, root, k) || !drop_operand(r, root, k) ||
-            !drop_sig_item(r, b, -1, k))
-            return fail(r, "the loop body's root is not a tuple");
+        static const char not_tuple[] = "the loop body's root is not a tuple";
+        if (root->op != HOP_TUPLE) return fail(r, not_tuple);
+        TRY(drop_shape_item(r, root, k, not_tuple));
+        TRY(drop_operand(r, root, k, not_tuple));
+        TRY(drop_sig_item(r, b, -1, k, not_tuple));
         if (!fwd) continue;
         /* the update in place: bitcasts and copies, then the DUS or its fusion, deleted */
         uint32_t xi = keep_reader;
         for (int hop = 0; hop < 8 && xi != UINT32_MAX; hop++) {
             const hbmi_instr *x = &b->ins[xi];
             if (x->n_users != 1) return fail(r, "the update in place has other readers");
-            if (!x->synthetic) drop_line(r, b, xi); /* "%fusion#N" in the root has no line */
+            if (!x->synthetic) TRY(drop_line(r, b, xi)); /* "%fusion#N" in the root has no line */
             if ((x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops) {
                 xi = x->ops[0];
                 continue;
             }
             if (x->op == HOP_GTE && x->n_ops && b->ins[x->ops[0]].op == HOP_FUSION &&
                 b->ins[x->ops[0]].shape->prim == HBMI_PRIM_TUPLE) { /* one element of a multi-output fusion */
-                if (!narrow_fusion(r, b, x->ops[0], x->gte_index)) return 0;
+                TRY(narrow_fusion(r, b, x->ops[0], x->gte_index));
                 break;
             }
             if (x->op != HOP_DUS && !(x->op == HOP_FUSION && x->shape->prim != HBMI_PRIM_TUPLE))
                 return fail(r, "the forward loop stacks it through a multi-output fusion");
-            if (x->op == HOP_FUSION && x->n_called) drop_comp(r, &m->comps[x->called[0]]);
+            if (x->op == HOP_FUSION && x->n_called) TRY(drop_comp(r, &m->comps[x->called[0]]));
             break;
         }
     }
-    return 1;
+    return HBM_OK;
 }
 
 /* "known_induction_variable":{"tuple_index":"N"} in the loop's backend config, else element 0 */
@@ -555,7 +553,7 @@ typedef struct mapped {
 
 /* the text of computation f with its name and its instructions' names suffixed ".recompute",
  * added to r->comps (written before the backward body) */
-static void copy_comp(rc *r, const hbmi_comp *f) {
+static hbm_status copy_comp(rc *r, const hbmi_comp *f) {
     const hbm_hlo_module *m = r->m;
     size_t a = f->off;
     while (a < m->len && (m->text[a] == '\n' || m->text[a] == ' ')) a++;
@@ -565,10 +563,7 @@ static void copy_comp(rc *r, const hbmi_comp *f) {
     while (b < m->len && m->text[b] != '\n') b++;
     if (b < m->len) b++;
     FILE *o = open_memstream(&r->comps, &r->n_comps);
-    if (!o) {
-        r->nomem = 1;
-        return;
-    }
+    if (!o) return oom();
     if (r->comps_kept) fwrite(r->comps_kept, 1, r->n_kept, o);
     const char *p = m->text + a, *e = m->text + b, *hdr_end = m->text + f->ins[0].off;
     while (p < e) {
@@ -589,18 +584,20 @@ static void copy_comp(rc *r, const hbmi_comp *f) {
     }
     fputc('\n', o);
     if (fclose(o)) {
-        r->nomem = 1;
-        return;
+        free(r->comps);
+        r->comps = NULL;
+        return oom();
     }
     free(r->comps_kept);
     r->comps_kept = r->comps;
     r->n_kept = r->n_comps;
     r->comps = NULL;
+    return HBM_OK;
 }
 
 /* one cloned line: instruction in of computation c renamed NAME.recompute, its operands renamed
  * by map (per instruction of c; empty: the operand's own clone name) */
-static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char **out, size_t *on) {
+static hbm_status clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char **out, size_t *on) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *in = &c->ins[i];
     size_t e = in->off; /* to the next instruction, or the end of the last one's line */
@@ -610,10 +607,7 @@ static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char 
     const char *s = m->text + in->off, *lim = m->text + e;
     while (lim > s && (lim[-1] == '\n' || lim[-1] == ' ' || lim[-1] == '\r')) lim--;
     FILE *f = open_memstream(out, on);
-    if (!f) {
-        r->nomem = 1;
-        return;
-    }
+    if (!f) return oom();
     fprintf(f, "  %s", map[i].name);
     const char *p = in->name.p + in->name.n;
     const char *oa = in->opcode.p + in->opcode.n, *ob = oa;
@@ -655,29 +649,31 @@ static void clone_line(rc *r, const hbmi_comp *c, uint32_t i, mapped *map, char 
         fwrite(ob, 1, (size_t)(cl - ob), f);
         fputs(".recompute", f);
         fwrite(cl, 1, (size_t)(lim - cl), f);
-        copy_comp(r, &m->comps[in->called[0]]);
     } else {
         fwrite(ob, 1, (size_t)(lim - ob), f);
     }
     fputc('\n', f);
-    if (fclose(f)) r->nomem = 1;
+    hbm_status st = cl ? copy_comp(r, &m->comps[in->called[0]]) : HBM_OK;
+    if (fclose(f) && !st) st = oom();
+    if (st) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* The value computed inside the stacking fusion in (instruction i of c; its computation f,
  * the value vu, its instructions marked in inner), as a fusion of its own: a copy of f with
  * only those instructions, vu its root, the parameters it reads renumbered in order, called
  * with the matching operands (renamed by map). */
-static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *f, const hbmi_instr *vu,
-                        const uint8_t *inner, mapped *map, FILE *C) {
+static hbm_status clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *f, const hbmi_instr *vu,
+                              const uint8_t *inner, mapped *map, FILE *C) {
     const hbm_hlo_module *m = r->m;
     const hbmi_instr *in = &c->ins[i];
     char *t = NULL;
     size_t tn = 0;
     FILE *o = open_memstream(&t, &tn);
-    if (!o) {
-        r->nomem = 1;
-        return;
-    }
+    if (!o) return oom();
     const char *va, *vb;
     shape_span(m, vu, &va, &vb);
     fprintf(o, "%%%.*s.recompute (", (int)f->name.n, f->name.p);
@@ -694,13 +690,13 @@ static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *
     if (!fm) {
         fclose(o);
         free(t);
-        r->nomem = 1;
-        return;
+        return oom();
     }
     for (uint32_t k = 0; k < f->n; k++)
         snprintf(fm[k].name, sizeof fm[k].name, "%%%.*s.recompute", (int)f->ins[k].name.n, f->ins[k].name.p);
     np = 0;
-    for (uint32_t k = 0; k < f->n; k++) {
+    hbm_status s = HBM_OK;
+    for (uint32_t k = 0; !s && k < f->n; k++) {
         if (!inner[k]) continue;
         const hbmi_instr *q = &f->ins[k];
         if (q->op == HOP_PARAMETER) {
@@ -713,16 +709,16 @@ static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *
         }
         char *ln = NULL;
         size_t n = 0;
-        clone_line(r, f, k, fm, &ln, &n);
-        if (ln) fprintf(o, "%s%s", q == vu ? "  ROOT " : "", q == vu ? ln + 2 : ln);
+        if ((s = clone_line(r, f, k, fm, &ln, &n))) break;
+        fprintf(o, "%s%s", q == vu ? "  ROOT " : "", q == vu ? ln + 2 : ln);
         free(ln);
     }
     fprintf(o, "}\n\n");
     hbmi_free(fm);
-    if (fclose(o)) {
+    if (fclose(o) && !s) s = oom();
+    if (s) {
         free(t);
-        r->nomem = 1;
-        return;
+        return s;
     }
     /* kept with the other copies, before the backward body */
     char *all = NULL;
@@ -730,15 +726,14 @@ static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *
     FILE *a2 = open_memstream(&all, &an);
     if (!a2) {
         free(t);
-        r->nomem = 1;
-        return;
+        return oom();
     }
     if (r->comps_kept) fwrite(r->comps_kept, 1, r->n_kept, a2);
     fwrite(t, 1, tn, a2);
     free(t);
     if (fclose(a2)) {
-        r->nomem = 1;
-        return;
+        free(all);
+        return oom();
     }
     free(r->comps_kept);
     r->comps_kept = all;
@@ -758,9 +753,10 @@ static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *
             break;
         }
     fprintf(C, "), kind=%.*s, calls=%%%.*s.recompute\n", kn, kd, (int)f->name.n, f->name.p);
+    return HBM_OK;
 }
 
-static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
+static hbm_status build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
     const hbm_hlo_module *m = r->m;
     const hbmi_comp *c = &m->comps[x->comp];
     if (x->fwd_body >= m->n_comps || x->bwd_body >= m->n_comps) return fail(r, "a loop body is not found");
@@ -815,21 +811,19 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     if (!bb->n_params || !fb->n_params) return fail(r, "a loop body has no parameter");
     /* the forward body's instructions that compute it, back to the loop's elements */
     uint8_t *cone = hbmi_calloc(fb->n + 1, 1);
-    mapped *map = hbmi_calloc(fb->n + 1, sizeof *map);
+    mapped *map = cone ? hbmi_calloc(fb->n + 1, sizeof *map) : NULL;
     if (!cone || !map) {
         hbmi_free(cone);
         hbmi_free(map);
-        r->nomem = 1;
-        return 0;
+        return oom();
     }
-    int ok = 1;
+    hbm_status s = HBM_OK;
     cone[vi] = 1;
     uint8_t *inner = vf ? hbmi_calloc(vf->n + 1, 1) : NULL; /* the value's instructions inside the fusion */
     if (vf && !inner) {
         hbmi_free(cone);
         hbmi_free(map);
-        r->nomem = 1;
-        return 0;
+        return oom();
     }
     if (vf) {
         inner[vu - vf->ins] = 1;
@@ -864,7 +858,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             continue;
         }
         if (in->op == HOP_PARAMETER) {
-            ok = fail(r, "it reads the loop's whole tuple");
+            s = fail(r, "it reads the loop's whole tuple");
             break;
         }
         for (uint32_t k = 0; k < in->n_ops; k++) /* the stacking fusion: the operands the value reads */
@@ -878,8 +872,8 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     char *lines = NULL;
     size_t nl = 0;
     FILE *L = open_memstream(&lines, &nl);
-    if (!L) ok = 0, r->nomem = 1;
-    for (uint32_t i = 0; ok && i < fb->n; i++) {
+    if (!L) s = oom();
+    for (uint32_t i = 0; !s && i < fb->n; i++) {
         if (cone[i] != 1) continue;
         const hbmi_instr *in = &fb->ins[i];
         if (in->op == HOP_COPY && in->n_ops) { /* copy insertion's, for the carried buffer: the value itself */
@@ -893,7 +887,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         int64_t e = in->gte_index;
         const char *sa, *sb;
         if (!shape_span(m, in, &sa, &sb)) {
-            ok = fail(r, "a loop element has no shape text");
+            s = fail(r, "a loop element has no shape text");
             break;
         }
         if (e == iv_f) {
@@ -921,7 +915,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                 /* the layer's input: one layer of the carry's own residual */
                 const char *wa, *wb;
                 if (!shape_span(m, bw, &wa, &wb) || !hbmi_fit_list_item(wa + 1, wb, saved->bwd_index, &wa, &wb)) {
-                    ok = fail(r, "the backward loop's shape text is not as expected");
+                    s = fail(r, "the backward loop's shape text is not as expected");
                     break;
                 }
                 const char *l = memchr(wa, '[', (size_t)(wb - wa)), *d = l ? l + 1 : wb;
@@ -941,7 +935,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                 } else { /* XLA:TPU stacks the input narrower (bf16 of an f32 carry): converted back */
                     const char *lb = memchr(sa, '[', (size_t)(sb - sa)), *rb = lb ? memchr(lb, ']', (size_t)(sb - lb)) : NULL;
                     if (!rb) {
-                        ok = fail(r, "the layer's input has no dimensions");
+                        s = fail(r, "the layer's input has no dimensions");
                         break;
                     }
                     char held[48], want[48];
@@ -964,37 +958,37 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                 snprintf(why, sizeof why,
                          "it needs element %lld of the forward loop (%.*s), which the backward loop does not hold",
                          (long long)e, (int)(sb - sa), sa);
-                ok = fail(r, why);
+                s = fail(r, why);
                 break;
             }
         }
     }
     char *head = NULL;
     size_t nh = 0;
-    if (ok) { /* the layer index L-1-i, a zero, then the clones in the forward body's order */
+    if (!s) { /* the layer index L-1-i, a zero, then the clones in the forward body's order */
         FILE *H = open_memstream(&head, &nh);
         if (!H) {
-            ok = 0, r->nomem = 1;
+            s = oom();
         } else {
             fprintf(H, "  %%%s.i = s32[] get-tuple-element(%%%.*s), index=%lld\n", pre, bpn, bp,
                     (long long)(iv_b > x->bwd_index ? iv_b - 1 : iv_b));
             fprintf(H, "  %%%s.last = s32[] constant(%lld)\n", pre, (long long)(x->layers - 1));
             fprintf(H, "  %%%s.layer = s32[] subtract(%%%s.last, %%%s.i)\n", pre, pre, pre);
             fprintf(H, "  %%%s.zero = s32[] constant(0)\n", pre);
-            if (fclose(H)) ok = 0, r->nomem = 1;
+            if (fclose(H)) s = oom();
         }
     }
-    if (L && fclose(L)) ok = 0, r->nomem = 1;
+    if (L && fclose(L) && !s) s = oom();
     char *clones = NULL;
     size_t ncl = 0;
-    FILE *C = ok ? open_memstream(&clones, &ncl) : NULL;
-    if (ok && !C) ok = 0, r->nomem = 1;
-    for (uint32_t i = 0; ok && i < fb->n; i++) {
+    FILE *C = !s ? open_memstream(&clones, &ncl) : NULL;
+    if (!s && !C) s = oom();
+    for (uint32_t i = 0; !s && i < fb->n; i++) {
         if (cone[i] != 1 || (fb->ins[i].op == HOP_GTE && fb->ins[i].ops[0] == fb->params[0]) ||
             (fb->ins[i].op == HOP_COPY && fb->ins[i].n_ops))
             continue;
         if (vf && i == vi) {
-            clone_inner(r, fb, i, vf, vu, inner, map, C);
+            if ((s = clone_inner(r, fb, i, vf, vu, inner, map, C))) break;
             for (uint32_t k = 0; k < vf->n; k++)
                 if (inner[k]) r->flops += hbmi_fit_instr_flops(m, vf, &vf->ins[k]);
             continue;
@@ -1002,14 +996,14 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         r->flops += hbmi_fit_instr_flops(m, fb, &fb->ins[i]);
         char *ln = NULL;
         size_t n = 0;
-        clone_line(r, fb, i, map, &ln, &n);
-        if (ln) fputs(ln, C);
+        if ((s = clone_line(r, fb, i, map, &ln, &n))) break;
+        fputs(ln, C);
         free(ln);
     }
     /* the slice as the reader reads one layer of the buffer */
     const hbmi_instr *v = &fb->ins[vi];
     const char *va, *vb;
-    if (ok && shape_span(m, v, &va, &vb)) {
+    if (!s && shape_span(m, v, &va, &vb)) {
         const hbmi_shape *sh = &fw->shape->elems[x->index];
         const char *wa, *wb;
         if (shape_span(m, fw, &wa, &wb) && hbmi_fit_list_item(wa + 1, wb, x->index, &wa, &wb)) {
@@ -1017,58 +1011,54 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             while (d < wb && *d >= '0' && *d <= '9') d++;
             if (l) fprintf(C, "  %%%s.one = %.*s1%.*s bitcast(%s)\n", pre, (int)(l + 1 - wa), wa, (int)(wb - d), d,
                            map[vi].name);
-            else ok = fail(r, "the residual's shape text has no dimensions");
+            else s = fail(r, "the residual's shape text has no dimensions");
         } else {
-            ok = fail(r, "the forward loop's shape text is not as expected");
+            s = fail(r, "the forward loop's shape text is not as expected");
         }
         (void)sh;
     }
-    if (C && fclose(C)) ok = 0, r->nomem = 1;
+    if (C && fclose(C) && !s) s = oom();
     /* the readers in the backward body: the recomputed slice instead of the buffer */
     uint32_t first = UINT32_MAX;
-    for (uint32_t i = 0; ok && i < bb->n; i++) {
+    for (uint32_t i = 0; !s && i < bb->n; i++) {
         const hbmi_instr *g = &bb->ins[i];
         if (!(g->op == HOP_GTE && g->n_ops && g->ops[0] == bb->params[0] && g->gte_index == x->bwd_index)) continue;
-        for (uint32_t u = 0; ok && u < g->n_users; u++) {
+        for (uint32_t u = 0; !s && u < g->n_users; u++) {
             const hbmi_instr *us = &bb->ins[g->users[u]];
             if (us->op == HOP_TUPLE && us->is_root) continue;
             if (us->op != HOP_FUSION && !(us->opcode.n == 13 && !memcmp(us->opcode.p, "dynamic-slice", 13))) {
-                ok = fail(r, "the backward loop reads it other than by a dynamic-slice or a fusion");
+                s = fail(r, "the backward loop reads it other than by a dynamic-slice or a fusion");
                 break;
             }
             if (g->users[u] < first) first = g->users[u];
-            for (uint32_t j = 0; j < us->n_ops; j++) {
+            for (uint32_t j = 0; !s && j < us->n_ops; j++) {
                 if (us->ops[j] != i) continue;
                 const char *na, *nb;
                 char nm[200];
                 snprintf(nm, sizeof nm, "%%%s.one", pre);
                 if (!operand_name(m, us, j, &na, &nb)) {
-                    ok = fail(r, "a reader's operand text is not as expected");
+                    s = fail(r, "a reader's operand text is not as expected");
                     break;
                 }
-                add(r, (size_t)(na - m->text), (size_t)(nb - m->text), nm);
+                if ((s = add(r, (size_t)(na - m->text), (size_t)(nb - m->text), nm))) break;
                 if (us->op == HOP_FUSION && us->n_called) {
                     const hbmi_comp *f = &m->comps[us->called[0]];
-                    if (j < f->n_params) {
-                        shrink_ins(r, &f->ins[f->params[j]], -1);
-                        shrink_sig(r, f, j, -1);
-                    }
+                    if (j < f->n_params && !(s = shrink_ins(r, &f->ins[f->params[j]], -1))) s = shrink_sig(r, f, j, -1);
                 }
             }
         }
     }
-    if (ok && first == UINT32_MAX) ok = fail(r, "the backward body does not read it");
-    if (ok && r->comps_kept) { /* before the backward body's header */
+    if (!s && first == UINT32_MAX) s = fail(r, "the backward body does not read it");
+    if (!s && r->comps_kept) { /* before the backward body's header */
         size_t at = bb->off;
         while (at < m->len && (m->text[at] == '\n' || m->text[at] == ' ')) at++;
         while (at > 0 && m->text[at - 1] != '\n') at--;
-        add(r, at, at, r->comps_kept);
+        s = add(r, at, at, r->comps_kept);
     }
-    if (ok) {
+    if (!s) {
         size_t at = line_start(m, &bb->ins[first]);
-        add(r, at, at, head);
-        add(r, at, at, lines ? lines : "");
-        add(r, at, at, clones ? clones : "");
+        if (!(s = add(r, at, at, head)) && !(s = add(r, at, at, lines ? lines : "")))
+            s = add(r, at, at, clones ? clones : "");
     }
     free(head);
     free(lines);
@@ -1076,8 +1066,9 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
     hbmi_free(cone);
     hbmi_free(map);
     hbmi_free(inner);
-    if (!ok) return 0;
-    return drop_loop(r, c, x->loop_ins, x->index, 1, iv_f) && drop_loop(r, c, bwd, x->bwd_index, 0, iv_b);
+    if (s) return s;
+    TRY(drop_loop(r, c, x->loop_ins, x->index, 1, iv_f));
+    return drop_loop(r, c, bwd, x->bwd_index, 0, iv_b);
 }
 
 static int cmp_patch(const void *a, const void *b) {
@@ -1093,19 +1084,14 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
     if (flops) *flops = 0;
     if (why && why_cap) why[0] = 0;
     rc r = {.m = m, .why = why, .why_cap = why_cap};
-    int ok = build(&r, x, all, n_all);
-    if (ok && flops) *flops = r.flops * (uint64_t)(x->layers > 0 ? x->layers : 0);
-    if (ok && why && why_cap) snprintf(why, why_cap, "%s", r.note);
-    hbm_status s = HBM_OK;
-    if (r.nomem) {
-        s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
-    } else if (!ok) {
-        s = HBM_ERR_UNSUPPORTED;
-    } else {
+    hbm_status s = build(&r, x, all, n_all);
+    if (!s && flops) *flops = r.flops * (uint64_t)(x->layers > 0 ? x->layers : 0);
+    if (!s && why && why_cap) snprintf(why, why_cap, "%s", r.note);
+    if (!s) {
         hbmi_qsort(r.p, r.n, sizeof *r.p, cmp_patch);
         FILE *f = open_memstream(text, len);
         if (!f) {
-            s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            s = oom();
         } else {
             size_t cur = 0;
             for (size_t k = 0; k < r.n; k++) {
@@ -1115,7 +1101,7 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
                 cur = r.p[k].b;
             }
             fwrite(m->text + cur, 1, m->len - cur, f);
-            if (fclose(f)) s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
+            if (fclose(f)) s = oom();
         }
         if (s) {
             free(*text);

@@ -44,7 +44,6 @@ typedef struct sky {
     uint32_t *cstk;        /* chosen candidates of the nodes on the path */
     size_t ncs, cap_cs;
     uint64_t nodes, node_limit;
-    int oom;
     double w[5];
     uint64_t deadline;
 } sky;
@@ -77,8 +76,9 @@ static double urand(sky *k) { /* xorshift64*, in [0, 1) */
 }
 
 /* Depth-first search below capacity C, branching on the best `width` candidates of each
- * stretch by score (noise differs between restarts), under a node limit. */
-enum { SKY_FOUND, SKY_NONE, SKY_ABORT };
+ * stretch by score (noise differs between restarts), under a node limit: a packing found,
+ * none below C, the limit reached, or out of host memory (which ends the whole search). */
+enum { SKY_FOUND, SKY_NONE, SKY_ABORT, SKY_NOMEM };
 
 static int trail_h(sky *k, uint32_t a, uint32_t b) {
     if (k->ntr + (b - a) > k->cap_tr) {
@@ -101,7 +101,6 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
     if (++k->nodes > k->node_limit) return SKY_ABORT;
     if ((k->nodes & 127) == 0 && k->deadline && k->node_limit != UINT64_MAX && hbmi_pack_now() >= k->deadline)
         k->node_limit = 0; /* the plain construction (no limit) always completes */
-    if (k->oom) return SKY_ABORT;
     size_t mark = k->ntr;
     uint64_t h;
     uint32_t a, b, nc, nt;
@@ -169,9 +168,8 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
         for (uint32_t s = a; s < b && !dead; s++)
             if (to + k->rem[s] > C) dead = 1;
         if (dead || !trail_h(k, a, b)) {
-            if (!dead) k->oom = 1;
             untrail(k, mark);
-            return dead ? SKY_NONE : SKY_ABORT;
+            return dead ? SKY_NONE : SKY_NOMEM;
         }
         for (uint32_t s = a; s < b; s++) k->H[s] = to;
     }
@@ -180,9 +178,8 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
     if (k->ncs + nt > k->cap_cs) {
         size_t want = k->ncs + nt;
         if (hbmi_grow((void **)&k->cstk, &k->cap_cs, want, sizeof *k->cstk)) {
-            k->oom = 1;
             untrail(k, mark);
-            return SKY_ABORT;
+            return SKY_NOMEM;
         }
     }
     uint32_t take = nt;
@@ -194,8 +191,7 @@ static int dfs(sky *k, uint32_t nu, uint64_t C, double noise, uint32_t width, ui
         uint64_t y = hbmi_align_up(h, k->align[c]), top = y + k->size[c];
         size_t m2 = k->ntr;
         if (!trail_h(k, k->s0[c], k->s1[c])) {
-            k->oom = 1;
-            r = SKY_ABORT;
+            r = SKY_NOMEM;
             break;
         }
         k->off[c] = y;
@@ -320,17 +316,18 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
      * and it, in thousandths of the gap (a failed target costs little: the section check
      * cuts it early; 1000 asks for any improvement) */
     static const uint32_t frac[8] = {1000, 0, 500, 900, 250, 1000, 750, 125};
-    if (attempt(&k, UINT64_MAX, 0, 1, UINT64_MAX) == SKY_FOUND && extent_of(&k) < best) {
+    int got = attempt(&k, UINT64_MAX, 0, 1, UINT64_MAX);
+    if (got == SKY_FOUND && extent_of(&k) < best) {
         best = extent_of(&k);
         memcpy(best_off, k.off, N * sizeof *best_off);
     }
-    for (uint32_t r = 1; r < max_attempts && best > lower_bound && best != UINT64_MAX && !k.oom; r++) {
+    for (uint32_t r = 1; r < max_attempts && best > lower_bound && best != UINT64_MAX && got != SKY_NOMEM; r++) {
         if (deadline_ns && hbmi_pack_now() >= deadline_ns) break;
         uint64_t C = lower_bound + (best - lower_bound) / 1000 * frac[r % 8];
         if (C >= best) C = best - 1;
         /* a portfolio: the weights change from attempt to attempt */
         memcpy(k.w, sky_weights[(r / 8) % SKY_NW], sizeof k.w);
-        if (attempt(&k, C, 0.5 + 3 * urand(&k), 2, 4 * (uint64_t)N + 64) == SKY_FOUND) {
+        if ((got = attempt(&k, C, 0.5 + 3 * urand(&k), 2, 4 * (uint64_t)N + 64)) == SKY_FOUND) {
             uint64_t e = extent_of(&k);
             if (e < best) {
                 best = e;
@@ -338,7 +335,7 @@ hbm_status hbmi_pack_sky(hbm_timeline *tl, uint64_t def_align, uint64_t lower_bo
             }
         }
     }
-    if (k.oom) {
+    if (got == SKY_NOMEM) {
         s = hbmi_error(HBM_ERR_NOMEM, "pack: out of host memory in the skyline search");
         goto done;
     }
