@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "hlo/dataflow.h"
+#include "hlo/hlo_internal.h"
 
 typedef struct dfb {
     hbmi_df *df;
