@@ -1108,7 +1108,7 @@ static int cpu_fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uin
     for (uint32_t i = 0; i < fc->n; i++)
         if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
     if (param < 0) return 0;
-    if (fusion->fusion_kind == 'O') {
+    if (fusion->fusion_kind == HBMI_FUSION_OUTPUT) {
         const hbmi_instr *r = &fc->ins[fc->root];
         if (!op_is(r, "add") || r->n_ops != 2) return 0;
         int d = -1;

@@ -87,6 +87,38 @@ typedef enum hbmi_op {
     HOP_COUNT_
 } hbmi_op;
 
+/* A fusion's kind (kind=kLoop, kInput, kOutput, kCustom); OTHER: a kind XLA may add. */
+typedef enum hbmi_fusion_kind {
+    HBMI_FUSION_NONE = 0,
+    HBMI_FUSION_LOOP,
+    HBMI_FUSION_INPUT,
+    HBMI_FUSION_OUTPUT,
+    HBMI_FUSION_CUSTOM,
+    HBMI_FUSION_OTHER,
+} hbmi_fusion_kind;
+/* The kind named by "kLoop" etc. (n bytes, not terminated); NONE when n is 0. */
+hbmi_fusion_kind hbmi_fusion_kind_of(const char *p, size_t n);
+/* Its name as XLA writes it ("kLoop"); "" for NONE and OTHER. */
+const char *hbmi_fusion_kind_name(hbmi_fusion_kind k);
+
+/* The kind of allocation XLA put a logical buffer in (its BufferAllocationProto's flags). */
+typedef enum hbmi_xla_cat {
+    HBMI_XLA_NONE = 0, /* unassigned, or in another memory space */
+    HBMI_XLA_PARAMETER,
+    HBMI_XLA_OUTPUT,
+    HBMI_XLA_CONSTANT,
+    HBMI_XLA_THREAD_LOCAL,
+    HBMI_XLA_TEMP,
+} hbmi_xla_cat;
+
+/* The compiler a module was built by, when its input says (a profile's device planes). */
+typedef enum hbmi_hlo_backend {
+    HBMI_HLO_BACKEND_NONE = 0,
+    HBMI_HLO_BACKEND_GPU,
+    HBMI_HLO_BACKEND_CPU,
+    HBMI_HLO_BACKEND_TPU,
+} hbmi_hlo_backend;
+
 /* One output_to_operand_aliasing / input_output_alias entry. */
 #define HBMI_MAX_INDEX 8
 typedef struct hbmi_alias {
@@ -101,7 +133,7 @@ typedef struct hbmi_instr {
     hbmi_str opcode;  /* as written ("all-to-all-start") */
     uint8_t op;       /* hbmi_op */
     uint8_t is_root;
-    char fusion_kind; /* 'L', 'I', 'O', 'C' or 0 */
+    uint8_t fusion_kind; /* hbmi_fusion_kind */
     uint8_t analyzed; /* in a sequential computation (set by the dataflow) */
     uint8_t synthetic; /* a get-tuple-element for an operand written "%x#N": no line of its own */
     uint8_t meta_walked; /* meta_source_file/line come from the text's stack frames */
@@ -151,7 +183,7 @@ typedef struct hbmi_xla_lbuf { /* one LogicalBufferProto (device memory) */
     uint64_t size;
     int64_t alloc;  /* BufferAllocationProto index, -1 unassigned */
     int64_t offset;
-    char cat;       /* 'p' parameter, 'o' output, 'c' constant, 'l' thread-local, 't' temp, 0 */
+    hbmi_xla_cat cat;
     int64_t comp, instr; /* defining instruction (indices in the module), -1 unknown */
     uint32_t node;  /* its shape index as a flattened node */
     char index[32]; /* "{1,0}" */
@@ -183,7 +215,7 @@ struct hbm_hlo_module {
     hbmi_alias *donors;   /* buffer_donor entries: operand = parameter, in = index */
     uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
     hbmi_xla *xla;        /* XLA's assignment (protobuf inputs that carry one), in the arena */
-    char backend_hint;    /* 'g', 'c', 't': the compiler, known from a profile's devices; 0 */
+    hbmi_hlo_backend backend_hint; /* the compiler, known from a profile's devices */
     int tuple_refs;       /* the text writes operands "%x#N": XLA's print form from 2026 builds */
     /* a module read from protobuf: its unpacked xla.HloModuleProto (in the arena) and each
      * instruction's proto in the model's order (computation by computation), from which

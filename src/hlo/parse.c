@@ -632,7 +632,7 @@ static hbm_status parse_attribute(parser *ps, hbmi_instr *in) {
     if (word_is(key, "output_to_operand_aliasing")) return parse_alias_list(ps, &in->alias, &in->n_alias, 0);
     if (word_is(key, "kind")) {
         hbmi_str k = name(ps);
-        if (k.n >= 2 && k.p[0] == 'k') in->fusion_kind = k.p[1];
+        in->fusion_kind = (uint8_t)hbmi_fusion_kind_of(k.p, k.n);
         return k.n ? HBM_OK : fail(ps, "expected a fusion kind");
     }
     if (word_is(key, "index") && in->op == HOP_GTE) return parse_int(ps, &in->gte_index);

@@ -580,10 +580,8 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t *
             ip->shape = wshape(&w, in->shape);
             if (in->param_no >= 0) ip->parameter_number = in->param_no;
             if (in->gte_index >= 0) ip->tuple_index = in->gte_index;
-            if (in->fusion_kind) {
-                char *fk = wa(&w, 3);
-                if (fk) fk[0] = 'k', fk[1] = in->fusion_kind, ip->fusion_kind = fk;
-            }
+            const char *fk = hbmi_fusion_kind_name(in->fusion_kind);
+            if (fk[0]) ip->fusion_kind = wstr(&w, (hbmi_str){fk, (uint32_t)strlen(fk)}, 0);
             if (in->target.n) ip->custom_call_target = wstr(&w, in->target, 1);
             int32_t frame = n_frames ? id_in(in->meta_frame, n_frames) : 0;
             if (in->meta_op_name.n || in->meta_source_file.n || in->meta_source_line || frame) {

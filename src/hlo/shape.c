@@ -57,6 +57,21 @@ static int ends_with(const char *p, size_t n, const char *suf) {
     return n > k && !memcmp(p + n - k, suf, k);
 }
 
+/* XLA's HloInstruction::FusionKind, as its text and HloInstructionProto.fusion_kind name it
+ * (xla/hlo/ir/hlo_instruction.cc, ToString(FusionKind)). */
+static const char *const fusion_kinds[] = {"", "kLoop", "kInput", "kOutput", "kCustom"};
+
+hbmi_fusion_kind hbmi_fusion_kind_of(const char *p, size_t n) {
+    if (!n) return HBMI_FUSION_NONE;
+    for (size_t k = 1; k < sizeof fusion_kinds / sizeof *fusion_kinds; k++)
+        if (strlen(fusion_kinds[k]) == n && !memcmp(p, fusion_kinds[k], n)) return (hbmi_fusion_kind)k;
+    return HBMI_FUSION_OTHER;
+}
+
+const char *hbmi_fusion_kind_name(hbmi_fusion_kind k) {
+    return (size_t)k < sizeof fusion_kinds / sizeof *fusion_kinds ? fusion_kinds[k] : "";
+}
+
 hbmi_op hbmi_op_lookup(const char *p, size_t n) {
     static const struct {
         const char *name;
