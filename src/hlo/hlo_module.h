@@ -101,6 +101,24 @@ hbmi_fusion_kind hbmi_fusion_kind_of(const char *p, size_t n);
 /* Its name as XLA writes it ("kLoop"); "" for NONE and OTHER. */
 const char *hbmi_fusion_kind_name(hbmi_fusion_kind k);
 
+/* What an instruction calls a computation for (the text's attribute that names it). */
+typedef enum hbmi_called_role {
+    HBMI_CALLED_CALLS = 1, /* calls=, called_computations=: fusion, custom call, async */
+    HBMI_CALLED_BODY,      /* a while's body= */
+    HBMI_CALLED_CONDITION, /* a while's condition= */
+    HBMI_CALLED_BRANCH,    /* a conditional's branch_computations= (true_, false_) */
+    HBMI_CALLED_APPLY,     /* to_apply=: call's callee, reducers, comparators, select/scatter */
+} hbmi_called_role;
+
+/* How the dataflow runs a computation (dataflow.c). */
+typedef enum hbmi_comp_kind {
+    HBMI_COMP_UNUSED = 0,   /* called by nothing the entry reaches */
+    HBMI_COMP_SEQUENTIAL,   /* scheduled and analysed: entry, while, call, conditional */
+    HBMI_COMP_FUSION,       /* a fusion's body: only the fusion's output is allocated */
+    HBMI_COMP_EMBEDDED,     /* to_apply of reducers etc.: thread-local */
+    HBMI_COMP_ASYNC,        /* an async-start's wrapped computation */
+} hbmi_comp_kind;
+
 /* The kind of allocation XLA put a logical buffer in (its BufferAllocationProto's flags). */
 typedef enum hbmi_xla_cat {
     HBMI_XLA_NONE = 0, /* unassigned, or in another memory space */
@@ -142,7 +160,7 @@ typedef struct hbmi_instr {
     uint32_t *ops;    /* operand instruction indices in the same computation */
     uint32_t n_called;
     uint32_t *called; /* computation indices: calls/body/condition/branches/to_apply */
-    uint8_t *called_role; /* 'c' calls, 'b' body, 'w' condition, 'k' branch, 'a' to_apply */
+    uint8_t *called_role; /* hbmi_called_role of each */
     hbmi_str *called_names; /* until resolved */
     hbmi_str *op_names;     /* operand names until resolved */
     int64_t param_no;
@@ -171,7 +189,7 @@ typedef struct hbmi_comp {
     hbmi_str exec_thread;
     size_t off;
     /* dataflow */
-    uint8_t kind; /* 0 unused, 'S' sequential, 'F' fusion, 'E' embedded, 'A' async */
+    uint8_t kind; /* hbmi_comp_kind */
     int64_t span_start, span_end;
     uint32_t *params; /* parameter instruction index by number, n_params entries */
     uint32_t n_params;

@@ -524,14 +524,14 @@ static hbm_status conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s
 }
 
 /* the role the text parser gives each called computation of an instruction */
-static uint8_t called_role(const hbmi_instr *in, size_t k) {
+static hbmi_called_role called_role(const hbmi_instr *in, size_t k) {
     switch (in->op) {
-    case HOP_WHILE: return k == 0 ? 'b' : 'w'; /* XLA: body, then condition */
-    case HOP_CONDITIONAL: return 'k';
+    case HOP_WHILE: return k == 0 ? HBMI_CALLED_BODY : HBMI_CALLED_CONDITION; /* XLA: body, then condition */
+    case HOP_CONDITIONAL: return HBMI_CALLED_BRANCH;
     case HOP_FUSION:
     case HOP_CUSTOM_CALL:
-    case HOP_ASYNC_START: return 'c';
-    default: return 'a'; /* call's to_apply; reducers, comparators */
+    case HOP_ASYNC_START: return HBMI_CALLED_CALLS;
+    default: return HBMI_CALLED_APPLY; /* call's to_apply; reducers, comparators */
     }
 }
 
@@ -796,7 +796,7 @@ static hbm_status conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
                                         ip->name, ip->called_computation_ids[k]);
                     if (r->comp == ci) return fail(c, HBM_ERR_PARSE, "'%s' calls its own computation", ip->name, 0);
                     in->called[k] = r->comp;
-                    in->called_role[k] = called_role(in, k);
+                    in->called_role[k] = (uint8_t)called_role(in, k);
                 }
             }
         }

@@ -605,7 +605,8 @@ hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t *
             for (uint32_t k = 0, q = 0; k < in->n_called && ip->called_computation_ids; k++) {
                 if (in->op == HOP_WHILE) { /* XLA's order: body, condition */
                     for (uint32_t r = 0; r < in->n_called; r++)
-                        if (in->called_role[r] == (q == 0 ? 'b' : 'w')) ip->called_computation_ids[q] = in->called[r] + 1;
+                        if (in->called_role[r] == (q == 0 ? HBMI_CALLED_BODY : HBMI_CALLED_CONDITION))
+                            ip->called_computation_ids[q] = in->called[r] + 1;
                     q++;
                 } else {
                     ip->called_computation_ids[k] = in->called[k] + 1;

@@ -787,7 +787,7 @@ static hbm_status thread_locals(ctx *c) {
             for (uint32_t k = 0; k < in->n_called; k++) {
                 int global_call = in->op == HOP_WHILE || in->op == HOP_CONDITIONAL || in->op == HOP_CALL ||
                                   ((in->op == HOP_ASYNC_START || in->op == HOP_ASYNC_UPDATE || in->op == HOP_ASYNC_DONE) &&
-                                   in->called_role[k] == 'c');
+                                   in->called_role[k] == HBMI_CALLED_CALLS);
                 uint8_t want = (mark[ci] & 2) || !global_call ? 2 : 1;
                 uint32_t cj = in->called[k];
                 if (cj < n && !(mark[cj] & want)) {
@@ -800,7 +800,7 @@ static hbm_status thread_locals(ctx *c) {
     hbm_status st = HBM_OK;
     for (uint32_t ci = 0; ci < n && !st; ci++) {
         const hbmi_comp *cp = &m->comps[ci];
-        if (mark[ci] != 2 || cp->kind == 'F') continue;
+        if (mark[ci] != 2 || cp->kind == HBMI_COMP_FUSION) continue;
         for (uint32_t i = 0; i < cp->n && !st; i++) {
             const hbmi_instr *in = &cp->ins[i];
             for (uint32_t k = 0; k < in->shape->nodes && !st; k++) {
@@ -915,7 +915,7 @@ const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
  * name without "-start" ("all-to-all-start" -> "all-to-all"). */
 void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
     for (uint32_t k = 0; k < in->n_called; k++) {
-        if (in->called_role[k] != 'c') continue;
+        if (in->called_role[k] != HBMI_CALLED_CALLS) continue;
         const hbmi_comp *wc = &m->comps[in->called[k]];
         const hbmi_instr *r = &wc->ins[wc->root];
         snprintf(buf, cap, "%.*s", (int)r->opcode.n, r->opcode.p);
@@ -1594,13 +1594,15 @@ const char *hbm_plan_step_where(const hbm_plan *p, int64_t t) {
         int found = 0;
         for (uint32_t cj = 0; cj < m->n_comps && !found; cj++) {
             const hbmi_comp *cc = &m->comps[cj];
-            if (cc->kind != 'S') continue;
+            if (cc->kind != HBMI_COMP_SEQUENTIAL) continue;
             for (uint32_t i = 0; i < cc->n && !found; i++) {
                 const hbmi_instr *in = &cc->ins[i];
                 for (uint32_t k = 0; k < in->n_called && !found; k++) {
                     if (in->called[k] != ci) continue;
-                    const char *role = in->called_role[k] == 'b' ? "while body of " : in->called_role[k] == 'w' ? "while condition of "
-                                     : in->called_role[k] == 'k' ? "branch of " : "called by ";
+                    const char *role = in->called_role[k] == HBMI_CALLED_BODY        ? "while body of "
+                                       : in->called_role[k] == HBMI_CALLED_CONDITION ? "while condition of "
+                                       : in->called_role[k] == HBMI_CALLED_BRANCH    ? "branch of "
+                                                                                     : "called by ";
                     w = snprintf(buf + len, sizeof buf - len, " (%s%.*s)", role, (int)in->name.n, in->name.p);
                     if (w > 0 && (size_t)w < sizeof buf - len) len += (size_t)w;
                     ci = cj;
