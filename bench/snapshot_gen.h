@@ -54,6 +54,21 @@ static GEN_UNUSED void die(const char *what) {
     exit(1);
 }
 
+/* The pickle writers' bytes: a buffer that cannot grow ends the benchmark there. */
+static GEN_UNUSED void gen_put(hbmi_buf *b, const void *d, size_t n) {
+    if (hbmi_buf_put(b, d, n)) die("out of host memory writing the pickle");
+}
+static GEN_UNUSED void gen_byte(hbmi_buf *b, unsigned char c) { gen_put(b, &c, 1); }
+static GEN_UNUSED void gen_pk_str(hbmi_buf *b, const char *s) {
+    if (hbmi_pk_str(b, s)) die("out of host memory writing the pickle");
+}
+static GEN_UNUSED void gen_pk_int(hbmi_buf *b, int64_t v) {
+    if (hbmi_pk_int(b, v)) die("out of host memory writing the pickle");
+}
+static GEN_UNUSED void gen_pk_uint(hbmi_buf *b, uint64_t v) {
+    if (hbmi_pk_uint(b, v)) die("out of host memory writing the pickle");
+}
+
 static GEN_UNUSED void add(hbm_trace *t, hbm_trace_event e) {
     if (hbm_trace_add(t, &e)) die("hbm_trace_add");
 }
@@ -252,7 +267,7 @@ typedef struct pkw {
 
 static GEN_UNUSED void flush(pkw *w, int all) {
     if (w->b.n >= ((size_t)16 << 20) || (all && w->b.n)) {
-        if (w->b.oom || fwrite(w->b.p, 1, w->b.n, w->f) != w->b.n) die("writing the pickle");
+        if (fwrite(w->b.p, 1, w->b.n, w->f) != w->b.n) die("writing the pickle");
         w->b.n = 0;
     }
 }
@@ -260,13 +275,13 @@ static GEN_UNUSED void flush(pkw *w, int all) {
 static GEN_UNUSED void put_memo(pkw *w) { /* LONG_BINPUT: Python's pickler memoizes every object */
     unsigned char op[5] = {'r'};
     hbmi_put32(op + 1, w->memo++);
-    hbmi_buf_put(&w->b, op, 5);
+    gen_put(&w->b, op, 5);
 }
 
 static GEN_UNUSED void get_memo(pkw *w, uint32_t at) {
     unsigned char op[5] = {'j'};
     hbmi_put32(op + 1, at);
-    hbmi_buf_put(&w->b, at < 256 ? (unsigned char[]){'h', (unsigned char)at} : op, at < 256 ? 2 : 5);
+    gen_put(&w->b, at < 256 ? (unsigned char[]){'h', (unsigned char)at} : op, at < 256 ? 2 : 5);
 }
 
 /* a key or action name: once, then from the memo (Python interns them) */
@@ -275,7 +290,7 @@ static GEN_UNUSED void put_name(pkw *w, int k, const char *s) {
         get_memo(w, w->key_at[k] - 1);
         return;
     }
-    hbmi_pk_str(&w->b, s);
+    gen_pk_str(&w->b, s);
     w->key_at[k] = w->memo + 1;
     put_memo(w);
 }
@@ -286,9 +301,9 @@ enum { K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_TIME, K_FRAMES, K_FILENAME, K_LINE,
 static GEN_UNUSED void put_frames(pkw *w, const hbm_trace *t, uint32_t bt) {
     size_t n = 0;
     const uint64_t *fr = hbm_trace_backtrace(t, bt, &n);
-    hbmi_buf_byte(&w->b, ']');
+    gen_byte(&w->b, ']');
     put_memo(w);
-    hbmi_buf_byte(&w->b, '(');
+    gen_byte(&w->b, '(');
     for (size_t i = 0; i < n; i++) {
         uint32_t id = (uint32_t)fr[i];
         if (w->frame_at[id]) {
@@ -296,69 +311,69 @@ static GEN_UNUSED void put_frames(pkw *w, const hbm_trace *t, uint32_t bt) {
             continue;
         }
         const hbm_tag *tg = hbm_trace_tag(t, id);
-        hbmi_buf_byte(&w->b, '}');
+        gen_byte(&w->b, '}');
         w->frame_at[id] = w->memo + 1;
         put_memo(w);
-        hbmi_buf_byte(&w->b, '(');
+        gen_byte(&w->b, '(');
         put_name(w, K_FILENAME, "filename");
-        hbmi_pk_str(&w->b, tg->source_file);
+        gen_pk_str(&w->b, tg->source_file);
         put_memo(w);
         put_name(w, K_LINE, "line");
-        hbmi_pk_int(&w->b, tg->source_line);
+        gen_pk_int(&w->b, tg->source_line);
         put_name(w, K_NAME, "name");
-        hbmi_pk_str(&w->b, tg->op_name);
+        gen_pk_str(&w->b, tg->op_name);
         put_memo(w);
-        hbmi_buf_byte(&w->b, 'u');
+        gen_byte(&w->b, 'u');
     }
-    hbmi_buf_byte(&w->b, 'e');
+    gen_byte(&w->b, 'e');
 }
 
 static GEN_UNUSED int write_pickle(const hbm_trace *t, const char *path) {
     pkw w = {.f = fopen(path, "wb"), .frame_at = hbmi_calloc(NFRAMES + 2, sizeof *w.frame_at)};
     if (!w.f || !w.frame_at) die("opening the pickle");
-    hbmi_buf_put(&w.b, "\x80\x02}", 3); /* PROTO 2, the snapshot dict */
+    gen_put(&w.b, "\x80\x02}", 3); /* PROTO 2, the snapshot dict */
     put_memo(&w);
-    hbmi_buf_byte(&w.b, '(');
+    gen_byte(&w.b, '(');
     /* "segments": the end state is not what this bench measures; the history is */
     put_name(&w, K_SEGMENTS, "segments");
-    hbmi_buf_byte(&w.b, ']');
+    gen_byte(&w.b, ']');
     put_memo(&w);
     put_name(&w, K_TRACES, "device_traces");
-    hbmi_buf_byte(&w.b, ']');
+    gen_byte(&w.b, ']');
     put_memo(&w);
-    hbmi_buf_byte(&w.b, ']'); /* device 0's entries */
+    gen_byte(&w.b, ']'); /* device 0's entries */
     put_memo(&w);
-    hbmi_buf_byte(&w.b, '(');
+    gen_byte(&w.b, '(');
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
         int seg = e->kind == HBM_EV_SEGMENT_ALLOC;
-        hbmi_buf_byte(&w.b, '}');
+        gen_byte(&w.b, '}');
         put_memo(&w);
-        hbmi_buf_byte(&w.b, '(');
+        gen_byte(&w.b, '(');
         put_name(&w, K_ACTION, "action");
         if (seg) put_name(&w, A_SEGMENT, "segment_alloc");
         else if (e->kind == HBM_EV_ALLOC) put_name(&w, A_ALLOC, "alloc");
         else put_name(&w, A_FREE, "free_completed");
         put_name(&w, K_ADDR, "addr");
-        hbmi_pk_uint(&w.b, e->addr);
+        gen_pk_uint(&w.b, e->addr);
         put_name(&w, K_SIZE, "size");
-        hbmi_pk_uint(&w.b, e->size);
+        gen_pk_uint(&w.b, e->size);
         put_name(&w, K_STREAM, "stream");
-        hbmi_pk_int(&w.b, 0);
+        gen_pk_int(&w.b, 0);
         put_name(&w, K_TIME, "time_us");
-        hbmi_pk_uint(&w.b, e->time_ns / 1000);
+        gen_pk_uint(&w.b, e->time_ns / 1000);
         put_name(&w, K_FRAMES, "frames");
         if (seg) {
-            hbmi_buf_byte(&w.b, ']');
+            gen_byte(&w.b, ']');
             put_memo(&w);
         } else {
             put_frames(&w, t, e->backtrace);
         }
-        hbmi_buf_byte(&w.b, 'u');
-        if ((i + 1) % 1000 == 0) hbmi_buf_put(&w.b, "e(", 2); /* APPENDS in batches of 1000 */
+        gen_byte(&w.b, 'u');
+        if ((i + 1) % 1000 == 0) gen_put(&w.b, "e(", 2); /* APPENDS in batches of 1000 */
         flush(&w, 0);
     }
-    hbmi_buf_put(&w.b, "eau.", 4); /* entries, device_traces, the dict, STOP */
+    gen_put(&w.b, "eau.", 4); /* entries, device_traces, the dict, STOP */
     flush(&w, 1);
     hbmi_buf_free(&w.b);
     hbmi_free(w.frame_at);
@@ -385,20 +400,20 @@ static GEN_UNUSED void py_commit(pyw *w, int force) { /* the framer: a frame onc
     if (w->b.n < 65536 && !(force && w->b.n)) return;
     unsigned char h[9] = {0x95};
     hbmi_put64(h + 1, w->b.n);
-    if (w->b.oom || fwrite(h, 1, 9, w->f) != 9 || fwrite(w->b.p, 1, w->b.n, w->f) != w->b.n)
+    if (fwrite(h, 1, 9, w->f) != 9 || fwrite(w->b.p, 1, w->b.n, w->f) != w->b.n)
         die("writing the pickle");
     w->b.n = 0;
 }
 
 static GEN_UNUSED void py_memoize(pyw *w) {
-    hbmi_buf_byte(&w->b, 0x94);
+    gen_byte(&w->b, 0x94);
     w->memo++;
 }
 
 static GEN_UNUSED void py_get(pyw *w, uint32_t at) {
     unsigned char op[5] = {'j'};
     hbmi_put32(op + 1, at);
-    hbmi_buf_put(&w->b, at < 256 ? (unsigned char[]){'h', (unsigned char)at} : op, at < 256 ? 2 : 5);
+    gen_put(&w->b, at < 256 ? (unsigned char[]){'h', (unsigned char)at} : op, at < 256 ? 2 : 5);
 }
 
 static GEN_UNUSED void py_str(pyw *w, const char *s) {
@@ -411,33 +426,33 @@ static GEN_UNUSED void py_str(pyw *w, const char *s) {
         return;
     }
     if (n < 256) {
-        hbmi_buf_put(&w->b, (unsigned char[]){0x8c, (unsigned char)n}, 2);
+        gen_put(&w->b, (unsigned char[]){0x8c, (unsigned char)n}, 2);
     } else {
         unsigned char op[5] = {'X'};
         hbmi_put32(op + 1, (uint32_t)n);
-        hbmi_buf_put(&w->b, op, 5);
+        gen_put(&w->b, op, 5);
     }
-    hbmi_buf_put(&w->b, s, n);
+    gen_put(&w->b, s, n);
     if (hbmi_map_put(&w->str_at, h, (uint64_t)w->memo + 1)) die("memo");
     py_memoize(w);
 }
 
 static GEN_UNUSED void py_int(pyw *w, int64_t v) { /* BININT1, BININT2, BININT, else LONG1 (shortest) */
     if (v >= 0 && v < 256) {
-        hbmi_buf_put(&w->b, (unsigned char[]){'K', (unsigned char)v}, 2);
+        gen_put(&w->b, (unsigned char[]){'K', (unsigned char)v}, 2);
     } else if (v >= 0 && v < 65536) {
-        hbmi_buf_put(&w->b, (unsigned char[]){'M', (unsigned char)v, (unsigned char)(v >> 8)}, 3);
+        gen_put(&w->b, (unsigned char[]){'M', (unsigned char)v, (unsigned char)(v >> 8)}, 3);
     } else {
-        hbmi_pk_int(&w->b, v);
+        gen_pk_int(&w->b, v);
     }
 }
 
 static GEN_UNUSED void py_frames(pyw *w, const hbm_trace *t, uint32_t bt) {
     size_t n = 0;
     const uint64_t *fr = bt ? hbm_trace_backtrace(t, bt, &n) : NULL;
-    hbmi_buf_byte(&w->b, ']');
+    gen_byte(&w->b, ']');
     py_memoize(w);
-    if (n > 1) hbmi_buf_byte(&w->b, '(');
+    if (n > 1) gen_byte(&w->b, '(');
     uint32_t at[128]; /* the memo index of each place's dict */
     for (size_t i = 0; i < n; i++) {
         const hbm_tag *tg = hbm_trace_tag(t, (uint32_t)fr[i]);
@@ -449,26 +464,26 @@ static GEN_UNUSED void py_frames(pyw *w, const hbm_trace *t, uint32_t bt) {
             continue;
         }
         if (i < 128) at[i] = w->memo;
-        hbmi_buf_byte(&w->b, '}');
+        gen_byte(&w->b, '}');
         py_memoize(w);
-        hbmi_buf_byte(&w->b, '(');
+        gen_byte(&w->b, '(');
         py_str(w, "name");
         py_str(w, tg->op_name);
         py_str(w, "filename");
         py_str(w, tg->source_file);
         py_str(w, "line");
         py_int(w, tg->source_line);
-        hbmi_buf_byte(&w->b, 'u');
+        gen_byte(&w->b, 'u');
     }
-    if (n == 1) hbmi_buf_byte(&w->b, 'a');
-    if (n > 1) hbmi_buf_byte(&w->b, 'e');
+    if (n == 1) gen_byte(&w->b, 'a');
+    if (n > 1) gen_byte(&w->b, 'e');
 }
 
 static GEN_UNUSED void py_entry(pyw *w, const hbm_trace *t, const hbm_trace_event *e, const char *action) {
     py_commit(w, 0);
-    hbmi_buf_byte(&w->b, '}');
+    gen_byte(&w->b, '}');
     py_memoize(w);
-    hbmi_buf_byte(&w->b, '(');
+    gen_byte(&w->b, '(');
     py_str(w, "action");
     py_str(w, action);
     py_str(w, "addr");
@@ -485,7 +500,7 @@ static GEN_UNUSED void py_entry(pyw *w, const hbm_trace *t, const hbm_trace_even
     py_str(w, "");
     py_str(w, "frames");
     py_frames(w, t, e->kind == HBM_EV_SEGMENT_ALLOC ? 0 : e->backtrace);
-    hbmi_buf_byte(&w->b, 'u');
+    gen_byte(&w->b, 'u');
 }
 
 static GEN_UNUSED int write_pickle_real(const hbm_trace *t, const char *path, size_t *entries) {
@@ -493,18 +508,18 @@ static GEN_UNUSED int write_pickle_real(const hbm_trace *t, const char *path, si
     if (!w.f) die("opening the pickle");
     hbmi_map_init(&w.str_at);
     if (fwrite("\x80\x04", 1, 2, w.f) != 2) die("writing the pickle");
-    hbmi_buf_byte(&w.b, '}');
+    gen_byte(&w.b, '}');
     py_memoize(&w);
-    hbmi_buf_byte(&w.b, '(');
+    gen_byte(&w.b, '(');
     py_str(&w, "segments");
-    hbmi_buf_byte(&w.b, ']');
+    gen_byte(&w.b, ']');
     py_memoize(&w);
     py_str(&w, "device_traces");
-    hbmi_buf_byte(&w.b, ']');
+    gen_byte(&w.b, ']');
     py_memoize(&w);
-    hbmi_buf_byte(&w.b, ']'); /* device 0's entries, appended in batches of 1000 */
+    gen_byte(&w.b, ']'); /* device 0's entries, appended in batches of 1000 */
     py_memoize(&w);
-    hbmi_buf_byte(&w.b, '(');
+    gen_byte(&w.b, '(');
     size_t n = 0;
     for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
@@ -514,10 +529,10 @@ static GEN_UNUSED int write_pickle_real(const hbm_trace *t, const char *path, si
                             e->kind == HBM_EV_FREE ? "free_completed" : NULL};
         for (int k = 0; k < 2 && a[k]; k++) {
             py_entry(&w, t, e, a[k]);
-            if (++n % 1000 == 0) hbmi_buf_put(&w.b, "e(", 2);
+            if (++n % 1000 == 0) gen_put(&w.b, "e(", 2);
         }
     }
-    hbmi_buf_put(&w.b, "eau.", 4); /* entries, device_traces, the dict, STOP */
+    gen_put(&w.b, "eau.", 4); /* entries, device_traces, the dict, STOP */
     py_commit(&w, 1);
     hbmi_buf_free(&w.b);
     hbmi_map_destroy(&w.str_at);

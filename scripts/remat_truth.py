@@ -171,15 +171,18 @@ def compile_one(case, mode, out, percent):
             shutil.copyfile(os.path.join(dump, hits[-1]), os.path.join(d, mode + ".hlo"))
             with open(os.path.join(d, mode + ".hlo")) as f:
                 text = f.read()
-            # every instruction XLA recomputed: its clone is NAME.remat (NAME.remat2, ... again)
-            # (gte.remat, bitcast.remat: the readers XLA adds for a clone, not values)
-            rec["remat"] = sorted(set(re.findall(r"^\s*(?:ROOT )?%?([\w.\-]+?)\.remat\d* = ", text, re.M))
-                                  - {"gte", "bitcast"})
+            rec["remat"] = cloned(text)
         with open(os.path.join(d, mode + ".json.tmp"), "w") as f:
             json.dump(rec, f, indent=1, sort_keys=True)
         os.replace(os.path.join(d, mode + ".json.tmp"), os.path.join(d, mode + ".json"))
     finally:
         shutil.rmtree(dump, ignore_errors=True)
+
+
+def cloned(text):
+    """Every instruction XLA recomputed: its clone is NAME.remat (NAME.remat2, ... again);
+    gte.remat and bitcast.remat are the readers XLA adds for a clone, not values."""
+    return sorted(set(re.findall(r"^\s*(?:ROOT )?%?([\w.\-]+?)\.remat\d* = ", text, re.M)) - {"gte", "bitcast"})
 
 
 def tpu_log_lines(pid):
@@ -220,6 +223,9 @@ def run_case(case, a):
             try:
                 with open(os.path.join(d, mode + ".json")) as f:
                     res[mode] = json.load(f)
+                if "remat" in res[mode] and os.path.exists(os.path.join(d, mode + ".hlo")):
+                    with open(os.path.join(d, mode + ".hlo")) as f:  # read again, by today's rule
+                        res[mode]["remat"] = cloned(f.read())
                 continue
             except (OSError, ValueError):
                 pass

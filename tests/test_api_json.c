@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "trace/replay/replay_run.h" /* hbmi_replay_requests */
 
 static const char *svd = HBM_SOURCE_DIR "/examples/svd_oom.hlo";
 
@@ -92,13 +93,19 @@ static void test_plan_outputs(void) {
     CHECK(!strstr(buf, "BufferAssignment"));
     CHECK_CONTAINS(buf, "DOES NOT FIT");
     free(buf);
-    CHECK_OK(hbm_plan_html_format(p, NULL, NULL, 0, &len));
-    buf = malloc(len + 1);
-    CHECK(buf);
-    CHECK_OK(hbm_plan_html_format(p, "svd", buf, len + 1, &len));
+    CHECK_OK(hbm_plan_html_string(p, "svd", &buf, &len));
+    CHECK(buf && len == strlen(buf));
     CHECK_CONTAINS(buf, "<html");
     CHECK_CONTAINS(buf, "svd");
-    free(buf);
+    hbm_string_free(buf);
+    CHECK_OK(hbm_plan_view_string(p, 1, 3, &buf, &len));
+    CHECK(buf && len == strlen(buf));
+    CHECK_CONTAINS(buf, "\"module\"");
+    hbm_string_free(buf);
+    buf = (char *)"x";
+    CHECK_STATUS(hbm_plan_view_string(NULL, 0, 0, &buf, &len), HBM_ERR_INVALID);
+    CHECK(buf == NULL && len == 0);
+    CHECK_STATUS(hbm_plan_html_string(p, NULL, NULL, &len), HBM_ERR_INVALID);
     CHECK_STATUS(hbm_plan_json_format(NULL, 15, NULL, NULL, 0, &len), HBM_ERR_INVALID);
     CHECK_STATUS(hbm_plan_json_format(p, 15, NULL, NULL, 0, NULL), HBM_ERR_INVALID);
     hbm_plan_free(p);
@@ -107,10 +114,10 @@ static void test_plan_outputs(void) {
 
 static char *fmt_view(const hbm_trace *t, hbm_view_kind k, int top) {
     size_t len;
-    if (hbm_view_format(t, k, top, NULL, NULL, 0, &len)) return NULL;
-    char *b = malloc(len + 1);
-    if (b && hbm_view_format(t, k, top, NULL, b, len + 1, &len)) {
-        free(b);
+    char *b;
+    if (hbm_view_string(t, k, top, NULL, &b, &len)) return NULL;
+    if (len != strlen(b)) { /* a string of its own size */
+        hbm_string_free(b);
         return NULL;
     }
     return b;
@@ -249,12 +256,19 @@ static void test_trace_outputs(void) {
     char *j = fmt_view(t, HBM_VIEW_JSON, 3);
     CHECK(j);
     CHECK_CONTAINS(j, "\"peak_bytes_in_use\"");
-    free(j);
+    hbm_string_free(j);
     char *h = fmt_view(t, HBM_VIEW_HTML, -1);
     CHECK(h);
     CHECK_CONTAINS(h, "<html");
-    free(h);
-    CHECK_STATUS(hbm_view_format(t, (hbm_view_kind)7, -1, NULL, NULL, 0, &len), HBM_ERR_INVALID);
+    hbm_string_free(h);
+    CHECK_STATUS(hbm_view_string(t, (hbm_view_kind)7, -1, NULL, &h, &len), HBM_ERR_INVALID);
+    CHECK(h == NULL);
+    CHECK_OK(hbm_diff_string(t, t, 1, &h, &len)); /* a trace against itself */
+    CHECK(h && len == strlen(h));
+    CHECK_CONTAINS(h, "\"delta_bytes_in_use\"");
+    hbm_string_free(h);
+    CHECK_STATUS(hbm_diff_string(t, NULL, 0, &h, &len), HBM_ERR_INVALID);
+    CHECK(h == NULL);
 
     char dir[] = "/tmp/hbm_api_json_XXXXXX", path[256], tmp_left[300];
     CHECK(mkdtemp(dir));
@@ -273,41 +287,54 @@ static void test_trace_outputs(void) {
     snprintf(path, sizeof path, "%s/no/such/dir/x.html", dir);
     CHECK_STATUS(hbm_view_file(t, HBM_VIEW_HTML, -1, NULL, path), HBM_ERR_IO);
 
-    /* replay: the default configurations and device */
-    CHECK_OK(hbm_replay_format(t, NULL, NULL, 0, 1, NULL, 0, &len));
-    char *r = malloc(len + 1);
-    CHECK(r);
-    CHECK_OK(hbm_replay_format(t, NULL, NULL, 0, 1, r, len + 1, &len));
+    /* replay: the default configurations and device, replayed once for a string of its
+     * own size (the engine counts the requests it runs) */
+    size_t runs = hbmi_replay_requests();
+    char *r = NULL;
+    CHECK_OK(hbm_replay_string(t, NULL, NULL, 0, 1, &r, &len));
+    CHECK(hbmi_replay_requests() == runs + 1);
+    CHECK(r && len == strlen(r));
     CHECK_CONTAINS(r, "\"config\": \"allocator=bfc\"");
     CHECK_CONTAINS(r, "\"config\": \"allocator=platform\"");
     CHECK_CONTAINS(r, "\"device\": \"sim:80GiB\"");
+    { /* byte for byte what hbm_replay_run_write writes (the CLI's hbm replay), but times */
+        char *w = NULL;
+        size_t wn = 0;
+        FILE *wf = open_memstream(&w, &wn);
+        CHECK(wf);
+        CHECK_OK(hbm_replay_run_write(t, NULL, NULL, 0, wf, 0, NULL));
+        fclose(wf);
+        char *txt = NULL;
+        size_t tn = 0;
+        CHECK_OK(hbm_replay_string(t, NULL, NULL, 0, 0, &txt, &tn));
+        CHECK(txt && tn == wn);
+        CHECK(txt && !strncmp(txt, w, strcspn(w, "\n"))); /* the heading line */
+        hbm_string_free(txt);
+        free(w);
+    }
     /* the rows alone: the same configurations, no packing (hbm.replay returns only rows) */
-    char *rows = malloc(len + 1);
-    CHECK(rows);
+    char *rows = NULL;
     size_t rlen = 0;
-    CHECK_OK(hbm_replay_rows_format(t, NULL, NULL, 0, rows, len + 1, &rlen));
+    runs = hbmi_replay_requests();
+    CHECK_OK(hbm_replay_rows_string(t, NULL, NULL, 0, &rows, &rlen));
+    CHECK(hbmi_replay_requests() == runs + 1);
+    CHECK(rows && rlen == strlen(rows));
     CHECK(rlen <= len);
     CHECK_CONTAINS(rows, "\"config\": \"allocator=bfc\"");
     CHECK_CONTAINS(rows, "\"config\": \"allocator=platform\"");
     CHECK_CONTAINS(rows, "\"packed_bytes\": 0,");
     CHECK(strstr(r, "\"packed_bytes\": 0,") == NULL); /* the full replay packs the svd's buffers */
     CHECK(!strncmp(strstr(rows, "\"optimal_bound_bytes\""), strstr(r, "\"optimal_bound_bytes\""), 40));
-    CHECK_STATUS(hbm_replay_rows_format(t, "no-such-gpu", NULL, 0, NULL, 0, &rlen), HBM_ERR_INVALID);
-    /* the same outputs as strings of their own size: one replay, no size to guess */
-    char *str = NULL;
+    CHECK(rlen > 0 && rows[rlen - 1] == '\n');
+    char *str = (char *)"x";
     size_t slen = 0;
-    CHECK_OK(hbm_replay_rows_string(t, NULL, NULL, 0, &str, &slen));
-    CHECK(str && slen == strlen(str) && slen > 0 && str[slen - 1] == '\n');
-    CHECK(str && !strncmp(strstr(str, "\"optimal_bound_bytes\""), strstr(rows, "\"optimal_bound_bytes\""), 40));
-    hbm_string_free(str);
-    str = (char *)"x";
     CHECK_STATUS(hbm_replay_rows_string(t, "no-such-gpu", NULL, 0, &str, &slen), HBM_ERR_INVALID);
     CHECK(str == NULL);
     CHECK_STATUS(hbm_replay_suggest_string(t, NULL, &str, &slen), HBM_ERR_INVALID); /* not a PyTorch snapshot */
     CHECK(str == NULL);
     hbm_string_free(NULL);
-    free(rows);
-    free(r);
+    hbm_string_free(rows);
+    hbm_string_free(r);
     const char *cfg[] = {"allocator=vmm"};
     int failed = 1;
     char *mem = NULL;
@@ -319,7 +346,9 @@ static void test_trace_outputs(void) {
     CHECK(failed == 1); /* the svd's 335 GiB request runs out of memory on an H100 */
     CHECK_CONTAINS(mem, "vmm");
     free(mem);
-    CHECK_STATUS(hbm_replay_format(t, "no-such-gpu", NULL, 0, 1, NULL, 0, &len), HBM_ERR_INVALID);
+    r = (char *)"x";
+    CHECK_STATUS(hbm_replay_string(t, "no-such-gpu", NULL, 0, 1, &r, &len), HBM_ERR_INVALID);
+    CHECK(r == NULL && len == 0);
     hbm_trace_free(t);
 }
 

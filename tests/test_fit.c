@@ -1044,6 +1044,186 @@ static void test_scan_recompute(void) {
     hbmi_free(b);
 }
 
+/* scan_hlo with the forward body's update in place done by a multi-output fusion (XLA:TPU's):
+ * `stack` (a computation) before %fb, the DUS line replaced by `fus`, the tanh reading `y_in` */
+static char *scan_with(const char *stack, const char *fus, const char *y_in) {
+    static const char dus[] = "  %rv2 = f32[4,8,16]{2,1,0} dynamic-update-slice(%rv, %vb, %i, %zero, %zero), "
+                              "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n";
+    static const char tanh_v[] = "tanh(%v)";
+    const char *fb_at = strstr(scan_hlo, "%fb ("), *dus_at = strstr(scan_hlo, dus), *y_at = strstr(scan_hlo, tanh_v);
+    if (!fb_at || !dus_at || !y_at || y_at < dus_at) return NULL;
+    size_t cap = sizeof scan_hlo + strlen(stack) + strlen(fus) + strlen(y_in) + 16;
+    char *b = hbmi_malloc(cap);
+    if (!b) return NULL;
+    snprintf(b, cap, "%.*s%s%.*s%s%.*s%s%s", (int)(fb_at - scan_hlo), scan_hlo, stack, (int)(dus_at - fb_at), fb_at, fus,
+             (int)(y_at - dus_at - strlen(dus)), dus_at + strlen(dus), y_in, y_at + strlen(tanh_v));
+    return b;
+}
+
+/* the residual stacked by one output of a multi-output fusion whose other outputs the forward
+ * body reads on: that fusion narrowed to them in the forward body (its computation, its
+ * parameters renumbered, its shape, its get-tuple-elements), the value cloned in the backward
+ * body as a fusion of its own; the module plans to the peak fit reports */
+static void test_scan_recompute_multi(void) {
+    static const char stack2[] =
+        "%stack2 (s0: f32[4,8,16], s1: f32[8,16], s2: s32[]) -> (f32[4,8,16], f32[8,16]) {\n"
+        "  %s0 = f32[4,8,16]{2,1,0} parameter(0)\n"
+        "  %s1 = f32[8,16]{1,0} parameter(1)\n"
+        "  %s2 = s32[] parameter(2)\n"
+        "  %sc = f32[] constant(2)\n"
+        "  %sb = f32[8,16]{1,0} broadcast(%sc), dimensions={}\n"
+        "  %sm = f32[8,16]{1,0} multiply(%s1, %sb)\n"
+        "  %smb = f32[1,8,16]{2,1,0} bitcast(%sm)\n"
+        "  %sz = s32[] constant(0)\n"
+        "  %sd = f32[4,8,16]{2,1,0} dynamic-update-slice(%s0, %smb, %s2, %sz, %sz), "
+        "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n"
+        "  %sn = f32[8,16]{1,0} negate(%s1)\n"
+        "  ROOT %st = (f32[4,8,16]{2,1,0}, f32[8,16]{1,0}) tuple(%sd, %sn)\n"
+        "}\n\n";
+    static const char fus2[] =
+        "  %rvf = (f32[4,8,16]{2,1,0}, f32[8,16]{1,0}) fusion(%rv, %v, %i), kind=kOutput, calls=%stack2, "
+        "metadata={op_name=\"jit(f)/jvp()/while/body/dot_general\"}\n"
+        "  %rv2 = f32[4,8,16]{2,1,0} get-tuple-element(%rvf), index=0\n"
+        "  %vm = f32[8,16]{1,0} get-tuple-element(%rvf), index=1\n";
+    char *b = scan_with(stack2, fus2, "tanh(%vm)");
+    CHECK(b != NULL);
+    if (!b) return;
+    hbm_hlo_module *m;
+    hbm_fit_options o;
+    hbm_fit_options_default(&o);
+    o.target_bytes = 1024;
+    hbm_fit_result *r;
+    CHECK_OK(hbm_hlo_parse(b, strlen(b), "t", &m));
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    hbmi_jax_residual *x = NULL;
+    for (size_t k = 0; k < r->n_res; k++)
+        if (!r->res[k].carry) x = &r->res[k];
+    CHECK(x && x->recompute_peak > 0);
+    CHECK_STR(x ? x->why_estimate : "?", "");
+    char *text = NULL, why[200];
+    size_t len = 0;
+    if (x) {
+        hbm_plan *pl = NULL;
+        CHECK_OK(hbm_plan_run(m, NULL, &pl));
+        CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
+        hbm_plan_free(pl);
+    }
+    /* the forward body: the fusion narrowed to the output read on */
+    CHECK(text && strstr(text, "%stack2 (s1: f32[8,16]) -> f32[8,16] {\n"
+                               "  %s1 = f32[8,16]{1,0} parameter(0)\n"
+                               "  ROOT %sn = f32[8,16]{1,0} negate(%s1)\n}\n"));
+    CHECK(text && strstr(text, "  %rvf = f32[8,16]{1,0} fusion(%v), kind=kOutput, calls=%stack2, "));
+    CHECK(text && strstr(text, "  %vm = f32[8,16]{1,0} bitcast(%rvf)\n"));
+    CHECK(text && !strstr(text, "%rv2 ") && !strstr(text, "%sd ="));
+    /* the backward body: the value again, as a fusion of its own of the same kind */
+    CHECK(text && strstr(text, "%stack2.recompute (s1.recompute: f32[8,16]{1,0}) -> f32[8,16]{1,0} {\n"));
+    CHECK(text && strstr(text, "  ROOT %sm.recompute = f32[8,16]{1,0} multiply(%s1.recompute, %sb.recompute)\n"));
+    CHECK(text && strstr(text, "  %rvf.recompute = f32[8,16]{1,0} fusion(%v.recompute), kind=kOutput, calls=%stack2.recompute\n"));
+    uint64_t pk = text ? peak_of(text, len) : 0;
+    CHECK(pk && x && pk == x->recompute_peak);
+    hbm_fit_summary su;
+    CHECK_OK(hbm_fit_get_summary(r, &su));
+    CHECK(pk < su.peak_before);
+    printf("  multi-output fusion, 2 outputs: %llu -> %llu bytes\n", (unsigned long long)su.peak_before,
+           (unsigned long long)pk);
+    CHECK(!su.recompute_fits && su.recompute_peak == pk); /* 1 KiB: not reached */
+    hbm_fit_free(r);
+    /* a target the recompute module reaches and no residual in host memory does: that route
+     * is what fits, and the module emitted is the one planned */
+    o.target_bytes = pk;
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    CHECK_OK(hbm_fit_get_summary(r, &su));
+    CHECK(!su.fits && su.recompute_fits && su.recompute_peak == pk);
+    char *emitted = NULL, *shown = NULL;
+    size_t ne = 0, ns = 0;
+    FILE *f = open_memstream(&emitted, &ne);
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_OK(hbm_fit_emit(r, f));
+        fclose(f);
+    }
+    CHECK(emitted && ne == len && !memcmp(emitted, text, len));
+    f = open_memstream(&shown, &ns);
+    if (f) {
+        CHECK_OK(hbm_fit_write(r, f, 0, 12, 0));
+        fclose(f);
+    }
+    /* here the residual in host memory fits too (a lower peak): that is what fits */
+    CHECK(su.residual_fits && su.residual_peak < pk);
+    CHECK(shown && strstr(shown, "\nWhat fits: the scan residual f32[4,8,16] (computed, above) in host memory"));
+    CHECK(shown && strstr(shown, "\nhbm fit --emit writes the module with the backward loop recomputing the scan "
+                                 "residual f32[4,8,16], planned to "));
+    free(shown);
+    shown = NULL;
+    /* the renderer, where only the recompute reaches the target */
+    r->sum.residual_fits = 0;
+    f = open_memstream(&shown, &ns);
+    if (f) {
+        CHECK_OK(hbm_fit_write(r, f, 0, 12, 0));
+        fclose(f);
+    }
+    CHECK(shown && strstr(shown, "\nWhat fits: the scan residual f32[4,8,16] (f32[8,16] per layer, above) recomputed by "
+                                 "the backward loop, by its checkpoint policy in the JAX code: the module plans to "));
+    CHECK(shown && strstr(shown, "\nhbm fit --emit writes the module with the backward loop recomputing the scan "
+                                 "residual f32[4,8,16], planned to "));
+    CHECK(shown && !strstr(shown, "Nothing within the limits fits"));
+    free(emitted);
+    free(shown);
+    free(text);
+    text = NULL;
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    hbmi_free(b);
+
+    /* three outputs, the stacking one in the middle: a tuple of the two left, the last
+     * get-tuple-element renumbered */
+    static const char stack3[] =
+        "%stack3 (s0: f32[4,8,16], s1: f32[8,16], s2: s32[]) -> (f32[8,16], f32[4,8,16], f32[8,16]) {\n"
+        "  %s0 = f32[4,8,16]{2,1,0} parameter(0)\n"
+        "  %s1 = f32[8,16]{1,0} parameter(1)\n"
+        "  %s2 = s32[] parameter(2)\n"
+        "  %sn = f32[8,16]{1,0} negate(%s1)\n"
+        "  %s1b = f32[1,8,16]{2,1,0} bitcast(%s1)\n"
+        "  %sz = s32[] constant(0)\n"
+        "  %sd = f32[4,8,16]{2,1,0} dynamic-update-slice(%s0, %s1b, %s2, %sz, %sz), "
+        "metadata={op_name=\"jit(f)/jvp()/while/body/dynamic_update_slice\"}\n"
+        "  %se = f32[8,16]{1,0} exponential(%s1)\n"
+        "  ROOT %st = (f32[8,16]{1,0}, f32[4,8,16]{2,1,0}, f32[8,16]{1,0}) tuple(%sn, %sd, %se)\n"
+        "}\n\n";
+    static const char fus3[] =
+        "  %rvf = (f32[8,16]{1,0}, f32[4,8,16]{2,1,0}, f32[8,16]{1,0}) fusion(%rv, %v, %i), kind=kLoop, calls=%stack3\n"
+        "  %rv2 = f32[4,8,16]{2,1,0} get-tuple-element(%rvf), index=1\n"
+        "  %vm = f32[8,16]{1,0} get-tuple-element(%rvf), index=0\n"
+        "  %ve = f32[8,16]{1,0} get-tuple-element(%rvf), index=2\n"
+        "  %vme = f32[8,16]{1,0} add(%vm, %ve)\n";
+    b = scan_with(stack3, fus3, "tanh(%vme)");
+    CHECK(b != NULL);
+    if (!b) return;
+    CHECK_OK(hbm_hlo_parse(b, strlen(b), "t", &m));
+    CHECK_OK(hbm_fit_run(m, &o, &r));
+    x = NULL;
+    for (size_t k = 0; k < r->n_res; k++)
+        if (!r->res[k].carry) x = &r->res[k];
+    CHECK(x && x->recompute_peak > 0);
+    if (x) {
+        hbm_plan *pl = NULL;
+        CHECK_OK(hbm_plan_run(m, NULL, &pl));
+        CHECK_OK(hbmi_jax_recompute_write(m, x, r->res, r->n_res, &text, &len, NULL, why, sizeof why));
+        hbm_plan_free(pl);
+    }
+    CHECK(text && strstr(text, "%stack3 (s1: f32[8,16]) -> (f32[8,16], f32[8,16]) {\n"));
+    CHECK(text && strstr(text, "  ROOT %st = (f32[8,16]{1,0}, f32[8,16]{1,0}) tuple(%sn, %se)\n"));
+    CHECK(text && strstr(text, "  %rvf = (f32[8,16]{1,0}, f32[8,16]{1,0}) fusion(%v), kind=kLoop, calls=%stack3\n"));
+    CHECK(text && strstr(text, "  %ve = f32[8,16]{1,0} get-tuple-element(%rvf), index=1\n"));
+    CHECK(text && strstr(text, "  %vm = f32[8,16]{1,0} get-tuple-element(%rvf), index=0\n"));
+    uint64_t pk3 = text ? peak_of(text, len) : 0;
+    CHECK(pk3 && x && pk3 == x->recompute_peak);
+    free(text);
+    hbm_fit_free(r);
+    hbm_hlo_module_free(m);
+    hbmi_free(b);
+}
+
 /* a generated module of about 2 MB: one advice within 5 s */
 static void test_speed_2mb(void) {
     char *text = NULL;
@@ -1132,6 +1312,7 @@ int main(void) {
     RUN(test_baseline_tpu);
     RUN(test_fits_already);
     RUN(test_scan_recompute);
+    RUN(test_scan_recompute_multi);
     RUN(test_speed_2mb);
     RUN(test_bad_input);
     return test_done();

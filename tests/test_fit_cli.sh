@@ -40,8 +40,9 @@ check "donation only: exit 0" test $rc -eq 0
 check "donation emitted" grep -q "input_output_alias={ {}: (0, {}, may-alias) }" <<<"$out"
 # settings: it fits the device but not the framework's default share (XLA:GPU's: JAX's 75 %)
 out=$("$HBM" fit "$EX" --capacity 24MiB --backend gpu); rc=$?
-# 20 MiB of 24: XLA's limit at .76 is 24 MiB x .76 rounded up to 2 MiB = 20 MiB (gpu_helpers.cc)
-check "setting named" grep -q "XLA_PYTHON_CLIENT_MEM_FRACTION=.76 (or XLA_PYTHON_CLIENT_ALLOCATOR=platform)" <<<"$out"
+# 20 MiB of 24: XLA's limit at .76 is 24 MiB x .76 rounded up to 2 MiB = 20 MiB (gpu_helpers.cc),
+# but 0.43 % less, as JAX 0.11 gave on the H200, is under 20 MiB; .84 gives 22 MiB, which holds it
+check "setting named" grep -q "XLA_PYTHON_CLIENT_MEM_FRACTION=.84 (or XLA_PYTHON_CLIENT_ALLOCATOR=platform)" <<<"$out"
 # bad input: exit 2
 "$HBM" fit "$EX" 2>/dev/null; rc=$?
 check "no target: exit 2" test $rc -eq 2
@@ -65,6 +66,7 @@ import json,sys; d=json.load(open(sys.argv[1])); b,a,who=int(sys.argv[2]),int(sy
 assert d["bytes_before"]==b, (d["bytes_before"],b)
 assert d["bytes_after"]==a, (d["bytes_after"],a)
 assert d[who]["peak_bytes"]==a, (d[who]["peak_bytes"],a)
+assert d["emitted_peak_bytes"]==a, (d["emitted_peak_bytes"],a)
 ' "$tmp/agree.json" "$before" "$after" $who
         check "$(basename "$f") $who: text before = hbm plan" grep -q "^  needs .* ($before bytes)" "$tmp/agree.txt"
         if [ -z "${HBM_SANITIZE:-}" ] && [ -e "$BUILD/libhbm.so" ]; then

@@ -77,7 +77,17 @@ check "TPU/Flax: the saved projection" has "The scan over 8 layers saves f32[16,
 check "TPU/Flax: the Flax module path" has "  computed by jit(step)/jvp(Model)/while/body/closed_call/layers/wi/dot_general in the Flax module Model/layers/wi (loop while.4 writes it, loop while.5 reads it)" "$out"
 check "TPU/Flax: the change there" has '  change: x = checkpoint_name(x, "wi_dot_general") in the Flax module Model/layers/wi, and on the scanned body'"'"'s jax.checkpoint policy=jax.checkpoint_policies.save_any_names_but_these("wi_dot_general") (the backward loop recomputes it; other named values stay saved), or policy=jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded=["wi_dot_general"], offload_src="device", offload_dst="pinned_host") (kept in host memory)' "$out"
 check "TPU/Flax: planned in host memory" has "  takes off: 256.66MiB (269123584 bytes) in host memory, verified: the module with this buffer in host memory (S(5)) plans to a peak of 40.08MiB, under the target by 59.92MiB; no extra FLOPs, 256.00MiB each way over the host link (about 16.8 ms at TPU-v5e's 32 GB/s)" "$out"
-check "TPU/Flax: recomputing it, estimated, its FLOPs, why" has "             up to 224.00MiB (234881024 bytes: the buffer less the one layer the backward loop holds) recomputed instead, estimated, not verified by planning; 34.4 GFLOP more: it is computed inside a multi-output fusion that stacks it with other values" "$out"
+check "TPU/Flax: recomputing it, verified through the multi-output fusion" has "             216.01MiB (226508792 bytes) recomputed instead, verified: the module with the backward loop computing it again plans to a peak of 80.72MiB, under the target by 19.28MiB; 34.4 GFLOP more; the clone reads the layer's input f32[16,512,256] from the bf16[16,512,256] copy the backward loop holds, converted back (rounded)" "$out"
+check "TPU/Flax: --emit writes the recompute module" has "hbm fit --emit writes the module with the backward loop recomputing the scan residual f32[8,16,512,1024], planned to 80.72MiB (84645384 bytes), not the XLA-side set." "$out"
+# the emitted module is the one planned: hbm plan of it is the figure fit printed
+"$HBM" fit "$SRC/tests/fit_jax/flax_scan_tpu.hlo" --capacity 100MiB --framework-limit 1 --json --emit "$T/recompute.hlo" >"$T/recompute.json"
+check "TPU/Flax: fit's JSON names the recompute route" grep -q '"recompute_residual_peak_bytes": 84645384,' "$T/recompute.json"
+check "TPU/Flax: fit's JSON, the emitted module's peak" grep -q '"emitted_peak_bytes": 84645384,' "$T/recompute.json"
+check "TPU/Flax: the emitted module has the clone in the backward body" grep -q "^  %bitcast_dynamic-update-slice_fusion.6.recompute = f32\[16,512,1024\]{2,1,0:T(8,128)} fusion(" "$T/recompute.hlo"
+check "TPU/Flax: hbm plan of the emitted module = the figure printed" grep -q '"peak_bytes": 84645384,' <<<"$("$HBM" plan "$T/recompute.hlo" --json)"
+# at 1 MiB nothing reaches the target: --emit writes the XLA-side set, as before
+"$HBM" fit "$SRC/tests/fit_jax/flax_scan_tpu.hlo" --capacity 1MiB --framework-limit 1 --emit "$T/set.hlo" >/dev/null
+check "TPU/Flax at 1 MiB: the set is emitted, not the recompute" bash -c '! grep -q "\.recompute" "$1"' _ "$T/set.hlo"
 check "TPU/Flax: a residual that changes nothing alone, said so" has "  takes off: nothing alone, verified: the module with this buffer in host memory (S(5)) plans to 296.74MiB, the peak as it is" "$out"
 
 # --- no backward pass: no checkpoint policy, what applies instead --------------------------

@@ -103,11 +103,8 @@ static void test_summaries_in_memory(void) {
     size_t lens[RANKS];
     for (int i = 0; i < RANKS; i++) {
         in[i] = paths[i];
-        size_t len;
-        CHECK_OK(hbm_fleet_summary_format(paths[i], NULL, 0, &len));
-        docs[i] = malloc(len + 1);
+        CHECK_OK(hbm_fleet_summary_string(paths[i], &docs[i], &lens[i]));
         CHECK(docs[i] != NULL);
-        CHECK_OK(hbm_fleet_summary_format(paths[i], docs[i], len + 1, &lens[i]));
         CHECK(hbm_fleet_is_summary(docs[i], lens[i]));
     }
     char *files = fleet_json(in, RANKS, 2);
@@ -125,7 +122,7 @@ static void test_summaries_in_memory(void) {
     hbm_fleet_free(f);
     free(mem);
     free(files);
-    for (int i = 0; i < RANKS; i++) free(docs[i]);
+    for (int i = 0; i < RANKS; i++) hbm_string_free(docs[i]);
 }
 
 int main(void) {

@@ -912,7 +912,10 @@ static char *report_of(const char *path, size_t top, uint64_t cap, double frac, 
     hbm_hlo_module *m;
     if (hbm_hlo_parse_file(path, &m) != HBM_OK) return NULL;
     hbm_plan *p;
-    if (hbm_plan_run(m, NULL, &p) != HBM_OK) {
+    hbm_plan_options o; /* XLA:GPU's rules: the hand-written modules say no backend; the fraction is GPU's */
+    hbm_plan_options_default(&o);
+    o.backend = HBM_BACKEND_GPU;
+    if (hbm_plan_run(m, &o, &p) != HBM_OK) {
         hbm_hlo_module_free(m);
         return NULL;
     }
@@ -982,7 +985,9 @@ static void test_verdicts(void) {
     char *r = report_of(path, 15, (uint64_t)5 << 29, 0.75, &st);
     CHECK(r);
     CHECK_CONTAINS(r, "FITS PHYSICALLY BUT NOT UNDER THE FRAMEWORK'S DEFAULT LIMIT");
-    CHECK_CONTAINS(r, "XLA_PYTHON_CLIENT_MEM_FRACTION=.80");
+    /* .80 x 2.5 GiB is exactly the 2 GiB needed, with nothing left for the 0.43 % JAX 0.11 gave
+     * under XLA's rule on an H200: .81 */
+    CHECK_CONTAINS(r, "XLA_PYTHON_CLIENT_MEM_FRACTION=.81");
     free(r);
     r = report_of(path, 15, (uint64_t)5 << 29, 0, &st);
     CHECK_CONTAINS(r, "FITS: needs");
@@ -990,6 +995,25 @@ static void test_verdicts(void) {
     r = report_of(path, 15, (uint64_t)1 << 30, 0.75, &st);
     CHECK_CONTAINS(r, "DOES NOT FIT");
     free(r);
+    /* XLA:CPU and XLA:TPU read no fraction: none advised, even under a limit given */
+    hbm_hlo_module *m;
+    hbm_plan *p;
+    hbm_plan_options o;
+    hbm_plan_options_default(&o);
+    o.backend = HBM_BACKEND_CPU;
+    CHECK_OK(hbm_hlo_parse_file(path, &m));
+    CHECK_OK(hbm_plan_run(m, &o, &p));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    CHECK_OK(hbm_plan_explain(p, mf, (uint64_t)5 << 29, 0.75, "dev", 8));
+    fclose(mf);
+    CHECK_CONTAINS(buf, "  XLA:CPU's runtime reads no memory fraction (XLA_PYTHON_CLIENT_MEM_FRACTION is XLA:GPU's):\n"
+                        "    with no limit of its own there, the module fits the device's 2.50GiB.\n");
+    CHECK(!strstr(buf, "Set XLA_PYTHON_CLIENT_MEM_FRACTION"));
+    free(buf);
+    hbm_plan_free(p);
+    hbm_hlo_module_free(m);
     remove(path);
 }
 

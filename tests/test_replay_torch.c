@@ -6,6 +6,7 @@
 #include <ctype.h>
 
 #include "test.h"
+#include "trace/replay/replay_run.h" /* hbmi_replay_requests */
 
 #define SNAP_DIR HBM_SHARED_DATA "/snapshots/"
 
@@ -110,6 +111,30 @@ static void test_suggest(void) {
     fclose(f);
     CHECK_CONTAINS(buf, sg.c[sg.best].env);
     CHECK_CONTAINS(buf, "avoids the OOM");
+    CHECK_CONTAINS(buf, "on a simulated device of 100.00MiB:\n"); /* the device as the engine worded it */
+    /* the same search as a string of its own size, and through hbm_replay_suggest_write:
+     * each runs it once (the engine counts its requests) */
+    size_t runs = hbmi_replay_requests(), len = 0;
+    char *js = NULL;
+    CHECK_OK(hbm_replay_suggest_string(t, "sim:100MiB", &js, &len));
+    CHECK(hbmi_replay_requests() == runs + 1);
+    CHECK(js && len == strlen(js));
+    CHECK_CONTAINS(js, sg.c[sg.best].env);
+    hbm_string_free(js);
+    int failed = -1;
+    char buf2[4096] = "";
+    f = fmemopen(buf2, sizeof buf2 - 1, "w");
+    CHECK(f);
+    CHECK_OK(hbm_replay_suggest_write(t, "sim:100MiB", f, 0, &failed));
+    fclose(f);
+    CHECK(hbmi_replay_requests() == runs + 2);
+    CHECK(failed == 0);
+    CHECK_STR(buf2, buf);
+    f = fmemopen(buf2, sizeof buf2 - 1, "w");
+    CHECK(f);
+    CHECK_OK(hbm_replay_suggest_write(t, "sim:80MiB", f, 0, &failed));
+    fclose(f);
+    CHECK(failed == 1); /* no setting helps: the CLI's exit 1 */
     /* too small for what is live at once: no setting helps, and by how much */
     CHECK_OK(hbm_torch_suggest(t, "sim:80MiB", &sg));
     CHECK(sg.best < 0);

@@ -496,6 +496,61 @@ static void test_device_fields(void) {
     hbm_trace_free(r);
 }
 
+/* The exporters under every injected host-allocation failure: each run either fails with
+ * HBM_ERR_NOMEM and says what it was writing, or writes exactly the bytes of a run without
+ * one (a buffer that could not grow once wrote a shorter pprof profile and said nothing). */
+typedef hbm_status (*export_fn)(const hbm_trace *, FILE *);
+
+static hbm_status export_mem(export_fn fn, const hbm_trace *t, char **buf, size_t *len) {
+    FILE *f = open_memstream(buf, len);
+    if (!f) return HBM_ERR_IO;
+    hbm_status s = fn(t, f);
+    fclose(f);
+    return s;
+}
+
+static void export_faults(export_fn fn, const hbm_trace *t, const char *what) {
+    char *good = NULL, *buf = NULL;
+    size_t ngood = 0, n = 0;
+    int failures = test_failures_;
+    CHECK_OK(export_mem(fn, t, &good, &ngood));
+    size_t points = 0;
+    for (uint64_t k = 1; k < 100000; k++) {
+        hbm_debug_fail_host_alloc(k);
+        hbm_status s = export_mem(fn, t, &buf, &n);
+        uint64_t made = hbm_debug_fail_host_alloc(0);
+        if (s == HBM_OK) {
+            CHECK(n == ngood && !memcmp(buf, good, n));
+        } else {
+            CHECK_STATUS(s, HBM_ERR_NOMEM);
+            CHECK_CONTAINS(hbm_last_error(), "out of host memory");
+        }
+        free(buf);
+        buf = NULL;
+        if (made < k) break; /* no failure was injected: every point is done */
+        points++;
+    }
+    CHECK(points > 10);
+    if (test_failures_ > failures) fprintf(stderr, "  (%s, %zu failure points)\n", what, points);
+    free(good);
+}
+
+static void test_export_faults(void) {
+    hbm_trace *t = sample_trace();
+    CHECK(t != NULL);
+    if (!t) return;
+    export_faults(hbm_export_pprof, t, "pprof");
+    export_faults(hbm_export_torch, t, "torch");
+    hbm_trace_free(t);
+    hbm_trace *r = NULL;
+    CHECK_OK(hbm_trace_load(HBM_SOURCE_DIR "/fuzz/corpus/fuzz_trace/recorded.hbmt", &r));
+    if (r) {
+        export_faults(hbm_export_pprof, r, "pprof, recorded");
+        export_faults(hbm_export_torch, r, "torch, recorded");
+        hbm_trace_free(r);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hbm-test-trace-XXXXXX");
     if (!mkdtemp(tmpdir)) TEST_SKIP("cannot create a temporary directory");
@@ -509,6 +564,7 @@ int main(void) {
     RUN(test_recorder_streams);
     RUN(test_versions);
     RUN(test_device_fields);
+    RUN(test_export_faults);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -113,5 +113,5 @@ int cmd_fit(int argc, char **argv) {
     hbm_fit_free(r);
     hbm_hlo_module_free(m);
     if (s) return cli_fail("fit", s);
-    return sum.fits || sum.residual_fits ? 0 : 1;
+    return sum.fits || sum.residual_fits || sum.recompute_fits ? 0 : 1;
 }

@@ -114,11 +114,10 @@ int cmd_replay(int argc, char **argv) {
     if (!json && (t->n_others || device_index >= 0))
         fprintf(stderr, "hbm replay: device %s of %s (--device-index picks another)\n", t->device, path);
     if (suggest) { /* exit 1 when no setting avoids the OOM, as a negative verdict */
-        hbm_torch_suggestion sg;
-        s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
-        if (!s) s = hbm_torch_suggest_write(&sg, stdout, json);
+        int none = 0;
+        s = hbm_replay_suggest_write(t, device, stdout, json, &none);
         hbm_trace_free(t);
-        return s ? cli_fail("replay", s) : sg.best < 0;
+        return s ? cli_fail("replay", s) : none;
     }
     const char *cfgs[CLI_LIST_MAX];
     for (int i = 0; i < n; i++) cfgs[i] = list[i];

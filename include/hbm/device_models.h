@@ -43,7 +43,8 @@ HBM_API hbm_status hbm_device_models_write(FILE *f, int json, size_t width);
 HBM_API uint64_t hbm_xla_gpu_limit(uint64_t total, double fraction);
 /* The smallest XLA_PYTHON_CLIENT_MEM_FRACTION, in hundredths up to HBM_XLA_MAX_FRACTION (a
  * preallocated pool of the whole device leaves the CUDA context no room), whose
- * hbm_xla_gpu_limit holds need bytes; 0 when none does. */
+ * hbm_xla_gpu_limit holds need bytes, and does so still 0.43 % lower, as JAX 0.11 gave on
+ * the H200 measured (docs/gpu.md); 0 when none does. */
 #define HBM_XLA_MAX_FRACTION 0.99
 HBM_API double hbm_xla_gpu_fraction_for(uint64_t need, uint64_t total);
 /* A fraction as the environment variable takes it: ".84", ".05"; "1" from 1 up. */

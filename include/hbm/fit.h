@@ -109,6 +109,12 @@ typedef struct hbm_fit_summary {
     uint64_t residual_peak;
     int residual_alone;       /* residual_peak is the residual alone, no XLA-side change */
     int residual_fits;
+    /* When the set misses: the lowest planned peak of the module with a scan residual
+     * recomputed by the backward loop (the policy that stops saving it), 0 when none was
+     * planned. recompute_fits: that peak <= target; then hbm_fit_emit writes that module
+     * (the set's is not written) and the exit status is 0 too. */
+    uint64_t recompute_peak;
+    int recompute_fits;
 } hbm_fit_summary;
 
 /* Fit module m (parsed, ideally scheduled) to o->target_bytes. m is not changed. */

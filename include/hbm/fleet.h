@@ -61,10 +61,11 @@ HBM_API hbm_status hbm_fleet_write(const hbm_fleet *f, hbm_fleet_form form, FILE
 /* The same into a buffer with snprintf's rules (hbm/json_api.h). */
 HBM_API hbm_status hbm_fleet_format(const hbm_fleet *f, hbm_fleet_form form, char *buf, size_t cap, size_t *len);
 
-/* One input's summary document: to a file written whole ("-": standard output), or into a
- * buffer with snprintf's rules. An input that cannot be read is an error (no document). */
+/* One input's summary document: to a file written whole ("-": standard output), or, read
+ * once, in a string of its own size (hbm/json_api.h's *_string rules: freed with
+ * hbm_string_free). An input that cannot be read is an error (no document). */
 HBM_API hbm_status hbm_fleet_summary_file(const char *input, const char *out);
-HBM_API hbm_status hbm_fleet_summary_format(const char *input, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_fleet_summary_string(const char *input, char **out, size_t *len);
 /* Whether the first bytes of a file are a summary document. */
 HBM_API int hbm_fleet_is_summary(const void *head, size_t n);
 /* The same of a file's first bytes; 0 when it cannot be opened. */

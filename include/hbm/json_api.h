@@ -1,10 +1,14 @@
 /* hbm/json_api.h - the library's outputs as strings and files, for bindings (the Python
  * package hbm calls these through ctypes) and for the CLI, which shares them.
  *
- * Functions named *_format write into a caller buffer with snprintf's rules: at most cap
- * bytes including a terminating NUL go to buf (buf may be NULL when cap is 0), and *len
- * receives the full length without the NUL; when *len >= cap the text was cut, so call
- * again with cap > *len. They return HBM_OK or a status with hbm_last_error() set.
+ * Functions named *_format render a result already computed (a plan, a fit, a trace's
+ * fields) into a caller buffer with snprintf's rules: at most cap bytes including a
+ * terminating NUL go to buf (buf may be NULL when cap is 0), and *len receives the full
+ * length without the NUL; when *len >= cap the text was cut, so call again with cap > *len
+ * (the second call renders again and computes nothing). Functions named *_string run an
+ * engine (a replay, a view, a diff) once and return its output in a string of its own size:
+ * *out is NUL-terminated, *len its bytes without the NUL, freed with hbm_string_free; on
+ * failure *out is NULL. Both return HBM_OK or a status with hbm_last_error() set.
  *
  *   hbm_plan_target t;  char buf[1 << 16];  size_t n;
  *   hbm_plan_target_resolve("h100", NULL, 0, &t);
@@ -79,23 +83,24 @@ HBM_API hbm_status hbm_plan_output_write(const hbm_plan_output *o, FILE *f);
  * configured the program runs out of memory; 0 otherwise (t NULL or without capacity: 0). */
 HBM_API int hbm_plan_target_fails(const hbm_plan *p, const hbm_plan_target *t);
 
-/* `hbm plan` text, `hbm plan --json`, hbm's explanation alone (hbm_plan_explain), and the
- * HTML page of XProf's Memory Viewer of the plan (hbm_plan_view_html). t may be NULL
- * (no device); title NULL = the module's name. */
+/* `hbm plan` text, `hbm plan --json` and hbm's explanation alone (hbm_plan_explain): t may
+ * be NULL (no device). hbm_plan_html_string: the HTML page of XProf's Memory Viewer of the
+ * plan (hbm_plan_view_html, whose model is built from the plan on each call); title NULL =
+ * the module's name. */
 HBM_API hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                         size_t *len);
 HBM_API hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                         size_t *len);
 HBM_API hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
                                            size_t *len);
-HBM_API hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_plan_html_string(const hbm_plan *p, const char *title, char **out, size_t *len);
 /* What `hbm view M.hlo` prints to f: XProf's Memory Viewer of the plan (hbm_plan_view_text,
  * or hbm_plan_view_json with json), and in text, when XLA's own assignment came with the
  * module, a blank line and hbm_plan_xla_text with o->top buffers. o NULL: the defaults. */
 HBM_API hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f);
 /* `hbm view M.hlo` (json 0) or `hbm view M.hlo --json` (json 1): XProf's Memory Viewer of
  * the plan; top buffers per table (0 = 15). */
-HBM_API hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_plan_view_string(const hbm_plan *p, int json, int top, char **out, size_t *len);
 
 /* --- fit -------------------------------------------------------------------------------- */
 
@@ -112,13 +117,10 @@ HBM_API hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t c
 /* What `hbm view` writes: HBM_VIEW_TEXT, HBM_VIEW_JSON (--json) or HBM_VIEW_HTML (--html).
  * top < 0 and title NULL take hbm_view_options_default's. */
 typedef enum hbm_view_kind { HBM_VIEW_TEXT = 0, HBM_VIEW_JSON = 1, HBM_VIEW_HTML = 2 } hbm_view_kind;
-HBM_API hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
-                                   size_t cap, size_t *len);
-/* hbm replay TRACE --suggest --json into buf (device: a name or sim:SIZE, NULL: the
- * trace's own capacity, else the history's peak reserved). */
-HBM_API hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len);
-/* hbm diff A B (json: --json) into buf, every contributor. */
-HBM_API hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len);
+HBM_API hbm_status hbm_view_string(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char **out,
+                                   size_t *len);
+/* hbm diff A B (json: --json), every contributor. */
+HBM_API hbm_status hbm_diff_string(const hbm_trace *a, const hbm_trace *b, int json, char **out, size_t *len);
 HBM_API hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path);
 
 /* `hbm export`: format "perfetto", "pprof", "torch" or "minimalloc" (else HBM_ERR_INVALID
@@ -143,27 +145,29 @@ HBM_API hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t 
  * configurations. */
 HBM_API hbm_status hbm_replay_run_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                         FILE *f, int json, int *failed);
+/* `hbm replay --suggest` (json: --json): hbm_torch_suggest on device (a name or sim:SIZE,
+ * NULL: the trace's own capacity, else the history's peak reserved), then its table or
+ * JSON. *failed (may be NULL) is set when no setting avoids the OOM. A trace that is not a
+ * PyTorch snapshot is HBM_ERR_INVALID. */
+HBM_API hbm_status hbm_replay_suggest_write(const hbm_trace *t, const char *device, FILE *f, int json, int *failed);
 /* `hbm replay` of a file with several devices (a profile's allocators): each of the nt
  * traces replayed against the configurations as hbm_replay_run_write does (without the
  * bound and the packing), one table of all: device, allocator, configuration, peak held,
  * reserved, fragmentation, first OOM. */
 HBM_API hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const char *device,
                                            const char *const *configs, size_t n, FILE *f, int *failed);
-HBM_API hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                                     char *buf, size_t cap, size_t *len);
-/* hbm_replay_format's JSON object (json = 1) with the same "results" rows, for a caller
- * that reads only those (hbm.replay): without what PyTorch recorded and the twin's match
- * (no "recorded" or "match", so no second replay of the torch row, and no error when the
- * twin alone cannot run) and without the packing ("packed_bytes" 0, as for a trace too
- * big to pack); "optimal_bound_bytes" stays. */
-HBM_API hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                          char *buf, size_t cap, size_t *len);
-/* hbm_replay_rows_format and hbm_replay_suggest_format into a string of the size the
- * output needs, so that a caller that does not know the size replays once (hbm.Trace's
- * replay and suggest): *out is NUL-terminated, *len its bytes without the NUL; free it
- * with hbm_string_free. On failure *out is NULL. */
+/* What hbm_replay_run_write writes (json: 1 the JSON object, 0 the table), replayed once. */
+HBM_API hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
+                                     char **out, size_t *len);
+/* hbm_replay_string's JSON object with the same "results" rows, for a caller that reads
+ * only those (hbm.Trace.replay): without what PyTorch recorded and the twin's match (no
+ * "recorded" or "match", so no second replay of the torch row, and no error when the twin
+ * alone cannot run) and without the packing ("packed_bytes" 0, as for a trace too big to
+ * pack); "optimal_bound_bytes" stays. */
 HBM_API hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                           char **out, size_t *len);
+/* hbm replay TRACE --suggest --json (device: a name or sim:SIZE, NULL: the trace's own
+ * capacity, else the history's peak reserved). */
 HBM_API hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len);
 /* A string an hbm_*_string call returned (NULL: nothing). */
 HBM_API void hbm_string_free(char *s);

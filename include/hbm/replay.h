@@ -55,6 +55,9 @@ typedef struct hbm_replay_request {
 typedef struct hbm_replay_report {
     const hbm_trace *trace;
     char device[160];                 /* the spec replayed on */
+    char device_words[160];           /* it in words, as the device reads it: "H100-80GB
+                                         (79.65GiB)", "a simulated device of 80.00GiB"; the
+                                         spec itself when it does not open ("": the spec) */
     int device_is_default;            /* 1: it is hbm_replay_default_device's, */
     const char *device_why;           /* ... which says why (a static string) */
     hbm_replay_result *rows;          /* one per configuration, in the request's order */

@@ -155,6 +155,7 @@ typedef struct hbm_torch_candidate {
 
 typedef struct hbm_torch_suggestion {
     char device[96];
+    char device_words[160];   /* device in words (hbm_replay_report's device_words) */
     uint64_t capacity;
     uint64_t lower_bound;     /* most bytes needed at once (live, or live + a request that failed) */
     size_t n;                 /* candidates; [0] is the recorded settings */

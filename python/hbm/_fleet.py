@@ -6,7 +6,7 @@
     f.worst, f.outliers, f.groups, f.as_dict(), print(f.report()), f.html("fleet.html")
 
 engine="threads" reads the inputs on threads in the library (hbm_fleet_run, as `hbm view
-FILES --jobs N`). engine="dask" maps the per-file summary (hbm_fleet_summary_format, a small
+FILES --jobs N`). engine="dask" maps the per-file summary (hbm_fleet_summary_string, a small
 JSON document) over a dask.distributed cluster, each worker reading the files it is given
 (they must see the same paths), and reduces the summaries here (hbm_fleet_from_summaries):
 the result is the one the threads give. Only the summaries cross the network.
@@ -37,7 +37,7 @@ def _fn(name):
 def summarize(path):
     """The summary document of one input (a snapshot, a trace; its devices as ranks), as str.
     Raises hbm.Error when the input cannot be read."""
-    return _lib.text(_fn("hbm_fleet_summary_format"), os.fsencode(path), cap=1 << 20)
+    return _lib.string(_fn("hbm_fleet_summary_string"), os.fsencode(path))  # the input read once
 
 
 def _summary_or_error(path):

@@ -78,16 +78,18 @@ _SIGNATURES = {
     "hbm_plan_json_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
     "hbm_plan_text_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
     "hbm_plan_explain_format": (c_int, [c_void_p, c_size_t, P(PlanTarget), c_char_p, c_size_t, P(c_size_t)]),
-    "hbm_plan_html_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_plan_html_string": (c_int, [c_void_p, c_char_p, P(c_void_p), P(c_size_t)]),
     "hbm_trace_load": (c_int, [c_char_p, P(c_void_p)]),
     "hbm_trace_load_mem": (c_int, [c_char_p, c_size_t, c_char_p, P(c_void_p)]),
     "hbm_trace_free": (None, [c_void_p]),
     "hbm_trace_info_format": (c_int, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
-    "hbm_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_view_string": (c_int, [c_void_p, c_int, c_int, c_char_p, P(c_void_p), P(c_size_t)]),
     "hbm_view_file": (c_int, [c_void_p, c_int, c_int, c_char_p, c_char_p]),
     "hbm_export_file": (c_int, [c_void_p, c_char_p, c_char_p]),
-    "hbm_replay_format": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_int, c_char_p, c_size_t,
-                                  P(c_size_t)]),
+    "hbm_replay_string": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_int, P(c_void_p), P(c_size_t)]),
+    # the outputs that run an engine come in strings of their own size, computed once, freed
+    # here (issue 40)
+    "hbm_string_free": (None, [c_void_p]),
     "hbm_torch_configure": (c_int, [c_char_p]),
     "hbm_torch_oom_report_file": (c_int, [c_char_p]),
 }
@@ -95,25 +97,20 @@ _SIGNATURES = {
 # Entry points other parts of the library may add later; bound when present (see optional()).
 _OPTIONAL = {
     # hbm diff A B --json (issue 13)
-    "hbm_diff_format": (c_int, [c_void_p, c_void_p, c_int, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_diff_string": (c_int, [c_void_p, c_void_p, c_int, P(c_void_p), P(c_size_t)]),
     # hbm replay TRACE --suggest --json (issue 14)
-    "hbm_replay_suggest_format": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, P(c_size_t)]),
-    # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
-    "hbm_plan_view_format": (c_int, [c_void_p, c_int, c_int, c_char_p, c_size_t, P(c_size_t)]),
-    # the replays' outputs in strings of their own size, each computed once (issue 40)
-    "hbm_replay_rows_string": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, P(c_void_p), P(c_size_t)]),
     "hbm_replay_suggest_string": (c_int, [c_void_p, c_char_p, P(c_void_p), P(c_size_t)]),
-    "hbm_string_free": (None, [c_void_p]),
-    # hbm.replay's rows without the twin and the packing it does not return (issue 27)
-    "hbm_replay_rows_format": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, c_char_p, c_size_t,
-                                       P(c_size_t)]),
+    # hbm view M.hlo [--json]: XProf's Memory Viewer of a plan (issue 23)
+    "hbm_plan_view_string": (c_int, [c_void_p, c_int, c_int, P(c_void_p), P(c_size_t)]),
+    # hbm.replay's rows without the twin and the packing it does not return (issues 27, 40)
+    "hbm_replay_rows_string": (c_int, [c_void_p, c_char_p, P(c_char_p), c_size_t, P(c_void_p), P(c_size_t)]),
     # the fleet view of many ranks (issue 39); hbm_fleet_options is a struct (python/hbm/_fleet.py)
     "hbm_fleet_options_default": (None, [c_void_p]),
     "hbm_fleet_run": (c_int, [P(c_char_p), c_size_t, c_void_p, P(c_void_p)]),
     "hbm_fleet_from_summaries": (c_int, [P(c_char_p), P(c_size_t), P(c_char_p), c_size_t, c_void_p, P(c_void_p)]),
     "hbm_fleet_free": (None, [c_void_p]),
     "hbm_fleet_format": (c_int, [c_void_p, c_int, c_char_p, c_size_t, P(c_size_t)]),
-    "hbm_fleet_summary_format": (c_int, [c_char_p, c_char_p, c_size_t, P(c_size_t)]),
+    "hbm_fleet_summary_string": (c_int, [c_char_p, P(c_void_p), P(c_size_t)]),
 }
 
 
@@ -212,8 +209,8 @@ def string(fn, *args):
 
 
 def text(fn, *args, cap=1 << 16):
-    """Call a *_format function (snprintf rules) and return its whole output as str. An
-    output longer than cap calls fn again: give a cap that holds what costly calls write."""
+    """Call a *_format function (snprintf rules: it renders a result already computed) and
+    return its whole output as str; an output longer than cap renders again, whole."""
     n = c_size_t(0)
     while True:
         buf = ctypes.create_string_buffer(cap)

@@ -75,6 +75,10 @@ class Plan:
         with self._lock:
             return _lib.text(fn, self._p, *args)
 
+    def _string(self, fn, *args):
+        with self._lock:
+            return _lib.string(fn, self._p, *args)
+
     def to_json(self):
         """`hbm plan --json`: the memory_analysis() keys, peak_bytes, peak_buffers, verdict."""
         return self._call(self._lib.hbm_plan_json_format, self._top, ctypes.byref(self._target))
@@ -101,16 +105,16 @@ class Plan:
     def memory_viewer(self, json_=False, top=15):
         """`hbm view M.hlo` (or with json_=True, `hbm view M.hlo --json` parsed): XProf's
         Memory Viewer of the plan, one heap per memory space."""
-        fn = _lib.optional("hbm_plan_view_format")
+        fn = _lib.optional("hbm_plan_view_string")
         if fn is None:
-            raise _errors.Error("this libhbm has no memory viewer (hbm_plan_view_format)", "HBM_ERR_UNSUPPORTED", -9,
+            raise _errors.Error("this libhbm has no memory viewer (hbm_plan_view_string)", "HBM_ERR_UNSUPPORTED", -9,
                                 "unsupported")
-        text = self._call(fn, 1 if json_ else 0, top)
+        text = self._string(fn, 1 if json_ else 0, top)  # the viewer's model built once
         return json.loads(text) if json_ else text
 
     def html(self, title=None):
         """XProf's Memory Viewer of the plan as one self-contained page (`hbm plan --html`)."""
-        return self._call(self._lib.hbm_plan_html_format, _lib.cstr(title))
+        return self._string(self._lib.hbm_plan_html_string, _lib.cstr(title))
 
     def _repr_html_(self):
         return iframe(self.html())

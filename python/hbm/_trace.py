@@ -47,16 +47,20 @@ class Trace:
         with self._lock:
             return _lib.text(fn, self._t, *args, cap=cap)
 
+    def _string(self, fn, *args):
+        with self._lock:
+            return _lib.string(fn, self._t, *args)
+
     def to_json(self, top=15):
         """`hbm view --json`."""
-        return self._call(self._lib.hbm_view_format, JSON, top, None)
+        return self._string(self._lib.hbm_view_string, JSON, top, None)
 
     def as_dict(self, top=15):
         return json.loads(self.to_json(top))
 
     def report(self, top=15):
         """`hbm view`'s terminal text."""
-        return self._call(self._lib.hbm_view_format, TEXT, top, None)
+        return self._string(self._lib.hbm_view_string, TEXT, top, None)
 
     def top(self, n=15):
         """The n largest buffers live at the peak (dicts, as `hbm view --json` lists them)."""
@@ -69,27 +73,19 @@ class Trace:
         arr = (ctypes.c_char_p * max(len(configs), 1))(*[_lib.cstr(c) for c in configs])
         # the rows alone: no twin of the torch row, no packing (neither is returned), in a
         # string of the size they need, so that the replay runs once
-        rows_string = _lib.optional("hbm_replay_rows_string")
-        rows = _lib.optional("hbm_replay_rows_format")
-        if rows_string is not None:
-            with self._lock:
-                out = _lib.string(rows_string, self._t, _lib.cstr(device), arr, len(configs))
-        elif rows is not None:  # an older libhbm: a buffer that holds the rows' OOM reports
-            out = self._call(rows, _lib.cstr(device), arr, len(configs), cap=1 << 18)
-        else:  # an older libhbm
-            out = self._call(self._lib.hbm_replay_format, _lib.cstr(device), arr, len(configs), 1, cap=1 << 18)
+        rows = _lib.optional("hbm_replay_rows_string")
+        if rows is not None:
+            out = self._string(rows, _lib.cstr(device), arr, len(configs))
+        else:  # a libhbm without it: the whole replay, once
+            out = self._string(self._lib.hbm_replay_string, _lib.cstr(device), arr, len(configs), 1)
         return json.loads(out)["results"]
 
     def suggest(self, device=None):
         """`hbm replay --suggest --json`: the smallest setting change that avoids the OOM."""
         fn = _lib.optional("hbm_replay_suggest_string")
-        if fn is not None:  # the search once, in a string of its size
-            with self._lock:
-                return json.loads(_lib.string(fn, self._t, _lib.cstr(device)))
-        fn = _lib.optional("hbm_replay_suggest_format")
         if fn is None:
-            raise _unsupported("replay suggestion (hbm replay --suggest): hbm_replay_suggest_format is missing")
-        return json.loads(self._call(fn, _lib.cstr(device)))
+            raise _unsupported("replay suggestion (hbm replay --suggest): hbm_replay_suggest_string is missing")
+        return json.loads(self._string(fn, _lib.cstr(device)))  # the search once, in a string of its size
 
     def export(self, format, path):
         """`hbm export --format FORMAT -o PATH` (perfetto, pprof, torch, minimalloc); the file
@@ -100,7 +96,7 @@ class Trace:
     def html(self, path=None, title=None):
         """`hbm view --html PATH` (written whole); without a path, the page as a str."""
         if path is None:
-            return self._call(self._lib.hbm_view_format, HTML, -1, _lib.cstr(title))
+            return self._string(self._lib.hbm_view_string, HTML, -1, _lib.cstr(title))
         with self._lock:
             _lib.check(self._lib.hbm_view_file(self._t, HTML, -1, _lib.cstr(title), _lib.cstr(path)))
         return None
@@ -135,10 +131,10 @@ def load(x, *, name=None):
 
 def diff(a, b):
     """`hbm diff A B --json`: a and b are Traces or anything hbm.load takes."""
-    fn = _lib.optional("hbm_diff_format")
+    fn = _lib.optional("hbm_diff_string")
     if fn is None:
-        raise _unsupported("diff (hbm diff): hbm_diff_format is missing")
+        raise _unsupported("diff (hbm diff): hbm_diff_string is missing")
     ta, tb = load(a), load(b)
     first, second = sorted((ta, tb), key=id)
     with first._lock, second._lock:
-        return json.loads(_lib.text(fn, ta._t, tb._t, 1))
+        return json.loads(_lib.string(fn, ta._t, tb._t, 1))

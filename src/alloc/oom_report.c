@@ -205,8 +205,12 @@ static void print_diagnosis(FILE *f, const hbm_allocator *a, const hbmi_oom_reco
         fprintf(f, "  Try: %s\n", d.env);
         if (!torch && !cfg->limit && !strcmp(d.config, "allocator=platform")) { /* no fraction holds it */
             uint64_t top = hbm_xla_gpu_limit(r->dev_total, HBM_XLA_MAX_FRACTION);
-            fprintf(f, "  (no fraction fits: XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives %s under XLA's rule, short by %s)\n",
-                    hbm_size_xla((int64_t)top, b1), hbm_size_xla((int64_t)(x.need > top ? x.need - top : 0), b2));
+            uint64_t seen = hbmi_xla_gpu_limit_seen(r->dev_total, HBM_XLA_MAX_FRACTION);
+            char b3x[32];
+            fprintf(f, "  (no fraction fits: XLA_PYTHON_CLIENT_MEM_FRACTION=.99 gives %s under XLA's rule and %s as\n"
+                       "  JAX 0.11 gave on an H200, short by %s)\n",
+                    hbm_size_xla((int64_t)top, b1), hbm_size_xla((int64_t)seen, b3x),
+                    hbm_size_xla((int64_t)(x.need > seen ? x.need - seen : 0), b2));
         }
         if (!cfg->limit && (double)x.need / (double)r->dev_total > 0.95)
             fprintf(f, "  (that leaves under 5%% of the device for the CUDA context and other libraries: tight)\n");

@@ -534,6 +534,45 @@ static uint64_t try_merge(torch *t, uint32_t dst, uint32_t src1) {
 
 static tes *es_of(torch *t, uint32_t i) { return &t->es[t->b[i].es - 1]; }
 
+/* A new expandable segment of npages pages for stream and pool (small), its base not set
+ * yet: the last slot given back, else a new one (t->es has room for it). */
+static uint32_t es_new(torch *t, uint64_t page, uint64_t npages, uint64_t stream, int small) {
+    uint32_t e = UINT32_MAX;
+    for (size_t k = 0; k < t->nes; k++)
+        if (!t->es[k].live) e = (uint32_t)k;
+    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    tes *x = &t->es[e];
+    *x = (tes){.page = page, .npages = npages, .stream = stream, .small = small, .live = 1};
+    hbmi_map_init(&x->pages);
+    return e;
+}
+
+/* A new neighbour of block i (its stream, segment and pool), linked in: carve_front's holds
+ * the first size bytes from i's address, before i; carve_back's the size bytes at addr,
+ * after i, in the given state. Block i's own address and size are the caller's to change;
+ * t->b has room for the new block (reserve). Inlined whatever the compiler's cost model says,
+ * as the copies were: a call here showed as 2-3 % of bench_replay's torch rate. */
+#define TORCH_HOT static inline __attribute__((always_inline))
+TORCH_HOT uint32_t carve_front(torch *t, uint32_t i, uint64_t size) {
+    uint32_t f = new_block(t);
+    tblk *y = &t->b[i];
+    t->b[f] = (tblk){.addr = y->addr, .size = size, .stream = y->stream, .seg = y->seg, .es = y->es,
+                     .small = y->small, .prev = y->prev, .next = i + 1};
+    if (y->prev) t->b[y->prev - 1].next = f + 1;
+    y->prev = f + 1;
+    return f;
+}
+
+TORCH_HOT uint32_t carve_back(torch *t, uint32_t i, uint64_t addr, uint64_t size, uint8_t state) {
+    uint32_t f = new_block(t);
+    tblk *y = &t->b[i];
+    t->b[f] = (tblk){.addr = addr, .size = size, .stream = y->stream, .seg = y->seg, .es = y->es, .state = state,
+                     .small = y->small, .prev = i + 1, .next = y->next};
+    if (y->next) t->b[y->next - 1].prev = f + 1;
+    y->next = f + 1;
+    return f;
+}
+
 /* find_expandable_block: the lowest address of a segment of this stream and pool where
  * free and unmapped blocks together have size bytes; else a new segment. */
 static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t size, uint32_t *out) {
@@ -552,18 +591,8 @@ static hbm_status find_expandable(torch *t, tpool *p, uint64_t stream, uint64_t 
     uint64_t space = t->dev_total + t->dev_total / 8; /* PyTorch reserves 1 1/8 of the device */
     uint64_t npages = (space + page - 1) / page;
     if (!npages) npages = 1;
-    uint32_t e = UINT32_MAX;
-    for (size_t k = 0; k < t->nes; k++)
-        if (!t->es[k].live) e = (uint32_t)k;
-    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    uint32_t e = es_new(t, page, npages, stream, p->small);
     tes *x = &t->es[e];
-    memset(x, 0, sizeof *x);
-    x->page = page;
-    x->npages = npages;
-    x->stream = stream;
-    x->small = p->small;
-    x->live = 1;
-    hbmi_map_init(&x->pages);
     uint64_t span = npages * page, at;
     if (t->addr_fn && t->addr_fn(t->addr_user, HBM_EV_SEGMENT_MAP, size < span ? hbmi_align_up(size, page) : span, span, &at))
         x->base = at;
@@ -608,13 +637,8 @@ static hbm_status map_block(torch *t, uint32_t i, uint64_t size) {
     set_erase(t, &p->unmapped, 0, i);
     t->b[i].state = T_FREE;
     if (mapped < t->b[i].size) {
-        uint32_t r = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[r] = (tblk){.addr = y->addr + mapped, .size = y->size - mapped, .stream = y->stream, .seg = y->seg,
-                         .es = y->es, .state = T_UNMAPPED, .small = y->small, .prev = i + 1, .next = y->next};
-        if (y->next) t->b[y->next - 1].prev = r + 1;
-        y->next = r + 1;
-        y->size = mapped;
+        uint32_t r = carve_back(t, i, t->b[i].addr + mapped, t->b[i].size - mapped, T_UNMAPPED);
+        t->b[i].size = mapped;
         set_insert(t, &p->unmapped, 0, r);
     }
     try_merge(t, i, t->b[i].prev);
@@ -658,24 +682,8 @@ static hbm_status unmap_block(torch *t, uint32_t i) {
     fs_erase(t, &p->blocks, i);
     uint64_t at = x->base + lo * x->page, n = (hi - lo) * x->page;
     uint64_t before = at - t->b[i].addr, after = t->b[i].size - before - n;
-    if (before) {
-        uint32_t f = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[f] = (tblk){.addr = y->addr, .size = before, .stream = y->stream, .seg = y->seg, .es = y->es,
-                         .small = y->small, .prev = y->prev, .next = i + 1};
-        if (y->prev) t->b[y->prev - 1].next = f + 1;
-        y->prev = f + 1;
-        insert_free(t, f);
-    }
-    if (after) {
-        uint32_t f = new_block(t);
-        tblk *y = &t->b[i];
-        t->b[f] = (tblk){.addr = at + n, .size = after, .stream = y->stream, .seg = y->seg, .es = y->es,
-                         .small = y->small, .prev = i + 1, .next = y->next};
-        if (y->next) t->b[y->next - 1].prev = f + 1;
-        y->next = f + 1;
-        insert_free(t, f);
-    }
+    if (before) insert_free(t, carve_front(t, i, before));
+    if (after) insert_free(t, carve_back(t, i, at + n, after, T_UNUSED));
     t->b[i].addr = at;
     t->b[i].size = n;
     t->b[i].state = T_UNMAPPED;
@@ -911,12 +919,8 @@ static hbm_status torch_alloc_stream(void *self, uint64_t orig, const hbm_tag *t
         return s;
     }
     if (should_split(t, i, size)) { /* the request takes the front; the rest stays cached */
-        uint32_t n = new_block(t);
+        uint32_t n = carve_front(t, i, size);
         tblk *x = &t->b[i];
-        t->b[n] = (tblk){.addr = x->addr, .size = size, .stream = x->stream, .seg = x->seg, .es = x->es,
-                         .small = x->small, .prev = x->prev, .next = i + 1};
-        if (x->prev) t->b[x->prev - 1].next = n + 1;
-        x->prev = n + 1;
         x->addr += size;
         x->size -= size;
         insert_free(t, i);
@@ -1379,14 +1383,9 @@ hbm_status hbmi_torch_seed_expandable(void *self, uint64_t base, uint64_t stream
         hbmi_free(all);
         return s;
     }
-    uint32_t e = UINT32_MAX;
-    for (size_t k = 0; k < t->nes; k++)
-        if (!t->es[k].live) e = (uint32_t)k;
-    if (e == UINT32_MAX) e = (uint32_t)t->nes++;
+    uint32_t e = es_new(t, page, npages, stream, small);
     tes *x = &t->es[e];
-    memset(x, 0, sizeof *x);
-    *x = (tes){.base = base, .page = page, .npages = npages, .stream = stream, .small = small, .live = 1};
-    hbmi_map_init(&x->pages);
+    x->base = base;
     if ((s = hbmi_map_reserve(&x->pages, pages))) return s;
     for (size_t r = 0; r < nruns && !s; r++) /* the physical pages, as map_block takes them */
         for (uint64_t k = (runs[r].addr - base) / page; k < (runs[r].addr + runs[r].size - base) / page && !s; k++) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "fit/fit_terms.h"
 #include "fit/fit_text.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
@@ -17,13 +18,11 @@
 
 /* --- output into a caller buffer or a file --------------------------------------------- */
 
-/* Each *_format call opens a sink, calls its writer once into the sink's FILE and closes
- * the sink with the writer's status: a caller's buffer (snprintf rules, core's hbmi_mem) or
- * a file written whole or not at all (hbm/file.h). */
-static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
-    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    return hbmi_mem_open(m, 0);
-}
+/* Each *_format or *_string call opens a sink, calls its writer once into the sink's FILE
+ * and closes the sink with the writer's status: a caller's buffer (snprintf rules, core's
+ * hbmi_mem), a string of its own size, or a file written whole or not at all (hbm/file.h).
+ * A *_format call renders a result; a call that computes (a view's model, a diff) is a
+ * *_string call, so that a caller never runs it twice to learn the size. */
 
 static hbm_status file_open(hbm_output *o, const char *path) {
     if (!path || !*path) return hbmi_error(HBM_ERR_INVALID, "write: no file name");
@@ -90,8 +89,13 @@ hbm_status hbm_plan_write_text(const hbm_plan *p, FILE *f, size_t top, const hbm
     return s;
 }
 
+/* After a negative verdict, the peak in JAX's terms (fit/fit_terms.h). */
+static hbm_status jax_terms(hbm_status s, const hbm_plan *p, const hbm_plan_target *t, FILE *f, size_t width) {
+    return !s && hbm_plan_target_fails(p, t) ? hbmi_fit_terms_write(p, f, width) : s;
+}
+
 static hbm_status plan_output_text(const hbm_plan_output *o, int xla, FILE *f) {
-    hbm_status s = hbm_plan_write_text(o->plan, f, o->top, o->target);
+    hbm_status s = jax_terms(hbm_plan_write_text(o->plan, f, o->top, o->target), o->plan, o->target, f, o->width);
     if (!s && xla) {
         fputc('\n', f);
         s = hbm_plan_xla_text(o->plan, f, o->top);
@@ -147,8 +151,8 @@ hbm_status hbm_plan_text_format(const hbm_plan *p, size_t top, const hbm_plan_ta
                                 size_t *len) {
     PLAN_CHECK_();
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, hbm_plan_write_text(p, m.f, top, t), buf, cap, len);
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, jax_terms(hbm_plan_write_text(p, m.f, top, t), p, t, m.f, 0), buf, cap, len);
 }
 
 hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_target *t, char *buf, size_t cap,
@@ -156,7 +160,7 @@ hbm_status hbm_plan_json_format(const hbm_plan *p, size_t top, const hbm_plan_ta
     PLAN_CHECK_();
     if (!t) t = &no_target;
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
     return s ? s : hbmi_mem_buffer(&m, hbm_plan_json(p, m.f, top, t->capacity, t->fraction), buf, cap, len);
 }
 
@@ -165,17 +169,21 @@ hbm_status hbm_plan_explain_format(const hbm_plan *p, size_t top, const hbm_plan
     PLAN_CHECK_();
     if (!t) t = &no_target;
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
     return s ? s
-             : hbmi_mem_buffer(&m, hbm_plan_explain(p, m.f, t->capacity, t->fraction, t->capacity ? t->device_name : NULL, top),
+             : hbmi_mem_buffer(&m,
+                               jax_terms(hbm_plan_explain(p, m.f, t->capacity, t->fraction,
+                                                          t->capacity ? t->device_name : NULL, top),
+                                         p, t, m.f, 0),
                                buf, cap, len);
 }
 
-hbm_status hbm_plan_html_format(const hbm_plan *p, const char *title, char *buf, size_t cap, size_t *len) {
-    PLAN_CHECK_();
+hbm_status hbm_plan_html_string(const hbm_plan *p, const char *title, char **out, size_t *len) {
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, plan_html(p, title, m.f), buf, cap, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!p) s = hbmi_error(HBM_ERR_INVALID, "plan format: NULL plan");
+    return hbmi_mem_string(&m, s ? s : plan_html(p, title, m.f), out, len);
 }
 
 hbm_status hbm_plan_view_write(const hbm_plan *p, const hbm_plan_view_options *o, int json, FILE *f) {
@@ -197,11 +205,12 @@ static hbm_status plan_view(const hbm_plan *p, int json, int top, FILE *f) {
     return json ? hbm_plan_view_json(p, &o, f) : hbm_plan_view_text(p, &o, f);
 }
 
-hbm_status hbm_plan_view_format(const hbm_plan *p, int json, int top, char *buf, size_t cap, size_t *len) {
-    PLAN_CHECK_();
+hbm_status hbm_plan_view_string(const hbm_plan *p, int json, int top, char **out, size_t *len) {
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, plan_view(p, json, top, m.f), buf, cap, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!p) s = hbmi_error(HBM_ERR_INVALID, "plan format: NULL plan");
+    return hbmi_mem_string(&m, s ? s : plan_view(p, json, top, m.f), out, len);
 }
 
 /* --- fit -------------------------------------------------------------------------------- */
@@ -225,7 +234,7 @@ static hbm_status trace_info(const hbm_trace *t, FILE *f) {
 hbm_status hbm_trace_info_format(const hbm_trace *t, char *buf, size_t cap, size_t *len) {
     if (!t) return hbmi_error(HBM_ERR_INVALID, "trace info: NULL trace");
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
     return s ? s : hbmi_mem_buffer(&m, trace_info(t, m.f), buf, cap, len);
 }
 
@@ -243,13 +252,14 @@ static hbm_status view(const hbm_trace *t, hbm_view_kind kind, const hbm_view_op
     return kind == HBM_VIEW_HTML ? hbm_view_html(t, o, f) : hbm_view_all(t, kind == HBM_VIEW_JSON, o, f);
 }
 
-hbm_status hbm_view_format(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char *buf,
-                           size_t cap, size_t *len) {
+hbm_status hbm_view_string(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, char **out,
+                           size_t *len) {
     hbm_view_options o;
     hbmi_mem m;
-    hbm_status s = view_options(t, kind, top, title, &o);
-    if (!s) s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, view(t, kind, &o, m.f), buf, cap, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    s = view_options(t, kind, top, title, &o);
+    return hbmi_mem_string(&m, s ? s : view(t, kind, &o, m.f), out, len);
 }
 
 hbm_status hbm_view_file(const hbm_trace *t, hbm_view_kind kind, int top, const char *title, const char *path) {
@@ -309,11 +319,12 @@ hbm_status hbm_export_devices_write(const hbm_trace *const *all, size_t n, const
 }
 
 
-hbm_status hbm_diff_format(const hbm_trace *a, const hbm_trace *b, int json, char *buf, size_t cap, size_t *len) {
-    if (!a || !b) return hbmi_error(HBM_ERR_INVALID, "diff: NULL trace");
+hbm_status hbm_diff_string(const hbm_trace *a, const hbm_trace *b, int json, char **out, size_t *len) {
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, hbm_diff_write(a, b, json ? -1 : 15, json, m.f), buf, cap, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!a || !b) s = hbmi_error(HBM_ERR_INVALID, "diff: NULL trace");
+    return hbmi_mem_string(&m, s ? s : hbm_diff_write(a, b, json ? -1 : 15, json, m.f), out, len);
 }
 
 
@@ -328,6 +339,6 @@ static hbm_status plan_xla(const hbm_plan *p, size_t top, int json, FILE *f) {
 
 hbm_status hbm_plan_xla_format(const hbm_plan *p, size_t top, int json, char *buf, size_t cap, size_t *len) {
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
     return s ? s : hbmi_mem_buffer(&m, plan_xla(p, top, json, m.f), buf, cap, len);
 }

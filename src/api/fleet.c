@@ -15,7 +15,7 @@
 #include "hbm/proto.h"
 #include "hbm/trace.h"
 #include "hbm/view.h"
-#include "report/fleet_model.h"
+#include "api/fleet_read.h"
 #include "trace/trace_view.h"
 
 void hbm_fleet_options_default(hbm_fleet_options *o) {
@@ -215,7 +215,8 @@ static hbmi_stat stat_of(double *v, size_t n) {
     return (hbmi_stat){v[0], v[(n - 1) / 2], v[n - 1]};
 }
 
-double hbmi_fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved) {
+/* Over the median of peak in use (or reserved) as a fraction: (x - median) / median. */
+static double fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved) {
     double med = reserved ? f->res.median : f->use.median;
     double x = (double)(reserved ? r->peak_res : r->peak_use);
     return med > 0 ? (x - med) / med : 0.0;
@@ -292,7 +293,9 @@ static hbm_status reduce(hbm_fleet *f) {
         g->count++;
         g->hi = r->peak_use;
         r->group = (int)f->ngroups;
-        r->outlier = (hbmi_fleet_over(f, r, 0) > f->o.margin) | (hbmi_fleet_over(f, r, 1) > f->o.margin) << 1;
+        r->over[0] = fleet_over(f, r, 0);
+        r->over[1] = fleet_over(f, r, 1);
+        r->outlier = (r->over[0] > f->o.margin) | (r->over[1] > f->o.margin) << 1;
     }
     return diff_of(f);
 }
@@ -443,39 +446,17 @@ hbm_status hbm_fleet_summary_file(const char *input, const char *out) {
     return hbm_output_commit(&o);
 }
 
-/* text into buf with snprintf's rules */
-static hbm_status to_buffer(char *text, size_t n, char *buf, size_t cap, size_t *len) {
-    *len = n;
-    if (cap) {
-        size_t k = n < cap - 1 ? n : cap - 1;
-        memcpy(buf, text, k);
-        buf[k] = 0;
-    }
-    return HBM_OK;
-}
-
-hbm_status hbm_fleet_summary_format(const char *input, char *buf, size_t cap, size_t *len) {
-    if (!input || !len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "hbm_fleet_summary_format: NULL argument");
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    hbm_status s = summary_to(input, f);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = to_buffer(text, n, buf, cap, len);
-    free(text);
-    return s;
+hbm_status hbm_fleet_summary_string(const char *input, char **out, size_t *len) {
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!input) s = hbmi_error(HBM_ERR_INVALID, "hbm_fleet_summary_string: NULL argument");
+    return hbmi_mem_string(&m, s ? s : summary_to(input, m.f), out, len);
 }
 
 hbm_status hbm_fleet_format(const hbm_fleet *fl, hbm_fleet_form form, char *buf, size_t cap, size_t *len) {
     if (!fl || !len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "hbm_fleet_format: NULL argument");
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (!f) return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    hbm_status s = hbm_fleet_write(fl, form, f);
-    if (fclose(f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory");
-    if (!s) s = to_buffer(text, n, buf, cap, len);
-    free(text);
-    return s;
+    hbmi_mem m;
+    hbm_status s = hbmi_mem_open_buffer(&m, buf, cap, len);
+    return s ? s : hbmi_mem_buffer(&m, hbm_fleet_write(fl, form, m.f), buf, cap, len);
 }

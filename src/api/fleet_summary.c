@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/fleet_model.h"
+#include "api/fleet_read.h"
 #include "trace/import/pyval.h"
 #include "trace/trace_view.h"
 
@@ -22,11 +22,6 @@ void hbmi_rank_free(hbmi_rank *r) {
     }
     hbmi_free(r->sites);
     memset(r, 0, sizeof *r);
-}
-
-double hbmi_rank_frag(const hbmi_rank *r) {
-    if (r->frag_stated) return r->frag;
-    return r->res_at_peak > r->peak_use ? (double)(r->res_at_peak - r->peak_use) / (double)r->res_at_peak : 0.0;
 }
 
 /* op \x1f source \x1f category into a site's three strings */

@@ -23,6 +23,7 @@ hbm_status hbm_replay_write(const hbm_trace *t, const char *device_spec, const h
     rep.rows = (hbm_replay_result *)r; /* read only */
     char dflt[sizeof rep.device];
     if (!hbm_replay_default_device(t, dflt, sizeof dflt, &rep.device_why)) rep.device_is_default = !strcmp(dflt, device_spec);
+    hbmi_replay_device_words(rep.device, rep.device_words, sizeof rep.device_words);
     rep.n = n;
     if (bounds) rep.bounds = *bounds;
     hbm_status s = hbmi_replay_twin(&rep);
@@ -114,65 +115,44 @@ hbm_status hbm_replay_devices_write(const hbm_trace *const *ts, size_t nt, const
     return s;
 }
 
-/* The outputs for a caller's buffer or a string of their own size: the writer called once
- * into core's sink (hbmi_mem), its status closing it. */
-static hbm_status buffer_open(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
-    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    return hbmi_mem_open(m, 0);
-}
-
-static hbm_status string_open(hbmi_mem *m, char **out, size_t *len) {
-    if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
-    *out = NULL;
-    *len = 0;
-    return hbmi_mem_open(m, 0);
-}
+/* The outputs as strings of their own size: the writer called once into core's sink
+ * (hbmi_mem), its status closing it. A replay is never run to learn a size. */
 
 /* hbm replay --json's object without what PyTorch recorded and without the packing */
 static hbm_status rows_write(const hbm_trace *t, const char *device, const char *const *configs, size_t n, FILE *f) {
     return run_write(t, device, configs, n, f, 1, NULL, 0, 0);
 }
 
-static hbm_status suggest_write(const hbm_trace *t, const char *device, FILE *f) {
+hbm_status hbm_replay_suggest_write(const hbm_trace *t, const char *device, FILE *f, int json, int *failed) {
+    if (failed) *failed = 0;
+    if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL argument");
     hbm_torch_suggestion sg;
     char spec[160];
     hbm_status s = device ? hbm_replay_device_spec(device, spec, sizeof spec) : HBM_OK;
     if (!s) s = hbm_torch_suggest(t, device ? spec : NULL, &sg);
-    return s ? s : hbm_torch_suggest_write(&sg, f, 1);
+    if (!s) s = hbm_torch_suggest_write(&sg, f, json);
+    if (!s && failed) *failed = sg.best < 0;
+    return s;
 }
 
-hbm_status hbm_replay_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
-                             char *buf, size_t cap, size_t *len) {
+hbm_status hbm_replay_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n, int json,
+                             char **out, size_t *len) {
     hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, hbm_replay_run_write(t, device, configs, n, m.f, json, NULL), buf, cap, len);
-}
-
-hbm_status hbm_replay_rows_format(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
-                                  char *buf, size_t cap, size_t *len) {
-    hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, rows_write(t, device, configs, n, m.f), buf, cap, len);
-}
-
-hbm_status hbm_replay_suggest_format(const hbm_trace *t, const char *device, char *buf, size_t cap, size_t *len) {
-    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
-    hbmi_mem m;
-    hbm_status s = buffer_open(&m, buf, cap, len);
-    return s ? s : hbmi_mem_buffer(&m, suggest_write(t, device, m.f), buf, cap, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    return s ? s : hbmi_mem_string(&m, hbm_replay_run_write(t, device, configs, n, m.f, json, NULL), out, len);
 }
 
 hbm_status hbm_replay_rows_string(const hbm_trace *t, const char *device, const char *const *configs, size_t n,
                                   char **out, size_t *len) {
     hbmi_mem m;
-    hbm_status s = string_open(&m, out, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
     return s ? s : hbmi_mem_string(&m, rows_write(t, device, configs, n, m.f), out, len);
 }
 
 hbm_status hbm_replay_suggest_string(const hbm_trace *t, const char *device, char **out, size_t *len) {
-    if (out) *out = NULL;
-    if (!t) return hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
     hbmi_mem m;
-    hbm_status s = string_open(&m, out, len);
-    return s ? s : hbmi_mem_string(&m, suggest_write(t, device, m.f), out, len);
+    hbm_status s = hbmi_mem_open_string(&m, out, len);
+    if (s) return s;
+    if (!t) s = hbmi_error(HBM_ERR_INVALID, "suggest: NULL trace");
+    return hbmi_mem_string(&m, s ? s : hbm_replay_suggest_write(t, device, m.f, 1, NULL), out, len);
 }

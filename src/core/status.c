@@ -4,18 +4,9 @@
 
 #include "core/internal.h"
 
-#define HBMI_ERRBUF 1024
-
-/* The calling thread's last error, one record: its status, where in an input it was found
- * (file, line, column; line 0: nowhere in particular) and its message. The message is
+/* The calling thread's last error, one record (hbmi_error_record, core/internal.h). The message is
  * written once, where the error happens; the location is set there too, beside it, and
  * never read back out of the text. */
-typedef struct hbmi_error_record {
-    hbm_status status;
-    unsigned line, column;
-    char file[HBMI_ERRBUF];
-    char message[HBMI_ERRBUF];
-} hbmi_error_record;
 static _Thread_local hbmi_error_record hbmi_err;
 #define hbmi_errbuf hbmi_err.message
 
@@ -87,6 +78,18 @@ static void set_message(hbm_status s, const char *prefix, const char *fmt, va_li
     hbmi_err.line = hbmi_err.column = 0;
     hbmi_err.file[0] = 0;
 }
+
+/* Records are copied as far as their strings go (a message is mostly short, the buffers are
+ * 1 KiB each): a quiet allocator saves one on each call to its device. */
+static void record_copy(hbmi_error_record *to, const hbmi_error_record *from) {
+    to->status = from->status;
+    to->line = from->line;
+    to->column = from->column;
+    memcpy(to->file, from->file, strnlen(from->file, sizeof from->file - 1) + 1);
+    memcpy(to->message, from->message, strnlen(from->message, sizeof from->message - 1) + 1);
+}
+void hbmi_error_save(hbmi_error_record *out) { record_copy(out, &hbmi_err); }
+void hbmi_error_restore(const hbmi_error_record *in) { record_copy(&hbmi_err, in); }
 
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
     va_list ap;

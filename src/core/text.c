@@ -61,6 +61,18 @@ hbm_status hbmi_mem_open(hbmi_mem *m, int marks) {
     return HBM_OK;
 }
 
+hbm_status hbmi_mem_open_buffer(hbmi_mem *m, char *buf, size_t cap, size_t *len) {
+    if (!len || (cap && !buf)) return hbmi_error(HBM_ERR_INVALID, "format: NULL argument");
+    return hbmi_mem_open(m, 0);
+}
+
+hbm_status hbmi_mem_open_string(hbmi_mem *m, char **out, size_t *len) {
+    if (!out || !len) return hbmi_error(HBM_ERR_INVALID, "string: NULL argument");
+    *out = NULL;
+    *len = 0;
+    return hbmi_mem_open(m, 0);
+}
+
 hbm_status hbmi_mem_string(hbmi_mem *m, hbm_status s, char **out, size_t *len) {
     fitting = m->fitting;
     if (fclose(m->f) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");

@@ -188,6 +188,14 @@ static int injected_failure(hbm_device *dev, uint64_t n) {
 
 void hbmi_device_set_quiet(hbm_device *dev, int on) { dev->quiet = on; }
 
+void hbmi_device_info_named(const hbmi_device_args *args, const char *kind, hbm_device_info *info) {
+    char h[32];
+    snprintf(info->kind, sizeof info->kind, "%s", kind);
+    if (args->name) snprintf(info->name, sizeof info->name, "%s", args->name);
+    else snprintf(info->name, sizeof info->name, "%s:%s", kind, hbm_size_human(args->total, h));
+    info->total_bytes = args->total;
+}
+
 hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) {
     if (!dev || !addr_out) return hbmi_error(HBM_ERR_INVALID, "hbm_device_alloc: NULL argument");
     if (size == 0) return hbmi_error(HBM_ERR_INVALID, "hbm_device_alloc: size 0");
@@ -206,7 +214,14 @@ hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) 
                        hbm_size_human(used < dev->info.total_bytes ? dev->info.total_bytes - used : 0, f));
     } else if ((s = hbmi_map_reserve(&dev->live, dev->live.count + 1)) == HBM_OK) {
         uint64_t addr = 0;
-        s = dev->ops->alloc(dev->ctx, acct, &addr);
+        if (dev->quiet) { /* the device's own failure (sim's address space, host's mmap) leaves no message */
+            hbmi_error_record kept;
+            hbmi_error_save(&kept);
+            s = dev->ops->alloc(dev->ctx, acct, &addr);
+            if (s == HBM_ERR_OOM) hbmi_error_restore(&kept);
+        } else {
+            s = dev->ops->alloc(dev->ctx, acct, &addr);
+        }
         if (!s) {
             hbmi_map_put(&dev->live, addr, acct); /* cannot fail: reserved above */
             dev->c.bytes_in_use += acct;

@@ -20,6 +20,9 @@ hbm_status hbmi_host_device_create(const hbmi_device_args *args, const hbm_devic
 hbm_status hbmi_cuda_device_create(const hbmi_device_args *args, const hbm_device_ops **ops, void **ctx,
                                    hbm_device_info *info);
 
+/* A memory-only backend's info (sim, host): kind, the name given or "KIND:SIZE", the total. */
+void hbmi_device_info_named(const hbmi_device_args *args, const char *kind, hbm_device_info *info);
+
 /* The backend context of dev if its backend is ops, else NULL (cuda.c finds its own). */
 void *hbmi_device_ctx(hbm_device *dev, const hbm_device_ops *ops);
 

@@ -8,7 +8,6 @@
 
 #include "core/internal.h"
 #include "device/device_internal.h"
-#include "hbm/size.h"
 
 static hbm_status host_alloc(void *ctx, uint64_t size, uint64_t *addr_out) {
     void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -28,13 +27,7 @@ static const hbm_device_ops host_ops = {.kind = "host", .alloc = host_alloc, .fr
 hbm_status hbmi_host_device_create(const hbmi_device_args *args, const hbm_device_ops **ops, void **ctx,
                                    hbm_device_info *info) {
     if (args->free_bytes) return hbmi_error(HBM_ERR_INVALID, "device '%s': free= is for sim devices only", args->spec);
-    char h[32];
-    snprintf(info->kind, sizeof info->kind, "host");
-    if (args->name)
-        snprintf(info->name, sizeof info->name, "%s", args->name);
-    else
-        snprintf(info->name, sizeof info->name, "host:%s", hbm_size_human(args->total, h));
-    info->total_bytes = args->total;
+    hbmi_device_info_named(args, "host", info);
     info->alignment = 4096;
     info->granularity = 4096;
     *ops = &host_ops;

@@ -6,7 +6,6 @@
 
 #include "core/internal.h"
 #include "device/device_internal.h"
-#include "hbm/size.h"
 
 #define SIM_BASE 0x7f0000000000ULL
 #define SIM_ALIGN 512
@@ -36,13 +35,7 @@ hbm_status hbmi_sim_device_create(const hbmi_device_args *args, const hbm_device
     sim_device *d = hbmi_calloc(1, sizeof *d);
     if (!d) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for a sim device");
     d->next = SIM_BASE;
-    char h[32];
-    snprintf(info->kind, sizeof info->kind, "sim");
-    if (args->name)
-        snprintf(info->name, sizeof info->name, "%s", args->name);
-    else
-        snprintf(info->name, sizeof info->name, "sim:%s", hbm_size_human(args->total, h));
-    info->total_bytes = args->total;
+    hbmi_device_info_named(args, "sim", info);
     info->alignment = SIM_ALIGN;
     *ops = &sim_ops;
     *ctx = d;

@@ -62,14 +62,10 @@ static hbm_status plan_text(hbm_fit_result *r, const char *text, size_t len, uin
     return s;
 }
 
-/* Plan module m with edits e: the changed module's peak (and its text when keep). */
-static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
-                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
-    char *text;
-    size_t len;
-    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
-    if (s) return s;
-    s = plan_text(r, text, len, peak, plan_out, mod_out);
+/* Plan a changed module's text (taken: kept in *keep when keep, else freed): its peak. */
+static hbm_status plan_changed(hbm_fit_result *r, char *text, size_t len, uint64_t *peak, char **keep,
+                               size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    hbm_status s = plan_text(r, text, len, peak, plan_out, mod_out);
     if (s) s = hbmi_error_prefix(s, "fit: the changed module does not plan: ");
     if (keep && !s) {
         free(*keep);
@@ -79,6 +75,27 @@ static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, ui
         free(text);
     }
     return s;
+}
+
+/* Plan module m with edits e: the changed module's peak (and its text when keep). */
+static hbm_status verify(hbm_fit_result *r, const hbmi_fit_edit *e, size_t n, uint64_t *peak, char **keep,
+                         size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_write_mem(r->m, e, n, &text, &len);
+    return s ? s : plan_changed(r, text, len, peak, keep, keep_len, plan_out, mod_out);
+}
+
+/* Plan XLA's set: the clones of its walk on the instruction lists when it made them (written
+ * in rounds, fit_xla.c), else its candidates. */
+static size_t gather(hbm_fit_result *r, hbmi_fit_model *mo, int xla, hbmi_fit_edit *out, int with_don);
+static hbm_status xla_verify(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed, uint64_t *peak, char **keep,
+                             size_t *keep_len, hbm_plan **plan_out, hbm_hlo_module **mod_out) {
+    if (!mo->n_xc) return verify(r, ed, gather(r, mo, 1, ed, 0), peak, keep, keep_len, plan_out, mod_out);
+    char *text;
+    size_t len;
+    hbm_status s = hbmi_fit_xla_write(mo, &text, &len);
+    return s ? s : plan_changed(r, text, len, peak, keep, keep_len, plan_out, mod_out);
 }
 
 /* Residual x recomputed by the backward loop (fit_recompute.c), planned: x->recompute_peak,
@@ -91,6 +108,8 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
                                             sizeof x->why_estimate);
     if (s == HBM_ERR_NOMEM) return s;
     if (s) return HBM_OK;
+    memcpy(x->recompute_note, x->why_estimate, sizeof x->recompute_note);
+    x->why_estimate[0] = 0;
     uint64_t peak = 0;
     s = plan_text(r, text, len, &peak, NULL, NULL);
     if (!s) {
@@ -98,6 +117,7 @@ static hbm_status recompute(hbm_fit_result *r, hbmi_jax_residual *x) {
         x->recompute_flops = flops; /* what the written module computes again */
     } else if (s != HBM_ERR_NOMEM) {
         snprintf(x->why_estimate, sizeof x->why_estimate, "the edited module does not plan: %s", hbm_last_error());
+        x->recompute_note[0] = 0;
         s = HBM_OK;
     }
     free(text);
@@ -486,7 +506,7 @@ static hbm_status run_hbm(hbm_fit_result *r, hbmi_fit_model *mo, double timeout,
 static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *ed) {
     hbm_fit_set *set = &r->sum.xla;
     uint64_t t0 = hbmi_now_ns();
-    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after};
+    hbmi_fit_xla_rule rule = {1, 0, 0, &r->xla_before, &r->xla_after, 0};
     int64_t limit;
     if (r->popt.backend == HBM_BACKEND_TPU) {
         /* XLA:TPU's post-optimization rematerialization, as libtpu logs it: limit = 95 % of
@@ -500,6 +520,7 @@ static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *
         rule.count_args = 0;
         rule.min_remat_bytes = 10u << 20;
         rule.shown_outputs = (int64_t)mo->outputs_all;
+        rule.lists = 1; /* the walk as XLA writes it: clones placed and cloned again (docs/fit.md) */
     } else {
         /* GetSchedulerMemoryLimit: (device memory - parameters - outputs + aliased) x 95 %,
          * then HloRematerialization::Run takes the module's output size off */
@@ -509,9 +530,8 @@ static hbm_status run_xla(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_edit *
     if (limit < 0) limit = 0;
     r->xla_limit = limit;
     hbmi_fit_xla(mo, limit, &rule, set->xla_message, sizeof set->xla_message);
-    size_t n = gather(r, mo, 1, ed, 0);
     uint64_t peak = 0;
-    hbm_status s = verify(r, ed, n, &peak, NULL, NULL, NULL, NULL);
+    hbm_status s = xla_verify(r, mo, ed, &peak, NULL, NULL, NULL, NULL);
     if (s) return s;
     set->found = 1;
     set->peak_bytes = peak;
@@ -584,6 +604,8 @@ static hbm_status list_changes(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_e
 static void settings(hbm_fit_result *r, const hbm_fit_options *o) {
     uint64_t need = r->sum.peak_before;
     if (!o->capacity || !(o->fraction > 0 && o->fraction < 1)) return;
+    /* XLA_PYTHON_CLIENT_MEM_FRACTION is XLA:GPU's: the TPU and CPU runtimes read no fraction */
+    if (r->popt.backend == HBM_BACKEND_TPU || r->popt.backend == HBM_BACKEND_CPU) return;
     uint64_t limit = hbm_xla_gpu_limit(o->capacity, o->fraction);
     if (need <= limit || need > o->capacity) return;
     /* checked under XLA's rule: a fraction whose limit holds the need, or none and by how much */
@@ -794,7 +816,8 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
         uint64_t peak;
         hbm_plan *p2;
         hbm_hlo_module *m2;
-        s = verify(r, ed, n, &peak, &r->text, &r->text_len, &p2, &m2);
+        if (xla && mo.n_xc) s = xla_verify(r, &mo, ed, &peak, &r->text, &r->text_len, &p2, &m2);
+        else s = verify(r, ed, n, &peak, &r->text, &r->text_len, &p2, &m2);
         if (s) goto fail;
         untouchable(r, p2);
         hbm_plan_free(p2);
@@ -835,6 +858,27 @@ hbm_status hbm_fit_run(hbm_hlo_module *m, const hbm_fit_options *opt, hbm_fit_re
     r->sum.residual_peak = r->sum.residual_alone ? alone : with;
     r->best_res = r->sum.residual_alone ? ka : kw;
     r->sum.residual_fits = r->sum.residual_peak && r->sum.residual_peak <= target;
+    /* the route through recomputing a residual: the lowest planned; when it reaches the
+     * target, its module is the one --emit writes (written again: the text planned) */
+    for (size_t k = 0; !r->sum.fits && k < r->n_res; k++) {
+        const hbmi_jax_residual *x = &r->res[k];
+        if (!x->carry && x->recompute_peak && (!r->sum.recompute_peak || x->recompute_peak < r->sum.recompute_peak))
+            r->sum.recompute_peak = x->recompute_peak, r->recompute_res = k;
+    }
+    r->sum.recompute_fits = r->sum.recompute_peak && r->sum.recompute_peak <= target;
+    if (r->sum.recompute_fits) {
+        char *text = NULL, why[200];
+        size_t len = 0;
+        s = hbmi_jax_recompute_write(m, &r->res[r->recompute_res], r->res, r->n_res, &text, &len, NULL, why, sizeof why);
+        if (s == HBM_ERR_NOMEM) goto fail;
+        if (s) { /* it was written once: the same module cannot be refused now */
+            s = hbmi_error(HBM_ERR_CORRUPT, "fit: the recompute module is refused on writing it again: %s", why);
+            goto fail;
+        }
+        free(r->text);
+        r->text = text;
+        r->text_len = len;
+    }
     r->sum.n_changes = r->n_ch;
     r->seconds = (double)(hbmi_now_ns() - t0) / 1e9;
     hbmi_free(ed);
@@ -848,6 +892,33 @@ fail:
     hbm_plan_free(p);
     hbm_fit_free(r);
     return s;
+}
+
+/* A module JAX compiled: some op_name in its name stack begins with jit( or pjit(. */
+static int from_jax(const hbm_hlo_module *m) {
+    for (uint32_t c = 0; c < m->n_comps; c++)
+        for (uint32_t i = 0; i < m->comps[c].n; i++) {
+            const hbmi_str *o = &m->comps[c].ins[i].meta_op_name;
+            if ((o->n > 4 && !memcmp(o->p, "jit(", 4)) || (o->n > 5 && !memcmp(o->p, "pjit(", 5))) return 1;
+        }
+    return 0;
+}
+
+hbm_status hbmi_fit_terms_run(const hbm_plan *p, hbm_fit_result **out) {
+    *out = NULL;
+    const hbm_hlo_module *m = hbmi_plan_module(p);
+    if (!m || !from_jax(m)) return HBM_OK;
+    hbm_fit_result *r = hbmi_calloc(1, sizeof *r);
+    if (!r) return hbmi_error(HBM_ERR_NOMEM, "out of host memory for fit's terms");
+    r->m = (hbm_hlo_module *)m; /* read only: the residuals are found, nothing is changed */
+    r->has_backward = hbmi_jax_has_backward(m);
+    hbm_status s = r->has_backward ? hbmi_jax_residuals(r, p) : HBM_OK;
+    if (s) {
+        hbm_fit_free(r);
+        return s;
+    }
+    *out = r;
+    return HBM_OK;
 }
 
 void hbm_fit_free(hbm_fit_result *r) {

@@ -43,11 +43,22 @@ static int name_taken(const hbm_hlo_module *m, const char *nm) {
     return 0;
 }
 
-/* NAME + suffix, made unique in m with ".1", ".2" ... */
-static char *fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix) {
+/* NAME + suffix, made unique in m with ".1", ".2" ... A clone of a clone counts on as XLA's
+ * HloInstruction::Clone names it: "x.remat" cloned again is "x.remat2", then "x.remat3". */
+char *hbmi_fit_fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix) {
     size_t cap = base.n + strlen(suffix) + 24;
     char *s = hbmi_malloc(cap);
     if (!s) return NULL;
+    size_t sl = strlen(suffix), d = base.n;
+    while (d > 0 && base.p[d - 1] >= '0' && base.p[d - 1] <= '9') d--;
+    if (sl > 1 && d >= sl && !memcmp(base.p + d - sl, suffix, sl) && base.n - d < 9) {
+        long k = base.n > d ? strtol(base.p + d, NULL, 10) : 1; /* "x.remat" is the first */
+        snprintf(s, cap, "%.*s%ld", (int)d, base.p, k + 1);
+        hbmi_str nb = {.p = s, .n = (uint32_t)strlen(s)};
+        char *r = hbmi_fit_fresh_name(m, nb, ""); /* made unique from that name */
+        hbmi_free(s);
+        return r;
+    }
     snprintf(s, cap, "%.*s%s", (int)base.n, base.p, suffix);
     for (int k = 1; name_taken(m, s) && k < 1000000; k++)
         snprintf(s, cap, "%.*s%s.%d", (int)base.n, base.p, suffix, k);
@@ -130,7 +141,7 @@ static hbm_status mark_aliases(emitter *em, const hbmi_comp *c, uint32_t base, u
             if (s) return s;
             if (l2 && !em->alias_name[base + ui]) {
                 em->alias_k[base + ui] = k;
-                em->alias_name[base + ui] = fresh_name(em->m, c->ins[ui].name, ".remat");
+                em->alias_name[base + ui] = hbmi_fit_fresh_name(em->m, c->ins[ui].name, ".remat");
                 if (!em->alias_name[base + ui]) return hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");
             }
             if (!e2) em->alias_drop[base + ui] = 1;
@@ -570,9 +581,9 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
         if (d->kind == HBMI_FIT_HOST_ELEM) continue; /* its own line, rewritten */
         hbmi_str nm = m->comps[d->comp].ins[d->ins].name;
         if (d->kind == HBM_FIT_REMATERIALIZE) {
-            em.name1[k] = fresh_name(m, nm, ".remat");
+            em.name1[k] = hbmi_fit_fresh_name(m, nm, ".remat");
         } else {
-            em.name1[k] = fresh_name(m, nm, ".reload");
+            em.name1[k] = hbmi_fit_fresh_name(m, nm, ".reload");
             /* a parameter in host memory is its own host copy */
             if (d->from == UINT32_MAX) {
                 em.name2[k] = hbmi_malloc(nm.n + 1);
@@ -581,7 +592,7 @@ static hbm_status write_impl(const hbm_hlo_module *m, const hbmi_fit_edit *ed, s
                     em.name2[k][nm.n] = 0;
                 }
             } else {
-                em.name2[k] = fresh_name(m, nm, ".offload");
+                em.name2[k] = hbmi_fit_fresh_name(m, nm, ".offload");
             }
             if (!em.name2[k]) em.name1[k] = NULL;
         }

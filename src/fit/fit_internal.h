@@ -36,6 +36,9 @@ int hbmi_fit_list_item(const char *s, const char *e, int64_t idx, const char **a
 /* [p, e) past blanks and index comments (the "index=5" comments XLA writes in tuple shapes). */
 const char *hbmi_fit_blank(const char *p, const char *e);
 hbm_status hbmi_fit_write_mem(const hbm_hlo_module *m, const hbmi_fit_edit *e, size_t n, char **text, size_t *len);
+/* A name for a line the writer adds: base + suffix, unique in m (".1", ".2" ...); a clone of a
+ * clone counts on as XLA names it ("x.remat" -> "x.remat2"). Malloc'ed; NULL out of memory. */
+char *hbmi_fit_fresh_name(const hbm_hlo_module *m, hbmi_str base, const char *suffix);
 
 /* The candidate as the model sees it: steps (entry instruction indices) [lo, hi] where it
  * takes `bytes` off, and the operand extensions it adds (remat). */
@@ -58,6 +61,16 @@ typedef struct hbmi_fit_cand {
     int chosen, xla_chosen;
 } hbmi_fit_cand;
 
+/* One clone XLA's walk made (fit_xla.c): of instruction `ins` of computation `comp` when src is
+ * UINT32_MAX, else of clone src (an index of the model's xc[]); placed before instruction
+ * at_ins, or before clone at_src when that is not UINT32_MAX; gen 1 for a clone of the
+ * instruction, 2 for a clone of that clone ...; src_dead when its source is left without
+ * users (a move: the source is not written). */
+typedef struct hbmi_fit_xla_clone {
+    uint32_t comp, ins, src, at_ins, at_src;
+    uint8_t gen, src_dead;
+} hbmi_fit_xla_clone;
+
 typedef struct hbmi_fit_model {
     const hbm_plan *p;
     const hbm_hlo_module *m;
@@ -71,6 +84,8 @@ typedef struct hbmi_fit_model {
     uint8_t *depth;      /* per computation: calls below the entry (0 entry and unreached) */
     uint32_t n_cand, cap_cand;
     hbmi_fit_cand *cand;
+    hbmi_fit_xla_clone *xc; /* XLA's walk on the instruction lists (a TPU module): its clones */
+    uint32_t n_xc;
 } hbmi_fit_model;
 
 /* Device rates for the cost of a change (fit_model.c's table, sources in docs/fit.md). */
@@ -94,8 +109,17 @@ typedef struct hbmi_fit_xla_rule {
     uint64_t min_remat_bytes; /* min_remat_size: smaller values are not candidates */
     int64_t shown_outputs;    /* added to the limit and peaks in the warning (TPU: outputs) */
     int64_t *before, *after;  /* out, may be NULL: the tracker's peak before and after, as shown */
+    int lists;                /* walk the instruction lists (clones placed and cloned again as XLA
+                                 does, each computation with its own limit): mo->xc */
 } hbmi_fit_xla_rule;
 void hbmi_fit_xla(hbmi_fit_model *mo, int64_t limit, const hbmi_fit_xla_rule *rule, char *msg, size_t cap);
+/* The module with the clones of xc[] (written in rounds: the clones of instructions, then of
+ * those clones ...), as HLO text in a malloc'ed buffer. */
+hbm_status hbmi_fit_xla_write(const hbmi_fit_model *mo, char **text, size_t *len);
+/* hbmi_fit_can_clone: XLA's IsRematerializable on one instruction (fit_model.c). */
+int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in);
+/* Append a candidate to the model (out of memory: an error status). */
+hbm_status hbmi_fit_model_add(hbmi_fit_model *mo, const hbmi_fit_cand *c);
 
 /* hbm's search: choose candidates (cand[].chosen) so that live - savings <= target at every
  * step at least cost; returns 1 if a set reaches it, 0 if the best found does not (then the

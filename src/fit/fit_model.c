@@ -168,7 +168,6 @@ static hbmi_str layout_of(const hbm_hlo_module *m, const hbmi_instr *in) {
     return r;
 }
 
-int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in);
 int hbmi_fit_can_clone(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in) {
     switch (in->op) {
     case HOP_PARAMETER: case HOP_CONSTANT: case HOP_CALL: case HOP_CONDITIONAL: case HOP_WHILE:
@@ -705,8 +704,11 @@ void hbmi_fit_model_free(hbmi_fit_model *mo) {
     hbmi_free(mo->live_xla);
     hbmi_free(mo->depth);
     hbmi_free(mo->cand);
+    hbmi_free(mo->xc);
     memset(mo, 0, sizeof *mo);
 }
+
+hbm_status hbmi_fit_model_add(hbmi_fit_model *mo, const hbmi_fit_cand *c) { return add_cand(mo, c); }
 
 uint64_t hbmi_fit_instr_flops(const hbm_hlo_module *m, const hbmi_comp *c, const hbmi_instr *in) {
     return flops_of(m, c, in, 0);

@@ -32,6 +32,7 @@ typedef struct rc {
     int nomem;
     char *why;
     size_t why_cap;
+    char note[256]; /* how the clones read an input when that is not the value itself */
     char *comps, *comps_kept; /* copies of fused computations the clones call */
     size_t n_comps, n_kept;
     uint64_t flops; /* of the clones, once */
@@ -94,8 +95,8 @@ static int shrink_ins(rc *r, const hbmi_instr *in, int64_t idx) {
     return shape_span(r->m, in, &a, &b) && shrink(r, a, b, idx);
 }
 
-/* the signature of computation c: parameter p's shape (p >= 0) or the result's (p < 0) */
-static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, const char **a, const char **b) {
+/* the parameter list of computation c's signature: [*q, *close), inside its parentheses */
+static int sig_params(const hbm_hlo_module *m, const hbmi_comp *c, const char **q0, const char **close0) {
     const char *s = m->text + c->off, *end = m->text + c->ins[0].off;
     while (s < end && *s != '(') s++;
     if (s >= end) return 0;
@@ -113,6 +114,14 @@ static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, cons
         }
     }
     if (!close) return 0;
+    *q0 = q, *close0 = close;
+    return 1;
+}
+
+/* the signature of computation c: parameter p's shape (p >= 0) or the result's (p < 0) */
+static int sig_span(const hbm_hlo_module *m, const hbmi_comp *c, int64_t p, const char **a, const char **b) {
+    const char *q, *close, *end = m->text + c->ins[0].off;
+    if (!sig_params(m, c, &q, &close)) return 0;
     if (p >= 0) {
         const char *ia, *ib;
         if (!hbmi_fit_list_item(q, close, p, &ia, &ib)) return 0;
@@ -254,6 +263,164 @@ static void renumber(rc *r, const hbmi_instr *g, int64_t k) {
         }
 }
 
+/* the operand list of instruction in: [*a, *b), inside its parentheses */
+static int ops_span(const hbm_hlo_module *m, const hbmi_instr *in, const char **a, const char **b) {
+    const char *p = in->opcode.p + in->opcode.n, *e = m->text + m->len;
+    if (p >= e || *p != '(') return 0;
+    const char *q = p;
+    for (int depth = 0; q < e; q++) {
+        if (*q == '(') depth++;
+        else if (*q == ')' && --depth == 0) break;
+    }
+    if (q >= e) return 0;
+    *a = p + 1, *b = q;
+    return 1;
+}
+
+/* The multi-output fusion fi of body b, whose element d stacked the residual, left with its
+ * other elements. XLA's rematerialization clones a multi-output fusion whole and reads the
+ * element it needs through a new get-tuple-element (gte.remat, RematerializeInstructions in
+ * xla/hlo/transforms/simplifiers/hlo_rematerialization.cc); here the stacked buffer, its
+ * operand, is dropped from the loop, so the fusion cannot stay whole: its computation keeps the
+ * instructions those elements read, the parameters among them renumbered in order (signature,
+ * parameter(N) and the fusion's operands), its root the one element left (an instruction of
+ * its own: ROOT) or the tuple of those left; the fusion's shape follows, and its elements'
+ * get-tuple-elements are renumbered, or with one element left read the fusion itself (a
+ * bitcast of the same shape). The get-tuple-element of element d is already deleted. */
+static int narrow_fusion(rc *r, const hbmi_comp *b, uint32_t fi, int64_t d) {
+    const hbm_hlo_module *m = r->m;
+    const hbmi_instr *F = &b->ins[fi];
+    if (F->op != HOP_FUSION || !F->n_called) return fail(r, "the stacking fusion is not a fusion");
+    const hbmi_comp *f = &m->comps[F->called[0]];
+    const hbmi_instr *R = &f->ins[f->root];
+    if (R->op != HOP_TUPLE || (uint64_t)d >= R->n_ops || R->n_ops < 2) return fail(r, "the stacking fusion's root is not a tuple");
+    for (uint32_t u = 0; u < F->n_users; u++) {
+        const hbmi_instr *g = &b->ins[F->users[u]];
+        if (g->op != HOP_GTE || (g->synthetic && g->gte_index != d))
+            return fail(r, "the stacking fusion's tuple is read other than by a get-tuple-element of its own line");
+    }
+    uint8_t *keep = hbmi_calloc(f->n + 1, 1);
+    int64_t *num = hbmi_calloc(f->n_params + 1, sizeof *num);
+    char *t = NULL;
+    size_t tn = 0;
+    FILE *o = keep && num ? open_memstream(&t, &tn) : NULL;
+    if (!o) {
+        hbmi_free(keep);
+        hbmi_free(num);
+        r->nomem = 1;
+        return 0;
+    }
+    for (uint32_t j = 0; j < R->n_ops; j++)
+        if (j != d) keep[R->ops[j]] = 1;
+    for (uint32_t i = f->n; i-- > 0;) /* operands come before users */
+        if (keep[i] && i != f->root)
+            for (uint32_t k = 0; k < f->ins[i].n_ops; k++) keep[f->ins[i].ops[k]] = 1;
+    int ok = 1;
+    int64_t np = 0;
+    for (uint32_t p = 0; p < f->n_params; p++) num[p] = keep[f->params[p]] ? np++ : -1;
+    const char *sq, *sc, *oa, *ob, *ra, *rb, *fa, *fb2;
+    if (!sig_params(m, f, &sq, &sc) || !ops_span(m, F, &oa, &ob) || !sig_span(m, f, -1, &ra, &rb) ||
+        !shape_span(m, F, &fa, &fb2) || *fa != '(' || *ra != '(')
+        ok = fail(r, "the stacking fusion's text is not as expected");
+    /* the signature's parameters and the fusion's operands, those kept */
+    for (int pass = 0; ok && pass < 2; pass++) {
+        const char *la = pass ? oa : sq, *lb = pass ? ob : sc;
+        np = 0;
+        for (uint32_t p = 0; ok && p < f->n_params; p++) {
+            const char *ia, *ib;
+            if (num[p] < 0) continue;
+            if (!hbmi_fit_list_item(la, lb, p, &ia, &ib)) {
+                ok = fail(r, "the stacking fusion's parameters are not as expected");
+                break;
+            }
+            fprintf(o, "%s%.*s", np++ ? ", " : "", (int)(ib - ia), ia);
+        }
+        fputc(0, o);
+    }
+    /* the result: the elements left (the signature's, the fusion's, the root tuple's shape) */
+    uint32_t left = UINT32_MAX;
+    const char *ta = NULL, *tb = NULL, *ua = NULL, *ub = NULL;
+    if (ok && R->n_ops > 2 && (!shape_span(m, R, &ta, &tb) || !ops_span(m, R, &ua, &ub) || *ta != '('))
+        ok = fail(r, "the stacking fusion's root is not as expected");
+    for (int pass = 0; ok && pass < (R->n_ops > 2 ? 3 : 2); pass++) {
+        const char *la = (pass == 2 ? ta : pass ? fa : ra) + 1, *lb = pass == 2 ? tb : pass ? fb2 : rb;
+        while (lb > la && lb[-1] != ')') lb--;
+        if (lb > la) lb--;
+        if (R->n_ops > 2) fputc('(', o);
+        for (uint32_t j = 0, w = 0; ok && j < R->n_ops; j++) {
+            const char *ia, *ib;
+            if (j == d) continue;
+            if (!hbmi_fit_list_item(la, lb, j, &ia, &ib)) {
+                ok = fail(r, "the stacking fusion's shape is not as expected");
+                break;
+            }
+            fprintf(o, "%s%.*s", w++ ? ", " : "", (int)(ib - ia), ia);
+            left = j;
+        }
+        if (R->n_ops > 2) fputc(')', o);
+        fputc(0, o);
+    }
+    if (fclose(o)) ok = 0, r->nomem = 1;
+    if (ok) {
+        const char *sig = t, *ops = sig + strlen(sig) + 1, *res = ops + strlen(ops) + 1, *fsh = res + strlen(res) + 1,
+                   *rsh = fsh + strlen(fsh) + 1;
+        add(r, (size_t)(sq - m->text), (size_t)(sc - m->text), sig);
+        add(r, (size_t)(oa - m->text), (size_t)(ob - m->text), ops);
+        add(r, (size_t)(ra - m->text), (size_t)(rb - m->text), res);
+        add(r, (size_t)(fa - m->text), (size_t)(fb2 - m->text), fsh);
+        for (uint32_t i = 0; i < f->n; i++) {
+            const hbmi_instr *in = &f->ins[i];
+            if (i == f->root) continue;
+            if (!keep[i]) {
+                drop_line(r, f, i);
+            } else if (in->op == HOP_PARAMETER && num[in->param_no] != in->param_no) {
+                const char *d0 = in->opcode.p + in->opcode.n + 1, *d1 = d0;
+                while (*d1 >= '0' && *d1 <= '9') d1++;
+                char nb[24];
+                snprintf(nb, sizeof nb, "%lld", (long long)num[in->param_no]);
+                add(r, (size_t)(d0 - m->text), (size_t)(d1 - m->text), nb);
+            }
+        }
+        if (R->n_ops > 2) { /* the tuple of those left */
+            add(r, (size_t)(ta - m->text), (size_t)(tb - m->text), rsh);
+            if (!drop_item(r, ua - 1, ub + 1, d)) ok = fail(r, "the stacking fusion's root is not as expected");
+        } else { /* the one left is the root */
+            const hbmi_instr *k = &f->ins[R->ops[left]];
+            if (k->is_root || k->op == HOP_PARAMETER) {
+                ok = fail(r, "the stacking fusion passes a parameter through");
+            } else {
+                drop_line(r, f, f->root);
+                add(r, k->off, k->off, "ROOT ");
+            }
+        }
+        for (uint32_t u = 0; ok && u < F->n_users; u++) {
+            const hbmi_instr *g = &b->ins[F->users[u]];
+            if (g->gte_index == d) continue;
+            if (R->n_ops > 2) {
+                renumber(r, g, d);
+                continue;
+            }
+            static const char key[] = "index=";
+            const char *p = g->opcode.p, *e = m->text + m->len;
+            for (; p + sizeof key - 1 < e && *p != '\n'; p++)
+                if (!memcmp(p, key, sizeof key - 1)) break;
+            if (p + sizeof key - 1 >= e || *p == '\n') {
+                ok = fail(r, "a get-tuple-element's text is not as expected");
+                break;
+            }
+            p += sizeof key - 1;
+            while (*p >= '0' && *p <= '9') p++;
+            char nb[200];
+            snprintf(nb, sizeof nb, "bitcast(%%%.*s)", (int)F->name.n, F->name.p);
+            add(r, (size_t)(g->opcode.p - m->text), (size_t)(p - m->text), nb);
+        }
+    }
+    free(t);
+    hbmi_free(keep);
+    hbmi_free(num);
+    return ok;
+}
+
 /* element k of loop w (computation c) dropped: from the loop's shape and its operand tuple, its
  * body's and condition's parameter and signature, the body's root; the get-tuple-elements of
  * later elements renumbered. fwd: the forward loop, whose update in place (and the fusion
@@ -310,10 +477,15 @@ static int drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, int fwd,
         for (int hop = 0; hop < 8 && xi != UINT32_MAX; hop++) {
             const hbmi_instr *x = &b->ins[xi];
             if (x->n_users != 1) return fail(r, "the update in place has other readers");
-            drop_line(r, b, xi);
+            if (!x->synthetic) drop_line(r, b, xi); /* "%fusion#N" in the root has no line */
             if ((x->op == HOP_BITCAST || x->op == HOP_COPY) && x->n_ops) {
                 xi = x->ops[0];
                 continue;
+            }
+            if (x->op == HOP_GTE && x->n_ops && b->ins[x->ops[0]].op == HOP_FUSION &&
+                b->ins[x->ops[0]].shape->prim == HBMI_PRIM_TUPLE) { /* one element of a multi-output fusion */
+                if (!narrow_fusion(r, b, x->ops[0], x->gte_index)) return 0;
+                break;
             }
             if (x->op != HOP_DUS && !(x->op == HOP_FUSION && x->shape->prim != HBMI_PRIM_TUPLE))
                 return fail(r, "the forward loop stacks it through a multi-output fusion");
@@ -360,16 +532,20 @@ static int64_t slice_of(const hbm_hlo_module *m, const hbmi_comp *b, const hbmi_
     return elem_of(b, &b->ins[in->ops[p->param_no]]);
 }
 
-/* element e of the forward loop (operand tuple ft, body fb) is loop-invariant (the body passes
- * it on) and the backward loop (operand tuple bt) starts from the same value: its element
- * there, else -1 */
-static int64_t invariant(const hbmi_comp *c, const hbmi_comp *fb, const hbmi_instr *ft, const hbmi_instr *bt,
-                         int64_t e) {
+/* element e of the forward loop (instruction fwi of c: operand tuple ft, body fb) is
+ * loop-invariant (the body passes it on) and the backward loop (operand tuple bt) starts from
+ * the same value, the forward loop's operand or its element e as the loop leaves it (XLA:TPU
+ * passes the loop's result on): its element there, else -1 */
+static int64_t invariant(const hbmi_comp *c, const hbmi_comp *fb, uint32_t fwi, const hbmi_instr *ft,
+                         const hbmi_instr *bt, int64_t e) {
     const hbmi_instr *fr = &fb->ins[fb->root];
     if (fr->op != HOP_TUPLE || (uint64_t)e >= fr->n_ops || (uint64_t)e >= ft->n_ops || elem_of(fb, &fb->ins[fr->ops[e]]) != e)
         return -1;
-    for (uint32_t j = 0; j < bt->n_ops; j++)
-        if (strip(c, &c->ins[bt->ops[j]]) == strip(c, &c->ins[ft->ops[e]])) return j;
+    for (uint32_t j = 0; j < bt->n_ops; j++) {
+        const hbmi_instr *g = strip(c, &c->ins[bt->ops[j]]);
+        if (g == strip(c, &c->ins[ft->ops[e]])) return j;
+        if (g->op == HOP_GTE && g->n_ops && g->ops[0] == fwi && g->gte_index == e) return j;
+    }
     return -1;
 }
 
@@ -571,7 +747,17 @@ static void clone_inner(rc *r, const hbmi_comp *c, uint32_t i, const hbmi_comp *
     np = 0;
     for (uint32_t p = 0; p < f->n_params && p < in->n_ops; p++)
         if (inner[f->params[p]]) fprintf(C, "%s%s", np++ ? ", " : "", map[in->ops[p]].name);
-    fprintf(C, "), kind=kLoop, calls=%%%.*s.recompute\n", (int)f->name.n, f->name.p);
+    /* the fusion's own kind (kOutput around a convolution on TPU), else kLoop */
+    const char *kd = "kLoop";
+    int kn = 5;
+    for (const char *q = in->opcode.p, *e = m->text + m->len; q + 5 < e && *q != '\n'; q++)
+        if (!memcmp(q, "kind=", 5) && (q[-1] == ' ' || q[-1] == ',')) {
+            const char *k0 = q + 5, *k1 = k0;
+            while (k1 < e && nchar((unsigned char)*k1)) k1++;
+            if (k1 > k0) kd = k0, kn = (int)(k1 - k0);
+            break;
+        }
+    fprintf(C, "), kind=%.*s, calls=%%%.*s.recompute\n", kn, kd, (int)f->name.n, f->name.p);
 }
 
 static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all, size_t n_all) {
@@ -597,10 +783,21 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
         for (int hop = 0; hop < 8 && (fb->ins[wi].op == HOP_BITCAST || fb->ins[wi].op == HOP_COPY) && fb->ins[wi].n_ops; hop++)
             wi = fb->ins[wi].ops[0];
         const hbmi_instr *wr = &fb->ins[wi];
-        if (wr->op != HOP_FUSION || !wr->n_called || wr->shape->prim == HBMI_PRIM_TUPLE)
-            return fail(r, "it is computed inside a multi-output fusion that stacks it with other values");
+        int64_t vd = -1; /* an element of a multi-output fusion (XLA:TPU's): the one that stacks it */
+        if (wr->op == HOP_GTE && wr->n_ops && fb->ins[wr->ops[0]].op == HOP_FUSION &&
+            fb->ins[wr->ops[0]].shape->prim == HBMI_PRIM_TUPLE) {
+            vd = wr->gte_index;
+            wi = wr->ops[0];
+            wr = &fb->ins[wi];
+        }
+        if (wr->op != HOP_FUSION || !wr->n_called || (vd < 0 && wr->shape->prim == HBMI_PRIM_TUPLE))
+            return fail(r, "the forward body stacks it other than by a fusion or an update in place");
         vf = &m->comps[wr->called[0]];
         const hbmi_instr *y = &vf->ins[vf->root];
+        if (vd >= 0) {
+            if (y->op != HOP_TUPLE || (uint64_t)vd >= y->n_ops) return fail(r, "the stacking fusion's root is not a tuple");
+            y = &vf->ins[y->ops[vd]];
+        }
         for (int hop = 0; hop < 8 && (y->op == HOP_BITCAST || y->op == HOP_COPY) && y->n_ops; hop++) y = &vf->ins[y->ops[0]];
         if (y->op != HOP_DUS || y->n_ops < 2) return fail(r, "the stacking fusion's root is not an update in place");
         vu = &vf->ins[y->ops[1]];
@@ -655,7 +852,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
          * of its xs once per iteration, and the backward loop's own slice of the same input, of
          * the same shape, before the reader, is the same layer's */
         int64_t e = slice_of(m, fb, in);
-        int64_t eb = e >= 0 ? invariant(c, fb, ft, bt, e) : -1;
+        int64_t eb = e >= 0 ? invariant(c, fb, x->loop_ins, ft, bt, e) : -1;
         uint32_t twin = UINT32_MAX;
         for (uint32_t j = 0; eb >= 0 && j < first_reader && j < bb->n && twin == UINT32_MAX; j++)
             if (slice_of(m, bb, &bb->ins[j]) == eb && hbmi_shape_bytes(bb->ins[j].shape, 8) == hbmi_shape_bytes(in->shape, 8) &&
@@ -703,7 +900,7 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
             snprintf(map[i].name, sizeof map[i].name, "%%%s.layer", pre);
         } else {
             /* loop-invariant: the forward body passes it on, the backward loop starts from the same value */
-            int64_t eb = invariant(c, fb, ft, bt, e);
+            int64_t eb = invariant(c, fb, x->loop_ins, ft, bt, e);
             const hbmi_jax_residual *saved = NULL;
             for (size_t q = 0; eb < 0 && q < n_all && !saved; q++)
                 if (all[q].carry && all[q].comp == x->comp && all[q].loop_ins == x->loop_ins && all[q].carry_elem == e &&
@@ -738,7 +935,30 @@ static int build(rc *r, const hbmi_jax_residual *x, const hbmi_jax_residual *all
                 for (uint32_t q = 1; q < sh->n; q++) fprintf(L, ", %%%s.zero", pre);
                 fprintf(L, "), dynamic_slice_sizes={1");
                 for (uint32_t q = 1; q < sh->n; q++) fprintf(L, ",%lld", (long long)sh->dims[q]);
-                fprintf(L, "}\n  %s = %.*s bitcast(%s.one)\n", map[i].name, (int)(sb - sa), sa, map[i].name);
+                fprintf(L, "}\n");
+                if (sh->prim == in->shape->prim) {
+                    fprintf(L, "  %s = %.*s bitcast(%s.one)\n", map[i].name, (int)(sb - sa), sa, map[i].name);
+                } else { /* XLA:TPU stacks the input narrower (bf16 of an f32 carry): converted back */
+                    const char *lb = memchr(sa, '[', (size_t)(sb - sa)), *rb = lb ? memchr(lb, ']', (size_t)(sb - lb)) : NULL;
+                    if (!rb) {
+                        ok = fail(r, "the layer's input has no dimensions");
+                        break;
+                    }
+                    char held[48], want[48];
+                    hbmi_shape one = *sh;
+                    one.n = one.n ? one.n - 1 : 0;
+                    one.dims = sh->dims + (sh->n ? 1 : 0);
+                    one.tiled_elems = 0;
+                    hbmi_shape_print(&one, held, sizeof held);
+                    hbmi_shape_print(in->shape, want, sizeof want);
+                    snprintf(r->note, sizeof r->note,
+                             "the clone reads the layer's input %s from the %s copy the backward loop holds, converted "
+                             "back (rounded)",
+                             want, held);
+                    fprintf(L, "  %s.wide = %.*s[1%s%.*s] convert(%s.one)\n", map[i].name, (int)(lb - sa), sa,
+                            rb > lb + 1 ? "," : "", (int)(rb - lb - 1), lb + 1, map[i].name);
+                    fprintf(L, "  %s = %.*s bitcast(%s.wide)\n", map[i].name, (int)(sb - sa), sa, map[i].name);
+                }
             } else {
                 char why[256];
                 snprintf(why, sizeof why,
@@ -875,6 +1095,7 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
     rc r = {.m = m, .why = why, .why_cap = why_cap};
     int ok = build(&r, x, all, n_all);
     if (ok && flops) *flops = r.flops * (uint64_t)(x->layers > 0 ? x->layers : 0);
+    if (ok && why && why_cap) snprintf(why, why_cap, "%s", r.note);
     hbm_status s = HBM_OK;
     if (r.nomem) {
         s = hbmi_error(HBM_ERR_NOMEM, "fit: out of host memory");

@@ -55,8 +55,8 @@ static void advice(FILE *f, int indent, const char *label, const char *text) {
 }
 
 /* What the scan over L layers saves, and the change that stops saving it. */
-static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
-    char a[32], b[32], t[1400], where[600];
+static void residual_names(FILE *f, const hbmi_jax_residual *x) {
+    char a[32], t[1400], where[600];
     snprintf(t, sizeof t, "\nThe scan over %lld layers saves %s per layer for its backward pass (%s, %s%s):",
              (long long)x->layers, x->per_layer, x->shape, hbm_size_human(x->bytes, a),
              x->at_peak ? ", at the peak" : "");
@@ -120,6 +120,19 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
                  nm, x->source_file[0] ? "at" : "in", where, nm, nm);
         advice(f, 2, "change: ", t);
     }
+}
+
+static void no_backward_text(FILE *f) {
+    advice(f, 0, "",
+           "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
+           "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
+           "(memory_kind='pinned_host'), a smaller batch or sequence.");
+}
+
+/* The residual named, then what each change takes off, verified by planning where it was. */
+static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_residual *x) {
+    char a[32], b[32], t[1400];
+    residual_names(f, x);
     uint64_t before = r->sum.peak_before, target = r->sum.target_bytes;
     if (x->host_peak && x->host_peak < before) {
         char c[32], d[32];
@@ -165,9 +178,10 @@ static void residual_text(FILE *f, const hbm_fit_result *r, const hbmi_jax_resid
         if (rp < before)
             snprintf(t, sizeof t,
                      "%s (%llu bytes) recomputed instead, verified: the module with the backward loop computing "
-                     "it again plans to a peak of %s, %s the target by %s%s",
+                     "it again plans to a peak of %s, %s the target by %s%s%s%s",
                      hbm_size_human(before - rp, b), (unsigned long long)(before - rp), hbm_size_human(rp, c),
-                     rp <= target ? "under" : "over", hbm_size_human(rp <= target ? target - rp : rp - target, d), fl);
+                     rp <= target ? "under" : "over", hbm_size_human(rp <= target ? target - rp : rp - target, d), fl,
+                     x->recompute_note[0] ? "; " : "", x->recompute_note);
         else
             snprintf(t, sizeof t,
                      "nothing recomputed instead, verified: the module with the backward loop computing it again "
@@ -227,11 +241,7 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
         }
     }
     for (size_t i = 0; i < r->n_res; i++) residual_text(f, r, &r->res[i]);
-    if (!r->has_backward)
-        advice(f, 0, "",
-               "\nNo backward pass in this module (no op_name under transpose(...)): jax.checkpoint policies do not "
-               "apply to it. What does: donating arguments (donate_argnames), keeping arguments in host memory "
-               "(memory_kind='pinned_host'), a smaller batch or sequence.");
+    if (!r->has_backward) no_backward_text(f);
     size_t shown = 0;
     for (size_t i = 0; i < r->n_ch && shown < top; i++) {
         const hbm_fit_change *ch = &r->ch[i];
@@ -272,6 +282,19 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
                  hbm_size_human(s->target_bytes - s->residual_peak, b), hbm_size_human(r->final_peak, c),
                  hbm_size_human(r->final_peak > s->target_bytes ? r->final_peak - s->target_bytes : 0, d));
         advice(f, 0, "", t);
+    } else if (!s->fits && s->recompute_fits) {
+        const hbmi_jax_residual *x = &r->res[r->recompute_res];
+        char t[1400], where[600];
+        if (x->source_file[0]) snprintf(where, sizeof where, ", computed at %s:%d", x->source_file, x->source_line);
+        else where[0] = 0;
+        snprintf(t, sizeof t,
+                 "\nWhat fits: the scan residual %s (%s per layer%s, above) recomputed by the backward loop, by its "
+                 "checkpoint policy in the JAX code: the module plans to %s, under the target by %s. The set of "
+                 "XLA-side changes alone reaches %s, %s over it.",
+                 x->shape, x->per_layer, where, hbm_size_human(s->recompute_peak, a),
+                 hbm_size_human(s->target_bytes - s->recompute_peak, b), hbm_size_human(r->final_peak, c),
+                 hbm_size_human(r->final_peak > s->target_bytes ? r->final_peak - s->target_bytes : 0, d));
+        advice(f, 0, "", t);
     } else if (!s->fits) {
         fprintf(f, "\nNothing within the limits fits: the best set reaches %s, %s over the target.\n",
                 hbm_size_human(r->final_peak, a),
@@ -284,6 +307,15 @@ static hbm_status fit_text(const hbm_fit_result *r, FILE *f, size_t top, size_t 
             hbmi_buffer_row(f, 2, hbm_size_human(bu->size, a), -1, hbm_category_str(bu->category),
                             hbmi_text_fit(w, sizeof w, what, row, 0));
         }
+    }
+    if (!s->fits && s->recompute_fits) {
+        const hbmi_jax_residual *x = &r->res[r->recompute_res];
+        char t[600];
+        snprintf(t, sizeof t,
+                 "hbm fit --emit writes the module with the backward loop recomputing the scan residual %s, planned to "
+                 "%s (%" PRIu64 " bytes), not the XLA-side set.",
+                 x->shape, hbm_size_human(s->recompute_peak, a), s->recompute_peak);
+        advice(f, 0, "", t);
     }
     return ferror(f) ? hbmi_error(HBM_ERR_IO, "fit: write error") : HBM_OK;
 }
@@ -373,6 +405,11 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
     jstr(f, s->setting);
     fprintf(f, ",\n  \"residual_peak_bytes\": %" PRIu64 ",\n  \"residual_alone\": %s,\n  \"residual_fits\": %s",
             s->residual_peak, s->residual_alone ? "true" : "false", s->residual_fits ? "true" : "false");
+    fprintf(f, ",\n  \"recompute_residual_peak_bytes\": %" PRIu64 ",\n  \"recompute_residual_fits\": %s",
+            s->recompute_peak, s->recompute_fits ? "true" : "false");
+    /* what hbm_fit_emit writes plans to this: the recompute module, else the set's */
+    fprintf(f, ",\n  \"emitted_peak_bytes\": %" PRIu64,
+            !s->fits && s->recompute_fits ? s->recompute_peak : r->final_peak ? r->final_peak : s->peak_before);
     jset(f, "hbm", &s->hbm);
     jset(f, "xla", &s->xla);
     fprintf(f, ",\n  \"changes\": [");
@@ -420,6 +457,8 @@ hbm_status hbm_fit_json(const hbm_fit_result *r, FILE *f) {
                    ", \"recompute_not_planned\": ",
                 x->host_peak, x->with_set_peak, x->recompute_flops, x->recompute_peak);
         jstr(f, x->why_estimate);
+        fprintf(f, ", \"recompute_note\": ");
+        jstr(f, x->recompute_note);
         fprintf(f, ", \"maxtext_name\": ");
         jstr(f, x->maxtext ? x->maxtext : "");
         fputc('}', f);
@@ -461,4 +500,41 @@ hbm_status hbm_fit_json_format(const hbm_fit_result *r, char *buf, size_t cap, s
 }
 hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, size_t *len) {
     return to_buffer(emit_hlo, r, 0, buf, cap, len);
+}
+
+/* plan's explanation in JAX's terms (fit_terms.h): what autodiff saves, named, and the change
+ * that stops saving it; the bytes each change takes off are hbm fit's to verify. */
+static void terms_text(const hbm_fit_result *r, FILE *f) {
+    if (!r->has_backward) {
+        no_backward_text(f);
+        return;
+    }
+    for (size_t i = 0; i < r->n_res; i++) {
+        char a[32], t[300];
+        residual_names(f, &r->res[i]);
+        snprintf(t, sizeof t,
+                 "up to %s (the buffer less the one layer the backward loop holds), estimated; hbm fit plans the "
+                 "module with each change and says what it takes off",
+                 hbm_size_human(r->res[i].estimate, a));
+        advice(f, 2, "takes off: ", t);
+    }
+}
+
+hbm_status hbmi_fit_terms_write(const hbm_plan *p, FILE *f, size_t width) {
+    if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "fit terms: NULL argument");
+    hbm_fit_result *r = NULL;
+    hbm_status s = hbmi_fit_terms_run(p, &r);
+    if (s || !r) return s;
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&mem, &n);
+    if (!m) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+    else {
+        terms_text(r, m);
+        if (fclose(m)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
+        else write_wrapped(f, mem, n, width);
+    }
+    free(mem);
+    hbm_fit_free(r);
+    return s;
 }

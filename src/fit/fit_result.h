@@ -22,6 +22,7 @@ typedef struct hbmi_jax_residual {
                                        * it (UINT32_MAX: inside the stacking fusion) */
     uint64_t recompute_peak;          /* planned peak with the backward loop recomputing it (0: not) */
     char why_estimate[200];           /* why it is not planned recomputed ("" : it is, or not tried) */
+    char recompute_note[200];         /* planned: how the clones read an input not as it was ("": as it was) */
     const char *op_name;              /* what computes the slice (or the update, for a carry) */
     const char *source_file;
     int source_line;
@@ -56,6 +57,7 @@ struct hbm_fit_result {
     int has_backward;          /* some op_name under transpose(...): autodiff saved values */
     hbmi_jax_residual *res;    /* scan residuals */
     size_t best_res;           /* the one of sum.residual_peak (when that is not 0) */
+    size_t recompute_res;      /* the one of sum.recompute_peak (when that is not 0) */
     size_t n_res, cap_res;
     hbm_plan_buffer left[5];   /* the largest buffers at the final peak no change touched */
     size_t n_left;
@@ -68,10 +70,15 @@ size_t hbmi_jax_residual_edits(const hbm_hlo_module *m, const hbmi_jax_residual 
  * slice again (fit_recompute.c), into *text (malloc'ed); all: every residual found (the
  * carry's own residual gives the layer's input); *flops: the clones', once per layer.
  * HBM_ERR_UNSUPPORTED with why set when the
- * backward loop does not hold what it is computed from. */
+ * backward loop does not hold what it is computed from; written, why says how the clones read an
+ * input that is not the value itself (a narrower copy, converted back), else "". */
 hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_residual *x, const hbmi_jax_residual *all,
                                     size_t n_all, char **text, size_t *len, uint64_t *flops, char *why,
                                     size_t why_cap);
+/* plan's explanation in JAX's terms (fit_terms.h): a result holding only whether the module
+ * has a backward pass and its scan residuals, nothing planned; *out NULL for a module JAX did
+ * not compile (no op_name begins with jit( or pjit(). */
+hbm_status hbmi_fit_terms_run(const hbm_plan *p, hbm_fit_result **out);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
 

@@ -874,6 +874,22 @@ static hbm_status expand_tuple_refs(parser *ps, hbmi_comp *c) {
     return st;
 }
 
+/* names[0..n) through the table t (get, ctx: its entries' names) into out; a name not in the
+ * table, or naming self, fails at the name with undefined or itself. */
+static hbm_status resolve_names(parser *ps, const name_table *t, hbmi_str (*get)(void *, uint32_t), void *ctx,
+                                const hbmi_str *names, uint32_t n, uint32_t self, uint32_t *out, const char *undefined,
+                                const char *itself) {
+    for (uint32_t k = 0; k < n; k++) {
+        int64_t j = table_find(t, names[k], get, ctx);
+        if (j < 0 || (uint32_t)j == self) {
+            ps->p = names[k].p;
+            return fail(ps, j < 0 ? undefined : itself);
+        }
+        out[k] = (uint32_t)j;
+    }
+    return HBM_OK;
+}
+
 static hbm_status resolve_operands(parser *ps, hbmi_comp *c) {
     TRY(expand_tuple_refs(ps, c));
     name_table t;
@@ -881,15 +897,8 @@ static hbm_status resolve_operands(parser *ps, hbmi_comp *c) {
     hbm_status st = HBM_OK;
     for (uint32_t i = 0; i < c->n && !st; i++) {
         hbmi_instr *in = &c->ins[i];
-        for (uint32_t k = 0; k < in->n_ops; k++) {
-            int64_t j = table_find(&t, in->op_names[k], instr_name, c);
-            if (j < 0 || (uint32_t)j == i) {
-                ps->p = in->op_names[k].p;
-                st = fail(ps, j < 0 ? "operand is not defined in this computation" : "instruction uses itself");
-                break;
-            }
-            in->ops[k] = (uint32_t)j;
-        }
+        st = resolve_names(ps, &t, instr_name, c, in->op_names, in->n_ops, i, in->ops,
+                           "operand is not defined in this computation", "instruction uses itself");
     }
     hbmi_free(t.slot);
     return st;
@@ -910,15 +919,8 @@ static hbm_status resolve_computations(parser *ps) {
                 st = nomem(ps);
                 break;
             }
-            for (uint32_t k = 0; k < in->n_called; k++) {
-                int64_t j = table_find(&t, in->called_names[k], comp_name, m);
-                if (j < 0 || (uint32_t)j == ci) {
-                    ps->p = in->called_names[k].p;
-                    st = fail(ps, j < 0 ? "called computation is not defined" : "computation calls itself");
-                    break;
-                }
-                in->called[k] = (uint32_t)j;
-            }
+            st = resolve_names(ps, &t, comp_name, m, in->called_names, in->n_called, ci, in->called,
+                               "called computation is not defined", "computation calls itself");
         }
     }
     hbmi_free(t.slot);

@@ -367,13 +367,18 @@ static hbm_status text_space(const hbm_plan *p, const hbmi_memview *v, const hbm
     return HBM_OK;
 }
 
+/* The options (opt, or the defaults) into *o and the view of p they ask for into *v. */
+static hbm_status view_open(const hbm_plan *p, const hbm_plan_view_options *opt, hbm_plan_view_options *o, hbmi_memview *v) {
+    if (opt) *o = *opt;
+    else hbm_plan_view_options_default(o);
+    return hbmi_memview_build(p, o->small_buffer_size, v);
+}
+
 hbm_status hbm_plan_view_text(const hbm_plan *p, const hbm_plan_view_options *opt, FILE *f) {
     if (!p || !f) return hbmi_error(HBM_ERR_INVALID, "plan view: NULL argument");
     hbm_plan_view_options o;
-    if (opt) o = *opt;
-    else hbm_plan_view_options_default(&o);
     hbmi_memview v;
-    hbm_status s = hbmi_memview_build(p, o.small_buffer_size, &v);
+    hbm_status s = view_open(p, opt, &o, &v);
     if (s) return s;
     char name[80], nm[48];
     const char *mn = hbm_hlo_module_name(p->m);
@@ -420,10 +425,8 @@ const char *hbmi_plan_module_name(const hbm_plan *p) { return hbm_hlo_module_nam
 
 hbm_status hbmi_memview_json(const hbm_plan *p, const hbm_plan_view_options *opt, int with_series, FILE *f) {
     hbm_plan_view_options o;
-    if (opt) o = *opt;
-    else hbm_plan_view_options_default(&o);
     hbmi_memview v;
-    hbm_status s = hbmi_memview_build(p, o.small_buffer_size, &v);
+    hbm_status s = view_open(p, opt, &o, &v);
     if (s) return s;
     fprintf(f, "{\"module\": ");
     jstr(f, hbm_hlo_module_name(p->m));

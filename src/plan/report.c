@@ -250,10 +250,16 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                     "    the framework lets XLA use %.*f %% = %s%s.\n",
                     jax_default ? "DEFAULT " : "", hbm_size_human(need, a), fraction * 100.0 < 10.0 ? 1 : 0,
                     fraction * 100.0, hbm_size_human(limit, b), jax_default ? " (JAX preallocates 75 %)" : "");
-            hbmi_fraction_advice(f, need, capacity, "  ");
-            if (!jax_default) /* seen on an H200 with JAX 0.11: it compiles another module, which fits */
-                fprintf(f, "  Compiling for this limit, XLA tries to recompute values to fit under it, at a\n"
-                           "    cost in time ('hbm fit' shows which; docs/fit.md compares with XLA's choice).\n");
+            if (s->backend == HBM_BACKEND_TPU || s->backend == HBM_BACKEND_CPU) { /* hbm_plan_fraction's rule */
+                fprintf(f, "  XLA:%s's runtime reads no memory fraction (XLA_PYTHON_CLIENT_MEM_FRACTION is XLA:GPU's):\n"
+                           "    with no limit of its own there, the module fits the device's %s.\n",
+                        s->backend == HBM_BACKEND_TPU ? "TPU" : "CPU", hbm_size_human(capacity, c));
+            } else {
+                hbmi_fraction_advice(f, need, capacity, "  ");
+                if (!jax_default) /* seen on an H200 with JAX 0.11: it compiles another module, which fits */
+                    fprintf(f, "  Compiling for this limit, XLA tries to recompute values to fit under it, at a\n"
+                               "    cost in time ('hbm fit' shows which; docs/fit.md compares with XLA's choice).\n");
+            }
         } else {
             fprintf(f, "  FITS: needs %s of %s usable (%.1f %% of the device)%s.\n", hbm_size_human(need, a),
                     hbm_size_human(limit, b), 100.0 * (double)need / (double)capacity,
@@ -322,6 +328,13 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     if (v != HBM_VERDICT_NONE)
         fprintf(f, ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"framework_limit_bytes\": %" PRIu64 ",\n  \"verdict\": \"%s\"",
                 capacity, limit, hbm_plan_verdict_str(v));
+    if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY && s->backend != HBM_BACKEND_TPU && s->backend != HBM_BACKEND_CPU) {
+        /* the setting the text advises, checked the same way (XLA:GPU's: the others read no fraction) */
+        char set[256];
+        hbmi_fraction_setting(set, sizeof set, s->peak_bytes, capacity);
+        fprintf(f, ",\n  \"setting\": ");
+        jstr(f, set);
+    }
     fprintf(f, ",\n  \"peak_buffers\": [");
     size_t n = p->n_peak < top ? p->n_peak : top;
     for (size_t i = 0; i < n; i++) {

@@ -37,6 +37,7 @@ typedef struct hbmi_rank {
     /* set by the reduction */
     int group;         /* 1-based; 0 when it failed */
     int outlier;       /* bit 0: in use, bit 1: reserved over the median by more than the margin */
+    double over[2];    /* in use [0] and reserved [1] over the fleet's median, as a fraction */
 } hbmi_rank;
 
 typedef struct hbmi_stat {
@@ -65,23 +66,14 @@ struct hbm_fleet {
     int jobs;             /* threads used */
 };
 
-/* The fragmentation at the peak: a profile's own (XProf's stat at the peak event), else
- * (reserved - in use) / reserved at the peak of bytes in use; 0 when nothing reserved. */
-double hbmi_rank_frag(const hbmi_rank *r);
-/* Over the median of peak in use (or reserved) as a fraction: (x - median) / median. */
-double hbmi_fleet_over(const hbm_fleet *f, const hbmi_rank *r, int reserved);
-
-/* The summary of a trace's figures into r (name etc. left to the caller). */
-hbm_status hbmi_rank_from_trace(const hbm_trace *t, hbmi_rank *r);
-/* The summary of allocator i of a profile's memory profile, XProf's figures as hbm view
- * PROFILE shows them (hbm_memprof_summary: in use, reserved, fragmentation at the peak, the
- * allocations live there by module and kind); mp attributed first (hbm_memprof_attribute). */
-hbm_status hbmi_rank_from_memprof(const hbm_memprof *mp, size_t i, hbmi_rank *r);
-void hbmi_rank_free(hbmi_rank *r);
 /* One input's summary document (format version HBMI_SUMMARY_VERSION) for its ranks. */
 void hbmi_summary_write(FILE *f, const char *path, const hbmi_rank *r, size_t n);
-/* Its ranks back from a summary document (text, len bytes); name: for errors. */
-hbm_status hbmi_summary_read(const char *text, size_t len, const char *name, hbmi_rank **out, size_t *n);
+/* The fragmentation at the peak: a profile's own (XProf's stat at the peak event), else
+ * (reserved - in use) / reserved at the peak of bytes in use; 0 when nothing reserved. */
+static inline double hbmi_rank_frag(const hbmi_rank *r) {
+    if (r->frag_stated) return r->frag;
+    return r->res_at_peak > r->peak_use ? (double)(r->res_at_peak - r->peak_use) / (double)r->res_at_peak : 0.0;
+}
 /* One rank's figures as JSON (the fleet's ranks list; sites: at most top, -1 all). */
 void hbmi_rank_json(FILE *f, const hbmi_rank *r, long top);
 

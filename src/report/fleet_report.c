@@ -69,7 +69,7 @@ static void rank_json(FILE *f, const hbm_fleet *fl, const hbmi_rank *r, unsigned
     fputs(", ", f);
     figures_json(f, r, fl->o.top, how);
     fprintf(f, ", \"group\": %d, \"outlier\": %s, \"over_median_in_use\": %.6f, \"over_median_reserved\": %.6f", r->group,
-            r->outlier ? "true" : "false", hbmi_fleet_over(fl, r, 0), hbmi_fleet_over(fl, r, 1));
+            r->outlier ? "true" : "false", r->over[0], r->over[1]);
     if (r->page) {
         fputs(", \"page\": ", f);
         jstr(f, r->page, how);
@@ -237,7 +237,7 @@ static void rank_row(FILE *f, const hbm_fleet *fl, const hbmi_rank *r, size_t id
         snprintf(site, sizeof site, "-");
     }
     fprintf(f, "%s %-*s %9s %9s %5s %4" PRIu64 " %4s %7s  %s\n", mark, NAME_W, name, hbm_size_xla((int64_t)r->peak_use, u),
-            hbm_size_xla((int64_t)r->peak_res, v), fr, r->ooms, g, pct(hbmi_fleet_over(fl, r, 0), over, sizeof over), site);
+            hbm_size_xla((int64_t)r->peak_res, v), fr, r->ooms, g, pct(r->over[0], over, sizeof over), site);
 }
 
 static void text_ranks(const hbm_fleet *fl, FILE *f) {

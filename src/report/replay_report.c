@@ -1,6 +1,7 @@
 /* replay_report.c - a replay's result written: the table or the JSON object of an
- * hbm_replay_report (the engine, trace/replay/replay_run.c, built it), and --suggest's
- * table. Nothing here replays or searches: each function writes what it is given. */
+ * hbm_replay_report (the engine, trace/replay/replay_run.c, built it), the twin's match
+ * (hbm_torch_match_write, _explain), and --suggest's table. Nothing here replays or
+ * searches: each function writes what it is given. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,63 @@
 #include "trace/trace_view.h"
 
 /* ---- writing ----------------------------------------------------------------------------------- */
+
+/* The twin's match against what PyTorch recorded (hbm_replay_torch_match computed it). */
+static double match_pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
+
+hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
+    if (!m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_write: NULL argument");
+    if (json) {
+        fprintf(f,
+                "{\"segments\": [%" PRIu64 ", %" PRIu64 "], \"addresses\": [%" PRIu64 ", %" PRIu64 "], \"twin_segment_events\": %" PRIu64
+                ", \"ooms\": [%" PRIu64 ", %" PRIu64 "], \"empty_cache_calls\": %" PRIu64 ", \"first_segment_diff\": %" PRId64
+                ", \"first_address_diff\": %" PRId64 ", \"allocs_in_segments_before_history\": %" PRIu64 "}",
+                m->segments_same, m->segments_recorded, m->allocs_same, m->allocs, m->segments_twin, m->ooms_twin,
+                m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
+        return HBM_OK;
+    }
+    /* (none recorded: nothing to match, not 0/0 = 100%) */
+    if (m->segments_recorded)
+        fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same, m->segments_recorded,
+                match_pct(m->segments_same, m->segments_recorded));
+    else
+        fputs("segments: none recorded", f);
+    if (m->allocs)
+        fprintf(f, ", addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->allocs_same, m->allocs, match_pct(m->allocs_same, m->allocs));
+    else
+        fputs(", addresses: no allocations", f);
+    return HBM_OK;
+}
+
+hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f) {
+    if (!t || !m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_explain: NULL argument");
+    char a[32];
+    size_t hs = t->history_start, nh = t->count - hs;
+    if (m->first_segment_diff >= 0 && (size_t)m->first_segment_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_segment_diff];
+        fprintf(f, "  first segment difference: event %" PRId64 ", PyTorch's %s of %s at 0x%" PRIx64
+                   ": the twin made another decision there", m->first_segment_diff, hbm_event_kind_str((hbm_event_kind)e->kind),
+                hbm_size_xla((int64_t)e->size, a), e->addr);
+        if (m->segments_twin != m->segments_recorded)
+            fprintf(f, " (%" PRIu64 " segment events by the twin, %" PRIu64 " recorded)", m->segments_twin, m->segments_recorded);
+        fputc('\n', f);
+    }
+    if (m->first_alloc_diff >= 0 && (size_t)m->first_alloc_diff < nh) {
+        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_alloc_diff];
+        fprintf(f, "  first address difference: event %" PRId64 ", %s of %s at 0x%" PRIx64 ": ", m->first_alloc_diff,
+                hbm_event_kind_str((hbm_event_kind)e->kind), hbm_size_xla((int64_t)(e->requested ? e->requested : e->size), a),
+                e->addr);
+        if (m->allocs_before_history)
+            fprintf(f, "%" PRIu64 " allocations land in segments reserved before the history that the snapshot's end "
+                       "state no longer holds (their blocks then are unknown)\n", m->allocs_before_history);
+        else if (e->kind == HBM_EV_ALLOC && m->ooms_twin > m->ooms_recorded)
+            fprintf(f, "the twin ran out of memory there (device too small?)\n");
+        else
+            fprintf(f, "the twin placed it elsewhere (a decision before it differs, or the state rebuilt at the "
+                       "history's start does)\n");
+    }
+    return HBM_OK;
+}
 
 static void col_size(char *buf, size_t cap, uint64_t v) {
     char h[32];
@@ -94,22 +152,8 @@ static int row_label(const char *cfg, const char *recorded, char *out, size_t ca
     return columns(short_) > 28;
 }
 
-/* The device of a spec in words, as the device itself reads the spec:
- * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
- * device of 80.00GiB"; a spec that does not open as it is. */
-static const char *device_words(const char *spec, char *buf, size_t cap) {
-    hbm_device *d;
-    hbm_device_info info;
-    char sz[32];
-    if (hbm_device_open(spec, &d)) return spec;
-    hbm_status s = hbm_device_info_get(d, &info);
-    hbm_device_close(d);
-    if (s) return spec;
-    hbm_size_human(info.total_bytes, sz);
-    if (!strncmp(info.name, "sim:", 4)) snprintf(buf, cap, "a simulated device of %s", sz); /* no name= given */
-    else snprintf(buf, cap, "%s (%s)", info.name, sz);
-    return buf;
-}
+/* The device in words, as the engine found it (the spec, when nobody did). */
+static const char *device_words(const char *words, const char *spec) { return words[0] ? words : spec; }
 
 /* The JSON members "recorded": {...}, "match": {...} (a leading ", "): the one writer of
  * what PyTorch did and the twin's match, for hbm replay --json and hbm_torch_replay_write. */
@@ -217,7 +261,7 @@ hbm_status hbm_replay_report_write(const hbm_replay_report *rep, FILE *f, int js
     if (t->history_start)
         fprintf(f, " after %zu rebuilt from %s", t->history_start,
                 strcmp(t->source, "xprof") ? "its segments" : "what was in use before its first event");
-    fprintf(f, ")\n  on %s", device_words(rep->device, w, sizeof w));
+    fprintf(f, ")\n  on %s", device_words(rep->device_words, rep->device));
     if (rep->device_is_default) fprintf(f, " (%s; --device sets another)", rep->device_why);
     fputc('\n', f);
     if (tw >= 0) {
@@ -311,8 +355,7 @@ hbm_status hbm_torch_suggest_write(const hbm_torch_suggestion *s, FILE *f, int j
         fputs("]}\n", f);
         return HBM_OK;
     }
-    char w[160];
-    fprintf(f, "on %s:\n", device_words(s->device, w, sizeof w));
+    fprintf(f, "on %s:\n", device_words(s->device_words, s->device));
     if (s->best == 0) {
         fprintf(f, "the recorded settings do not run out of memory here: nothing to change\n");
     } else if (s->best > 0) {

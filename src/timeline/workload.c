@@ -23,13 +23,13 @@ typedef struct builder {
     int64_t now;
     struct open_buf { uint64_t size; int64_t start; hbm_tag tag; char shape[64], op[64]; } *open;
     size_t nopen, cap;
-    hbm_status err;
 } builder;
 
-/* Open a buffer; returns its handle (index into open). */
-static size_t b_alloc(builder *b, uint64_t size, hbm_category cat, const char *op, const char *fmt, ...) {
-    if (b->err) return 0;
-    if ((b->err = hbmi_grow((void **)&b->open, &b->cap, b->nopen + 1, sizeof *b->open))) return 0;
+/* Open a buffer; *h: its handle (index into open). */
+static hbm_status b_alloc(builder *b, size_t *h, uint64_t size, hbm_category cat, const char *op, const char *fmt, ...)
+    HBMI_PRINTF(6, 7);
+static hbm_status b_alloc(builder *b, size_t *h, uint64_t size, hbm_category cat, const char *op, const char *fmt, ...) {
+    TRY(hbmi_grow((void **)&b->open, &b->cap, b->nopen + 1, sizeof *b->open));
     struct open_buf *o = &b->open[b->nopen];
     o->size = size;
     o->start = b->now++;
@@ -39,16 +39,82 @@ static size_t b_alloc(builder *b, uint64_t size, hbm_category cat, const char *o
     va_end(ap);
     snprintf(o->op, sizeof o->op, "%s", op);
     o->tag = (hbm_tag){.op_name = NULL, .shape = NULL, .label = NULL, .category = cat};
-    return b->nopen++;
+    *h = b->nopen++;
+    return HBM_OK;
 }
 
-static void b_free(builder *b, size_t h) {
-    if (b->err) return;
+static hbm_status b_free(builder *b, size_t h) {
     struct open_buf *o = &b->open[h];
     hbm_tag t = o->tag;
     t.op_name = o->op;
     t.shape = o->shape;
-    b->err = hbm_timeline_add(b->tl, o->size, o->start, b->now++, &t, NULL);
+    return hbm_timeline_add(b->tl, o->size, o->start, b->now++, &t, NULL);
+}
+
+/* per layer: qkv [d,3d], out [d,d], up [d,4d], down [4d,d] */
+static const struct { const char *name; int rows, cols; } mats[4] = {
+    {"attn.qkv", 1, 3}, {"attn.out", 1, 1}, {"mlp.up", 1, 4}, {"mlp.down", 4, 1}};
+
+/* The step's buffers into b->tl; w, m, v, g: nw handles each, acts: 4 per layer. */
+static hbm_status build_step(builder *b, const hbm_transformer_spec *s, size_t nw, size_t *w, size_t *m, size_t *v,
+                             size_t *g, size_t *acts) {
+    const uint64_t L = (uint64_t)s->layers, d = (uint64_t)s->d_model, T = (uint64_t)s->seq_len, B = (uint64_t)s->batch,
+                   V = (uint64_t)s->vocab;
+    char op[64];
+    /* weights and optimizer state, alive for the whole step */
+    for (size_t i = 0; i < nw; i++) {
+        uint64_t r = i < nw - 1 ? mats[i % 4].rows * d : V, c = i < nw - 1 ? mats[i % 4].cols * d : d;
+        if (i < nw - 1) snprintf(op, sizeof op, "layers.%zu.%s", i / 4, mats[i % 4].name);
+        else snprintf(op, sizeof op, "embed");
+        TRY(b_alloc(b, &w[i], r * c * 4, HBM_CAT_WEIGHT, op, "f32[%llu,%llu]", (unsigned long long)r, (unsigned long long)c));
+        TRY(b_alloc(b, &m[i], r * c * 4, HBM_CAT_OPTIMIZER, op, "f32[%llu,%llu] adam.m", (unsigned long long)r,
+                    (unsigned long long)c));
+        TRY(b_alloc(b, &v[i], r * c * 4, HBM_CAT_OPTIMIZER, op, "f32[%llu,%llu] adam.v", (unsigned long long)r,
+                    (unsigned long long)c));
+    }
+    /* forward: activations saved for the backward pass (bf16) */
+    static const struct { const char *name; int width; } saved[4] = {
+        {"input", 1}, {"attn.qkv", 3}, {"attn.out", 1}, {"mlp.up", 4}};
+    for (uint64_t l = 0; l < L; l++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(op, sizeof op, "layers.%llu.%s", (unsigned long long)l, saved[k].name);
+            TRY(b_alloc(b, &acts[4 * l + (uint64_t)k], B * T * saved[k].width * d * 2, HBM_CAT_ACTIVATION, op,
+                        "bf16[%llu,%llu,%llu]", (unsigned long long)B, (unsigned long long)T,
+                        (unsigned long long)(saved[k].width * d)));
+        }
+    size_t logits, dx;
+    TRY(b_alloc(b, &logits, B * T * V * 4, HBM_CAT_ACTIVATION, "lm_head", "f32[%llu,%llu,%llu]", (unsigned long long)B,
+                (unsigned long long)T, (unsigned long long)V));
+    /* backward: d(loss)/d(logits) is written in place; dx flows down the layers */
+    TRY(b_alloc(b, &dx, B * T * d * 2, HBM_CAT_ACTIVATION, "lm_head.grad_input", "bf16[%llu,%llu,%llu]",
+                (unsigned long long)B, (unsigned long long)T, (unsigned long long)d));
+    TRY(b_alloc(b, &g[nw - 1], V * d * 4, HBM_CAT_WEIGHT, "embed.grad", "f32[%llu,%llu]", (unsigned long long)V,
+                (unsigned long long)d));
+    TRY(b_free(b, logits));
+    for (uint64_t l = L; l-- > 0;) {
+        for (int k = 3; k >= 0; k--) {
+            size_t i = 4 * l + (uint64_t)k;
+            snprintf(op, sizeof op, "layers.%llu.%s.grad", (unsigned long long)l, mats[k].name);
+            TRY(b_alloc(b, &g[i], mats[k].rows * d * mats[k].cols * d * 4, HBM_CAT_WEIGHT, op, "f32[%llu,%llu]",
+                        (unsigned long long)(mats[k].rows * d), (unsigned long long)(mats[k].cols * d)));
+        }
+        snprintf(op, sizeof op, "layers.%llu.grad_input", (unsigned long long)l);
+        size_t ndx;
+        TRY(b_alloc(b, &ndx, B * T * d * 2, HBM_CAT_ACTIVATION, op, "bf16[%llu,%llu,%llu]", (unsigned long long)B,
+                    (unsigned long long)T, (unsigned long long)d));
+        TRY(b_free(b, dx));
+        dx = ndx;
+        for (int k = 3; k >= 0; k--) TRY(b_free(b, acts[4 * l + (uint64_t)k]));
+    }
+    TRY(b_free(b, dx));
+    /* optimizer: each gradient is consumed by the update */
+    for (size_t i = 0; i < nw; i++) TRY(b_free(b, g[i]));
+    for (size_t i = 0; i < nw; i++) {
+        TRY(b_free(b, w[i]));
+        TRY(b_free(b, m[i]));
+        TRY(b_free(b, v[i]));
+    }
+    return HBM_OK;
 }
 
 hbm_status hbm_workload_transformer(const hbm_transformer_spec *s, hbm_timeline **out) {
@@ -58,82 +124,24 @@ hbm_status hbm_workload_transformer(const hbm_transformer_spec *s, hbm_timeline 
                           s->layers, s->d_model, s->seq_len, s->batch, s->vocab);
     builder b;
     memset(&b, 0, sizeof b);
-    hbm_status st = hbm_timeline_new(&b.tl);
-    if (st) return st;
+    TRY(hbm_timeline_new(&b.tl));
     snprintf(b.tl->clock, sizeof b.tl->clock, "event");
     snprintf(b.tl->name, sizeof b.tl->name, "transformer step L%d d%d B%dx%d", s->layers, s->d_model, s->batch, s->seq_len);
-    const uint64_t L = (uint64_t)s->layers, d = (uint64_t)s->d_model, T = (uint64_t)s->seq_len, B = (uint64_t)s->batch,
-                   V = (uint64_t)s->vocab;
-    /* per layer: qkv [d,3d], out [d,d], up [d,4d], down [4d,d] */
-    static const struct { const char *name; int rows, cols; } mats[4] = {
-        {"attn.qkv", 1, 3}, {"attn.out", 1, 1}, {"mlp.up", 1, 4}, {"mlp.down", 4, 1}};
+    const uint64_t L = (uint64_t)s->layers;
     const size_t nw = 4 * L + 1; /* + embedding */
     size_t *w = hbmi_malloc(nw * sizeof *w), *m = hbmi_malloc(nw * sizeof *m), *v = hbmi_malloc(nw * sizeof *v);
     size_t *g = hbmi_malloc(nw * sizeof *g), *acts = hbmi_malloc(4 * L * sizeof *acts);
-    if (!w || !m || !v || !g || !acts) {
-        b.err = hbmi_error(HBM_ERR_NOMEM, "out of host memory building a workload");
-        goto done;
-    }
-    char op[64];
-    /* weights and optimizer state, alive for the whole step */
-    for (size_t i = 0; i < nw && !b.err; i++) {
-        uint64_t r = i < nw - 1 ? mats[i % 4].rows * d : V, c = i < nw - 1 ? mats[i % 4].cols * d : d;
-        if (i < nw - 1) snprintf(op, sizeof op, "layers.%zu.%s", i / 4, mats[i % 4].name);
-        else snprintf(op, sizeof op, "embed");
-        w[i] = b_alloc(&b, r * c * 4, HBM_CAT_WEIGHT, op, "f32[%llu,%llu]", (unsigned long long)r, (unsigned long long)c);
-        m[i] = b_alloc(&b, r * c * 4, HBM_CAT_OPTIMIZER, op, "f32[%llu,%llu] adam.m", (unsigned long long)r, (unsigned long long)c);
-        v[i] = b_alloc(&b, r * c * 4, HBM_CAT_OPTIMIZER, op, "f32[%llu,%llu] adam.v", (unsigned long long)r, (unsigned long long)c);
-    }
-    /* forward: activations saved for the backward pass (bf16) */
-    static const struct { const char *name; int width; } saved[4] = {
-        {"input", 1}, {"attn.qkv", 3}, {"attn.out", 1}, {"mlp.up", 4}};
-    for (uint64_t l = 0; l < L && !b.err; l++)
-        for (int k = 0; k < 4; k++) {
-            snprintf(op, sizeof op, "layers.%llu.%s", (unsigned long long)l, saved[k].name);
-            acts[4 * l + (uint64_t)k] = b_alloc(&b, B * T * saved[k].width * d * 2, HBM_CAT_ACTIVATION, op,
-                                                "bf16[%llu,%llu,%llu]", (unsigned long long)B, (unsigned long long)T,
-                                                (unsigned long long)(saved[k].width * d));
-        }
-    size_t logits = b_alloc(&b, B * T * V * 4, HBM_CAT_ACTIVATION, "lm_head", "f32[%llu,%llu,%llu]", (unsigned long long)B,
-                            (unsigned long long)T, (unsigned long long)V);
-    /* backward: d(loss)/d(logits) is written in place; dx flows down the layers */
-    size_t dx = b_alloc(&b, B * T * d * 2, HBM_CAT_ACTIVATION, "lm_head.grad_input", "bf16[%llu,%llu,%llu]",
-                        (unsigned long long)B, (unsigned long long)T, (unsigned long long)d);
-    g[nw - 1] = b_alloc(&b, V * d * 4, HBM_CAT_WEIGHT, "embed.grad", "f32[%llu,%llu]", (unsigned long long)V,
-                        (unsigned long long)d);
-    if (!b.err) b_free(&b, logits);
-    for (uint64_t l = L; l-- > 0 && !b.err;) {
-        for (int k = 3; k >= 0; k--) {
-            size_t i = 4 * l + (uint64_t)k;
-            snprintf(op, sizeof op, "layers.%llu.%s.grad", (unsigned long long)l, mats[k].name);
-            g[i] = b_alloc(&b, mats[k].rows * d * mats[k].cols * d * 4, HBM_CAT_WEIGHT, op, "f32[%llu,%llu]",
-                           (unsigned long long)(mats[k].rows * d), (unsigned long long)(mats[k].cols * d));
-        }
-        snprintf(op, sizeof op, "layers.%llu.grad_input", (unsigned long long)l);
-        size_t ndx = b_alloc(&b, B * T * d * 2, HBM_CAT_ACTIVATION, op, "bf16[%llu,%llu,%llu]", (unsigned long long)B,
-                             (unsigned long long)T, (unsigned long long)d);
-        b_free(&b, dx);
-        dx = ndx;
-        for (int k = 3; k >= 0; k--) b_free(&b, acts[4 * l + (uint64_t)k]);
-    }
-    b_free(&b, dx);
-    /* optimizer: each gradient is consumed by the update */
-    for (size_t i = 0; i < nw; i++) b_free(&b, g[i]);
-    for (size_t i = 0; i < nw; i++) {
-        b_free(&b, w[i]);
-        b_free(&b, m[i]);
-        b_free(&b, v[i]);
-    }
-done:
+    hbm_status st = !w || !m || !v || !g || !acts ? hbmi_error(HBM_ERR_NOMEM, "out of host memory building a workload")
+                                                 : build_step(&b, s, nw, w, m, v, g, acts);
     hbmi_free(w);
     hbmi_free(m);
     hbmi_free(v);
     hbmi_free(g);
     hbmi_free(acts);
     hbmi_free(b.open);
-    if (b.err) {
+    if (st) {
         hbm_timeline_free(b.tl);
-        return b.err;
+        return st;
     }
     *out = b.tl;
     return HBM_OK;

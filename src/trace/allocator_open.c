@@ -19,17 +19,6 @@ hbm_status hbm_allocator_open_config(hbm_device *dev, const hbm_config *cfg, hbm
     const hbm_allocator_ops *ops;
     void *self;
     hbm_status s = hbmi_policy_open(dev, cfg, &ops, &self);
-    if (s) return s;
-    if (cfg->trace[0]) { /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
-        const hbm_allocator_ops *rops;
-        void *rself;
-        s = hbmi_recorder_create(ops, self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
-        if (s) {
-            ops->destroy(self);
-            return s;
-        }
-        ops = rops;
-        self = rself;
-    }
-    return hbm_allocator_wrap(ops, self, dev, cfg, out);
+    if (!s) s = hbmi_recorder_over(cfg, dev, &ops, &self);
+    return s ? s : hbm_allocator_wrap(ops, self, dev, cfg, out);
 }

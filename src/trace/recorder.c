@@ -38,7 +38,7 @@ typedef struct recorder {
     uint64_t last_reserved;
     hbmi_map bts; /* backtrace hash -> id */
     uint32_t nbt;
-    hbm_status err; /* first write error; recording stops after it */
+    int stopped; /* a record could not be written: the trace stops there, the allocations go on */
     /* clock: ns = base_ns + (tick - base_tick) * rate, re-based against the monotonic
      * clock every CLOCK_REBASE events; times never go backwards */
     uint64_t base_tick, base_ns, tick0, last_ns;
@@ -122,18 +122,16 @@ static uint32_t capture_backtrace(recorder *r) {
 }
 
 /* time: one clock reading per call, shared by its events (0 = read it now) */
-static void emit(recorder *r, hbm_trace_event *e, uint64_t time) {
-    if (HBMI_UNLIKELY(r->err)) return;
+static hbm_status emit(recorder *r, hbm_trace_event *e, uint64_t time) {
     e->thread = this_thread();
     e->time_ns = time ? time : now_rel(r);
-    hbm_status s = hbm_trace_writer_event(r->w, e);
-    if (s) r->err = s;
+    return hbm_trace_writer_event(r->w, e);
 }
 
-static void segment_check(recorder *r, uint64_t time) {
+static hbm_status segment_check(recorder *r, uint64_t time) {
     hbm_stats st;
     r->iops->stats(r->iself, &st);
-    if (st.bytes_reserved == r->last_reserved) return;
+    if (st.bytes_reserved == r->last_reserved) return HBM_OK;
     hbm_trace_event e = {0};
     if (st.bytes_reserved > r->last_reserved) {
         e.kind = HBM_EV_SEGMENT_ALLOC;
@@ -143,7 +141,45 @@ static void segment_check(recorder *r, uint64_t time) {
         e.size = r->last_reserved - st.bytes_reserved;
     }
     r->last_reserved = st.bytes_reserved;
-    emit(r, &e, time);
+    return emit(r, &e, time);
+}
+
+/* A record's failure is its status; the allocator's callers get their allocation's own, so
+ * the first failure stops the trace where it is (no later record is written) and the
+ * allocations go on. */
+static void stop_on(recorder *r, hbm_status s) {
+    if (HBMI_UNLIKELY(s)) r->stopped = 1;
+}
+
+/* The records of one alloc_stream call that returned s: its tag when new, then the
+ * allocation (HBM_OK) or the failed one (HBM_ERR_OOM); another failure is not recorded. */
+static hbm_status record_alloc(recorder *r, hbm_status s, uint64_t size, const hbm_tag *tag, uint32_t tag_id,
+                               uint64_t stream, const uint64_t *addr) {
+    if (HBMI_UNLIKELY(tag_id > r->tags_written) && tag) {
+        TRY(hbm_trace_writer_tag(r->w, tag_id, tag));
+        r->tags_written = tag_id;
+    }
+    hbm_trace_event e = {.kind = HBM_EV_ALLOC, .requested = size, .stream = stream, .tag = tag ? tag_id : 0};
+    uint64_t now = now_rel(r);
+    if (s == HBM_OK) {
+        e.addr = *addr;
+        e.size = r->iops->rounded_size ? r->iops->rounded_size(r->iself, size) : size;
+        TRY(segment_check(r, now));
+    } else if (s == HBM_ERR_OOM) {
+        e.kind = HBM_EV_OOM;
+    } else {
+        return HBM_OK;
+    }
+    if (r->flags & HBM_TRACE_BACKTRACES) e.backtrace = capture_backtrace(r);
+    return emit(r, &e, now);
+}
+
+/* The records of a free or a sync on stream that succeeded. */
+static hbm_status record_event(recorder *r, int kind, uint64_t addr, uint64_t stream) {
+    hbm_trace_event e = {.kind = kind, .addr = addr, .stream = stream};
+    uint64_t now = now_rel(r);
+    TRY(emit(r, &e, now));
+    return segment_check(r, now);
 }
 
 static hbm_status rec_alloc_stream(void *self, uint64_t size, const hbm_tag *tag, uint32_t tag_id, uint64_t stream,
@@ -151,25 +187,7 @@ static hbm_status rec_alloc_stream(void *self, uint64_t size, const hbm_tag *tag
     recorder *r = self;
     hbm_status s = r->iops->alloc_stream ? r->iops->alloc_stream(r->iself, size, tag, tag_id, stream, addr_out)
                                          : r->iops->alloc(r->iself, size, tag, tag_id, addr_out);
-    if (HBMI_UNLIKELY(r->err)) return s;
-    if (HBMI_UNLIKELY(tag_id > r->tags_written) && tag) {
-        hbm_status ws = hbm_trace_writer_tag(r->w, tag_id, tag);
-        if (ws) r->err = ws;
-        r->tags_written = tag_id;
-    }
-    hbm_trace_event e = {.kind = HBM_EV_ALLOC, .requested = size, .stream = stream, .tag = tag ? tag_id : 0};
-    uint64_t now = now_rel(r);
-    if (s == HBM_OK) {
-        e.addr = *addr_out;
-        e.size = r->iops->rounded_size ? r->iops->rounded_size(r->iself, size) : size;
-        segment_check(r, now);
-    } else if (s == HBM_ERR_OOM) {
-        e.kind = HBM_EV_OOM;
-    } else {
-        return s;
-    }
-    if (r->flags & HBM_TRACE_BACKTRACES) e.backtrace = capture_backtrace(r);
-    emit(r, &e, now);
+    if (HBMI_LIKELY(!r->stopped)) stop_on(r, record_alloc(r, s, size, tag, tag_id, stream, addr_out));
     return s;
 }
 
@@ -180,11 +198,7 @@ static hbm_status rec_alloc(void *self, uint64_t size, const hbm_tag *tag, uint3
 static hbm_status rec_free_stream(void *self, uint64_t addr, uint64_t stream) {
     recorder *r = self;
     hbm_status s = r->iops->free_stream ? r->iops->free_stream(r->iself, addr, stream) : r->iops->free(r->iself, addr);
-    if (s) return s;
-    hbm_trace_event e = {.kind = HBM_EV_FREE, .addr = addr, .stream = stream};
-    uint64_t now = now_rel(r);
-    emit(r, &e, now);
-    segment_check(r, now);
+    if (!s && HBMI_LIKELY(!r->stopped)) stop_on(r, record_event(r, HBM_EV_FREE, addr, stream));
     return s;
 }
 
@@ -194,11 +208,7 @@ static hbm_status rec_free(void *self, uint64_t addr) { return rec_free_stream(s
 static hbm_status rec_sync(void *self, uint64_t stream) {
     recorder *r = self;
     hbm_status s = r->iops->sync ? r->iops->sync(r->iself, stream) : HBM_OK;
-    if (s) return s;
-    hbm_trace_event e = {.kind = HBM_EV_SYNC, .stream = stream};
-    uint64_t now = now_rel(r);
-    emit(r, &e, now);
-    segment_check(r, now);
+    if (!s && !r->stopped) stop_on(r, record_event(r, HBM_EV_SYNC, 0, stream));
     return s;
 }
 
@@ -222,7 +232,7 @@ static hbm_status rec_walk(void *self, int (*fn)(void *, const hbm_block *, uint
 static hbm_status rec_trim(void *self) {
     recorder *r = self;
     hbm_status s = r->iops->trim ? r->iops->trim(r->iself) : HBM_OK;
-    segment_check(r, 0);
+    if (!r->stopped) stop_on(r, segment_check(r, 0));
     return s;
 }
 static uint64_t rec_rounded(void *self, uint64_t size) {
@@ -294,7 +304,7 @@ hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_
     if (st.bytes_reserved) { /* preallocated at open: one segment event first */
         hbm_trace_event e = {.kind = HBM_EV_SEGMENT_ALLOC, .size = st.bytes_reserved};
         r->last_reserved = st.bytes_reserved;
-        emit(r, &e, 0);
+        stop_on(r, emit(r, &e, 0));
     }
     *ops_out = &r->ops;
     *self_out = r;
@@ -357,5 +367,19 @@ hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags
     ((recorder *)self)->handle = inner;
     s = hbm_allocator_wrap(ops, self, hbm_allocator_device(inner), hbm_allocator_config(inner), out);
     if (s) return s; /* wrap destroyed the recorder, which closed inner: as documented, it owns inner */
+    return HBM_OK;
+}
+
+hbm_status hbmi_recorder_over(const hbm_config *cfg, hbm_device *dev, const hbm_allocator_ops **ops, void **self) {
+    if (!cfg->trace[0]) return HBM_OK;
+    const hbm_allocator_ops *rops; /* trace=PATH / HBM_TRACE: record through the tracking adaptor */
+    void *rself;
+    hbm_status s = hbmi_recorder_create(*ops, *self, dev, cfg->trace, cfg->trace_backtrace ? 1u : 0u, &rops, &rself);
+    if (s) {
+        (*ops)->destroy(*self);
+        return s;
+    }
+    *ops = rops;
+    *self = rself;
     return HBM_OK;
 }

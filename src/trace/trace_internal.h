@@ -118,19 +118,20 @@ hbm_status hbmi_trace_writer_device(hbm_trace_writer *w, const char *name, int i
 /* A meta record (keys the reader knows: device, source, name). */
 hbm_status hbmi_trace_writer_meta(hbm_trace_writer *w, const char *key, const char *value);
 
-/* A growable byte buffer for exporters. */
+/* A growable byte buffer for exporters. what names the output for the message when it cannot
+ * grow ("out of host memory writing WHAT"); each write returns HBM_ERR_NOMEM then. */
 typedef struct hbmi_buf {
     unsigned char *p;
     size_t n, cap;
-    int oom;
+    const char *what;
 } hbmi_buf;
-void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
-void hbmi_buf_byte(hbmi_buf *b, unsigned char c);
+hbm_status hbmi_buf_put(hbmi_buf *b, const void *data, size_t n);
+hbm_status hbmi_buf_byte(hbmi_buf *b, unsigned char c);
 void hbmi_buf_free(hbmi_buf *b);
 /* Pickle opcodes (protocol 2) of a str, and of an int in its shortest form. */
-void hbmi_pk_str(hbmi_buf *b, const char *s);
-void hbmi_pk_int(hbmi_buf *b, int64_t v);
-void hbmi_pk_uint(hbmi_buf *b, uint64_t v);
+hbm_status hbmi_pk_str(hbmi_buf *b, const char *s);
+hbm_status hbmi_pk_int(hbmi_buf *b, int64_t v);
+hbm_status hbmi_pk_uint(hbmi_buf *b, uint64_t v);
 
 /* (JSON strings: hbmi_json_str, core/internal.h) */
 
@@ -212,5 +213,10 @@ hbm_trace *hbmi_trace_keep_others(hbm_trace **all, size_t n, size_t pick);
  * hbm_allocator_open (allocator_open.c) composes it over the policy. */
 hbm_status hbmi_recorder_create(const hbm_allocator_ops *iops, void *iself, hbm_device *dev, const char *path,
                                 unsigned flags, const hbm_allocator_ops **ops_out, void **self_out);
+/* The recorder over a policy just opened when cfg asks for one (trace=PATH or HBM_TRACE):
+ * *ops and *self become the recorder's; without trace= nothing changes. On failure the
+ * inner policy is destroyed. What hbm_allocator_open, and the replay on its own floor,
+ * compose between the policy (hbmi_policy_open) and the handle (hbm_allocator_wrap). */
+hbm_status hbmi_recorder_over(const hbm_config *cfg, hbm_device *dev, const hbm_allocator_ops **ops, void **self);
 
 #endif

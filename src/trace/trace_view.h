@@ -66,4 +66,17 @@ void hbmi_json_step(FILE *f, const hbm_trace *t, int64_t i, const char *key);
 void hbmi_json_plan_peak(FILE *f, const hbm_trace *t);
 void hbmi_text_plan_peak(FILE *f, const hbm_trace *t);
 
+/* A snapshot for PyTorch's memory_viz (hbm_export_torch_all, api/export_torch.c): the writer
+ * (trace/export) takes the blocks of each trace that is not a snapshot from the caller, who
+ * runs the PyTorch allocator twin on it (trace/replay): an export renders, it runs no engine. */
+typedef struct hbmi_torch_segs hbmi_torch_segs;
+/* 1 when t is a snapshot that kept its own segments and blocks (no twin needed). */
+int hbmi_trace_has_torch_segs(const hbm_trace *t);
+/* The twin run on t: its segments and blocks at the end, into *out (owned by the caller). */
+hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out);
+void hbmi_torch_segs_free(hbmi_torch_segs *x);
+/* The snapshot of traces[0..n) (one per device) into f; own[d]: the twin's end state of a
+ * trace that is not a snapshot (NULL: none, or the trace's own). */
+hbm_status hbmi_export_torch_write(hbm_trace *const *traces, size_t n, hbmi_torch_segs *const *own, FILE *f);
+
 #endif

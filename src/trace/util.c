@@ -24,17 +24,15 @@ const char *const *hbmi_trace_step_names(const hbm_trace *t, size_t *n) {
     return t->priv_->steps ? (const char *const *)t->priv_->step_names : NULL;
 }
 
-void hbmi_buf_put(hbmi_buf *b, const void *data, size_t n) {
-    if (b->oom) return;
-    if (hbmi_grow((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
-        b->oom = 1;
-        return;
-    }
+hbm_status hbmi_buf_put(hbmi_buf *b, const void *data, size_t n) {
+    if (hbmi_grow((void **)&b->p, &b->cap, b->n + n + 1, 1))
+        return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing %s", b->what ? b->what : "a buffer");
     if (n) memcpy(b->p + b->n, data, n);
     b->n += n;
+    return HBM_OK;
 }
 
-void hbmi_buf_byte(hbmi_buf *b, unsigned char c) { hbmi_buf_put(b, &c, 1); }
+hbm_status hbmi_buf_byte(hbmi_buf *b, unsigned char c) { return hbmi_buf_put(b, &c, 1); }
 
 void hbmi_buf_free(hbmi_buf *b) {
     hbmi_free(b->p);

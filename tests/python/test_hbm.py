@@ -232,7 +232,7 @@ def test_nothing_prints(capfd, tmp_path):
 
 def test_diff_degrades_or_works():
     from hbm import _lib
-    if _lib.optional("hbm_diff_format") is None:
+    if _lib.optional("hbm_diff_string") is None:
         with pytest.raises(hbm.Error) as e:
             hbm.diff(SVD, SVD_FIXED)
         assert e.value.status == "HBM_ERR_UNSUPPORTED" and "diff" in str(e.value)
@@ -304,7 +304,7 @@ def test_trace_outputs(tmp_path):
         t.html(str(tmp_path / "no" / "dir.html"))
     assert e.value.status == "HBM_ERR_IO"
     from hbm import _lib
-    if _lib.optional("hbm_replay_suggest_format") is None:
+    if _lib.optional("hbm_replay_suggest_string") is None:
         with pytest.raises(hbm.Error) as e:
             t.suggest()
         assert e.value.status == "HBM_ERR_UNSUPPORTED"
@@ -522,12 +522,12 @@ def test_replay_rows_match_cli(name):
         rows = replay_fresh(path, configs, device)
         assert without_timings(rows) == without_timings(json.loads(out)["results"])
         assert len(rows) == 2 and all(r["status"] == "HBM_OK" for r in rows)
-    rows_fn = _lib.optional("hbm_replay_rows_format")
+    rows_fn = _lib.optional("hbm_replay_rows_string")
     if rows_fn is not None:  # what the rows leave out: the twin's match and the packing
         t = hbm.load(path)
         arr = (ctypes.c_char_p * 1)(b"allocator=torch")
-        got = json.loads(t._call(rows_fn, None, arr, 1))
+        got = json.loads(t._string(rows_fn, None, arr, 1))
         assert "match" not in got and "recorded" not in got and got["packed_bytes"] == 0
-        full = json.loads(t._call(t._lib.hbm_replay_format, None, arr, 1, 1))
+        full = json.loads(t._string(t._lib.hbm_replay_string, None, arr, 1, 1))
         assert "match" in full and full["optimal_bound_bytes"] == got["optimal_bound_bytes"]
         assert [r["config"] for r in full["results"]] == [r["config"] for r in got["results"]]

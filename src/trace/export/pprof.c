@@ -9,24 +9,25 @@
 
 /* ---- protobuf wire format ------------------------------------------------------------------ */
 
-static void pb_varint(hbmi_buf *b, uint64_t v) {
+static hbm_status pb_varint(hbmi_buf *b, uint64_t v) {
     unsigned char t[10];
-    hbmi_buf_put(b, t, (size_t)(hbmi_varint_put(t, v) - t));
+    return hbmi_buf_put(b, t, (size_t)(hbmi_varint_put(t, v) - t));
 }
-static void pb_key(hbmi_buf *b, unsigned field, unsigned wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
-static void pb_uint(hbmi_buf *b, unsigned field, uint64_t v) {
-    pb_key(b, field, 0);
-    pb_varint(b, v);
+static hbm_status pb_key(hbmi_buf *b, unsigned field, unsigned wire) { return pb_varint(b, (uint64_t)field << 3 | wire); }
+static hbm_status pb_uint(hbmi_buf *b, unsigned field, uint64_t v) {
+    TRY(pb_key(b, field, 0));
+    return pb_varint(b, v);
 }
-static void pb_bytes(hbmi_buf *b, unsigned field, const void *p, size_t n) {
-    pb_key(b, field, 2);
-    pb_varint(b, n);
-    hbmi_buf_put(b, p, n);
+static hbm_status pb_bytes(hbmi_buf *b, unsigned field, const void *p, size_t n) {
+    TRY(pb_key(b, field, 2));
+    TRY(pb_varint(b, n));
+    return hbmi_buf_put(b, p, n);
 }
-static void pb_msg(hbmi_buf *b, unsigned field, hbmi_buf *m) {
-    pb_bytes(b, field, m->p, m->n);
-    if (m->oom) b->oom = 1;
+/* m as field of b; m is emptied for the next message */
+static hbm_status pb_msg(hbmi_buf *b, unsigned field, hbmi_buf *m) {
+    TRY(pb_bytes(b, field, m->p, m->n));
     m->n = 0;
+    return HBM_OK;
 }
 
 /* ---- gzip with stored deflate blocks (valid for every reader; the profile is small) -------- */
@@ -73,23 +74,134 @@ typedef struct strtab {
     uint64_t n;
 } strtab;
 
-static uint64_t str_id(strtab *st, const char *s) {
-    if (!s || !*s) return 0;
-    uint64_t h = 0xcbf29ce484222325ULL, id;
+/* *id: the string's place in the table, written there the first time */
+static hbm_status str_id(strtab *st, const char *s, uint64_t *id) {
+    *id = 0;
+    if (!s || !*s) return HBM_OK;
+    uint64_t h = 0xcbf29ce484222325ULL;
     for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
     h = hbmi_hash64(h);
     if (h == UINT64_MAX) h = 0;
-    if (hbmi_map_get(&st->index, h, &id)) return id;
-    id = st->n++;
-    if (hbmi_map_put(&st->index, h, id)) st->table.oom = 1;
-    pb_bytes(&st->table, 6, s, strlen(s));
-    return id;
+    if (hbmi_map_get(&st->index, h, id)) return HBM_OK;
+    *id = st->n++;
+    if (hbmi_map_put(&st->index, h, *id)) return hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a pprof profile");
+    return pb_bytes(&st->table, 6, s, strlen(s));
+}
+
+/* pb_uint of the id of string s */
+static hbm_status pb_str(hbmi_buf *b, unsigned field, strtab *st, const char *s) {
+    uint64_t id;
+    TRY(str_id(st, s, &id));
+    return pb_uint(b, field, id);
 }
 
 typedef struct group {
     uint32_t tag, bt;
     int64_t alloc_n, alloc_b, inuse_n, inuse_b;
 } group;
+
+#define W "a pprof profile"
+
+/* The buffers a profile is written with: out the whole, m a sample or a value type, sub its
+ * parts, packed a packed field, locs the locations and functions. */
+typedef struct profile {
+    hbmi_buf out, m, sub, packed, locs;
+    strtab st;
+    hbmi_map frame_ids; /* native return address -> location id */
+} profile;
+
+/* One location and function per tag, and one for untagged allocations (ids 1..ntags + 1). */
+static hbm_status tag_locations(profile *pr, const hbm_trace *t, uint32_t ntags) {
+    for (uint32_t i = 1; i <= ntags + 1; i++) {
+        const hbm_tag *tg = i <= ntags ? hbm_trace_tag(t, i) : NULL;
+        uint64_t id = i;
+        hbmi_buf line = {.what = W};
+        hbm_status s = pb_uint(&line, 1, id);
+        if (!s && tg && tg->source_line > 0) s = pb_uint(&line, 2, (uint64_t)tg->source_line);
+        if (!s) s = pb_uint(&pr->sub, 1, id);
+        if (!s) s = pb_msg(&pr->sub, 4, &line);
+        hbmi_buf_free(&line);
+        TRY(s);
+        TRY(pb_msg(&pr->locs, 4, &pr->sub));
+        const char *name = tg ? (tg->op_name ? tg->op_name : (tg->label ? tg->label : "(tag)")) : "(untagged)";
+        TRY(pb_uint(&pr->sub, 1, id));
+        TRY(pb_str(&pr->sub, 2, &pr->st, name));
+        TRY(pb_str(&pr->sub, 3, &pr->st, tg && tg->label ? tg->label : name));
+        if (tg && tg->source_file) TRY(pb_str(&pr->sub, 4, &pr->st, tg->source_file));
+        TRY(pb_msg(&pr->locs, 5, &pr->sub));
+    }
+    return HBM_OK;
+}
+
+/* Sample i: its stack (the tag's location over the native frames), its four values, its
+ * labels. */
+static hbm_status sample(profile *pr, const hbm_trace *t, const group *gi, uint64_t untagged, uint64_t *next_frame) {
+    pr->packed.n = 0;
+    if (gi->tag) TRY(pb_varint(&pr->packed, gi->tag));
+    size_t nf = 0;
+    const uint64_t *fr = hbm_trace_backtrace(t, gi->bt, &nf);
+    for (size_t k = 0; k < nf; k++) {
+        uint64_t id, a = fr[k] == UINT64_MAX ? 0 : fr[k];
+        if (!hbmi_map_get(&pr->frame_ids, a, &id)) {
+            id = (*next_frame)++;
+            TRY(hbmi_map_put(&pr->frame_ids, a, id));
+            TRY(pb_uint(&pr->sub, 1, id));
+            TRY(pb_uint(&pr->sub, 3, fr[k]));
+            TRY(pb_msg(&pr->locs, 4, &pr->sub));
+        }
+        TRY(pb_varint(&pr->packed, id));
+    }
+    if (!gi->tag && !nf) TRY(pb_varint(&pr->packed, untagged));
+    TRY(pb_bytes(&pr->m, 1, pr->packed.p, pr->packed.n));
+    pr->packed.n = 0;
+    TRY(pb_varint(&pr->packed, (uint64_t)gi->alloc_n));
+    TRY(pb_varint(&pr->packed, (uint64_t)gi->alloc_b));
+    TRY(pb_varint(&pr->packed, (uint64_t)gi->inuse_n));
+    TRY(pb_varint(&pr->packed, (uint64_t)gi->inuse_b));
+    TRY(pb_bytes(&pr->m, 2, pr->packed.p, pr->packed.n));
+    const hbm_tag *tg = hbm_trace_tag(t, gi->tag);
+    if (tg && tg->shape) {
+        TRY(pb_str(&pr->sub, 1, &pr->st, "shape"));
+        TRY(pb_str(&pr->sub, 2, &pr->st, tg->shape));
+        TRY(pb_msg(&pr->m, 3, &pr->sub));
+    }
+    if (tg && tg->category) {
+        TRY(pb_str(&pr->sub, 1, &pr->st, "category"));
+        TRY(pb_str(&pr->sub, 2, &pr->st, hbm_category_str(tg->category)));
+        TRY(pb_msg(&pr->m, 3, &pr->sub));
+    }
+    return pb_msg(&pr->out, 2, &pr->m);
+}
+
+/* The profile of the groups g[0..ng) into pr->out. */
+static hbm_status write_profile(profile *pr, const hbm_trace *t, const group *g, size_t ng) {
+    strtab *st = &pr->st;
+    TRY(pb_bytes(&st->table, 6, "", 0)); /* string 0 is "" */
+    st->n = 1;
+    static const char *types[4][2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
+                                      {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
+    uint64_t s_space, s_bytes, s_inuse;
+    TRY(str_id(st, "space", &s_space));
+    TRY(str_id(st, "bytes", &s_bytes));
+    TRY(str_id(st, "inuse_space", &s_inuse));
+    for (int i = 0; i < 4; i++) {
+        TRY(pb_str(&pr->m, 1, st, types[i][0]));
+        TRY(pb_str(&pr->m, 2, st, types[i][1]));
+        TRY(pb_msg(&pr->out, 1, &pr->m));
+    }
+    /* locations and functions: tag i -> id i; untagged -> ntags + 1; native frames after */
+    uint32_t ntags = hbm_trace_tag_count(t);
+    uint64_t untagged = (uint64_t)ntags + 1, next_frame = untagged + 1;
+    for (size_t i = 0; i < ng; i++) TRY(sample(pr, t, &g[i], untagged, &next_frame));
+    TRY(tag_locations(pr, t, ntags));
+    TRY(hbmi_buf_put(&pr->out, pr->locs.p, pr->locs.n));
+    TRY(hbmi_buf_put(&pr->out, st->table.p, st->table.n)); /* every string is interned by now */
+    TRY(pb_uint(&pr->out, 10, t->count ? t->events[t->count - 1].time_ns : 0)); /* duration_nanos */
+    TRY(pb_uint(&pr->sub, 1, s_space));
+    TRY(pb_uint(&pr->sub, 2, s_bytes));
+    TRY(pb_msg(&pr->out, 11, &pr->sub)); /* period_type */
+    return pb_uint(&pr->out, 14, s_inuse); /* default_sample_type */
+}
 
 hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f) {
     if (!t || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_export_pprof: NULL argument");
@@ -137,99 +249,20 @@ hbm_status hbm_export_pprof(const hbm_trace *t, FILE *f) {
     }
     hbmi_map_destroy(&live);
 
-    hbmi_buf out = {0}, m = {0}, sub = {0}, packed = {0};
-    strtab st = {0};
-    hbmi_map_init(&st.index);
-    pb_bytes(&st.table, 6, "", 0); /* string 0 is "" */
-    st.n = 1;
-    static const char *types[4][2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
-                                      {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
-    uint64_t s_space = str_id(&st, "space"), s_bytes = str_id(&st, "bytes"), s_inuse = str_id(&st, "inuse_space");
-    for (int i = 0; i < 4 && !s; i++) {
-        pb_uint(&m, 1, str_id(&st, types[i][0]));
-        pb_uint(&m, 2, str_id(&st, types[i][1]));
-        pb_msg(&out, 1, &m);
-    }
-    /* locations and functions: tag i -> id i; untagged -> ntags + 1; native frames after */
-    uint32_t ntags = hbm_trace_tag_count(t);
-    uint64_t untagged = (uint64_t)ntags + 1;
-    hbmi_map frame_ids;
-    hbmi_map_init(&frame_ids);
-    uint64_t next_frame = untagged + 1;
-    hbmi_buf locs = {0};
-    for (size_t i = 0; i < ng && !s; i++) {
-        packed.n = 0;
-        if (g[i].tag) pb_varint(&packed, g[i].tag);
-        size_t nf = 0;
-        const uint64_t *fr = hbm_trace_backtrace(t, g[i].bt, &nf);
-        for (size_t k = 0; k < nf; k++) {
-            uint64_t id, a = fr[k] == UINT64_MAX ? 0 : fr[k];
-            if (!hbmi_map_get(&frame_ids, a, &id)) {
-                id = next_frame++;
-                if ((s = hbmi_map_put(&frame_ids, a, id))) break;
-                pb_uint(&sub, 1, id);
-                pb_uint(&sub, 3, fr[k]);
-                pb_msg(&locs, 4, &sub);
-            }
-            pb_varint(&packed, id);
-        }
-        if (!g[i].tag && !nf) pb_varint(&packed, untagged);
-        pb_bytes(&m, 1, packed.p, packed.n);
-        packed.n = 0;
-        pb_varint(&packed, (uint64_t)g[i].alloc_n);
-        pb_varint(&packed, (uint64_t)g[i].alloc_b);
-        pb_varint(&packed, (uint64_t)g[i].inuse_n);
-        pb_varint(&packed, (uint64_t)g[i].inuse_b);
-        pb_bytes(&m, 2, packed.p, packed.n);
-        const hbm_tag *tg = hbm_trace_tag(t, g[i].tag);
-        if (tg && tg->shape) {
-            pb_uint(&sub, 1, str_id(&st, "shape"));
-            pb_uint(&sub, 2, str_id(&st, tg->shape));
-            pb_msg(&m, 3, &sub);
-        }
-        if (tg && tg->category) {
-            pb_uint(&sub, 1, str_id(&st, "category"));
-            pb_uint(&sub, 2, str_id(&st, hbm_category_str(tg->category)));
-            pb_msg(&m, 3, &sub);
-        }
-        pb_msg(&out, 2, &m);
-    }
-    /* a location + function for each tag, and one for untagged allocations */
-    for (uint32_t i = 1; i <= ntags + 1 && !s; i++) {
-        const hbm_tag *tg = i <= ntags ? hbm_trace_tag(t, i) : NULL;
-        uint64_t id = i;
-        hbmi_buf line = {0};
-        pb_uint(&line, 1, id);
-        if (tg && tg->source_line > 0) pb_uint(&line, 2, (uint64_t)tg->source_line);
-        pb_uint(&sub, 1, id);
-        pb_msg(&sub, 4, &line);
-        hbmi_buf_free(&line);
-        pb_msg(&locs, 4, &sub);
-        const char *name = tg ? (tg->op_name ? tg->op_name : (tg->label ? tg->label : "(tag)")) : "(untagged)";
-        pb_uint(&sub, 1, id);
-        pb_uint(&sub, 2, str_id(&st, name));
-        pb_uint(&sub, 3, str_id(&st, tg && tg->label ? tg->label : name));
-        if (tg && tg->source_file) pb_uint(&sub, 4, str_id(&st, tg->source_file));
-        pb_msg(&locs, 5, &sub);
-    }
-    hbmi_buf_put(&out, locs.p, locs.n);
-    hbmi_buf_put(&out, st.table.p, st.table.n); /* every string is interned by now */
-    if (st.table.oom || locs.oom) out.oom = 1;
-    pb_uint(&out, 10, t->count ? t->events[t->count - 1].time_ns : 0); /* duration_nanos */
-    pb_uint(&sub, 1, s_space);
-    pb_uint(&sub, 2, s_bytes);
-    pb_msg(&out, 11, &sub);      /* period_type */
-    pb_uint(&out, 14, s_inuse); /* default_sample_type */
-    if (!s && out.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory writing a pprof profile");
-    if (!s) s = gzip_write(out.p, out.n, f);
-    hbmi_buf_free(&out);
-    hbmi_buf_free(&m);
-    hbmi_buf_free(&sub);
-    hbmi_buf_free(&packed);
-    hbmi_buf_free(&locs);
-    hbmi_buf_free(&st.table);
-    hbmi_map_destroy(&st.index);
-    hbmi_map_destroy(&frame_ids);
+    profile pr = {.out = {.what = W}, .m = {.what = W}, .sub = {.what = W}, .packed = {.what = W}, .locs = {.what = W},
+                  .st = {.table = {.what = W}}};
+    hbmi_map_init(&pr.st.index);
+    hbmi_map_init(&pr.frame_ids);
+    if (!s) s = write_profile(&pr, t, g, ng);
+    if (!s) s = gzip_write(pr.out.p, pr.out.n, f);
+    hbmi_buf_free(&pr.out);
+    hbmi_buf_free(&pr.m);
+    hbmi_buf_free(&pr.sub);
+    hbmi_buf_free(&pr.packed);
+    hbmi_buf_free(&pr.locs);
+    hbmi_buf_free(&pr.st.table);
+    hbmi_map_destroy(&pr.st.index);
+    hbmi_map_destroy(&pr.frame_ids);
     hbmi_map_destroy(&gidx);
     hbmi_free(g);
     return s;

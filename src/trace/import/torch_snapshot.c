@@ -639,60 +639,64 @@ static int rank_cmp(const void *a, const void *b) {
 }
 
 /* A value of the snapshot as pickle opcodes (protocol 2, and BINBYTES for bytes), written
- * back by the torch export as it was read. 0, or -1 for a value nested past 64 levels. */
-static int pk_value(hbmi_buf *b, const hbmi_pv *v, int depth) {
-    if (depth > 64) return -1;
+ * back by the torch export as it was read; *ok 0 for a value it cannot write (nested past
+ * 64 levels, a string of 4 GiB or more). */
+static hbm_status pk_value(hbmi_buf *b, const hbmi_pv *v, int depth, int *ok) {
+    if (depth > 64) return *ok = 0, HBM_OK;
     switch (v ? v->type : PV_NONE) {
-    case PV_BOOL: hbmi_buf_byte(b, v->i ? 0x88 : 0x89); return 0; /* NEWTRUE / NEWFALSE */
-    case PV_INT: hbmi_pk_int(b, v->i); return 0;
+    case PV_BOOL: return hbmi_buf_byte(b, v->i ? 0x88 : 0x89); /* NEWTRUE / NEWFALSE */
+    case PV_INT: return hbmi_pk_int(b, v->i);
     case PV_FLOAT: {
         unsigned char g[9] = {'G'}; /* BINFLOAT: big-endian IEEE 754 double */
         uint64_t bits;
         memcpy(&bits, &v->f, sizeof bits);
         for (int i = 0; i < 8; i++) g[1 + i] = (unsigned char)(bits >> (56 - 8 * i));
-        hbmi_buf_put(b, g, 9);
-        return 0;
+        return hbmi_buf_put(b, g, 9);
     }
     case PV_STR:
     case PV_BYTES: {
         unsigned char h[5] = {v->type == PV_STR ? 'X' : 'B'}; /* BINUNICODE / BINBYTES */
-        if (v->len > UINT32_MAX) return -1;
+        if (v->len > UINT32_MAX) return *ok = 0, HBM_OK;
         hbmi_put32(h + 1, (uint32_t)v->len);
-        hbmi_buf_put(b, h, 5);
-        hbmi_buf_put(b, v->s, v->len);
-        return 0;
+        TRY(hbmi_buf_put(b, h, 5));
+        return hbmi_buf_put(b, v->s, v->len);
     }
     case PV_LIST:
     case PV_TUPLE:
     case PV_DICT: {
         int list = v->type == PV_LIST, dict = v->type == PV_DICT;
-        hbmi_buf_put(b, list ? "](" : dict ? "}(" : "(", list || dict ? 2 : 1);
-        for (size_t i = 0; i < v->n; i++)
-            if (pk_value(b, v->items[i], depth + 1)) return -1;
-        hbmi_buf_byte(b, list ? 'e' : dict ? 'u' : 't'); /* APPENDS / SETITEMS / TUPLE */
-        return 0;
+        TRY(hbmi_buf_put(b, list ? "](" : dict ? "}(" : "(", list || dict ? 2 : 1));
+        for (size_t i = 0; i < v->n && *ok; i++) TRY(pk_value(b, v->items[i], depth + 1, ok));
+        return *ok ? hbmi_buf_byte(b, list ? 'e' : dict ? 'u' : 't') : HBM_OK; /* APPENDS / SETITEMS / TUPLE */
     }
-    default: hbmi_buf_byte(b, 'N'); return 0;
+    default: return hbmi_buf_byte(b, 'N');
     }
 }
 
-/* The root keys kept as read (hbm_trace.priv_->torch_keys) into t; a value hbm cannot write back
- * is left out (the export then writes what it knows of it). */
-static hbm_status keep_root_keys(const hbmi_pv *root, hbm_trace *t) {
+/* The root keys kept as read into b; a value hbm cannot write back is left out (the export
+ * then writes what it knows of it). */
+static hbm_status root_keys(const hbmi_pv *root, hbm_trace *t, hbmi_buf *b) {
     static const char *keys[] = {"allocator_settings", "external_annotations"};
-    hbmi_buf b = {0};
     for (size_t k = 0; k < 2; k++) {
         const hbmi_pv *v = hbmi_pv_get(root, keys[k]);
         if (!v) continue;
-        size_t at = b.n;
-        hbmi_pk_str(&b, keys[k]);
-        if (pk_value(&b, v, 0)) {
-            b.n = at;
+        size_t at = b->n;
+        int ok = 1;
+        TRY(hbmi_pk_str(b, keys[k]));
+        TRY(pk_value(b, v, 0, &ok));
+        if (!ok) {
+            b->n = at;
             continue;
         }
         if (!k) t->priv_->torch_settings_kept = 1;
     }
-    if (b.oom) {
+    return HBM_OK;
+}
+
+/* The root keys kept as read (hbm_trace.priv_->torch_keys) into t. */
+static hbm_status keep_root_keys(const hbmi_pv *root, hbm_trace *t) {
+    hbmi_buf b = {.what = "a snapshot's keys"};
+    if (root_keys(root, t, &b)) {
         hbmi_buf_free(&b);
         return hbmi_error(HBM_ERR_NOMEM, "out of host memory");
     }

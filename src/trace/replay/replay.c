@@ -12,7 +12,9 @@
 #include "hbm/device.h"
 #include "hbm/pack.h"
 #include "hbm/device_models.h"
+#include "hbm/size.h"
 #include "trace/replay/replay_internal.h"
+#include "trace/replay/replay_run.h"
 #include "trace/replay/twin_internal.h"
 
 hbm_status hbmi_replay_result_fail(hbm_replay_result *r, hbm_status s) {
@@ -146,7 +148,7 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const c
         hbm_device_close(dev);
         return s;
     }
-    s = hbm_allocator_open_config(dev, &cfg->cfg, &a);
+    s = hbmi_replay_allocator_open(dev, &cfg->cfg, &a);
     if (s) {
         hbmi_replay_result_fail(r, s);
         hbm_device_close(dev);
@@ -338,4 +340,27 @@ hbm_status hbm_replay_bounds_get(const hbm_trace *t, double timeout_s, size_t ma
     if (s) return s;
     hbmi_free(slot);
     return bounds_pack(t, timeout_s, max_buffers, nbuf, out);
+}
+
+hbm_status hbmi_replay_allocator_open(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out) {
+    *out = NULL;
+    const hbm_allocator_ops *ops;
+    void *self;
+    hbm_status s = hbmi_policy_open(dev, cfg, &ops, &self);
+    if (!s) s = hbmi_recorder_over(cfg, dev, &ops, &self);
+    return s ? s : hbm_allocator_wrap(ops, self, dev, cfg, out);
+}
+
+void hbmi_replay_device_words(const char *spec, char *buf, size_t cap) {
+    hbm_device *d;
+    hbm_device_info info;
+    char sz[32];
+    snprintf(buf, cap, "%s", spec);
+    if (hbm_device_open(spec, &d)) return;
+    hbm_status s = hbm_device_info_get(d, &info);
+    hbm_device_close(d);
+    if (s) return;
+    hbm_size_human(info.total_bytes, sz);
+    if (!strncmp(info.name, "sim:", 4)) snprintf(buf, cap, "a simulated device of %s", sz); /* no name= given */
+    else snprintf(buf, cap, "%s (%s)", info.name, sz);
 }

@@ -23,6 +23,11 @@ typedef struct hbmi_replay_plan {
 } hbmi_replay_plan;
 
 hbm_status hbmi_replay_prepare(const hbm_trace *t, hbmi_replay_plan *p);
+
+/* The allocator a replay runs on dev: the policy cfg names (alloc/), the recorder over it
+ * when cfg says trace= (trace/), and the handle (alloc/): hbm_allocator_open_config's
+ * composition, made here so that the replay calls each floor below it directly. */
+hbm_status hbmi_replay_allocator_open(hbm_device *dev, const hbm_config *cfg, hbm_allocator **out);
 void hbmi_replay_plan_free(hbmi_replay_plan *p);
 /* hbm_replay_bounds_get of the plan's trace, its pairing and bound reused. */
 hbm_status hbmi_replay_bounds(const hbmi_replay_plan *p, double timeout_s, size_t max_buffers, hbm_replay_bounds *out);

@@ -4,6 +4,7 @@
  * owned hbm_replay_report that report/replay_report.c writes without computing anything.
  * --suggest (PyTorch settings that avoid the OOM) is a request of its own kind here. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,8 +203,13 @@ void hbm_replay_report_release(hbm_replay_report *r) {
     r->n = 0;
 }
 
+static atomic_size_t requests_run; /* hbmi_replay_requests */
+
+size_t hbmi_replay_requests(void) { return atomic_load_explicit(&requests_run, memory_order_relaxed); }
+
 hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     if (!q || !out || !q->trace || (q->n && !q->configs)) return hbmi_error(HBM_ERR_INVALID, "replay: NULL argument");
+    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     memset(out, 0, sizeof *out);
     out->twin_row = -1;
     out->trace = q->trace;
@@ -216,6 +222,7 @@ hbm_status hbm_replay_run(const hbm_replay_request *q, hbm_replay_report *out) {
     else if (!s) snprintf(out->device, sizeof out->device, "%s", dflt);
     if (s) return s;
     out->device_is_default = !strcmp(dflt, out->device);
+    hbmi_replay_device_words(out->device, out->device_words, sizeof out->device_words);
     if (!(out->rows = hbmi_calloc(q->n + 1, sizeof *out->rows))) return hbmi_error(HBM_ERR_NOMEM, "replay: out of host memory");
     out->n = q->n;
     replay_values(t, out->device, q->configs, q->n, out->rows, 1, &out->bounds, q->bound_buffers); /* failures are in rows */
@@ -248,8 +255,10 @@ hbm_status hbm_torch_suggest(const hbm_trace *t, const char *device_spec, hbm_to
                           "setting to suggest; its %zu blocks are only the state when the snapshot was taken (record "
                           "the history with torch.cuda.memory._record_memory_history() before the run)",
                           t->name, t->device[0] ? ", device " : "", t->device, t->history_start);
+    atomic_fetch_add_explicit(&requests_run, 1, memory_order_relaxed);
     if (device_spec) snprintf(out->device, sizeof out->device, "%s", device_spec);
     else hbm_replay_default_device(t, out->device, sizeof out->device, NULL);
+    hbmi_replay_device_words(out->device, out->device_words, sizeof out->device_words);
     /* the base: allocator=torch under the recorded settings; whether they have
      * expandable segments, as the configuration reads them */
     char base[sizeof out->c[0].config];

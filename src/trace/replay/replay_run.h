@@ -13,4 +13,14 @@
  * on a PyTorch snapshot (rep->twin_row = -1 otherwise). */
 hbm_status hbmi_replay_twin(hbm_replay_report *rep);
 
+/* The device of a spec in words, as the device itself reads the spec:
+ * "sim:85520809984,name=H100-80GB" as "H100-80GB (79.65GiB)", "sim:80GiB" as "a simulated
+ * device of 80.00GiB"; a spec that does not open as it is. */
+void hbmi_replay_device_words(const char *spec, char *buf, size_t cap);
+
+/* How many requests the engine has run in this process (hbm_replay_run and
+ * hbm_torch_suggest, each counted once, whatever their configurations): what a test reads
+ * to see that an output computed its replay once. */
+size_t hbmi_replay_requests(void);
+
 #endif

@@ -8,6 +8,7 @@
 #include "alloc/torch_caching.h"
 #include "hbm/size.h"
 #include "hbm/replay_torch.h"
+#include "trace/replay/replay_internal.h"
 #include "trace/replay/twin_internal.h"
 #include "trace/trace_internal.h"
 
@@ -21,7 +22,8 @@ typedef struct match_ctx {
     hbm_torch_match *m;
     twin_ev *tw; /* the twin's segment events during the current call */
     size_t ntw, captw;
-    hbm_status err;
+    hbm_status cb_err; /* a failure inside the policy's callbacks, which return no status: read
+                        * after each call into the policy (docs/decisions.md) */
     hbmi_map segbase; /* twin segment base -> recorded segment base */
     const size_t *pend; /* the recorded segment events of the current call */
     size_t npend, ocur; /* ocur: the first one place_segment has not used */
@@ -39,9 +41,10 @@ static int range_find(const uint64_t *r, size_t n, uint64_t addr, uint64_t size)
     return 0;
 }
 
-static void range_add(match_ctx *c, uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
-    if (c->err || (c->err = hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r))) return;
+static hbm_status range_add(uint64_t **r, size_t *n, size_t *cap, uint64_t addr, uint64_t size) {
+    TRY(hbmi_grow((void **)r, cap, 2 * (*n + 1), sizeof **r));
     (*r)[2 * *n] = addr, (*r)[2 * *n + 1] = size, ++*n;
+    return HBM_OK;
 }
 
 static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
@@ -54,16 +57,16 @@ static void range_del(uint64_t *r, size_t *n, uint64_t addr) {
 }
 
 /* The recorded segments held now (twin_internal.h). */
-static void rec_add(match_ctx *c, uint64_t addr, uint64_t size) {
-    if (!c->err) c->err = hbmi_twin_segs_add(&c->rec, addr, size);
-}
+static hbm_status rec_add(match_ctx *c, uint64_t addr, uint64_t size) { return hbmi_twin_segs_add(&c->rec, addr, size); }
 
 static void rec_del(match_ctx *c, uint64_t addr) { hbmi_twin_segs_del(&c->rec, addr); }
 
 static int rec_has(const match_ctx *c, uint64_t addr) { return hbmi_twin_segs_has(&c->rec, addr); }
 
 static int held_overlaps(const match_ctx *c, uint64_t addr, uint64_t size) { return range_find(c->held, c->nheld, addr, size); }
-static void held_add(match_ctx *c, uint64_t addr, uint64_t size) { range_add(c, &c->held, &c->nheld, &c->capheld, addr, size); }
+static hbm_status held_add(match_ctx *c, uint64_t addr, uint64_t size) {
+    return range_add(&c->held, &c->nheld, &c->capheld, addr, size);
+}
 static void held_del(match_ctx *c, uint64_t addr) { range_del(c->held, &c->nheld, addr); }
 
 /* A cudaMalloc segment the twin does not place where PyTorch's went keeps the device's
@@ -95,7 +98,8 @@ static int place_segment(void *user, int kind, uint64_t size, uint64_t span, uin
         c->va_next = *addr + span + (40u << 20);
         return 1;
     }
-    if (kind == HBM_EV_SEGMENT_MAP) held_add(c, r->addr, span); /* an expandable range stays reserved */
+    if (kind == HBM_EV_SEGMENT_MAP && !c->cb_err) /* an expandable range stays reserved */
+        c->cb_err = held_add(c, r->addr, span);
     c->ocur = q + 1;
     *addr = r->addr;
     return 1;
@@ -109,17 +113,16 @@ static void on_twin_event(void *user, int kind, uint64_t addr, uint64_t size, ui
     match_ctx *c = user;
     (void)stream;
     c->grew |= kind == HBM_EV_SEGMENT_ALLOC || kind == HBM_EV_SEGMENT_MAP; /* the policy's reserved bytes rise only so */
-    if (c->err) return;
-    if ((c->err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
+    if (c->cb_err || (c->cb_err = hbmi_grow((void **)&c->tw, &c->captw, c->ntw + 1, sizeof *c->tw))) return;
     c->tw[c->ntw++] = (twin_ev){kind, addr, size, seg};
-    if (kind == HBM_EV_SEGMENT_ALLOC) held_add(c, addr, size);
+    if (kind == HBM_EV_SEGMENT_ALLOC) c->cb_err = held_add(c, addr, size);
     else if (kind == HBM_EV_SEGMENT_FREE) held_del(c, addr);
 }
 
 /* Pair the recorded segment events rec[0..n) with the twin's, in order: each twin event
  * takes the next recorded one of the same kind and size (an extra event on either side
  * does not shift the pairing of the others). */
-static void compare(match_ctx *c, const size_t *rec, size_t n) {
+static hbm_status compare(match_ctx *c, const size_t *rec, size_t n) {
     size_t k = 0, done = 0;
     for (size_t j = 0; j < c->ntw; j++) {
         const twin_ev *w = &c->tw[j];
@@ -132,15 +135,15 @@ static void compare(match_ctx *c, const size_t *rec, size_t n) {
         k = q + 1;
         done++;
         uint64_t rbase = r->addr - (w->addr - w->seg); /* the recorded segment's base */
-        if ((w->kind == HBM_EV_SEGMENT_ALLOC || w->kind == HBM_EV_SEGMENT_MAP) && !hbmi_map_get(&c->segbase, w->seg, NULL) &&
-            !c->err)
-            c->err = hbmi_map_put(&c->segbase, w->seg, rbase);
+        if ((w->kind == HBM_EV_SEGMENT_ALLOC || w->kind == HBM_EV_SEGMENT_MAP) && !hbmi_map_get(&c->segbase, w->seg, NULL))
+            TRY(hbmi_map_put(&c->segbase, w->seg, rbase));
     }
     if (k < n && c->m->first_segment_diff < 0) c->m->first_segment_diff = (int64_t)rec[k];
     c->m->segments_same += done;
     c->m->segments_twin += c->ntw;
     c->ntw = 0;
     c->ocur = 0;
+    return HBM_OK;
 }
 
 /* (twin_internal.h) PyTorch (c10/cuda/CUDACachingAllocator.cpp) records each free
@@ -211,25 +214,18 @@ static void alloc_placed(match_ctx *c, void *self, uint64_t rec_addr, uint64_t t
 
 static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live);
 
-static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
-                      const hbm_torch_segment_state *segs, size_t nsegs) {
-    c->pend = pending;
+/* The history's events through the twin (run sets it up and takes it down). */
+static hbm_status walk(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
+                       hbmi_map *live) {
     const hbm_trace *t = c->t;
     hbm_torch_match *m = c->m;
     void *self;
     const hbm_allocator_ops *ops = hbmi_allocator_policy(a, &self);
     size_t npend = 0;
-    hbmi_map live; /* recorded address -> twin address + 1 */
-    hbmi_map_init(&live);
-    hbm_status s = seed(c, a, segs, nsegs, &live);
     hbm_stats st;
-    hbmi_torch_set_event_fn(self, on_twin_event, c);
-    hbmi_torch_set_addr_fn(self, place_segment, c);
-    int quiet = hbmi_allocator_set_quiet(a, 1); /* the history's OOMs are counted: no message is read */
-    c->grew = 1; /* the seeded segments */
-    for (size_t i = 0; i < t->count && !s && !c->err; i++) {
+    for (size_t i = 0; i < t->count; i++) {
         const hbm_trace_event *e = &t->events[i];
-        if (e->kind == HBM_EV_SEGMENT_ALLOC) rec_add(c, e->addr, e->size);
+        if (e->kind == HBM_EV_SEGMENT_ALLOC) TRY(rec_add(c, e->addr, e->size));
         else if (e->kind == HBM_EV_SEGMENT_FREE) rec_del(c, e->addr);
         if (is_segment_event(e->kind)) {
             m->segments_recorded++;
@@ -237,7 +233,7 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
                 pending[npend++] = i;
                 continue;
             }
-            compare(c, pending, npend); /* decisions not followed by an alloc */
+            TRY(compare(c, pending, npend)); /* decisions not followed by an alloc */
             npend = 0;
             size_t j = i;
             while (j < t->count && (t->events[j].kind == HBM_EV_SEGMENT_FREE || t->events[j].kind == HBM_EV_SEGMENT_UNMAP))
@@ -246,8 +242,9 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             m->empty_cache_calls++;
             c->npend = npend;
             c->ocur = 0;
-            if ((s = hbmi_torch_empty_cache(self))) break;
-            compare(c, pending, npend);
+            TRY(hbmi_torch_empty_cache(self));
+            TRY(c->cb_err);
+            TRY(compare(c, pending, npend));
             npend = 0;
             i = j - 1;
         } else if (e->kind == HBM_EV_ALLOC || e->kind == HBM_EV_OOM) {
@@ -258,39 +255,56 @@ static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, 
             c->ntw = c->ocur = 0;
             c->npend = npend;
             hbm_status as = ops->alloc_stream(self, size, NULL, 0, e->stream, &addr);
-            compare(c, pending, npend);
+            TRY(c->cb_err);
+            TRY(compare(c, pending, npend));
             npend = 0;
             if (as == HBM_ERR_OOM) {
                 m->ooms_twin++;
                 if (e->kind == HBM_EV_ALLOC && m->first_alloc_diff < 0) m->first_alloc_diff = (int64_t)i;
                 continue;
             }
-            if (as) {
-                s = as;
-                break;
-            }
+            TRY(as);
             if (e->kind == HBM_EV_OOM) { /* the program died here; the twin did not: give it back */
-                s = ops->free_stream(self, addr, e->stream);
+                TRY(ops->free_stream(self, addr, e->stream));
+                TRY(c->cb_err);
                 continue;
             }
             if (!has_map && !rec_has(c, e->addr)) m->allocs_before_history++;
             alloc_placed(c, self, e->addr, addr, i);
-            if (!(s = hbmi_map_put(&live, e->addr, addr + 1)) && c->grew) { /* else no more reserved than at the last look */
+            TRY(hbmi_map_put(live, e->addr, addr + 1));
+            if (c->grew) { /* else no more reserved than at the last look */
                 ops->stats(self, &st);
                 if (st.bytes_reserved > m->peak_reserved_twin) m->peak_reserved_twin = st.bytes_reserved;
                 c->grew = 0;
             }
         } else if (e->kind == HBM_EV_FREE) {
             uint64_t addr;
-            if (hbmi_map_del(&live, e->addr, &addr)) s = ops->free_stream(self, addr - 1, e->stream);
+            if (hbmi_map_del(live, e->addr, &addr)) {
+                TRY(ops->free_stream(self, addr - 1, e->stream));
+                TRY(c->cb_err);
+            }
         }
     }
+    return compare(c, pending, npend); /* decisions after the last alloc */
+}
+
+static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
+                      const hbm_torch_segment_state *segs, size_t nsegs) {
+    c->pend = pending;
+    void *self = hbmi_torch_policy(a);
+    hbmi_map live; /* recorded address -> twin address + 1 */
+    hbmi_map_init(&live);
+    hbm_status s = seed(c, a, segs, nsegs, &live);
+    hbmi_torch_set_event_fn(self, on_twin_event, c);
+    hbmi_torch_set_addr_fn(self, place_segment, c);
+    int quiet = hbmi_allocator_set_quiet(a, 1); /* the history's OOMs are counted: no message is read */
+    c->grew = 1; /* the seeded segments */
+    if (!s) s = walk(c, a, empty_run, pending, has_map, &live);
     hbmi_allocator_set_quiet(a, quiet);
-    if (!s) compare(c, pending, npend); /* decisions after the last alloc */
     hbmi_torch_set_event_fn(self, NULL, NULL);
     hbmi_torch_set_addr_fn(self, NULL, NULL);
     hbmi_map_destroy(&live);
-    return s ? s : c->err;
+    return s;
 }
 
 hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const char *device_spec, hbm_torch_match *out) {
@@ -317,7 +331,7 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
     for (size_t k = 0; k < nsegs; k++)
         for (size_t j = 0; j < segs[k].nlive; j++)
             bl[used++] = (hbmi_torch_seed_block){segs[k].live[j].addr, segs[k].live[j].size, segs[k].live[j].requested};
-    for (size_t k = 0, off = 0; k < nsegs && !s && !c->err; off += segs[k].nlive, k++) {
+    for (size_t k = 0, off = 0; k < nsegs && !s; off += segs[k].nlive, k++) {
         const hbm_torch_segment_state *g = &segs[k];
         if (done[k]) continue;
         if (g->expandable && es) { /* every run of this stream and pool, in address order */
@@ -338,14 +352,14 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
                 }
             s = hbmi_torch_seed_expandable(hbmi_torch_policy(a), base, g->stream, g->small, runs, nr);
             if (!s) s = hbmi_map_put(&c->segbase, base, base);
-            held_add(c, base, end - base);
+            if (!s) s = held_add(c, base, end - base);
         } else {
             done[k] = 1;
             s = hbmi_torch_seed_segment(hbmi_torch_policy(a), g->addr, g->size, g->stream, g->small, bl + off, g->nlive);
             if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
-            held_add(c, g->addr, g->size);
+            if (!s) s = held_add(c, g->addr, g->size);
         }
-        rec_add(c, g->addr, g->size);
+        if (!s) s = rec_add(c, g->addr, g->size);
     }
     if (s == HBM_ERR_OOM) { /* a device smaller than what PyTorch held when the history starts */
         uint64_t held = 0;
@@ -359,7 +373,7 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
     hbmi_free(done);
     hbmi_free(runs);
     hbmi_free(bl);
-    return s ? s : c->err;
+    return s;
 }
 
 static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_state *segs, size_t nsegs,
@@ -547,8 +561,10 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     match_ctx c = {.t = t, .m = out, .va_next = 0x300000000000ull};
     hbmi_map_init(&c.segbase);
     hbmi_twin_segs_init(&c.rec);
+    hbm_config cfg;
     hbm_status s = hbm_device_open(out->device, &dev);
-    if (!s) s = hbm_allocator_open(dev, out->config, &a);
+    if (!s) s = hbm_config_resolve(out->config, &cfg);
+    if (!s) s = hbmi_replay_allocator_open(dev, &cfg, &a);
     if (!s && !hbmi_torch_is(a))
         s = hbmi_error(HBM_ERR_INVALID, "'%s' does not run the torch policy (trace= wraps it?)", out->config);
     if (!s && !empty_run) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay of %zu events", t->count);
@@ -566,62 +582,6 @@ static hbm_status match_history(const hbm_trace *t, const hbm_torch_segment_stat
     hbm_allocator_close(a);
     hbm_device_close(dev);
     return s ? hbmi_error(s, "%s", why) : s;
-}
-
-static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 100.0; }
-
-hbm_status hbm_torch_match_write(const hbm_torch_match *m, FILE *f, int json) {
-    if (!m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_write: NULL argument");
-    if (json) {
-        fprintf(f,
-                "{\"segments\": [%" PRIu64 ", %" PRIu64 "], \"addresses\": [%" PRIu64 ", %" PRIu64 "], \"twin_segment_events\": %" PRIu64
-                ", \"ooms\": [%" PRIu64 ", %" PRIu64 "], \"empty_cache_calls\": %" PRIu64 ", \"first_segment_diff\": %" PRId64
-                ", \"first_address_diff\": %" PRId64 ", \"allocs_in_segments_before_history\": %" PRIu64 "}",
-                m->segments_same, m->segments_recorded, m->allocs_same, m->allocs, m->segments_twin, m->ooms_twin,
-                m->ooms_recorded, m->empty_cache_calls, m->first_segment_diff, m->first_alloc_diff, m->allocs_before_history);
-        return HBM_OK;
-    }
-    /* (none recorded: nothing to match, not 0/0 = 100%) */
-    if (m->segments_recorded)
-        fprintf(f, "segments %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->segments_same, m->segments_recorded,
-                pct(m->segments_same, m->segments_recorded));
-    else
-        fputs("segments: none recorded", f);
-    if (m->allocs)
-        fprintf(f, ", addresses %" PRIu64 "/%" PRIu64 " (%.1f%%)", m->allocs_same, m->allocs, pct(m->allocs_same, m->allocs));
-    else
-        fputs(", addresses: no allocations", f);
-    return HBM_OK;
-}
-
-hbm_status hbm_torch_match_explain(const hbm_trace *t, const hbm_torch_match *m, FILE *f) {
-    if (!t || !m || !f) return hbmi_error(HBM_ERR_INVALID, "hbm_torch_match_explain: NULL argument");
-    char a[32];
-    size_t hs = t->history_start, nh = t->count - hs;
-    if (m->first_segment_diff >= 0 && (size_t)m->first_segment_diff < nh) {
-        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_segment_diff];
-        fprintf(f, "  first segment difference: event %" PRId64 ", PyTorch's %s of %s at 0x%" PRIx64
-                   ": the twin made another decision there", m->first_segment_diff, hbm_event_kind_str((hbm_event_kind)e->kind),
-                hbm_size_xla((int64_t)e->size, a), e->addr);
-        if (m->segments_twin != m->segments_recorded)
-            fprintf(f, " (%" PRIu64 " segment events by the twin, %" PRIu64 " recorded)", m->segments_twin, m->segments_recorded);
-        fputc('\n', f);
-    }
-    if (m->first_alloc_diff >= 0 && (size_t)m->first_alloc_diff < nh) {
-        const hbm_trace_event *e = &t->events[hs + (size_t)m->first_alloc_diff];
-        fprintf(f, "  first address difference: event %" PRId64 ", %s of %s at 0x%" PRIx64 ": ", m->first_alloc_diff,
-                hbm_event_kind_str((hbm_event_kind)e->kind), hbm_size_xla((int64_t)(e->requested ? e->requested : e->size), a),
-                e->addr);
-        if (m->allocs_before_history)
-            fprintf(f, "%" PRIu64 " allocations land in segments reserved before the history that the snapshot's end "
-                       "state no longer holds (their blocks then are unknown)\n", m->allocs_before_history);
-        else if (e->kind == HBM_EV_ALLOC && m->ooms_twin > m->ooms_recorded)
-            fprintf(f, "the twin ran out of memory there (device too small?)\n");
-        else
-            fprintf(f, "the twin placed it elsewhere (a decision before it differs, or the state rebuilt at the "
-                       "history's start does)\n");
-    }
-    return HBM_OK;
 }
 
 hbm_status hbm_torch_recorded_get(const hbm_trace *t, hbm_torch_recorded *out) {
