@@ -1,4 +1,5 @@
-/* alloc_internal.h - the allocator handle and the policy constructors. */
+/* alloc_internal.h - the allocator handle and the policy constructors, read only inside
+ * src/alloc; a neighbour reads alloc_policy.h. */
 #ifndef HBM_ALLOC_INTERNAL_H
 #define HBM_ALLOC_INTERNAL_H
 
@@ -6,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "alloc/alloc_policy.h"
 #include "alloc/lock.h"
 #include "core/internal.h"
 #include "hbm/alloc.h"
@@ -59,11 +61,6 @@ struct hbm_allocator {
     int ordinal; /* the CUDA device number PyTorch's words name ("GPU 1"): 0 unless told */
     int quiet;   /* OOMs without their message (hbmi_allocator_set_quiet) */
 };
-/* Quiet OOMs on a: its policy and its device return HBM_ERR_OOM without a message (the last
- * error stays as it was) and skip what they compute only for the message, for a caller that
- * counts failures past the first (a replay). Returns the old setting. The setting belongs to
- * a, its policy's state and its device: other allocators keep theirs. */
-int hbmi_allocator_set_quiet(hbm_allocator *a, int on);
 /* Each policy's part of it: sets its own flag and returns 1 when a runs that policy, else 0. */
 int hbmi_bfc_set_quiet(hbm_allocator *a, int on);
 int hbmi_platform_set_quiet(hbm_allocator *a, int on);
@@ -71,10 +68,6 @@ int hbmi_torch_set_quiet(hbm_allocator *a, int on);
 int hbmi_async_set_quiet(hbm_allocator *a, int on);
 int hbmi_async_cuda_set_quiet(hbm_allocator *a, int on);
 int hbmi_vmm_set_quiet(hbm_allocator *a, int on);
-/* The device number a's out-of-memory text names (PyTorch's "GPU N": a replay of a snapshot
- * of cuda:N says N), for the wrapper's report and the torch policy's own message. */
-void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal);
-
 /* Policy constructors: bytes_limit already resolved from cfg and the device. */
 typedef hbm_status (*hbmi_policy_create_fn)(hbm_device *dev, const hbm_config *cfg, uint64_t bytes_limit,
                                             const hbm_allocator_ops **ops, void **self);
@@ -99,15 +92,6 @@ const uint64_t *hbmi_bfc_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_platform_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_torch_in_use(const hbm_allocator *a);
 const uint64_t *hbmi_async_in_use(const hbm_allocator *a);
-const uint64_t *hbmi_policy_in_use(const hbm_allocator *a);
-/* The policy cfg names, over dev, with the byte limit cfg and the device give it: its ops
- * and state, for hbm_allocator_wrap or an adaptor (allocator.c: the policy table). */
-hbm_status hbmi_policy_open(hbm_device *dev, const hbm_config *cfg, const hbm_allocator_ops **ops, void **self);
-
-/* Record a failed allocation for the OOM report, as hbm_alloc does; for callers that
- * drive a->ops directly while owning the handle alone (trace replay). */
-void hbmi_allocator_note_oom(hbm_allocator *a, uint64_t size, uint32_t tag_id);
-
 /* Update peak fields after a change of the current ones. */
 static inline void hbmi_stats_update_peaks(hbm_stats *s) {
     if (s->bytes_in_use > s->peak_bytes_in_use) s->peak_bytes_in_use = s->bytes_in_use;

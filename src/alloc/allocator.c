@@ -219,6 +219,11 @@ hbm_status hbm_allocator_trim(hbm_allocator *a) {
 const char *hbm_allocator_name(const hbm_allocator *a) { return a ? a->ops->name : ""; }
 hbm_device *hbm_allocator_device(const hbm_allocator *a) { return a ? a->dev : NULL; }
 const hbm_config *hbm_allocator_config(const hbm_allocator *a) { return a ? &a->cfg : NULL; }
+const hbm_allocator_ops *hbmi_allocator_policy(const hbm_allocator *a, void **self) {
+    *self = a->self;
+    return a->ops;
+}
+hbmi_tagtab *hbmi_allocator_tags(hbm_allocator *a) { return a->tags; }
 
 const hbm_tag *hbm_allocator_tag(hbm_allocator *a, uint32_t tag_id) {
     return a ? hbmi_tagtab_get(a->tags, tag_id) : NULL;

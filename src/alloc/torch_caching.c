@@ -1221,6 +1221,7 @@ hbm_status hbmi_torch_create(hbm_device *dev, const hbm_config *cfg, uint64_t by
 /* ---- replay hooks (alloc/torch_caching.h) ------------------------------------------------------------ */
 
 int hbmi_torch_is(const hbm_allocator *a) { return a && a->ops == &torch_ops; }
+void *hbmi_torch_policy(const hbm_allocator *a) { return a->self; }
 
 void hbmi_allocator_set_ordinal(hbm_allocator *a, int ordinal) {
     if (!a) return;

@@ -5,7 +5,10 @@
 #ifndef HBM_ALLOC_TORCH_H
 #define HBM_ALLOC_TORCH_H
 
-#include "alloc/alloc_internal.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc/alloc_policy.h"
 
 /* kind is an hbm_event_kind: HBM_EV_SEGMENT_ALLOC, _FREE, _MAP or _UNMAP; seg the base of
  * the segment (the virtual range's base for _MAP and _UNMAP). */
@@ -25,6 +28,8 @@ void hbmi_torch_set_addr_fn(void *self, hbmi_torch_addr_fn fn, void *user);
 void hbmi_torch_set_ordinal(void *self, int ordinal);
 /* 1 if a runs the torch policy (not wrapped by the recorder). */
 int hbmi_torch_is(const hbm_allocator *a);
+/* The torch policy's state under a (a runs it: hbmi_torch_is), the self the calls below take. */
+void *hbmi_torch_policy(const hbm_allocator *a);
 void hbmi_torch_set_event_fn(void *self, hbmi_torch_event_fn fn, void *user);
 /* The base of the segment holding the live block at addr (an expandable segment's
  * virtual range base); 0 if addr is not a live block. */

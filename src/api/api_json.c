@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "core/internal.h"
-#include "fit/fit_result.h"
 #include "fit/fit_terms.h"
+#include "fit/fit_text.h"
 #include "hbm/file.h"
 #include "hbm/hbm.h"
 #include "hbm/replay_torch.h"

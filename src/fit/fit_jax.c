@@ -158,14 +158,14 @@ static int read_by_backward(const hbm_hlo_module *m, const hbmi_comp *c, uint32_
         if (!found) continue;
         int back = hbmi_jax_pass(w2->meta_op_name.p, w2->meta_op_name.n) == HBMI_JAX_BWD;
         for (uint32_t q = 0; !back && q < w2->n_called; q++) {
-            if (w2->called_role && w2->called_role[q] != 'b') continue;
+            if (w2->called_role && w2->called_role[q] != HBMI_CALLED_BODY) continue;
             const hbmi_comp *b = &m->comps[w2->called[q]];
             for (uint32_t j = 0; j < b->n && !back; j++)
                 back = hbmi_jax_pass(b->ins[j].meta_op_name.p, b->ins[j].meta_op_name.n) == HBMI_JAX_BWD;
         }
         *bwd_body = UINT32_MAX;
         for (uint32_t q = 0; q < w2->n_called; q++)
-            if (!w2->called_role || w2->called_role[q] == 'b') *bwd_body = w2->called[q];
+            if (!w2->called_role || w2->called_role[q] == HBMI_CALLED_BODY) *bwd_body = w2->called[q];
         if (back) {
             *bwd = i;
             return 1;
@@ -191,7 +191,7 @@ hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p) {
             if (w->op != HOP_WHILE || w->shape->prim != HBMI_PRIM_TUPLE) continue;
             const hbmi_comp *b = NULL;
             for (uint32_t q = 0; q < w->n_called; q++)
-                if (!w->called_role || w->called_role[q] == 'b') b = &m->comps[w->called[q]];
+                if (!w->called_role || w->called_role[q] == HBMI_CALLED_BODY) b = &m->comps[w->called[q]];
             if (!b || b->ins[b->root].op != HOP_TUPLE) continue;
             const hbmi_instr *root = &b->ins[b->root];
             for (uint32_t k = 0; k < root->n_ops && k < w->shape->n; k++) {

@@ -576,7 +576,7 @@ static hbm_status param_cands(hbmi_fit_model *mo, const hbmi_fit_rates *r, const
             if (use_at(c, in->users[k], 0).t_end > last) last = use_at(c, in->users[k], 0).t_end;
             /* read inside a called computation: the device copy lives to its end */
             for (uint32_t q = 0; q < u->n_called; q++)
-                if (m->comps[u->called[q]].kind == 'S' && m->comps[u->called[q]].span_end > last)
+                if (m->comps[u->called[q]].kind == HBMI_COMP_SEQUENTIAL && m->comps[u->called[q]].span_end > last)
                     last = m->comps[u->called[q]].span_end;
         }
         if (!ok || at == UINT32_MAX || first < 1) continue;
@@ -661,12 +661,12 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
     for (int changed = 1, round = 0; changed && round < 16; round++) {
         changed = 0;
         for (uint32_t ci = 0; ci < m->n_comps; ci++) {
-            if (m->comps[ci].kind != 'S' || (ci != m->entry && !mo->depth[ci])) continue;
+            if (m->comps[ci].kind != HBMI_COMP_SEQUENTIAL || (ci != m->entry && !mo->depth[ci])) continue;
             for (uint32_t i = 0; i < m->comps[ci].n; i++) {
                 const hbmi_instr *in = &m->comps[ci].ins[i];
                 for (uint32_t k = 0; k < in->n_called; k++) {
                     uint32_t cc = in->called[k];
-                    if (cc == ci || m->comps[cc].kind != 'S' || mo->depth[cc]) continue;
+                    if (cc == ci || m->comps[cc].kind != HBMI_COMP_SEQUENTIAL || mo->depth[cc]) continue;
                     mo->depth[cc] = (uint8_t)(mo->depth[ci] + 1 > 250 ? 250 : mo->depth[ci] + 1);
                     changed = 1;
                 }
@@ -676,7 +676,7 @@ hbm_status hbmi_fit_model_build(const hbm_plan *p, const hbmi_fit_rates *r, int 
     /* values below 1/4096 of the temp peak cannot matter much; they only slow the search */
     uint64_t min_bytes = st.temp_size_in_bytes / 4096;
     for (uint32_t ci = 0; ci < m->n_comps; ci++) {
-        if (m->comps[ci].kind != 'S') continue;
+        if (m->comps[ci].kind != HBMI_COMP_SEQUENTIAL) continue;
         for (uint32_t i = 0; i < m->comps[ci].n; i++) {
             hbm_status s = value_cands(mo, r, ci, i, remat, offload, min_bytes);
             if (!s && offload) s = alias_offload_cands(mo, r, ci, i, min_bytes);

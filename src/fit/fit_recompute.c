@@ -172,9 +172,9 @@ static const hbmi_instr *strip(const hbmi_comp *c, const hbmi_instr *x) {
     return x;
 }
 
-static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, int role) {
+static const hbmi_comp *body_of(const hbm_hlo_module *m, const hbmi_instr *w, hbmi_called_role role) {
     for (uint32_t q = 0; q < w->n_called; q++)
-        if (w->called_role ? w->called_role[q] == role : role == 'b') return &m->comps[w->called[q]];
+        if (w->called_role ? w->called_role[q] == role : role == HBMI_CALLED_BODY) return &m->comps[w->called[q]];
     return NULL;
 }
 
@@ -445,7 +445,7 @@ static hbm_status drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, i
             TRY(renumber(r, g, k));
         }
     }
-    for (int role = 'b'; role; role = role == 'b' ? 'w' : 0) {
+    for (hbmi_called_role role = HBMI_CALLED_BODY; role; role = role == HBMI_CALLED_BODY ? HBMI_CALLED_CONDITION : 0) {
         const hbmi_comp *b = body_of(m, w, role);
         if (!b || !b->n_params) continue;
         const hbmi_instr *pa = &b->ins[b->params[0]];
@@ -453,7 +453,7 @@ static hbm_status drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, i
         TRY(drop_sig_item(r, b, 0, k, "a loop parameter's text is not as expected"));
         const hbmi_instr *root = &b->ins[b->root];
         uint32_t keep_reader = UINT32_MAX; /* the forward update in place */
-        if (role == 'b' && fwd && root->op == HOP_TUPLE && (uint64_t)k < root->n_ops) keep_reader = root->ops[k];
+        if (role == HBMI_CALLED_BODY && fwd && root->op == HOP_TUPLE && (uint64_t)k < root->n_ops) keep_reader = root->ops[k];
         for (uint32_t i = 0; i < b->n; i++) {
             const hbmi_instr *g = &b->ins[i];
             if (g->op != HOP_GTE || !g->n_ops || g->ops[0] != b->params[0]) continue;
@@ -463,7 +463,7 @@ static hbm_status drop_loop(rc *r, const hbmi_comp *c, uint32_t wi, int64_t k, i
             }
             if (!g->synthetic) TRY(drop_line(r, b, i));
         }
-        if (role != 'b') continue;
+        if (role != HBMI_CALLED_BODY) continue;
         static const char not_tuple[] = "the loop body's root is not a tuple";
         if (root->op != HOP_TUPLE) return fail(r, not_tuple);
         TRY(drop_shape_item(r, root, k, not_tuple));

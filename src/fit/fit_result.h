@@ -3,6 +3,7 @@
 #define HBM_FIT_RESULT_H
 
 #include "fit/fit_internal.h"
+#include "fit/fit_text.h"
 
 /* A buffer [L, ...] a loop writes one slice of per iteration (dynamic-update-slice into its
  * carried buffer) under jvp(...) and a loop under transpose(...) reads: what a scan over L
@@ -80,9 +81,6 @@ hbm_status hbmi_jax_recompute_write(const hbm_hlo_module *m, const hbmi_jax_resi
 hbm_status hbmi_fit_terms_run(const hbm_plan *p, hbm_fit_result **out);
 /* Find the scan residuals of r->m (p: its plan, for which are at the peak). */
 hbm_status hbmi_jax_residuals(hbm_fit_result *r, const hbm_plan *p);
-/* The text with advice lines marked (a leading \x01: wrapped at width, never cut), then
- * written: other lines cut to width as every table is (0: nothing cut or wrapped). */
-hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width);
 
 const char *hbmi_fit_str(hbm_fit_result *r, const char *p, size_t n);
 

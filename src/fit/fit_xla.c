@@ -707,7 +707,7 @@ static int64_t callee_usage(const xwalk *w, uint32_t y) {
     const hbmi_instr *in = &w->c->ins[it->ins];
     int64_t u = 0;
     for (uint32_t k = 0; k < in->n_called; k++)
-        if (w->x->m->comps[in->called[k]].kind == 'S') u += w->x->peak[in->called[k]];
+        if (w->x->m->comps[in->called[k]].kind == HBMI_COMP_SEQUENTIAL) u += w->x->peak[in->called[k]];
     return u;
 }
 
@@ -796,7 +796,7 @@ static int walk_comp(xctx *x, uint32_t ci, int64_t limit, int do_remat) {
     for (uint32_t i = 0; i < w.c->n; i++) /* the callees' peaks first (post order) */
         for (uint32_t k = 0; k < w.c->ins[i].n_called; k++) {
             uint32_t cc = w.c->ins[i].called[k];
-            if (cc != ci && x->m->comps[cc].kind == 'S' && !x->state[cc] && walk_comp(x, cc, 0, 0)) goto out;
+            if (cc != ci && x->m->comps[cc].kind == HBMI_COMP_SEQUENTIAL && !x->state[cc] && walk_comp(x, cc, 0, 0)) goto out;
         }
     w.mem = ci == x->m->entry ? x->entry_base : 0;
     int64_t peak = w.mem;
@@ -813,7 +813,7 @@ static int walk_comp(xctx *x, uint32_t ci, int64_t limit, int do_remat) {
             const hbmi_instr *in = &w.c->ins[w.it[y].ins];
             for (uint32_t k = 0; k < in->n_called; k++) {
                 uint32_t cc = in->called[k];
-                if (x->m->comps[cc].kind != 'S' || x->state[cc] == 2) continue;
+                if (x->m->comps[cc].kind != HBMI_COMP_SEQUENTIAL || x->state[cc] == 2) continue;
                 int64_t sub = limit - w.mem > 0 ? limit - w.mem : 0;
                 if (x->peak[cc] > sub && walk_comp(x, cc, sub, 1)) goto out;
             }

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "hlo/dataflow.h"
+#include "hlo/hlo_internal.h"
 
 typedef struct dfb {
     hbmi_df *df;
@@ -39,10 +40,10 @@ static hbm_status classify(dfb *b) {
             hbmi_instr *in = &c->ins[i];
             for (uint32_t k = 0; k < in->n_called; k++) {
                 hbmi_comp *cc = &m->comps[in->called[k]];
-                if (in->op == HOP_FUSION) cc->kind = 'F';
-                else if (in->op == HOP_ASYNC_START && !cc->kind) cc->kind = 'A';
-                else if ((in->called_role[k] == 'a' && in->op != HOP_CALL) || in->op == HOP_CUSTOM_CALL) {
-                    if (!cc->kind) cc->kind = 'E';
+                if (in->op == HOP_FUSION) cc->kind = HBMI_COMP_FUSION;
+                else if (in->op == HOP_ASYNC_START && !cc->kind) cc->kind = HBMI_COMP_ASYNC;
+                else if ((in->called_role[k] == HBMI_CALLED_APPLY && in->op != HOP_CALL) || in->op == HOP_CUSTOM_CALL) {
+                    if (!cc->kind) cc->kind = HBMI_COMP_EMBEDDED;
                 }
             }
         }
@@ -60,7 +61,8 @@ static hbm_status classify(dfb *b) {
             if (in->op != HOP_WHILE && in->op != HOP_CALL && in->op != HOP_CONDITIONAL) continue;
             for (uint32_t k = 0; k < in->n_called; k++) {
                 uint32_t cj = in->called[k];
-                if (in->called_role[k] == 'a' && in->op != HOP_CALL) continue; /* call's to_apply is called */
+                /* call's to_apply is called */
+                if (in->called_role[k] == HBMI_CALLED_APPLY && in->op != HOP_CALL) continue;
                 if (state[cj] == 0) {
                     state[cj] = 1;
                     stack[sp++] = cj;
@@ -73,7 +75,7 @@ static hbm_status classify(dfb *b) {
         sp--;
         if (state[ci] == 1) {
             state[ci] = 2;
-            c->kind = 'S';
+            c->kind = HBMI_COMP_SEQUENTIAL;
             b->seq[b->n_seq++] = ci;
         }
     }
@@ -165,7 +167,7 @@ static hbm_status post_order(hbmi_comp *c, uint32_t *order) {
 int hbmi_df_async_wrapped(const hbm_hlo_module *m, const hbmi_instr *in) {
     if (in->op != HOP_ASYNC_START || in->shape->prim != HBMI_PRIM_TUPLE || in->shape->n < 2) return 0;
     for (uint32_t k = 0; k < in->n_called; k++) {
-        if (in->called_role[k] != 'c') continue;
+        if (in->called_role[k] != HBMI_CALLED_CALLS) continue;
         hbmi_str t = m->comps[in->called[k]].exec_thread;
         if (t.n && !(t.n == 4 && !memcmp(t.p, "main", 4))) return 0;
     }
@@ -347,8 +349,8 @@ static hbm_status propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
     case HOP_WHILE: {
         uint32_t body = UINT32_MAX, cond = UINT32_MAX;
         for (uint32_t k = 0; k < in->n_called; k++) {
-            if (in->called_role[k] == 'b') body = in->called[k];
-            if (in->called_role[k] == 'w') cond = in->called[k];
+            if (in->called_role[k] == HBMI_CALLED_BODY) body = in->called[k];
+            if (in->called_role[k] == HBMI_CALLED_CONDITION) cond = in->called[k];
         }
         if (!in->n_ops) return HBM_OK;
         uint32_t n = nodes_of(s);
@@ -368,7 +370,7 @@ static hbm_status propagate(dfb *b, uint32_t ci, uint32_t idx, int *ch) {
         for (uint32_t k = 0; k < in->n_called; k++) {
             uint32_t cc = in->called[k];
             hbmi_comp *callee = &m->comps[cc];
-            if (callee->kind != 'S') continue;
+            if (callee->kind != HBMI_COMP_SEQUENTIAL) continue;
             uint32_t first = in->op == HOP_CALL ? 0 : k + 1; /* branch k gets operand k+1 */
             for (uint32_t p = 0; p < callee->n_params; p++) {
                 uint32_t opi = in->op == HOP_CALL ? first + p : first;
@@ -514,8 +516,8 @@ static hbm_status mark_phis(dfb *b, int64_t *marked) {
             if (in->op != HOP_WHILE || !in->n_ops) continue;
             uint32_t body = UINT32_MAX, cond = UINT32_MAX;
             for (uint32_t k = 0; k < in->n_called; k++) {
-                if (in->called_role[k] == 'b') body = in->called[k];
-                if (in->called_role[k] == 'w') cond = in->called[k];
+                if (in->called_role[k] == HBMI_CALLED_BODY) body = in->called[k];
+                if (in->called_role[k] == HBMI_CALLED_CONDITION) cond = in->called[k];
             }
             if (body == UINT32_MAX || !m->comps[body].n_params) continue;
             const hbmi_instr *bp = &m->comps[body].ins[m->comps[body].params[0]];
@@ -576,7 +578,7 @@ static hbm_status flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
         if (in->op == HOP_WHILE) {
             for (int pass = 0; pass < 2; pass++)
                 for (uint32_t k = 0; k < in->n_called; k++) {
-                    if (in->called_role[k] != (pass ? 'b' : 'w')) continue;
+                    if (in->called_role[k] != (pass ? HBMI_CALLED_BODY : HBMI_CALLED_CONDITION)) continue;
                     hbm_status st = flatten(b, in->called[k], done, depth + 1);
                     if (st) {
                         hbmi_free(order);
@@ -585,7 +587,7 @@ static hbm_status flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
                 }
         } else if (in->op == HOP_CALL || in->op == HOP_CONDITIONAL) {
             for (uint32_t k = 0; k < in->n_called; k++) {
-                if (m->comps[in->called[k]].kind != 'S') continue;
+                if (m->comps[in->called[k]].kind != HBMI_COMP_SEQUENTIAL) continue;
                 hbm_status st = flatten(b, in->called[k], done, depth + 1);
                 if (st) {
                     hbmi_free(order);
@@ -597,7 +599,8 @@ static hbm_status flatten(dfb *b, uint32_t ci, uint8_t *done, int depth) {
             /* the wrapped computation (parameters, then the op) runs before the start */
             uint32_t slots = in->n_ops + 1;
             for (uint32_t k = 0; k < in->n_called; k++)
-                if (in->called_role[k] == 'c' && m->comps[in->called[k]].n > 1) slots = m->comps[in->called[k]].n;
+                if (in->called_role[k] == HBMI_CALLED_CALLS && m->comps[in->called[k]].n > 1)
+                    slots = m->comps[in->called[k]].n;
             for (uint32_t k = 0; k < slots; k++) df->flat[df->n_flat++] = G(df, ci, i);
         }
         in->time = df->n_flat;
@@ -735,7 +738,7 @@ static hbm_status uses_and_ranges(dfb *b) {
                 int64_t t = ui->time;
                 if (ui->op == HOP_WHILE) { /* live until the body starts */
                     for (uint32_t k = 0; k < ui->n_called; k++)
-                        if (ui->called_role[k] == 'b' && m->comps[ui->called[k]].n_params) {
+                        if (ui->called_role[k] == HBMI_CALLED_BODY && m->comps[ui->called[k]].n_params) {
                             hbmi_comp *bc = &m->comps[ui->called[k]];
                             t = bc->ins[bc->params[0]].time;
                         }
@@ -826,7 +829,7 @@ static int async_wraps_dus(const hbm_hlo_module *m, const hbmi_instr *in) {
     static const char sugar[] = "dynamic-update-slice-start";
     if (in->opcode.n == sizeof sugar - 1 && !memcmp(in->opcode.p, sugar, sizeof sugar - 1)) return 1;
     for (uint32_t k = 0; k < in->n_called; k++) {
-        if (in->called_role[k] != 'c') continue;
+        if (in->called_role[k] != HBMI_CALLED_CALLS) continue;
         const hbmi_comp *wc = &m->comps[in->called[k]];
         return wc->ins[wc->root].op == HOP_DUS;
     }
@@ -879,11 +882,11 @@ static hbm_status alias_buffers(dfb *b) {
                  * and its output are one buffer (HloAliasAnalysis: the while's aliased values) */
                 for (uint32_t k = 0; k < in->n_called; k++) {
                     const hbmi_comp *cc = &m->comps[in->called[k]];
-                    if (in->called_role[k] != 'b' && in->called_role[k] != 'w') continue;
+                    if (in->called_role[k] != HBMI_CALLED_BODY && in->called_role[k] != HBMI_CALLED_CONDITION) continue;
                     for (uint32_t n = 0; n < in->shape->nodes; n++) {
                         if (cc->n_params && n < cc->ins[cc->params[0]].shape->nodes)
                             union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->params[0]), n));
-                        if (in->called_role[k] == 'b' && n < cc->ins[cc->root].shape->nodes)
+                        if (in->called_role[k] == HBMI_CALLED_BODY && n < cc->ins[cc->root].shape->nodes)
                             union_sets(p, VS(df, g, n), VS(df, G(df, in->called[k], cc->root), n));
                     }
                 }
@@ -1107,7 +1110,7 @@ static int cpu_fusion_can_share(const hbmi_df *df, const hbmi_instr *fusion, uin
     for (uint32_t i = 0; i < fc->n; i++)
         if (fc->ins[i].op == HOP_PARAMETER && fc->ins[i].param_no == (int64_t)opno) param = i;
     if (param < 0) return 0;
-    if (fusion->fusion_kind == 'O') {
+    if (fusion->fusion_kind == HBMI_FUSION_OUTPUT) {
         const hbmi_instr *r = &fc->ins[fc->root];
         if (!op_is(r, "add") || r->n_ops != 2) return 0;
         int d = -1;

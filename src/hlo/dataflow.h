@@ -6,7 +6,7 @@
 #ifndef HBM_HLO_DATAFLOW_H
 #define HBM_HLO_DATAFLOW_H
 
-#include "hlo/hlo_internal.h"
+#include "hlo/hlo_module.h"
 
 typedef struct hbmi_value {
     uint32_t gid;      /* defining instruction (global id) */

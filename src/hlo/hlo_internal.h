@@ -1,7 +1,7 @@
-/* src/hlo/hlo_internal.h - the parsed form of an HLO module, shared by the parser
- * (parse.c), the dataflow/alias analysis (dataflow.c) and the buffer assignment
- * (src/plan/). Everything lives in one arena owned by the module; strings are slices of
- * the module's own copy of the text. */
+/* src/hlo/hlo_internal.h - what the HLO readers (parse.c, proto_read.c, proto_text.c,
+ * frames.c, shape.c) and the dataflow (dataflow.c) share beyond the module's form
+ * (hlo_module.h, which neighbours read): layouts, tiles, the text's stack-frame tables, the
+ * protobuf writer. Included only inside src/hlo. */
 #ifndef HBM_HLO_INTERNAL_H
 #define HBM_HLO_INTERNAL_H
 
@@ -11,215 +11,14 @@
 #include "core/internal.h"
 #include "hbm/hlo.h"
 #include "hbm/proto.h"
+#include "hlo/hlo_module.h"
+#include "hlo/hlo_profile.h"
 
-/* --- arena: bump allocation in chunks, freed all at once ------------------------------- */
-typedef struct hbmi_arena_chunk {
-    struct hbmi_arena_chunk *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-} hbmi_arena_chunk;
-
-typedef struct hbmi_arena {
-    hbmi_arena_chunk *head;
-    size_t total; /* bytes obtained from hbmi_malloc (for the memory figures) */
-} hbmi_arena;
-
-void *hbmi_arena_alloc(hbmi_arena *a, size_t n); /* 16-byte aligned, zeroed; NULL on OOM */
-void hbmi_arena_free(hbmi_arena *a);
-
-typedef struct hbmi_str {
-    const char *p;
-    uint32_t n;
-} hbmi_str;
-
-/* --- shapes ---------------------------------------------------------------------------- */
-#define HBMI_PRIM_TUPLE 255
-
-typedef struct hbmi_shape {
-    uint8_t prim;      /* hbm_hlo_prim value, or HBMI_PRIM_TUPLE */
-    uint8_t dynamic;   /* some dimension is bounded-dynamic (<=N) */
-    uint16_t elem_bits; /* element_size_in_bits from the layout's E(n), 0 if none */
-    uint32_t n;        /* rank, or number of tuple elements */
-    int64_t *dims;
-    struct hbmi_shape *elems;
-    int64_t memory_space; /* S(n) in the layout, 0 = device default */
-    uint64_t tiled_elems; /* elements once padded to the layout's tiles (T(8,128)...), 0 if untiled */
-    uint64_t layout_key;  /* minor_to_major as hbmi_layout_key gives it: 0 the default (major first) */
-    uint32_t nodes;    /* nodes of the shape tree (1 for an array) */
-} hbmi_shape;
-
-/* Byte size as XLA's GPU compiler counts it (tuples: pointer_size per element). */
-uint64_t hbmi_shape_bytes(const hbmi_shape *s, unsigned pointer_size);
-/* The most bytes a shape (and all of a module's values together) may hold: XLA's sizes
- * are int64 (ValidateShapeSize, xla/shape_util.cc); the parser refuses more. */
-#define HBMI_MAX_BYTES ((uint64_t)INT64_MAX)
-/* The subshape at flattened pre-order node k (0 = the shape itself). */
-const hbmi_shape *hbmi_shape_node(const hbmi_shape *s, uint32_t k);
-/* Node offset of tuple element i of s (s must be a tuple). */
-uint32_t hbmi_shape_child(const hbmi_shape *s, uint32_t i);
-int hbmi_shape_equal(const hbmi_shape *a, const hbmi_shape *b);
 /* hbmi_shape_equal and the same minor_to_major order in every array (XLA's ShapeUtil::Equal
  * on untiled layouts) */
 int hbmi_shape_equal_layout(const hbmi_shape *a, const hbmi_shape *b);
 /* 0 for the default order (n-1, ..., 0) or none, else 1 + a hash of the order */
 uint64_t hbmi_layout_key(const int64_t *m2m, uint32_t n_m2m);
-/* "f32[300000,50]" / "(f32[2], s32[])" without layouts, into buf (truncated). */
-void hbmi_shape_print(const hbmi_shape *s, char *buf, size_t cap);
-uint64_t hbmi_shape_elements(const hbmi_shape *s);
-
-/* --- opcodes ---------------------------------------------------------------------------- */
-typedef enum hbmi_op {
-    HOP_OTHER,
-    HOP_PARAMETER,
-    HOP_CONSTANT,
-    HOP_TUPLE,
-    HOP_GTE,
-    HOP_BITCAST,
-    HOP_WHILE,
-    HOP_CALL,
-    HOP_CONDITIONAL,
-    HOP_FUSION,
-    HOP_CUSTOM_CALL,
-    HOP_ASYNC_START,  /* async-start and the "<op>-start" sugar of wrapped async ops */
-    HOP_ASYNC_UPDATE,
-    HOP_ASYNC_DONE,   /* async-done and "<op>-done" */
-    HOP_COPY,
-    HOP_COPY_START,
-    HOP_COPY_DONE,
-    HOP_LEGACY_START, /* all-gather-start, collective-permute-start: ((in) or in, out, ...) */
-    HOP_ALL_REDUCE_START,
-    HOP_ALL_REDUCE_DONE,
-    HOP_SEND,
-    HOP_RECV,
-    HOP_SEND_DONE,
-    HOP_RECV_DONE,
-    HOP_DUS,
-    HOP_SCATTER,
-    HOP_DOMAIN,
-    HOP_OPT_BARRIER,
-    HOP_ADD_DEPENDENCY,
-    HOP_ELEMENTWISE, /* IsElementwise in XLA (copy excluded: HOP_COPY) */
-    HOP_SORT,
-    HOP_TRIANGULAR_SOLVE,
-    HOP_COUNT_
-} hbmi_op;
-
-/* One output_to_operand_aliasing / input_output_alias entry. */
-#define HBMI_MAX_INDEX 8
-typedef struct hbmi_alias {
-    uint8_t out_len, in_len;
-    int32_t out[HBMI_MAX_INDEX];
-    int64_t operand; /* operand number, or parameter number */
-    int32_t in[HBMI_MAX_INDEX];
-} hbmi_alias;
-
-typedef struct hbmi_instr {
-    hbmi_str name;
-    hbmi_str opcode;  /* as written ("all-to-all-start") */
-    uint8_t op;       /* hbmi_op */
-    uint8_t is_root;
-    char fusion_kind; /* 'L', 'I', 'O', 'C' or 0 */
-    uint8_t analyzed; /* in a sequential computation (set by the dataflow) */
-    uint8_t synthetic; /* a get-tuple-element for an operand written "%x#N": no line of its own */
-    uint8_t meta_walked; /* meta_source_file/line come from the text's stack frames */
-    hbmi_shape *shape;
-    uint32_t n_ops;
-    uint32_t *ops;    /* operand instruction indices in the same computation */
-    uint32_t n_called;
-    uint32_t *called; /* computation indices: calls/body/condition/branches/to_apply */
-    uint8_t *called_role; /* 'c' calls, 'b' body, 'w' condition, 'k' branch, 'a' to_apply */
-    hbmi_str *called_names; /* until resolved */
-    hbmi_str *op_names;     /* operand names until resolved */
-    int64_t param_no;
-    int64_t gte_index;
-    hbmi_str meta_op_name, meta_source_file;
-    int32_t meta_source_line;
-    int32_t meta_frame; /* metadata stack_frame_id: a row of the text's StackFrames; 0 none */
-    hbmi_str target; /* custom_call_target */
-    uint32_t n_alias;
-    hbmi_alias *alias; /* output_to_operand_aliasing */
-    size_t off; /* byte offset of the instruction in the text */
-    /* filled by the dataflow */
-    uint32_t n_users;
-    uint32_t *users;
-    uint32_t pos_base; /* first position id of this instruction's shape nodes */
-    int64_t time;      /* flattened schedule time, -1 if not scheduled */
-    uint32_t post;     /* post-order position */
-} hbmi_instr;
-
-typedef struct hbmi_comp {
-    hbmi_str name;
-    int is_entry;
-    uint32_t n;
-    hbmi_instr *ins;
-    uint32_t root;
-    hbmi_str exec_thread;
-    size_t off;
-    /* dataflow */
-    uint8_t kind; /* 0 unused, 'S' sequential, 'F' fusion, 'E' embedded, 'A' async */
-    int64_t span_start, span_end;
-    uint32_t *params; /* parameter instruction index by number, n_params entries */
-    uint32_t n_params;
-} hbmi_comp;
-
-/* XLA's own buffer assignment of a module read from a protobuf (src/hlo/proto.c). */
-typedef struct hbmi_xla_lbuf { /* one LogicalBufferProto (device memory) */
-    int64_t id;
-    uint64_t size;
-    int64_t alloc;  /* BufferAllocationProto index, -1 unassigned */
-    int64_t offset;
-    char cat;       /* 'p' parameter, 'o' output, 'c' constant, 'l' thread-local, 't' temp, 0 */
-    int64_t comp, instr; /* defining instruction (indices in the module), -1 unknown */
-    uint32_t node;  /* its shape index as a flattened node */
-    char index[32]; /* "{1,0}" */
-} hbmi_xla_lbuf;
-
-typedef struct hbmi_xla {
-    hbm_xla_stats st;
-    uint32_t n_lbufs;
-    hbmi_xla_lbuf *lbufs;
-    uint32_t n_peak;
-    uint32_t *peak;     /* lbufs live at the heap trace's peak, largest first */
-    uint64_t alignment; /* the alignment XLA's build used, as its offsets show (128, 256); 0 */
-    int alignment_other; /* shown by another module's offsets in the same file */
-} hbmi_xla;
-
-struct hbm_hlo_module {
-    hbmi_arena arena;
-    char *text;
-    size_t len;
-    char path[256];
-    hbmi_str name;
-    int is_scheduled;
-    uint32_t n_comps;
-    hbmi_comp *comps;
-    uint32_t entry;
-    uint32_t n_io_alias;
-    hbmi_alias *io_alias; /* out = output index, operand = parameter number, in = param index */
-    uint32_t n_donors;
-    hbmi_alias *donors;   /* buffer_donor entries: operand = parameter, in = index */
-    uint64_t host_bytes;  /* bytes of host memory held (text + arena) */
-    hbmi_xla *xla;        /* XLA's assignment (protobuf inputs that carry one), in the arena */
-    char backend_hint;    /* 'g', 'c', 't': the compiler, known from a profile's devices; 0 */
-    int tuple_refs;       /* the text writes operands "%x#N": XLA's print form from 2026 builds */
-    /* a module read from protobuf: its unpacked xla.HloModuleProto (in the arena) and each
-     * instruction's proto in the model's order (computation by computation), from which
-     * hbmi_proto_text writes the module's whole HLO text; NULL for a module read as text */
-    const void *pb_module;
-    const void **pb_ins;
-    int text_full;        /* hbmi_proto_text has written the whole text */
-    char *text_old;       /* the text hbmi_proto_text replaced, freed with the module */
-};
-
-/* A module read from protobuf holds, until this is called, only the planner's one-line
- * summaries as its text (src/hlo/proto_read.c). This writes its whole HLO text as XLA
- * prints it (src/hlo/proto_text.c) and points every instruction (off, name, opcode) and the
- * module's name into it; nothing for a module that has its text. */
-hbm_status hbmi_proto_text(hbm_hlo_module *m);
-
-/* The profile under dir (LOGDIR, plugins/profile, a run): the number of hosts' *.xplane.pb
- * files in its latest run, the first of them by name into first (src/hlo/proto.c). */
-size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
 
 /* m as a serialized xla.HloModuleProto (*out: hbmi_free), for tests and benchmarks
  * (src/hlo/proto_write.c); attrs: what the model keeps no field for (layouts, backend_config,
@@ -227,7 +26,6 @@ size_t hbmi_proto_find_profile(const char *dir, char *first, size_t cap);
  * HBM_ERR_NOT_AVAILABLE without protobuf-c. */
 hbm_status hbmi_proto_write_module(const hbm_hlo_module *m, int attrs, uint8_t **out, size_t *len);
 
-/* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
 /* A layout's split config "SC(d:i1,i2,..)": physical dimension d (major first) cut at the
  * indices; -1: none. */
 typedef struct hbmi_split {
@@ -235,12 +33,9 @@ typedef struct hbmi_split {
     uint32_t n_idx;
     int64_t idx[16];
 } hbmi_split;
+/* Elements of s once padded to its layout's tiles (0 when untiled or not computable). */
 uint64_t hbmi_tiled_elements(const hbmi_shape *s, const int64_t *m2m, uint32_t n_m2m, const int64_t *tiles,
                              const uint32_t *tile_len, uint32_t n_tiles, const hbmi_split *split);
-
-/* Whether the n bytes at s (not terminated) contain the word w: names in op_name, file paths,
- * a module's text. */
-int hbmi_span_has(const char *s, size_t n, const char *w);
 
 /* --- source lines from stack frames (src/hlo/frames.c) ------------------------------------ */
 /* One frame of a module's stack-frame tables: its file (file_len bytes, not terminated; as
@@ -253,9 +48,6 @@ typedef struct hbmi_frame {
     long parent;
 } hbmi_frame;
 typedef int (*hbmi_frame_get)(const void *tables, long frame, hbmi_frame *out); /* 0: no such frame */
-/* A file of a wrapper (contextlib.py, functools.py) or a library (JAX's, Flax's internals,
- * site-packages, dist-packages): not the user's line. */
-int hbmi_hlo_wrapper_file(const char *file, size_t n);
 /* From frame outward through parent frames: the first whose file is not a wrapper, into *out;
  * its id, or 0 (out zeroed) when every frame is a wrapper or the tables lack one. */
 long hbmi_hlo_frame_walk(hbmi_frame_get get, const void *tables, long frame, hbmi_frame *out);
@@ -264,9 +56,6 @@ long hbmi_hlo_frame_walk(hbmi_frame_get get, const void *tables, long frame, hbm
  * FileNames table); where every frame is a wrapper's and the metadata names no file, the
  * first frame's. The protobuf reader does the same from a StackFrameIndexProto. */
 hbm_status hbmi_hlo_text_frames(hbm_hlo_module *m);
-/* The user's file and line for in from the text's tables (the walk above); 0 (file "") when
- * the text gives in no frame or no frame outside wrappers. */
-int hbmi_hlo_frame_where(const hbm_hlo_module *m, const hbmi_instr *in, char *file, size_t cap, int *line);
 /* The first row of the text's table TITLE ("FileNames", "StackFrames", ...), NULL if none;
  * a row's "key=N" value (0 if absent), and its quoted string (*s, length returned). */
 const char *hbmi_hlo_table(const hbm_hlo_module *m, const char *title);

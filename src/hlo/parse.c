@@ -583,7 +583,7 @@ static hbm_status parse_metadata(parser *ps, hbmi_instr *in) {
     return HBM_OK;
 }
 
-static hbm_status add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t role) {
+static hbm_status add_called(parser *ps, hbmi_instr *in, hbmi_str nm, hbmi_called_role role) {
     uint32_t n = in->n_called;
     hbmi_str *names = alloc(ps, sizeof *names * (n + 1));
     uint8_t *roles = alloc(ps, n + 1);
@@ -593,14 +593,14 @@ static hbm_status add_called(parser *ps, hbmi_instr *in, hbmi_str nm, uint8_t ro
         memcpy(roles, in->called_role, n);
     }
     names[n] = nm;
-    roles[n] = role;
+    roles[n] = (uint8_t)role;
     in->called_names = names;
     in->called_role = roles;
     in->n_called = n + 1;
     return HBM_OK;
 }
 
-static hbm_status parse_called(parser *ps, hbmi_instr *in, uint8_t role) {
+static hbm_status parse_called(parser *ps, hbmi_instr *in, hbmi_called_role role) {
     if (accept(ps, '{')) {
         while (peek(ps) != '}') {
             hbmi_str nm = name(ps);
@@ -620,19 +620,20 @@ static hbm_status parse_attribute(parser *ps, hbmi_instr *in) {
     if (!key.n) return fail(ps, "expected an attribute name");
     TRY(expect(ps, '=', "expected '=' after an attribute name"));
     if (word_is(key, "metadata")) return parse_metadata(ps, in);
-    if (word_is(key, "calls") || word_is(key, "called_computations")) return parse_called(ps, in, 'c');
-    if (word_is(key, "body")) return parse_called(ps, in, 'b');
-    if (word_is(key, "condition")) return parse_called(ps, in, 'w');
+    if (word_is(key, "calls") || word_is(key, "called_computations")) return parse_called(ps, in, HBMI_CALLED_CALLS);
+    if (word_is(key, "body")) return parse_called(ps, in, HBMI_CALLED_BODY);
+    if (word_is(key, "condition")) return parse_called(ps, in, HBMI_CALLED_CONDITION);
     if (word_is(key, "branch_computations") || word_is(key, "true_computation") ||
         word_is(key, "false_computation"))
-        return parse_called(ps, in, 'k');
-    if (word_is(key, "to_apply")) return parse_called(ps, in, 'a');
-    if (word_is(key, "select") || word_is(key, "scatter")) return parse_called(ps, in, 'a'); /* select-and-scatter */
+        return parse_called(ps, in, HBMI_CALLED_BRANCH);
+    if (word_is(key, "to_apply")) return parse_called(ps, in, HBMI_CALLED_APPLY);
+    if (word_is(key, "select") || word_is(key, "scatter")) /* select-and-scatter */
+        return parse_called(ps, in, HBMI_CALLED_APPLY);
     if (word_is(key, "custom_call_target")) return string_lit(ps, &in->target);
     if (word_is(key, "output_to_operand_aliasing")) return parse_alias_list(ps, &in->alias, &in->n_alias, 0);
     if (word_is(key, "kind")) {
         hbmi_str k = name(ps);
-        if (k.n >= 2 && k.p[0] == 'k') in->fusion_kind = k.p[1];
+        in->fusion_kind = (uint8_t)hbmi_fusion_kind_of(k.p, k.n);
         return k.n ? HBM_OK : fail(ps, "expected a fusion kind");
     }
     if (word_is(key, "index") && in->op == HOP_GTE) return parse_int(ps, &in->gte_index);

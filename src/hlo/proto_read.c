@@ -37,7 +37,7 @@ struct hbm_proto_file {
     hbmi_arena arena; /* the unpacked XSpace, names */
     pmod *mods;
     size_t n, cap;
-    char hint;        /* backend from the profile's device planes */
+    hbmi_hlo_backend hint; /* backend from the profile's device planes */
 };
 
 int hbm_proto_available(void) { return 1; }
@@ -202,8 +202,8 @@ static hbm_status open_xspace(hbm_proto_file *f) {
         if (fld != 1 || !b) continue; /* planes */
         char *name = frame_string(&f->arena, b, bl, 2);
         if (!name) break;
-        if (!strncmp(name, "/device:GPU", 11)) f->hint = 'g';
-        if (!strncmp(name, "/device:TPU", 11)) f->hint = 't';
+        if (!strncmp(name, "/device:GPU", 11)) f->hint = HBMI_HLO_BACKEND_GPU;
+        if (!strncmp(name, "/device:TPU", 11)) f->hint = HBMI_HLO_BACKEND_TPU;
         if (strcmp(name, "/host:metadata")) continue; /* the trace: not read */
         metadata = 1;
         const Hbmpb__XPlane *pl = hbmpb__xplane__unpack(&al, bl, b);
@@ -524,14 +524,14 @@ static hbm_status conv_shape(conv *c, const Hbmpb__ShapeProto *sp, hbmi_shape *s
 }
 
 /* the role the text parser gives each called computation of an instruction */
-static uint8_t called_role(const hbmi_instr *in, size_t k) {
+static hbmi_called_role called_role(const hbmi_instr *in, size_t k) {
     switch (in->op) {
-    case HOP_WHILE: return k == 0 ? 'b' : 'w'; /* XLA: body, then condition */
-    case HOP_CONDITIONAL: return 'k';
+    case HOP_WHILE: return k == 0 ? HBMI_CALLED_BODY : HBMI_CALLED_CONDITION; /* XLA: body, then condition */
+    case HOP_CONDITIONAL: return HBMI_CALLED_BRANCH;
     case HOP_FUSION:
     case HOP_CUSTOM_CALL:
-    case HOP_ASYNC_START: return 'c';
-    default: return 'a'; /* call's to_apply; reducers, comparators */
+    case HOP_ASYNC_START: return HBMI_CALLED_CALLS;
+    default: return HBMI_CALLED_APPLY; /* call's to_apply; reducers, comparators */
     }
 }
 
@@ -611,7 +611,7 @@ static hbm_status conv_instr(conv *c, hbmi_instr *in, const Hbmpb__HloInstructio
     in->time = -1;
     in->param_no = in->op == HOP_PARAMETER ? ip->parameter_number : -1;
     in->gte_index = in->op == HOP_GTE ? ip->tuple_index : -1;
-    if (ip->fusion_kind[0] == 'k' && ip->fusion_kind[1]) in->fusion_kind = ip->fusion_kind[1];
+    in->fusion_kind = (uint8_t)hbmi_fusion_kind_of(ip->fusion_kind, strlen(ip->fusion_kind));
     if (ip->custom_call_target[0]) in->target = S(ip->custom_call_target);
     meta(c, in, ip->metadata);
     if (!ip->shape) return fail(c, HBM_ERR_PARSE, "instruction '%s' has no shape", ip->name, 0);
@@ -796,7 +796,7 @@ static hbm_status conv_module(conv *c, const Hbmpb__HloModuleProto *mp) {
                                         ip->name, ip->called_computation_ids[k]);
                     if (r->comp == ci) return fail(c, HBM_ERR_PARSE, "'%s' calls its own computation", ip->name, 0);
                     in->called[k] = r->comp;
-                    in->called_role[k] = called_role(in, k);
+                    in->called_role[k] = (uint8_t)called_role(in, k);
                 }
             }
         }
@@ -905,7 +905,7 @@ static int cmp_span_end(const void *x, const void *y) {
 
 static uint64_t seen_alignment(hbmi_xla *x, const Hbmpb__BufferAssignmentProto *ba) {
     for (uint32_t i = 0; i < x->n_lbufs; i++)
-        if (x->lbufs[i].alloc >= 0 && x->lbufs[i].cat && x->lbufs[i].offset % 256 == 128) return 128;
+        if (x->lbufs[i].alloc >= 0 && x->lbufs[i].cat != HBMI_XLA_NONE && x->lbufs[i].offset % 256 == 128) return 128;
     size_t n = 0;
     for (size_t t = 0; t < ba->n_heap_simulator_traces; t++) n += ba->heap_simulator_traces[t]->n_events;
     span *sp = hbmi_malloc(sizeof *sp * (n ? n : 1));
@@ -920,7 +920,7 @@ static uint64_t seen_alignment(hbmi_xla *x, const Hbmpb__BufferAssignmentProto *
         for (size_t e = 0; e < tr->n_events; e++) {
             const Hbmpb__HeapSimulatorTrace__Event *ev = tr->events[e];
             hbmi_xla_lbuf *b = find_lbuf(x, ev->buffer_id);
-            if (!b || b->alloc < 0 || !b->cat || b->offset < 0) continue;
+            if (!b || b->alloc < 0 || b->cat == HBMI_XLA_NONE || b->offset < 0) continue;
             uint32_t bi = (uint32_t)(b - x->lbufs);
             if ((ev->kind == 0 || ev->kind == 2) && at[bi] == UINT32_MAX) {
                 at[bi] = (uint32_t)k;
@@ -998,14 +998,17 @@ static hbm_status attach_xla(conv *c, const Hbmpb__BufferAssignmentProto *ba) {
     hbmi_qsort(x->lbufs, n, sizeof *x->lbufs, cmp_lbuf_id);
     for (size_t i = 0; i < ba->n_buffer_allocations; i++) {
         const Hbmpb__BufferAllocationProto *a = ba->buffer_allocations[i];
-        char cat = a->is_entry_computation_parameter ? 'p' : a->maybe_live_out ? 'o' : a->is_constant ? 'c'
-                   : a->is_thread_local ? 'l' : 't';
+        hbmi_xla_cat cat = a->is_entry_computation_parameter ? HBMI_XLA_PARAMETER
+                           : a->maybe_live_out                 ? HBMI_XLA_OUTPUT
+                           : a->is_constant                    ? HBMI_XLA_CONSTANT
+                           : a->is_thread_local                ? HBMI_XLA_THREAD_LOCAL
+                                                               : HBMI_XLA_TEMP;
         for (size_t k = 0; k < a->n_assigned; k++) {
             hbmi_xla_lbuf *b = find_lbuf(x, a->assigned[k]->logical_buffer_id);
             if (!b) continue;
             b->alloc = a->index;
             b->offset = a->assigned[k]->offset;
-            b->cat = a->color ? 0 : cat;
+            b->cat = a->color ? HBMI_XLA_NONE : cat;
         }
     }
     /* the heap trace of device memory with the highest peak */

@@ -284,7 +284,8 @@ static const Hbmpb__HloInstructionAttrs *attrs_of(const Hbmpb__HloInstructionPro
 }
 
 /* the computations in called of role `role`: key=%a or key={%a, %b} */
-static hbm_status put_called(tb *b, const hbm_hlo_module *m, const hbmi_instr *in, char role, const char *key, int braces) {
+static hbm_status put_called(tb *b, const hbm_hlo_module *m, const hbmi_instr *in, hbmi_called_role role,
+                             const char *key, int braces) {
     size_t n = 0;
     for (uint32_t k = 0; k < in->n_called; k++) n += in->called_role[k] == role;
     if (!n) return HBM_OK;
@@ -418,19 +419,20 @@ static hbm_status put_instr(tb *b, hbm_hlo_module *m, hbmi_comp *cc, hbmi_instr 
     TRY(put_c(b, ')'));
     TRY(put_extra(b, in, ip, xa));
     /* the called computations, as the text parser gives them their roles */
-    TRY(put_called(b, m, in, 'w', "condition", 0));
-    TRY(put_called(b, m, in, 'b', "body", 0));
-    TRY(put_called(b, m, in, 'k', "branch_computations", 1));
-    if (is(in->opcode, "select-and-scatter") && in->n_called == 2 && in->called_role[0] == 'a' &&
-        in->called_role[1] == 'a') {
+    TRY(put_called(b, m, in, HBMI_CALLED_CONDITION, "condition", 0));
+    TRY(put_called(b, m, in, HBMI_CALLED_BODY, "body", 0));
+    TRY(put_called(b, m, in, HBMI_CALLED_BRANCH, "branch_computations", 1));
+    if (is(in->opcode, "select-and-scatter") && in->n_called == 2 && in->called_role[0] == HBMI_CALLED_APPLY &&
+        in->called_role[1] == HBMI_CALLED_APPLY) {
         TRY(PUT(b, ", select=%"));
         TRY(put_hs(b, m->comps[in->called[0]].name));
         TRY(PUT(b, ", scatter=%"));
         TRY(put_hs(b, m->comps[in->called[1]].name));
     } else {
-        TRY(put_called(b, m, in, 'a', "to_apply", 0));
+        TRY(put_called(b, m, in, HBMI_CALLED_APPLY, "to_apply", 0));
     }
-    TRY(put_called(b, m, in, 'c', in->op == HOP_CUSTOM_CALL ? "called_computations" : "calls", in->op == HOP_CUSTOM_CALL));
+    TRY(put_called(b, m, in, HBMI_CALLED_CALLS, in->op == HOP_CUSTOM_CALL ? "called_computations" : "calls",
+                   in->op == HOP_CUSTOM_CALL));
     TRY(put_frontend(b, ip->frontend_attributes));
     const Hbmpb__OpMetadata *md = ip->metadata;
     if (md && (md->op_type[0] || in->meta_op_name.n || in->meta_source_file.n || in->meta_source_line))

@@ -605,11 +605,8 @@ static hbm_status wmodule(wr *w, const hbm_hlo_module *m, int attrs, Hbmpb__HloM
             TRY(wshape(w, in->shape, &ip->shape));
             if (in->param_no >= 0) ip->parameter_number = in->param_no;
             if (in->gte_index >= 0) ip->tuple_index = in->gte_index;
-            if (in->fusion_kind) {
-                char *fk;
-                WA(fk, 3);
-                fk[0] = 'k', fk[1] = in->fusion_kind, ip->fusion_kind = fk;
-            }
+            const char *fk = hbmi_fusion_kind_name(in->fusion_kind);
+            if (fk[0]) TRY(wstr(w, (hbmi_str){fk, (uint32_t)strlen(fk)}, 0, &ip->fusion_kind));
             if (in->target.n) TRY(wstr(w, in->target, 1, &ip->custom_call_target));
             int32_t frame = n_frames ? id_in(in->meta_frame, n_frames) : 0;
             if (in->meta_op_name.n || in->meta_source_file.n || in->meta_source_line || frame) {
@@ -633,7 +630,8 @@ static hbm_status wmodule(wr *w, const hbm_hlo_module *m, int attrs, Hbmpb__HloM
             for (uint32_t k = 0, q = 0; k < in->n_called; k++) {
                 if (in->op == HOP_WHILE) { /* XLA's order: body, condition */
                     for (uint32_t r = 0; r < in->n_called; r++)
-                        if (in->called_role[r] == (q == 0 ? 'b' : 'w')) ip->called_computation_ids[q] = in->called[r] + 1;
+                        if (in->called_role[r] == (q == 0 ? HBMI_CALLED_BODY : HBMI_CALLED_CONDITION))
+                            ip->called_computation_ids[q] = in->called[r] + 1;
                     q++;
                 } else {
                     ip->called_computation_ids[k] = in->called[k] + 1;

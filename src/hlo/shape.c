@@ -1,41 +1,8 @@
-/* shape.c - the arena, primitive types, opcodes and shape arithmetic of HLO. */
+/* shape.c - primitive types, opcodes and shape arithmetic of HLO. */
 #include <stdio.h>
 #include <string.h>
 
 #include "hlo/hlo_internal.h"
-
-/* --- arena ------------------------------------------------------------------------------ */
-void *hbmi_arena_alloc(hbmi_arena *a, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    hbmi_arena_chunk *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > (size_t)1 << 16 ? n : (size_t)1 << 16;
-        if (c && c->cap >= ((size_t)1 << 16) && cap < c->cap * 2 && c->cap < ((size_t)1 << 24))
-            cap = c->cap * 2 >= n ? c->cap * 2 : n;
-        c = hbmi_malloc(sizeof *c + cap);
-        if (!c) return NULL;
-        c->next = a->head;
-        c->used = 0;
-        c->cap = cap;
-        a->head = c;
-        a->total += sizeof *c + cap;
-    }
-    void *p = c->data + c->used;
-    c->used += n;
-    memset(p, 0, n);
-    return p;
-}
-
-void hbmi_arena_free(hbmi_arena *a) {
-    hbmi_arena_chunk *c = a->head;
-    while (c) {
-        hbmi_arena_chunk *n = c->next;
-        hbmi_free(c);
-        c = n;
-    }
-    a->head = NULL;
-    a->total = 0;
-}
 
 /* --- primitive types ---------------------------------------------------------------------- */
 static const struct {
@@ -88,6 +55,21 @@ static int streq_len(const char *p, size_t n, const char *s, size_t len) { retur
 static int ends_with(const char *p, size_t n, const char *suf) {
     size_t k = strlen(suf);
     return n > k && !memcmp(p + n - k, suf, k);
+}
+
+/* XLA's HloInstruction::FusionKind, as its text and HloInstructionProto.fusion_kind name it
+ * (xla/hlo/ir/hlo_instruction.cc, ToString(FusionKind)). */
+static const char *const fusion_kinds[] = {"", "kLoop", "kInput", "kOutput", "kCustom"};
+
+hbmi_fusion_kind hbmi_fusion_kind_of(const char *p, size_t n) {
+    if (!n) return HBMI_FUSION_NONE;
+    for (size_t k = 1; k < sizeof fusion_kinds / sizeof *fusion_kinds; k++)
+        if (strlen(fusion_kinds[k]) == n && !memcmp(p, fusion_kinds[k], n)) return (hbmi_fusion_kind)k;
+    return HBMI_FUSION_OTHER;
+}
+
+const char *hbmi_fusion_kind_name(hbmi_fusion_kind k) {
+    return (size_t)k < sizeof fusion_kinds / sizeof *fusion_kinds ? fusion_kinds[k] : "";
 }
 
 hbmi_op hbmi_op_lookup(const char *p, size_t n) {

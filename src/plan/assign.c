@@ -257,10 +257,12 @@ static hbm_status assign_single(ctx *c, uint32_t bi) {
 }
 
 /* --- the heap simulation ------------------------------------------------------------------------- */
+typedef enum ev_kind { EV_ALLOC, EV_FREE, EV_SHARE } ev_kind;
+
 typedef struct event {
     uint32_t value;
-    uint32_t with; /* SHARE: the value shared with */
-    char kind;     /* 'A' alloc, 'F' free, 'S' share */
+    uint32_t with; /* EV_SHARE: the value shared with */
+    uint8_t kind;  /* ev_kind */
 } event;
 
 typedef struct sim {
@@ -271,9 +273,9 @@ typedef struct sim {
     uint64_t *gsize;       /* per root: size */
 } sim;
 
-static hbm_status emit(sim *s, char kind, uint32_t v, uint32_t with) {
+static hbm_status emit(sim *s, ev_kind kind, uint32_t v, uint32_t with) {
     if (hbmi_grow((void **)&s->ev, &s->cap_ev, s->n_ev + 1, sizeof *s->ev) != HBM_OK) return oom();
-    s->ev[s->n_ev].kind = kind;
+    s->ev[s->n_ev].kind = (uint8_t)kind;
     s->ev[s->n_ev].value = v;
     s->ev[s->n_ev].with = with;
     s->n_ev++;
@@ -371,7 +373,7 @@ static hbm_status simulate(ctx *c, const uint8_t *in_set, sim *s) {
                 uint32_t w = s->first_alloc[val->buffer] - 1;
                 uint32_t r = groot(s, w);
                 s->group[v] = r;
-                if ((st = emit(s, 'S', v, w))) goto out;
+                if ((st = emit(s, EV_SHARE, v, w))) goto out;
                 continue;
             }
             int shared = 0;
@@ -392,12 +394,12 @@ static hbm_status simulate(ctx *c, const uint8_t *in_set, sim *s) {
                             if (!hbmi_df_can_share(df, ovv->gid, ovv->node, val->gid, val->node) &&
                                 !tpu_heap_share(c->p, in, oi, ovv->node, val->node))
                                 continue;
-                            if ((st = emit(s, 'F', ov, 0))) goto out;
+                            if ((st = emit(s, EV_FREE, ov, 0))) goto out;
                             freed_pending[ov] = 0;
                             uint32_t r = groot(s, ov);
                             s->group[v] = r;
                             if (s->gsize[v] > s->gsize[r]) s->gsize[r] = s->gsize[v];
-                            if ((st = emit(s, 'S', v, ov))) goto out;
+                            if ((st = emit(s, EV_SHARE, v, ov))) goto out;
                             end[ov] = val->end;
                             shared = 1;
                         }
@@ -405,7 +407,7 @@ static hbm_status simulate(ctx *c, const uint8_t *in_set, sim *s) {
                 }
             }
             if (!shared) {
-                if ((st = emit(s, 'A', v, 0))) goto out;
+                if ((st = emit(s, EV_ALLOC, v, 0))) goto out;
                 s->first_alloc[val->buffer] = v + 1;
             }
         }
@@ -413,7 +415,7 @@ static hbm_status simulate(ctx *c, const uint8_t *in_set, sim *s) {
             uint32_t v = free_list[k];
             if (!freed_pending[v]) continue;
             freed_pending[v] = 0;
-            if ((st = emit(s, 'F', v, 0))) goto out;
+            if ((st = emit(s, EV_FREE, v, 0))) goto out;
         }
     }
 out:
@@ -442,7 +444,7 @@ static uint64_t nofrag_peak(const hbmi_df *df, sim *s) {
         const event *e = &s->ev[i];
         int64_t size = (int64_t)s->gsize[groot(s, e->value)];
         if (!df->values[e->value].size && !size) continue;
-        cur += e->kind == 'F' ? -size : size;
+        cur += e->kind == EV_FREE ? -size : size;
         if (cur > best) best = cur;
     }
     return (uint64_t)best;
@@ -477,7 +479,7 @@ static hbm_status heap_peak_values(ctx *c, sim *s, hbmi_alloc *a) {
             uint32_t r = groot(s, e->value);
             int64_t size = (int64_t)s->gsize[r];
             int64_t d = 0;
-            if (e->kind == 'F') {
+            if (e->kind == EV_FREE) {
                 if (live_cnt[r] && --live_cnt[r] == 0) {
                     d = -size;
                     if (pass) in_live[rep[r]] = 0;
@@ -548,13 +550,13 @@ static hbm_status heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off,
     }
     for (uint32_t v = 0; v < nv; v++) last[v] = SIZE_MAX;
     for (size_t i = 0; i < s->n_ev; i++)
-        if (s->ev[i].kind == 'F') last[groot(s, s->ev[i].value)] = i;
+        if (s->ev[i].kind == EV_FREE) last[groot(s, s->ev[i].value)] = i;
     for (size_t i = 0; i < s->n_ev; i++) {
         const event *e = &s->ev[i];
         uint32_t r = groot(s, e->value);
         uint64_t size = s->gsize[r];
         if (!size) continue;
-        if (e->kind == 'A' && !placed[r]) {
+        if (e->kind == EV_ALLOC && !placed[r]) {
             size_t best = SIZE_MAX;
             for (size_t k = 0; k < n_fc; k++) {
                 if (fc[k].a + size > fc[k].b) continue;
@@ -578,7 +580,7 @@ static hbm_status heap_sequential(ctx *c, sim *s, uint64_t align, uint64_t *off,
                 if (top > hw) hw = top;
             }
             placed[r] = 1;
-        } else if (e->kind == 'F' && last[r] == i && placed[r]) {
+        } else if (e->kind == EV_FREE && last[r] == i && placed[r]) {
             uint64_t a = off[r], b = ext[r];
             for (size_t k = 0; k < n_fc;) {
                 if ((fc[k].b <= a && hbmi_align_up(fc[k].b, align) >= a) || (b <= fc[k].a && hbmi_align_up(b, align) >= fc[k].a)) {
@@ -631,13 +633,13 @@ static hbm_status heap_pack(ctx *c, sim *s, hbmi_alloc *a, int64_t color, uint64
     uint32_t n = 0;
     for (size_t i = 0; i < s->n_ev; i++) {
         const event *e = &s->ev[i];
-        if (e->kind == 'F') {
+        if (e->kind == EV_FREE) {
             en[e->value] = (int64_t)i + 1;
         } else {
             st[e->value] = (int64_t)i;
             en[e->value] = (int64_t)s->n_ev + 1;
             keys[n++].v = e->value;
-            if (e->kind == 'A') {
+            if (e->kind == EV_ALLOC) {
                 primary[e->value] = 1;
                 prim_of[groot(s, e->value)] = e->value;
             }
@@ -785,7 +787,7 @@ static hbm_status thread_locals(ctx *c) {
             for (uint32_t k = 0; k < in->n_called; k++) {
                 int global_call = in->op == HOP_WHILE || in->op == HOP_CONDITIONAL || in->op == HOP_CALL ||
                                   ((in->op == HOP_ASYNC_START || in->op == HOP_ASYNC_UPDATE || in->op == HOP_ASYNC_DONE) &&
-                                   in->called_role[k] == 'c');
+                                   in->called_role[k] == HBMI_CALLED_CALLS);
                 uint8_t want = (mark[ci] & 2) || !global_call ? 2 : 1;
                 uint32_t cj = in->called[k];
                 if (cj < n && !(mark[cj] & want)) {
@@ -798,7 +800,7 @@ static hbm_status thread_locals(ctx *c) {
     hbm_status st = HBM_OK;
     for (uint32_t ci = 0; ci < n && !st; ci++) {
         const hbmi_comp *cp = &m->comps[ci];
-        if (mark[ci] != 2 || cp->kind == 'F') continue;
+        if (mark[ci] != 2 || cp->kind == HBMI_COMP_FUSION) continue;
         for (uint32_t i = 0; i < cp->n && !st; i++) {
             const hbmi_instr *in = &cp->ins[i];
             for (uint32_t k = 0; k < in->shape->nodes && !st; k++) {
@@ -913,7 +915,7 @@ const char *hbmi_plan_label(const hbmi_instr *in, char *buf, size_t cap) {
  * name without "-start" ("all-to-all-start" -> "all-to-all"). */
 void hbmi_plan_wrapped_label(const hbm_hlo_module *m, const hbmi_instr *in, char *buf, size_t cap) {
     for (uint32_t k = 0; k < in->n_called; k++) {
-        if (in->called_role[k] != 'c') continue;
+        if (in->called_role[k] != HBMI_CALLED_CALLS) continue;
         const hbmi_comp *wc = &m->comps[in->called[k]];
         const hbmi_instr *r = &wc->ins[wc->root];
         snprintf(buf, cap, "%.*s", (int)r->opcode.n, r->opcode.p);
@@ -1269,7 +1271,7 @@ static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_
     int cpu = 0;
     for (uint32_t i = 0; i < c->n && !cpu; i++) {
         const hbmi_instr *in = &c->ins[i];
-        if (in->op == HOP_FUSION && in->fusion_kind != 'C') {
+        if (in->op == HOP_FUSION && in->fusion_kind != HBMI_FUSION_CUSTOM) {
             static const char *const kinds[] = {"loop_", "input_", "output_", "wrapped_", "custom_"};
             int named = 0;
             for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) named |= str_starts(in->name, kinds[k]);
@@ -1293,9 +1295,11 @@ static int scan_names(const hbm_hlo_module *m, uint32_t ci, int depth, int *gpu_
  * XLA:GPU would have wrapped in a fusion and fusions not named the GPU's way mean CPU.
  * *evidence: the file name, the content, or none (GPU assumed). */
 static hbm_backend detect_backend(const hbm_hlo_module *m, hbmi_backend_evidence *evidence) {
-    if (m->backend_hint) { /* a profile names its devices */
+    if (m->backend_hint != HBMI_HLO_BACKEND_NONE) { /* a profile names its devices */
         *evidence = HBMI_EVIDENCE_CONTENT;
-        return m->backend_hint == 't' ? HBM_BACKEND_TPU : m->backend_hint == 'c' ? HBM_BACKEND_CPU : HBM_BACKEND_GPU;
+        return m->backend_hint == HBMI_HLO_BACKEND_TPU   ? HBM_BACKEND_TPU
+               : m->backend_hint == HBMI_HLO_BACKEND_CPU ? HBM_BACKEND_CPU
+                                                         : HBM_BACKEND_GPU;
     }
     const char *base = strrchr(m->path, '/');
     base = base ? base + 1 : m->path;
@@ -1590,13 +1594,15 @@ const char *hbm_plan_step_where(const hbm_plan *p, int64_t t) {
         int found = 0;
         for (uint32_t cj = 0; cj < m->n_comps && !found; cj++) {
             const hbmi_comp *cc = &m->comps[cj];
-            if (cc->kind != 'S') continue;
+            if (cc->kind != HBMI_COMP_SEQUENTIAL) continue;
             for (uint32_t i = 0; i < cc->n && !found; i++) {
                 const hbmi_instr *in = &cc->ins[i];
                 for (uint32_t k = 0; k < in->n_called && !found; k++) {
                     if (in->called[k] != ci) continue;
-                    const char *role = in->called_role[k] == 'b' ? "while body of " : in->called_role[k] == 'w' ? "while condition of "
-                                     : in->called_role[k] == 'k' ? "branch of " : "called by ";
+                    const char *role = in->called_role[k] == HBMI_CALLED_BODY        ? "while body of "
+                                       : in->called_role[k] == HBMI_CALLED_CONDITION ? "while condition of "
+                                       : in->called_role[k] == HBMI_CALLED_BRANCH    ? "branch of "
+                                                                                     : "called by ";
                     w = snprintf(buf + len, sizeof buf - len, " (%s%.*s)", role, (int)in->name.n, in->name.p);
                     if (w > 0 && (size_t)w < sizeof buf - len) len += (size_t)w;
                     ci = cj;

@@ -421,6 +421,8 @@ static void json_buf(FILE *f, const hbm_plan *p, const hbmi_span *s) {
             d.source_line, s->alloc, s->offset, s->s, s->e);
 }
 
+const char *hbmi_plan_module_name(const hbm_plan *p) { return hbm_hlo_module_name(p->m); }
+
 hbm_status hbmi_memview_json(const hbm_plan *p, const hbm_plan_view_options *opt, int with_series, FILE *f) {
     hbm_plan_view_options o;
     hbmi_memview v;

@@ -1,9 +1,10 @@
-/* src/plan/memview.h - XProf's Memory Viewer model of a plan (memview.c), shared with the
- * HTML page (plan_html.c) and the tests. */
+/* src/plan/memview.h - XProf's Memory Viewer model of a plan (memview.c), for the JSON the
+ * HTML page reads (plan_view.h) and the tests. */
 #ifndef HBM_PLAN_MEMVIEW_H
 #define HBM_PLAN_MEMVIEW_H
 
 #include "plan/plan_internal.h"
+#include "plan/plan_view.h"
 
 typedef struct hbmi_memview_space {
     int64_t color;            /* memory space S(n) */
@@ -41,8 +42,5 @@ const char *hbmi_memview_alloc_type(const hbm_plan *p, const hbmi_span *s);
 const char *hbmi_memview_space_name(int64_t color, char buf[48]);
 /* the objects at the peak in program order (by 0), by size (1) or by padding (2): a copy */
 hbm_status hbmi_memview_sorted(const hbm_plan *p, const hbmi_memview_space *sp, int by, size_t **out);
-/* The viewer's JSON; with_series adds the heap curves, every temp buffer and the
- * instruction names (what the HTML page draws). */
-hbm_status hbmi_memview_json(const hbm_plan *p, const hbm_plan_view_options *o, int with_series, FILE *f);
 
 #endif

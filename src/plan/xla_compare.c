@@ -8,23 +8,28 @@
 #include "hbm/size.h"
 #include "plan/plan_internal.h"
 
-static const char *kind_str(char k) {
+static const char *kind_str(hbmi_xla_cat k) {
     switch (k) {
-    case 'p': return "parameter";
-    case 'o': return "output";
-    case 'c': return "constant";
-    case 'l': return "thread-local";
-    case 't': return "temp";
+    case HBMI_XLA_PARAMETER: return "parameter";
+    case HBMI_XLA_OUTPUT: return "output";
+    case HBMI_XLA_CONSTANT: return "constant";
+    case HBMI_XLA_THREAD_LOCAL: return "thread-local";
+    case HBMI_XLA_TEMP: return "temp";
     default: return "none";
     }
 }
 
-static char value_kind(const hbm_plan *p, uint32_t v) {
+/* the kind of allocation hbm put value v in, as XLA's would be named */
+static hbmi_xla_cat value_kind(const hbm_plan *p, uint32_t v) {
     uint32_t a = p->value_alloc ? p->value_alloc[v] : UINT32_MAX;
-    if (a == UINT32_MAX || a >= p->n_allocs) return 0;
+    if (a == UINT32_MAX || a >= p->n_allocs) return HBMI_XLA_NONE;
     const hbmi_alloc *al = &p->allocs[a];
-    if (al->color) return 0;
-    return al->param_no >= 0 ? 'p' : al->live_out ? 'o' : al->constant ? 'c' : al->thread_local ? 'l' : 't';
+    if (al->color) return HBMI_XLA_NONE;
+    return al->param_no >= 0 ? HBMI_XLA_PARAMETER
+           : al->live_out    ? HBMI_XLA_OUTPUT
+           : al->constant    ? HBMI_XLA_CONSTANT
+           : al->thread_local ? HBMI_XLA_THREAD_LOCAL
+                              : HBMI_XLA_TEMP;
 }
 
 /* hbm's value defined where XLA's logical buffer b is, or UINT32_MAX */
@@ -71,7 +76,8 @@ static size_t buffer_diffs(const hbm_plan *p, diff_fn fn, void *ctx) {
     size_t n = 0;
     for (uint32_t i = 0; i < x->n_lbufs; i++) {
         const hbmi_xla_lbuf *b = &x->lbufs[i];
-        if (!b->cat || b->cat == 'l') continue; /* other memory spaces; thread-local scalars */
+        /* other memory spaces; thread-local scalars */
+        if (b->cat == HBMI_XLA_NONE || b->cat == HBMI_XLA_THREAD_LOCAL) continue;
         uint32_t v = value_at(p, b);
         if (v != UINT32_MAX && seen) seen[v] = 1;
         if (v != UINT32_MAX && df->values[v].size == b->size && value_kind(p, v) == b->cat) continue;

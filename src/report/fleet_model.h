@@ -5,9 +5,10 @@
 #ifndef HBM_REPORT_FLEET_MODEL_H
 #define HBM_REPORT_FLEET_MODEL_H
 
+#include "core/internal.h"
 #include "hbm/fleet.h"
 #include "hbm/memprof.h"
-#include "report/view_internal.h"
+#include "report/view_model.h"
 
 #define HBMI_SUMMARY_VERSION 1
 

@@ -7,6 +7,7 @@
 
 #include "hbm/size.h"
 #include "report/fleet_model.h"
+#include "report/view_internal.h"
 
 /* --- JSON ----------------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * (report/page.c). */
 #include <string.h>
 
-#include "plan/memview.h"
+#include "plan/plan_view.h"
 #include "report/view_internal.h"
 
 extern const char hbmi_asset_memory_viewer_html[], hbmi_asset_memory_viewer_css[], hbmi_asset_memory_viewer_js[];
@@ -33,7 +33,7 @@ typedef struct plan_page {
 static hbm_status fill(void *ctx, const char *name, size_t n, FILE *f) {
     const plan_page *x = ctx;
     if (hbmi_page_marker_is(name, n, "TITLE"))
-        html_text(f, x->o && x->o->title ? x->o->title : hbm_hlo_module_name(x->p->m));
+        html_text(f, x->o && x->o->title ? x->o->title : hbmi_plan_module_name(x->p));
     else if (hbmi_page_marker_is(name, n, "CSS"))
         fwrite(hbmi_asset_memory_viewer_css, 1, hbmi_asset_memory_viewer_css_len, f);
     else if (hbmi_page_marker_is(name, n, "JS"))

@@ -1,19 +1,10 @@
-/* timeline_internal.h - a timeline as its sequence of allocs and frees. */
+/* timeline_internal.h - the timeline module's own header (src/timeline only); neighbours read
+ * timeline_events.h. */
 #ifndef HBM_TIMELINE_INTERNAL_H
 #define HBM_TIMELINE_INTERNAL_H
 
 #include "core/internal.h"
 #include "hbm/timeline.h"
-
-/* Buffer buf starts (is_start = 1) or ends at time t. */
-typedef struct hbmi_tl_event {
-    int64_t t;
-    int is_start;
-    size_t buf;
-} hbmi_tl_event;
-
-/* The 2 x count events of tl in time order; at equal times ends come before starts
- * (lifetimes are half-open) and ties go by buffer index. Free *out with hbmi_free. */
-hbm_status hbmi_timeline_events(const hbm_timeline *tl, hbmi_tl_event **out);
+#include "timeline/timeline_events.h"
 
 #endif

@@ -3,7 +3,7 @@
  * in the trace recorder (recorder.c, beside it) when trace=PATH or HBM_TRACE asks for it,
  * under the handle that serializes calls and keeps the OOM state. It stands on the
  * recorder's floor, below the replay that opens allocators. */
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_policy.h"
 #include "trace/trace_internal.h"
 
 hbm_status hbm_allocator_open(hbm_device *dev, const char *config, hbm_allocator **out) {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_policy.h"
 #include "device/cuda_driver.h"
 #include "trace/trace_internal.h"
 
@@ -329,8 +329,9 @@ static void h_reset_peaks(void *self) { hbm_stats_reset_peaks(self); }
 static hbm_status h_check(void *self) { return hbm_check(self); }
 static hbm_status h_trim(void *self) { return hbm_allocator_trim(self); }
 static uint64_t h_rounded(void *self, uint64_t size) {
-    hbm_allocator *a = self;
-    return a->ops->rounded_size ? a->ops->rounded_size(a->self, size) : size; /* read-only, no lock needed */
+    void *ps;
+    const hbm_allocator_ops *ops = hbmi_allocator_policy(self, &ps);
+    return ops->rounded_size ? ops->rounded_size(ps, size) : size; /* read-only, no lock needed */
 }
 static void h_destroy(void *self) { hbm_allocator_close(self); }
 
@@ -357,14 +358,14 @@ hbm_status hbm_trace_wrap(hbm_allocator *inner, const char *path, unsigned flags
     *out = NULL;
     const hbm_allocator_ops *ops;
     void *self;
-    hbm_status s = hbmi_recorder_create(&handle_ops, inner, inner->dev, path, flags, &ops, &self);
+    hbm_status s = hbmi_recorder_create(&handle_ops, inner, hbm_allocator_device(inner), path, flags, &ops, &self);
     if (s) {
         hbm_allocator_close(inner); /* owned in every case, as documented */
         return s;
     }
-    ((recorder *)self)->ops.name = inner->ops->name;
+    ((recorder *)self)->ops.name = hbm_allocator_name(inner);
     ((recorder *)self)->handle = inner;
-    s = hbm_allocator_wrap(ops, self, inner->dev, &inner->cfg, out);
+    s = hbm_allocator_wrap(ops, self, hbm_allocator_device(inner), hbm_allocator_config(inner), out);
     if (s) return s; /* wrap destroyed the recorder, which closed inner: as documented, it owns inner */
     return HBM_OK;
 }

@@ -6,7 +6,7 @@
 #include "core/internal.h"
 #include "hbm/plan.h"
 #include "hbm/trace.h"
-#include "timeline/timeline_internal.h"
+#include "timeline/timeline_events.h"
 #include "trace/trace_internal.h"
 
 const char *hbm_event_kind_str(hbm_event_kind k) {

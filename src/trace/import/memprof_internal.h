@@ -4,7 +4,7 @@
 #define HBM_MEMPROF_INTERNAL_H
 
 #include "hbm/memprof.h"
-#include "hlo/hlo_internal.h"
+#include "core/arena.h"
 
 /* One event of a module on a device plane (a kernel) or the host (a launch): its program. */
 typedef struct hbmi_memprof_exec {

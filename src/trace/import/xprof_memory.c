@@ -12,7 +12,7 @@
 #include "core/internal.h"
 #include "hbm/memprof.h"
 #include "hbm/proto.h"
-#include "hlo/hlo_internal.h"
+#include "hlo/hlo_profile.h"
 #include "trace/import/memprof_internal.h"
 #include "trace/import/memprof_view.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc_internal.h"
+#include "alloc/alloc_policy.h"
 #include "hbm/device.h"
 #include "hbm/pack.h"
 #include "hbm/device_models.h"
@@ -168,10 +168,10 @@ hbm_status hbmi_replay_one(const hbmi_replay_plan *p, uint64_t *scratch, const c
     if (!tagid || !tagp || !addrs) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for a replay");
     for (uint32_t i = 1; !s && i <= ntags; i++) {
         tagp[i] = hbm_trace_tag(t, i);
-        s = hbmi_tagtab_intern(a->tags, tagp[i], &tagid[i]);
+        s = hbmi_tagtab_intern(hbmi_allocator_tags(a), tagp[i], &tagid[i]);
     }
-    const hbm_allocator_ops *ops = a->ops;
-    void *self = a->self;
+    void *self;
+    const hbm_allocator_ops *ops = hbmi_allocator_policy(a, &self);
     /* the policy's own bytes-in-use counter where it keeps one: the peak is checked after
      * every allocation, the whole stats taken only when it rises */
     const uint64_t *in_use = hbmi_policy_in_use(a);

@@ -101,7 +101,7 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
     if (!s && !(x->twin_addr = hbmi_calloc(t->count + 1, sizeof *x->twin_addr)))
         s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     seg_ctx sc = {.x = x};
-    if (!s) hbmi_torch_set_event_fn(a->self, on_segment, &sc);
+    if (!s) hbmi_torch_set_event_fn(hbmi_torch_policy(a), on_segment, &sc);
     /* an allocation the device cannot hold is left out, silently */
     int quiet = a ? hbmi_allocator_set_quiet(a, 1) : 0;
     for (size_t i = 0; i < t->count && !s; i++) {
@@ -130,7 +130,7 @@ hbm_status hbmi_torch_twin_end_state(const hbm_trace *t, hbmi_torch_segs **out) 
         }
     }
     if (a) hbmi_allocator_set_quiet(a, quiet);
-    if (a && hbmi_torch_is(a)) hbmi_torch_set_event_fn(a->self, NULL, NULL);
+    if (a && hbmi_torch_is(a)) hbmi_torch_set_event_fn(hbmi_torch_policy(a), NULL, NULL);
     if (!s && sc.oom) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory for the allocator's end state");
     walk_ctx c = {.t = t, .x = x, .at = &at, .pending = &pending};
     if (!s) s = hbm_allocator_walk(a, on_block, &c);

@@ -219,8 +219,8 @@ static hbm_status walk(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run,
                        hbmi_map *live) {
     const hbm_trace *t = c->t;
     hbm_torch_match *m = c->m;
-    void *self = a->self;
-    const hbm_allocator_ops *ops = a->ops;
+    void *self;
+    const hbm_allocator_ops *ops = hbmi_allocator_policy(a, &self);
     size_t npend = 0;
     hbm_stats st;
     for (size_t i = 0; i < t->count; i++) {
@@ -291,7 +291,7 @@ static hbm_status walk(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run,
 static hbm_status run(match_ctx *c, hbm_allocator *a, const uint8_t *empty_run, size_t *pending, int has_map,
                       const hbm_torch_segment_state *segs, size_t nsegs) {
     c->pend = pending;
-    void *self = a->self;
+    void *self = hbmi_torch_policy(a);
     hbmi_map live; /* recorded address -> twin address + 1 */
     hbmi_map_init(&live);
     hbm_status s = seed(c, a, segs, nsegs, &live);
@@ -317,7 +317,7 @@ hbm_status hbm_replay_torch_match(const hbm_trace *t, const char *config, const 
  * segments, else each becomes a cudaMalloc segment. */
 static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_state *segs, size_t nsegs, hbmi_map *live) {
     hbm_status s = HBM_OK;
-    int es = a->cfg.expandable_segments;
+    int es = hbm_allocator_config(a)->expandable_segments;
     uint8_t *done = hbmi_calloc(nsegs + 1, 1);
     hbmi_torch_seed_run *runs = hbmi_calloc(nsegs + 1, sizeof *runs);
     size_t nb = 1;
@@ -350,12 +350,12 @@ static hbm_status seed(match_ctx *c, hbm_allocator *a, const hbm_torch_segment_s
                     hbmi_torch_seed_run x = runs[j];
                     runs[j] = runs[j - 1], runs[j - 1] = x;
                 }
-            s = hbmi_torch_seed_expandable(a->self, base, g->stream, g->small, runs, nr);
+            s = hbmi_torch_seed_expandable(hbmi_torch_policy(a), base, g->stream, g->small, runs, nr);
             if (!s) s = hbmi_map_put(&c->segbase, base, base);
             if (!s) s = held_add(c, base, end - base);
         } else {
             done[k] = 1;
-            s = hbmi_torch_seed_segment(a->self, g->addr, g->size, g->stream, g->small, bl + off, g->nlive);
+            s = hbmi_torch_seed_segment(hbmi_torch_policy(a), g->addr, g->size, g->stream, g->small, bl + off, g->nlive);
             if (!s) s = hbmi_map_put(&c->segbase, g->addr, g->addr);
             if (!s) s = held_add(c, g->addr, g->size);
         }
