@@ -40,9 +40,7 @@ hbm_status hbmi_error(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
 hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t column, const char *fmt, ...)
     HBMI_PRINTF(5, 6);
 /* The thread's last error as one record: its status, where in an input it was found (file,
- * line, column; line 0: nowhere in particular) and its message (src/core/status.c). A caller
- * that must leave the last error as it was across a call that may set it (a quiet
- * allocator's device) saves it before and restores it after. */
+ * line, column; line 0: nowhere in particular) and its message (src/core/status.c). */
 #define HBMI_ERRBUF 1024
 typedef struct hbmi_error_record {
     hbm_status status;
@@ -50,8 +48,13 @@ typedef struct hbmi_error_record {
     char file[HBMI_ERRBUF];
     char message[HBMI_ERRBUF];
 } hbmi_error_record;
-void hbmi_error_save(hbmi_error_record *out);
-void hbmi_error_restore(const hbmi_error_record *in);
+/* A caller that must leave the last error as it was across a call that may set it once (a
+ * quiet allocator's device) takes a mark before and undoes after: the record the call
+ * replaced comes back. Costs nothing when no error is set (a counter is read); each error set
+ * keeps the record it replaces. An undo after more than one change since the mark does
+ * nothing. */
+uint64_t hbmi_error_mark(void);
+void hbmi_error_undo(uint64_t mark);
 /* Prefix the current last-error message with context ("config: " + old). Returns s. */
 hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) HBMI_PRINTF(2, 3);
 

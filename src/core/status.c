@@ -9,6 +9,14 @@
  * never read back out of the text. */
 static _Thread_local hbmi_error_record hbmi_err;
 #define hbmi_errbuf hbmi_err.message
+/* The record the last change replaced, and the count of changes (hbmi_error_mark). */
+static _Thread_local hbmi_error_record hbmi_err_prev;
+static _Thread_local uint64_t hbmi_err_gen;
+static void record_copy(hbmi_error_record *to, const hbmi_error_record *from);
+static void changing(void) {
+    record_copy(&hbmi_err_prev, &hbmi_err);
+    hbmi_err_gen++;
+}
 
 const char *hbm_status_str(hbm_status s) {
     switch (s) {
@@ -35,6 +43,7 @@ const char *hbm_status_name(hbm_status s) {
 const char *hbm_last_error(void) { return hbmi_errbuf; }
 
 void hbm_clear_error(void) {
+    changing();
     hbmi_err.status = HBM_OK;
     hbmi_err.line = hbmi_err.column = 0;
     hbmi_err.file[0] = hbmi_errbuf[0] = 0;
@@ -71,6 +80,7 @@ static void visible(char buf[HBMI_ERRBUF]) {
 
 /* The record's message from fmt, after prefix (NULL: none); status s, no location. */
 static void set_message(hbm_status s, const char *prefix, const char *fmt, va_list ap) {
+    changing();
     size_t n = prefix ? (size_t)snprintf(hbmi_errbuf, sizeof hbmi_errbuf, "%s", prefix) : 0;
     if (n < sizeof hbmi_errbuf) vsnprintf(hbmi_errbuf + n, sizeof hbmi_errbuf - n, fmt, ap);
     visible(hbmi_errbuf);
@@ -80,7 +90,7 @@ static void set_message(hbm_status s, const char *prefix, const char *fmt, va_li
 }
 
 /* Records are copied as far as their strings go (a message is mostly short, the buffers are
- * 1 KiB each): a quiet allocator saves one on each call to its device. */
+ * 1 KiB each). */
 static void record_copy(hbmi_error_record *to, const hbmi_error_record *from) {
     to->status = from->status;
     to->line = from->line;
@@ -88,8 +98,12 @@ static void record_copy(hbmi_error_record *to, const hbmi_error_record *from) {
     memcpy(to->file, from->file, strnlen(from->file, sizeof from->file - 1) + 1);
     memcpy(to->message, from->message, strnlen(from->message, sizeof from->message - 1) + 1);
 }
-void hbmi_error_save(hbmi_error_record *out) { record_copy(out, &hbmi_err); }
-void hbmi_error_restore(const hbmi_error_record *in) { record_copy(&hbmi_err, in); }
+uint64_t hbmi_error_mark(void) { return hbmi_err_gen; }
+void hbmi_error_undo(uint64_t mark) {
+    if (hbmi_err_gen != mark + 1) return;
+    record_copy(&hbmi_err, &hbmi_err_prev);
+    hbmi_err_gen = mark;
+}
 
 hbm_status hbmi_error(hbm_status s, const char *fmt, ...) {
     va_list ap;
@@ -115,6 +129,7 @@ hbm_status hbmi_error_at(hbm_status s, const char *file, size_t line, size_t col
 }
 
 hbm_status hbmi_error_prefix(hbm_status s, const char *fmt, ...) {
+    changing();
     char old[HBMI_ERRBUF];
     memcpy(old, hbmi_errbuf, sizeof old);
     va_list ap;

@@ -215,10 +215,9 @@ hbm_status hbm_device_alloc(hbm_device *dev, uint64_t size, uint64_t *addr_out) 
     } else if ((s = hbmi_map_reserve(&dev->live, dev->live.count + 1)) == HBM_OK) {
         uint64_t addr = 0;
         if (dev->quiet) { /* the device's own failure (sim's address space, host's mmap) leaves no message */
-            hbmi_error_record kept;
-            hbmi_error_save(&kept);
+            uint64_t mark = hbmi_error_mark();
             s = dev->ops->alloc(dev->ctx, acct, &addr);
-            if (s == HBM_ERR_OOM) hbmi_error_restore(&kept);
+            if (s == HBM_ERR_OOM) hbmi_error_undo(mark);
         } else {
             s = dev->ops->alloc(dev->ctx, acct, &addr);
         }
