@@ -356,18 +356,24 @@ static void write_wrapped(FILE *f, const char *text, size_t len, size_t width) {
     }
 }
 
-hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
-    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+/* render's text, written into memory first, then to f wrapped at width (write_wrapped). */
+typedef hbm_status (*text_fn)(const hbm_fit_result *r, FILE *f, size_t top, size_t width);
+static hbm_status write_text(const hbm_fit_result *r, FILE *f, size_t top, size_t width, text_fn render) {
     char *mem = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&mem, &n);
     if (!m) return hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    hbm_status s = fit_text(r, m, top, width);
+    hbm_status s = render(r, m, top, width);
     if (fclose(m) && !s) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
     if (!s) write_wrapped(f, mem, n, width);
     free(mem);
     if (!s && ferror(f)) s = hbmi_error(HBM_ERR_IO, "fit: write error");
     return s;
+}
+
+hbm_status hbmi_fit_text_width(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    if (!r || !f) return hbmi_error(HBM_ERR_INVALID, "fit: no result");
+    return write_text(r, f, top, width, fit_text);
 }
 
 hbm_status hbm_fit_text(const hbm_fit_result *r, FILE *f, size_t top) { return hbmi_fit_text_width(r, f, top, 100); }
@@ -504,10 +510,11 @@ hbm_status hbm_fit_emit_format(const hbm_fit_result *r, char *buf, size_t cap, s
 
 /* plan's explanation in JAX's terms (fit_terms.h): what autodiff saves, named, and the change
  * that stops saving it; the bytes each change takes off are hbm fit's to verify. */
-static void terms_text(const hbm_fit_result *r, FILE *f) {
+static hbm_status terms_text(const hbm_fit_result *r, FILE *f, size_t top, size_t width) {
+    (void)top, (void)width;
     if (!r->has_backward) {
         no_backward_text(f);
-        return;
+        return HBM_OK;
     }
     for (size_t i = 0; i < r->n_res; i++) {
         char a[32], t[300];
@@ -518,6 +525,7 @@ static void terms_text(const hbm_fit_result *r, FILE *f) {
                  hbm_size_human(r->res[i].estimate, a));
         advice(f, 2, "takes off: ", t);
     }
+    return HBM_OK;
 }
 
 hbm_status hbmi_fit_terms_write(const hbm_plan *p, FILE *f, size_t width) {
@@ -525,16 +533,7 @@ hbm_status hbmi_fit_terms_write(const hbm_plan *p, FILE *f, size_t width) {
     hbm_fit_result *r = NULL;
     hbm_status s = hbmi_fit_terms_run(p, &r);
     if (s || !r) return s;
-    char *mem = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&mem, &n);
-    if (!m) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-    else {
-        terms_text(r, m);
-        if (fclose(m)) s = hbmi_error(HBM_ERR_NOMEM, "out of host memory formatting output");
-        else write_wrapped(f, mem, n, width);
-    }
-    free(mem);
+    s = write_text(r, f, 0, width, terms_text);
     hbm_fit_free(r);
     return s;
 }
