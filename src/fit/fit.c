@@ -604,8 +604,7 @@ static hbm_status list_changes(hbm_fit_result *r, hbmi_fit_model *mo, hbmi_fit_e
 static void settings(hbm_fit_result *r, const hbm_fit_options *o) {
     uint64_t need = r->sum.peak_before;
     if (!o->capacity || !(o->fraction > 0 && o->fraction < 1)) return;
-    /* XLA_PYTHON_CLIENT_MEM_FRACTION is XLA:GPU's: the TPU and CPU runtimes read no fraction */
-    if (r->popt.backend == HBM_BACKEND_TPU || r->popt.backend == HBM_BACKEND_CPU) return;
+    if (!hbmi_backend_reads_fraction(r->popt.backend)) return;
     uint64_t limit = hbm_xla_gpu_limit(o->capacity, o->fraction);
     if (need <= limit || need > o->capacity) return;
     /* checked under XLA's rule: a fraction whose limit holds the need, or none and by how much */

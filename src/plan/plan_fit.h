@@ -7,6 +7,11 @@
 #include "hbm/plan.h"
 #include "hlo/dataflow.h"
 
+/* Whether the backend's runtime reads a memory fraction: XLA:GPU's does
+ * (XLA_PYTHON_CLIENT_MEM_FRACTION), XLA:TPU's and XLA:CPU's read none. hbm_plan_fraction's
+ * default and every fraction advised (plan's verdict, fit's setting) follow it. */
+int hbmi_backend_reads_fraction(hbm_backend b);
+
 /* The module and its dataflow analysis (values, buffers) the plan was computed over. */
 const hbm_hlo_module *hbmi_plan_module(const hbm_plan *p);
 const hbmi_df *hbmi_plan_df(const hbm_plan *p);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hbm/size.h"
+#include "plan/plan_fit.h"
 #include "plan/plan_internal.h"
 
 static const char *sz(uint64_t b, char buf[32]) { return hbm_size_xla((int64_t)b, buf); }
@@ -88,9 +89,11 @@ static int cmp_live(const void *x, const void *y) {
 
 static const char *cat_name(hbm_category c) { return hbm_category_str(c); }
 
+int hbmi_backend_reads_fraction(hbm_backend b) { return b != HBM_BACKEND_TPU && b != HBM_BACKEND_CPU; }
+
 double hbm_plan_fraction(const hbm_plan *p, double fraction) {
     if (fraction >= 0) return fraction;
-    return p && (p->stats.backend == HBM_BACKEND_TPU || p->stats.backend == HBM_BACKEND_CPU) ? 1.0 : 0.75;
+    return p && !hbmi_backend_reads_fraction(p->stats.backend) ? 1.0 : 0.75;
 }
 
 hbm_plan_verdict hbm_plan_verdict_get(const hbm_plan *p, uint64_t capacity, double fraction, uint64_t *limit) {
@@ -250,7 +253,7 @@ hbm_status hbm_plan_explain(const hbm_plan *p, FILE *f, uint64_t capacity, doubl
                     "    the framework lets XLA use %.*f %% = %s%s.\n",
                     jax_default ? "DEFAULT " : "", hbm_size_human(need, a), fraction * 100.0 < 10.0 ? 1 : 0,
                     fraction * 100.0, hbm_size_human(limit, b), jax_default ? " (JAX preallocates 75 %)" : "");
-            if (s->backend == HBM_BACKEND_TPU || s->backend == HBM_BACKEND_CPU) { /* hbm_plan_fraction's rule */
+            if (!hbmi_backend_reads_fraction(s->backend)) {
                 fprintf(f, "  XLA:%s's runtime reads no memory fraction (XLA_PYTHON_CLIENT_MEM_FRACTION is XLA:GPU's):\n"
                            "    with no limit of its own there, the module fits the device's %s.\n",
                         s->backend == HBM_BACKEND_TPU ? "TPU" : "CPU", hbm_size_human(capacity, c));
@@ -328,7 +331,7 @@ hbm_status hbm_plan_json(const hbm_plan *p, FILE *f, size_t top, uint64_t capaci
     if (v != HBM_VERDICT_NONE)
         fprintf(f, ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"framework_limit_bytes\": %" PRIu64 ",\n  \"verdict\": \"%s\"",
                 capacity, limit, hbm_plan_verdict_str(v));
-    if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY && s->backend != HBM_BACKEND_TPU && s->backend != HBM_BACKEND_CPU) {
+    if (v == HBM_VERDICT_FITS_PHYSICALLY_ONLY && hbmi_backend_reads_fraction(s->backend)) {
         /* the setting the text advises, checked the same way (XLA:GPU's: the others read no fraction) */
         char set[256];
         hbmi_fraction_setting(set, sizeof set, s->peak_bytes, capacity);
